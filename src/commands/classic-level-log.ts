@@ -1,0 +1,119 @@
+/**
+ * The EventLog on classic-level (LevelDB). One chained batch per append, written with `sync: true`: the
+ * events, their rows and the checkpoint land together or not at all.
+ */
+import { ClassicLevel } from "classic-level"
+import { Effect, Layer, Option, Stream } from "effect"
+import * as fs from "node:fs"
+import { StoreUnavailable } from "../domain/errors.ts"
+import type { StoredEvent } from "../domain/events.ts"
+import { EventLog, type AppendBatch, type LogHead, type StoredRow } from "./event-log.ts"
+import { LogFaults } from "./log-faults.ts"
+import * as K from "./log-keys.ts"
+
+type Db = ClassicLevel<string, string>
+
+const unavailable = (what: string) => (e: unknown) =>
+  new StoreUnavailable({ reason: `${what}: ${e instanceof Error ? e.message : String(e)}` })
+
+/** Opens the database, failing with a clear message when the directory is locked or unreadable. */
+export const openDb = (dir: string) =>
+  Effect.acquireRelease(
+    Effect.tryPromise({
+      try: async () => {
+        fs.mkdirSync(dir, { recursive: true })
+        const db: Db = new ClassicLevel(dir, { keyEncoding: "utf8", valueEncoding: "utf8" })
+        await db.open()
+        return db
+      },
+      catch: unavailable(`cannot open the data dir ${dir}`)
+    }),
+    (db) => Effect.promise(() => db.close()).pipe(Effect.ignore)
+  )
+
+const parseJson = <A>(key: string, value: string): A => {
+  try {
+    return JSON.parse(value) as A
+  } catch {
+    throw new Error(`corrupt record at key ${key}: not valid JSON (${value.slice(0, 40)}…)`)
+  }
+}
+
+/** Reads the head and checks the tail is whole, so a damaged store is reported instead of served. */
+export const readHead = (db: Db): Effect.Effect<LogHead, StoreUnavailable> =>
+  Effect.tryPromise({
+    try: async () => {
+      let lastSeq = 0
+      for await (const [key, value] of db.iterator({ gte: K.EVENTS_START, lt: K.EVENTS_END, reverse: true, limit: 1 })) {
+        const event = parseJson<StoredEvent>(key, value)
+        lastSeq = K.seqOfEventKey(key)
+        if (event.seq !== lastSeq) throw new Error(`corrupt log tail: key ${key} holds event seq ${event.seq}`)
+      }
+      const cp = await db.get(K.CHECKPOINT_KEY)
+      const checkpoint = cp === undefined ? 0 : Number(cp)
+      if (!Number.isSafeInteger(checkpoint) || checkpoint > lastSeq) {
+        throw new Error(`corrupt store: checkpoint ${cp} is past the last event ${lastSeq}`)
+      }
+      const counters = new Map<string, number>()
+      for await (const [key, value] of db.iterator({ gte: K.COUNTER_PREFIX, lt: `${K.COUNTER_PREFIX}~` })) {
+        counters.set(key.slice(K.COUNTER_PREFIX.length), Number(value))
+      }
+      return { lastSeq, checkpoint, counters }
+    },
+    catch: unavailable("cannot read the log head")
+  })
+
+export const readEvents = (db: Db, fromSeq: number): Stream.Stream<StoredEvent, StoreUnavailable> =>
+  Stream.fromAsyncIterable(
+    db.iterator({ gte: K.eventKey(Math.max(1, fromSeq)), lt: K.EVENTS_END }),
+    unavailable("cannot read the log")
+  ).pipe(Stream.map(([key, value]) => parseJson<StoredEvent>(key, value)))
+
+export const readStoredRows = (db: Db): Stream.Stream<StoredRow, StoreUnavailable> =>
+  Stream.fromAsyncIterable(db.iterator({ gte: K.ROWS_START, lt: K.ROWS_END }), unavailable("cannot read rows")).pipe(
+    Stream.map(([key, value]) => ({ type: key.split("!")[1], row: parseJson(key, value) }))
+  )
+
+/** The EventLog layer over an open database. */
+export const makeClassicLevelLog = (db: Db) =>
+  Effect.gen(function* () {
+    const faults = yield* Effect.serviceOption(LogFaults)
+    let syncWrites = 0
+    let eventsWritten = 0
+
+    const write = (batch: AppendBatch) =>
+      Effect.tryPromise({
+        try: () => {
+          const chained = db.batch()
+          let last = 0
+          for (const { event, row } of batch.entries) {
+            chained.put(K.eventKey(event.seq), JSON.stringify(event))
+            if (row === null) chained.del(K.rowKey(event.type, event.id))
+            else chained.put(K.rowKey(event.type, event.id), JSON.stringify(row))
+            last = event.seq
+          }
+          for (const [type, n] of batch.counters) chained.put(K.counterKey(type), String(n))
+          chained.put(K.CHECKPOINT_KEY, String(last))
+          return chained.write({ sync: true })
+        },
+        catch: unavailable("write failed")
+      })
+
+    return EventLog.of({
+      append: (batch) =>
+        Effect.gen(function* () {
+          if (Option.isSome(faults)) yield* faults.value.beforeWrite(batch.entries.length)
+          yield* write(batch)
+          syncWrites++
+          eventsWritten += batch.entries.length
+        }),
+      head: readHead(db),
+      readFrom: (fromSeq) => readEvents(db, fromSeq),
+      storedRows: readStoredRows(db),
+      stats: Effect.sync(() => ({ syncWrites, eventsWritten }))
+    })
+  })
+
+/** The classic-level EventLog in `dir`; the database closes when the layer's scope does. */
+export const classicLevelLog = (dir: string) =>
+  Layer.scoped(EventLog, Effect.flatMap(openDb(dir), makeClassicLevelLog))

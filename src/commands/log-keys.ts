@@ -1,0 +1,17 @@
+/**
+ * Key layout of the classic-level store. Numbers are zero-padded so that LevelDB's byte order is numeric order.
+ *   e!<seq:16>            an event (JSON)
+ *   r!<type>!<id:12>      a row's current state (JSON)
+ *   m!checkpoint          the seq the stored rows include
+ *   m!counter!<type>      the highest id assigned for the type
+ */
+export const eventKey = (seq: number) => `e!${String(seq).padStart(16, "0")}`
+export const EVENTS_START = "e!"
+export const EVENTS_END = "e!~"
+export const rowKey = (type: string, id: string) => `r!${type}!${id.padStart(12, "0")}`
+export const ROWS_START = "r!"
+export const ROWS_END = "r!~"
+export const CHECKPOINT_KEY = "m!checkpoint"
+export const COUNTER_PREFIX = "m!counter!"
+export const counterKey = (type: string) => `${COUNTER_PREFIX}${type}`
+export const seqOfEventKey = (key: string) => Number(key.slice(2))

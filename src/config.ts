@@ -1,0 +1,86 @@
+/**
+ * Runtime settings, read through Effect `Config` (environment variables by default). Every knob has a sane
+ * default and is listed in the README.
+ */
+import { Config, ConfigError, Context, Effect, Either, Layer } from "effect"
+
+export interface Settings {
+  /** Where to listen. `WO_LISTEN`, default 127.0.0.1:8080 (loopback: see the MCP DNS-rebinding rules). */
+  readonly host: string
+  readonly port: number
+  /** The data directory. `WO_DATA`, default `<app-dir>/.data`. */
+  readonly dataDir: string
+  /** `WO_GROUP_COMMIT=off` writes one fsync per command instead of one per batch. */
+  readonly groupCommit: boolean
+  /** Most commands in one durable batch. `WO_MAX_BATCH`, default 1024. */
+  readonly maxBatch: number
+  /** Largest accepted request body in bytes. `WO_BODY_LIMIT`, default 4 MiB. */
+  readonly bodyLimit: number
+  /** Page size bounds for list endpoints and tools. */
+  readonly defaultPageSize: number
+  readonly maxPageSize: number
+  /** Extra allowed Origins for /mcp, comma-separated (`WO_MCP_ORIGINS`); localhost origins are always allowed. */
+  readonly mcpOrigins: ReadonlyArray<string>
+  /** Extra Host names accepted besides loopback names (`WO_HOSTS`). */
+  readonly allowedHosts: ReadonlyArray<string>
+  /** Milliseconds a client may take to send a whole request (`WO_REQUEST_TIMEOUT_MS`, default 30000). */
+  readonly requestTimeoutMs: number
+}
+
+export class WoConfig extends Context.Tag("writeonce/Config")<WoConfig, Settings>() {}
+
+export const parseListen = (value: string): { host: string; port: number } | undefined => {
+  const m = /^(\[[^\]]+\]|[^:]+):(\d{1,5})$/.exec(value.trim())
+  if (!m) return undefined
+  const port = Number(m[2])
+  return port <= 65535 ? { host: m[1].replace(/^\[|\]$/g, ""), port } : undefined
+}
+
+const list = (name: string) =>
+  Config.string(name).pipe(
+    Config.withDefault(""),
+    Config.map((s) => s.split(",").map((x) => x.trim()).filter((x) => x.length > 0))
+  )
+
+const listenConfig = Config.string("WO_LISTEN").pipe(
+  Config.withDefault("127.0.0.1:8080"),
+  Config.mapOrFail((s) => {
+    const parsed = parseListen(s)
+    return parsed
+      ? Either.right(parsed)
+      : Either.left(ConfigError.InvalidData(["WO_LISTEN"], `expected HOST:PORT, got "${s}"`))
+  })
+)
+
+const positiveInt = (name: string, fallback: number) =>
+  Config.integer(name).pipe(
+    Config.withDefault(fallback),
+    Config.validate({ message: `${name} must be a positive integer`, validation: (n) => n > 0 })
+  )
+
+/** Reads the settings from Config; `overrides` (CLI flags) win over the environment. */
+export const loadSettings = (defaults: { readonly dataDir: string }, overrides: Partial<Settings> = {}) =>
+  Effect.gen(function* () {
+    const listen = yield* listenConfig
+    const settings: Settings = {
+      host: listen.host,
+      port: listen.port,
+      dataDir: yield* Config.string("WO_DATA").pipe(Config.withDefault(defaults.dataDir)),
+      groupCommit: yield* Config.string("WO_GROUP_COMMIT").pipe(
+        Config.withDefault("on"),
+        Config.map((s) => !["off", "0", "false", "no"].includes(s.toLowerCase()))
+      ),
+      maxBatch: yield* positiveInt("WO_MAX_BATCH", 1024),
+      bodyLimit: yield* positiveInt("WO_BODY_LIMIT", 4 * 1024 * 1024),
+      defaultPageSize: yield* positiveInt("WO_PAGE_SIZE", 50),
+      maxPageSize: yield* positiveInt("WO_MAX_PAGE_SIZE", 1000),
+      mcpOrigins: yield* list("WO_MCP_ORIGINS"),
+      allowedHosts: yield* list("WO_HOSTS"),
+      requestTimeoutMs: yield* positiveInt("WO_REQUEST_TIMEOUT_MS", 30_000)
+    }
+    return { ...settings, ...overrides }
+  })
+
+/** The settings as a layer, for composing the runtime. */
+export const settingsLayer = (defaults: { readonly dataDir: string }, overrides: Partial<Settings> = {}) =>
+  Layer.effect(WoConfig, loadSettings(defaults, overrides))

@@ -1,0 +1,75 @@
+/**
+ * The catalog: how an app declares its entity types over Effect Schema.
+ *
+ * An app is `defineApp({ name, entities: { <type>: entity({ fields, methods, rest, mcp }) } })`.
+ * Fields are Effect Schema struct fields; methods are pure commands over the current row.
+ */
+import type { Schema } from "effect"
+
+/** The operations every entity type has, before exposure filters them. */
+export const CRUD_OPS = ["list", "get", "create", "update", "delete"] as const
+export type CrudOp = (typeof CRUD_OPS)[number]
+
+/** A row as it is served everywhere: the store's id and version, then the fields (encoded, JSON-shaped). */
+export type Row<A = Record<string, unknown>> = { readonly id: string; readonly version: number } & A
+
+/** Returned by a method's `apply` to refuse the command, with a message the caller sees. */
+export interface Rejection {
+  readonly _tag: "Rejection"
+  readonly message: string
+}
+
+/** Refuse a method call: `apply: (row, p) => p.price > row.price * 10 ? reject("too steep") : { price: p.price }` */
+export const reject = (message: string): Rejection => ({ _tag: "Rejection", message })
+
+export const isRejection = (u: unknown): u is Rejection =>
+  typeof u === "object" && u !== null && (u as { _tag?: unknown })._tag === "Rejection"
+
+/** A method: a params schema and a pure function from the current row and params to the change. */
+export interface MethodSpec<F extends Schema.Struct.Fields, P extends Schema.Struct.Fields> {
+  readonly params: P
+  readonly description?: string
+  readonly apply: (
+    row: Row<Schema.Struct.Type<F>>,
+    params: Schema.Struct.Type<P>
+  ) => Partial<Schema.Struct.Type<F>> | Rejection
+}
+
+export interface EntitySpec<F extends Schema.Struct.Fields, M extends Record<string, Schema.Struct.Fields>> {
+  readonly description?: string
+  readonly fields: F
+  readonly methods?: { readonly [K in keyof M]: MethodSpec<F, M[K]> }
+  /** Operations served at /api/<type>. Absent: every CRUD op and every method. */
+  readonly rest?: ReadonlyArray<CrudOp | Extract<keyof M, string>>
+  /** Operations served as MCP tools. Absent: the same as `rest`. */
+  readonly mcp?: ReadonlyArray<CrudOp | Extract<keyof M, string>>
+}
+
+/** The erased form the runtime works with. */
+export interface EntityDef {
+  readonly description?: string
+  readonly fields: Schema.Struct.Fields
+  readonly methods: Readonly<Record<string, MethodSpec<any, any>>>
+  readonly rest?: ReadonlyArray<string>
+  readonly mcp?: ReadonlyArray<string>
+}
+
+export interface AppDef {
+  readonly name: string
+  readonly description?: string
+  readonly entities: Readonly<Record<string, EntityDef>>
+}
+
+/** Declare one entity type. The generics exist only so that `apply` is typed from `fields` and `params`. */
+export const entity = <F extends Schema.Struct.Fields, M extends Record<string, Schema.Struct.Fields> = {}>(
+  spec: EntitySpec<F, M>
+): EntityDef => ({
+  description: spec.description,
+  fields: spec.fields,
+  methods: (spec.methods ?? {}) as EntityDef["methods"],
+  rest: spec.rest,
+  mcp: spec.mcp
+})
+
+/** Declare an app. Validation happens when the runtime loads it (see `compileApp`). */
+export const defineApp = (app: AppDef): AppDef => app

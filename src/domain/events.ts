@@ -1,0 +1,31 @@
+/** The events in the log. Every change to a row is one event; the row is the fold of its events (see decider.ts). */
+import type { Row } from "./catalog.ts"
+
+export type EventKind = "created" | "updated" | "deleted" | "invoked"
+
+export interface StoredEvent {
+  /** Global log sequence, from 1, without gaps. SSE ids and resumption derive from it. */
+  readonly seq: number
+  /** Commit time, epoch milliseconds. */
+  readonly at: number
+  readonly type: string
+  readonly id: string
+  /** The row's version after this event: 1 for the create, then +1 per event. */
+  readonly version: number
+  readonly kind: EventKind
+  /** For "invoked": the method's name and its decoded params. */
+  readonly method?: string
+  readonly params?: Record<string, unknown>
+  /** created: all fields; updated and invoked: the changed fields; deleted: {}. Always encoded (JSON) form. */
+  readonly data: Record<string, unknown>
+}
+
+/** What a committed event did to its row; the registry routes these by URI. */
+export interface Change {
+  readonly event: StoredEvent
+  readonly uri: string
+  /** The row after the event, or null when it was deleted. */
+  readonly row: Row | null
+}
+
+export const streamKey = (type: string, id: string) => `${type}/${id}`

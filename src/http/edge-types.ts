@@ -1,0 +1,45 @@
+/** The plain request and response values that cross the node:http edge. Everything behind it is Effect. */
+import type { IncomingHttpHeaders } from "node:http"
+import type { Stream } from "effect"
+
+export interface EdgeRequest {
+  readonly method: string
+  readonly path: string
+  readonly query: URLSearchParams
+  /** Lower-cased names, as node:http gives them. */
+  readonly headers: IncomingHttpHeaders
+  readonly body: Buffer
+}
+
+export type Headers = Readonly<Record<string, string>>
+
+export type EdgeResponse =
+  | { readonly _tag: "Buffered"; readonly status: number; readonly headers: Headers; readonly body?: string }
+  | {
+    readonly _tag: "Stream"
+    readonly status: number
+    readonly headers: Headers
+    /** Already-framed SSE text; the edge writes each chunk, awaiting `drain`, until the stream ends. */
+    readonly events: Stream.Stream<string>
+    /** A comment line is sent after this long without an event. */
+    readonly heartbeatMs?: number
+  }
+
+const JSON_TYPE = { "content-type": "application/json" }
+
+/** A JSON response from an already-serialised body (so payloads can be shared byte for byte). */
+export const jsonText = (status: number, body: string, headers: Headers = {}): EdgeResponse => ({
+  _tag: "Buffered",
+  status,
+  headers: { ...JSON_TYPE, ...headers },
+  body
+})
+
+export const json = (status: number, value: unknown, headers: Headers = {}): EdgeResponse =>
+  jsonText(status, JSON.stringify(value), headers)
+
+export const empty = (status: number, headers: Headers = {}): EdgeResponse => ({ _tag: "Buffered", status, headers })
+
+/** The JSON error body every non-MCP route uses. */
+export const errorJson = (status: number, error: string, message: string, extra: Record<string, unknown> = {}, headers: Headers = {}) =>
+  json(status, { error, message, ...extra }, headers)

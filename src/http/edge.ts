@@ -1,0 +1,164 @@
+/**
+ * The thin node:http edge. It reads a request into a plain `EdgeRequest` (enforcing the body limit), runs the
+ * Effect handler on the app's runtime, and writes the buffered or streamed `EdgeResponse`. It owns the
+ * byte-level concerns: Content-Length, keep-alive, body limits, SSE backpressure, and client disconnects.
+ */
+import { Cause, Data, Effect, Exit, Fiber, Runtime, Stream } from "effect"
+import * as http from "node:http"
+import type { AddressInfo } from "node:net"
+import type { EdgeRequest, EdgeResponse } from "./edge-types.ts"
+
+/** The port could not be bound (in use, no permission). */
+export class ListenError extends Data.TaggedError("ListenError")<{ readonly message: string }> {}
+
+export interface EdgeOptions {
+  readonly host: string
+  readonly port: number
+  readonly bodyLimit: number
+  readonly requestTimeoutMs: number
+  /** How long shutdown waits for in-flight requests before closing their connections. */
+  readonly shutdownGraceMs?: number
+}
+
+export type EdgeHandler<R> = (request: EdgeRequest) => Effect.Effect<EdgeResponse, never, R>
+
+export interface RunningEdge {
+  readonly url: string
+  readonly address: AddressInfo
+  readonly server: http.Server
+}
+
+const tooLarge = (limit: number) =>
+  JSON.stringify({ error: "PayloadTooLarge", message: `request body exceeds ${limit} bytes` })
+
+const writeBuffered = (res: http.ServerResponse, response: Extract<EdgeResponse, { _tag: "Buffered" }>) => {
+  const body = response.body ?? ""
+  res.writeHead(response.status, {
+    ...response.headers,
+    "content-length": String(Buffer.byteLength(body))
+  })
+  res.end(body)
+}
+
+/** Writes one chunk, resolving only once the socket accepted it (real backpressure, no buffering). */
+const writeChunk = (res: http.ServerResponse, chunk: string) =>
+  Effect.async<void>((resume) => {
+    if (res.destroyed) return resume(Effect.interrupt)
+    if (res.write(chunk)) return resume(Effect.void)
+    const onDrain = () => {
+      res.off("close", onClose)
+      resume(Effect.void)
+    }
+    const onClose = () => {
+      res.off("drain", onDrain)
+      resume(Effect.interrupt)
+    }
+    res.once("drain", onDrain)
+    res.once("close", onClose)
+    return Effect.sync(() => {
+      res.off("drain", onDrain)
+      res.off("close", onClose)
+    })
+  })
+
+const streamBody = (res: http.ServerResponse, response: Extract<EdgeResponse, { _tag: "Stream" }>) => {
+  res.writeHead(response.status, {
+    "cache-control": "no-cache",
+    "x-accel-buffering": "no",
+    connection: "keep-alive",
+    ...response.headers
+  })
+  res.flushHeaders()
+  const events = response.heartbeatMs === undefined
+    ? response.events
+    : Stream.merge(
+      response.events,
+      Stream.tick(`${response.heartbeatMs} millis`).pipe(Stream.drop(1), Stream.as(": heartbeat\n\n")),
+      { haltStrategy: "left" }
+    )
+  return Stream.runForEach(events, (chunk) => writeChunk(res, chunk)).pipe(
+    Effect.ensuring(Effect.sync(() => res.end()))
+  )
+}
+
+/**
+ * Starts the edge; the server stops accepting when the scope closes, in-flight requests get
+ * `shutdownGraceMs` to finish, then every connection (streams included) is closed.
+ */
+export const startEdge = <R>(handler: EdgeHandler<R>, options: EdgeOptions) =>
+  Effect.gen(function* () {
+    const runtime = yield* Effect.runtime<R>()
+    const runFork = Runtime.runFork(runtime)
+    const inFlight = new Set<Fiber.RuntimeFiber<void, never>>()
+
+    const dispatch = (req: http.IncomingMessage, res: http.ServerResponse, body: Buffer) => {
+      const url = new URL(req.url ?? "/", "http://edge")
+      const request: EdgeRequest = { method: req.method ?? "GET", path: url.pathname, query: url.searchParams, headers: req.headers, body }
+      const program = Effect.flatMap(handler(request), (response) =>
+        response._tag === "Buffered" ? Effect.sync(() => writeBuffered(res, response)) : streamBody(res, response))
+      const fiber = runFork(program)
+      inFlight.add(fiber)
+      // The client went away before we answered: interrupt, so finalizers free what the request held.
+      const onClose = () => {
+        if (!res.writableFinished) fiber.unsafeInterruptAsFork(fiber.id())
+      }
+      res.once("close", onClose)
+      fiber.addObserver((exit) => {
+        inFlight.delete(fiber)
+        res.off("close", onClose)
+        if (Exit.isFailure(exit) && !Cause.isInterruptedOnly(exit.cause)) {
+          runFork(Effect.logError("request failed", exit.cause))
+          if (!res.headersSent) writeBuffered(res, { _tag: "Buffered", status: 500, headers: { "content-type": "application/json" }, body: JSON.stringify({ error: "Internal", message: "internal error" }) })
+        }
+        if (!res.writableEnded) res.end()
+      })
+    }
+
+    const server = http.createServer({ requestTimeout: options.requestTimeoutMs, keepAliveTimeout: 5_000 }, (req, res) => {
+      const declared = Number(req.headers["content-length"] ?? 0)
+      if (declared > options.bodyLimit) {
+        res.writeHead(413, { "content-type": "application/json", connection: "close" })
+        res.end(tooLarge(options.bodyLimit))
+        req.resume()
+        return
+      }
+      const chunks: Array<Buffer> = []
+      let size = 0
+      let rejected = false
+      req.on("data", (chunk: Buffer) => {
+        if (rejected) return
+        size += chunk.length
+        if (size > options.bodyLimit) {
+          rejected = true
+          res.writeHead(413, { "content-type": "application/json", connection: "close" })
+          res.end(tooLarge(options.bodyLimit), () => req.destroy())
+          return
+        }
+        chunks.push(chunk)
+      })
+      req.on("end", () => {
+        if (!rejected) dispatch(req, res, chunks.length === 1 ? chunks[0] : Buffer.concat(chunks))
+      })
+      req.on("error", () => res.destroy())
+    })
+
+    yield* Effect.async<void, ListenError>((resume) => {
+      server.once("error", (e) =>
+        resume(Effect.fail(new ListenError({ message: `cannot listen on ${options.host}:${options.port}: ${e.message}` }))))
+      server.listen(options.port, options.host, () => resume(Effect.void))
+    })
+    const address = server.address() as AddressInfo
+    const hostPart = address.family === "IPv6" ? `[${address.address}]` : address.address
+
+    yield* Effect.addFinalizer(() =>
+      Effect.gen(function* () {
+        server.close()
+        server.closeIdleConnections()
+        const deadline = Date.now() + (options.shutdownGraceMs ?? 10_000)
+        while (inFlight.size > 0 && Date.now() < deadline) yield* Effect.sleep("20 millis")
+        for (const fiber of inFlight) yield* Fiber.interrupt(fiber)
+        server.closeAllConnections()
+      }))
+
+    return { url: `http://${hostPart}:${address.port}`, address, server } satisfies RunningEdge
+  })

@@ -1,0 +1,141 @@
+/**
+ * The REST routes: `/api/<type>`, `/api/<type>/:id`, `/api/<type>/:id/<method>`. Only exposed operations are
+ * routed; a path with other exposed operations answers 405 with `Allow`, anything else 404. Every error is JSON.
+ */
+import { Effect, Either } from "effect"
+import type { Row } from "../domain/catalog.ts"
+import type { CompiledApp, CompiledType } from "../domain/compile.ts"
+import type { CommandError, NotFound, ValidationFailed } from "../domain/errors.ts"
+import type { Commands, Command } from "../commands/commands.ts"
+import type { Committed } from "../commands/group-commit.ts"
+import type { QueriesShape } from "../projections/queries.ts"
+import { errorJson, jsonText, type EdgeRequest, type EdgeResponse } from "./edge-types.ts"
+import { isJsonContentType, parseJsonBody } from "./json-body.ts"
+
+type CommandsShape = Commands["Type"]
+
+/** The status and JSON body for a command or read failure. `ifMatch`: the version came from If-Match. */
+export const errorResponse = (error: CommandError | NotFound | ValidationFailed, ifMatch = false): EdgeResponse => {
+  switch (error._tag) {
+    case "ValidationFailed":
+      return errorJson(400, error._tag, error.message, { issues: error.issues })
+    case "NotFound":
+      return errorJson(404, error._tag, error.message)
+    case "VersionConflict":
+      return errorJson(ifMatch ? 412 : 409, error._tag, error.message, { expected: error.expected, actual: error.actual })
+    case "StoreUnavailable":
+      return errorJson(503, error._tag, error.message, {}, { "retry-after": "1" })
+  }
+}
+
+const etag = (row: Row) => `"${row.version}"`
+
+const rowResponse = (status: number, row: Row, extra: Record<string, string> = {}) =>
+  jsonText(status, JSON.stringify(row), { etag: etag(row), ...extra })
+
+/** The body a delete answers with: what was deleted, at which final version. */
+export const deletedBody = (committed: Committed) => ({ id: committed.event.id, version: committed.event.version, deleted: true })
+
+/** If-Match `"3"`, `W/"3"` or `3` -> 3; Left when present but not a version. */
+const parseIfMatch = (value: string | undefined): Either.Either<number | undefined, string> => {
+  if (value === undefined) return Either.right(undefined)
+  const m = /^(?:W\/)?"?(\d{1,15})"?$/.exec(value.trim())
+  return m ? Either.right(Number(m[1])) : Either.left(`If-Match must name a version such as "3", got ${value}`)
+}
+
+const methodNotAllowed = (allow: ReadonlyArray<string>) =>
+  errorJson(405, "MethodNotAllowed", `allowed here: ${allow.join(", ")}`, {}, { allow: allow.join(", ") })
+
+/** Reads and validates a JSON body: 415 for another content type, 400 for bad JSON. An empty body is `{}`. */
+const readBody = (request: EdgeRequest): Either.Either<unknown, EdgeResponse> => {
+  if (request.body.length === 0) return Either.right({})
+  if (!isJsonContentType(request.headers["content-type"])) {
+    return Either.left(errorJson(415, "UnsupportedMediaType", "send the body as Content-Type: application/json"))
+  }
+  return Either.mapLeft(parseJsonBody(request.body), (m) => errorJson(400, "InvalidJson", `the body is not valid JSON: ${m}`))
+}
+
+export const makeRestRoutes = (catalog: CompiledApp, commands: CommandsShape, queries: QueriesShape) => {
+  const run = (command: Command, ifMatch: boolean, onSuccess: (c: Committed) => EdgeResponse) =>
+    commands.execute(command).pipe(Effect.match({ onFailure: (e) => errorResponse(e, ifMatch), onSuccess }))
+
+  const withBody = (request: EdgeRequest, f: (body: unknown) => Effect.Effect<EdgeResponse>) =>
+    Either.match(readBody(request), { onLeft: Effect.succeed, onRight: f })
+
+  const withVersion = (request: EdgeRequest, f: (expected: number | undefined) => Effect.Effect<EdgeResponse>) =>
+    Either.match(parseIfMatch(request.headers["if-match"] as string | undefined), {
+      onLeft: (m) => Effect.succeed(errorJson(400, "ValidationFailed", m)),
+      onRight: f
+    })
+
+  const collection = (type: CompiledType, request: EdgeRequest): Effect.Effect<EdgeResponse> => {
+    const allow = [type.rest.has("list") && "GET", type.rest.has("create") && "POST"].filter((x): x is string => !!x)
+    if (request.method === "GET" && type.rest.has("list")) {
+      const limitParam = request.query.get("limit")
+      const limit = limitParam === null ? undefined : Number(limitParam)
+      return queries.list(type.name, { cursor: request.query.get("cursor") ?? undefined, limit }).pipe(
+        Effect.match({
+          onFailure: errorResponse,
+          onSuccess: (page) =>
+            jsonText(200, `{"items":[${page.items.map((r) => JSON.stringify(r)).join(",")}]${page.nextCursor ? `,"nextCursor":${JSON.stringify(page.nextCursor)}` : ""}}`)
+        })
+      )
+    }
+    if (request.method === "POST" && type.rest.has("create")) {
+      return withBody(request, (input) =>
+        run({ _tag: "Create", type: type.name, input }, false, (c) =>
+          rowResponse(201, c.row!, { location: `/api/${type.name}/${c.event.id}` })))
+    }
+    return Effect.succeed(allow.length ? methodNotAllowed(allow) : notFound(request))
+  }
+
+  const item = (type: CompiledType, id: string, request: EdgeRequest): Effect.Effect<EdgeResponse> => {
+    const allow = [type.rest.has("get") && "GET", type.rest.has("update") && "PATCH", type.rest.has("delete") && "DELETE"]
+      .filter((x): x is string => !!x)
+    if (request.method === "GET" && type.rest.has("get")) {
+      return queries.get(type.name, id).pipe(Effect.match({ onFailure: errorResponse, onSuccess: (row) => rowResponse(200, row) }))
+    }
+    if (request.method === "PATCH" && type.rest.has("update")) {
+      return withVersion(request, (expectedVersion) =>
+        withBody(request, (input) =>
+          run({ _tag: "Update", type: type.name, id, expectedVersion, input }, expectedVersion !== undefined, (c) =>
+            rowResponse(200, c.row!))))
+    }
+    if (request.method === "DELETE" && type.rest.has("delete")) {
+      return withVersion(request, (expectedVersion) =>
+        run({ _tag: "Delete", type: type.name, id, expectedVersion }, expectedVersion !== undefined, (c) =>
+          jsonText(200, JSON.stringify(deletedBody(c)))))
+    }
+    return Effect.succeed(allow.length ? methodNotAllowed(allow) : notFound(request))
+  }
+
+  const method = (type: CompiledType, id: string, name: string, request: EdgeRequest): Effect.Effect<EdgeResponse> => {
+    if (!type.methods.has(name) || !type.rest.has(name)) return Effect.succeed(notFound(request))
+    if (request.method !== "POST") return Effect.succeed(methodNotAllowed(["POST"]))
+    return withVersion(request, (expectedVersion) =>
+      withBody(request, (input) =>
+        run({ _tag: "Invoke", type: type.name, id, method: name, expectedVersion, input }, expectedVersion !== undefined, (c) =>
+          rowResponse(200, c.row!))))
+  }
+
+  /** Routes a request whose path starts with /api/. */
+  return (request: EdgeRequest): Effect.Effect<EdgeResponse> => {
+    const parts = request.path.slice("/api/".length).split("/").map(safeDecode)
+    const type = catalog.types.get(parts[0])
+    if (type === undefined || parts.length > 3 || parts.some((p) => p === "")) return Effect.succeed(notFound(request))
+    if (parts.length === 1) return collection(type, request)
+    if (parts.length === 2) return item(type, parts[1], request)
+    return method(type, parts[1], parts[2], request)
+  }
+}
+
+export const notFound = (request: EdgeRequest) => errorJson(404, "NotFound", `no route for ${request.method} ${request.path}`)
+
+/** A path segment, percent-decoded; a malformed escape stays as it is (and then matches nothing). */
+const safeDecode = (segment: string) => {
+  try {
+    return decodeURIComponent(segment)
+  } catch {
+    return segment
+  }
+}

@@ -1,0 +1,27 @@
+/** The top-level routes: Host validation for everything, then /api/* (REST) and /mcp. */
+import { Effect } from "effect"
+import { errorJson, type EdgeRequest, type EdgeResponse } from "./edge-types.ts"
+import type { Guards } from "./guards.ts"
+import { notFound } from "./rest.ts"
+
+export interface Routes {
+  readonly rest: (request: EdgeRequest) => Effect.Effect<EdgeResponse>
+  readonly mcp?: (request: EdgeRequest) => Effect.Effect<EdgeResponse>
+  readonly extra?: (request: EdgeRequest) => Effect.Effect<EdgeResponse> | undefined
+}
+
+const forbidden = (message: string) => errorJson(403, "Forbidden", message)
+
+export const makeRouter = (guards: Guards, routes: Routes) => (request: EdgeRequest): Effect.Effect<EdgeResponse> => {
+  if (!guards.hostAllowed(request.headers.host)) {
+    return Effect.succeed(forbidden(`Host ${request.headers.host ?? "(none)"} is not this server (see WO_HOSTS)`))
+  }
+  const origin = request.headers.origin
+  if (!guards.originAllowed(origin)) {
+    return Effect.succeed(forbidden(`Origin ${origin} is not allowed (see WO_MCP_ORIGINS)`))
+  }
+  if (request.path === "/mcp" && routes.mcp) return routes.mcp(request)
+  if (request.path.startsWith("/api/")) return routes.rest(request)
+  if (request.path === "/healthz") return Effect.succeed(errorJson(200, "ok", "serving"))
+  return routes.extra?.(request) ?? Effect.succeed(notFound(request))
+}

@@ -1,0 +1,27 @@
+/** The HTTP server as a scoped service: the edge listening, with REST and MCP routed behind it. */
+import { Context, Effect, Layer } from "effect"
+import { Catalog } from "../domain/app-catalog.ts"
+import { Commands } from "../commands/commands.ts"
+import { WoConfig } from "../config.ts"
+import { Queries } from "../projections/queries.ts"
+import { startEdge } from "./edge.ts"
+import { makeGuards } from "./guards.ts"
+import { makeRestRoutes } from "./rest.ts"
+import { makeRouter } from "./router.ts"
+
+export class HttpServer extends Context.Tag("writeonce/HttpServer")<HttpServer, { readonly url: string }>() {}
+
+export const HttpServerLive = Layer.scoped(
+  HttpServer,
+  Effect.gen(function* () {
+    const settings = yield* WoConfig
+    const catalog = yield* Catalog
+    const commands = yield* Commands
+    const queries = yield* Queries
+    const router = makeRouter(makeGuards(settings), {
+      rest: makeRestRoutes(catalog, commands, queries)
+    })
+    const edge = yield* startEdge(router, settings)
+    return { url: edge.url }
+  })
+)

@@ -1,0 +1,12 @@
+/** The library entry point: the catalog API for app authors, and the runtime Layer for Effect programs. */
+export { CRUD_OPS, defineApp, entity, reject, type AppDef, type CrudOp, type EntityDef, type MethodSpec, type Row } from "./domain/catalog.ts"
+export { CatalogError, NotFound, StoreUnavailable, ValidationFailed, VersionConflict } from "./domain/errors.ts"
+export { Catalog } from "./domain/app-catalog.ts"
+export { Commands, type Command } from "./commands/commands.ts"
+export { EventLog } from "./commands/event-log.ts"
+export { Queries } from "./projections/queries.ts"
+export { ChangeFeed } from "./projections/change-feed.ts"
+export { HttpServer } from "./http/server.ts"
+export { WoConfig, loadSettings, type Settings } from "./config.ts"
+export { coreLayer, writeOnceLayer } from "./runtime.ts"
+export { loadApp } from "./load-app.ts"

@@ -1,0 +1,22 @@
+/** Loads an app folder's `app.ts` (TypeScript, no build step: the `wo` binary runs under tsx). */
+import { Data, Effect } from "effect"
+import * as fs from "node:fs"
+import * as path from "node:path"
+import { pathToFileURL } from "node:url"
+import type { AppDef } from "./domain/catalog.ts"
+
+export class AppLoadError extends Data.TaggedError("AppLoadError")<{ readonly message: string }> {}
+
+export const loadApp = (appDir: string) =>
+  Effect.gen(function* () {
+    const dir = path.resolve(appDir)
+    const file = ["app.ts", "app.mts", "app.js", "app.mjs"].map((f) => path.join(dir, f)).find((f) => fs.existsSync(f))
+    if (file === undefined) return yield* new AppLoadError({ message: `no app.ts in ${dir}` })
+    const mod = yield* Effect.tryPromise({
+      try: () => import(pathToFileURL(file).href) as Promise<{ default?: AppDef; app?: AppDef }>,
+      catch: (e) => new AppLoadError({ message: `cannot load ${file}: ${e instanceof Error ? e.message : String(e)}` })
+    })
+    const app = mod.default ?? mod.app
+    if (app === undefined) return yield* new AppLoadError({ message: `${file} must export the app (export default defineApp({...}))` })
+    return { app, dir, file }
+  })

@@ -1,0 +1,37 @@
+/**
+ * The change feed: committed, durable changes, in log order, to whoever listens (the subscription registry,
+ * the console's event tail). Listeners are called synchronously by the writer and must not block: each routes
+ * into its own bounded buffers. This is the seam a multi-node feed (JetStream subjects) would replace.
+ */
+import { Context, Effect, Layer, type Scope } from "effect"
+import type { Change } from "../domain/events.ts"
+
+export type ChangeListener = (changes: ReadonlyArray<Change>) => void
+
+export interface ChangeFeedShape {
+  readonly publish: (changes: ReadonlyArray<Change>) => void
+  /** Registers a listener for the lifetime of the current scope. */
+  readonly listen: (listener: ChangeListener) => Effect.Effect<void, never, Scope.Scope>
+}
+
+export class ChangeFeed extends Context.Tag("writeonce/ChangeFeed")<ChangeFeed, ChangeFeedShape>() {}
+
+export const makeChangeFeed = (): ChangeFeedShape => {
+  const listeners = new Set<ChangeListener>()
+  return {
+    publish: (changes) => {
+      for (const l of listeners) {
+        try {
+          l(changes)
+        } catch {
+          // A faulty listener must never fail the writer; it only loses its own notifications.
+        }
+      }
+    },
+    listen: (listener) =>
+      Effect.acquireRelease(Effect.sync(() => listeners.add(listener)), () => Effect.sync(() => listeners.delete(listener)))
+        .pipe(Effect.asVoid)
+  }
+}
+
+export const ChangeFeedLive = Layer.sync(ChangeFeed, makeChangeFeed)

@@ -1,0 +1,59 @@
+/**
+ * The rows projection: every type's current rows, in memory, applied on commit (before any caller is
+ * answered) so a client always reads its own writes. Reads are synchronous: they are the hot path.
+ */
+import { Context, Effect, Layer } from "effect"
+import type { Row } from "../domain/catalog.ts"
+import type { Change } from "../domain/events.ts"
+import { EventLog } from "../commands/event-log.ts"
+import { recoverRows } from "./recovery.ts"
+import { RowTable } from "./row-table.ts"
+
+export interface RowsShape {
+  readonly get: (type: string, id: string) => Row | undefined
+  readonly table: (type: string) => RowTable
+  /** Applies committed changes; called by the group-commit fiber once they are durable. */
+  readonly apply: (changes: ReadonlyArray<Change>) => void
+  /** The log sequence these rows include. */
+  readonly checkpoint: () => number
+  readonly recovered: RecoveryReport
+}
+
+export interface RecoveryReport {
+  readonly rows: number
+  readonly events: number
+  readonly tailEvents: number
+  readonly millis: number
+}
+
+export class Rows extends Context.Tag("writeonce/Rows")<Rows, RowsShape>() {}
+
+/** Builds the in-memory projection from a set of tables (recovered or empty). */
+export const makeRows = (tables: Map<string, RowTable>, checkpoint: number, recovered: RecoveryReport): RowsShape => {
+  let seq = checkpoint
+  const table = (type: string) => {
+    let t = tables.get(type)
+    if (t === undefined) tables.set(type, (t = new RowTable()))
+    return t
+  }
+  return {
+    get: (type, id) => tables.get(type)?.get(id),
+    table,
+    apply: (changes) => {
+      for (const { event, row } of changes) {
+        if (row === null) table(event.type).delete(event.id)
+        else table(event.type).set(row)
+        seq = event.seq
+      }
+    },
+    checkpoint: () => seq,
+    recovered
+  }
+}
+
+/** The projection recovered from the log: stored rows plus checkpoint, then the log tail. */
+export const RowsLive = Layer.effect(
+  Rows,
+  Effect.flatMap(EventLog, (log) =>
+    Effect.map(recoverRows(log), ({ tables, checkpoint, report }) => makeRows(tables, checkpoint, report)))
+)
