@@ -3,7 +3,8 @@
  * rebuilt from the log. A thin shell over `writeOnceLayer`.
  */
 import { Args, Command, Options } from "@effect/cli"
-import { NodeContext, NodeRuntime } from "@effect/platform-node"
+import * as NodeContext from "@effect/platform-node/NodeContext"
+import * as NodeRuntime from "@effect/platform-node/NodeRuntime"
 import { Console, Data, Effect, Layer, Option } from "effect"
 import * as path from "node:path"
 import { openDb, makeClassicLevelLog } from "./commands/classic-level-log.ts"

@@ -2,6 +2,7 @@
 import { Effect, Layer, ManagedRuntime } from "effect"
 import { spawn, type ChildProcess } from "node:child_process"
 import * as fs from "node:fs"
+import * as nodeHttp from "node:http"
 import * as os from "node:os"
 import * as path from "node:path"
 import type { AppDef } from "../../src/domain/catalog.ts"
@@ -103,3 +104,27 @@ export const http = async (url: string, init: { method?: string; body?: unknown;
   }
   return { status: res.status, headers: res.headers, text, json }
 }
+
+/** A request over node:http, for headers fetch will not send as given (Host, Origin). */
+export const rawRequest = (
+  url: string,
+  init: { method?: string; headers?: Record<string, string>; body?: string | Buffer } = {}
+): Promise<{ status: number; headers: import("node:http").IncomingHttpHeaders; text: string; json: any }> =>
+  new Promise((resolve, reject) => {
+    const req = nodeHttp.request(url, { method: init.method ?? "GET", headers: init.headers }, (res) => {
+      let text = ""
+      res.setEncoding("utf8")
+      res.on("data", (c: string) => (text += c))
+      res.on("end", () => {
+        let json: any
+        try {
+          json = text ? JSON.parse(text) : undefined
+        } catch {
+          json = undefined
+        }
+        resolve({ status: res.statusCode ?? 0, headers: res.headers, text, json })
+      })
+    })
+    req.on("error", reject)
+    req.end(init.body)
+  })
