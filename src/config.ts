@@ -2,7 +2,7 @@
  * Runtime settings, read through Effect `Config` (environment variables by default). Every knob has a sane
  * default and is listed in the README.
  */
-import { Config, ConfigError, Context, Effect, Either, Layer } from "effect"
+import { Config, ConfigError, Context, Effect, Either, Layer, Option } from "effect"
 
 export interface Settings {
   /** Where to listen. `WO_LISTEN`, default 127.0.0.1:8080 (loopback: see the MCP DNS-rebinding rules). */
@@ -25,6 +25,8 @@ export interface Settings {
   readonly allowedHosts: ReadonlyArray<string>
   /** Milliseconds a client may take to send a whole request (`WO_REQUEST_TIMEOUT_MS`, default 30000). */
   readonly requestTimeoutMs: number
+  /** When set (`WO_RECORD=<file>`), every HTTP exchange is appended to that transcript file. */
+  readonly recordFile?: string
 }
 
 export class WoConfig extends Context.Tag("writeonce/Config")<WoConfig, Settings>() {}
@@ -76,7 +78,8 @@ export const loadSettings = (defaults: { readonly dataDir: string }, overrides: 
       maxPageSize: yield* positiveInt("WO_MAX_PAGE_SIZE", 1000),
       mcpOrigins: yield* list("WO_MCP_ORIGINS"),
       allowedHosts: yield* list("WO_HOSTS"),
-      requestTimeoutMs: yield* positiveInt("WO_REQUEST_TIMEOUT_MS", 30_000)
+      requestTimeoutMs: yield* positiveInt("WO_REQUEST_TIMEOUT_MS", 30_000),
+      recordFile: yield* Config.string("WO_RECORD").pipe(Config.option, Config.map(Option.getOrUndefined))
     }
     return { ...settings, ...overrides }
   })
