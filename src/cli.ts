@@ -16,7 +16,7 @@ import { replay } from "./projections/replay.ts"
 import { Rows } from "./projections/rows.ts"
 import { writeOnceLayer } from "./runtime.ts"
 import { Catalog } from "./domain/app-catalog.ts"
-import pkg from "../package.json" with { type: "json" }
+import { VERSION } from "./version.ts"
 
 class UsageError extends Data.TaggedError("UsageError")<{ readonly message: string }> {}
 
@@ -39,7 +39,7 @@ const announce = Layer.scopedDiscard(
     const catalog = yield* Catalog
     const { recovered } = yield* Rows
     yield* Effect.logInfo(
-      `writeonce ${pkg.version} serving app "${catalog.name}" (${[...catalog.types.keys()].join(", ")}) at ${url}`
+      `writeonce ${VERSION} serving app "${catalog.name}" (${[...catalog.types.keys()].join(", ")}) at ${url}`
     )
     yield* Effect.logInfo(
       `recovered ${recovered.events} events (${recovered.rows} rows, ${recovered.tailEvents} tail events) in ${recovered.millis} ms`
@@ -87,7 +87,7 @@ const wo = Command.make("wo").pipe(
   Command.withSubcommands([run, replayCommand])
 )
 
-const cli = Command.run(wo, { name: "writeonce", version: pkg.version })
+const cli = Command.run(wo, { name: "writeonce", version: VERSION })
 
 /** Expected failures print one clear line and exit 1; anything else is a bug and prints its cause. */
 const fatal = (message: string) => Effect.zipRight(Console.error(`wo: ${message}`), Effect.sync(() => process.exit(1)))

@@ -11,6 +11,7 @@ import type { Committed } from "../commands/group-commit.ts"
 import type { QueriesShape } from "../projections/queries.ts"
 import { errorJson, jsonText, type EdgeRequest, type EdgeResponse } from "./edge-types.ts"
 import { isJsonContentType, parseJsonBody } from "./json-body.ts"
+import { listBody } from "./bodies.ts"
 
 type CommandsShape = Commands["Type"]
 
@@ -34,7 +35,7 @@ const rowResponse = (status: number, row: Row, extra: Record<string, string> = {
   jsonText(status, JSON.stringify(row), { etag: etag(row), ...extra })
 
 /** The body a delete answers with: what was deleted, at which final version. */
-export const deletedBody = (committed: Committed) => ({ id: committed.event.id, version: committed.event.version, deleted: true })
+export const deletedBody = (event: { readonly id: string; readonly version: number }) => ({ id: event.id, version: event.version, deleted: true })
 
 /** If-Match `"3"`, `W/"3"` or `3` -> 3; Left when present but not a version. */
 const parseIfMatch = (value: string | undefined): Either.Either<number | undefined, string> => {
@@ -76,8 +77,7 @@ export const makeRestRoutes = (catalog: CompiledApp, commands: CommandsShape, qu
       return queries.list(type.name, { cursor: request.query.get("cursor") ?? undefined, limit }).pipe(
         Effect.match({
           onFailure: errorResponse,
-          onSuccess: (page) =>
-            jsonText(200, `{"items":[${page.items.map((r) => JSON.stringify(r)).join(",")}]${page.nextCursor ? `,"nextCursor":${JSON.stringify(page.nextCursor)}` : ""}}`)
+          onSuccess: (page) => jsonText(200, listBody(page))
         })
       )
     }
@@ -104,7 +104,7 @@ export const makeRestRoutes = (catalog: CompiledApp, commands: CommandsShape, qu
     if (request.method === "DELETE" && type.rest.has("delete")) {
       return withVersion(request, (expectedVersion) =>
         run({ _tag: "Delete", type: type.name, id, expectedVersion }, expectedVersion !== undefined, (c) =>
-          jsonText(200, JSON.stringify(deletedBody(c)))))
+          jsonText(200, JSON.stringify(deletedBody(c.event)))))
     }
     return Effect.succeed(allow.length ? methodNotAllowed(allow) : notFound(request))
   }

@@ -4,6 +4,8 @@ import { Catalog } from "../domain/app-catalog.ts"
 import { Commands } from "../commands/commands.ts"
 import { WoConfig } from "../config.ts"
 import { Queries } from "../projections/queries.ts"
+import { Rows } from "../projections/rows.ts"
+import { makeMcpRoute } from "./mcp/mcp-server.ts"
 import { startEdge } from "./edge.ts"
 import { makeGuards } from "./guards.ts"
 import { makeRestRoutes } from "./rest.ts"
@@ -18,8 +20,10 @@ export const HttpServerLive = Layer.scoped(
     const catalog = yield* Catalog
     const commands = yield* Commands
     const queries = yield* Queries
+    const rows = yield* Rows
     const router = makeRouter(makeGuards(settings), {
-      rest: makeRestRoutes(catalog, commands, queries)
+      rest: makeRestRoutes(catalog, commands, queries),
+      mcp: makeMcpRoute({ catalog, commands, queries, rows, settings })
     })
     const edge = yield* startEdge(router, settings)
     return { url: edge.url }

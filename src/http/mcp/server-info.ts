@@ -1,0 +1,21 @@
+/** What the server says about itself: serverInfo, capabilities and the one-paragraph instructions. */
+import type { CompiledApp } from "../../domain/compile.ts"
+import { rowUriTemplate, schemaUri } from "../../domain/uri.ts"
+import { VERSION } from "../../version.ts"
+
+export const serverInfo = (catalog: CompiledApp) => ({ name: catalog.name, version: VERSION })
+
+/** Describes the app's types and tools for an agent, in one paragraph. */
+export const instructions = (catalog: CompiledApp, toolNames: ReadonlyArray<string>): string => {
+  const types = [...catalog.types.values()].filter((t) => t.mcp.size > 0)
+  const described = types.map((t) => {
+    const tools = toolNames.filter((n) => n.startsWith(`${t.name}_`))
+    return `${t.name} (fields: ${t.fieldNames.join(", ")}; tools: ${tools.join(", ")})`
+  })
+  return [
+    `This is the "${catalog.name}" app${catalog.description ? `: ${catalog.description.replace(/\.$/, "")}` : ""}.`,
+    `Its types are ${described.join("; ")}.`,
+    `Every row is {id, version, ...fields}; read one as the resource ${types[0] ? rowUriTemplate(types[0].name) : "wo://<type>/{id}"} and a type's schema as ${types[0] ? schemaUri(types[0].name) : "wo://schema/<type>"}.`,
+    `Writes are answered only once durable; pass expectedVersion to an update or method to refuse it if the row changed since you read it.`
+  ].join(" ")
+}
