@@ -25,6 +25,16 @@ export interface Settings {
   readonly allowedHosts: ReadonlyArray<string>
   /** Milliseconds a client may take to send a whole request (`WO_REQUEST_TIMEOUT_MS`, default 30000). */
   readonly requestTimeoutMs: number
+  /** Most live legacy sessions (`WO_MAX_SESSIONS`, default 10000); past it, initialize gets 503. */
+  readonly maxSessions: number
+  /** A session unused this long is expired (`WO_SESSION_IDLE_MS`, default 30 minutes). */
+  readonly sessionIdleMs: number
+  /** Notifications buffered per stream before a slow reader's stream is closed (`WO_STREAM_BUFFER`, default 256). */
+  readonly streamBuffer: number
+  /** Idle SSE streams get a comment this often (`WO_HEARTBEAT_MS`, default 15000). */
+  readonly heartbeatMs: number
+  /** Most resource subscriptions per session or listen stream (`WO_MAX_SUBSCRIPTIONS`, default 1000). */
+  readonly maxSubscriptions: number
   /** When set (`WO_RECORD=<file>`), every HTTP exchange is appended to that transcript file. */
   readonly recordFile?: string
 }
@@ -79,6 +89,11 @@ export const loadSettings = (defaults: { readonly dataDir: string }, overrides: 
       mcpOrigins: yield* list("WO_MCP_ORIGINS"),
       allowedHosts: yield* list("WO_HOSTS"),
       requestTimeoutMs: yield* positiveInt("WO_REQUEST_TIMEOUT_MS", 30_000),
+      maxSessions: yield* positiveInt("WO_MAX_SESSIONS", 10_000),
+      sessionIdleMs: yield* positiveInt("WO_SESSION_IDLE_MS", 30 * 60_000),
+      streamBuffer: yield* positiveInt("WO_STREAM_BUFFER", 256),
+      heartbeatMs: yield* positiveInt("WO_HEARTBEAT_MS", 15_000),
+      maxSubscriptions: yield* positiveInt("WO_MAX_SUBSCRIPTIONS", 1000),
       recordFile: yield* Config.string("WO_RECORD").pipe(Config.option, Config.map(Option.getOrUndefined))
     }
     return { ...settings, ...overrides }

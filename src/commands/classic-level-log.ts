@@ -2,34 +2,15 @@
  * The EventLog on classic-level (LevelDB). One chained batch per append, written with `sync: true`: the
  * events, their rows and the checkpoint land together or not at all.
  */
-import { ClassicLevel } from "classic-level"
 import { Effect, Layer, Option, Stream } from "effect"
-import * as fs from "node:fs"
-import { StoreUnavailable } from "../domain/errors.ts"
+import type { StoreUnavailable } from "../domain/errors.ts"
 import type { StoredEvent } from "../domain/events.ts"
 import { EventLog, type AppendBatch, type LogHead, type StoredRow } from "./event-log.ts"
 import { LogFaults } from "./log-faults.ts"
+import { LevelDb, storeError, type Db } from "./level-db.ts"
 import * as K from "./log-keys.ts"
 
-type Db = ClassicLevel<string, string>
-
-const unavailable = (what: string) => (e: unknown) =>
-  new StoreUnavailable({ reason: `${what}: ${e instanceof Error ? e.message : String(e)}` })
-
-/** Opens the database, failing with a clear message when the directory is locked or unreadable. */
-export const openDb = (dir: string) =>
-  Effect.acquireRelease(
-    Effect.tryPromise({
-      try: async () => {
-        fs.mkdirSync(dir, { recursive: true })
-        const db: Db = new ClassicLevel(dir, { keyEncoding: "utf8", valueEncoding: "utf8" })
-        await db.open()
-        return db
-      },
-      catch: unavailable(`cannot open the data dir ${dir}`)
-    }),
-    (db) => Effect.promise(() => db.close()).pipe(Effect.ignore)
-  )
+const unavailable = storeError
 
 const parseJson = <A>(key: string, value: string): A => {
   try {
@@ -114,6 +95,5 @@ export const makeClassicLevelLog = (db: Db) =>
     })
   })
 
-/** The classic-level EventLog in `dir`; the database closes when the layer's scope does. */
-export const classicLevelLog = (dir: string) =>
-  Layer.scoped(EventLog, Effect.flatMap(openDb(dir), makeClassicLevelLog))
+/** The classic-level EventLog over the shared LevelDb. */
+export const ClassicLevelLog = Layer.effect(EventLog, Effect.flatMap(LevelDb, makeClassicLevelLog))

@@ -16,6 +16,8 @@ export interface EdgeOptions {
   readonly port: number
   readonly bodyLimit: number
   readonly requestTimeoutMs: number
+  /** Runs when shutdown begins, after the server stops accepting: ends long-lived streams. */
+  readonly onShutdown?: Effect.Effect<void>
   /** How long shutdown waits for in-flight requests before closing their connections. */
   readonly shutdownGraceMs?: number
 }
@@ -154,6 +156,7 @@ export const startEdge = <R>(handler: EdgeHandler<R>, options: EdgeOptions) =>
       Effect.gen(function* () {
         server.close()
         server.closeIdleConnections()
+        if (options.onShutdown) yield* options.onShutdown
         const deadline = Date.now() + (options.shutdownGraceMs ?? 10_000)
         while (inFlight.size > 0 && Date.now() < deadline) yield* Effect.sleep("20 millis")
         for (const fiber of inFlight) yield* Fiber.interrupt(fiber)

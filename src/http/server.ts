@@ -4,9 +4,9 @@ import { Catalog } from "../domain/app-catalog.ts"
 import { Commands } from "../commands/commands.ts"
 import { WoConfig } from "../config.ts"
 import { Queries } from "../projections/queries.ts"
-import { Rows } from "../projections/rows.ts"
 import { makeMcpRoute } from "./mcp/mcp-server.ts"
 import { startEdge } from "./edge.ts"
+import { OpenStreams } from "./open-streams.ts"
 import { makeGuards } from "./guards.ts"
 import { makeRestRoutes } from "./rest.ts"
 import { makeRouter } from "./router.ts"
@@ -20,12 +20,13 @@ export const HttpServerLive = Layer.scoped(
     const catalog = yield* Catalog
     const commands = yield* Commands
     const queries = yield* Queries
-    const rows = yield* Rows
     const router = makeRouter(makeGuards(settings), {
       rest: makeRestRoutes(catalog, commands, queries),
-      mcp: makeMcpRoute({ catalog, commands, queries, rows, settings })
+      mcp: yield* makeMcpRoute
     })
-    const edge = yield* startEdge(router, settings)
+    const streams = yield* OpenStreams
+    // At shutdown, streams end first (listen streams with their graceful result) so in-flight requests can drain.
+    const edge = yield* startEdge(router, { ...settings, onShutdown: Effect.sync(() => streams.closeAll("shutdown")) })
     return { url: edge.url }
   })
 )

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { callTool, rawMcp, rpc } from "../support/mcp.ts"
+import { callTool, openSession, rawMcp, rpc } from "../support/mcp.ts"
 import { apps, http, startServer } from "../support/server.ts"
 
 const article = (n: number) => ({ title: `Post ${n}`, body: "text", status: "draft", tags: [], author: { name: "Ann" } })
@@ -24,7 +24,7 @@ describe("MCP legacy era over a real server", () => {
     const res = await rpc(blog.url, "initialize", { protocolVersion: "2024-01-01", capabilities: {}, clientInfo: { name: "t" } })
     expect(res.json.result).toMatchObject({
       protocolVersion: "2025-11-25",
-      capabilities: { tools: {}, resources: { subscribe: false } },
+      capabilities: { tools: {}, resources: { subscribe: true } },
       serverInfo: { name: "blog", version: expect.any(String) }
     })
     expect(res.json.result.instructions).toContain("articles_create")
@@ -33,35 +33,43 @@ describe("MCP legacy era over a real server", () => {
 
   it("answers the error matrix with the contract's statuses and codes", async () => {
     const get = await rawMcp(blog.url, "", {}, "GET")
-    expect(get.status).toBe(405)
+    expect(get.status).toBe(400) // no session
     expect(get.json.error.code).toBe(-32600)
-    expect((await rawMcp(blog.url, "", {}, "DELETE")).status).toBe(405)
-    const badVersion = await rawMcp(blog.url, JSON.stringify({ jsonrpc: "2.0", id: 7, method: "tools/list" }), { "mcp-protocol-version": "1999-01-01" })
+    expect((await rawMcp(blog.url, "", {}, "DELETE")).status).toBe(400)
+    expect((await rawMcp(blog.url, "", {}, "PUT")).status).toBe(405)
+    const session = await openSession(blog.url)
+    const badVersion = await rawMcp(blog.url, JSON.stringify({ jsonrpc: "2.0", id: 7, method: "tools/list" }), { "mcp-protocol-version": "1999-01-01", "mcp-session-id": session })
     expect(badVersion.status).toBe(400)
     expect(badVersion.json.id).toBe(7)
-    const origin = await rawMcp(blog.url, JSON.stringify({ jsonrpc: "2.0", id: 1, method: "ping" }), { origin: "http://evil.example" })
+    const origin = await rawMcp(blog.url, JSON.stringify({ jsonrpc: "2.0", id: 1, method: "ping" }), { origin: "http://evil.example", ...{ "mcp-session-id": session } })
     expect(origin.status).toBe(403)
-    const localOrigin = await rawMcp(blog.url, JSON.stringify({ jsonrpc: "2.0", id: 1, method: "ping" }), { origin: "http://localhost:3000" })
+    const localOrigin = await rawMcp(blog.url, JSON.stringify({ jsonrpc: "2.0", id: 1, method: "ping" }), { origin: "http://localhost:3000", "mcp-session-id": session })
     expect(localOrigin.status).toBe(200)
     const host = await rawMcp(blog.url, JSON.stringify({ jsonrpc: "2.0", id: 1, method: "ping" }), { host: "evil.example:80" })
     expect(host.status).toBe(403)
+    const noSession = await rawMcp(blog.url, JSON.stringify({ jsonrpc: "2.0", id: 8, method: "tools/list" }))
+    expect(noSession.status).toBe(400)
+    expect(noSession.json).toMatchObject({ id: 8, error: { code: -32600 } })
+    const unknownSession = await rawMcp(blog.url, JSON.stringify({ jsonrpc: "2.0", id: 8, method: "tools/list" }), { "mcp-session-id": "nope" })
+    expect(unknownSession.status).toBe(404)
     const batch = await rawMcp(blog.url, JSON.stringify([{ jsonrpc: "2.0", id: 1, method: "ping" }]))
     expect(batch.json).toMatchObject({ jsonrpc: "2.0", id: null, error: { code: -32600 } })
     const malformed = await rawMcp(blog.url, "{not json")
     expect(malformed.headers["content-type"]).toBe("application/json")
     expect(malformed.json).toMatchObject({ jsonrpc: "2.0", id: null, error: { code: -32700 } })
+    const withSession = { "mcp-session-id": session }
     const notRpc = await rawMcp(blog.url, JSON.stringify({ jsonrpc: "2.0", id: 3 }))
     expect(notRpc.json).toMatchObject({ id: 3, error: { code: -32600 } })
-    const unknown = await rawMcp(blog.url, JSON.stringify({ jsonrpc: "2.0", id: 4, method: "nope/nope" }))
+    const unknown = await rawMcp(blog.url, JSON.stringify({ jsonrpc: "2.0", id: 4, method: "nope/nope" }), withSession)
     expect(unknown.json).toMatchObject({ id: 4, error: { code: -32601 } })
-    const badParams = await rawMcp(blog.url, JSON.stringify({ jsonrpc: "2.0", id: 5, method: "tools/call", params: { name: 5 } }))
+    const badParams = await rawMcp(blog.url, JSON.stringify({ jsonrpc: "2.0", id: 5, method: "tools/call", params: { name: 5 } }), withSession)
     expect(badParams.json).toMatchObject({ id: 5, error: { code: -32602 } })
     expect((await rawMcp(blog.url, "{}", { accept: "application/json" })).status).toBe(406)
     expect((await rawMcp(blog.url, "{}", { "content-type": "text/plain" })).status).toBe(415)
-    const note = await rawMcp(blog.url, JSON.stringify({ jsonrpc: "2.0", method: "notifications/initialized" }))
+    const note = await rawMcp(blog.url, JSON.stringify({ jsonrpc: "2.0", method: "notifications/initialized" }), withSession)
     expect(note.status).toBe(202)
     expect(note.text).toBe("")
-    expect((await rawMcp(blog.url, JSON.stringify({ jsonrpc: "2.0", id: 9, result: {} }))).status).toBe(202)
+    expect((await rawMcp(blog.url, JSON.stringify({ jsonrpc: "2.0", id: 9, result: {} }), withSession)).status).toBe(202)
   })
 
   it("lists exactly the exposed tools, in a stable order, with schemas and annotations", async () => {

@@ -580,8 +580,9 @@ const send = (baseUrl: URL, request: TranscriptRequest, plan: ReadPlan, timeoutM
           }
           if (enough()) finish(snapshot())
         })
-        res.on("end", () => finish(snapshot()))
-        res.on("error", (e) => finish(settled ? snapshot() : e))
+        // A stream the server cuts off has simply ended; a buffered body cut short is a failure of its own.
+        res.on("close", () =>
+          finish(res.complete || streaming ? snapshot() : snapshot("the connection closed before the response was complete")))
         if (enough()) finish(snapshot()) // `# read: 0 events`: the headers are all we wanted
         if (streaming && plan.ms !== undefined) setTimeout(() => finish(snapshot()), plan.ms).unref()
         clearTimeout(timer) // the response started: from now on the whole body gets the full timeout

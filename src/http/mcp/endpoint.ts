@@ -4,20 +4,11 @@
 import { Effect, Either } from "effect"
 import type { EdgeRequest, EdgeResponse } from "../edge-types.ts"
 import { isJsonContentType, parseJsonBody } from "../json-body.ts"
+import { accepts } from "./accept.ts"
 import { eraOf } from "./era.ts"
 import { ErrorCode } from "./protocol.ts"
 import { classify, idOf, RpcError, type RpcMessage } from "./rpc.ts"
 import { httpError, rpcError } from "./wire.ts"
-
-/** True when an Accept header allows `type` (absent means anything, as in HTTP). */
-export const accepts = (accept: string | undefined, type: string): boolean => {
-  if (accept === undefined) return true
-  const [major] = type.split("/")
-  return accept.split(",").some((part) => {
-    const media = part.split(";")[0].trim().toLowerCase()
-    return media === type || media === "*/*" || media === `${major}/*`
-  })
-}
 
 export interface Transports {
   readonly legacy: (message: RpcMessage, request: EdgeRequest) => Effect.Effect<EdgeResponse>

@@ -1,16 +1,30 @@
 /**
- * The legacy era (2025-03-26 .. 2025-11-25): `initialize` negotiates a version; later requests carry
- * MCP-Protocol-Version (absent: 2025-03-26; unsupported: 400). Part 1 runs without sessions, which the spec allows.
+ * The legacy era (2025-03-26 .. 2025-11-25), with sessions.
+ *  - POST: `initialize` mints a session (L1, L2); every later message must carry it (400 missing, 404 unknown)
+ *    and MCP-Protocol-Version (absent: 2025-03-26; unsupported: 400; another supported one: served as the
+ *    session's version, L3). A tools/call with a progressToken is answered as SSE with real progress (C4).
+ *  - GET: the session's notification stream (L5), resumable from the durable log with Last-Event-ID (L7).
+ *  - DELETE: ends the session and frees what it held.
  */
-import { Effect, Either, Schema } from "effect"
+import { Effect, Either, Option, Queue, Schema, Stream } from "effect"
 import type { CompiledApp } from "../../domain/compile.ts"
-import type { EdgeRequest, EdgeResponse } from "../edge-types.ts"
+import { rowUri } from "../../domain/uri.ts"
+import type { EventLogShape } from "../../commands/event-log.ts"
+import type { Stage } from "../../commands/group-commit.ts"
+import type { Settings } from "../../config.ts"
+import type { RowsShape } from "../../projections/rows.ts"
+import { empty, type EdgeRequest, type EdgeResponse } from "../edge-types.ts"
+import { accepts } from "./accept.ts"
+import { makeNoticeBuffer } from "../notice-buffer.ts"
+import type { OpenStreamsShape } from "../open-streams.ts"
+import { SSE_HEADERS, sseFrame } from "../sse.ts"
 import type { Dispatcher } from "./dispatch.ts"
-import { headerValue } from "./era.ts"
+import { headerValue, metaOf } from "./era.ts"
 import { DEFAULT_LEGACY_HEADER_VERSION, ErrorCode, isLegacyVersion, LATEST_LEGACY, LEGACY_VERSIONS } from "./protocol.ts"
-import { invalidParams, RpcError, type RpcMessage, type RpcRequest } from "./rpc.ts"
+import { errorMessage, invalidParams, resultMessage, RpcError, type RpcId, type RpcMessage, type RpcRequest } from "./rpc.ts"
 import { instructions, serverInfo } from "./server-info.ts"
-import { accepted, rpcError, rpcResult } from "./wire.ts"
+import type { Session, SessionsShape } from "./sessions.ts"
+import { accepted, httpError, rpcError, rpcResult } from "./wire.ts"
 
 const InitializeParams = Schema.Struct({
   protocolVersion: Schema.String,
@@ -18,39 +32,199 @@ const InitializeParams = Schema.Struct({
   clientInfo: Schema.optional(Schema.Struct({ name: Schema.String, version: Schema.optional(Schema.String) }))
 })
 const decodeInitialize = Schema.decodeUnknownEither(InitializeParams)
+const UriParams = Schema.decodeUnknownEither(Schema.Struct({ uri: Schema.String }))
 
 /** L1: the client's version when we support it, else the newest legacy version. */
 export const negotiate = (requested: string) => (isLegacyVersion(requested) ? requested : LATEST_LEGACY)
 
-export const makeLegacy = (catalog: CompiledApp, dispatcher: Dispatcher) => {
+/** GET-stream event ids are `get-<log seq>`: the stream and the durable position at once (L7). */
+export const getStreamEventId = (seq: number) => `get-${seq}`
+export const parseGetStreamEventId = (id: string | undefined): number | undefined => {
+  const m = id === undefined ? null : /^get-(\d{1,15})$/.exec(id.trim())
+  return m ? Number(m[1]) : undefined
+}
+
+const SESSION_HEADER = "mcp-session-id"
+const STAGES: ReadonlyArray<Stage> = ["accepted", "decided", "durable"]
+
+export interface LegacyDeps {
+  readonly catalog: CompiledApp
+  readonly dispatcher: Dispatcher
+  readonly sessions: SessionsShape
+  readonly log: EventLogShape
+  readonly rows: RowsShape
+  readonly streams: OpenStreamsShape
+  readonly settings: Settings
+}
+
+export const makeLegacy = ({ catalog, dispatcher, sessions, log, rows, streams, settings }: LegacyDeps) => {
   const info = serverInfo(catalog)
   const text = instructions(catalog, dispatcher.tools.map((t) => t.definition.name))
-  const capabilities = { tools: {}, resources: { subscribe: false } }
+  const capabilities = { tools: {}, resources: { subscribe: true } }
+  let responseStreams = 0
 
-  const initialize = (request: RpcRequest): EdgeResponse =>
+  const sessionError = (id: RpcId | null, status: number, message: string) =>
+    rpcError(id, new RpcError({ code: ErrorCode.InvalidRequest, message, status }))
+
+  /** The session a request names: Right(session), or Left(the 400/404 answer). */
+  const sessionOf = (request: EdgeRequest, id: RpcId | null): Either.Either<Session, EdgeResponse> => {
+    const sid = headerValue(request.headers, SESSION_HEADER)
+    if (sid === undefined) return Either.left(sessionError(id, 400, "Bad Request: Mcp-Session-Id header is required (send initialize first)"))
+    const session = sessions.get(sid)
+    return session === undefined ? Either.left(sessionError(id, 404, "Session not found: it expired or was terminated; initialize again")) : Either.right(session)
+  }
+
+  const initialize = (request: RpcRequest): Effect.Effect<EdgeResponse> =>
     Either.match(decodeInitialize(request.params), {
-      onLeft: () => rpcError(request.id, invalidParams("initialize needs params.protocolVersion")),
+      onLeft: () => Effect.succeed(rpcError(request.id, invalidParams("initialize needs params.protocolVersion"))),
       onRight: (params) =>
-        rpcResult(request.id, { protocolVersion: negotiate(params.protocolVersion), capabilities, serverInfo: info, instructions: text })
+        sessions.create(negotiate(params.protocolVersion)).pipe(
+          Effect.map((session) =>
+            session === "capacity"
+              ? rpcError(request.id, new RpcError({ code: ErrorCode.InternalError, message: `too many sessions (WO_MAX_SESSIONS=${settings.maxSessions}); retry later`, status: 503 }))
+              : rpcResult(
+                request.id,
+                { protocolVersion: session.version, capabilities, serverInfo: info, instructions: text },
+                { [SESSION_HEADER]: session.id }
+              )),
+          Effect.catchTag("StoreUnavailable", (e) => Effect.succeed(rpcError(request.id, new RpcError({ code: ErrorCode.InternalError, message: e.message, status: 503 }))))
+        )
     })
 
-  return (message: RpcMessage, request: EdgeRequest): Effect.Effect<EdgeResponse> => {
-    if (message._tag !== "Request") return Effect.succeed(accepted())
-    if (message.method === "initialize") return Effect.succeed(initialize(message))
+  const subscription = (request: RpcRequest, session: Session, subscribe: boolean): Effect.Effect<EdgeResponse> =>
+    Either.match(UriParams(request.params), {
+      onLeft: () => Effect.succeed(rpcError(request.id, invalidParams("params.uri must be a string"))),
+      onRight: ({ uri }) =>
+        (subscribe ? sessions.subscribe(session, uri, rows.checkpoint()) : Effect.as(sessions.unsubscribe(session, uri), "ok" as const)).pipe(
+          Effect.map((outcome) =>
+            outcome === "ok"
+              ? rpcResult(request.id, {})
+              : rpcError(request.id, invalidParams(`too many subscriptions on this session (WO_MAX_SUBSCRIPTIONS=${settings.maxSubscriptions})`))),
+          Effect.catchTag("StoreUnavailable", (e) => Effect.succeed(rpcError(request.id, new RpcError({ code: ErrorCode.InternalError, message: e.message, status: 503 }))))
+        )
+    })
+
+  /** tools/call with a progressToken: SSE with a priming event (2025-11-25), one progress per stage, then the result. */
+  const withProgress = (request: RpcRequest, session: Session, token: string | number): EdgeResponse => {
+    const streamId = `req${++responseStreams}`
+    const events = Stream.unwrapScoped(
+      Effect.gen(function* () {
+        const queue = yield* Queue.unbounded<string | null>()
+        const onStage = (stage: Stage) =>
+          queue.unsafeOffer(sseFrame({
+            event: "message",
+            data: JSON.stringify({
+              jsonrpc: "2.0",
+              method: "notifications/progress",
+              params: { progressToken: token, progress: STAGES.indexOf(stage) + 1, total: STAGES.length, message: stage }
+            })
+          }))
+        // Scoped to the stream: a client closing it interrupts the call (the command itself, once queued, still commits).
+        yield* dispatcher.handle("tools/call", request.params, { era: "legacy", version: session.version, onStage }).pipe(
+          Effect.match({
+            onFailure: (e) => errorMessage(request.id, e),
+            onSuccess: (outcome) => resultMessage(request.id, outcome.result)
+          }),
+          Effect.flatMap((message) => Queue.offerAll(queue, [sseFrame({ id: `${streamId}-1`, event: "message", data: JSON.stringify(message) }), null])),
+          Effect.forkScoped
+        )
+        const priming = session.version >= "2025-11-25" ? Stream.make(sseFrame({ id: `${streamId}-0`, data: "" })) : Stream.empty
+        return Stream.concat(priming, Stream.fromQueue(queue).pipe(Stream.takeWhile((f): f is string => f !== null)))
+      })
+    )
+    return { _tag: "Stream", status: 200, headers: { ...SSE_HEADERS, [SESSION_HEADER]: session.id }, events }
+  }
+
+  const post = (message: RpcMessage, request: EdgeRequest): Effect.Effect<EdgeResponse> => {
+    if (message._tag === "Request" && message.method === "initialize") return initialize(message)
+    const id = message._tag === "Request" ? message.id : null
+    const found = sessionOf(request, id)
+    if (Either.isLeft(found)) return Effect.succeed(found.left)
+    const session = found.right
     const version = headerValue(request.headers, "mcp-protocol-version") ?? DEFAULT_LEGACY_HEADER_VERSION
     if (!isLegacyVersion(version)) {
-      return Effect.succeed(rpcError(message.id, new RpcError({
+      return Effect.succeed(rpcError(id, new RpcError({
         code: ErrorCode.InvalidRequest,
         message: `Unsupported MCP-Protocol-Version: ${version} (supported: ${LEGACY_VERSIONS.join(", ")})`,
         status: 400
       })))
     }
-    if (message.method === "ping") return Effect.succeed(rpcResult(message.id, {}))
-    return dispatcher.handle(message.method, message.params, { era: "legacy", version }).pipe(
+    if (message._tag !== "Request") return Effect.succeed(accepted())
+    switch (message.method) {
+      case "ping":
+        return Effect.succeed(rpcResult(message.id, {}))
+      case "resources/subscribe":
+        return subscription(message, session, true)
+      case "resources/unsubscribe":
+        return subscription(message, session, false)
+    }
+    const token = metaOf(message.params)?.progressToken
+    if (message.method === "tools/call" && (typeof token === "string" || typeof token === "number")) {
+      return Effect.succeed(withProgress(message, session, token))
+    }
+    // Served as the session's negotiated version, whatever supported version the header named (L3).
+    return dispatcher.handle(message.method, message.params, { era: "legacy", version: session.version }).pipe(
       Effect.match({
         onFailure: (e) => rpcError(message.id, e),
         onSuccess: (outcome) => rpcResult(message.id, outcome.result)
       })
     )
   }
+
+  const updatedFrame = (uri: string, seq: number) =>
+    sseFrame({
+      id: getStreamEventId(seq),
+      event: "message",
+      data: JSON.stringify({ jsonrpc: "2.0", method: "notifications/resources/updated", params: { uri } })
+    })
+
+  /** The session's stream: replay from the log after Last-Event-ID, then live; bounded; one per session. */
+  const getStream = (session: Session, lastEventId: string | undefined): EdgeResponse => {
+    const from = parseGetStreamEventId(lastEventId)
+    const subscribedAt = (uri: string, seq: number) => {
+      const since = session.subscriptions.get(uri)
+      return since !== undefined && seq > since
+    }
+    const events = Stream.unwrapScoped(
+      Effect.gen(function* () {
+        const buffer = yield* makeNoticeBuffer(settings.streamBuffer)
+        // Live delivery starts before the replay reads the log, so nothing falls between the two.
+        yield* Effect.acquireRelease(Effect.sync(() => sessions.attach(session, buffer)), () => Effect.sync(() => sessions.detach(session, buffer)))
+        yield* streams.track({ kind: "session", owner: session.id, since: rows.checkpoint(), subscriptions: () => [...session.subscriptions.keys()], listChanges: false }, buffer)
+        const head = rows.checkpoint()
+        const replay = from === undefined || from >= head
+          ? Stream.empty
+          : log.readFrom(from + 1).pipe(
+            Stream.takeWhile((e) => e.seq <= head),
+            Stream.map((e) => ({ uri: rowUri(e.type, e.id), seq: e.seq })),
+            Stream.filter(({ uri, seq }) => subscribedAt(uri, seq)),
+            Stream.map(({ uri, seq }) => updatedFrame(uri, seq)),
+            Stream.catchAll(() => Stream.empty)
+          )
+        const live = buffer.items.pipe(
+          Stream.filterMap((item) => (item._tag === "Updated" && item.seq > head ? Option.some(updatedFrame(item.uri, item.seq)) : Option.none()))
+        )
+        return Stream.concat(replay, live)
+      })
+    )
+    return { _tag: "Stream", status: 200, headers: { ...SSE_HEADERS, [SESSION_HEADER]: session.id }, events, heartbeatMs: settings.heartbeatMs }
+  }
+
+  const get = (request: EdgeRequest): Effect.Effect<EdgeResponse> => {
+    if (!accepts(request.headers.accept, "text/event-stream")) return Effect.succeed(httpError(406, "Accept must allow text/event-stream"))
+    const found = sessionOf(request, null)
+    if (Either.isLeft(found)) return Effect.succeed(found.left)
+    return Effect.succeed(getStream(found.right, headerValue(request.headers, "last-event-id")))
+  }
+
+  const del = (request: EdgeRequest): Effect.Effect<EdgeResponse> => {
+    const found = sessionOf(request, null)
+    if (Either.isLeft(found)) return Effect.succeed(found.left)
+    return sessions.terminate(found.right.id).pipe(
+      Effect.as(empty(200)),
+      Effect.catchTag("StoreUnavailable", (e) => Effect.succeed(httpError(503, e.message)))
+    )
+  }
+
+  return { post, get, del }
 }

@@ -1,25 +1,36 @@
 /** Assembles the /mcp route from the catalog and the shared services: tools, resources, dispatch, transports. */
-import type { CompiledApp } from "../../domain/compile.ts"
-import type { CommandsShape } from "../../commands/commands.ts"
-import type { Settings } from "../../config.ts"
-import type { QueriesShape } from "../../projections/queries.ts"
-import type { RowsShape } from "../../projections/rows.ts"
+import { Effect } from "effect"
+import { EventLog } from "../../commands/event-log.ts"
+import { Commands } from "../../commands/commands.ts"
+import { WoConfig } from "../../config.ts"
+import { Catalog } from "../../domain/app-catalog.ts"
+import { Queries } from "../../projections/queries.ts"
+import { Rows } from "../../projections/rows.ts"
+import { OpenStreams } from "../open-streams.ts"
 import { makeDispatcher } from "./dispatch.ts"
 import { makeMcpEndpoint } from "./endpoint.ts"
 import { makeLegacy } from "./legacy.ts"
 import { makeResources } from "./resources.ts"
+import { Sessions } from "./sessions.ts"
 import { makeTools } from "./tools.ts"
 
-export interface McpDeps {
-  readonly catalog: CompiledApp
-  readonly commands: CommandsShape
-  readonly queries: QueriesShape
-  readonly rows: RowsShape
-  readonly settings: Settings
-}
-
-export const makeMcpRoute = ({ catalog, commands, queries, rows, settings }: McpDeps) => {
-  const tools = makeTools(catalog, commands, queries, settings.maxPageSize)
+export const makeMcpRoute = Effect.gen(function* () {
+  const catalog = yield* Catalog
+  const settings = yield* WoConfig
+  const rows = yield* Rows
+  const tools = makeTools(catalog, yield* Commands, yield* Queries, settings.maxPageSize)
   const dispatcher = makeDispatcher(tools, makeResources(catalog, rows, settings.defaultPageSize))
-  return makeMcpEndpoint({ legacy: makeLegacy(catalog, dispatcher) })
-}
+  const legacy = makeLegacy({
+    catalog,
+    dispatcher,
+    sessions: yield* Sessions,
+    log: yield* EventLog,
+    rows,
+    streams: yield* OpenStreams,
+    settings
+  })
+  return makeMcpEndpoint({
+    legacy: legacy.post,
+    other: (request) => (request.method === "GET" ? legacy.get(request) : legacy.del(request))
+  })
+})

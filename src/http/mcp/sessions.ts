@@ -1,0 +1,130 @@
+/**
+ * Legacy sessions (L2, L8): minted by initialize with 144 random bits, bounded in number, expired when idle,
+ * persisted with their subscriptions. A session has at most one GET stream; a second GET replaces the first.
+ */
+import { Context, Duration, Effect, Layer, Schedule } from "effect"
+import { randomBytes } from "node:crypto"
+import { WoConfig } from "../../config.ts"
+import type { StoreUnavailable } from "../../domain/errors.ts"
+import { SubscriptionRegistry } from "../../projections/registry.ts"
+import type { NoticeBuffer } from "../notice-buffer.ts"
+import { SessionStore } from "./session-store.ts"
+
+export interface Session {
+  readonly id: string
+  readonly version: string
+  readonly createdAt: number
+  /** uri -> log sequence at which the subscription began; only later changes are announced or replayed. */
+  readonly subscriptions: Map<string, number>
+  lastSeen: number
+  stream: NoticeBuffer | undefined
+}
+
+export interface SessionsShape {
+  /** Mints a session, or refuses when the cap is reached. */
+  readonly create: (version: string) => Effect.Effect<Session | "capacity", StoreUnavailable>
+  /** The live session with that id (touching it), or undefined when unknown, expired or terminated. */
+  readonly get: (id: string) => Session | undefined
+  readonly subscribe: (session: Session, uri: string, sinceSeq: number) => Effect.Effect<"ok" | "limit", StoreUnavailable>
+  readonly unsubscribe: (session: Session, uri: string) => Effect.Effect<void, StoreUnavailable>
+  /** Makes `buffer` the session's GET stream, closing the one it replaces. */
+  readonly attach: (session: Session, buffer: NoticeBuffer) => void
+  readonly detach: (session: Session, buffer: NoticeBuffer) => void
+  /** Ends the session and frees its stream and subscriptions; false when it did not exist. */
+  readonly terminate: (id: string) => Effect.Effect<boolean, StoreUnavailable>
+  readonly list: () => ReadonlyArray<Session>
+}
+
+export class Sessions extends Context.Tag("writeonce/Sessions")<Sessions, SessionsShape>() {}
+
+const newSessionId = () => randomBytes(18).toString("base64url")
+
+export const SessionsLive = Layer.scoped(
+  Sessions,
+  Effect.gen(function* () {
+    const settings = yield* WoConfig
+    const store = yield* SessionStore
+    const registry = yield* SubscriptionRegistry
+    const sessions = new Map<string, Session>()
+    const now = Date.now()
+    for (const [id, stored] of yield* store.loadAll) {
+      sessions.set(id, { id, version: stored.version, createdAt: stored.createdAt, subscriptions: new Map(Object.entries(stored.subscriptions)), lastSeen: now, stream: undefined })
+    }
+    const persist = (s: Session) =>
+      store.save(s.id, { version: s.version, createdAt: s.createdAt, subscriptions: Object.fromEntries(s.subscriptions) })
+
+    const release = (s: Session) => {
+      if (s.stream) {
+        for (const uri of s.subscriptions.keys()) registry.remove(uri, s.stream)
+        s.stream.close("terminated")
+        s.stream = undefined
+      }
+    }
+
+    const terminate = (id: string) =>
+      Effect.suspend(() => {
+        const s = sessions.get(id)
+        if (s === undefined) return Effect.succeed(false)
+        sessions.delete(id)
+        release(s)
+        return Effect.as(store.remove(id), true)
+      })
+
+    // Idle expiry: a session with an open stream is in use, whatever its last request.
+    const sweep = Effect.suspend(() => {
+      const cutoff = Date.now() - settings.sessionIdleMs
+      const idle = [...sessions.values()].filter((s) => s.stream === undefined && s.lastSeen < cutoff)
+      return Effect.forEach(idle, (s) => terminate(s.id), { discard: true }).pipe(
+        Effect.tap(() => (idle.length ? Effect.logDebug(`expired ${idle.length} idle sessions`) : Effect.void))
+      )
+    })
+    yield* Effect.forkScoped(
+      Effect.repeat(Effect.ignoreLogged(sweep), Schedule.spaced(Duration.millis(Math.min(60_000, Math.max(50, settings.sessionIdleMs / 4)))))
+    )
+
+    return Sessions.of({
+      create: (version) =>
+        Effect.suspend((): Effect.Effect<Session | "capacity", StoreUnavailable> => {
+          if (sessions.size >= settings.maxSessions) return Effect.succeed("capacity" as const)
+          const s: Session = { id: newSessionId(), version, createdAt: Date.now(), subscriptions: new Map(), lastSeen: Date.now(), stream: undefined }
+          sessions.set(s.id, s)
+          return Effect.as(persist(s), s)
+        }),
+      get: (id) => {
+        const s = sessions.get(id)
+        if (s !== undefined) s.lastSeen = Date.now()
+        return s
+      },
+      subscribe: (s, uri, since) =>
+        Effect.suspend(() => {
+          if (s.subscriptions.has(uri)) return Effect.succeed("ok" as const)
+          if (s.subscriptions.size >= settings.maxSubscriptions) return Effect.succeed("limit" as const)
+          s.subscriptions.set(uri, since)
+          if (s.stream) registry.add(uri, s.stream)
+          return Effect.as(persist(s), "ok" as const)
+        }),
+      unsubscribe: (s, uri) =>
+        Effect.suspend(() => {
+          if (!s.subscriptions.delete(uri)) return Effect.void
+          if (s.stream) registry.remove(uri, s.stream)
+          return persist(s)
+        }),
+      attach: (s, buffer) => {
+        if (s.stream) {
+          for (const uri of s.subscriptions.keys()) registry.remove(uri, s.stream)
+          s.stream.close("replaced")
+        }
+        s.stream = buffer
+        for (const uri of s.subscriptions.keys()) registry.add(uri, buffer)
+      },
+      detach: (s, buffer) => {
+        if (s.stream !== buffer) return
+        for (const uri of s.subscriptions.keys()) registry.remove(uri, buffer)
+        s.stream = undefined
+        s.lastSeen = Date.now()
+      },
+      terminate,
+      list: () => [...sessions.values()]
+    })
+  })
+)
