@@ -51,8 +51,27 @@ const strict = { errors: "all", onExcessProperty: "error" } as const
 type DataSchema = Schema.Schema<Record<string, unknown>, Record<string, unknown>, never>
 const asData = (s: Schema.Schema.Any) => s as unknown as DataSchema
 
-const issuesOf = (error: ParseResult.ParseError): ReadonlyArray<FieldIssue> =>
-  ParseResult.ArrayFormatter.formatErrorSync(error).map((i) => ({ path: i.path.map(String), message: i.message }))
+/** One issue per path: a union's alternatives ("Expected a", "Expected b") become "Expected a | b". */
+const issuesOf = (error: ParseResult.ParseError): ReadonlyArray<FieldIssue> => {
+  const byPath = new Map<string, { path: Array<string>; messages: Array<string> }>()
+  for (const i of ParseResult.ArrayFormatter.formatErrorSync(error)) {
+    const path = i.path.map(String)
+    const key = JSON.stringify(path)
+    const entry = byPath.get(key) ?? { path, messages: [] }
+    entry.messages.push(i.message)
+    byPath.set(key, entry)
+  }
+  return [...byPath.values()].map(({ path, messages }) => ({ path, message: mergeAlternatives(messages) }))
+}
+
+const mergeAlternatives = (messages: ReadonlyArray<string>): string => {
+  if (messages.length === 1) return messages[0]
+  const parts = messages.map((m) => /^Expected (.+), actual (.+)$/.exec(m))
+  const actual = parts[0]?.[2]
+  return parts.every((p) => p !== null && p[2] === actual)
+    ? `Expected ${parts.map((p) => p![1]).join(" | ")}, actual ${actual}`
+    : messages.join("; ")
+}
 
 /** Decode then encode: the wire carries the encoded form, and that is what the log stores. */
 const storableDecoder = <A, I>(schema: Schema.Schema<A, I>) => {

@@ -96,7 +96,7 @@ export const startEdge = <R>(handler: EdgeHandler<R>, options: EdgeOptions) =>
     const dispatch = (req: http.IncomingMessage, res: http.ServerResponse, body: Buffer) => {
       const url = new URL(req.url ?? "/", "http://edge")
       const request: EdgeRequest = { method: req.method ?? "GET", path: url.pathname, query: url.searchParams, headers: req.headers, body }
-      const program = Effect.flatMap(handler(request), (response) =>
+      const program = Effect.flatMap(Effect.suspend(() => handler(request)), (response) =>
         response._tag === "Buffered" ? Effect.sync(() => writeBuffered(res, response)) : streamBody(res, response))
       const fiber = runFork(program)
       inFlight.add(fiber)

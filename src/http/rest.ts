@@ -37,10 +37,10 @@ const rowResponse = (status: number, row: Row, extra: Record<string, string> = {
 /** The body a delete answers with: what was deleted, at which final version. */
 export const deletedBody = (event: { readonly id: string; readonly version: number }) => ({ id: event.id, version: event.version, deleted: true })
 
-/** If-Match `"3"`, `W/"3"` or `3` -> 3; Left when present but not a version. */
+/** If-Match `"3"` or `3` -> 3; Left when present but not a version (weak tags never match, RFC 9110). */
 const parseIfMatch = (value: string | undefined): Either.Either<number | undefined, string> => {
   if (value === undefined) return Either.right(undefined)
-  const m = /^(?:W\/)?"?(\d{1,15})"?$/.exec(value.trim())
+  const m = /^"?(\d{1,15})"?$/.exec(value.trim())
   return m ? Either.right(Number(m[1])) : Either.left(`If-Match must name a version such as "3", got ${value}`)
 }
 
@@ -53,7 +53,12 @@ const readBody = (request: EdgeRequest): Either.Either<unknown, EdgeResponse> =>
   if (!isJsonContentType(request.headers["content-type"])) {
     return Either.left(errorJson(415, "UnsupportedMediaType", "send the body as Content-Type: application/json"))
   }
-  return Either.mapLeft(parseJsonBody(request.body), (m) => errorJson(400, "InvalidJson", `the body is not valid JSON: ${m}`))
+  return Either.flatMap(
+    Either.mapLeft(parseJsonBody(request.body), (m) => errorJson(400, "InvalidJson", `the body is not valid JSON: ${m}`)),
+    (body) => typeof body === "object" && body !== null && !Array.isArray(body)
+      ? Either.right(body)
+      : Either.left(errorJson(400, "ValidationFailed", "the body must be a JSON object", { issues: [{ path: [], message: "expected a JSON object" }] }))
+  )
 }
 
 export const makeRestRoutes = (catalog: CompiledApp, commands: CommandsShape, queries: QueriesShape) => {
@@ -65,7 +70,7 @@ export const makeRestRoutes = (catalog: CompiledApp, commands: CommandsShape, qu
 
   const withVersion = (request: EdgeRequest, f: (expected: number | undefined) => Effect.Effect<EdgeResponse>) =>
     Either.match(parseIfMatch(request.headers["if-match"] as string | undefined), {
-      onLeft: (m) => Effect.succeed(errorJson(400, "ValidationFailed", m)),
+      onLeft: (m) => Effect.succeed(errorJson(400, "ValidationFailed", m, { issues: [{ path: ["If-Match"], message: m }] })),
       onRight: f
     })
 

@@ -12,7 +12,9 @@ export interface Routes {
 
 const forbidden = (message: string) => errorJson(403, "Forbidden", message)
 
-export const makeRouter = (guards: Guards, routes: Routes) => (request: EdgeRequest): Effect.Effect<EdgeResponse> => {
+export const makeRouter = (guards: Guards, routes: Routes) => (incoming: EdgeRequest): Effect.Effect<EdgeResponse> => {
+  // HEAD is GET without a body; node:http drops the body of a HEAD response by itself.
+  const request = incoming.method === "HEAD" ? { ...incoming, method: "GET" } : incoming
   if (!guards.hostAllowed(request.headers.host)) {
     return Effect.succeed(forbidden(`Host ${request.headers.host ?? "(none)"} is not this server (see WO_HOSTS)`))
   }

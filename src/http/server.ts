@@ -7,6 +7,7 @@ import { Queries } from "../projections/queries.ts"
 import { makeMcpRoute } from "./mcp/mcp-server.ts"
 import { startEdge } from "./edge.ts"
 import { OpenStreams } from "./open-streams.ts"
+import { recordTo } from "./recorder.ts"
 import { makeGuards } from "./guards.ts"
 import { makeRestRoutes } from "./rest.ts"
 import { makeRouter } from "./router.ts"
@@ -26,7 +27,9 @@ export const HttpServerLive = Layer.scoped(
     })
     const streams = yield* OpenStreams
     // At shutdown, streams end first (listen streams with their graceful result) so in-flight requests can drain.
-    const edge = yield* startEdge(router, { ...settings, onShutdown: Effect.sync(() => streams.closeAll("shutdown")) })
+    const handler = settings.recordFile === undefined ? router : recordTo(settings.recordFile, { app: catalog.name })(router)
+    if (settings.recordFile !== undefined) yield* Effect.logInfo(`recording every HTTP exchange to ${settings.recordFile}`)
+    const edge = yield* startEdge(handler, { ...settings, onShutdown: Effect.sync(() => streams.closeAll("shutdown")) })
     return { url: edge.url }
   })
 )

@@ -137,7 +137,7 @@ const typeTools = (type: CompiledType, commands: CommandsShape, queries: Queries
       definition: {
         name: `${t}_get`,
         title: `Get one of ${t}`,
-        description: `Get one ${t} row by id (the same JSON as GET /api/${t}/<id>).${about}`,
+        description: `Get one row of ${t} by id (the same JSON as GET /api/${t}/<id>).${about}`,
         inputSchema: objectSchema({ id: ID_SCHEMA }, ["id"]),
         outputSchema: rowSchema,
         annotations: { title: `Get one of ${t}`, readOnlyHint: true, openWorldHint: false }
@@ -154,7 +154,7 @@ const typeTools = (type: CompiledType, commands: CommandsShape, queries: Queries
       definition: {
         name: `${t}_create`,
         title: `Create one of ${t}`,
-        description: `Create a ${t} row; the store assigns its id. Answered once the write is durable.${about}`,
+        description: `Create a row in ${t}; the store assigns its id. Answered once the write is durable.${about}`,
         inputSchema: fields,
         outputSchema: rowSchema,
         annotations: { title: `Create one of ${t}`, readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: false }
@@ -167,7 +167,7 @@ const typeTools = (type: CompiledType, commands: CommandsShape, queries: Queries
       definition: {
         name: `${t}_update`,
         title: `Update one of ${t}`,
-        description: `Change some fields of a ${t} row. Pass expectedVersion to refuse the change if someone else changed the row first.`,
+        description: `Change some fields of a row in ${t}. Pass expectedVersion to refuse the change if someone else changed the row first.`,
         inputSchema: objectSchema({ id: ID_SCHEMA, expectedVersion: EXPECTED_VERSION_SCHEMA, ...propertiesOf(fields) }, ["id"]),
         outputSchema: rowSchema,
         annotations: { title: `Update one of ${t}`, readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: false }
@@ -181,7 +181,7 @@ const typeTools = (type: CompiledType, commands: CommandsShape, queries: Queries
       definition: {
         name: `${t}_delete`,
         title: `Delete one of ${t}`,
-        description: `Delete a ${t} row by id. The log keeps its history.`,
+        description: `Delete a row of ${t} by id. The log keeps its history.`,
         inputSchema: objectSchema({ id: ID_SCHEMA, expectedVersion: EXPECTED_VERSION_SCHEMA }, ["id"]),
         outputSchema: objectSchema({ id: ID_SCHEMA, version: { type: "integer" }, deleted: { type: "boolean" } }, ["id", "version", "deleted"], false),
         annotations: { title: `Delete one of ${t}`, readOnlyHint: false, destructiveHint: true, idempotentHint: true, openWorldHint: false }
@@ -204,7 +204,7 @@ const typeTools = (type: CompiledType, commands: CommandsShape, queries: Queries
       definition: {
         name: `${t}_${method.name}`,
         title: `${method.name} on ${t}`,
-        description: `${method.description ?? `Run ${method.name} on a ${t} row.`} Pass expectedVersion to refuse it if the row changed first.`,
+        description: `${method.description ?? `Run ${method.name} on a row of ${t}.`} Pass expectedVersion to refuse it if the row changed first.`,
         inputSchema: objectSchema({ id: ID_SCHEMA, expectedVersion: EXPECTED_VERSION_SCHEMA, ...propertiesOf(params) }, ["id", ...requiredOf(params)]),
         outputSchema: rowSchema,
         annotations: { title: `${method.name} on ${t}`, readOnlyHint: false, destructiveHint: false, openWorldHint: false }
