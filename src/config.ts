@@ -29,7 +29,7 @@ export interface Settings {
   readonly maxSessions: number
   /** A session unused this long is expired (`WO_SESSION_IDLE_MS`, default 30 minutes). */
   readonly sessionIdleMs: number
-  /** Notifications buffered per stream before a slow reader's stream is closed (`WO_STREAM_BUFFER`, default 256). */
+  /** Notifications buffered per stream before a slow reader's stream is closed (`WO_STREAM_BUFFER`, default 1024, at least a full write batch). */
   readonly streamBuffer: number
   /** Idle SSE streams get a comment this often (`WO_HEARTBEAT_MS`, default 15000). */
   readonly heartbeatMs: number
@@ -91,7 +91,7 @@ export const loadSettings = (defaults: { readonly dataDir: string }, overrides: 
       requestTimeoutMs: yield* positiveInt("WO_REQUEST_TIMEOUT_MS", 30_000),
       maxSessions: yield* positiveInt("WO_MAX_SESSIONS", 10_000),
       sessionIdleMs: yield* positiveInt("WO_SESSION_IDLE_MS", 30 * 60_000),
-      streamBuffer: yield* positiveInt("WO_STREAM_BUFFER", 256),
+      streamBuffer: yield* positiveInt("WO_STREAM_BUFFER", 1024),
       heartbeatMs: yield* positiveInt("WO_HEARTBEAT_MS", 15_000),
       maxSubscriptions: yield* positiveInt("WO_MAX_SUBSCRIPTIONS", 1000),
       recordFile: yield* Config.string("WO_RECORD").pipe(Config.option, Config.map(Option.getOrUndefined))
