@@ -6,11 +6,10 @@
  *  - GET: the session's notification stream (L5), resumable from the durable log with Last-Event-ID (L7).
  *  - DELETE: ends the session and frees what it held.
  */
-import { Effect, Either, Option, Queue, Schema, Stream } from "effect"
+import { Effect, Either, Option, Schema, Stream } from "effect"
 import type { CompiledApp } from "../../domain/compile.ts"
 import { rowUri } from "../../domain/uri.ts"
 import type { EventLogShape } from "../../commands/event-log.ts"
-import type { Stage } from "../../commands/group-commit.ts"
 import type { Settings } from "../../config.ts"
 import type { RowsShape } from "../../projections/rows.ts"
 import { empty, type EdgeRequest, type EdgeResponse } from "../edge-types.ts"
@@ -19,6 +18,7 @@ import { makeNoticeBuffer } from "../notice-buffer.ts"
 import type { OpenStreamsShape } from "../open-streams.ts"
 import { SSE_HEADERS, sseFrame } from "../sse.ts"
 import type { Dispatcher } from "./dispatch.ts"
+import { progressStream } from "./progress-stream.ts"
 import { headerValue, metaOf } from "./era.ts"
 import { DEFAULT_LEGACY_HEADER_VERSION, ErrorCode, isLegacyVersion, LATEST_LEGACY, LEGACY_VERSIONS } from "./protocol.ts"
 import { errorMessage, invalidParams, resultMessage, RpcError, type RpcId, type RpcMessage, type RpcRequest } from "./rpc.ts"
@@ -45,7 +45,6 @@ export const parseGetStreamEventId = (id: string | undefined): number | undefine
 }
 
 const SESSION_HEADER = "mcp-session-id"
-const STAGES: ReadonlyArray<Stage> = ["accepted", "decided", "durable"]
 
 export interface LegacyDeps {
   readonly catalog: CompiledApp
@@ -107,31 +106,17 @@ export const makeLegacy = ({ catalog, dispatcher, sessions, log, rows, streams, 
   /** tools/call with a progressToken: SSE with a priming event (2025-11-25), one progress per stage, then the result. */
   const withProgress = (request: RpcRequest, session: Session, token: string | number): EdgeResponse => {
     const streamId = `req${++responseStreams}`
-    const events = Stream.unwrapScoped(
-      Effect.gen(function* () {
-        const queue = yield* Queue.unbounded<string | null>()
-        const onStage = (stage: Stage) =>
-          queue.unsafeOffer(sseFrame({
-            event: "message",
-            data: JSON.stringify({
-              jsonrpc: "2.0",
-              method: "notifications/progress",
-              params: { progressToken: token, progress: STAGES.indexOf(stage) + 1, total: STAGES.length, message: stage }
-            })
-          }))
-        // Scoped to the stream: a client closing it interrupts the call (the command itself, once queued, still commits).
-        yield* dispatcher.handle("tools/call", request.params, { era: "legacy", version: session.version, onStage }).pipe(
-          Effect.match({
-            onFailure: (e) => errorMessage(request.id, e),
-            onSuccess: (outcome) => resultMessage(request.id, outcome.result)
-          }),
-          Effect.flatMap((message) => Queue.offerAll(queue, [sseFrame({ id: `${streamId}-1`, event: "message", data: JSON.stringify(message) }), null])),
-          Effect.forkScoped
-        )
-        const priming = session.version >= "2025-11-25" ? Stream.make(sseFrame({ id: `${streamId}-0`, data: "" })) : Stream.empty
-        return Stream.concat(priming, Stream.fromQueue(queue).pipe(Stream.takeWhile((f): f is string => f !== null)))
-      })
-    )
+    const events = progressStream({
+      token,
+      run: (onStage) => dispatcher.handle("tools/call", request.params, { era: "legacy", version: session.version, onStage }),
+      respond: (outcome) =>
+        Effect.match(outcome, {
+          onFailure: (e) => errorMessage(request.id, e),
+          onSuccess: (o) => resultMessage(request.id, o.result)
+        }),
+      eventId: (n) => `${streamId}-${n}`,
+      priming: session.version >= "2025-11-25"
+    })
     return { _tag: "Stream", status: 200, headers: { ...SSE_HEADERS, [SESSION_HEADER]: session.id }, events }
   }
 

@@ -9,7 +9,10 @@ import { Rows } from "../../projections/rows.ts"
 import { OpenStreams } from "../open-streams.ts"
 import { makeDispatcher } from "./dispatch.ts"
 import { makeMcpEndpoint } from "./endpoint.ts"
+import { eraOf } from "./era.ts"
 import { makeLegacy } from "./legacy.ts"
+import { makeModern } from "./modern.ts"
+import { SubscriptionRegistry } from "../../projections/registry.ts"
 import { makeResources } from "./resources.ts"
 import { Sessions } from "./sessions.ts"
 import { makeTools } from "./tools.ts"
@@ -29,8 +32,13 @@ export const makeMcpRoute = Effect.gen(function* () {
     streams: yield* OpenStreams,
     settings
   })
+  const modern = makeModern({ catalog, dispatcher, registry: yield* SubscriptionRegistry, rows, streams: yield* OpenStreams, settings })
   return makeMcpEndpoint({
     legacy: legacy.post,
-    other: (request) => (request.method === "GET" ? legacy.get(request) : legacy.del(request))
+    modern: modern.post,
+    other: (request) =>
+      eraOf(undefined, request.headers) === "modern"
+        ? modern.other(request)
+        : request.method === "GET" ? legacy.get(request) : legacy.del(request)
   })
 })
