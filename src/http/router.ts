@@ -23,7 +23,8 @@ export const makeRouter = (guards: Guards, routes: Routes) => (incoming: EdgeReq
     return Effect.succeed(forbidden(`Origin ${origin} is not allowed (see WO_MCP_ORIGINS)`))
   }
   if (request.path === "/mcp" && routes.mcp) return routes.mcp(request)
-  if (request.path.startsWith("/api/")) return routes.rest(request)
+  // `/api/_...` is never a type (type names start with a letter): the console's read-only endpoints.
+  if (request.path.startsWith("/api/") && !request.path.startsWith("/api/_")) return routes.rest(request)
   if (request.path === "/healthz") return Effect.succeed(errorJson(200, "ok", "serving"))
   return routes.extra?.(request) ?? Effect.succeed(notFound(request))
 }

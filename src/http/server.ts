@@ -4,6 +4,7 @@ import { Catalog } from "../domain/app-catalog.ts"
 import { Commands } from "../commands/commands.ts"
 import { WoConfig } from "../config.ts"
 import { Queries } from "../projections/queries.ts"
+import { makeConsoleRoutes } from "./console-routes.ts"
 import { makeMcpRoute } from "./mcp/mcp-server.ts"
 import { startEdge } from "./edge.ts"
 import { OpenStreams } from "./open-streams.ts"
@@ -23,7 +24,8 @@ export const HttpServerLive = Layer.scoped(
     const queries = yield* Queries
     const router = makeRouter(makeGuards(settings), {
       rest: makeRestRoutes(catalog, commands, queries),
-      mcp: yield* makeMcpRoute
+      mcp: yield* makeMcpRoute,
+      extra: yield* makeConsoleRoutes
     })
     const streams = yield* OpenStreams
     // At shutdown, streams end first (listen streams with their graceful result) so in-flight requests can drain.
