@@ -50,11 +50,16 @@ const announce = Layer.scopedDiscard(
   })
 )
 
-const run = Command.make("run", { appDir, data: dataOption, listen: listenOption }, ({ appDir, data, listen }) =>
+const insecureOption = Options.boolean("insecure").pipe(
+  Options.withDescription("allow a non-loopback --listen address without WO_AUTH_TOKEN")
+)
+
+const run = Command.make("run", { appDir, data: dataOption, listen: listenOption, insecure: insecureOption }, ({ appDir, data, listen, insecure }) =>
   Effect.gen(function* () {
     const { app, dir } = yield* loadApp(appDir)
     const overrides: Partial<Settings> = {}
     if (Option.isSome(data)) Object.assign(overrides, { dataDir: path.resolve(data.value) })
+    if (insecure) Object.assign(overrides, { insecure: true })
     if (Option.isSome(listen)) {
       const parsed = parseListen(listen.value)
       if (parsed === undefined) return yield* new UsageError({ message: `--listen expects HOST:PORT, got "${listen.value}"` })

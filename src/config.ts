@@ -35,6 +35,16 @@ export interface Settings {
   readonly heartbeatMs: number
   /** Most resource subscriptions per session or listen stream (`WO_MAX_SUBSCRIPTIONS`, default 1000). */
   readonly maxSubscriptions: number
+  /** Deepest JSON nesting accepted in a body (`WO_MAX_JSON_DEPTH`, default 64). */
+  readonly maxJsonDepth: number
+  /** Most open subscriptions/listen streams per client address (`WO_MAX_LISTENS_PER_CLIENT`, default 64). */
+  readonly maxListensPerClient: number
+  /** Most open subscriptions/listen streams in all (`WO_MAX_LISTEN_STREAMS`, default 10000). */
+  readonly maxListenStreams: number
+  /** Bearer token required on /mcp and /api (`WO_AUTH_TOKEN`); unset: no authentication. */
+  readonly authToken?: string
+  /** Allow a non-loopback listen address without a token (`--insecure`, `WO_INSECURE=1`). */
+  readonly insecure: boolean
   /** When set (`WO_RECORD=<file>`), every HTTP exchange is appended to that transcript file. */
   readonly recordFile?: string
 }
@@ -94,6 +104,11 @@ export const loadSettings = (defaults: { readonly dataDir: string }, overrides: 
       streamBuffer: yield* positiveInt("WO_STREAM_BUFFER", 1024),
       heartbeatMs: yield* positiveInt("WO_HEARTBEAT_MS", 15_000),
       maxSubscriptions: yield* positiveInt("WO_MAX_SUBSCRIPTIONS", 1000),
+      maxJsonDepth: yield* positiveInt("WO_MAX_JSON_DEPTH", 64),
+      maxListensPerClient: yield* positiveInt("WO_MAX_LISTENS_PER_CLIENT", 64),
+      maxListenStreams: yield* positiveInt("WO_MAX_LISTEN_STREAMS", 10_000),
+      authToken: yield* Config.string("WO_AUTH_TOKEN").pipe(Config.option, Config.map((o) => Option.getOrUndefined(Option.filter(o, (t) => t.length > 0)))),
+      insecure: yield* Config.boolean("WO_INSECURE").pipe(Config.withDefault(false)),
       recordFile: yield* Config.string("WO_RECORD").pipe(Config.option, Config.map(Option.getOrUndefined))
     }
     return { ...settings, ...overrides }

@@ -9,6 +9,8 @@ export interface EdgeRequest {
   /** Lower-cased names, as node:http gives them. */
   readonly headers: IncomingHttpHeaders
   readonly body: Buffer
+  /** The client's address, for per-client limits. */
+  readonly remoteAddress: string
 }
 
 export type Headers = Readonly<Record<string, string>>

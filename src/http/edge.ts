@@ -95,7 +95,14 @@ export const startEdge = <R>(handler: EdgeHandler<R>, options: EdgeOptions) =>
 
     const dispatch = (req: http.IncomingMessage, res: http.ServerResponse, body: Buffer) => {
       const url = new URL(req.url ?? "/", "http://edge")
-      const request: EdgeRequest = { method: req.method ?? "GET", path: url.pathname, query: url.searchParams, headers: req.headers, body }
+      const request: EdgeRequest = {
+        method: req.method ?? "GET",
+        path: url.pathname,
+        query: url.searchParams,
+        headers: req.headers,
+        body,
+        remoteAddress: req.socket.remoteAddress ?? ""
+      }
       const program = Effect.flatMap(Effect.suspend(() => handler(request)), (response) =>
         response._tag === "Buffered" ? Effect.sync(() => writeBuffered(res, response)) : streamBody(res, response))
       const fiber = runFork(program)
@@ -116,7 +123,14 @@ export const startEdge = <R>(handler: EdgeHandler<R>, options: EdgeOptions) =>
       })
     }
 
-    const server = http.createServer({ requestTimeout: options.requestTimeoutMs, keepAliveTimeout: 5_000 }, (req, res) => {
+    // A client must send its whole request within requestTimeoutMs (slowloris); responses, streams included,
+    // are not limited. Node checks the deadline every connectionsCheckingInterval.
+    const server = http.createServer({
+      requestTimeout: options.requestTimeoutMs,
+      headersTimeout: Math.min(options.requestTimeoutMs, 60_000),
+      connectionsCheckingInterval: Math.max(100, Math.min(1_000, options.requestTimeoutMs / 4)),
+      keepAliveTimeout: 5_000
+    }, (req, res) => {
       const declared = Number(req.headers["content-length"] ?? 0)
       if (declared > options.bodyLimit) {
         res.writeHead(413, { "content-type": "application/json", connection: "close" })

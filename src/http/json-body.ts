@@ -1,4 +1,4 @@
-/** Request body decoding through Schema, shared by REST and MCP. */
+/** Request body decoding through Schema, shared by REST and MCP, with a nesting limit checked before parsing. */
 import { Either, Schema } from "effect"
 
 const decodeJson = Schema.decodeUnknownEither(Schema.parseJson())
@@ -7,6 +7,34 @@ const decodeJson = Schema.decodeUnknownEither(Schema.parseJson())
 export const isJsonContentType = (value: string | undefined) =>
   value !== undefined && /^application\/json\s*(;|$)/i.test(value.trim())
 
-/** Parses a JSON body; Left carries the parser's message. */
-export const parseJsonBody = (body: Buffer): Either.Either<unknown, string> =>
-  Either.mapLeft(decodeJson(body.toString("utf8")), (e) => e.message.split("\n").slice(-1)[0].replace(/^[\s└─]+/, ""))
+/** True when the JSON text nests arrays and objects deeper than `max` (a linear scan, strings skipped). */
+export const nestsDeeperThan = (text: string, max: number): boolean => {
+  let depth = 0
+  let inString = false
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i)
+    if (inString) {
+      if (c === 92) i++ // backslash: skip the escaped character
+      else if (c === 34) inString = false
+    } else if (c === 34) inString = true
+    else if (c === 123 || c === 91) {
+      if (++depth > max) return true
+    } else if (c === 125 || c === 93) depth--
+  }
+  return false
+}
+
+export type BodyProblem = { readonly _tag: "Malformed"; readonly message: string } | { readonly _tag: "TooDeep"; readonly max: number }
+
+/** Parses a JSON body, refusing nesting deeper than `maxDepth`. */
+export const parseJsonBody = (body: Buffer, maxDepth: number): Either.Either<unknown, BodyProblem> => {
+  const text = body.toString("utf8")
+  if (nestsDeeperThan(text, maxDepth)) return Either.left({ _tag: "TooDeep", max: maxDepth })
+  return Either.mapLeft(decodeJson(text), (e) => ({
+    _tag: "Malformed" as const,
+    message: e.message.split("\n").slice(-1)[0].replace(/^[\s└─]+/, "")
+  }))
+}
+
+export const describeBodyProblem = (problem: BodyProblem) =>
+  problem._tag === "TooDeep" ? `JSON nests deeper than ${problem.max} levels (WO_MAX_JSON_DEPTH)` : problem.message

@@ -10,7 +10,7 @@ import type { Commands, Command } from "../commands/commands.ts"
 import type { Committed } from "../commands/group-commit.ts"
 import type { QueriesShape } from "../projections/queries.ts"
 import { errorJson, jsonText, type EdgeRequest, type EdgeResponse } from "./edge-types.ts"
-import { isJsonContentType, parseJsonBody } from "./json-body.ts"
+import { describeBodyProblem, isJsonContentType, parseJsonBody } from "./json-body.ts"
 import { listBody } from "./bodies.ts"
 
 type CommandsShape = Commands["Type"]
@@ -48,25 +48,26 @@ const methodNotAllowed = (allow: ReadonlyArray<string>) =>
   errorJson(405, "MethodNotAllowed", `allowed here: ${allow.join(", ")}`, {}, { allow: allow.join(", ") })
 
 /** Reads and validates a JSON body: 415 for another content type, 400 for bad JSON. An empty body is `{}`. */
-const readBody = (request: EdgeRequest): Either.Either<unknown, EdgeResponse> => {
+const readBody = (request: EdgeRequest, maxDepth: number): Either.Either<unknown, EdgeResponse> => {
   if (request.body.length === 0) return Either.right({})
   if (!isJsonContentType(request.headers["content-type"])) {
     return Either.left(errorJson(415, "UnsupportedMediaType", "send the body as Content-Type: application/json"))
   }
   return Either.flatMap(
-    Either.mapLeft(parseJsonBody(request.body), (m) => errorJson(400, "InvalidJson", `the body is not valid JSON: ${m}`)),
+    Either.mapLeft(parseJsonBody(request.body, maxDepth), (p) =>
+      errorJson(400, "InvalidJson", p._tag === "TooDeep" ? describeBodyProblem(p) : `the body is not valid JSON: ${p.message}`)),
     (body) => typeof body === "object" && body !== null && !Array.isArray(body)
       ? Either.right(body)
       : Either.left(errorJson(400, "ValidationFailed", "the body must be a JSON object", { issues: [{ path: [], message: "expected a JSON object" }] }))
   )
 }
 
-export const makeRestRoutes = (catalog: CompiledApp, commands: CommandsShape, queries: QueriesShape) => {
+export const makeRestRoutes = (catalog: CompiledApp, commands: CommandsShape, queries: QueriesShape, maxJsonDepth: number) => {
   const run = (command: Command, ifMatch: boolean, onSuccess: (c: Committed) => EdgeResponse) =>
     commands.execute(command).pipe(Effect.match({ onFailure: (e) => errorResponse(e, ifMatch), onSuccess }))
 
   const withBody = (request: EdgeRequest, f: (body: unknown) => Effect.Effect<EdgeResponse>) =>
-    Either.match(readBody(request), { onLeft: Effect.succeed, onRight: f })
+    Either.match(readBody(request, maxJsonDepth), { onLeft: Effect.succeed, onRight: f })
 
   const withVersion = (request: EdgeRequest, f: (expected: number | undefined) => Effect.Effect<EdgeResponse>) =>
     Either.match(parseIfMatch(request.headers["if-match"] as string | undefined), {

@@ -1,6 +1,7 @@
 /** The top-level routes: Host validation for everything, then /api/* (REST) and /mcp. */
 import { Effect } from "effect"
-import { errorJson, type EdgeRequest, type EdgeResponse } from "./edge-types.ts"
+import { errorJson, json, type EdgeRequest, type EdgeResponse } from "./edge-types.ts"
+import { WWW_AUTHENTICATE } from "./auth.ts"
 import type { Guards } from "./guards.ts"
 import { notFound } from "./rest.ts"
 
@@ -12,7 +13,15 @@ export interface Routes {
 
 const forbidden = (message: string) => errorJson(403, "Forbidden", message)
 
-export const makeRouter = (guards: Guards, routes: Routes) => (incoming: EdgeRequest): Effect.Effect<EdgeResponse> => {
+const unauthorized = (request: EdgeRequest): EdgeResponse => {
+  const headers = { "www-authenticate": WWW_AUTHENTICATE }
+  const message = "a valid bearer token is required (Authorization: Bearer <WO_AUTH_TOKEN>)"
+  return request.path === "/mcp"
+    ? json(401, { jsonrpc: "2.0", id: null, error: { code: -32600, message } }, headers)
+    : errorJson(401, "Unauthorized", message, {}, headers)
+}
+
+export const makeRouter = (guards: Guards, routes: Routes, authorized: (authorization: string | undefined) => boolean = () => true) => (incoming: EdgeRequest): Effect.Effect<EdgeResponse> => {
   // HEAD is GET without a body; node:http drops the body of a HEAD response by itself.
   const request = incoming.method === "HEAD" ? { ...incoming, method: "GET" } : incoming
   if (!guards.hostAllowed(request.headers.host)) {
@@ -22,6 +31,8 @@ export const makeRouter = (guards: Guards, routes: Routes) => (incoming: EdgeReq
   if (!guards.originAllowed(origin)) {
     return Effect.succeed(forbidden(`Origin ${origin} is not allowed (see WO_MCP_ORIGINS)`))
   }
+  const protectedPath = request.path === "/mcp" || request.path.startsWith("/api/")
+  if (protectedPath && !authorized(request.headers.authorization)) return Effect.succeed(unauthorized(request))
   if (request.path === "/mcp" && routes.mcp) return routes.mcp(request)
   // `/api/_...` is never a type (type names start with a letter): the console's read-only endpoints.
   if (request.path.startsWith("/api/") && !request.path.startsWith("/api/_")) return routes.rest(request)

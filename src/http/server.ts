@@ -6,7 +6,8 @@ import { WoConfig } from "../config.ts"
 import { Queries } from "../projections/queries.ts"
 import { makeConsoleRoutes } from "./console-routes.ts"
 import { makeMcpRoute } from "./mcp/mcp-server.ts"
-import { startEdge } from "./edge.ts"
+import { isLoopback, makeAuthCheck } from "./auth.ts"
+import { ListenError, startEdge } from "./edge.ts"
 import { OpenStreams } from "./open-streams.ts"
 import { recordTo } from "./recorder.ts"
 import { makeGuards } from "./guards.ts"
@@ -22,11 +23,16 @@ export const HttpServerLive = Layer.scoped(
     const catalog = yield* Catalog
     const commands = yield* Commands
     const queries = yield* Queries
+    if (!isLoopback(settings.host) && settings.authToken === undefined && !settings.insecure) {
+      return yield* new ListenError({
+        message: `refusing to listen on ${settings.host} without WO_AUTH_TOKEN: anyone who can reach it could write. Set a token, or pass --insecure (WO_INSECURE=1) to do it anyway`
+      })
+    }
     const router = makeRouter(makeGuards(settings), {
-      rest: makeRestRoutes(catalog, commands, queries),
+      rest: makeRestRoutes(catalog, commands, queries, settings.maxJsonDepth),
       mcp: yield* makeMcpRoute,
       extra: yield* makeConsoleRoutes
-    })
+    }, makeAuthCheck(settings.authToken))
     const streams = yield* OpenStreams
     // At shutdown, streams end first (listen streams with their graceful result) so in-flight requests can drain.
     const handler = settings.recordFile === undefined ? router : recordTo(settings.recordFile, { app: catalog.name })(router)

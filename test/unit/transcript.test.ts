@@ -478,7 +478,7 @@ describe("recordTo", () => {
   it("never fails a request because the file cannot be written", async () => {
     const handler = recordTo("/nonexistent-dir/x/y.http")(makeHandler())
     const response = await Effect.runPromise(
-      handler({ method: "GET", path: "/nothing", query: new URLSearchParams(), headers: {}, body: Buffer.alloc(0) })
+      handler({ method: "GET", path: "/nothing", query: new URLSearchParams(), headers: {}, body: Buffer.alloc(0), remoteAddress: "127.0.0.1" })
     )
     expect(response.status).toBe(404)
   })

@@ -3,7 +3,7 @@
  */
 import { Effect, Either } from "effect"
 import type { EdgeRequest, EdgeResponse } from "../edge-types.ts"
-import { isJsonContentType, parseJsonBody } from "../json-body.ts"
+import { describeBodyProblem, isJsonContentType, parseJsonBody } from "../json-body.ts"
 import { accepts } from "./accept.ts"
 import { eraOf } from "./era.ts"
 import { ErrorCode } from "./protocol.ts"
@@ -17,7 +17,7 @@ export interface Transports {
   readonly other?: (request: EdgeRequest) => Effect.Effect<EdgeResponse>
 }
 
-export const makeMcpEndpoint = (transports: Transports) => (request: EdgeRequest): Effect.Effect<EdgeResponse> => {
+export const makeMcpEndpoint = (transports: Transports, maxJsonDepth: number) => (request: EdgeRequest): Effect.Effect<EdgeResponse> => {
   if (request.method !== "POST") {
     if (transports.other && (request.method === "GET" || request.method === "DELETE")) return transports.other(request)
     return Effect.succeed(httpError(405, `${request.method} is not supported on /mcp`, { allow: "POST" }))
@@ -29,9 +29,12 @@ export const makeMcpEndpoint = (transports: Transports) => (request: EdgeRequest
   if (!isJsonContentType(request.headers["content-type"])) {
     return Effect.succeed(httpError(415, "Content-Type must be application/json"))
   }
-  const parsed = parseJsonBody(request.body)
+  const parsed = parseJsonBody(request.body, maxJsonDepth)
   if (Either.isLeft(parsed)) {
-    return Effect.succeed(rpcError(null, new RpcError({ code: ErrorCode.ParseError, message: `Parse error: ${parsed.left}`, status: 400 })))
+    const problem = parsed.left
+    return Effect.succeed(rpcError(null, problem._tag === "TooDeep"
+      ? new RpcError({ code: ErrorCode.InvalidRequest, message: describeBodyProblem(problem), status: 400 })
+      : new RpcError({ code: ErrorCode.ParseError, message: `Parse error: ${problem.message}`, status: 400 })))
   }
   const message = classify(parsed.right)
   if (Either.isLeft(message)) return Effect.succeed(rpcError(idOf(parsed.right), message.left))

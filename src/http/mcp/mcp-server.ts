@@ -40,5 +40,5 @@ export const makeMcpRoute = Effect.gen(function* () {
       eraOf(undefined, request.headers) === "modern"
         ? modern.other(request)
         : request.method === "GET" ? legacy.get(request) : legacy.del(request)
-  })
+  }, settings.maxJsonDepth)
 })

@@ -48,6 +48,14 @@ export const makeModern = ({ catalog, dispatcher, registry, rows, streams, setti
   // Honest: rows can be watched one by one and as lists; the tool list never changes while we run.
   const capabilities = { tools: {}, resources: { subscribe: true, listChanged: true } }
   const resultMeta = { [META.serverInfo]: info }
+  const listensByClient = new Map<string, number>()
+  let listens = 0
+  const countListen = (client: string, delta: number) => {
+    listens += delta
+    const n = (listensByClient.get(client) ?? 0) + delta
+    if (n === 0) listensByClient.delete(client)
+    else listensByClient.set(client, n)
+  }
 
   /** Every modern result: resultType, serverInfo in _meta, and the caching hints when cacheable (M3, M4). */
   const complete = (outcome: Outcome) => ({
@@ -89,10 +97,17 @@ export const makeModern = ({ catalog, dispatcher, registry, rows, streams, setti
   })
 
   /** subscriptions/listen (M6): the ack first, then only the requested notice types, each tagged; bounded. */
-  const listen = (request: RpcRequest): Either.Either<EdgeResponse, RpcError> =>
+  const listen = (request: RpcRequest, client: string): Either.Either<EdgeResponse, RpcError> =>
     Either.flatMap(
       Either.mapLeft(decodeListen(request.params), () => invalidParams("params.notifications must be a subscription filter")),
       ({ notifications }) => {
+        if ((listensByClient.get(client) ?? 0) >= settings.maxListensPerClient || listens >= settings.maxListenStreams) {
+          return Either.left(new RpcError({
+            code: ErrorCode.InvalidRequest,
+            message: `too many open listen streams (WO_MAX_LISTENS_PER_CLIENT=${settings.maxListensPerClient}, WO_MAX_LISTEN_STREAMS=${settings.maxListenStreams})`,
+            status: 429
+          }))
+        }
         const uris = [...new Set(notifications.resourceSubscriptions ?? [])]
         if (uris.length > settings.maxSubscriptions) {
           return Either.left(invalidParams(`too many resourceSubscriptions (WO_MAX_SUBSCRIPTIONS=${settings.maxSubscriptions})`))
@@ -105,6 +120,7 @@ export const makeModern = ({ catalog, dispatcher, registry, rows, streams, setti
         const events = Stream.unwrapScoped(
           Effect.gen(function* () {
             const buffer = yield* makeNoticeBuffer(settings.streamBuffer)
+            yield* Effect.acquireRelease(Effect.sync(() => countListen(client, 1)), () => Effect.sync(() => countListen(client, -1)))
             yield* Effect.acquireRelease(
               Effect.sync(() => {
                 for (const uri of uris) registry.add(uri, buffer)
@@ -152,7 +168,7 @@ export const makeModern = ({ catalog, dispatcher, registry, rows, streams, setti
       case "server/discover":
         return Effect.succeed(rpcResult(message.id, complete(discover())))
       case "subscriptions/listen":
-        return Effect.succeed(Either.match(listen(message), { onLeft: (e) => rpcError(message.id, e), onRight: (r) => r }))
+        return Effect.succeed(Either.match(listen(message, request.remoteAddress), { onLeft: (e) => rpcError(message.id, e), onRight: (r) => r }))
       case "initialize":
         // initialize carrying modern _meta is not a handshake we have in this era (M1).
         return Effect.succeed(rpcError(message.id, methodNotFound("modern", message.method)))
