@@ -1,12 +1,20 @@
 // Start a benchmark server as a child process and wait until it is ready.
-// Ready means: it printed `listening <url>` on stdout, or (when a URL is known up front) its port answers.
+// Ready means: it printed `listening <url>` on stdout (or a line matching `ready`), or (when a URL is
+// known up front) its port answers.
 import { spawn as spawnChild, type ChildProcess } from 'node:child_process';
 import { connect } from 'node:net';
 import { fileURLToPath } from 'node:url';
 
 export interface SpawnOptions {
-  /** Path of the TypeScript entry, run as `node --import tsx <file>`. */
+  /** Path of the entry, run as `node --import tsx <file> ...args` (relative to the repo root). */
   file: string;
+  /** Arguments after the entry, e.g. ['run', 'examples/pricing', '--listen', '127.0.0.1:0']. */
+  args?: string[];
+  /** Load tsx with `--import tsx` (default true); false for entries that register it themselves (bin/wo.mjs). */
+  importTsx?: boolean;
+  /** Announcement to wait for on stdout; its first capture group is the URL (default: `listening <url>`).
+   *  Matched against the last 4 KiB of output; don't use the `g` or `y` flags. */
+  ready?: RegExp;
   env?: Record<string, string>;
   /** Extra node flags placed before the entry, e.g. ['--cpu-prof'] (not allowed in NODE_OPTIONS). */
   nodeArgs?: string[];
@@ -23,6 +31,8 @@ export interface SpawnedServer {
   pid: number;
   url: string;
   stop(): Promise<void>;
+  /** undefined while the child runs; otherwise how it ended and the tail of its stderr. */
+  exitReport(): string | undefined;
 }
 
 const repoRoot = fileURLToPath(new URL('../..', import.meta.url));
@@ -34,7 +44,8 @@ process.once('exit', () => {
 });
 
 export async function spawnServer(opts: SpawnOptions): Promise<SpawnedServer> {
-  const child = spawnChild(process.execPath, [...(opts.nodeArgs ?? []), '--import', 'tsx', opts.file], {
+  const tsx = opts.importTsx === false ? [] : ['--import', 'tsx'];
+  const child = spawnChild(process.execPath, [...(opts.nodeArgs ?? []), ...tsx, opts.file, ...(opts.args ?? [])], {
     cwd: repoRoot,
     env: { ...process.env, PORT: '0', ...opts.env },
     stdio: ['ignore', 'pipe', 'pipe'],
@@ -62,7 +73,12 @@ export async function spawnServer(opts: SpawnOptions): Promise<SpawnedServer> {
     const url = await waitReady(child, exited, opts);
     // Keep draining stdout so a chatty child never blocks on a full pipe.
     child.stdout!.resume();
-    return { pid: child.pid!, url, stop };
+    const exitReport = (): string | undefined => {
+      if (child.exitCode === null && child.signalCode === null) return undefined;
+      const tail = stderrTail.join('').trim();
+      return `exited (code ${child.exitCode}, signal ${child.signalCode})${tail ? `\n--- stderr ---\n${tail}` : ''}`;
+    };
+    return { pid: child.pid!, url, stop, exitReport };
   } catch (err) {
     await stop();
     const tail = stderrTail.join('').trim();
@@ -84,10 +100,11 @@ function waitReady(child: ChildProcess, exited: Promise<void>, opts: SpawnOption
     const timer = setTimeout(() => finish(new Error(`not ready after ${timeoutMs} ms`)), timeoutMs);
     void exited.then(() => finish(new Error(`exited early (code ${child.exitCode}, signal ${child.signalCode})`)));
 
+    const ready = opts.ready ?? LISTENING;
     let buffered = '';
     child.stdout!.setEncoding('utf8').on('data', (s: string) => {
       buffered = (buffered + s).slice(-4096);
-      const m = LISTENING.exec(buffered);
+      const m = ready.exec(buffered);
       if (m) finish(null, m[1].replace(/\/$/, ''));
     });
 
