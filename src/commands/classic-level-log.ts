@@ -67,10 +67,10 @@ export const makeClassicLevelLog = (db: Db) =>
         try: () => {
           const chained = db.batch()
           let last = 0
-          for (const { event, row } of batch.entries) {
+          for (const { event, row, rowJson } of batch.entries) {
             chained.put(K.eventKey(event.seq), JSON.stringify(event))
             if (row === null) chained.del(K.rowKey(event.type, event.id))
-            else chained.put(K.rowKey(event.type, event.id), JSON.stringify(row))
+            else chained.put(K.rowKey(event.type, event.id), rowJson ?? JSON.stringify(row))
             last = event.seq
           }
           for (const [type, n] of batch.counters) chained.put(K.counterKey(type), String(n))

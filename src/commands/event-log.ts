@@ -14,6 +14,8 @@ export interface AppendEntry {
   readonly event: StoredEvent
   /** The row after the event (null: deleted), stored inline so restart needs no replay. */
   readonly row: Row | null
+  /** The row already serialised, when the caller has it. */
+  readonly rowJson?: string | null
 }
 
 export interface AppendBatch {

@@ -6,7 +6,7 @@
  * Deciding inside the writer is what serialises concurrent commands on one entity without locks or retries:
  * 100 concurrent `set_price` calls on one product become versions 2..101, usually in one fsync.
  */
-import { Chunk, Context, Deferred, Effect, Either, Exit, Fiber, Layer, Queue } from "effect"
+import { Context, Effect, Either, Exit, Fiber, Layer } from "effect"
 import type { Row } from "../domain/catalog.ts"
 import type { CompiledType } from "../domain/compile.ts"
 import { decide, evolve, type Intent } from "../domain/decider.ts"
@@ -34,10 +34,14 @@ export interface Committed {
   readonly event: StoredEvent
   /** The row after the command; null after a delete. */
   readonly row: Row | null
+  /** The row serialised once, for the store and for the response alike. */
+  readonly rowJson: string | null
 }
 
 interface Pending extends Submission {
-  readonly deferred: Deferred.Deferred<Committed, CommandError>
+  readonly resume: (exit: Exit.Exit<Committed, CommandError>) => void
+  /** The caller went away before the writer took the command: skip it. */
+  cancelled: boolean
 }
 
 export interface GroupCommitShape {
@@ -53,21 +57,25 @@ export const makeGroupCommit = Effect.gen(function* () {
   const feed = yield* ChangeFeed
   const settings = yield* WoConfig
   const maxBatch = settings.groupCommit ? settings.maxBatch : 1
+  const maxPending = Math.max(1024, maxBatch * 16)
   const head = yield* log.head
   let lastSeq = head.lastSeq
   const counters = new Map(head.counters)
-  const queue = yield* Queue.bounded<Pending>(Math.max(1024, maxBatch * 16))
+  // A plain array and one wake-up callback: per command, no queue or deferred allocation and no fiber hop.
+  let pending: Array<Pending> = []
+  let wake: (() => void) | undefined
   let closing = false
 
-  const commitBatch = (batch: Chunk.Chunk<Pending>) =>
+  const commitBatch = (batch: ReadonlyArray<Pending>) =>
     Effect.gen(function* () {
       const overlay = new Map<string, Row | null>()
       const moved = new Map<string, number>()
-      const changes: Array<Change> = []
+      const changes: Array<Change & { readonly rowJson: string | null }> = []
       const waiters: Array<Pending> = []
       const firstSeq = lastSeq
       const at = Date.now()
       for (const p of batch) {
+        if (p.cancelled) continue
         const type = p.type.name
         let id = p.id ?? ""
         if (p.intent._tag === "Create") {
@@ -79,13 +87,13 @@ export const makeGroupCommit = Effect.gen(function* () {
         const current = overlay.has(key) ? overlay.get(key) ?? undefined : rows.get(type, id)
         const decision = decide(p.type, id, current, p.intent, p.expectedVersion)
         if (Either.isLeft(decision)) {
-          Deferred.unsafeDone(p.deferred, Exit.fail(decision.left))
+          p.resume(Exit.fail(decision.left))
           continue
         }
         const event: StoredEvent = { seq: ++lastSeq, at, type, id, version: (current?.version ?? 0) + 1, ...decision.right }
         const row = evolve(current, event) ?? null
         overlay.set(key, row)
-        changes.push({ event, row, uri: rowUri(type, id) })
+        changes.push({ event, row, rowJson: row === null ? null : JSON.stringify(row), uri: rowUri(type, id) })
         waiters.push(p)
         p.onStage?.("decided")
       }
@@ -95,7 +103,7 @@ export const makeGroupCommit = Effect.gen(function* () {
         // No ack without durability: the whole batch fails and its sequence numbers are reused.
         lastSeq = firstSeq
         yield* Effect.logError(`durable write failed for ${changes.length} events: ${written.left.reason}`)
-        for (const p of waiters) Deferred.unsafeDone(p.deferred, Exit.fail(written.left))
+        for (const p of waiters) p.resume(Exit.fail(written.left))
         return
       }
       for (const [type, n] of moved) counters.set(type, n)
@@ -103,34 +111,49 @@ export const makeGroupCommit = Effect.gen(function* () {
       feed.publish(changes)
       for (let i = 0; i < waiters.length; i++) {
         waiters[i].onStage?.("durable")
-        Deferred.unsafeDone(waiters[i].deferred, Exit.succeed(changes[i]))
+        waiters[i].resume(Exit.succeed(changes[i]))
       }
     }).pipe(Effect.uninterruptible)
 
-  const writer = yield* Effect.forkDaemon(
-    Effect.forever(Effect.flatMap(Queue.takeBetween(queue, 1, maxBatch), commitBatch))
-  )
+  const takeBatch = () => {
+    const batch = pending.length <= maxBatch ? pending : pending.slice(0, maxBatch)
+    pending = pending.length <= maxBatch ? [] : pending.slice(maxBatch)
+    return batch
+  }
+  const nextBatch = Effect.async<ReadonlyArray<Pending>>((resume) => {
+    if (pending.length > 0) return resume(Effect.sync(takeBatch))
+    wake = () => {
+      wake = undefined
+      resume(Effect.sync(takeBatch))
+    }
+    return Effect.sync(() => {
+      wake = undefined
+    })
+  })
+
+  const writer = yield* Effect.forkDaemon(Effect.forever(Effect.flatMap(nextBatch, commitBatch)))
 
   // Shutdown: refuse new commands, let the batch in flight finish, flush what is queued, then stop.
   yield* Effect.addFinalizer(() =>
     Effect.gen(function* () {
       closing = true
       yield* Fiber.interrupt(writer)
-      let rest = yield* Queue.takeAll(queue)
-      while (Chunk.size(rest) > 0) {
-        yield* commitBatch(Chunk.take(rest, maxBatch))
-        rest = Chunk.drop(rest, maxBatch)
-      }
-      yield* Queue.shutdown(queue)
+      while (pending.length > 0) yield* commitBatch(takeBatch())
     }))
 
   return GroupCommit.of({
     submit: (submission) =>
-      Effect.suspend(() => {
-        if (closing) return Effect.fail(new StoreUnavailable({ reason: "the server is shutting down" }))
-        const deferred = Deferred.unsafeMake<Committed, CommandError>(writer.id())
+      Effect.async<Committed, CommandError>((resume) => {
+        if (closing) return resume(Effect.fail(new StoreUnavailable({ reason: "the server is shutting down" })))
+        if (pending.length >= maxPending) return resume(Effect.fail(new StoreUnavailable({ reason: "too many commands queued; retry" })))
+        const p: Pending = { ...submission, resume: (exit) => resume(exit), cancelled: false }
         submission.onStage?.("accepted")
-        return Effect.zipRight(Queue.offer(queue, { ...submission, deferred }), Deferred.await(deferred))
+        pending.push(p)
+        wake?.()
+        // An interrupted caller (client gone) is skipped if the writer has not taken its command yet.
+        return Effect.sync(() => {
+          p.cancelled = true
+        })
       })
   })
 })

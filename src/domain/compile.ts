@@ -2,7 +2,7 @@
  * Turns an app definition into the compiled catalog the runtime uses: validated once at load time, with the
  * decoders and JSON Schemas every surface (REST, MCP tools, resources) shares.
  */
-import { Either, ParseResult, Schema } from "effect"
+import { Either, ParseResult, Schema, SchemaAST } from "effect"
 import { CRUD_OPS, type AppDef, type MethodSpec } from "./catalog.ts"
 import { CatalogError, type FieldIssue } from "./errors.ts"
 import { toJsonSchema, type JsonSchema } from "./json-schema.ts"
@@ -73,9 +73,35 @@ const mergeAlternatives = (messages: ReadonlyArray<string>): string => {
     : messages.join("; ")
 }
 
-/** Decode then encode: the wire carries the encoded form, and that is what the log stores. */
+/** True when decoding can change a value's shape (a transformation somewhere), not only check it. */
+const transforms = (ast: SchemaAST.AST): boolean => {
+  switch (ast._tag) {
+    case "Transformation":
+    case "Suspend":
+    case "Declaration":
+      return true
+    case "Refinement":
+      return transforms(ast.from)
+    case "Union":
+      return ast.types.some(transforms)
+    case "TupleType":
+      return ast.elements.some((e) => transforms(e.type)) || ast.rest.some((r) => transforms(r.type))
+    case "TypeLiteral":
+      return ast.propertySignatures.some((p) => transforms(p.type)) || ast.indexSignatures.some((i) => transforms(i.type))
+    default:
+      return false
+  }
+}
+
+/**
+ * Decode then encode: the wire carries the encoded form, and that is what the log stores. Without
+ * transformations the decoded value already is the encoded one, so the encode is skipped (the hot path).
+ */
 const storableDecoder = <A, I>(schema: Schema.Schema<A, I>) => {
   const decode = Schema.decodeUnknownEither(schema, strict)
+  if (!transforms(schema.ast)) {
+    return (u: unknown) => Either.mapLeft(decode(u), issuesOf) as Either.Either<Record<string, unknown>, ReadonlyArray<FieldIssue>>
+  }
   const encode = Schema.encodeEither(schema)
   return (u: unknown): Either.Either<Record<string, unknown>, ReadonlyArray<FieldIssue>> =>
     Either.flatMap(Either.mapLeft(decode(u), issuesOf), (a) =>

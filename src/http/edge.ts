@@ -35,10 +35,9 @@ const tooLarge = (limit: number) =>
 
 const writeBuffered = (res: http.ServerResponse, response: Extract<EdgeResponse, { _tag: "Buffered" }>) => {
   const body = response.body ?? ""
-  res.writeHead(response.status, {
-    ...response.headers,
-    "content-length": String(Buffer.byteLength(body))
-  })
+  res.statusCode = response.status
+  for (const name in response.headers) res.setHeader(name, response.headers[name])
+  res.setHeader("content-length", Buffer.byteLength(body))
   res.end(body)
 }
 

@@ -1,7 +1,6 @@
-/** Request body decoding through Schema, shared by REST and MCP, with a nesting limit checked before parsing. */
-import { Either, Schema } from "effect"
+/** Request body parsing shared by REST and MCP, with a nesting limit checked before parsing. */
+import { Either } from "effect"
 
-const decodeJson = Schema.decodeUnknownEither(Schema.parseJson())
 
 /** True when the Content-Type names JSON (parameters such as charset allowed). */
 export const isJsonContentType = (value: string | undefined) =>
@@ -30,10 +29,12 @@ export type BodyProblem = { readonly _tag: "Malformed"; readonly message: string
 export const parseJsonBody = (body: Buffer, maxDepth: number): Either.Either<unknown, BodyProblem> => {
   const text = body.toString("utf8")
   if (nestsDeeperThan(text, maxDepth)) return Either.left({ _tag: "TooDeep", max: maxDepth })
-  return Either.mapLeft(decodeJson(text), (e) => ({
-    _tag: "Malformed" as const,
-    message: e.message.split("\n").slice(-1)[0].replace(/^[\s└─]+/, "")
-  }))
+  // Only the syntax is checked here; every structure is then decoded through its Schema.
+  try {
+    return Either.right(JSON.parse(text))
+  } catch (e) {
+    return Either.left({ _tag: "Malformed", message: (e as Error).message })
+  }
 }
 
 export const describeBodyProblem = (problem: BodyProblem) =>

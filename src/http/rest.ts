@@ -31,8 +31,12 @@ export const errorResponse = (error: CommandError | NotFound | ValidationFailed,
 
 const etag = (row: Row) => `"${row.version}"`
 
-const rowResponse = (status: number, row: Row, extra: Record<string, string> = {}) =>
-  jsonText(status, JSON.stringify(row), { etag: etag(row), ...extra })
+const rowResponse = (status: number, row: Row, extra: Record<string, string> = {}, json = JSON.stringify(row)) =>
+  jsonText(status, json, { etag: etag(row), ...extra })
+
+/** A committed row, answered with the serialisation the store already made. */
+const committedRow = (status: number, c: Committed, extra: Record<string, string> = {}) =>
+  rowResponse(status, c.row!, extra, c.rowJson ?? undefined)
 
 /** The body a delete answers with: what was deleted, at which final version. */
 export const deletedBody = (event: { readonly id: string; readonly version: number }) => ({ id: event.id, version: event.version, deleted: true })
@@ -90,7 +94,7 @@ export const makeRestRoutes = (catalog: CompiledApp, commands: CommandsShape, qu
     if (request.method === "POST" && type.rest.has("create")) {
       return withBody(request, (input) =>
         run({ _tag: "Create", type: type.name, input }, false, (c) =>
-          rowResponse(201, c.row!, { location: `/api/${type.name}/${c.event.id}` })))
+          committedRow(201, c, { location: `/api/${type.name}/${c.event.id}` })))
     }
     return Effect.succeed(allow.length ? methodNotAllowed(allow) : notFound(request))
   }
@@ -105,7 +109,7 @@ export const makeRestRoutes = (catalog: CompiledApp, commands: CommandsShape, qu
       return withVersion(request, (expectedVersion) =>
         withBody(request, (input) =>
           run({ _tag: "Update", type: type.name, id, expectedVersion, input }, expectedVersion !== undefined, (c) =>
-            rowResponse(200, c.row!))))
+            committedRow(200, c))))
     }
     if (request.method === "DELETE" && type.rest.has("delete")) {
       return withVersion(request, (expectedVersion) =>
@@ -121,7 +125,7 @@ export const makeRestRoutes = (catalog: CompiledApp, commands: CommandsShape, qu
     return withVersion(request, (expectedVersion) =>
       withBody(request, (input) =>
         run({ _tag: "Invoke", type: type.name, id, method: name, expectedVersion, input }, expectedVersion !== undefined, (c) =>
-          rowResponse(200, c.row!))))
+          committedRow(200, c))))
   }
 
   /** Routes a request whose path starts with /api/. */

@@ -7,9 +7,9 @@ import { Effect, Either, ParseResult, Schema } from "effect"
 import type { Row } from "../../domain/catalog.ts"
 import type { CompiledApp, CompiledType } from "../../domain/compile.ts"
 import type { CommandError, NotFound, ValidationFailed } from "../../domain/errors.ts"
-import type { StoredEvent } from "../../domain/events.ts"
 import type { JsonSchema } from "../../domain/json-schema.ts"
 import type { Command, CommandsShape, ExecuteOptions } from "../../commands/commands.ts"
+import type { Committed } from "../../commands/group-commit.ts"
 import type { QueriesShape } from "../../projections/queries.ts"
 import { deletedBody } from "../rest.ts"
 import { listBody } from "../bodies.ts"
@@ -103,8 +103,9 @@ const typeTools = (type: CompiledType, commands: CommandsShape, queries: Queries
   const rowSchema = objectSchema({ id: ID_SCHEMA, version: { type: "integer", minimum: 1 }, ...propertiesOf(fields) }, ["id", "version", ...requiredOf(fields)], false)
   const about = type.description ? ` ${type.description}` : ""
   const tools: Array<Tool> = []
-  const execute = (command: Command, options: ExecuteOptions, onSuccess: (row: Row | null, event: StoredEvent) => ToolResult) =>
-    commands.execute(command, options).pipe(Effect.match({ onFailure: failure, onSuccess: (c) => onSuccess(c.row, c.event) }))
+  const execute = (command: Command, options: ExecuteOptions, onSuccess: (c: Committed) => ToolResult) =>
+    commands.execute(command, options).pipe(Effect.match({ onFailure: failure, onSuccess }))
+  const committedRow = (c: Committed) => success(c.rowJson ?? JSON.stringify(c.row), c.row)
 
   if (type.mcp.has("list")) {
     tools.push({
@@ -159,7 +160,7 @@ const typeTools = (type: CompiledType, commands: CommandsShape, queries: Queries
         outputSchema: rowSchema,
         annotations: { title: `Create one of ${t}`, readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: false }
       },
-      call: (args, options) => execute({ _tag: "Create", type: t, input: args }, options, (row) => rowResult(row!))
+      call: (args, options) => execute({ _tag: "Create", type: t, input: args }, options, committedRow)
     })
   }
   if (type.mcp.has("update")) {
@@ -173,7 +174,7 @@ const typeTools = (type: CompiledType, commands: CommandsShape, queries: Queries
         annotations: { title: `Update one of ${t}`, readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: false }
       },
       call: (args, options) => targeted(t, args, (id, expectedVersion, input) =>
-        execute({ _tag: "Update", type: t, id, expectedVersion, input }, options, (row) => rowResult(row!)))
+        execute({ _tag: "Update", type: t, id, expectedVersion, input }, options, committedRow))
     })
   }
   if (type.mcp.has("delete")) {
@@ -190,7 +191,7 @@ const typeTools = (type: CompiledType, commands: CommandsShape, queries: Queries
         Either.match(decodeTargetOnly(args), {
           onLeft: (e) => Effect.succeed(argumentError(t, e)),
           onRight: ({ id, expectedVersion }) =>
-            execute({ _tag: "Delete", type: t, id, expectedVersion }, options, (_row, event) => {
+            execute({ _tag: "Delete", type: t, id, expectedVersion }, options, ({ event }) => {
               const body = deletedBody(event)
               return success(JSON.stringify(body), body)
             })
@@ -210,7 +211,7 @@ const typeTools = (type: CompiledType, commands: CommandsShape, queries: Queries
         annotations: { title: `${method.name} on ${t}`, readOnlyHint: false, destructiveHint: false, openWorldHint: false }
       },
       call: (args, options) => targeted(t, args, (id, expectedVersion, input) =>
-        execute({ _tag: "Invoke", type: t, id, method: method.name, expectedVersion, input }, options, (row) => rowResult(row!)))
+        execute({ _tag: "Invoke", type: t, id, method: method.name, expectedVersion, input }, options, committedRow))
     })
   }
   return tools
