@@ -42,7 +42,7 @@ export class VersionConflict extends Data.TaggedError("VersionConflict")<{
 /** The log could not make the write durable; nothing of the batch was acknowledged. REST 503. */
 export class StoreUnavailable extends Data.TaggedError("StoreUnavailable")<{ readonly reason: string }> {
   override get message() {
-    return `the store could not make the write durable: ${this.reason}`
+    return `the store is unavailable: ${this.reason}`
   }
 }
 
