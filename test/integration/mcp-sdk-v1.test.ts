@@ -1,7 +1,15 @@
 import { Client } from "@modelcontextprotocol/sdk/client/index.js"
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js"
+import { ResourceUpdatedNotificationSchema } from "@modelcontextprotocol/sdk/types.js"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { openSse } from "../support/sse-client.ts"
 import { apps, http, startServer } from "../support/server.ts"
+
+const waitFor = async (check: () => boolean, ms = 5000) => {
+  const until = Date.now() + ms
+  while (!check() && Date.now() < until) await new Promise((r) => setTimeout(r, 20))
+  return check()
+}
 
 describe("interop with the official SDK v1 client", () => {
   let server: Awaited<ReturnType<typeof startServer>>
@@ -36,6 +44,38 @@ describe("interop with the official SDK v1 client", () => {
       expect(missing.isError).toBe(true)
     } finally {
       await client.close()
+    }
+  })
+
+  it("subscribes, receives notifications/resources/updated, and gets them again after its stream is dropped", async () => {
+    const pricing = await startServer(apps.pricing)
+    const { json: product } = await http(`${pricing.url}/api/products`, { method: "POST", body: { name: "Pen", price: 1, currency: "USD" } })
+    let sessionId: string | undefined
+    const client = new Client({ name: "v1-subscriber", version: "1.0.0" })
+    const transport = new StreamableHTTPClientTransport(new URL(`${pricing.url}/mcp`), {
+      reconnectionOptions: { initialReconnectionDelay: 100, maxReconnectionDelay: 500, reconnectionDelayGrowFactor: 1.5, maxRetries: 5 }
+    })
+    const updates: Array<string> = []
+    client.setNotificationHandler(ResourceUpdatedNotificationSchema, (n) => void updates.push(n.params.uri))
+    try {
+      await client.connect(transport)
+      sessionId = transport.sessionId
+      const uri = `wo://products/${product.id}`
+      await client.subscribeResource({ uri })
+      await new Promise((r) => setTimeout(r, 200)) // the client opens its GET stream after initialized
+      await http(`${pricing.url}/api/products/${product.id}/set_price`, { method: "POST", body: { price: 2 } })
+      expect(await waitFor(() => updates.length === 1)).toBe(true)
+
+      // Drop the client's stream: a second GET for the session replaces (closes) it, then goes away itself.
+      const intruder = await openSse(`${pricing.url}/mcp`, { headers: { accept: "text/event-stream", "mcp-session-id": sessionId! } })
+      intruder.close()
+      await new Promise((r) => setTimeout(r, 1000)) // the SDK reconnects with Last-Event-ID
+      await http(`${pricing.url}/api/products/${product.id}/set_price`, { method: "POST", body: { price: 3 } })
+      expect(await waitFor(() => updates.length >= 2)).toBe(true)
+      expect(updates).toEqual([uri, uri])
+    } finally {
+      await client.close()
+      await pricing.close()
     }
   })
 })
