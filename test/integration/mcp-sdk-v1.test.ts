@@ -4,12 +4,8 @@ import { ResourceUpdatedNotificationSchema } from "@modelcontextprotocol/sdk/typ
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { openSse } from "../support/sse-client.ts"
 import { apps, http, startServer } from "../support/server.ts"
+import { waitFor } from "../support/wait.ts"
 
-const waitFor = async (check: () => boolean, ms = 5000) => {
-  const until = Date.now() + ms
-  while (!check() && Date.now() < until) await new Promise((r) => setTimeout(r, 20))
-  return check()
-}
 
 describe("interop with the official SDK v1 client", () => {
   let server: Awaited<ReturnType<typeof startServer>>

@@ -5,16 +5,12 @@ import { Effect } from "effect"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { SubscriptionRegistry } from "../../src/projections/registry.ts"
 import { apps, http, startServer } from "../support/server.ts"
+import { waitFor } from "../support/wait.ts"
 
 const modernClient = async (url: string) => {
   const client = new ClientV2({ name: "modern-interop", version: "1.0.0" }, { versionNegotiation: { mode: { pin: "2026-07-28" } } })
   await client.connect(new TransportV2(new URL(`${url}/mcp`)))
   return client
-}
-const waitFor = async (check: () => boolean, ms = 3000) => {
-  const until = Date.now() + ms
-  while (!check() && Date.now() < until) await new Promise((r) => setTimeout(r, 20))
-  return check()
 }
 
 describe("interop with the official SDK v2 client", () => {
