@@ -45,7 +45,7 @@ const announce = Layer.scopedDiscard(
     yield* Effect.logInfo(
       `recovered ${recovered.events} events (${recovered.rows} rows, ${recovered.tailEvents} tail events) in ${recovered.millis} ms`
     )
-    yield* Effect.logInfo(`REST ${url}/api/<type>   MCP ${url}/mcp`)
+    yield* Effect.logInfo(`REST ${url}/api/<type>   MCP ${url}/mcp   console ${url}/`)
     yield* Effect.addFinalizer(() => Effect.logInfo("shutting down: flushing the last batch and closing the store"))
   })
 )

@@ -1,5 +1,86 @@
-/** The console's routes (`/`, its assets, `/api/_events`, `/api/_agents`). Placeholder until the console lands. */
-import { Effect } from "effect"
-import type { EdgeRequest, EdgeResponse } from "./edge-types.ts"
+/**
+ * The console's routes, behind the router's Host and Origin checks:
+ *  - `/` and `/console/*`: the page (see src/console/page);
+ *  - `GET /api/_catalog`, `/api/_rows`, `/api/_agents`: read-only JSON views (types in src/console/wire.ts);
+ *  - `GET /api/_events?from=<seq>`: the event log as SSE, replayed then live (src/console/event-tail.ts).
+ * None of them writes: the page changes data only by the ordinary REST and MCP routes, like any client.
+ */
+import { Deferred, Effect } from "effect"
+import { EventLog } from "../commands/event-log.ts"
+import { Commands } from "../commands/commands.ts"
+import { WoConfig } from "../config.ts"
+import { agentsView } from "../console/agents-view.ts"
+import { makeAssets, PAGE_HEADERS } from "../console/assets.ts"
+import { catalogView } from "../console/catalog-view.ts"
+import { makeEventTail } from "../console/event-tail.ts"
+import { rowsSnapshot } from "../console/rows-view.ts"
+import { Catalog } from "../domain/app-catalog.ts"
+import type { CompiledType } from "../domain/compile.ts"
+import { ChangeFeed } from "../projections/change-feed.ts"
+import { Queries } from "../projections/queries.ts"
+import { Rows } from "../projections/rows.ts"
+import { VERSION } from "../version.ts"
+import { errorJson, json, jsonText, type EdgeRequest, type EdgeResponse } from "./edge-types.ts"
+import { Sessions } from "./mcp/sessions.ts"
+import { makeTools } from "./mcp/tools.ts"
+import { OpenStreams } from "./open-streams.ts"
 
-export const makeConsoleRoutes = Effect.succeed((_request: EdgeRequest): Effect.Effect<EdgeResponse> | undefined => undefined)
+/** Views are live data: never cached, never sniffed as anything but JSON (so no cross-origin `<script>` use). */
+const VIEW_HEADERS = { "cache-control": "no-store", "x-content-type-options": "nosniff" }
+
+export const makeConsoleRoutes = Effect.gen(function* () {
+  const catalog = yield* Catalog
+  const settings = yield* WoConfig
+  const rows = yield* Rows
+  const sessions = yield* Sessions
+  const streams = yield* OpenStreams
+  const commands = yield* Commands
+  const queries = yield* Queries
+
+  // Built once: the catalog does not change while the server runs. Tool names come from the tool builder
+  // itself, one type at a time, so they are exactly what tools/list answers.
+  const toolNames = (type: CompiledType) =>
+    makeTools({ ...catalog, types: new Map([[type.name, type]]) }, commands, queries, settings.maxPageSize).map((t) => t.definition.name)
+  const catalogBody = JSON.stringify(catalogView(catalog, VERSION, toolNames))
+
+  // Completed by the server when shutdown begins, so open tails end instead of holding it up.
+  const stopped = yield* Deferred.make<void>()
+  const tail = makeEventTail({
+    log: yield* EventLog,
+    feed: yield* ChangeFeed,
+    rows,
+    capacity: settings.streamBuffer,
+    heartbeatMs: settings.heartbeatMs,
+    stopped: Deferred.await(stopped)
+  })
+
+  const assets = yield* makeAssets
+  const asset = (path: string) =>
+    assets.get(path)!.pipe(
+      Effect.map((a): EdgeResponse => ({
+        _tag: "Buffered",
+        status: 200,
+        headers: { "content-type": a.contentType, ...(path === "/" ? PAGE_HEADERS : { "x-content-type-options": "nosniff", "cache-control": "no-cache" }) },
+        body: a.body
+      })),
+      Effect.catchTag("AssetError", (e) =>
+        Effect.as(Effect.logError(e.message), errorJson(500, "ConsoleUnavailable", e.message)))
+    )
+
+  const views = new Map<string, (request: EdgeRequest) => Effect.Effect<EdgeResponse>>([
+    ["/api/_catalog", () => Effect.succeed(jsonText(200, catalogBody, VIEW_HEADERS))],
+    ["/api/_rows", () => Effect.sync(() => json(200, rowsSnapshot(catalog, rows), VIEW_HEADERS))],
+    ["/api/_agents", () => Effect.sync(() => json(200, agentsView(sessions, streams), VIEW_HEADERS))],
+    ["/api/_events", (request) => Effect.succeed(tail(request))]
+  ])
+
+  const handle = (request: EdgeRequest): Effect.Effect<EdgeResponse> | undefined => {
+    const view = views.get(request.path)
+    if (view === undefined && !assets.has(request.path)) return undefined
+    if (request.method !== "GET") {
+      return Effect.succeed(errorJson(405, "MethodNotAllowed", "the console is read-only: GET only", {}, { allow: "GET, HEAD" }))
+    }
+    return view === undefined ? asset(request.path) : view(request)
+  }
+  return { handle, shutdown: Deferred.succeed(stopped, undefined).pipe(Effect.asVoid) }
+})

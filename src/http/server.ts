@@ -28,16 +28,19 @@ export const HttpServerLive = Layer.scoped(
         message: `refusing to listen on ${settings.host} without WO_AUTH_TOKEN: anyone who can reach it could write. Set a token, or pass --insecure (WO_INSECURE=1) to do it anyway`
       })
     }
+    const consoleRoutes = yield* makeConsoleRoutes
     const router = makeRouter(makeGuards(settings), {
       rest: makeRestRoutes(catalog, commands, queries, settings.maxJsonDepth),
       mcp: yield* makeMcpRoute,
-      extra: yield* makeConsoleRoutes
+      extra: consoleRoutes.handle
     }, makeAuthCheck(settings.authToken))
     const streams = yield* OpenStreams
-    // At shutdown, streams end first (listen streams with their graceful result) so in-flight requests can drain.
     const handler = settings.recordFile === undefined ? router : recordTo(settings.recordFile, { app: catalog.name })(router)
     if (settings.recordFile !== undefined) yield* Effect.logInfo(`recording every HTTP exchange to ${settings.recordFile}`)
-    const edge = yield* startEdge(handler, { ...settings, onShutdown: Effect.sync(() => streams.closeAll("shutdown")) })
+    // At shutdown, streams end first (listen streams with their graceful result, event tails) so in-flight
+    // requests can drain.
+    const onShutdown = Effect.zipRight(Effect.sync(() => streams.closeAll("shutdown")), consoleRoutes.shutdown)
+    const edge = yield* startEdge(handler, { ...settings, onShutdown })
     return { url: edge.url }
   })
 )

@@ -11,11 +11,16 @@
 import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
+import { Effect, Layer } from "effect"
 import { chromium, type BrowserContext } from "playwright-core"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { LogFaults } from "../../src/commands/log-faults.ts"
 import { callTool, MCP_HEADERS, openSession, rpc } from "../support/mcp.ts"
 import { openSse, type SseConnection } from "../support/sse-client.ts"
 import { apps, http, ROOT, startServer, tempDir } from "../support/server.ts"
+
+// Functions passed to page.evaluate run in the browser; the test program itself has no DOM types.
+declare const window: any, document: any, sessionStorage: any
 
 type Server = Awaited<ReturnType<typeof startServer>>
 
@@ -122,14 +127,13 @@ describe("GET /api/_events: bounded readers", () => {
   })
 
   it("closes a reader that falls behind; it resumes from the log with Last-Event-ID, missing nothing", async () => {
-    const server = await startServer(apps.pricing, { streamBuffer: 8 })
+    // A disk that takes 20 ms per sync makes the burst below commit in one or two batches, each of which
+    // is delivered at once: far more than the 8 the reader may have buffered.
+    const slowDisk = Layer.succeed(LogFaults, { beforeWrite: () => Effect.sleep("20 millis") })
+    const server = await startServer(apps.pricing, { streamBuffer: 8 }, slowDisk)
     try {
       const stream = await openSse(`${server.url}/api/_events?from=1`, { comments: true })
-      stream.pause()
-      // Big rows, so the socket buffers fill and the server's live buffer overflows.
-      const name = "x".repeat(64 * 1024)
-      await Promise.all(Array.from({ length: 40 }, () => createProduct(server.url, name, 1)))
-      stream.resume()
+      await Promise.all(Array.from({ length: 40 }, (_, i) => createProduct(server.url, `p${i}`, 1 + i)))
       const seen: Array<number> = []
       let closing: string | undefined
       for (;;) {
@@ -225,11 +229,12 @@ const LISTEN_META = { "io.modelcontextprotocol/protocolVersion": "2026-07-28", "
 describe.skipIf(!hasChromium)("the console in headless Chromium", () => {
   let server: Server
   let browser: BrowserContext
-  const profile = tempDir("wo-chromium-")
+  let profile: string
   const open: Array<SseConnection> = []
   beforeAll(async () => {
     server = await startServer(apps.pricing)
     // A fresh profile in a temp dir (Playwright passes it as --user-data-dir).
+    profile = tempDir("wo-chromium-")
     browser = await chromium.launchPersistentContext(profile, {
       executablePath: CHROMIUM,
       headless: true,
@@ -242,7 +247,7 @@ describe.skipIf(!hasChromium)("the console in headless Chromium", () => {
     for (const s of open) s.close()
     await browser?.close()
     await server?.close()
-    fs.rmSync(profile, { recursive: true, force: true })
+    if (profile) fs.rmSync(profile, { recursive: true, force: true })
   })
 
   it("shows an MCP set_price in the tail and in the table, live, without a reload", async () => {
@@ -308,20 +313,33 @@ describe.skipIf(!hasChromium)("the console in headless Chromium", () => {
     console.log(`console screenshot: ${SCREENSHOT}`)
   })
 
-  it("sends the ?token= it was opened with as a Bearer header, and takes it out of the address bar", async () => {
+  it("with WO_AUTH_TOKEN: asks for the token, then sends it as a Bearer header, never showing it", async () => {
+    const guarded = await startServer(apps.pricing, { authToken: "s3cret" })
     const page = await browser.newPage()
     try {
-      const seen = new Map<string, string | undefined>()
-      page.on("request", (r) => void seen.set(new URL(r.url()).pathname, r.headers()["authorization"]))
-      await page.goto(`${server.url}/?token=s3cret`)
+      const sent = new Map<string, string | undefined>()
+      page.on("request", (r) => void sent.set(new URL(r.url()).pathname, r.headers()["authorization"]))
+      // The page itself is public (it holds no data); every /api request is refused without the token.
+      await page.goto(`${guarded.url}/`)
+      await page.locator('#status[data-state="unauthorized"]').waitFor({ timeout: 10_000 })
+      expect(await page.locator("#token-form").isVisible()).toBe(true)
+      await page.locator("#token-input").fill("s3cret")
+      await page.locator("#token-form button[type=submit]").click()
+      await page.locator('#status[data-state="live"]').waitFor({ timeout: 10_000 })
+      for (const p of ["/api/_catalog", "/api/_rows", "/api/_events", "/api/_agents"]) expect(sent.get(p)).toBe("Bearer s3cret")
+
+      // Opened with ?token=, it takes the token and removes it from the address bar.
+      await page.evaluate(() => sessionStorage.clear())
+      await page.goto(`${guarded.url}/?token=s3cret`)
       await page.locator('#status[data-state="live"]').waitFor({ timeout: 10_000 })
       expect(new URL(page.url()).search).toBe("")
-      for (const p of ["/api/_catalog", "/api/_rows", "/api/_events"]) expect(seen.get(p)).toBe("Bearer s3cret")
       // The snippets refer to the token, never contain it.
-      expect(await page.locator("#connect").textContent()).toContain("$WO_AUTH_TOKEN")
-      expect(await page.locator("#connect").textContent()).not.toContain("s3cret")
+      const connect = await page.locator("#connect").textContent()
+      expect(connect).toContain("$WO_AUTH_TOKEN")
+      expect(connect).not.toContain("s3cret")
     } finally {
       await page.close()
+      await guarded.close()
     }
   })
 })

@@ -1,0 +1,95 @@
+/** The catalog as the console shows it: each type's fields, and each operation's REST route and MCP tool. */
+import { CRUD_OPS } from "../domain/catalog.ts"
+import type { CompiledApp, CompiledType } from "../domain/compile.ts"
+import type { JsonSchema } from "../domain/json-schema.ts"
+import { rowUriTemplate } from "../domain/uri.ts"
+import type { CatalogView, FieldView, OperationView, TypeView } from "./wire.ts"
+
+/** The REST route of each operation, as rest.ts serves it. */
+const restRoute = (type: string, op: string): string => {
+  switch (op) {
+    case "list":
+      return `GET /api/${type}`
+    case "create":
+      return `POST /api/${type}`
+    case "get":
+      return `GET /api/${type}/:id`
+    case "update":
+      return `PATCH /api/${type}/:id`
+    case "delete":
+      return `DELETE /api/${type}/:id`
+    default:
+      return `POST /api/${type}/:id/${op}`
+  }
+}
+
+/** A one-line reading of a JSON Schema, for people: `"USD" | "EUR"`, `number > 0`, `string[]`, `{ name, email? }`. */
+export const summarize = (schema: JsonSchema): string => {
+  if (Array.isArray(schema.enum)) return schema.enum.map((v) => JSON.stringify(v)).join(" | ")
+  if (Array.isArray(schema.anyOf)) return (schema.anyOf as Array<JsonSchema>).map(summarize).join(" | ")
+  const constraints: Array<string> = []
+  if (typeof schema.minLength === "number") constraints.push(`min ${schema.minLength}`)
+  if (typeof schema.maxLength === "number") constraints.push(`max ${schema.maxLength}`)
+  if (typeof schema.exclusiveMinimum === "number") constraints.push(`> ${schema.exclusiveMinimum}`)
+  if (typeof schema.minimum === "number") constraints.push(`≥ ${schema.minimum}`)
+  if (typeof schema.exclusiveMaximum === "number") constraints.push(`< ${schema.exclusiveMaximum}`)
+  if (typeof schema.maximum === "number") constraints.push(`≤ ${schema.maximum}`)
+  const base = (() => {
+    switch (schema.type) {
+      case "array":
+        return `${summarize((schema.items ?? {}) as JsonSchema)}[]`
+      case "object": {
+        const required = new Set((schema.required ?? []) as Array<string>)
+        const names = Object.keys((schema.properties ?? {}) as object)
+        return `{ ${names.map((n) => (required.has(n) ? n : `${n}?`)).join(", ")} }`
+      }
+      default:
+        return typeof schema.type === "string" ? schema.type : "any"
+    }
+  })()
+  // "number > 0" reads as one expression; length bounds read better after a comma.
+  const numeric = schema.type === "number" || schema.type === "integer"
+  return constraints.length === 0 ? base : numeric ? `${base} ${constraints.join(", ")}` : `${base}, ${constraints.join(", ")}`
+}
+
+const fieldsOf = (type: CompiledType): ReadonlyArray<FieldView> => {
+  const properties = (type.fieldsJsonSchema.properties ?? {}) as Record<string, JsonSchema>
+  const required = new Set((type.fieldsJsonSchema.required ?? []) as Array<string>)
+  return type.fieldNames.map((name) => ({ name, required: required.has(name), summary: summarize(properties[name] ?? {}) }))
+}
+
+/**
+ * `toolNames(type)` lists the type's generated MCP tools, named `<type>_<operation>` (see mcp/tools.ts); taking
+ * them from the tool builder keeps the console showing exactly what tools/list answers.
+ */
+export const catalogView = (
+  catalog: CompiledApp,
+  version: string,
+  toolNames: (type: CompiledType) => ReadonlyArray<string>
+): CatalogView => ({
+  app: { name: catalog.name, ...(catalog.description ? { description: catalog.description } : {}) },
+  version,
+  types: [...catalog.types.values()].map((type): TypeView => {
+    const tools = new Set(toolNames(type))
+    const operation = (name: string, kind: OperationView["kind"], description?: string): OperationView => {
+      const tool = `${type.name}_${name}`
+      return {
+        name,
+        kind,
+        ...(description ? { description } : {}),
+        ...(type.rest.has(name) ? { rest: restRoute(type.name, name) } : {}),
+        ...(tools.has(tool) ? { tool } : {})
+      }
+    }
+    return {
+      name: type.name,
+      ...(type.description ? { description: type.description } : {}),
+      fields: fieldsOf(type),
+      operations: [
+        ...CRUD_OPS.map((op) => operation(op, "crud")),
+        ...[...type.methods.values()].map((m) => operation(m.name, "method", m.description))
+      ],
+      ...(type.mcp.size > 0 ? { resource: rowUriTemplate(type.name) } : {})
+    }
+  })
+})

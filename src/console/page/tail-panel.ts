@@ -1,0 +1,34 @@
+/** The event-log card: the newest events first, each with its sequence, time, kind, row and a compact diff. */
+import type { StoredEvent } from "../wire.ts"
+import { fill, h } from "./dom.ts"
+import { showChanges, showTime, type FieldChange } from "./format.ts"
+
+/** The DOM keeps this many; the log itself keeps everything. */
+const KEEP = 200
+
+export class TailPanel {
+  private readonly body = h("tbody")
+  private readonly empty = h("tr", { class: "empty" }, h("td", { colspan: "5" }, "waiting for the first event…"))
+
+  constructor() {
+    this.body.append(this.empty)
+    fill("tail",
+      h("div", { class: "scroll tall" },
+        h("table", { class: "events" },
+          h("thead", {}, h("tr", {}, ["seq", "time", "event", "row", "change"].map((c) => h("th", {}, c)))),
+          this.body)))
+  }
+
+  add(event: StoredEvent, changes: ReadonlyArray<FieldChange>) {
+    this.empty.remove()
+    const kind = event.kind === "invoked" ? event.method ?? "invoked" : event.kind
+    this.body.prepend(
+      h("tr", { "data-seq": String(event.seq), class: "fresh" },
+        h("td", { class: "num" }, event.seq),
+        h("td", { class: "time" }, showTime(event.at)),
+        h("td", {}, h("span", { class: `kind kind-${event.kind}` }, kind)),
+        h("td", { class: "row" }, h("code", {}, `${event.type}/${event.id}`), h("span", { class: "muted" }, ` v${event.version}`)),
+        h("td", { class: "diff" }, showChanges(event, changes))))
+    while (this.body.childElementCount > KEEP) this.body.lastElementChild!.remove()
+  }
+}

@@ -1,0 +1,81 @@
+/**
+ * The JSON the console's read-only endpoints answer with. The server builds these values and the page reads
+ * them; both import these types, so the two cannot drift apart.
+ */
+import type { StoredEvent } from "../domain/events.ts"
+
+export type { StoredEvent }
+
+/** `GET /api/_catalog`: the app as every surface exposes it. */
+export interface CatalogView {
+  readonly app: { readonly name: string; readonly description?: string }
+  readonly version: string
+  readonly types: ReadonlyArray<TypeView>
+}
+
+export interface TypeView {
+  readonly name: string
+  readonly description?: string
+  readonly fields: ReadonlyArray<FieldView>
+  /** Every operation the type has (CRUD, then methods), with where each one is exposed. */
+  readonly operations: ReadonlyArray<OperationView>
+  /** The resource URI template agents read and subscribe to, when the type is on MCP at all. */
+  readonly resource?: string
+}
+
+export interface FieldView {
+  readonly name: string
+  readonly required: boolean
+  /** A compact reading of the field's JSON Schema: `string, min 1`, `"USD" | "EUR"`, `number > 0`. */
+  readonly summary: string
+}
+
+export interface OperationView {
+  readonly name: string
+  readonly kind: "crud" | "method"
+  readonly description?: string
+  /** `POST /api/products/:id/set_price`, or absent when REST does not serve it. */
+  readonly rest?: string
+  /** The generated MCP tool's name, or absent when MCP does not expose it. */
+  readonly tool?: string
+}
+
+/** `GET /api/_rows`: the first rows of every type, all read at one log position. */
+export interface RowsSnapshot {
+  /** The log sequence these rows include: fold events after it to stay current. */
+  readonly seq: number
+  readonly types: Readonly<Record<string, TypeRows>>
+}
+
+export interface TypeRows {
+  readonly total: number
+  /** True when there are more rows than `items` holds (the snapshot is capped). */
+  readonly more: boolean
+  readonly items: ReadonlyArray<Record<string, unknown> & { readonly id: string; readonly version: number }>
+}
+
+/** `GET /api/_agents`: who is connected over MCP right now. */
+export interface AgentsView {
+  readonly sessions: ReadonlyArray<SessionView>
+  readonly listens: ReadonlyArray<ListenView>
+}
+
+export interface SessionView {
+  /** The first characters only: a legacy session id is the session's credential. */
+  readonly id: string
+  readonly version: string
+  readonly createdAt: number
+  readonly lastSeen: number
+  /** Whether its GET notification stream is open. */
+  readonly streaming: boolean
+  readonly subscriptions: ReadonlyArray<string>
+}
+
+export interface ListenView {
+  /** The subscriptions/listen request's JSON-RPC id. */
+  readonly id: string
+  /** The log sequence at which it began listening. */
+  readonly since: number
+  readonly subscriptions: ReadonlyArray<string>
+  readonly listChanges: boolean
+}
