@@ -6,14 +6,13 @@ import { Effect, Either } from "effect"
 import type { Row } from "../domain/catalog.ts"
 import type { CompiledApp, CompiledType } from "../domain/compile.ts"
 import type { CommandError, NotFound, ValidationFailed } from "../domain/errors.ts"
-import type { Commands, Command } from "../commands/commands.ts"
+import type { Command, CommandsShape } from "../commands/commands.ts"
 import type { Committed } from "../commands/group-commit.ts"
 import type { QueriesShape } from "../projections/queries.ts"
 import { errorJson, jsonText, type EdgeRequest, type EdgeResponse } from "./edge-types.ts"
 import { describeBodyProblem, isJsonContentType, parseJsonBody } from "./json-body.ts"
 import { listBody } from "./bodies.ts"
 
-type CommandsShape = Commands["Type"]
 
 /** The status and JSON body for a command or read failure. `ifMatch`: the version came from If-Match. */
 export const errorResponse = (error: CommandError | NotFound | ValidationFailed, ifMatch = false): EdgeResponse => {
