@@ -10,16 +10,17 @@
 //   npm run bench:core -- --quick   (about 35 s)
 // BENCH_DATA_DIR: the data disk/dir (default <repo>/.data/bench-core); BENCH_EDGE_CONCURRENCY (default 16).
 import { execFileSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { measureFsyncRate } from './fsync.ts';
-import { cpuBetween, cpuMsPerCall, rssBytes, sampleCpu, sampleSystemCpu } from './lib/cpu.ts';
-import { runLoad, type LoadOptions, type LoadRequest, type LoadResult } from './lib/load.ts';
+import { cpuBetween, sampleSystemCpu } from './lib/cpu.ts';
+import { runLoad, type LoadRequest, type LoadResult } from './lib/load.ts';
+import { combine, measure, watched, type Load, type Measured } from './lib/measure.ts';
 import { spawnServer, type SpawnedServer } from './lib/spawn.ts';
 import { formatNumber, renderTable, type Cell } from './lib/table.ts';
 import { warmUntilStable, type WarmupResult } from './lib/warmup.ts';
+import { freshDataDir as freshDir, isRow, plainEcho, repoRoot, restCreate, restGet, restSetPrice, startWo as startWoServer } from './lib/wo.ts';
 
 const QUICK = process.argv.includes('--quick');
 const T = QUICK
@@ -30,136 +31,26 @@ const EDGE_CONCURRENCY = Number(process.env.BENCH_EDGE_CONCURRENCY ?? 16);
 const SEED_PRODUCTS = 100;
 const BUDGET = { createsOverFsync: 10, edgeCpuOverPlain: 2 };
 
-const repoRoot = fileURLToPath(new URL('..', import.meta.url));
 const dataRoot = process.env.BENCH_DATA_DIR ?? join(repoRoot, '.data', 'bench-core');
 const resultsFile = join(repoRoot, 'bench', 'results', 'core.json');
-// Our server logs `... serving app "pricing" (products) at http://127.0.0.1:PORT` once it listens.
-const WO_READY = /serving app "pricing" \(products\) at (http:\/\/\S+)/;
-
-// ---------------------------------------------------------------------------------------------------
-// Measuring
-
-interface Measured {
-  load: LoadResult;
-  srvCpuMsPerCall: number;
-  genCpuMsPerCall: number;
-  /** Cores the server kept busy (1.0 = one core: its JS runs on one thread). */
-  srvCores: number;
-  /** Cores busy with anything but this server and this generator (a noisy neighbour shows here). */
-  otherCores: number;
-  srvRssMb: number;
-}
-
-type Load = Omit<LoadOptions, 'durationMs' | 'totalRequests'>;
-
-/** Fails loudly, with the child's stderr, when a server died under load. */
-function assertAlive(server: SpawnedServer, what: string): void {
-  const report = server.exitReport();
-  if (report !== undefined) throw new Error(`${what}: the server ${report}`);
-}
-
-/** Runs `f`; if the server died meanwhile, its exit and stderr replace whatever error `f` threw. */
-async function watched<A>(server: SpawnedServer, what: string, f: () => Promise<A>): Promise<A> {
-  try {
-    return await f();
-  } finally {
-    assertAlive(server, what);
-  }
-}
-
-async function measure(server: SpawnedServer, load: Load, durationMs: number): Promise<Measured> {
-  assertAlive(server, `before measuring ${load.url}`);
-  const srv0 = sampleCpu(server.pid);
-  const gen0 = sampleCpu(process.pid);
-  const sys0 = sampleSystemCpu();
-  const r = await runLoad({ ...load, durationMs });
-  assertAlive(server, `measuring ${load.url}`);
-  const srv = cpuBetween(srv0, sampleCpu(server.pid));
-  const gen = cpuBetween(gen0, sampleCpu(process.pid));
-  const sys = cpuBetween(sys0, sampleSystemCpu());
-  if (r.errors > 0) console.error(`  ${load.url}: ${r.errors} errors, first: ${r.firstError}`);
-  return {
-    load: r,
-    srvCpuMsPerCall: cpuMsPerCall(srv, r.calls),
-    genCpuMsPerCall: cpuMsPerCall(gen, r.calls),
-    srvCores: srv.utilisation,
-    otherCores: Math.max(0, sys.cpuMs - srv.cpuMs - gen.cpuMs) / sys.wallMs,
-    srvRssMb: rssBytes(server.pid) / 2 ** 20,
-  };
-}
-
-/** Sums several windows of one scenario into one (CPU per call over all calls). */
-function combine(ms: Measured[]): Measured {
-  const calls = ms.reduce((a, m) => a + m.load.calls, 0);
-  const wall = ms.reduce((a, m) => a + m.load.durationMs, 0);
-  const weighted = (f: (m: Measured) => number) => ms.reduce((a, m) => a + f(m) * m.load.calls, 0) / calls;
-  const worst = (f: (m: LoadResult) => number) => Math.max(...ms.map((m) => f(m.load)));
-  return {
-    load: {
-      ...ms[0].load,
-      calls,
-      errors: ms.reduce((a, m) => a + m.load.errors, 0),
-      durationMs: wall,
-      callsPerSec: calls / (wall / 1000),
-      // percentiles cannot be merged exactly without the histograms: report the worst window
-      p50Ms: worst((l) => l.p50Ms),
-      p99Ms: worst((l) => l.p99Ms),
-      p999Ms: worst((l) => l.p999Ms),
-      maxMs: worst((l) => l.maxMs),
-      meanMs: weighted((m) => m.load.meanMs),
-      clientCpuMsPerCall: weighted((m) => m.load.clientCpuMsPerCall),
-    },
-    srvCpuMsPerCall: weighted((m) => m.srvCpuMsPerCall),
-    genCpuMsPerCall: weighted((m) => m.genCpuMsPerCall),
-    srvCores: ms.reduce((a, m) => a + m.srvCores * m.load.durationMs, 0) / wall,
-    otherCores: ms.reduce((a, m) => a + m.otherCores * m.load.durationMs, 0) / wall,
-    srvRssMb: Math.max(...ms.map((m) => m.srvRssMb)),
-  };
-}
+// Measuring: bench/lib/measure.ts (measure, combine, watched).
 
 // ---------------------------------------------------------------------------------------------------
 // Servers and requests
 
 function freshDataDir(label: string): string {
-  mkdirSync(dataRoot, { recursive: true });
-  return mkdtempSync(join(dataRoot, `${label}-`));
+  return freshDir(dataRoot, label);
 }
 
 async function startWo(label: string, groupCommit: 'on' | 'off'): Promise<{ server: SpawnedServer; dir: string }> {
   const dir = freshDataDir(label);
-  const server = await spawnServer({
-    file: 'bin/wo.mjs',
-    importTsx: false, // bin/wo.mjs registers tsx itself, after loading the big dependencies natively
-    args: ['run', 'examples/pricing', '--data', dir, '--listen', '127.0.0.1:0'],
-    env: { WO_GROUP_COMMIT: groupCommit, WO_LOG_LEVEL: 'Info' },
-    ready: WO_READY,
-  });
+  const server = await startWoServer({ dir, env: { WO_GROUP_COMMIT: groupCommit, WO_LOG_LEVEL: 'Info' } });
   return { server, dir };
 }
 
-const json = { 'content-type': 'application/json' };
-
-const createProduct = (i: number): LoadRequest => ({
-  method: 'POST',
-  path: '/api/products',
-  headers: json,
-  body: JSON.stringify({ name: `p${i}`, price: 1 + (i % 1000), currency: 'USD' }),
-});
-const getProduct = (i: number): LoadRequest => ({ method: 'GET', path: `/api/products/${1 + (i % SEED_PRODUCTS)}` });
-const setPrice = (i: number): LoadRequest => ({
-  method: 'POST',
-  path: `/api/products/${1 + (i % SEED_PRODUCTS)}/set_price`,
-  headers: json,
-  body: JSON.stringify({ price: 1 + (i % 1000) }),
-});
-const plainEcho = (i: number): LoadRequest => ({
-  method: 'POST',
-  path: '/echo',
-  headers: json,
-  body: JSON.stringify({ id: `p${i % SEED_PRODUCTS}`, price: 1 + (i % 1000) }),
-});
-
-const isRow = (status: number, body: string, want: number) => status === want && body.startsWith('{"id":"');
+const createProduct = restCreate;
+const getProduct = (i: number): LoadRequest => restGet(1 + (i % SEED_PRODUCTS));
+const setPrice = (i: number): LoadRequest => restSetPrice(1 + (i % SEED_PRODUCTS), 1 + (i % 1000));
 
 // ---------------------------------------------------------------------------------------------------
 // The run

@@ -37,6 +37,15 @@ export class LatencyHistogram {
     if (v > this.maxUs) this.maxUs = v;
   }
 
+  /** Adds every value recorded in `other` (same bucket layout), so windows can be combined exactly. */
+  merge(other: LatencyHistogram): this {
+    for (let i = 0; i < BUCKETS; i++) this.counts[i] += other.counts[i];
+    this.total += other.total;
+    this.sumUs += other.sumUs;
+    if (other.maxUs > this.maxUs) this.maxUs = other.maxUs;
+    return this;
+  }
+
   get count(): number {
     return this.total;
   }

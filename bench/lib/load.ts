@@ -27,6 +27,8 @@ export interface LoadOptions {
   requestTimeoutMs?: number;
   /** Stop early after this many failures, so a dead server does not spin the loop (default 10,000). */
   maxErrors?: number;
+  /** Called for every answered request (passed or not) with its send and receive times (performance.now()). */
+  onResponse?: (i: number, status: number, body: string, sentAt: number, receivedAt: number) => void;
 }
 
 export interface LoadResult {
@@ -43,6 +45,8 @@ export interface LoadResult {
   /** CPU the load generator itself spent per call (it shares the cores with the server). */
   clientCpuMsPerCall: number;
   firstError?: string;
+  /** The latencies themselves (µs), for merging windows exactly. */
+  histogram?: LatencyHistogram;
 }
 
 const MAX_DURATION_MS = 10 * 60_000;
@@ -85,7 +89,9 @@ export async function runLoad(opts: LoadOptions): Promise<LoadResult> {
       try {
         const res = await pool.request({ method: req.method, path: req.path, headers: req.headers, body: req.body });
         const body = await res.body.text();
-        const elapsedUs = (performance.now() - t0) * 1000;
+        const t1 = performance.now();
+        const elapsedUs = (t1 - t0) * 1000;
+        opts.onResponse?.(i, res.statusCode, body, t0, t1);
         if (check(res.statusCode, body, res.headers)) hist.record(elapsedUs);
         else fail(`HTTP ${res.statusCode}: ${body.slice(0, 200)}`);
       } catch (err) {
@@ -115,5 +121,6 @@ export async function runLoad(opts: LoadOptions): Promise<LoadResult> {
     meanMs: hist.meanUs() / 1000,
     clientCpuMsPerCall: calls ? (cpu.user + cpu.system) / 1000 / calls : Number.NaN,
     ...(firstError === undefined ? {} : { firstError }),
+    histogram: hist,
   };
 }

@@ -37,24 +37,37 @@ export function encodeHeaderValue(value: string): string {
 
 /** 2026-07-28: no session; the envelope rides in `_meta` and is mirrored in headers. */
 export function modernToolCall(call: ToolCall): LoadRequest {
+  return modernRequest({ id: call.id, method: 'tools/call', params: { name: call.name, arguments: call.arguments }, name: call.name, path: call.path });
+}
+
+export interface ModernRequest {
+  id: number;
+  method: string;
+  params: Record<string, unknown>;
+  /** The Mcp-Name mirror (params.name of tools/call, params.uri of resources/read); omitted when undefined. */
+  name?: string;
+  path?: string;
+}
+
+/** Any 2026-07-28 request: `_meta` added to the params, MCP-Protocol-Version, Mcp-Method (and Mcp-Name) mirrored. */
+export function modernRequest(req: ModernRequest): LoadRequest {
   const body = {
     jsonrpc: '2.0',
-    id: call.id,
-    method: 'tools/call',
+    id: req.id,
+    method: req.method,
     params: {
-      name: call.name,
-      arguments: call.arguments,
+      ...req.params,
       _meta: { [META_VERSION]: MODERN_VERSION, [META_CLIENT_INFO]: CLIENT_INFO, [META_CAPABILITIES]: {} },
     },
   };
   return {
     method: 'POST',
-    path: call.path ?? '/mcp',
+    path: req.path ?? '/mcp',
     headers: {
       ...BASE_HEADERS,
       'mcp-protocol-version': MODERN_VERSION,
-      'mcp-method': 'tools/call',
-      'mcp-name': encodeHeaderValue(call.name),
+      'mcp-method': req.method,
+      ...(req.name === undefined ? {} : { 'mcp-name': encodeHeaderValue(req.name) }),
     },
     body: JSON.stringify(body),
   };
@@ -110,7 +123,22 @@ export async function closeLegacySession(session: LegacySession): Promise<void> 
   await res.body.dump();
 }
 
-function legacyHeaders(session: LegacySession): Record<string, string> {
+/** One legacy JSON-RPC request on the session (e.g. resources/subscribe); throws unless it gets a result. */
+export async function legacyRpc(session: LegacySession, id: number, method: string, params: Record<string, unknown>): Promise<unknown> {
+  const res = await request(session.origin + session.path, {
+    method: 'POST',
+    headers: legacyHeaders(session),
+    body: JSON.stringify({ jsonrpc: '2.0', id, method, params }),
+  });
+  const text = await res.body.text();
+  const reply = jsonRpcResponse(text, res.headers);
+  if (res.statusCode !== 200 || reply === undefined || reply.error !== undefined) {
+    throw new Error(`${method} failed: HTTP ${res.statusCode} ${text.slice(0, 300)}`);
+  }
+  return reply.result;
+}
+
+export function legacyHeaders(session: LegacySession): Record<string, string> {
   return {
     ...BASE_HEADERS,
     'mcp-protocol-version': session.protocolVersion,

@@ -33,6 +33,8 @@ export interface SpawnedServer {
   stop(): Promise<void>;
   /** undefined while the child runs; otherwise how it ended and the tail of its stderr. */
   exitReport(): string | undefined;
+  /** The last 16 KiB of the child's stdout (e.g. log lines printed after the ready announcement). */
+  stdoutTail(): string;
 }
 
 const repoRoot = fileURLToPath(new URL('../..', import.meta.url));
@@ -69,6 +71,11 @@ export async function spawnServer(opts: SpawnOptions): Promise<SpawnedServer> {
     clearTimeout(timer);
   };
 
+  let stdoutTail = '';
+  child.stdout!.setEncoding('utf8').on('data', (s: string) => {
+    stdoutTail = (stdoutTail + s).slice(-16_384);
+  });
+
   try {
     const url = await waitReady(child, exited, opts);
     // Keep draining stdout so a chatty child never blocks on a full pipe.
@@ -78,7 +85,7 @@ export async function spawnServer(opts: SpawnOptions): Promise<SpawnedServer> {
       const tail = stderrTail.join('').trim();
       return `exited (code ${child.exitCode}, signal ${child.signalCode})${tail ? `\n--- stderr ---\n${tail}` : ''}`;
     };
-    return { pid: child.pid!, url, stop, exitReport };
+    return { pid: child.pid!, url, stop, exitReport, stdoutTail: () => stdoutTail };
   } catch (err) {
     await stop();
     const tail = stderrTail.join('').trim();

@@ -20,6 +20,10 @@ const parseJson = <A>(key: string, value: string): A => {
   }
 }
 
+/** A stored record, or a StoreUnavailable naming the damaged key (never a defect). */
+const parsed = <A>(key: string, value: string) =>
+  Effect.try({ try: () => parseJson<A>(key, value), catch: unavailable("corrupt store") })
+
 /** Reads the head and checks the tail is whole, so a damaged store is reported instead of served. */
 export const readHead = (db: Db): Effect.Effect<LogHead, StoreUnavailable> =>
   Effect.tryPromise({
@@ -48,11 +52,11 @@ export const readEvents = (db: Db, fromSeq: number): Stream.Stream<StoredEvent, 
   Stream.fromAsyncIterable(
     db.iterator({ gte: K.eventKey(Math.max(1, fromSeq)), lt: K.EVENTS_END }),
     unavailable("cannot read the log")
-  ).pipe(Stream.map(([key, value]) => parseJson<StoredEvent>(key, value)))
+  ).pipe(Stream.mapEffect(([key, value]) => parsed<StoredEvent>(key, value)))
 
 export const readStoredRows = (db: Db): Stream.Stream<StoredRow, StoreUnavailable> =>
   Stream.fromAsyncIterable(db.iterator({ gte: K.ROWS_START, lt: K.ROWS_END }), unavailable("cannot read rows")).pipe(
-    Stream.map(([key, value]) => ({ type: key.split("!")[1], row: parseJson(key, value) }))
+    Stream.mapEffect(([key, value]) => Effect.map(parsed<StoredRow["row"]>(key, value), (row) => ({ type: key.split("!")[1], row })))
   )
 
 /** The EventLog layer over an open database. */

@@ -1,0 +1,87 @@
+// Builds a big event log fast by writing the classic-level data dir directly, in the server's own format
+// (src/commands/log-keys.ts and classic-level-log.ts): events `e!<seq:16>` as StoredEvent JSON
+// (src/domain/events.ts), rows `r!<type>!<id:12>`, `m!checkpoint`. The dir must have been made by the real
+// server first (products created over REST, counters and checkpoint in place); this only appends
+// `set_price` events to existing products, round-robin, and leaves rows and checkpoint exactly as the
+// server would after committing them. `wo replay` then proves the result is consistent.
+import { ClassicLevel } from 'classic-level';
+
+const eventKey = (seq: number) => `e!${String(seq).padStart(16, '0')}`;
+const rowKey = (type: string, id: string) => `r!${type}!${id.padStart(12, '0')}`;
+const CHECKPOINT_KEY = 'm!checkpoint';
+const TYPE = 'products';
+
+export interface AppendResult {
+  firstSeq: number;
+  lastSeq: number;
+  events: number;
+  products: number;
+  ms: number;
+  /** bytes of event JSON written */
+  bytes: number;
+}
+
+/** The last event's seq in a data dir (0 when empty); the server must not be running. */
+export async function lastSeqOf(dir: string): Promise<number> {
+  const db = new ClassicLevel<string, string>(dir, { keyEncoding: 'utf8', valueEncoding: 'utf8' });
+  await db.open();
+  try {
+    for await (const [key] of db.iterator({ gte: 'e!', lt: 'e!~', reverse: true, limit: 1 })) return Number(key.slice(2));
+    return 0;
+  } finally {
+    await db.close();
+  }
+}
+
+/** Appends `events` set_price events over the dir's existing products; the server must not be running. */
+export async function appendSetPriceEvents(dir: string, events: number, batchSize = 10_000): Promise<AppendResult> {
+  const started = performance.now();
+  const db = new ClassicLevel<string, string>(dir, { keyEncoding: 'utf8', valueEncoding: 'utf8' });
+  await db.open();
+  try {
+    let lastSeq = 0;
+    for await (const [key] of db.iterator({ gte: 'e!', lt: 'e!~', reverse: true, limit: 1 })) lastSeq = Number(key.slice(2));
+    const rows: Record<string, unknown>[] = [];
+    for await (const [, value] of db.iterator({ gte: `r!${TYPE}!`, lt: `r!${TYPE}!~` })) rows.push(JSON.parse(value));
+    if (rows.length === 0) throw new Error(`${dir}: no ${TYPE} rows to append events to`);
+    const firstSeq = lastSeq + 1;
+    let bytes = 0;
+    let at = Date.now();
+    for (let done = 0; done < events; ) {
+      const n = Math.min(batchSize, events - done);
+      const batch = db.batch();
+      for (let j = 0; j < n; j++) {
+        const seq = ++lastSeq;
+        const row = rows[(seq - firstSeq) % rows.length];
+        const version = (row.version as number) + 1;
+        const price = 1 + (seq % 997);
+        const value = JSON.stringify({
+          seq,
+          at: at++,
+          type: TYPE,
+          id: row.id,
+          version,
+          kind: 'invoked',
+          method: 'set_price',
+          params: { price },
+          data: { price },
+        });
+        bytes += value.length;
+        batch.put(eventKey(seq), value);
+        row.price = price;
+        row.version = version;
+      }
+      done += n;
+      if (done < events) await batch.write();
+      else {
+        // The last batch carries the rows and the checkpoint, synced: the same atomic shape as a server batch.
+        for (const row of rows) batch.put(rowKey(TYPE, row.id as string), JSON.stringify(row));
+        batch.put(CHECKPOINT_KEY, String(lastSeq));
+        await batch.write({ sync: true });
+      }
+    }
+    return { firstSeq, lastSeq, events, products: rows.length, ms: performance.now() - started, bytes };
+  } finally {
+    await db.close();
+  }
+}

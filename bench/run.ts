@@ -1,0 +1,284 @@
+// `npm run bench`: every ratio of architecture.md's "Performance budgets", measured side by side in one run,
+// printed, written as Markdown + raw JSON, and drawn as an SVG chart.
+//   npm run bench                        full run, a few minutes on 2 cores
+//   npm run bench -- --quick             under a minute (shorter windows, 100k-event replay)
+//   npm run bench -- --smoke --out DIR   seconds: one level, a subset, tiny sizes (what npm test runs)
+// Options: --out DIR (default bench/results), --only load,notify,stall,replay,sessions (default: all).
+// Env: BENCH_DATA_DIR (data dirs and the fsync probe; default <repo>/.data/bench-run).
+// Scenarios: bench/scenarios/*.ts; the kit they share: bench/lib/*.ts; the report: bench/report.ts.
+// Every server is spawned here on 127.0.0.1 (port 0) and stopped before the run ends.
+import { execFileSync } from 'node:child_process';
+import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { availableParallelism, loadavg } from 'node:os';
+import { join, resolve } from 'node:path';
+import { measureFsyncRate } from './fsync.ts';
+import { cpuBetween, sampleSystemCpu } from './lib/cpu.ts';
+import type { SpawnedServer } from './lib/spawn.ts';
+import { freshDataDir, repoRoot, seedProducts, startWo } from './lib/wo.ts';
+import { computeRatios, evaluateBudgets, renderMarkdown, renderSvg, type RunReport } from './report.ts';
+import type { BenchContext, Mode } from './scenarios/context.ts';
+import { runMatrix, scenarioDefs, SEEDED, woMatrixEnv, type MatrixTimings } from './scenarios/load-matrix.ts';
+import { NOTIFY_ENV, runNotify, type NotifyOptions } from './scenarios/notify.ts';
+import { runReplay } from './scenarios/replay.ts';
+import { runSessions, SESSIONS_ENV, type SessionsOptions } from './scenarios/sessions.ts';
+import { runStall, type StallOptions } from './scenarios/stall.ts';
+
+// ---------------------------------------------------------------------------------------------------
+// Arguments and modes
+
+const argv = process.argv.slice(2);
+const flag = (name: string) => argv.includes(`--${name}`);
+const option = (name: string): string | undefined => {
+  const i = argv.indexOf(`--${name}`);
+  if (i >= 0) return argv[i + 1];
+  return argv.find((a) => a.startsWith(`--${name}=`))?.slice(name.length + 3);
+};
+const mode: Mode = flag('smoke') ? 'smoke' : flag('quick') ? 'quick' : 'full';
+const outDir = resolve(option('out') ?? join(repoRoot, 'bench', 'results'));
+const PARTS = ['load', 'notify', 'stall', 'replay', 'sessions'] as const;
+type Part = (typeof PARTS)[number];
+const only = option('only')?.split(',').map((s) => s.trim()) ?? [...PARTS];
+for (const p of only) if (!(PARTS as readonly string[]).includes(p)) throw new Error(`--only: unknown part ${p}; pick from ${PARTS.join(', ')}`);
+const wanted = (p: Part) => only.includes(p);
+
+interface Settings {
+  matrix: MatrixTimings;
+  fsyncMs: number;
+  notify: NotifyOptions;
+  stall: StallOptions;
+  replayEvents: number;
+  sessions: SessionsOptions;
+  /** Scenarios that run on the load matrix's group-commit-on server instead of a fresh one of their own
+   *  (saves server starts; full runs give every scenario a fresh server). */
+  shareServer: { notify: boolean; stall: boolean; sessions: boolean };
+  /** also run the notification scenario against the plain node:http fan-out peer (the floor) */
+  notifyFloor: boolean;
+}
+
+const SETTINGS: Record<Mode, Settings> = {
+  full: {
+    matrix: { windowMs: 1200, rounds: 2, warmMaxMs: 4000, peerWarmMaxMs: 10_000, warmChunkMs: 500, warmMinCalls: 5000, preMs: 200 },
+    fsyncMs: 1500,
+    notify: { subscriberCounts: [1, 100, 1000], repeats: 50, latencyBudgetMs: 10_000, fanoutMs: 2000, window: 4 },
+    stall: { durationMs: 8000, concurrency: 16, untilOverflow: { capMs: 45_000, streamBuffer: 1024 } },
+    replayEvents: 1_000_000,
+    sessions: { count: 10_000, warm: 1000, settleMs: 1000 },
+    shareServer: { notify: false, stall: false, sessions: false },
+    notifyFloor: true,
+  },
+  quick: {
+    matrix: { windowMs: 250, rounds: 1, warmMaxMs: 400, peerWarmMaxMs: 1500, warmChunkMs: 200, warmMinCalls: 1000, preMs: 40 },
+    fsyncMs: 500,
+    notify: { subscriberCounts: [1, 1000], repeats: 20, latencyBudgetMs: 2500, fanoutMs: 0, window: 2 },
+    stall: { durationMs: 800, concurrency: 16 },
+    replayEvents: 100_000,
+    sessions: { count: 10_000, warm: 300, settleMs: 300 },
+    shareServer: { notify: true, stall: true, sessions: false },
+    notifyFloor: false,
+  },
+  smoke: {
+    matrix: { windowMs: 300, rounds: 1, warmMaxMs: 300, peerWarmMaxMs: 300, warmChunkMs: 150, warmMinCalls: 100, preMs: 50 },
+    fsyncMs: 200,
+    notify: { subscriberCounts: [1, 10], repeats: 5, latencyBudgetMs: 1000, fanoutMs: 200, window: 2 },
+    stall: { durationMs: 400, concurrency: 4 },
+    replayEvents: 10_000,
+    sessions: { count: 200, warm: 10, settleMs: 100 },
+    shareServer: { notify: true, stall: true, sessions: true },
+    notifyFloor: true,
+  },
+};
+const S = SETTINGS[mode];
+
+// ---------------------------------------------------------------------------------------------------
+// Context: progress, warnings, data dirs (removed at exit whatever happens)
+
+const dataRoot = resolve(process.env.BENCH_DATA_DIR ?? join(repoRoot, '.data', 'bench-run'));
+const wallStart = performance.now();
+const warnings: string[] = [];
+const tracked: string[] = [];
+process.once('exit', () => {
+  for (const dir of tracked) rmSync(dir, { recursive: true, force: true });
+});
+// Ctrl-C and kill: exit normally so the exit hooks stop the servers (bench/lib/spawn.ts) and remove the dirs.
+for (const sig of ['SIGINT', 'SIGTERM'] as const) process.once(sig, () => process.exit(130));
+
+const ctx: BenchContext = {
+  mode,
+  dataRoot,
+  phase: (what) => console.error(`[${((performance.now() - wallStart) / 1000).toFixed(1)} s] ${what}`),
+  warn: (what) => {
+    warnings.push(what);
+    console.error(`  warning: ${what}`);
+  },
+  track: (dir) => void tracked.push(dir),
+};
+
+function git(args: string[]): string {
+  try {
+    return execFileSync('git', args, { cwd: repoRoot, encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }).trim();
+  } catch {
+    return '';
+  }
+}
+
+function cpuModel(): string {
+  try {
+    return /^model name\s*:\s*(.+)$/m.exec(readFileSync('/proc/cpuinfo', 'utf8'))?.[1].trim() ?? 'unknown CPU';
+  } catch {
+    return 'unknown CPU';
+  }
+}
+
+function flushDirtyPages(): void {
+  try {
+    execFileSync('sync', { stdio: 'ignore', timeout: 30_000 });
+  } catch {
+    // no sync(1): measure anyway
+  }
+}
+
+function fsyncRate(when: string): number {
+  ctx.phase(`raw fsync rate in ${join(dataRoot, 'fsync')} (${when})`);
+  if (mode !== 'smoke') flushDirtyPages();
+  return measureFsyncRate({ dir: join(dataRoot, 'fsync'), durationMs: S.fsyncMs });
+}
+
+// ---------------------------------------------------------------------------------------------------
+// The run
+
+mkdirSync(dataRoot, { recursive: true });
+const loadBefore = loadavg();
+const sys0 = sampleSystemCpu();
+await new Promise((r) => setTimeout(r, 500));
+const busyCoresAtStart = cpuBetween(sys0, sampleSystemCpu()).utilisation;
+const cores = availableParallelism();
+ctx.phase(`npm run bench${mode === 'full' ? '' : ` -- --${mode}`}: ${cores} cores, loadavg ${loadBefore.map((v) => v.toFixed(2)).join(' ')}, ` +
+  `${busyCoresAtStart.toFixed(2)} cores busy before start; data under ${dataRoot}`);
+if (busyCoresAtStart > 0.3) ctx.warn(`${busyCoresAtStart.toFixed(2)} cores were busy before the run started (other work on the machine)`);
+
+const commit = `${git(['rev-parse', '--short', 'HEAD']) || 'unknown'}${git(['status', '--porcelain', '--', 'src']) ? ' (src/ modified)' : ''}`;
+const report: RunReport = {
+  bench: 'run',
+  mode,
+  at: new Date().toISOString(),
+  node: process.version,
+  commit,
+  cores,
+  cpuModel: cpuModel(),
+  loadavg: { before: loadBefore, after: [] },
+  busyCoresAtStart,
+  dataDir: dataRoot,
+  durations: { ...S },
+  wallMs: 0,
+  fsync: null,
+  serverStartMs: {},
+  load: [],
+  notify: null,
+  notifyFloor: null,
+  stall: null,
+  replay: null,
+  sessions: null,
+  ratios: {},
+  budgets: [],
+  warnings,
+};
+
+// The shared server (quick and smoke): the matrix's group-commit-on server, with every scenario's caps.
+// Servers of later scenarios that only need to exist by then are started alongside the matrix's.
+const sharing = (['notify', 'stall', 'sessions'] as const).filter((p) => S.shareServer[p] && wanted(p));
+let shared: { server: SpawnedServer; dir: string } | undefined;
+const startedEarly: SpawnedServer[] = [];
+const startEarly = async (label: string, env: Record<string, string>, seed: number): Promise<{ server: SpawnedServer; dir: string }> => {
+  const dir = freshDataDir(dataRoot, label);
+  ctx.track(dir);
+  const t0 = performance.now();
+  const server = await startWo({ dir, env });
+  startedEarly.push(server);
+  report.serverStartMs[label] = performance.now() - t0;
+  if (seed) await seedProducts(server.url, seed);
+  return { server, dir };
+};
+const sharedStart = sharing.length ? startEarly('wo-shared', woMatrixEnv('wo-on', { ...NOTIFY_ENV, ...SESSIONS_ENV }), SEEDED) : undefined;
+const sessionsStart = wanted('sessions') && !S.shareServer.sessions && mode !== 'full' ? startEarly('wo-sessions', SESSIONS_ENV, 0) : undefined;
+// Awaited later; a failed start surfaces there, not as an unhandled rejection meanwhile.
+void sharedStart?.catch(() => undefined);
+void sessionsStart?.catch(() => undefined);
+
+try {
+  if (wanted('load')) {
+    const before = fsyncRate('before the load scenarios');
+    const matrix = await runMatrix(ctx, scenarioDefs(mode), S.matrix, {
+      ...(sharedStart ? { prestarted: { 'wo-on': sharedStart.then((s) => s.server) } } : {}),
+      ...(sessionsStart ? { alongside: [sessionsStart] } : {}),
+    });
+    const after = fsyncRate('after the load scenarios');
+    report.fsync = { dir: join(dataRoot, 'fsync'), beforePerSec: before, afterPerSec: after, meanPerSec: (before + after) / 2 };
+    report.load = matrix.scenarios;
+    Object.assign(report.serverStartMs, matrix.startMs);
+    if (Math.abs(before - after) > 0.3 * report.fsync.meanPerSec) {
+      ctx.warn(`the fsync rate moved by ${Math.round((100 * Math.abs(before - after)) / report.fsync.meanPerSec)}% during the run (shared disk?)`);
+    }
+  }
+  shared = await sharedStart;
+  const on = (p: 'notify' | 'stall' | 'sessions') => (S.shareServer[p] ? shared : undefined);
+  if (wanted('notify')) {
+    report.notify = await runNotify(ctx, S.notify, on('notify')?.server);
+    if (S.notifyFloor) report.notifyFloor = await runNotify(ctx, S.notify, undefined, true);
+  }
+  let replayBase: string | undefined;
+  if (wanted('stall')) {
+    const stall = await runStall(ctx, S.stall, on('stall'));
+    report.stall = stall.phases;
+    replayBase = stall.dir;
+  }
+  if (wanted('sessions')) {
+    const own = await sessionsStart;
+    report.sessions = await runSessions(ctx, S.sessions, on('sessions')?.server ?? own?.server);
+    await own?.server.stop();
+  }
+  if (shared) {
+    await shared.server.stop();
+    replayBase ??= shared.dir;
+  }
+  if (wanted('replay')) {
+    // A dir the real server made (and has let go of) is the base; the bulk of the log is written directly.
+    // Full runs time a start on an empty dir right beside the restart; shorter runs reuse the shared server's.
+    const emptyStart = mode === 'full' ? undefined : report.serverStartMs['wo-shared'];
+    report.replay = await runReplay(ctx, {
+      events: S.replayEvents,
+      products: 100,
+      ...(replayBase ? { baseDir: replayBase } : {}),
+      ...(emptyStart !== undefined ? { emptyStartMs: emptyStart, emptyStartNote: 'the shared server\'s start, alongside the other servers' } : {}),
+    });
+  }
+} finally {
+  await Promise.allSettled([sharedStart, sessionsStart]);
+  for (const s of startedEarly) await s.stop();
+}
+
+// ---------------------------------------------------------------------------------------------------
+// Report
+
+const noisy = report.load.flatMap((s) => s.levels.map((l) => ({ s, l }))).filter(({ l }) => l.otherCores > 0.3);
+if (noisy.length) {
+  const worst = noisy.reduce((a, b) => (b.l.otherCores > a.l.otherCores ? b : a));
+  ctx.warn(`other cores busy above 0.3 in ${noisy.length} of ${report.load.reduce((a, s) => a + s.levels.length, 0)} windows ` +
+    `(worst ${worst.l.otherCores.toFixed(2)}: ${worst.s.label} at ${worst.l.concurrency}); something else is using the CPUs: prefer CPU per call, rerun when quiet`);
+}
+const failed = report.load.reduce((a, s) => a + s.levels.reduce((b, l) => b + l.errors, 0), 0);
+if (failed) ctx.warn(`${failed} failed requests in the load scenarios (see the errors column)`);
+report.loadavg.after = loadavg();
+if (report.loadavg.after[0] > cores * 0.75 && mode !== 'smoke') {
+  ctx.warn(`1-minute loadavg at the end was ${report.loadavg.after[0].toFixed(2)} on ${cores} cores (the harness itself keeps about 1.5 busy)`);
+}
+report.ratios = computeRatios(report);
+report.budgets = evaluateBudgets(report, report.ratios);
+report.wallMs = performance.now() - wallStart;
+
+const md = renderMarkdown(report);
+mkdirSync(outDir, { recursive: true });
+writeFileSync(join(outDir, 'latest.json'), `${JSON.stringify(report, (_k, v) => (typeof v === 'number' && !Number.isFinite(v) ? null : v), 2)}\n`);
+writeFileSync(join(outDir, 'latest.md'), md);
+writeFileSync(join(outDir, 'latest.svg'), renderSvg(report));
+console.log(md);
+console.log(`wrote ${['latest.md', 'latest.json', 'latest.svg'].map((f) => join(outDir, f)).join(', ')} in ${(report.wallMs / 1000).toFixed(1)} s`);
