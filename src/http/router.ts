@@ -22,7 +22,11 @@ const unauthorized = (request: EdgeRequest): EdgeResponse => {
 }
 
 export const makeRouter = (guards: Guards, routes: Routes, authorized: (authorization: string | undefined) => boolean = () => true) => (incoming: EdgeRequest): Effect.Effect<EdgeResponse> => {
-  // HEAD is GET without a body; node:http drops the body of a HEAD response by itself.
+  // HEAD is GET without a body (node:http drops the body itself), except on /mcp, where a GET opens a
+  // session's stream and would replace the real one.
+  if (incoming.method === "HEAD" && incoming.path === "/mcp") {
+    return Effect.succeed(json(405, { jsonrpc: "2.0", id: null, error: { code: -32600, message: "HEAD is not supported on /mcp" } }, { allow: "GET, POST, DELETE" }))
+  }
   const request = incoming.method === "HEAD" ? { ...incoming, method: "GET" } : incoming
   if (!guards.hostAllowed(request.headers.host)) {
     return Effect.succeed(forbidden(`Host ${request.headers.host ?? "(none)"} is not this server (see WO_HOSTS)`))

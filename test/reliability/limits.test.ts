@@ -451,3 +451,20 @@ describe("request timeout on a stalled request (WO_REQUEST_TIMEOUT_MS, default 3
     stream.close()
   })
 })
+
+describe("one GET stream per session (L5): only a real GET takes the session's stream", () => {
+  it("a HEAD /mcp with the session id neither opens a stream nor ends the session's GET stream", async () => {
+    const server = await start(apps.pricing)
+    const session = await openSession(server.url)
+    await sessionRequest(server.url, session, "resources/subscribe", { uri: "wo://products/1" })
+    const get = await openSse(`${server.url}/mcp`, { headers: { accept: "text/event-stream", "mcp-session-id": session } })
+    expect(get.status).toBe(200)
+    const head = await rawRequest(`${server.url}/mcp`, { method: "HEAD", headers: { accept: "text/event-stream", "mcp-session-id": session } })
+    expect(head.text).toBe("")
+    await sleep(200)
+    expect(get.ended()).toBe(false)
+    await http(`${server.url}/api/products`, { method: "POST", body: { name: "p", price: 1, currency: "USD" } })
+    expect((await get.nextJson())?.json.params.uri).toBe("wo://products/1")
+    get.close()
+  })
+})
