@@ -12,7 +12,7 @@
 import { execFileSync } from 'node:child_process';
 import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { measureFsyncRate } from './fsync.ts';
 import { cpuBetween, sampleSystemCpu } from './lib/cpu.ts';
 import { runLoad, type LoadRequest, type LoadResult } from './lib/load.ts';
@@ -32,7 +32,8 @@ const SEED_PRODUCTS = 100;
 const BUDGET = { createsOverFsync: 10, edgeCpuOverPlain: 2 };
 
 const dataRoot = process.env.BENCH_DATA_DIR ?? join(repoRoot, '.data', 'bench-core');
-const resultsFile = join(repoRoot, 'bench', 'results', 'core.json');
+// Only a full run replaces the committed results; a quick one goes under .data (not committed).
+const resultsFile = QUICK ? join(repoRoot, '.data', 'bench-quick', 'core.json') : join(repoRoot, 'bench', 'results', 'core.json');
 // Measuring: bench/lib/measure.ts (measure, combine, watched).
 
 // ---------------------------------------------------------------------------------------------------
@@ -329,6 +330,6 @@ const report = {
   ],
   text: lines.join('\n'),
 };
-mkdirSync(join(repoRoot, 'bench', 'results'), { recursive: true });
+mkdirSync(dirname(resultsFile), { recursive: true });
 writeFileSync(resultsFile, `${JSON.stringify(report, null, 2)}\n`);
 console.log(`\nwrote ${resultsFile.slice(repoRoot.length)}`);

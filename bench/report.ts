@@ -63,6 +63,8 @@ export const BUDGET = {
   getP99DeltaMs: 1,
   notifyP99Ms: 5,
   edgeCpu: 2,
+  restartMs: 2000,
+  verifyEventsPerSec: 200_000,
 } as const;
 /** The load at which each budget is judged; smoke runs use the one level they measure. */
 export const BUDGET_LEVEL = { sdk: 64, creates: 32, get: 16, edge: 16 } as const;
@@ -110,7 +112,7 @@ export function computeRatios(r: Pick<RunReport, 'load' | 'fsync' | 'notify'>): 
   return out;
 }
 
-export function evaluateBudgets(r: Pick<RunReport, 'load' | 'fsync' | 'notify' | 'notifyFloor'>, ratios: Record<string, number>): Budget[] {
+export function evaluateBudgets(r: Pick<RunReport, 'load' | 'fsync' | 'notify' | 'notifyFloor' | 'replay'>, ratios: Record<string, number>): Budget[] {
   const L = (id: string, c: number) => levelAt(r.load, id, c);
   const at = (id: string, c: number) => L(id, c)?.concurrency ?? c;
   const c = BUDGET_LEVEL.sdk;
@@ -162,6 +164,10 @@ export function evaluateBudgets(r: Pick<RunReport, 'load' | 'fsync' | 'notify' |
         (floor1000 ? `; the plain node:http floor: p50 ${floor1000.p50Ms.toFixed(2)} ms, p99 ${floor1000.p99Ms.toFixed(2)} ms` : '') : 'not measured in this run (1,000 subscribers)'),
     b('edgeCpu', 'edge server CPU/request: REST GET / plain node:http echo', '<=', BUDGET.edgeCpu, ratios.restGetCpuOverPlain, 'x',
       get && plain ? `${at('wo.rest.get', BUDGET_LEVEL.edge)} in flight: ${get.srvCpuUsPerCall.toFixed(0)} vs ${plain.srvCpuUsPerCall.toFixed(0)} µs/call` : 'not measured in this run'),
+    b('restart', 'restart (`wo run` spawn to ready) on the replay log, checks included', '<=', BUDGET.restartMs, r.replay?.restartMs ?? Number.NaN, ' ms',
+      r.replay ? `${r.replay.events.toLocaleString('en-US')} events; ${r.replay.emptyStartMs.toFixed(0)} ms on an empty dir` : 'not measured in this run'),
+    b('verifyRate', '`wo verify` events/s (checksums, sequence and version continuity)', '>=', BUDGET.verifyEventsPerSec, r.replay?.verifyEventsPerSec ?? Number.NaN, '',
+      r.replay ? `${r.replay.verifyOk ? 'OK' : 'NOT OK'} on ${r.replay.events.toLocaleString('en-US')} events in ${r.replay.verifyMs} ms` : 'not measured in this run'),
   ];
 }
 
@@ -287,6 +293,7 @@ export function renderMarkdown(r: RunReport): string {
     out.push(...mdTable(['figure', 'value'], [
       ['log', `${p.events.toLocaleString('en-US')} events over ${p.products} products (${f(p.logMb, 0)} MB of event JSON; built directly in ${f(p.buildMs / 1000, 1)} s)`],
       ['`wo replay`', `${p.ok ? 'OK' : 'NOT OK'}: ${p.replayedEvents.toLocaleString('en-US')} events in ${f(p.replayMs, 0)} ms = **${f(p.replayEventsPerSec, 0)} events/s** (process wall ${f(p.replayWallMs / 1000, 1)} s)`],
+      ['`wo verify`', `${p.verifyOk ? 'OK' : 'NOT OK'}: ${p.events.toLocaleString('en-US')} events in ${f(p.verifyMs, 0)} ms = **${f(p.verifyEventsPerSec, 0)} events/s**`],
       ['restart (`wo run`, spawn to ready)', `${f(p.restartMs, 0)} ms on this log, ${f(p.emptyStartMs, 0)} ms on an empty dir${p.emptyStartNote ? ` (${p.emptyStartNote})` : ''}`],
       ['recovery as logged', `${f(p.recoveredMs, 0)} ms for ${p.recoveredEvents.toLocaleString('en-US')} events (${p.tailEvents} tail events folded: rows are stored with every batch)`],
       ['server RSS after restart', `${f(p.srvRssMbAfterRestart, 0)} MB`],

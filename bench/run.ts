@@ -3,7 +3,7 @@
 //   npm run bench                        full run, a few minutes on 2 cores
 //   npm run bench -- --quick             under a minute (shorter windows, 100k-event replay)
 //   npm run bench -- --smoke --out DIR   seconds: one level, a subset, tiny sizes (what npm test runs)
-// Options: --out DIR (default bench/results), --only load,notify,stall,replay,sessions (default: all).
+// Options: --out DIR (default bench/results for a full run, .data/bench-<mode> otherwise), --only load,notify,stall,replay,sessions (default: all).
 // Env: BENCH_DATA_DIR (data dirs and the fsync probe; default <repo>/.data/bench-run).
 // Scenarios: bench/scenarios/*.ts; the kit they share: bench/lib/*.ts; the report: bench/report.ts.
 // Every server is spawned here on 127.0.0.1 (port 0) and stopped before the run ends.
@@ -34,7 +34,8 @@ const option = (name: string): string | undefined => {
   return argv.find((a) => a.startsWith(`--${name}=`))?.slice(name.length + 3);
 };
 const mode: Mode = flag('smoke') ? 'smoke' : flag('quick') ? 'quick' : 'full';
-const outDir = resolve(option('out') ?? join(repoRoot, 'bench', 'results'));
+// Only a full run replaces the committed results; shorter runs go under .data (not committed).
+const outDir = resolve(option('out') ?? (mode === 'full' ? join(repoRoot, 'bench', 'results') : join(repoRoot, '.data', `bench-${mode}`)));
 const PARTS = ['load', 'notify', 'stall', 'replay', 'sessions'] as const;
 type Part = (typeof PARTS)[number];
 const only = option('only')?.split(',').map((s) => s.trim()) ?? [...PARTS];

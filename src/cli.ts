@@ -1,6 +1,6 @@
 /**
- * The `wo` command line: `wo run <app-dir>` serves an app, `wo replay <data-dir>` proves the projection can be
- * rebuilt from the log. A thin shell over `writeOnceLayer`.
+ * The `wo` command line: `wo run <app-dir>` serves an app, `wo replay [--app <app-dir>] <data-dir>` proves the
+ * projection can be rebuilt from the log. A thin shell over `writeOnceLayer`.
  */
 import { Args, Command, Options } from "@effect/cli"
 import * as NodeContext from "@effect/platform-node/NodeContext"
@@ -8,12 +8,16 @@ import * as NodeRuntime from "@effect/platform-node/NodeRuntime"
 import { Console, Data, Effect, Layer, Option } from "effect"
 import * as path from "node:path"
 import { makeClassicLevelLog } from "./commands/classic-level-log.ts"
+import { GroupCommit } from "./commands/group-commit.ts"
 import { openDb } from "./commands/level-db.ts"
+import { verifyStore } from "./commands/verify.ts"
 import { loadSettings, parseListen, type Settings } from "./config.ts"
 import { HttpServer } from "./http/server.ts"
 import { loadApp } from "./load-app.ts"
 import { LoggerLive } from "./logger.ts"
 import { replay } from "./projections/replay.ts"
+import { upcastingLog } from "./projections/upcasting-log.ts"
+import { compileApp } from "./domain/compile.ts"
 import { Rows } from "./projections/rows.ts"
 import { writeOnceLayer } from "./runtime.ts"
 import { Catalog } from "./domain/app-catalog.ts"
@@ -53,44 +57,103 @@ const announce = Layer.scopedDiscard(
 const insecureOption = Options.boolean("insecure").pipe(
   Options.withDescription("allow a non-loopback --listen address without WO_AUTH_TOKEN")
 )
+const acceptDataLossOption = Options.boolean("accept-data-loss").pipe(
+  Options.withDescription("open the data dir although LevelDB dropped data while opening it (or WO_ACCEPT_DATA_LOSS=1)")
+)
 
-const run = Command.make("run", { appDir, data: dataOption, listen: listenOption, insecure: insecureOption }, ({ appDir, data, listen, insecure }) =>
+/** If the writer dies from a bug of ours, exit non-zero so that a supervisor restarts the server. */
+const exitWhenTheWriterDies = Layer.scopedDiscard(
+  Effect.gen(function* () {
+    const writer = yield* GroupCommit
+    yield* Effect.forkScoped(
+      Effect.flatMap(writer.died, (reason) => fatal(`the group-commit writer died (${reason}); exiting so that a supervisor restarts the server`))
+    )
+  })
+)
+
+const run = Command.make(
+  "run",
+  { appDir, data: dataOption, listen: listenOption, insecure: insecureOption, acceptDataLoss: acceptDataLossOption },
+  ({ appDir, data, listen, insecure, acceptDataLoss }) =>
   Effect.gen(function* () {
     const { app, dir } = yield* loadApp(appDir)
     const overrides: Partial<Settings> = {}
     if (Option.isSome(data)) Object.assign(overrides, { dataDir: path.resolve(data.value) })
     if (insecure) Object.assign(overrides, { insecure: true })
+    if (acceptDataLoss) Object.assign(overrides, { acceptDataLoss: true })
     if (Option.isSome(listen)) {
       const parsed = parseListen(listen.value)
       if (parsed === undefined) return yield* new UsageError({ message: `--listen expects HOST:PORT, got "${listen.value}"` })
       Object.assign(overrides, parsed)
     }
     const settings = yield* loadSettings({ dataDir: path.join(dir, ".data") }, overrides)
-    return yield* Layer.launch(announce.pipe(Layer.provideMerge(writeOnceLayer(app, settings))))
+    return yield* Layer.launch(
+      Layer.mergeAll(announce, exitWhenTheWriterDies).pipe(Layer.provideMerge(writeOnceLayer(app, settings)))
+    )
   })).pipe(Command.withDescription("serve an app: REST at /api, MCP at /mcp"))
+
+const replayAppOption = Options.directory("app", { exists: "yes" }).pipe(
+  Options.withDescription("the app folder (app.ts): compare after its migrations and defaults; needed once the schema changed"),
+  Options.optional
+)
 
 const replayCommand = Command.make(
   "replay",
-  { dataDir: Args.directory({ name: "data-dir", exists: "yes" }).pipe(Args.withDescription("the data directory to check")) },
-  ({ dataDir }) =>
+  {
+    app: replayAppOption,
+    dataDir: Args.directory({ name: "data-dir", exists: "yes" }).pipe(Args.withDescription("the data directory to check"))
+  },
+  ({ app, dataDir }) =>
     Effect.gen(function* () {
-      const log = yield* Effect.flatMap(openDb(path.resolve(dataDir)), makeClassicLevelLog)
-      const report = yield* replay(log)
+      const catalog = Option.isSome(app) ? yield* Effect.flatMap(loadApp(app.value), ({ app }) => compileApp(app)) : undefined
+      const stored = yield* Effect.flatMap(openDb(path.resolve(dataDir)), makeClassicLevelLog)
+      const log = catalog === undefined ? stored : upcastingLog(stored, catalog)
+      const report = yield* replay(log, catalog)
       yield* Console.log(
-        `replayed ${report.events} events into ${report.rows} rows in ${report.millis} ms\n` +
-          `rebuilt digest ${report.rebuiltDigest}\nstored  digest ${report.storedDigest} (${report.storedRows} rows)`
+        `replayed ${report.events} events into ${report.rows} rows in ${report.millis} ms` +
+          (catalog === undefined ? "" : ` (after the app's migrations and defaults)`) +
+          `\nrebuilt digest ${report.rebuiltDigest}\nstored  digest ${report.storedDigest} (${report.storedRows} rows)`
       )
+      if (report.needsApp !== undefined) {
+        return yield* fatal(
+          `cannot compare without the app: ${report.needsApp}. Run wo replay --app <app-dir> ${dataDir} to compare after its migrations and defaults`
+        )
+      }
+      for (const misfit of report.misfits) yield* Console.error(`DOES NOT FIT: ${misfit}`)
       if (!report.matches) {
-        yield* Console.error(`MISMATCH: the stored rows differ from the log: ${report.mismatches.join(", ")}`)
+        if (report.mismatches.length > 0) yield* Console.error(`MISMATCH: the stored rows differ from the log: ${report.mismatches.join(", ")}`)
         return yield* Effect.sync(() => process.exit(1))
       }
       yield* Console.log("OK: the stored rows equal the log's fold")
     }).pipe(Effect.scoped)
 ).pipe(Command.withDescription("rebuild the rows from the log and compare them with the stored rows"))
 
+const verifyCommand = Command.make(
+  "verify",
+  {
+    dataDir: Args.directory({ name: "data-dir", exists: "yes" }).pipe(Args.withDescription("the data directory to check (the server must be stopped)")),
+    acceptDataLoss: acceptDataLossOption
+  },
+  ({ dataDir, acceptDataLoss }) =>
+    Effect.gen(function* () {
+      const store = yield* openDb(path.resolve(dataDir), { acceptDataLoss })
+      const report = yield* verifyStore(store)
+      const rate = Math.round(report.events / Math.max(0.001, report.millis / 1000))
+      yield* Console.log(`verified ${report.events} events and ${report.rows} rows in ${report.millis} ms (${rate} events/s)`)
+      if (report.problems.length > 0) {
+        yield* Console.error(
+          `PROBLEMS (${report.problems.length + report.unlisted}):\n  - ${report.problems.join("\n  - ")}` +
+            (report.unlisted > 0 ? `\n  ... and ${report.unlisted} more` : "")
+        )
+        return yield* Effect.sync(() => process.exit(1))
+      }
+      yield* Console.log("OK: checksums, sequence and version continuity, counters, row counts and checkpoint")
+    }).pipe(Effect.scoped)
+).pipe(Command.withDescription("check a stopped data dir: checksums, sequence and version continuity, counters, checkpoint"))
+
 const wo = Command.make("wo").pipe(
   Command.withDescription("writeonce: declare your domain once; serve REST and MCP from an event-sourced store"),
-  Command.withSubcommands([run, replayCommand])
+  Command.withSubcommands([run, replayCommand, verifyCommand])
 )
 
 const cli = Command.run(wo, { name: "writeonce", version: VERSION })
@@ -102,6 +165,7 @@ cli(process.argv).pipe(
   Effect.catchTags({
     AppLoadError: (e) => fatal(e.message),
     CatalogError: (e) => fatal(e.message),
+    SchemaMismatch: (e) => fatal(e.message),
     StoreUnavailable: (e) => fatal(e.message)
   }),
   Effect.catchTags({

@@ -45,6 +45,11 @@ export interface Settings {
   readonly authToken?: string
   /** Allow a non-loopback listen address without a token (`--insecure`, `WO_INSECURE=1`). */
   readonly insecure: boolean
+  /**
+   * Serve a data dir although LevelDB dropped data while opening it (`--accept-data-loss`,
+   * `WO_ACCEPT_DATA_LOSS=1`). Without it, such a dir is refused, naming what was dropped.
+   */
+  readonly acceptDataLoss: boolean
   /** When set (`WO_RECORD=<file>`), every HTTP exchange is appended to that transcript file. */
   readonly recordFile?: string
 }
@@ -109,6 +114,7 @@ export const loadSettings = (defaults: { readonly dataDir: string }, overrides: 
       maxListenStreams: yield* positiveInt("WO_MAX_LISTEN_STREAMS", 10_000),
       authToken: yield* Config.string("WO_AUTH_TOKEN").pipe(Config.option, Config.map((o) => Option.getOrUndefined(Option.filter(o, (t) => t.length > 0)))),
       insecure: yield* Config.boolean("WO_INSECURE").pipe(Config.withDefault(false)),
+      acceptDataLoss: yield* Config.boolean("WO_ACCEPT_DATA_LOSS").pipe(Config.withDefault(false)),
       recordFile: yield* Config.string("WO_RECORD").pipe(Config.option, Config.map(Option.getOrUndefined))
     }
     return { ...settings, ...overrides }

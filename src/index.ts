@@ -1,5 +1,7 @@
 /** The library entry point: the catalog API for app authors, and the runtime Layer for Effect programs. */
-export { CRUD_OPS, defineApp, entity, reject, type AppDef, type CrudOp, type EntityDef, type MethodSpec, type Row } from "./domain/catalog.ts"
+export { CRUD_OPS, defineApp, entity, reject, type AppDef, type CrudOp, type EntityDef, type MethodSpec, type Migration, type Migrations, type Row } from "./domain/catalog.ts"
+export { mapField, MigrationFailed, renameField } from "./domain/migrations.ts"
+export { SchemaMismatch } from "./projections/schema-check.ts"
 export { CatalogError, NotFound, StoreUnavailable, ValidationFailed, VersionConflict } from "./domain/errors.ts"
 export { Catalog } from "./domain/app-catalog.ts"
 export { Commands, type Command } from "./commands/commands.ts"

@@ -8,11 +8,13 @@ import { Catalog } from "./domain/app-catalog.ts"
 import { ClassicLevelLog } from "./commands/classic-level-log.ts"
 import { levelDbLayer } from "./commands/level-db.ts"
 import { CommandsLive } from "./commands/commands.ts"
+import { LogAuditLive } from "./commands/log-audit.ts"
 import { GroupCommitLive } from "./commands/group-commit.ts"
 import { WoConfig, type Settings } from "./config.ts"
 import { ChangeFeedLive } from "./projections/change-feed.ts"
 import { QueriesLive } from "./projections/queries.ts"
 import { RowsLive } from "./projections/rows.ts"
+import { UpcastingLog } from "./projections/upcasting-log.ts"
 import { HttpServerLive } from "./http/server.ts"
 import { ClassicLevelSessionStore } from "./http/mcp/session-store.ts"
 import { SessionsLive } from "./http/mcp/sessions.ts"
@@ -22,9 +24,11 @@ import { RegistryLive } from "./projections/registry.ts"
 /** Everything but the HTTP server: the store and the command and query services over it. */
 export const coreLayer = (app: AppDef, settings: Settings) => {
   const config = Layer.succeed(WoConfig, settings)
-  const store = RowsLive.pipe(Layer.provideMerge(ClassicLevelLog), Layer.provideMerge(levelDbLayer(settings.dataDir)))
+  // Every reader of the log gets it upcast to the app's schema versions (projections/upcasting-log.ts).
+  const log = UpcastingLog.pipe(Layer.provide(ClassicLevelLog))
+  const store = RowsLive.pipe(Layer.provideMerge(log), Layer.provideMerge(levelDbLayer(settings.dataDir, { acceptDataLoss: settings.acceptDataLoss })))
   const writer = GroupCommitLive.pipe(Layer.provideMerge(Layer.mergeAll(store, ChangeFeedLive)))
-  const services = Layer.mergeAll(CommandsLive, QueriesLive).pipe(Layer.provideMerge(writer))
+  const services = Layer.mergeAll(CommandsLive, QueriesLive, LogAuditLive).pipe(Layer.provideMerge(writer))
   const sessions = SessionsLive.pipe(
     Layer.provideMerge(Layer.mergeAll(RegistryLive, ClassicLevelSessionStore, OpenStreamsLive)),
     Layer.provideMerge(services)

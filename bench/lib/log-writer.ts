@@ -1,14 +1,12 @@
 // Builds a big event log fast by writing the classic-level data dir directly, in the server's own format
-// (src/commands/log-keys.ts and classic-level-log.ts): events `e!<seq:16>` as StoredEvent JSON
+// (src/commands/log-keys.ts, record.ts and classic-level-log.ts): events `e!<seq:16>` as checksummed StoredEvent JSON
 // (src/domain/events.ts), rows `r!<type>!<id:12>`, `m!checkpoint`. The dir must have been made by the real
 // server first (products created over REST, counters and checkpoint in place); this only appends
 // `set_price` events to existing products, round-robin, and leaves rows and checkpoint exactly as the
 // server would after committing them. `wo replay` then proves the result is consistent.
 import { ClassicLevel } from 'classic-level';
-
-const eventKey = (seq: number) => `e!${String(seq).padStart(16, '0')}`;
-const rowKey = (type: string, id: string) => `r!${type}!${id.padStart(12, '0')}`;
-const CHECKPOINT_KEY = 'm!checkpoint';
+import { CHECKPOINT_KEY, eventKey, rowKey } from '../../src/commands/log-keys.ts';
+import { seal, unsealJson } from '../../src/commands/record.ts';
 const TYPE = 'products';
 
 export interface AppendResult {
@@ -42,7 +40,7 @@ export async function appendSetPriceEvents(dir: string, events: number, batchSiz
     let lastSeq = 0;
     for await (const [key] of db.iterator({ gte: 'e!', lt: 'e!~', reverse: true, limit: 1 })) lastSeq = Number(key.slice(2));
     const rows: Record<string, unknown>[] = [];
-    for await (const [, value] of db.iterator({ gte: `r!${TYPE}!`, lt: `r!${TYPE}!~` })) rows.push(JSON.parse(value));
+    for await (const [key, value] of db.iterator({ gte: `r!${TYPE}!`, lt: `r!${TYPE}!~` })) rows.push(unsealJson<{ row: Record<string, unknown> }>(key, value).row);
     if (rows.length === 0) throw new Error(`${dir}: no ${TYPE} rows to append events to`);
     const firstSeq = lastSeq + 1;
     let bytes = 0;
@@ -61,13 +59,14 @@ export async function appendSetPriceEvents(dir: string, events: number, batchSiz
           type: TYPE,
           id: row.id,
           version,
+          schema: 1,
           kind: 'invoked',
           method: 'set_price',
           params: { price },
           data: { price },
         });
         bytes += value.length;
-        batch.put(eventKey(seq), value);
+        batch.put(eventKey(seq), seal(eventKey(seq), value));
         row.price = price;
         row.version = version;
       }
@@ -75,8 +74,11 @@ export async function appendSetPriceEvents(dir: string, events: number, batchSiz
       if (done < events) await batch.write();
       else {
         // The last batch carries the rows and the checkpoint, synced: the same atomic shape as a server batch.
-        for (const row of rows) batch.put(rowKey(TYPE, row.id as string), JSON.stringify(row));
-        batch.put(CHECKPOINT_KEY, String(lastSeq));
+        for (const row of rows) {
+          const key = rowKey(TYPE, row.id as string);
+          batch.put(key, seal(key, `{"schema":1,"row":${JSON.stringify(row)}}`));
+        }
+        batch.put(CHECKPOINT_KEY, seal(CHECKPOINT_KEY, String(lastSeq)));
         await batch.write({ sync: true });
       }
     }

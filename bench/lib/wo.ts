@@ -40,12 +40,13 @@ export async function startWo(opts: WoOptions): Promise<SpawnedServer> {
 }
 
 /** `wo replay <dir>` to completion: its stdout, stderr and exit code. */
-export function woReplay(dir: string, timeoutMs = 10 * 60_000): Promise<{ code: number | null; stdout: string; stderr: string; wallMs: number }> {
+/** Runs `wo <args>` to completion (a child process), with its output and wall time. */
+function woCommand(args: string[], timeoutMs: number): Promise<{ code: number | null; stdout: string; stderr: string; wallMs: number }> {
   const started = performance.now();
   return new Promise((resolve) => {
     execFile(
       process.execPath,
-      [join(repoRoot, 'bin/wo.mjs'), 'replay', dir],
+      [join(repoRoot, 'bin/wo.mjs'), ...args],
       { cwd: repoRoot, timeout: timeoutMs, maxBuffer: 16 * 2 ** 20 },
       (err, stdout, stderr) => {
         const code = err ? ((err as { code?: unknown }).code as number | null | undefined) ?? 1 : 0;
@@ -54,6 +55,9 @@ export function woReplay(dir: string, timeoutMs = 10 * 60_000): Promise<{ code: 
     );
   });
 }
+
+export const woReplay = (dir: string, timeoutMs = 10 * 60_000) => woCommand(['replay', dir], timeoutMs);
+export const woVerify = (dir: string, timeoutMs = 10 * 60_000) => woCommand(['verify', dir], timeoutMs);
 
 const json = { 'content-type': 'application/json' };
 

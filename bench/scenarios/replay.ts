@@ -3,11 +3,11 @@
 // the bulk of the log is appended directly in the same format (bench/lib/log-writer.ts), and `wo replay`
 // must say OK. Restart: `wo run` on that dir, timed from spawn to its ready line, beside the same start on an
 // empty dir; recovery reads the stored rows plus the log past the checkpoint (none: every batch stores its
-// rows), so it should not grow with the log.
+// rows), so it should not grow with the log. `wo verify` then checks the whole store (checksums, continuity).
 import { rssBytes } from '../lib/cpu.ts';
 import { appendSetPriceEvents, lastSeqOf } from '../lib/log-writer.ts';
 import { runLoad } from '../lib/load.ts';
-import { freshDataDir, isRow, restSetPrice, seedProducts, startWo, woReplay } from '../lib/wo.ts';
+import { freshDataDir, isRow, restSetPrice, seedProducts, startWo, woReplay, woVerify } from '../lib/wo.ts';
 import type { BenchContext } from './context.ts';
 
 export interface ReplayOptions {
@@ -46,9 +46,15 @@ export interface ReplayResult {
   tailEvents: number;
   srvRssMbAfterRestart: number;
   replayOutput: string;
+  /** `wo verify` said OK (checksums, continuity, counters, checkpoint), and its rate as it reports it */
+  verifyOk: boolean;
+  verifyMs: number;
+  verifyEventsPerSec: number;
+  verifyOutput: string;
 }
 
 const REPLAYED = /replayed (\d+) events into (\d+) rows in (\d+) ms/;
+const VERIFIED = /verified (\d+) events and (\d+) rows in (\d+) ms/;
 const RECOVERED = /recovered (\d+) events \((\d+) rows, (\d+) tail events\) in (\d+) ms/;
 
 async function timedStart(dir: string) {
@@ -96,6 +102,12 @@ export async function runReplay(ctx: BenchContext, opts: ReplayOptions): Promise
   const ok = rep.code === 0 && /^OK:/m.test(rep.stdout);
   if (!ok) ctx.warn(`wo replay did not say OK (exit ${rep.code}): ${(rep.stdout + rep.stderr).trim().slice(0, 400)}`);
 
+  ctx.phase(`replay: wo verify on ${built.lastSeq} events`);
+  const ver = await woVerify(dir);
+  const verified = VERIFIED.exec(ver.stdout);
+  const verifyOk = ver.code === 0 && /^OK:/m.test(ver.stdout);
+  if (!verifyOk) ctx.warn(`wo verify did not say OK (exit ${ver.code}): ${(ver.stdout + ver.stderr).trim().slice(0, 400)}`);
+
   let emptyStartMs = opts.emptyStartMs;
   if (emptyStartMs === undefined) {
     ctx.phase('replay: wo run on an empty dir, for comparison');
@@ -131,5 +143,9 @@ export async function runReplay(ctx: BenchContext, opts: ReplayOptions): Promise
     tailEvents: big.recovered ? Number(big.recovered[3]) : 0,
     srvRssMbAfterRestart: rss,
     replayOutput: rep.stdout.trim(),
+    verifyOk,
+    verifyMs: verified ? Number(verified[3]) : Number.NaN,
+    verifyEventsPerSec: verified ? Number(verified[1]) / (Number(verified[3]) / 1000) : Number.NaN,
+    verifyOutput: ver.stdout.trim(),
   };
 }

@@ -7,6 +7,7 @@ import { Catalog } from "../domain/app-catalog.ts"
 import type { CompiledType } from "../domain/compile.ts"
 import type { Intent } from "../domain/decider.ts"
 import { NotFound, ValidationFailed, type CommandError, type FieldIssue } from "../domain/errors.ts"
+import { inputIssues } from "../domain/input-rules.ts"
 import { GroupCommit, type Committed, type Stage } from "./group-commit.ts"
 
 export type Command =
@@ -35,7 +36,13 @@ export class Commands extends Context.Tag("writeonce/Commands")<Commands, Comman
 
 const invalid = (type: CompiledType) => (issues: ReadonlyArray<FieldIssue>) => new ValidationFailed({ type: type.name, issues })
 
-const toIntent = (type: CompiledType, command: Command): Either.Either<Intent, CommandError> => {
+/** A command decoded into the intent the Decider takes (the Schema decode REST, MCP and decider specs share). */
+export const toIntent = (type: CompiledType, command: Command): Either.Either<Intent, CommandError> => {
+  // Before the Schema decode: it accepts Infinity (the log would store null), and its Record copies drop `__proto__`.
+  if (command._tag !== "Delete") {
+    const issues = inputIssues(command.input)
+    if (issues.length > 0) return Either.left(invalid(type)(issues))
+  }
   switch (command._tag) {
     case "Create":
       return Either.mapBoth(type.decodeCreate(command.input ?? {}), {

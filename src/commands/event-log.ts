@@ -35,6 +35,8 @@ export interface LogHead {
 export interface StoredRow {
   readonly type: string
   readonly row: Row
+  /** The schema version of the type the row was written with (absent: 1). */
+  readonly schema?: number
 }
 
 export interface EventLogStats {

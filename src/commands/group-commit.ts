@@ -6,11 +6,12 @@
  * Deciding inside the writer is what serialises concurrent commands on one entity without locks or retries:
  * 100 concurrent `set_price` calls on one product become versions 2..101, usually in one fsync.
  */
-import { Context, Effect, Either, Exit, Fiber, Layer } from "effect"
+import { Cause, Context, Deferred, Effect, Either, Exit, Fiber, Layer, Stream } from "effect"
 import type { Row } from "../domain/catalog.ts"
 import type { CompiledType } from "../domain/compile.ts"
 import { decide, evolve, type Intent } from "../domain/decider.ts"
-import { StoreUnavailable, type CommandError } from "../domain/errors.ts"
+import { MethodFailed, StoreUnavailable, type CommandError } from "../domain/errors.ts"
+import { inputIssues } from "../domain/input-rules.ts"
 import { streamKey, type Change, type StoredEvent } from "../domain/events.ts"
 import { rowUri } from "../domain/uri.ts"
 import { WoConfig } from "../config.ts"
@@ -47,7 +48,17 @@ interface Pending extends Submission {
 export interface GroupCommitShape {
   /** Queues the command and waits until its event is durable (or it is refused). */
   readonly submit: (submission: Submission) => Effect.Effect<Committed, CommandError>
+  /**
+   * Completes if the writer dies from a bug of ours. Every command then fails fast with StoreUnavailable; the
+   * process should exit non-zero so that a supervisor restarts it (`wo run` does).
+   */
+  readonly died: Effect.Effect<string>
 }
+
+/** The operation a command runs, as MethodFailed names it. */
+const operationOf = (p: Submission) => (p.intent._tag === "Invoke" ? p.intent.method.name : p.intent._tag.toLowerCase())
+
+const describe = (e: unknown) => (e instanceof Error ? e.message : String(e))
 
 export class GroupCommit extends Context.Tag("writeonce/GroupCommit")<GroupCommit, GroupCommitShape>() {}
 
@@ -65,12 +76,94 @@ export const makeGroupCommit = Effect.gen(function* () {
   let pending: Array<Pending> = []
   let wake: (() => void) | undefined
   let closing = false
+  // The batch being committed: if the writer dies in it, its callers are failed too.
+  let inFlight: ReadonlyArray<Pending> = []
+  let deathReason: string | undefined
+  const death = yield* Deferred.make<string>()
+
+  /**
+   * Decides one command against `current`: the event and the row after it, or the error to answer with.
+   * Everything that runs user code (a method's apply) or decodes and encodes rows is inside the try: an
+   * exception fails this command alone, never the writer.
+   */
+  type Decided = Change & { readonly rowJson: string | null }
+  const decideOne = (
+    p: Pending,
+    id: string,
+    current: Row | undefined,
+    seq: number,
+    at: number
+  ): Either.Either<Decided, CommandError> => {
+    try {
+      const decision = decide(p.type, id, current, p.intent, p.expectedVersion)
+      if (Either.isLeft(decision)) return Either.left(decision.left)
+      // A method's result is user code too: a non-finite number would be stored as null.
+      const bad = decision.right.kind === "invoked" ? inputIssues(decision.right.data) : []
+      if (bad.length > 0) throw new Error(`it returned ${bad.map((i) => `${i.path.join(".")}: ${i.message}`).join("; ")}`)
+      const event: StoredEvent = {
+        seq,
+        at,
+        type: p.type.name,
+        id,
+        version: (current?.version ?? 0) + 1,
+        schema: p.type.version,
+        ...decision.right
+      }
+      const row = evolve(current, event) ?? null
+      return Either.right({ event, row, rowJson: row === null ? null : JSON.stringify(row), uri: rowUri(p.type.name, id) })
+    } catch (e) {
+      const error = new MethodFailed({ type: p.type.name, id, operation: operationOf(p), reason: describe(e) })
+      failures.push({ error, stack: e instanceof Error && e.stack !== undefined ? e.stack : String(e) })
+      return Either.left(error)
+    }
+  }
+  // Failures of user code in the current batch, logged once the batch is done.
+  const failures: Array<{ readonly error: MethodFailed; readonly stack: string }> = []
+
+  /**
+   * After a failed write the store may have been reopened, and (rarely: an fsync error after the data reached
+   * the disk) the failed batch may have landed after all. Re-read the head before deciding anything new, and
+   * fold whatever the log has beyond what the rows hold, so sequence numbers and ids continue from the disk.
+   */
+  let resync = false
+  const resyncWithLog = Effect.gen(function* () {
+    const head = yield* log.head
+    if (head.lastSeq > lastSeq) {
+      const landed: Array<Decided> = []
+      const latest = new Map<string, Row | null>()
+      yield* log.readFrom(lastSeq + 1).pipe(
+        Stream.runForEach((event) =>
+          Effect.sync(() => {
+            const key = streamKey(event.type, event.id)
+            const current = latest.has(key) ? latest.get(key) ?? undefined : rows.get(event.type, event.id)
+            const row = evolve(current, event) ?? null
+            latest.set(key, row)
+            landed.push({ event, row, rowJson: row === null ? null : JSON.stringify(row), uri: rowUri(event.type, event.id) })
+          }))
+      )
+      yield* Effect.logWarning(`the failed write's ${landed.length} events reached the disk after all; applying them`)
+      rows.apply(landed)
+      feed.publish(landed)
+    }
+    lastSeq = head.lastSeq
+    counters.clear()
+    for (const [type, n] of head.counters) counters.set(type, n)
+    resync = false
+  })
 
   const commitBatch = (batch: ReadonlyArray<Pending>) =>
     Effect.gen(function* () {
+      inFlight = batch
+      if (resync) {
+        const synced = yield* Effect.either(resyncWithLog)
+        if (Either.isLeft(synced)) {
+          for (const p of batch) p.resume(Exit.fail(synced.left))
+          return
+        }
+      }
       const overlay = new Map<string, Row | null>()
       const moved = new Map<string, number>()
-      const changes: Array<Change & { readonly rowJson: string | null }> = []
+      const changes: Array<Decided> = []
       const waiters: Array<Pending> = []
       const firstSeq = lastSeq
       const at = Date.now()
@@ -78,30 +171,32 @@ export const makeGroupCommit = Effect.gen(function* () {
         if (p.cancelled) continue
         const type = p.type.name
         let id = p.id ?? ""
-        if (p.intent._tag === "Create") {
-          const n = (moved.get(type) ?? counters.get(type) ?? 0) + 1
-          moved.set(type, n)
-          id = String(n)
-        }
+        if (p.intent._tag === "Create") id = String((moved.get(type) ?? counters.get(type) ?? 0) + 1)
         const key = streamKey(type, id)
         const current = overlay.has(key) ? overlay.get(key) ?? undefined : rows.get(type, id)
-        const decision = decide(p.type, id, current, p.intent, p.expectedVersion)
-        if (Either.isLeft(decision)) {
-          p.resume(Exit.fail(decision.left))
+        const decided = decideOne(p, id, current, lastSeq + 1, at)
+        if (Either.isLeft(decided)) {
+          p.resume(Exit.fail(decided.left))
           continue
         }
-        const event: StoredEvent = { seq: ++lastSeq, at, type, id, version: (current?.version ?? 0) + 1, ...decision.right }
-        const row = evolve(current, event) ?? null
-        overlay.set(key, row)
-        changes.push({ event, row, rowJson: row === null ? null : JSON.stringify(row), uri: rowUri(type, id) })
+        lastSeq++
+        if (p.intent._tag === "Create") moved.set(type, Number(id))
+        overlay.set(key, decided.right.row)
+        changes.push(decided.right)
         waiters.push(p)
         p.onStage?.("decided")
+      }
+      if (failures.length > 0) {
+        for (const { error, stack } of failures.splice(0)) {
+          yield* Effect.logError(`${error.type} ${error.id}: ${error.message} (nothing was written for it)\n${stack}`)
+        }
       }
       if (changes.length === 0) return
       const written = yield* Effect.either(log.append({ entries: changes, counters: moved }))
       if (Either.isLeft(written)) {
-        // No ack without durability: the whole batch fails and its sequence numbers are reused.
+        // No ack without durability: the whole batch fails. The next batch first re-reads the head.
         lastSeq = firstSeq
+        resync = true
         yield* Effect.logError(`durable write failed for ${changes.length} events: ${written.left.reason}`)
         for (const p of waiters) p.resume(Exit.fail(written.left))
         return
@@ -113,7 +208,13 @@ export const makeGroupCommit = Effect.gen(function* () {
         waiters[i].onStage?.("durable")
         waiters[i].resume(Exit.succeed(changes[i]))
       }
-    }).pipe(Effect.uninterruptible)
+    }).pipe(
+      // Cleared only when the batch ends normally: if the writer dies in it, onDeath still sees its callers.
+      Effect.tap(() => {
+        inFlight = []
+      }),
+      Effect.uninterruptible
+    )
 
   const takeBatch = () => {
     const batch = pending.length <= maxBatch ? pending : pending.slice(0, maxBatch)
@@ -131,7 +232,23 @@ export const makeGroupCommit = Effect.gen(function* () {
     })
   })
 
-  const writer = yield* Effect.forkDaemon(Effect.forever(Effect.flatMap(nextBatch, commitBatch)))
+  // The writer must never die; if a bug of ours kills it anyway, no caller may hang: fail everyone, say why.
+  const onDeath = (cause: Cause.Cause<unknown>) =>
+    Effect.gen(function* () {
+      deathReason = Cause.squash(cause) instanceof Error ? (Cause.squash(cause) as Error).message : String(Cause.squash(cause))
+      yield* Effect.logError("the group-commit writer died: every command now fails with 503; restart the server", cause)
+      const stranded = [...inFlight, ...pending]
+      pending = []
+      const error = new StoreUnavailable({ reason: `the writer stopped after an internal error (${deathReason}); restart the server` })
+      for (const p of stranded) p.resume(Exit.fail(error))
+      yield* Deferred.succeed(death, deathReason)
+    })
+
+  const writer = yield* Effect.forkDaemon(
+    Effect.forever(Effect.flatMap(nextBatch, commitBatch)).pipe(
+      Effect.catchAllCause((cause) => (Cause.isInterruptedOnly(cause) ? Effect.void : onDeath(cause)))
+    )
+  )
 
   // Shutdown: refuse new commands, let the batch in flight finish, flush what is queued, then stop.
   yield* Effect.addFinalizer(() =>
@@ -145,6 +262,9 @@ export const makeGroupCommit = Effect.gen(function* () {
     submit: (submission) =>
       Effect.async<Committed, CommandError>((resume) => {
         if (closing) return resume(Effect.fail(new StoreUnavailable({ reason: "the server is shutting down" })))
+        if (deathReason !== undefined) {
+          return resume(Effect.fail(new StoreUnavailable({ reason: `the writer stopped after an internal error (${deathReason}); restart the server` })))
+        }
         if (pending.length >= maxPending) return resume(Effect.fail(new StoreUnavailable({ reason: "too many commands queued; retry" })))
         const p: Pending = { ...submission, resume: (exit) => resume(exit), cancelled: false }
         submission.onStage?.("accepted")
@@ -154,7 +274,8 @@ export const makeGroupCommit = Effect.gen(function* () {
         return Effect.sync(() => {
           p.cancelled = true
         })
-      })
+      }),
+    died: Deferred.await(death)
   })
 })
 

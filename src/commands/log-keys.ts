@@ -4,14 +4,21 @@
  *   r!<type>!<id:12>      a row's current state (JSON)
  *   m!checkpoint          the seq the stored rows include
  *   m!counter!<type>      the highest id assigned for the type
+ *   m!rows!<type>         how many rows of the type are stored (a row whose key is damaged is then missed)
+ *   m!format              the record format (2: every value is a checksummed record, see record.ts)
  */
 export const eventKey = (seq: number) => `e!${String(seq).padStart(16, "0")}`
 export const EVENTS_START = "e!"
 export const EVENTS_END = "e!~"
 export const rowKey = (type: string, id: string) => `r!${type}!${id.padStart(12, "0")}`
+export const typeOfRowKey = (key: string) => key.slice(2, key.lastIndexOf("!"))
 export const ROWS_START = "r!"
 export const ROWS_END = "r!~"
 export const CHECKPOINT_KEY = "m!checkpoint"
 export const COUNTER_PREFIX = "m!counter!"
 export const counterKey = (type: string) => `${COUNTER_PREFIX}${type}`
+export const ROW_COUNT_PREFIX = "m!rows!"
+export const rowCountKey = (type: string) => `${ROW_COUNT_PREFIX}${type}`
+export const FORMAT_KEY = "m!format"
+export const FORMAT = "2"
 export const seqOfEventKey = (key: string) => Number(key.slice(2))

@@ -22,12 +22,17 @@ const readPageFile = (name: string, contentType: string) =>
     catch: (e) => new AssetError({ message: `cannot read the console's ${name}: ${String(e)}` })
   }).pipe(Effect.map((body): Asset => ({ contentType, body })))
 
-/** The client bundle: ES2022 for current browsers, unminified so that "view source" stays readable. */
+/**
+ * The client bundle: ES2022 for current browsers, unminified so that "view source" stays readable. esbuild
+ * heads each module with a comment naming its path relative to absWorkingDir; from the page's own directory
+ * that is the bare file name (`// api.ts`), so the bundle never shows where the server's sources live.
+ */
 const bundleClient = Effect.tryPromise({
   try: async () => {
     const { build } = await import("esbuild")
     const result = await build({
       entryPoints: [path.join(PAGE_DIR, "main.ts")],
+      absWorkingDir: PAGE_DIR,
       bundle: true,
       write: false,
       format: "esm",

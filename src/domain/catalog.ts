@@ -43,7 +43,20 @@ export interface EntitySpec<F extends Schema.Struct.Fields, M extends Record<str
   readonly rest?: ReadonlyArray<CrudOp | Extract<keyof M, string>>
   /** Operations served as MCP tools. Absent: the same as `rest`. */
   readonly mcp?: ReadonlyArray<CrudOp | Extract<keyof M, string>>
+  /** The schema version (default 1). Raise it, with a migration, when stored data must change shape. */
+  readonly version?: number
+  /** `migrations[n]` turns version n-1 data into version n; one for every n from 2 to `version`. */
+  readonly migrations?: Migrations
 }
+
+/**
+ * A migration: pure, from the encoded (JSON) fields of the previous schema version to this version's. It sees
+ * only the fields present: all of them for a create and a stored row, only the changed ones for an update or
+ * a method's event. So it must leave absent fields absent (see `renameField` and `mapField`).
+ */
+export type Migration = (fields: Readonly<Record<string, unknown>>) => Record<string, unknown>
+
+export type Migrations = { readonly [version: number]: Migration }
 
 /** The erased form the runtime works with. */
 export interface EntityDef {
@@ -52,12 +65,19 @@ export interface EntityDef {
   readonly methods: Readonly<Record<string, MethodSpec<any, any>>>
   readonly rest?: ReadonlyArray<string>
   readonly mcp?: ReadonlyArray<string>
+  readonly version?: number
+  readonly migrations?: Migrations
 }
 
 export interface AppDef {
   readonly name: string
   readonly description?: string
   readonly entities: Readonly<Record<string, EntityDef>>
+  /**
+   * Types the app no longer declares but whose events stay in the log. Without this, a type that is gone
+   * while the log holds its events refuses startup; retired, its history is kept and its rows are not served.
+   */
+  readonly retired?: ReadonlyArray<string>
 }
 
 /** Declare one entity type. The generics exist only so that `apply` is typed from `fields` and `params`. */
@@ -68,7 +88,9 @@ export const entity = <F extends Schema.Struct.Fields, M extends Record<string, 
   fields: spec.fields,
   methods: (spec.methods ?? {}) as EntityDef["methods"],
   rest: spec.rest,
-  mcp: spec.mcp
+  mcp: spec.mcp,
+  version: spec.version,
+  migrations: spec.migrations
 })
 
 /** Declare an app. Validation happens when the runtime loads it (see `compileApp`). */

@@ -2,14 +2,17 @@
  * Turns an app definition into the compiled catalog the runtime uses: validated once at load time, with the
  * decoders and JSON Schemas every surface (REST, MCP tools, resources) shares.
  */
-import { Either, ParseResult, Schema, SchemaAST } from "effect"
+import { Either, Schema } from "effect"
 import { CRUD_OPS, type AppDef, type MethodSpec } from "./catalog.ts"
+import { asData, patchCodecs, rowNormaliser, storableDecoder, typedDecoder } from "./codecs.ts"
 import { CatalogError, type FieldIssue } from "./errors.ts"
 import { toJsonSchema, type JsonSchema } from "./json-schema.ts"
+import { compileMigrations, type Upcast } from "./migrations.ts"
 
 const TYPE_NAME = /^[a-z][a-z0-9_]*$/
-const RESERVED_FIELDS = new Set(["id", "version"])
-const RESERVED_PARAMS = new Set(["id", "version", "expectedVersion"])
+// `__proto__` and `constructor` are refused in every input (input-rules.ts), so a field by that name could never be written.
+const RESERVED_FIELDS = new Set(["id", "version", "__proto__", "constructor"])
+const RESERVED_PARAMS = new Set(["id", "version", "expectedVersion", "__proto__", "constructor"])
 const RESERVED_TYPES = new Set(["schema"])
 
 export interface CompiledMethod {
@@ -33,6 +36,12 @@ export interface CompiledType {
   readonly decodeStored: (u: unknown) => Record<string, unknown>
   /** A method's typed change back to encoded fields; fails when the method broke the type's rules. */
   readonly encodePatch: (u: unknown) => Either.Either<Record<string, unknown>, ReadonlyArray<FieldIssue>>
+  /** Stored fields in the current schema's form (defaults applied); Left: why they do not fit it. */
+  readonly normalise: (fields: Record<string, unknown>) => Either.Either<Record<string, unknown>, ReadonlyArray<FieldIssue>>
+  /** The schema version events and rows are written with (1 unless declared). */
+  readonly version: number
+  /** Brings fields written at an older version to `version` through the declared migrations; throws MigrationFailed. */
+  readonly upcast: Upcast
   readonly fieldsJsonSchema: JsonSchema
   readonly methods: ReadonlyMap<string, CompiledMethod>
   readonly rest: ReadonlySet<string>
@@ -43,75 +52,8 @@ export interface CompiledApp {
   readonly name: string
   readonly description?: string
   readonly types: ReadonlyMap<string, CompiledType>
-}
-
-const strict = { errors: "all", onExcessProperty: "error" } as const
-
-/** Entity fields carry no context requirements (they are plain data); this is the erased struct type. */
-type DataSchema = Schema.Schema<Record<string, unknown>, Record<string, unknown>, never>
-const asData = (s: Schema.Schema.Any) => s as unknown as DataSchema
-
-/** One issue per path: a union's alternatives ("Expected a", "Expected b") become "Expected a | b". */
-const issuesOf = (error: ParseResult.ParseError): ReadonlyArray<FieldIssue> => {
-  const byPath = new Map<string, { path: Array<string>; messages: Array<string> }>()
-  for (const i of ParseResult.ArrayFormatter.formatErrorSync(error)) {
-    const path = i.path.map(String)
-    const key = JSON.stringify(path)
-    const entry = byPath.get(key) ?? { path, messages: [] }
-    entry.messages.push(i.message)
-    byPath.set(key, entry)
-  }
-  return [...byPath.values()].map(({ path, messages }) => ({ path, message: mergeAlternatives(messages) }))
-}
-
-const mergeAlternatives = (messages: ReadonlyArray<string>): string => {
-  if (messages.length === 1) return messages[0]
-  const parts = messages.map((m) => /^Expected (.+), actual (.+)$/.exec(m))
-  const actual = parts[0]?.[2]
-  return parts.every((p) => p !== null && p[2] === actual)
-    ? `Expected ${parts.map((p) => p![1]).join(" | ")}, actual ${actual}`
-    : messages.join("; ")
-}
-
-/** True when decoding can change a value's shape (a transformation somewhere), not only check it. */
-const transforms = (ast: SchemaAST.AST): boolean => {
-  switch (ast._tag) {
-    case "Transformation":
-    case "Suspend":
-    case "Declaration":
-      return true
-    case "Refinement":
-      return transforms(ast.from)
-    case "Union":
-      return ast.types.some(transforms)
-    case "TupleType":
-      return ast.elements.some((e) => transforms(e.type)) || ast.rest.some((r) => transforms(r.type))
-    case "TypeLiteral":
-      return ast.propertySignatures.some((p) => transforms(p.type)) || ast.indexSignatures.some((i) => transforms(i.type))
-    default:
-      return false
-  }
-}
-
-/**
- * Decode then encode: the wire carries the encoded form, and that is what the log stores. Without
- * transformations the decoded value already is the encoded one, so the encode is skipped (the hot path).
- */
-const storableDecoder = <A, I>(schema: Schema.Schema<A, I>) => {
-  const decode = Schema.decodeUnknownEither(schema, strict)
-  if (!transforms(schema.ast)) {
-    return (u: unknown) => Either.mapLeft(decode(u), issuesOf) as Either.Either<Record<string, unknown>, ReadonlyArray<FieldIssue>>
-  }
-  const encode = Schema.encodeEither(schema)
-  return (u: unknown): Either.Either<Record<string, unknown>, ReadonlyArray<FieldIssue>> =>
-    Either.flatMap(Either.mapLeft(decode(u), issuesOf), (a) =>
-      Either.mapLeft(encode(a), issuesOf)) as Either.Either<Record<string, unknown>, ReadonlyArray<FieldIssue>>
-}
-
-const typedDecoder = <A, I>(schema: Schema.Schema<A, I>) => {
-  const decode = Schema.decodeUnknownEither(schema, strict)
-  return (u: unknown) =>
-    Either.mapLeft(decode(u), issuesOf) as Either.Either<Record<string, unknown>, ReadonlyArray<FieldIssue>>
+  /** Types whose history stays in the log but whose rows are no longer served. */
+  readonly retired: ReadonlySet<string>
 }
 
 const jsonSchemaOrProblem = (schema: Schema.Schema.Any, where: string, problems: Array<string>): JsonSchema => {
@@ -170,28 +112,40 @@ export const compileApp = (app: AppDef): Either.Either<CompiledApp, CatalogError
     }
     const rest = exposure(def.rest, "rest") ?? known
     const mcp = exposure(def.mcp, "mcp") ?? rest
+    const { version, upcast } = compileMigrations(name, def, problems)
+    if (problems.length > 0) continue // the schemas below may not even be schemas
     const struct = Schema.Struct(fields)
     const data = asData(struct)
-    const partial = asData(Schema.partial(struct))
-    const decodeStored = Schema.decodeUnknownSync(data)
+    const { decodePatch, encodePatch } = patchCodecs(fields)
     types.set(name, {
       name,
       description: def.description,
       fieldNames,
       struct,
       decodeCreate: storableDecoder(data),
-      decodePatch: storableDecoder(partial),
-      decodeStored,
-      encodePatch: ((encode) => (u: unknown) =>
-        Either.mapLeft(encode(u), issuesOf) as Either.Either<Record<string, unknown>, ReadonlyArray<FieldIssue>>)(
-        Schema.encodeUnknownEither(partial, strict)),
-      fieldsJsonSchema: problems.length ? {} : toJsonSchema(struct),
+      decodePatch,
+      decodeStored: Schema.decodeUnknownSync(data),
+      encodePatch,
+      normalise: rowNormaliser(data),
+      version,
+      upcast,
+      fieldsJsonSchema: jsonSchemaOrProblem(struct, `type "${name}"`, problems),
       methods,
       rest,
       mcp
     })
   }
+  const retired = new Set<string>()
+  const declaredRetired: unknown = app?.retired ?? []
+  if (!Array.isArray(declaredRetired)) problems.push(`retired must be a list of type names, e.g. retired: ["old_type"]`)
+  else {
+    for (const name of declaredRetired) {
+      if (typeof name !== "string" || !TYPE_NAME.test(name)) problems.push(`retired type ${JSON.stringify(name)}: not a type name (${TYPE_NAME})`)
+      else if (entries.some(([declared]) => declared === name)) problems.push(`retired type "${name}": the app still declares it; remove it from entities or from retired`)
+      else retired.add(name)
+    }
+  }
   return problems.length > 0
     ? Either.left(new CatalogError({ problems }))
-    : Either.right({ name: app.name, description: app.description, types })
+    : Either.right({ name: app.name, description: app.description, types, retired })
 }

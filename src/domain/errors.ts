@@ -46,7 +46,23 @@ export class StoreUnavailable extends Data.TaggedError("StoreUnavailable")<{ rea
   }
 }
 
-export type CommandError = ValidationFailed | NotFound | VersionConflict | StoreUnavailable
+/**
+ * A method's `apply` (user code) threw, or a row could not be decoded or encoded inside the writer. Only this
+ * command fails: nothing is written for it and the rest of its batch commits. REST 500; MCP isError result.
+ */
+export class MethodFailed extends Data.TaggedError("MethodFailed")<{
+  readonly type: string
+  readonly id: string
+  /** The method's name, or the CRUD operation ("create", "update", "delete"). */
+  readonly operation: string
+  readonly reason: string
+}> {
+  override get message() {
+    return `${this.operation} failed: ${this.reason}`
+  }
+}
+
+export type CommandError = ValidationFailed | NotFound | VersionConflict | MethodFailed | StoreUnavailable
 
 /** The app definition is invalid; the message names the type and the field. */
 export class CatalogError extends Data.TaggedError("CatalogError")<{ readonly problems: ReadonlyArray<string> }> {

@@ -12,6 +12,8 @@ export interface StoredEvent {
   readonly id: string
   /** The row's version after this event: 1 for the create, then +1 per event. */
   readonly version: number
+  /** The schema version of the type this event was written with (absent: 1). */
+  readonly schema?: number
   readonly kind: EventKind
   /** For "invoked": the method's name and its decoded params. */
   readonly method?: string

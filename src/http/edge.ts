@@ -6,7 +6,8 @@
 import { Cause, Data, Effect, Exit, Fiber, Runtime, Stream } from "effect"
 import * as http from "node:http"
 import type { AddressInfo } from "node:net"
-import type { EdgeRequest, EdgeResponse } from "./edge-types.ts"
+import { errorJson, type EdgeRequest, type EdgeResponse } from "./edge-types.ts"
+import { httpError } from "./mcp/wire.ts"
 
 /** The port could not be bound (in use, no permission). */
 export class ListenError extends Data.TaggedError("ListenError")<{ readonly message: string }> {}
@@ -30,15 +31,38 @@ export interface RunningEdge {
   readonly server: http.Server
 }
 
-const tooLarge = (limit: number) =>
-  JSON.stringify({ error: "PayloadTooLarge", message: `request body exceeds ${limit} bytes` })
+type Buffered = Extract<EdgeResponse, { _tag: "Buffered" }>
 
-const writeBuffered = (res: http.ServerResponse, response: Extract<EdgeResponse, { _tag: "Buffered" }>) => {
+/**
+ * The request target as a URL, or undefined: node:http lets through targets that URL cannot parse
+ * (`GET http://[::1/x`), and a throw in a request listener would end the process.
+ */
+const parseTarget = (target: string | undefined) => {
+  try {
+    return new URL(target ?? "/", "http://edge")
+  } catch {
+    return undefined
+  }
+}
+
+const badTarget = errorJson(400, "BadRequest", "the request target is not a valid URL", {}, { connection: "close" }) as Buffered
+
+/** 413 in the route's own error shape: a JSON-RPC error on /mcp (every answer there is one), else `{error, message}`. */
+const tooLarge = (target: string | undefined, limit: number) => {
+  const message = `request body exceeds ${limit} bytes`
+  const close = { connection: "close" }
+  // Both build buffered JSON responses.
+  return (parseTarget(target)?.pathname === "/mcp"
+    ? httpError(413, message, close)
+    : errorJson(413, "PayloadTooLarge", message, {}, close)) as Buffered
+}
+
+const writeBuffered = (res: http.ServerResponse, response: Buffered, onEnd?: () => void) => {
   const body = response.body ?? ""
   res.statusCode = response.status
   for (const name in response.headers) res.setHeader(name, response.headers[name])
   res.setHeader("content-length", Buffer.byteLength(body))
-  res.end(body)
+  res.end(body, onEnd)
 }
 
 /** Writes one chunk, resolving only once the socket accepted it (real backpressure, no buffering). */
@@ -93,7 +117,8 @@ export const startEdge = <R>(handler: EdgeHandler<R>, options: EdgeOptions) =>
     const inFlight = new Set<Fiber.RuntimeFiber<void, never>>()
 
     const dispatch = (req: http.IncomingMessage, res: http.ServerResponse, body: Buffer) => {
-      const url = new URL(req.url ?? "/", "http://edge")
+      const url = parseTarget(req.url)
+      if (url === undefined) return writeBuffered(res, badTarget)
       const request: EdgeRequest = {
         method: req.method ?? "GET",
         path: url.pathname,
@@ -132,8 +157,7 @@ export const startEdge = <R>(handler: EdgeHandler<R>, options: EdgeOptions) =>
     }, (req, res) => {
       const declared = Number(req.headers["content-length"] ?? 0)
       if (declared > options.bodyLimit) {
-        res.writeHead(413, { "content-type": "application/json", connection: "close" })
-        res.end(tooLarge(options.bodyLimit))
+        writeBuffered(res, tooLarge(req.url, options.bodyLimit))
         req.resume()
         return
       }
@@ -145,8 +169,7 @@ export const startEdge = <R>(handler: EdgeHandler<R>, options: EdgeOptions) =>
         size += chunk.length
         if (size > options.bodyLimit) {
           rejected = true
-          res.writeHead(413, { "content-type": "application/json", connection: "close" })
-          res.end(tooLarge(options.bodyLimit), () => req.destroy())
+          writeBuffered(res, tooLarge(req.url, options.bodyLimit), () => req.destroy())
           return
         }
         chunks.push(chunk)

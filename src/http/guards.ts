@@ -4,16 +4,18 @@
  */
 import type { Settings } from "../config.ts"
 
-const LOOPBACK_HOSTS = new Set(["localhost", "127.0.0.1", "[::1]", "::1"])
+const LOOPBACK_HOSTS = new Set(["localhost", "127.0.0.1", "[::1]"])
 const LOCAL_ORIGIN = /^https?:\/\/(localhost|127\.0\.0\.1|\[::1\])(:\d{1,5})?$/i
 
-/** The host name without its port, lower-cased: `Example.com:8080` -> `example.com`, `[::1]:80` -> `[::1]`. */
-const hostName = (host: string) => {
-  const h = host.trim().toLowerCase()
-  if (h.startsWith("[")) return h.slice(0, h.indexOf("]") + 1)
-  const colon = h.indexOf(":")
-  return colon === -1 ? h : h.slice(0, colon)
-}
+/** An authority without userinfo: a name or IPv4 address, or an IPv6 address in brackets; then an optional port. */
+const AUTHORITY = /^(\[[0-9a-f:.]+\]|[a-z0-9._-]+)(?::\d{1,5})?$/
+
+/**
+ * The host name without its port, lower-cased: `Example.com:8080` -> `example.com`, `[::1]:80` -> `[::1]`.
+ * Undefined unless the whole header is such an authority, so `127.0.0.1:1@evil.com` or `[::1]evil` never
+ * pass for the name they start with.
+ */
+const hostName = (host: string) => AUTHORITY.exec(host.trim().toLowerCase())?.[1]
 
 export interface Guards {
   /** True when the Host header names this server. */
@@ -28,7 +30,10 @@ export const makeGuards = (settings: Pick<Settings, "host" | "allowedHosts" | "m
   if (!["0.0.0.0", "::"].includes(settings.host)) hosts.add(settings.host.includes(":") ? `[${settings.host}]` : settings.host)
   const origins = new Set(settings.mcpOrigins.map((o) => o.replace(/\/$/, "").toLowerCase()))
   return {
-    hostAllowed: (host) => host !== undefined && hosts.has(hostName(host)),
+    hostAllowed: (host) => {
+      const name = host === undefined ? undefined : hostName(host)
+      return name !== undefined && hosts.has(name)
+    },
     originAllowed: (origin) =>
       origin === undefined || LOCAL_ORIGIN.test(origin) || origins.has(origin.replace(/\/$/, "").toLowerCase())
   }

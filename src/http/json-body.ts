@@ -25,9 +25,18 @@ export const nestsDeeperThan = (text: string, max: number): boolean => {
 
 export type BodyProblem = { readonly _tag: "Malformed"; readonly message: string } | { readonly _tag: "TooDeep"; readonly max: number }
 
-/** Parses a JSON body, refusing nesting deeper than `maxDepth`. */
+// Fatal: invalid UTF-8 is refused, never silently decoded to U+FFFD (which would store other text than was sent).
+// ignoreBOM keeps a BOM in the text, so JSON.parse refuses it as before.
+const utf8 = new TextDecoder("utf-8", { fatal: true, ignoreBOM: true })
+
+/** Parses a JSON body, refusing invalid UTF-8 and nesting deeper than `maxDepth`. */
 export const parseJsonBody = (body: Buffer, maxDepth: number): Either.Either<unknown, BodyProblem> => {
-  const text = body.toString("utf8")
+  let text: string
+  try {
+    text = utf8.decode(body)
+  } catch {
+    return Either.left({ _tag: "Malformed", message: "invalid UTF-8 (JSON text must be UTF-8)" })
+  }
   if (nestsDeeperThan(text, maxDepth)) return Either.left({ _tag: "TooDeep", max: maxDepth })
   // Only the syntax is checked here; every structure is then decoded through its Schema.
   try {

@@ -23,6 +23,8 @@ export const errorResponse = (error: CommandError | NotFound | ValidationFailed,
       return errorJson(404, error._tag, error.message)
     case "VersionConflict":
       return errorJson(ifMatch ? 412 : 409, error._tag, error.message, { expected: error.expected, actual: error.actual })
+    case "MethodFailed":
+      return errorJson(500, error._tag, error.message)
     case "StoreUnavailable":
       return errorJson(503, error._tag, error.message, {}, { "retry-after": "1" })
   }

@@ -3,6 +3,7 @@ import { Effect } from "effect"
 import { errorJson, json, type EdgeRequest, type EdgeResponse } from "./edge-types.ts"
 import { WWW_AUTHENTICATE } from "./auth.ts"
 import type { Guards } from "./guards.ts"
+import { httpError } from "./mcp/wire.ts"
 import { notFound } from "./rest.ts"
 
 export interface Routes {
@@ -11,7 +12,9 @@ export interface Routes {
   readonly extra?: (request: EdgeRequest) => Effect.Effect<EdgeResponse> | undefined
 }
 
-const forbidden = (message: string) => errorJson(403, "Forbidden", message)
+/** 403 in the caller's language: a JSON-RPC error on /mcp, REST's `{error, message}` elsewhere. */
+const forbidden = (request: EdgeRequest, message: string) =>
+  request.path === "/mcp" ? httpError(403, message) : errorJson(403, "Forbidden", message)
 
 const unauthorized = (request: EdgeRequest): EdgeResponse => {
   const headers = { "www-authenticate": WWW_AUTHENTICATE }
@@ -29,11 +32,11 @@ export const makeRouter = (guards: Guards, routes: Routes, authorized: (authoriz
   }
   const request = incoming.method === "HEAD" ? { ...incoming, method: "GET" } : incoming
   if (!guards.hostAllowed(request.headers.host)) {
-    return Effect.succeed(forbidden(`Host ${request.headers.host ?? "(none)"} is not this server (see WO_HOSTS)`))
+    return Effect.succeed(forbidden(request, `Host ${request.headers.host ?? "(none)"} is not this server (see WO_HOSTS)`))
   }
   const origin = request.headers.origin
   if (!guards.originAllowed(origin)) {
-    return Effect.succeed(forbidden(`Origin ${origin} is not allowed (see WO_MCP_ORIGINS)`))
+    return Effect.succeed(forbidden(request, `Origin ${origin} is not allowed (see WO_MCP_ORIGINS)`))
   }
   const protectedPath = request.path === "/mcp" || request.path.startsWith("/api/")
   if (protectedPath && !authorized(request.headers.authorization)) return Effect.succeed(unauthorized(request))

@@ -1,15 +1,19 @@
 /**
  * Restart recovery: load the stored row state (written atomically with each batch), then fold any events past
- * its checkpoint. Large stores log progress so a long start is never silent.
+ * its checkpoint. The log it reads is the upcasting one, so both come in the current schema version. Then the
+ * startup check (schema-check.ts): every row is decoded once against the app and kept in its current form,
+ * or startup is refused by name. Large stores log progress so a long start is never silent.
  */
 import { Effect, Stream } from "effect"
 import type { EventLogShape } from "../commands/event-log.ts"
+import type { CompiledApp } from "../domain/compile.ts"
 import { evolve } from "../domain/decider.ts"
 import { RowTable } from "./row-table.ts"
+import { goneTypeProblem, newerSchemaProblem, normaliseTables, SchemaMismatch } from "./schema-check.ts"
 
 const PROGRESS_EVERY = 100_000
 
-export const recoverRows = (log: EventLogShape) =>
+export const recoverRows = (log: EventLogShape, catalog: CompiledApp) =>
   Effect.gen(function* () {
     const started = Date.now()
     const head = yield* log.head
@@ -19,11 +23,25 @@ export const recoverRows = (log: EventLogShape) =>
       if (t === undefined) tables.set(type, (t = new RowTable()))
       return t
     }
+    // Types the log knows but the app does not declare (every type that ever had a create has a counter).
+    const gone = new Set<string>()
+    const newer = new Map<string, number>()
+    /** Whether the type's data is served; notes a gone type or data from a newer schema. */
+    const served = (type: string, schema: number | undefined) => {
+      const compiled = catalog.types.get(type)
+      if (compiled === undefined) {
+        if (!catalog.retired.has(type)) gone.add(type)
+        return false
+      }
+      if ((schema ?? 1) > compiled.version) newer.set(type, Math.max(newer.get(type) ?? 0, schema!))
+      return true
+    }
+    for (const type of head.counters.keys()) served(type, undefined)
     let rows = 0
     yield* log.storedRows.pipe(
-      Stream.runForEach(({ type, row }) =>
+      Stream.runForEach(({ type, row, schema }) =>
         Effect.suspend(() => {
-          table(type).set(row)
+          if (served(type, schema)) table(type).set(row)
           return ++rows % PROGRESS_EVERY === 0 ? Effect.logInfo(`recovery: ${rows} rows loaded`) : Effect.void
         }))
     )
@@ -31,13 +49,22 @@ export const recoverRows = (log: EventLogShape) =>
     yield* log.readFrom(head.checkpoint + 1).pipe(
       Stream.runForEach((event) =>
         Effect.suspend(() => {
-          const t = table(event.type)
-          const next = evolve(t.get(event.id), event)
-          if (next === undefined) t.delete(event.id)
-          else t.set(next)
+          if (served(event.type, event.schema)) {
+            const t = table(event.type)
+            const next = evolve(t.get(event.id), event)
+            if (next === undefined) t.delete(event.id)
+            else t.set(next)
+          }
           return ++tailEvents % PROGRESS_EVERY === 0 ? Effect.logInfo(`recovery: ${tailEvents} tail events folded`) : Effect.void
         }))
     )
+    const refused = [
+      ...[...gone].map(goneTypeProblem),
+      ...[...newer].map(([type, written]) => newerSchemaProblem(type, written, catalog.types.get(type)!.version))
+    ]
+    if (refused.length > 0) return yield* new SchemaMismatch({ problems: refused })
+    const misfits = normaliseTables(catalog, tables)
+    if (misfits.length > 0) return yield* new SchemaMismatch({ problems: misfits })
     return {
       tables,
       checkpoint: head.lastSeq,

@@ -1,13 +1,19 @@
 /**
  * `wo replay`: rebuild every row from the log alone and compare it, by digest, with the stored row state.
- * It needs no app definition: events carry their data, and `evolve` is the same for every type.
+ *
+ * Without the app it compares the data as written: events carry their data, and `evolve` is the same for every
+ * type. That proves a log whose schema never changed. Once it has (migrations, defaults, removed fields), the
+ * stored rows hold the current form and the fold needs the app to get there: given the app (and a log that
+ * upcasts, see upcasting-log.ts), both sides are compared after migrations and normalisation.
  */
-import { Effect, Stream } from "effect"
+import { Effect, Either, Stream } from "effect"
 import { createHash } from "node:crypto"
 import type { Row } from "../domain/catalog.ts"
+import type { CompiledApp } from "../domain/compile.ts"
 import { evolve } from "../domain/decider.ts"
 import type { EventLogShape } from "../commands/event-log.ts"
 import { RowTable } from "./row-table.ts"
+import { makeMisfits, newerSchemaProblem, normaliseRow, normaliseTables } from "./schema-check.ts"
 
 /** JSON with sorted keys, so that a digest does not depend on key order. */
 export const canonicalJson = (value: unknown): string => {
@@ -30,18 +36,42 @@ export interface ReplayReport {
   readonly matches: boolean
   /** The first few rows that differ, as `type/id`. */
   readonly mismatches: ReadonlyArray<string>
+  /**
+   * Without the app, when the rows differ the way a schema change makes them differ (data written at a schema
+   * version above 1, or fields present on one side only): why the comparison needs `--app`.
+   */
+  readonly needsApp?: string
+  /** With the app: rows (rebuilt or stored) that do not fit its schema. */
+  readonly misfits: ReadonlyArray<string>
   readonly millis: number
 }
 
-export const replay = (log: EventLogShape) =>
+/** True when two rows agree on every field they both have: what defaults and removed fields leave behind. */
+const differOnlyInPresence = (a: Row | undefined, b: Row) => {
+  if (a === undefined) return false
+  for (const k of Object.keys(a)) if (k in b && canonicalJson(a[k]) !== canonicalJson(b[k])) return false
+  return true
+}
+
+export const replay = (log: EventLogShape, catalog?: CompiledApp) =>
   Effect.gen(function* () {
     const started = Date.now()
     const tables = new Map<string, RowTable>()
+    // The schema versions the data was written with, as recorded (meaningful without the app only).
+    const newerThanOne = new Set<string>()
+    // With the app: data written by a newer schema than it declares, which it cannot read.
+    const newer = new Map<string, number>()
+    const noteSchema = (type: string, schema = 1) => {
+      if (schema > 1) newerThanOne.add(type)
+      const declared = catalog?.types.get(type)?.version
+      if (declared !== undefined && schema > declared) newer.set(type, Math.max(newer.get(type) ?? 0, schema))
+    }
     let events = 0
     yield* log.readFrom(1).pipe(
       Stream.runForEach((event) =>
         Effect.sync(() => {
           events++
+          noteSchema(event.type, event.schema)
           let t = tables.get(event.type)
           if (t === undefined) tables.set(event.type, (t = new RowTable()))
           const next = evolve(t.get(event.id), event)
@@ -49,6 +79,7 @@ export const replay = (log: EventLogShape) =>
           else t.set(next)
         }))
     )
+    const misfits = catalog === undefined ? [] : normaliseTables(catalog, tables, "row rebuilt from the log")
     const rebuilt = createHash("sha256")
     const rebuiltLines = new Map<string, string>()
     let rows = 0
@@ -62,29 +93,57 @@ export const replay = (log: EventLogShape) =>
     }
     const stored = createHash("sha256")
     const mismatches: Array<string> = []
+    let presenceOnly = true
+    const storedMisfits = makeMisfits("stored row")
     let storedRows = 0
     yield* log.storedRows.pipe(
-      Stream.runForEach(({ type, row }) =>
+      Stream.runForEach(({ type, row: written, schema }) =>
         Effect.sync(() => {
+          noteSchema(type, schema)
+          let row = written
+          const compiled = catalog?.types.get(type)
+          if (compiled !== undefined) {
+            const normalised = normaliseRow(compiled.normalise, written)
+            if (Either.isLeft(normalised)) storedMisfits.add(type, written.id, normalised.left)
+            else row = normalised.right
+          }
           const line = lineOf(type, row)
           stored.update(line)
           storedRows++
           const key = `${type}/${row.id}`
-          if (rebuiltLines.get(key) !== line && mismatches.length < 10) mismatches.push(key)
+          if (rebuiltLines.get(key) !== line) {
+            if (mismatches.length < 10) mismatches.push(key)
+            presenceOnly &&= differOnlyInPresence(tables.get(type)?.get(row.id), row)
+          }
           rebuiltLines.delete(key)
         }))
     )
-    for (const key of rebuiltLines.keys()) if (mismatches.length < 10) mismatches.push(`${key} (missing from stored rows)`)
+    for (const key of rebuiltLines.keys()) {
+      presenceOnly = false
+      if (mismatches.length < 10) mismatches.push(`${key} (missing from stored rows)`)
+    }
+    misfits.push(...storedMisfits.problems())
+    for (const [type, written] of newer) misfits.unshift(newerSchemaProblem(type, written, catalog!.types.get(type)!.version))
     const rebuiltDigest = rebuilt.digest("hex")
     const storedDigest = stored.digest("hex")
+    const matches = rebuiltDigest === storedDigest && misfits.length === 0
+    const needsApp = catalog !== undefined || matches
+      ? undefined
+      : newerThanOne.size > 0
+      ? `the log holds data written at schema versions above 1 (${[...newerThanOne].sort().join(", ")})`
+      : presenceOnly
+      ? `the stored rows differ from the log's fold only by fields present on one side, as defaults and removed fields leave them`
+      : undefined
     return {
       events,
       rows,
       storedRows,
       rebuiltDigest,
       storedDigest,
-      matches: rebuiltDigest === storedDigest,
+      matches,
       mismatches,
+      ...(needsApp === undefined ? {} : { needsApp }),
+      misfits,
       millis: Date.now() - started
     } satisfies ReplayReport
   })

@@ -6,6 +6,7 @@ import { Context, Effect, Layer } from "effect"
 import type { Row } from "../domain/catalog.ts"
 import type { Change } from "../domain/events.ts"
 import { EventLog } from "../commands/event-log.ts"
+import { Catalog } from "../domain/app-catalog.ts"
 import { recoverRows } from "./recovery.ts"
 import { RowTable } from "./row-table.ts"
 
@@ -51,9 +52,14 @@ export const makeRows = (tables: Map<string, RowTable>, checkpoint: number, reco
   }
 }
 
-/** The projection recovered from the log: stored rows plus checkpoint, then the log tail. */
+/**
+ * The projection recovered from the log: stored rows plus checkpoint, then the log tail, checked against the
+ * app's schema (fails with SchemaMismatch when the stored data does not fit it).
+ */
 export const RowsLive = Layer.effect(
   Rows,
-  Effect.flatMap(EventLog, (log) =>
-    Effect.map(recoverRows(log), ({ tables, checkpoint, report }) => makeRows(tables, checkpoint, report)))
+  Effect.gen(function* () {
+    const { tables, checkpoint, report } = yield* recoverRows(yield* EventLog, yield* Catalog)
+    return makeRows(tables, checkpoint, report)
+  })
 )

@@ -1,4 +1,4 @@
-import { Effect, Layer } from "effect"
+import { Deferred, Effect, Layer } from "effect"
 import { afterEach, describe, expect, it } from "vitest"
 import { LogFaults } from "../../src/commands/log-faults.ts"
 import { MCP_HEADERS, openSession } from "../support/mcp.ts"
@@ -51,19 +51,37 @@ describe("legacy sessions (L2, L3, L8)", () => {
   })
 
   it("caps the number of sessions and expires idle ones", async () => {
-    const server = await start(apps.pricing, { maxSessions: 2, sessionIdleMs: 300 })
+    const server = await start(apps.pricing, { maxSessions: 2, sessionIdleMs: 1000 })
+    const initialize = () =>
+      http(`${server.url}/mcp`, {
+        method: "POST",
+        headers: MCP_HEADERS,
+        body: { jsonrpc: "2.0", id: 1, method: "initialize", params: { protocolVersion: "2025-11-25", capabilities: {}, clientInfo: { name: "x" } } }
+      })
+    // A session with an open GET stream is in use and never expires, so each is held that way as soon as it
+    // exists: however slow the machine, no slot is freed by expiry while the cap is checked.
     const a = await openSession(server.url)
-    await openSession(server.url)
-    const third = await http(`${server.url}/mcp`, {
-      method: "POST",
-      headers: MCP_HEADERS,
-      body: { jsonrpc: "2.0", id: 1, method: "initialize", params: { protocolVersion: "2025-11-25", capabilities: {}, clientInfo: { name: "x" } } }
-    })
+    const aStream = await getStream(server.url, a)
+    const b = await openSession(server.url)
+    const bStream = await getStream(server.url, b)
+    expect([aStream.status, bStream.status]).toEqual([200, 200])
+    const third = await initialize()
     expect(third.status).toBe(503)
     expect(third.json.error.message).toMatch(/WO_MAX_SESSIONS/)
-    await new Promise((r) => setTimeout(r, 800))
-    expect((await post(server.url, a, "ping")).status).toBe(404)
-    await openSession(server.url) // room again
+    expect(third.headers.get("mcp-session-id")).toBeNull()
+
+    // Now only a is idle (b's stream keeps b in use), so the one slot that can free up is a's, once it expires.
+    // Wait for that by asking for a session (which touches neither a nor b), not for some time.
+    aStream.close()
+    let room = await initialize()
+    for (const until = Date.now() + 30_000; room.status === 503 && Date.now() < until; room = await initialize()) {
+      await new Promise((r) => setTimeout(r, 50))
+    }
+    expect(room.status).toBe(200) // room again
+    expect(room.headers.get("mcp-session-id")).toBeTruthy()
+    expect((await post(server.url, a, "ping")).status).toBe(404) // expired
+    expect((await post(server.url, b, "ping")).status).toBe(200) // in use all along: kept, though idle as long as a
+    bStream.close()
   })
 })
 
@@ -225,29 +243,73 @@ describe("streamed responses (C4)", () => {
 
 describe("bounded buffers: an overflowing stream is closed, others are untouched (L8)", () => {
   it("closes the stream whose buffer overflows; its client resumes with Last-Event-ID and loses nothing", async () => {
-    // A disk that takes 20 ms per sync makes the burst below land in one or two batches.
-    const slowDisk = Layer.succeed(LogFaults, { beforeWrite: () => Effect.sleep("20 millis") })
-    const server = await start(apps.pricing, { streamBuffer: 16 }, slowDisk)
+    // One durable batch delivers its notices synchronously, before a stream's writer can drain any, so a batch
+    // of more than streamBuffer + 1 changes to watched rows overflows the buffer (the exact edge is in
+    // test/reliability/limits.test.ts). The burst must be one batch whatever the machine's load: the first
+    // write is held at the disk until each of the other 63 has reported "accepted" (queued for the writer).
+    const batches: Array<number> = []
+    let hold: { readonly entered: Deferred.Deferred<void>; readonly gate: Deferred.Deferred<void> } | undefined
+    const heldDisk = Layer.succeed(LogFaults, {
+      beforeWrite: (events: number) =>
+        Effect.suspend(() => {
+          batches.push(events)
+          const h = hold
+          hold = undefined
+          return h === undefined ? Effect.void : Deferred.succeed(h.entered, undefined).pipe(Effect.zipRight(Deferred.await(h.gate)))
+        })
+    })
+    const server = await start(apps.blog, { streamBuffer: 16 }, heldDisk)
     const flooded = await openSession(server.url)
     const calm = await openSession(server.url)
-    for (let i = 1; i <= 64; i++) await post(server.url, flooded, "resources/subscribe", { uri: `wo://products/${i}` })
-    await post(server.url, calm, "resources/subscribe", { uri: "wo://products/1" })
+    const writer = await openSession(server.url)
+    for (let i = 1; i <= 64; i++) await post(server.url, flooded, "resources/subscribe", { uri: `wo://articles/${i}` })
+    await post(server.url, calm, "resources/subscribe", { uri: "wo://articles/1" })
     const floodedStream = await getStream(server.url, flooded)
     const calmStream = await getStream(server.url, calm)
-    await Promise.all(Array.from({ length: 64 }, () => createProduct(server.url)))
 
+    const article = { title: "t", body: "b", status: "draft", tags: [], author: { name: "A" } }
+    const h = { entered: Effect.runSync(Deferred.make<void>()), gate: Effect.runSync(Deferred.make<void>()) }
+    hold = h
+    const before = batches.length
+    const first = http(`${server.url}/api/articles`, { method: "POST", body: article }) // article 1
+    await Effect.runPromise(Deferred.await(h.entered)) // the writer now waits on the gate
+    const burst = await Promise.all(Array.from({ length: 63 }, (_, i) =>
+      openSse(`${server.url}/mcp`, {
+        method: "POST",
+        headers: { ...MCP_HEADERS, "mcp-session-id": writer, "mcp-protocol-version": "2025-11-25" },
+        body: JSON.stringify({ jsonrpc: "2.0", id: 1000 + i, method: "tools/call", params: { name: "articles_create", arguments: article, _meta: { progressToken: i } } })
+      })))
+    for (const call of burst) expect((await call.nextJson(10_000))?.json.params.message).toBe("accepted")
+    Effect.runSync(Deferred.succeed(h.gate, undefined))
+    expect((await first).status).toBe(201)
+    const created: Array<string> = []
+    for (const call of burst) {
+      let last: any
+      for (let m = await call.nextJson(10_000); m !== undefined; m = await call.nextJson(10_000)) last = m.json
+      created.push(String(last?.result?.structuredContent?.id))
+    }
+    expect(created.sort()).toEqual(Array.from({ length: 63 }, (_, i) => String(i + 2)).sort())
+    expect(batches.slice(before), "the held write, then the burst as one durable batch").toEqual([1, 63])
+
+    // The flooded stream ends (read until the server closes it; at most 64 notices can come).
     const got: Array<{ id?: string; json: any }> = []
-    for (let m = await floodedStream.nextJson(1000); m !== undefined; m = await floodedStream.nextJson(1000)) got.push(m)
+    for (let m = await floodedStream.nextJson(10_000); m !== undefined && got.length < 64; m = await floodedStream.nextJson(10_000)) got.push(m)
     expect(floodedStream.ended()).toBe(true) // closed by the server, not buffered without bound
     expect(got.length).toBeLessThan(64)
-    expect((await calmStream.nextJson())?.json.params.uri).toBe("wo://products/1")
+    expect((await calmStream.nextJson(10_000))?.json.params.uri).toBe("wo://articles/1")
     expect(calmStream.ended()).toBe(false)
 
+    // Resuming gets exactly the rest: read until all 64 are in hand, then nothing more may come.
     const resumed = await getStream(server.url, flooded, got.length ? got[got.length - 1].id : "get-0")
     const rest: Array<string> = []
-    for (let m = await resumed.nextJson(500); m !== undefined; m = await resumed.nextJson(500)) rest.push(m.json.params.uri)
+    while (got.length + rest.length < 64) {
+      const m = await resumed.nextJson(10_000)
+      if (m === undefined) break
+      rest.push(m.json.params.uri)
+    }
+    expect(await resumed.nextJson(300)).toBeUndefined() // nothing twice
     const all = [...got.map((m) => m.json.params.uri), ...rest].sort()
-    expect(all).toEqual(Array.from({ length: 64 }, (_, i) => `wo://products/${i + 1}`).sort())
+    expect(all).toEqual(Array.from({ length: 64 }, (_, i) => `wo://articles/${i + 1}`).sort())
     resumed.close()
     calmStream.close()
   })

@@ -13,8 +13,12 @@ describe("crash loop: kill -9 under 32 writes in flight, restart, check", () => 
     expect(report.problems, `seed ${report.seed}, data dir ${report.dataDir}`).toEqual([])
     expect(report.lost).toBe(0)
     expect(report.cycles).toHaveLength(3)
-    // The traffic was real: every cycle acknowledged writes, and some landed on subscribed rows.
-    for (const c of report.cycles) expect(c.ackedThisCycle, `cycle ${c.cycle}`).toBeGreaterThan(20)
+    // The traffic was real: every cycle acknowledged writes up to its kill point (a count, not a time, so a
+    // loaded machine only makes the cycle slower) with more in flight, and some landed on subscribed rows.
+    for (const c of report.cycles) {
+      expect(c.ackedThisCycle, `cycle ${c.cycle}`).toBeGreaterThanOrEqual(c.killAtAcks)
+      expect(c.ackedThisCycle, `cycle ${c.cycle}`).toBeGreaterThan(20)
+    }
     expect(report.notificationsChecked).toBeGreaterThan(0)
   }, 120_000)
 })

@@ -8,6 +8,7 @@ import { Effect, Layer } from "effect"
 import * as path from "node:path"
 import { afterEach, describe, expect, it } from "vitest"
 import { LogFaults } from "../../src/commands/log-faults.ts"
+import { seal, unsealJson } from "../../src/commands/record.ts"
 import * as K from "../../src/commands/log-keys.ts"
 import { StoreUnavailable } from "../../src/domain/errors.ts"
 import { MCP_HEADERS, openSession } from "../support/mcp.ts"
@@ -127,14 +128,15 @@ const STACK_FRAME = /^\s+at /m
 describe.concurrent("a damaged tail on disk stops startup with a clear message", () => {
   const cases: ReadonlyArray<readonly [string, (db: ClassicLevel<string, string>) => Promise<unknown>, RegExp]> = [
     [
-      "the last event is torn (half a JSON record)",
+      "the last event is torn (half a record)",
       async (db) => db.put(K.eventKey(4), (await db.get(K.eventKey(4)))!.slice(0, 25)),
-      /corrupt record at key e!0000000000000004: not valid JSON/
+      /corrupt record at key e!0000000000000004: checksum mismatch/
     ],
     [
       "the last event holds another seq than its key",
-      async (db) => db.put(K.eventKey(4), JSON.stringify({ ...JSON.parse((await db.get(K.eventKey(4)))!), seq: 9 })),
-      /corrupt log tail: key e!0000000000000004 holds event seq 9/
+      async (db) =>
+        db.put(K.eventKey(4), seal(K.eventKey(4), JSON.stringify({ ...unsealJson<object>(K.eventKey(4), (await db.get(K.eventKey(4)))!), seq: 9 }))),
+      /corrupt log: key e!0000000000000004 holds event seq 9/
     ],
     [
       "the last event is missing (the checkpoint is past the log)",
@@ -144,10 +146,10 @@ describe.concurrent("a damaged tail on disk stops startup with a clear message",
     [
       "an event past the checkpoint (the tail startup folds onto the stored rows) is torn",
       async (db) => {
-        await db.put(K.CHECKPOINT_KEY, "2")
+        await db.put(K.CHECKPOINT_KEY, seal(K.CHECKPOINT_KEY, "2"))
         await db.put(K.eventKey(3), "{\"seq\":3,\"at\":")
       },
-      /corrupt record at key e!0000000000000003: not valid JSON/
+      /corrupt record at key e!0000000000000003: checksum mismatch/
     ]
   ]
   for (const [name, edit, message] of cases) {

@@ -13,7 +13,7 @@
  *  3. Raw bytes on a socket: malformed request lines and headers.
  *
  * Invariants everywhere: the server keeps answering; every status is one the contract allows; /mcp answers are
- * JSON-RPC (except the plain-JSON 403 and 413 of the edge); the log moves by exactly one event for an accepted
+ * JSON-RPC (403 and 413 included); the log moves by exactly one event for an accepted
  * write and not at all otherwise.
  */
 import { Effect } from "effect"
@@ -100,8 +100,6 @@ const checkMcpAnswer = (c: { label?: string; request?: FuzzRequest }, a: FuzzAns
   } catch {
     fail("a JSON content type with a body that is not JSON", c, a)
   }
-  // The edge's own refusals (Host/Origin 403, body 413) are plain JSON errors, not JSON-RPC.
-  if ((a.status === 403 || a.status === 413) && typeof json.error === "string") return json
   if (!isRpc(json) || "method" in json) fail("a JSON answer that is not a JSON-RPC response", c, a)
   return json
 }
@@ -277,7 +275,7 @@ const faults: Record<string, { eras: ReadonlyArray<Era>; weight: number; make: F
         label: `body over the limit by about ${extra}`,
         body: json(messageOf(era, { ...base, params: { ...base.params, pad: "x".repeat(BODY_LIMIT + extra) } }, id)),
         headers,
-        expect: { status: 413, plain: "PayloadTooLarge" }
+        expect: { status: 413, code: -32600, id: null }
       }))
   },
   hostOrOrigin: {
@@ -287,7 +285,7 @@ const faults: Record<string, { eras: ReadonlyArray<Era>; weight: number; make: F
       fc.oneof(
         fc.constantFrom("evil.example", "127.0.0.1.nip.io", "localhost.evil", "[::2]:80").map((host) => ({ host })),
         fc.constantFrom("http://evil.example", "null", "https://localhost.evil", "http://127.0.0.1.nip.io:80").map((origin) => ({ origin }))
-      ).map((h) => ({ label: `bad ${JSON.stringify(h)}`, body: json(messageOf(era, base, id)), headers: { ...headers, ...h }, expect: { status: 403, plain: "Forbidden" } }))
+      ).map((h) => ({ label: `bad ${JSON.stringify(h)}`, body: json(messageOf(era, base, id)), headers: { ...headers, ...h }, expect: { status: 403, code: -32600, id: null } }))
   },
   mirror: {
     eras: ["modern"],

@@ -3,6 +3,9 @@
  * `kill -9` at a random moment, then the checks, cycle after cycle. Used by test/reliability/crash-loop.test.ts
  * (3 cycles) and scripts/crash-loop.ts (20 by default).
  *
+ * The moment is drawn as a count, not a time: the kill comes right after the cycle's Nth acknowledged write,
+ * with the other writes still in flight, so a loaded machine makes a cycle slower but never makes it do less.
+ *
  * After each kill, before the restart:
  *  - the log read straight from classic-level is whole: seqs 1..n, each row's versions 1..n, checkpoint = last
  *    seq, stored rows = the fold (checkStore);
@@ -28,9 +31,9 @@ import { prng, reconcile, runTraffic, sessionRequest, verifyOverHttp, WriteModel
 export interface CrashLoopOptions {
   readonly cycles: number
   readonly inFlight?: number
-  /** The kill comes at a uniformly random moment in [minTrafficMs, maxTrafficMs] after the traffic starts. */
-  readonly minTrafficMs?: number
-  readonly maxTrafficMs?: number
+  /** The kill comes right after the Nth acknowledged write of the cycle, N uniformly random in [minAcks, maxAcks]. */
+  readonly minAcks?: number
+  readonly maxAcks?: number
   readonly seed?: number
   readonly dataDir?: string
   readonly log?: (line: string) => void
@@ -38,6 +41,9 @@ export interface CrashLoopOptions {
 
 export interface CycleReport {
   readonly cycle: number
+  /** The acknowledged writes of this cycle after which the server was killed. */
+  readonly killAtAcks: number
+  /** How long the traffic ran before the kill (informational: it depends on the machine). */
   readonly trafficMs: number
   readonly ackedThisCycle: number
   readonly events: number
@@ -59,7 +65,6 @@ export interface CrashLoopReport {
 }
 
 const BLOG = path.join(ROOT, "examples/blog")
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
 
 interface Subscriber {
   readonly session: string
@@ -167,8 +172,8 @@ export const runCrashLoop = async (options: CrashLoopOptions): Promise<CrashLoop
   const seed = options.seed ?? Math.floor(Math.random() * 2 ** 31)
   const r = prng(seed)
   const inFlight = options.inFlight ?? 32
-  const minMs = options.minTrafficMs ?? 300
-  const maxMs = options.maxTrafficMs ?? 1500
+  const minAcks = options.minAcks ?? 40
+  const maxAcks = options.maxAcks ?? 400
   const log = options.log ?? (() => {})
   const dataDir = options.dataDir ?? tempDir("wo-crash-")
   const model = new WriteModel()
@@ -185,9 +190,25 @@ export const runCrashLoop = async (options: CrashLoopOptions): Promise<CrashLoop
       const ackedBefore = model.ackedWrites
       const sub = await subscribe(url, model, snapshot, r, problems)
       let stop = false
-      const traffic = runTraffic({ url, model, inFlight, random: r, tag: `${seed}-${cycle}`, stop: () => stop })
-      const trafficMs = minMs + r.int(maxMs - minMs + 1)
-      await sleep(trafficMs)
+      const killAtAcks = minAcks + r.int(maxAcks - minAcks + 1)
+      let reached!: () => void
+      const enough = new Promise<void>((resolve) => (reached = resolve))
+      const started = Date.now()
+      const traffic = runTraffic({
+        url,
+        model,
+        inFlight,
+        random: r,
+        tag: `${seed}-${cycle}`,
+        stop: () => stop,
+        onAck: () => {
+          if (model.ackedWrites - ackedBefore >= killAtAcks) reached()
+        }
+      })
+      // Kill at the Nth acknowledgement; if every worker ends first (the server stopped answering), kill anyway:
+      // the cycle then reports fewer acknowledged writes than killAtAcks, which the test rejects.
+      await Promise.race([enough, traffic])
+      const trafficMs = Date.now() - started
       await server.stop("SIGKILL")
       stop = true
       await traffic
@@ -212,6 +233,7 @@ export const runCrashLoop = async (options: CrashLoopOptions): Promise<CrashLoop
 
       const report: CycleReport = {
         cycle,
+        killAtAcks,
         trafficMs,
         ackedThisCycle: model.ackedWrites - ackedBefore,
         events: snapshot.events.length,
@@ -220,7 +242,7 @@ export const runCrashLoop = async (options: CrashLoopOptions): Promise<CrashLoop
         notificationsChecked: notified
       }
       cycles.push(report)
-      log(`cycle ${cycle}: killed after ${trafficMs} ms; ${report.ackedThisCycle} writes acknowledged (${model.ackedWrites} in all), ` +
+      log(`cycle ${cycle}: killed at ack ${killAtAcks}, after ${trafficMs} ms; ${report.ackedThisCycle} writes acknowledged (${model.ackedWrites} in all), ` +
         `${report.events} events in the log, ${rec.lost} lost, ${rec.adopted} unanswered but durable, ${notified} notifications checked`)
     }
   } finally {

@@ -1,10 +1,11 @@
 /**
- * Reads a closed data dir straight from classic-level (no server, no writeonce code on the read path) and checks
+ * Reads a closed data dir straight from classic-level (no server; only the record codec of writeonce) and checks
  * the log's shape: keys and sequences 1..n without gaps, each row's versions 1..n, nothing after a delete, and
  * the stored rows equal to the fold of the log. Used after `kill -9` and after shutdown, before any restart.
  */
 import { ClassicLevel } from "classic-level"
 import * as K from "../../src/commands/log-keys.ts"
+import { unseal, unsealJson } from "../../src/commands/record.ts"
 import type { StoredEvent } from "../../src/domain/events.ts"
 
 export type RowJson = { readonly id: string; readonly version: number } & Record<string, unknown>
@@ -24,21 +25,21 @@ export const readStore = async (dataDir: string): Promise<StoreSnapshot> => {
   try {
     const events: Array<StoredEvent> = []
     for await (const [key, value] of db.iterator({ gte: K.EVENTS_START, lt: K.EVENTS_END })) {
-      const event = JSON.parse(value) as StoredEvent
+      const event = unsealJson<StoredEvent>(key, value)
       if (K.seqOfEventKey(key) !== event.seq) throw new Error(`key ${key} holds seq ${event.seq}`)
       events.push(event)
     }
     const storedRows = new Map<string, RowJson>()
     for await (const [key, value] of db.iterator({ gte: K.ROWS_START, lt: K.ROWS_END })) {
-      const row = JSON.parse(value) as RowJson
-      storedRows.set(`${key.split("!")[1]}/${row.id}`, row)
+      const { row } = unsealJson<{ row: RowJson }>(key, value)
+      storedRows.set(`${K.typeOfRowKey(key)}/${row.id}`, row)
     }
     const cp = await db.get(K.CHECKPOINT_KEY)
     const counters = new Map<string, number>()
     for await (const [key, value] of db.iterator({ gte: K.COUNTER_PREFIX, lt: `${K.COUNTER_PREFIX}~` })) {
-      counters.set(key.slice(K.COUNTER_PREFIX.length), Number(value))
+      counters.set(key.slice(K.COUNTER_PREFIX.length), Number(unseal(key, value)))
     }
-    return { events, storedRows, checkpoint: cp === undefined ? 0 : Number(cp), counters }
+    return { events, storedRows, checkpoint: cp === undefined ? 0 : Number(unseal(K.CHECKPOINT_KEY, cp)), counters }
   } finally {
     await db.close()
   }

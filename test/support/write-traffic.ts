@@ -147,13 +147,15 @@ export interface TrafficOptions {
   /** Makes payloads unique per run. */
   readonly tag: string
   readonly stop: () => boolean
+  /** Called after each acknowledged write has been recorded in the model (e.g. to act at the Nth ack). */
+  readonly onAck?: () => void
 }
 
 /**
  * Runs `inFlight` workers until `stop()` or until their connection fails. Refusals are recorded and the worker
  * goes on; a connection failure leaves the write pending and ends the worker.
  */
-export const runTraffic = async ({ url, model, inFlight, random: r, tag, stop }: TrafficOptions) => {
+export const runTraffic = async ({ url, model, inFlight, random: r, tag, stop, onAck }: TrafficOptions) => {
   const owned = Array.from({ length: inFlight }, () => [] as Array<ModelRow>)
   for (const row of model.live()) owned[Number(row.id) % inFlight].push(row)
   const worker = async (w: number) => {
@@ -192,6 +194,7 @@ export const runTraffic = async ({ url, model, inFlight, random: r, tag, stop }:
         model.rows.set(id, row)
         // The creator owns the row for the rest of this run; the next run deals rows out by id.
         mine.push(row)
+        onAck?.()
         continue
       }
       const row = target!
@@ -203,6 +206,7 @@ export const runTraffic = async ({ url, model, inFlight, random: r, tag, stop }:
         row.deleted = true
         mine.splice(mine.indexOf(row), 1)
       }
+      onAck?.()
     }
   }
   await Promise.all(Array.from({ length: inFlight }, (_, w) => worker(w)))

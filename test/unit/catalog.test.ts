@@ -29,10 +29,14 @@ describe("app validation", () => {
   })
 
   it("rejects reserved field names", () => {
-    const app = defineApp({ name: "x", entities: { things: entity({ fields: { id: Schema.String, version: Schema.Number } }) } })
+    const app = defineApp({
+      name: "x",
+      entities: { things: entity({ fields: { id: Schema.String, version: Schema.Number, constructor: Schema.String } }) }
+    })
     expect(problems(app)).toEqual([
       expect.stringMatching(/field "id": the name is reserved/),
-      expect.stringMatching(/field "version": the name is reserved/)
+      expect.stringMatching(/field "version": the name is reserved/),
+      expect.stringMatching(/field "constructor": the name is reserved/)
     ])
   })
 

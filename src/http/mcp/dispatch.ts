@@ -84,10 +84,13 @@ export const makeDispatcher = (tools: ReadonlyArray<Tool>, resources: Resources)
         return Effect.succeed({ result: next ? { tools: page, nextCursor: next } : { tools: page }, cache: CATALOG_CACHE })
       }),
     "tools/call": (params, context) =>
-      fromEither(CallParams(params), ({ name, arguments: args }) => {
+      fromEither(CallParams(params), ({ name }) => {
         const tool = byName.get(name)
         if (tool === undefined) return Effect.fail(invalidParams(`Unknown tool: ${name}`))
-        return Effect.map(tool.call(args ?? {}, { onStage: context.onStage }), (r) => ({ result: { ...r } }))
+        // The arguments as parsed, not the decoded copy: the Record decode drops an own `__proto__` key, which
+        // the command's input rules must see to refuse it as REST does.
+        const args = (Object.hasOwn(params, "arguments") ? params.arguments ?? {} : {}) as Readonly<Record<string, unknown>>
+        return Effect.map(tool.call(args, { onStage: context.onStage }), (r) => ({ result: { ...r } }))
       }),
     "resources/list": (params) =>
       fromEither(CursorParams(params), ({ cursor }) => {

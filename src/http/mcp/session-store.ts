@@ -4,7 +4,7 @@
  * was told about survives a crash.
  */
 import { Context, Effect, Layer, Schema } from "effect"
-import { LevelDb, storeError } from "../../commands/level-db.ts"
+import { LevelDb } from "../../commands/level-db.ts"
 import type { StoreUnavailable } from "../../domain/errors.ts"
 
 const PREFIX = "s!"
@@ -29,9 +29,8 @@ export class SessionStore extends Context.Tag("writeonce/SessionStore")<SessionS
 
 export const ClassicLevelSessionStore = Layer.effect(
   SessionStore,
-  Effect.map(LevelDb, (db) => ({
-    loadAll: Effect.tryPromise({
-      try: async () => {
+  Effect.map(LevelDb, (store) => ({
+    loadAll: store.read("cannot read sessions", async (db) => {
         const out: Array<readonly [string, StoredSession]> = []
         for await (const [key, value] of db.iterator({ gte: PREFIX, lt: `${PREFIX}~` })) {
           const decoded = decodeStored(value)
@@ -39,11 +38,9 @@ export const ClassicLevelSessionStore = Layer.effect(
           if (decoded._tag === "Right") out.push([key.slice(PREFIX.length), decoded.right])
         }
         return out
-      },
-      catch: storeError("cannot read sessions")
-    }),
+      }),
     save: (id, session) =>
-      Effect.tryPromise({ try: () => db.put(`${PREFIX}${id}`, JSON.stringify(session), { sync: true }), catch: storeError("cannot save the session") }),
-    remove: (id) => Effect.tryPromise({ try: () => db.del(`${PREFIX}${id}`, { sync: true }), catch: storeError("cannot delete the session") })
+      store.write("cannot save the session", (db) => db.put(`${PREFIX}${id}`, JSON.stringify(session), { sync: true })),
+    remove: (id) => store.write("cannot delete the session", (db) => db.del(`${PREFIX}${id}`, { sync: true }))
   }))
 )

@@ -1,0 +1,25 @@
+/**
+ * The startup audit of the whole log. Startup itself reads only the stored rows and the log past the checkpoint
+ * (restart must stay fast on a large log), so a damaged event before the checkpoint would otherwise show only when
+ * it is read (replay, resumption, `/api/_events`). Once the server is up, this reads the log once in the
+ * background, verifying every checksum and the sequence, and logs an error naming the first problem.
+ */
+import { Effect, Layer, Stream } from "effect"
+import { EventLog } from "./event-log.ts"
+
+export const LogAuditLive = Layer.scopedDiscard(
+  Effect.gen(function* () {
+    const log = yield* EventLog
+    const audit = Effect.gen(function* () {
+      const started = Date.now()
+      const events = yield* Stream.runCount(log.readFrom(1))
+      yield* Effect.logDebug(`log audit: ${events} events verified in ${Date.now() - started} ms`)
+    }).pipe(
+      Effect.catchAll((e) =>
+        /corrupt/.test(e.reason)
+          ? Effect.logError(`log audit: the log is damaged: ${e.reason}. Stop the server and run \`wo verify <data-dir>\``)
+          : Effect.logWarning(`log audit: stopped before the end of the log: ${e.reason}`))
+    )
+    yield* Effect.forkScoped(audit)
+  })
+)

@@ -1,0 +1,47 @@
+/**
+ * Rules every command input must pass before its Schema decode, whatever surface it came from (REST or MCP):
+ *  - numbers are finite: `JSON.parse` turns `1e400` into Infinity, Schema.Number accepts it, and the log's
+ *    JSON would then store null, so the row would differ from what was acknowledged;
+ *  - no `__proto__` or `constructor` keys at any depth: they are never data, and copies of the input
+ *    (spreads, Schema's Record decode) would drop or misread them.
+ * It runs per command, so it is one pass over the parsed JSON that copies nothing and builds issues only when found.
+ */
+import type { FieldIssue } from "./errors.ts"
+
+const FORBIDDEN_KEYS: ReadonlySet<string> = new Set(["__proto__", "constructor"])
+
+export const NOT_FINITE = "must be a finite number"
+export const FORBIDDEN_KEY = "is a reserved key, not allowed in input"
+
+/** The issues of a decoded JSON input, each with the path of the offending value or key; empty when it passes. */
+export const inputIssues = (input: unknown): ReadonlyArray<FieldIssue> => {
+  const issues: Array<FieldIssue> = []
+  walk(input, [], issues)
+  return issues
+}
+
+// Paths are strings, array indexes too, as in the issues of the Schema decode.
+const issueAt = (path: ReadonlyArray<string | number>, message: string): FieldIssue => ({ path: path.map(String), message })
+
+const walk = (value: unknown, path: Array<string | number>, issues: Array<FieldIssue>): void => {
+  if (typeof value === "number") {
+    if (!Number.isFinite(value)) issues.push(issueAt(path, NOT_FINITE))
+    return
+  }
+  if (typeof value !== "object" || value === null) return
+  if (Array.isArray(value)) {
+    for (let i = 0; i < value.length; i++) {
+      path.push(i)
+      walk(value[i], path, issues)
+      path.pop()
+    }
+    return
+  }
+  // Object.keys sees an own `__proto__` (JSON.parse makes one) and never the prototype's members.
+  for (const key of Object.keys(value)) {
+    path.push(key)
+    if (FORBIDDEN_KEYS.has(key)) issues.push(issueAt(path, FORBIDDEN_KEY))
+    else walk((value as Record<string, unknown>)[key], path, issues)
+    path.pop()
+  }
+}
