@@ -1,11 +1,13 @@
 /**
  * The `wo` command line: `wo run <app-dir>` serves an app, `wo replay [--app <app-dir>] <data-dir>` proves the
- * projection can be rebuilt from the log. A thin shell over `writeOnceLayer`.
+ * projection can be rebuilt from the log; `wo init <dir>` starts an app and `wo test <app-dir>` tests one
+ * (src/init, src/testing). A thin shell over `writeOnceLayer`.
  */
 import { Args, Command, Options } from "@effect/cli"
 import * as NodeContext from "@effect/platform-node/NodeContext"
 import * as NodeRuntime from "@effect/platform-node/NodeRuntime"
 import { Console, Data, Effect, Layer, Option } from "effect"
+import * as fs from "node:fs"
 import * as path from "node:path"
 import { makeClassicLevelLog } from "./commands/classic-level-log.ts"
 import { GroupCommit } from "./commands/group-commit.ts"
@@ -22,6 +24,9 @@ import { Rows } from "./projections/rows.ts"
 import { writeOnceLayer } from "./runtime.ts"
 import { Catalog } from "./domain/app-catalog.ts"
 import { VERSION } from "./version.ts"
+import { nextSteps, scaffoldApp } from "./init/scaffold.ts"
+import { testApp } from "./testing/app-tests.ts"
+import { junitXml, tapHeader, tapResult, tapSummary } from "./testing/reporters.ts"
 
 class UsageError extends Data.TaggedError("UsageError")<{ readonly message: string }> {}
 
@@ -54,6 +59,10 @@ const announce = Layer.scopedDiscard(
   })
 )
 
+const recordOption = Options.file("record").pipe(
+  Options.withDescription("append every HTTP exchange to this transcript file, for an app's transcripts/ (or WO_RECORD)"),
+  Options.optional
+)
 const insecureOption = Options.boolean("insecure").pipe(
   Options.withDescription("allow a non-loopback --listen address without WO_AUTH_TOKEN")
 )
@@ -73,14 +82,15 @@ const exitWhenTheWriterDies = Layer.scopedDiscard(
 
 const run = Command.make(
   "run",
-  { appDir, data: dataOption, listen: listenOption, insecure: insecureOption, acceptDataLoss: acceptDataLossOption },
-  ({ appDir, data, listen, insecure, acceptDataLoss }) =>
+  { appDir, data: dataOption, listen: listenOption, insecure: insecureOption, acceptDataLoss: acceptDataLossOption, record: recordOption },
+  ({ appDir, data, listen, insecure, acceptDataLoss, record }) =>
   Effect.gen(function* () {
     const { app, dir } = yield* loadApp(appDir)
     const overrides: Partial<Settings> = {}
     if (Option.isSome(data)) Object.assign(overrides, { dataDir: path.resolve(data.value) })
     if (insecure) Object.assign(overrides, { insecure: true })
     if (acceptDataLoss) Object.assign(overrides, { acceptDataLoss: true })
+    if (Option.isSome(record)) Object.assign(overrides, { recordFile: path.resolve(record.value) })
     if (Option.isSome(listen)) {
       const parsed = parseListen(listen.value)
       if (parsed === undefined) return yield* new UsageError({ message: `--listen expects HOST:PORT, got "${listen.value}"` })
@@ -151,9 +161,42 @@ const verifyCommand = Command.make(
     }).pipe(Effect.scoped)
 ).pipe(Command.withDescription("check a stopped data dir: checksums, sequence and version continuity, counters, checkpoint"))
 
+const initCommand = Command.make(
+  "init",
+  { dir: Args.directory({ name: "dir" }).pipe(Args.withDescription("the new app's folder: missing or empty")) },
+  ({ dir }) =>
+    Effect.gen(function* () {
+      const made = yield* scaffoldApp(dir)
+      yield* Console.log(nextSteps(made))
+    })
+).pipe(Command.withDescription("start a new app: app.ts, a decider spec, a recorded transcript, package.json, README"))
+
+const junitOption = Options.file("junit").pipe(
+  Options.withDescription("also write the results as JUnit XML to this file, for CI"),
+  Options.optional
+)
+
+const testCommand = Command.make(
+  "test",
+  { appDir, junit: junitOption },
+  ({ appDir, junit }) =>
+    Effect.gen(function* () {
+      let index = 0
+      yield* Console.log(tapHeader(`writeonce ${VERSION}: wo test ${appDir}`))
+      const report = yield* testApp(appDir, (result) => Console.log(tapResult(result, ++index)))
+      yield* Console.log(tapSummary(report))
+      if (Option.isSome(junit)) yield* Effect.sync(() => fs.writeFileSync(junit.value, junitXml(report)))
+      const failed = report.results.length === 0 || report.results.some((r) => !r.ok)
+      // Exit once stdout has drained: a spec may leave a timer behind, and a report must never be cut short.
+      yield* Effect.async<void>(() => {
+        process.stdout.write("", () => process.exit(failed ? 1 : 0))
+      })
+    })
+).pipe(Command.withDescription("run an app's decider specs (*.spec.ts) and replay its transcripts/*.http; TAP output"))
+
 const wo = Command.make("wo").pipe(
   Command.withDescription("writeonce: declare your domain once; serve REST and MCP from an event-sourced store"),
-  Command.withSubcommands([run, replayCommand, verifyCommand])
+  Command.withSubcommands([run, initCommand, testCommand, replayCommand, verifyCommand])
 )
 
 const cli = Command.run(wo, { name: "writeonce", version: VERSION })
@@ -170,6 +213,7 @@ cli(process.argv).pipe(
   }),
   Effect.catchTags({
     UsageError: (e) => fatal(e.message),
+    InitError: (e) => fatal(e.message),
     ListenError: (e) => fatal(e.message),
     ConfigError: (e) => fatal(`configuration: ${String(e)}`)
   }),

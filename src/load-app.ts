@@ -1,4 +1,7 @@
-/** Loads an app folder's `app.ts` (TypeScript, no build step: the `wo` binary runs under tsx). */
+/**
+ * Loads an app folder's `app.ts`. It is TypeScript that no one builds: the `wo` executable registers the app
+ * loader first (app-loader.ts: tsx, with the app's .ts files as ES modules whatever its package.json "type").
+ */
 import { Data, Effect } from "effect"
 import * as fs from "node:fs"
 import * as path from "node:path"
@@ -14,7 +17,13 @@ export const loadApp = (appDir: string) =>
     if (file === undefined) return yield* new AppLoadError({ message: `no app.ts in ${dir}` })
     const mod = yield* Effect.tryPromise({
       try: () => import(pathToFileURL(file).href) as Promise<{ default?: AppDef; app?: AppDef }>,
-      catch: (e) => new AppLoadError({ message: `cannot load ${file}: ${e instanceof Error ? e.message : String(e)}` })
+      catch: (e) =>
+        new AppLoadError({
+          message: `cannot load ${file}: ${e instanceof Error ? e.message : String(e)}` +
+            ((e as { code?: unknown })?.code === "ERR_UNKNOWN_FILE_EXTENSION"
+              ? " (plain Node runs no TypeScript: run it with `wo`, or register a loader such as tsx first)"
+              : "")
+        })
     })
     const app = mod.default ?? mod.app
     if (app === undefined) return yield* new AppLoadError({ message: `${file} must export the app (export default defineApp({...}))` })

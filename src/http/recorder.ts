@@ -1,7 +1,8 @@
 /**
- * The exchange recorder behind `WO_RECORD`: it wraps the edge handler and appends every exchange to a transcript
- * file in the format test/support/transcript.ts replays. A bug seen with a real client thereby becomes a
- * regression test: copy the file under test/transcripts/, trim it, give the exchanges titles.
+ * The exchange recorder behind `WO_RECORD` (`wo run --record`): it wraps the edge handler and appends every
+ * exchange to a transcript file in the format `wo test` replays (docs/transcripts.md). A bug seen with a real
+ * client thereby becomes a regression test: move the file into the app's transcripts/ (this project's:
+ * test/transcripts/), trim it, give the exchanges titles.
  *
  * Values the server generates are written as placeholders so the replay captures them instead of pinning them:
  * an `mcp-session-id` becomes `{{session}}` (wherever that value reappears: headers, whole JSON strings), and a
@@ -271,7 +272,7 @@ export const recordTo = (file: string, options: RecorderOptions = {}) => {
   const existing = readIfExists(file)
   const values = new GeneratedValues(new Set([...existing.matchAll(PLACEHOLDER_NAME)].map((m) => m[1])))
   let preamble = existing.trim() === ""
-    ? `# app: ${options.app ?? "(set the app name)"}\n# recorded by writeonce (WO_RECORD); replayed by test/transcripts.test.ts\n\n`
+    ? `# app: ${options.app ?? "(set the app name)"}\n# recorded by writeonce (wo run --record, or WO_RECORD); replayed by wo test (docs/transcripts.md)\n\n`
     : ""
 
   const append = (render: () => string) =>

@@ -1,0 +1,35 @@
+// `npm run build` (and `prepare`, so `npm ci` and `npm pack` run it): the package's JavaScript and .d.ts files in
+// dist/, compiled by tsc from src/ (tsconfig.build.json), plus the console page's sources, which the server
+// bundles with esbuild on the first request for the page (src/console/assets.ts reads them beside itself).
+// In a checkout, `writeonce` resolves to src/ instead, under the `writeonce-source` export condition.
+// The build goes to a fresh folder that then replaces dist/ at once, so dist/ is never half written.
+// Type errors fail `npm pack` and `npm publish`: no tarball is built from code that does not type-check. Elsewhere
+// (`npm ci` in a checkout mid-edit, say) they are reported and the emitted build is kept; `npm test` type-checks.
+import { spawnSync } from "node:child_process"
+import * as fs from "node:fs"
+import { createRequire } from "node:module"
+import * as path from "node:path"
+
+const root = path.resolve(import.meta.dirname, "..")
+const dist = path.join(root, "dist")
+const next = path.join(root, `.dist-${process.pid}`)
+const old = path.join(root, `.dist-old-${process.pid}`)
+const tsc = createRequire(import.meta.url).resolve("typescript/bin/tsc")
+
+try {
+  const { status } = spawnSync(process.execPath, [tsc, "-p", path.join(root, "tsconfig.build.json"), "--outDir", next], { stdio: "inherit" })
+  // tsc: 0 clean, 2 type errors but everything emitted, anything else nothing (usable) emitted.
+  const packing = ["pack", "publish"].includes(process.env.npm_command ?? "")
+  if (status !== 0 && (status !== 2 || packing)) throw new Error(`tsc failed (exit ${status})`)
+  if (status === 2) console.error("build: emitted despite the type errors above (npm run typecheck fails on them)")
+  fs.cpSync(path.join(root, "src/console/page"), path.join(next, "console/page"), { recursive: true })
+  fs.chmodSync(path.join(next, "wo.js"), 0o755)
+  if (fs.existsSync(dist)) fs.renameSync(dist, old)
+  fs.renameSync(next, dist)
+} catch (e) {
+  console.error(`build failed: ${e instanceof Error ? e.message.split("\n")[0] : e}`)
+  process.exitCode = 1
+} finally {
+  fs.rmSync(next, { recursive: true, force: true })
+  fs.rmSync(old, { recursive: true, force: true })
+}

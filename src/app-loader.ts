@@ -1,0 +1,44 @@
+/**
+ * The module loader `wo` runs an app with. An app is TypeScript that no one builds (`app.ts`, its own modules, its
+ * specs), so the `wo` executable registers tsx before it loads one. tsx alone follows the nearest package.json
+ * "type", and a default `npm init -y` project says "commonjs": app.ts would be compiled to CommonJS and then fail
+ * on `import { defineApp } from "writeonce"` (an ES module). So a resolve hook also marks an app's own .ts files
+ * as ES modules whatever the package type; files under node_modules are left as their packages declare them.
+ */
+import { register } from "node:module"
+import { register as registerTsx } from "tsx/esm/api"
+
+/**
+ * The export condition under which `writeonce` and `writeonce/testing` resolve to this checkout's TypeScript
+ * sources instead of `dist/` (see package.json `exports`). Only a checkout of writeonce itself sets it.
+ */
+export const SOURCE_CONDITION = "writeonce-source"
+
+/** Runs in Node's loader thread, so it is plain JavaScript: it cannot import anything of ours. */
+const resolveHook = (conditions: ReadonlyArray<string>) => `
+const extra = ${JSON.stringify(conditions)}
+const TYPESCRIPT = /\\.(ts|tsx|mts)$/
+export async function resolve(specifier, context, next) {
+  const resolved = await next(specifier, extra.length === 0 ? context : { ...context, conditions: [...context.conditions, ...extra] })
+  if (!resolved.url.startsWith("file:")) return resolved
+  const { pathname } = new URL(resolved.url)
+  return TYPESCRIPT.test(pathname) && !pathname.includes("/node_modules/") ? { ...resolved, format: "module" } : resolved
+}
+`
+
+export interface AppLoaderOptions {
+  /** Register tsx too (default true); false when the caller already did, to run its own TypeScript. */
+  readonly tsx?: boolean
+  /** Resolve `writeonce` to this checkout's sources (the `writeonce-source` condition). */
+  readonly sources?: boolean
+}
+
+/**
+ * Registers the loader for apps in this process. Call it once, before the first app module is imported: modules
+ * imported earlier (the runtime itself) load natively, without the cost of loader hooks.
+ */
+export const registerAppLoader = (options: AppLoaderOptions = {}): void => {
+  if (options.tsx !== false) registerTsx()
+  // Registered after tsx, so it runs first: it adds the condition on the way in and fixes the format on the way out.
+  register(`data:text/javascript,${encodeURIComponent(resolveHook(options.sources === true ? [SOURCE_CONDITION] : []))}`)
+}

@@ -1,0 +1,103 @@
+/**
+ * `wo init <dir>`: writes a new app that runs (`wo run .`) and passes its own tests (`wo test .`) as it is. It
+ * refuses a folder that holds anything, so that it never overwrites a file.
+ */
+import { Data, Effect } from "effect"
+import * as fs from "node:fs"
+import * as path from "node:path"
+import pkg from "../../package.json" with { type: "json" }
+import { appTs, gitignore, packageJson, readme, specTs, tsconfig, transcriptHttp, type TemplateInput } from "./templates.ts"
+
+export class InitError extends Data.TaggedError("InitError")<{ readonly message: string }> {}
+
+export interface Scaffolded {
+  readonly dir: string
+  readonly name: string
+  readonly files: ReadonlyArray<string>
+  /** The writeonce dependency written into package.json. */
+  readonly writeonce: string
+}
+
+/** This package's own folder (dist/init/ or src/init/ lie two levels below it). */
+const PACKAGE_ROOT = path.resolve(import.meta.dirname, "../..")
+
+/** A package name from the folder's name: lower case, letters, digits, `-`, `.` and `_`. */
+const appName = (dir: string) =>
+  path.basename(dir).toLowerCase().replace(/[^a-z0-9._-]+/g, "-").replace(/^[._-]+|-+$/g, "") || "app"
+
+/**
+ * How the new app depends on writeonce. Normally the published version range. When this copy was installed from
+ * a local tarball or folder (`npm install ./writeonce-0.1.0.tgz`, before a release), the same `file:` spec, made
+ * relative to the new app, so that `npm install` there installs what is running now; from a checkout of
+ * writeonce, the checkout itself.
+ */
+export const writeonceDependency = (appDir: string): string => {
+  const installedIn = path.dirname(PACKAGE_ROOT)
+  if (path.basename(installedIn) !== "node_modules") return `file:${path.relative(appDir, PACKAGE_ROOT) || "."}`
+  const project = path.dirname(installedIn)
+  try {
+    const manifest = JSON.parse(fs.readFileSync(path.join(project, "package.json"), "utf8")) as {
+      dependencies?: Record<string, string>
+      devDependencies?: Record<string, string>
+    }
+    const spec = manifest.dependencies?.writeonce ?? manifest.devDependencies?.writeonce
+    if (spec !== undefined && spec.startsWith("file:")) {
+      return `file:${path.relative(appDir, path.resolve(project, spec.slice("file:".length)))}`
+    }
+  } catch {
+    // No readable manifest (a global install, say): the published version it is.
+  }
+  return `^${pkg.version}`
+}
+
+/** Writes the app into `dir` (created if missing); fails if `dir` is a file or holds anything. */
+export const scaffoldApp = (target: string) =>
+  Effect.gen(function* () {
+    const dir = path.resolve(target)
+    if (fs.existsSync(dir)) {
+      if (!fs.statSync(dir).isDirectory()) return yield* new InitError({ message: `${dir} exists and is not a folder` })
+      const present = fs.readdirSync(dir)
+      if (present.length > 0) {
+        return yield* new InitError({
+          message: `${dir} is not empty (${present.slice(0, 3).join(", ")}${present.length > 3 ? ", ..." : ""}); wo init never overwrites: choose a new folder`
+        })
+      }
+    }
+    const input: TemplateInput = { name: appName(dir), writeonce: writeonceDependency(dir), effect: pkg.dependencies.effect }
+    const files: ReadonlyArray<readonly [string, string]> = [
+      ["package.json", packageJson(input)],
+      ["app.ts", appTs(input)],
+      ["specs/tasks.spec.ts", specTs()],
+      ["transcripts/tasks.http", transcriptHttp(input)],
+      ["README.md", readme(input)],
+      ["tsconfig.json", tsconfig()],
+      [".gitignore", gitignore()]
+    ]
+    yield* Effect.try({
+      try: () => {
+        for (const [file, text] of files) {
+          fs.mkdirSync(path.dirname(path.join(dir, file)), { recursive: true })
+          // `wx`: fail rather than overwrite, should anything appear meanwhile.
+          fs.writeFileSync(path.join(dir, file), text, { flag: "wx" })
+        }
+      },
+      catch: (e) => new InitError({ message: `cannot write the app into ${dir}: ${e instanceof Error ? e.message : String(e)}` })
+    })
+    return { dir, name: input.name, files: files.map(([file]) => file), writeonce: input.writeonce } satisfies Scaffolded
+  })
+
+/** What to do next, for the terminal. */
+export const nextSteps = (made: Scaffolded) => {
+  const cd = path.relative(process.cwd(), made.dir) || "."
+  return [
+    `created app "${made.name}" in ${made.dir}:`,
+    ...made.files.map((f) => `  ${f}`),
+    `(writeonce dependency: ${made.writeonce})`,
+    ``,
+    `next:`,
+    ...(cd === "." ? [] : [`  cd ${cd}`]),
+    `  npm install`,
+    `  npx wo run .      # serve it on http://127.0.0.1:8080`,
+    `  npx wo test .     # run its specs and transcripts`
+  ].join("\n")
+}
