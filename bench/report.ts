@@ -7,6 +7,7 @@ import type { LevelResult, ScenarioResult } from './scenarios/load-matrix.ts';
 import type { NotifyResult } from './scenarios/notify.ts';
 import type { ReplayResult } from './scenarios/replay.ts';
 import type { SessionsResult } from './scenarios/sessions.ts';
+import { cqrsRatios, type CqrsResult } from './scenarios/cqrs.ts';
 import type { StallPhase } from './scenarios/stall.ts';
 import type { Mode } from './scenarios/context.ts';
 
@@ -45,6 +46,8 @@ export interface RunReport {
   stall: StallPhase[] | null;
   replay: ReplayResult | null;
   sessions: SessionsResult | null;
+  /** filtered lists and live queries (issue 16) */
+  cqrs: CqrsResult | null;
   ratios: Record<string, number>;
   budgets: Budget[];
   warnings: string[];
@@ -53,7 +56,7 @@ export interface RunReport {
 /** The keys every latest.json has (the smoke test checks them). */
 export const REPORT_KEYS = [
   'bench', 'mode', 'at', 'node', 'commit', 'cores', 'loadavg', 'busyCoresAtStart', 'fsync', 'load', 'notify', 'notifyFloor', 'stall',
-  'replay', 'sessions', 'ratios', 'budgets', 'warnings',
+  'replay', 'sessions', 'cqrs', 'ratios', 'budgets', 'warnings',
 ] as const;
 
 export const BUDGET = {
@@ -79,7 +82,7 @@ const verdict = (ok: boolean | undefined): Verdict => (ok === undefined ? 'n/a' 
 const fin = (v: number | undefined): v is number => v !== undefined && Number.isFinite(v);
 
 /** The ratios of the run, budgeted or not (keys are stable; NaN when a side was not measured). */
-export function computeRatios(r: Pick<RunReport, 'load' | 'fsync' | 'notify'>): Record<string, number> {
+export function computeRatios(r: Pick<RunReport, 'load' | 'fsync' | 'notify'> & { cqrs?: CqrsResult | null }): Record<string, number> {
   const L = (id: string, c: number) => levelAt(r.load, id, c);
   const cpu = (a?: LevelResult, b?: LevelResult) => (a && b ? a.srvCpuUsPerCall / b.srvCpuUsPerCall : Number.NaN);
   const rate = (a?: LevelResult, b?: LevelResult) => (a && b ? a.callsPerSec / b.callsPerSec : Number.NaN);
@@ -109,6 +112,7 @@ export function computeRatios(r: Pick<RunReport, 'load' | 'fsync' | 'notify'>): 
   };
   const n1000 = r.notify?.latency.find((l) => l.subscribers === 1000);
   out.notifyP99Ms1000 = n1000?.p99Ms ?? Number.NaN;
+  Object.assign(out, cqrsRatios(r.cqrs));
   return out;
 }
 
@@ -307,6 +311,28 @@ export function renderMarkdown(r: RunReport): string {
     out.push(`${s.sessions.toLocaleString('en-US')} sessions opened (initialize + notifications/initialized, 64 at a time) in ${f(s.openMs / 1000, 1)} s ` +
       `(${f(s.sessionsPerSec, 0)}/s, each persisted with a synced write)${s.failed ? `, ${s.failed} failed` : ''}; server RSS ${f(s.rssBeforeMb, 0)} MB before, ` +
       `${f(s.rssAfterMb, 0)} MB after: **${f(s.bytesPerSession / 1024, 2)} KiB per idle session** (RSS delta / sessions; an upper bound).`, '');
+  }
+
+  if (r.cqrs) {
+    const q = r.cqrs;
+    const row = (what: string, w: CqrsResult['lists']['unfiltered']) =>
+      [what, f(w.callsPerSec, 0), f(w.p50Ms), f(w.p99Ms), f(w.srvCpuUsPerCall, 0), String(w.errors), f(w.otherCores)];
+    out.push('## Filtered lists and live queries', '');
+    out.push(`${q.rows.toLocaleString('en-US')} products written directly (${f(q.writeMs / 1000, 1)} s), ${q.names} names (one name is ` +
+      `${f(q.selectivity * 100, 0)}% of the rows); \`wo run\` on that dir was ready in ${f(q.startMs, 0)} ms (the pricing view folded from the log on this first start).`, '');
+    out.push(...mdTable(['request', 'calls/s', 'p50 ms', 'p99 ms', 'srv µs/call', 'errors', 'other cores'], [
+      row('`GET /api/products` (first page, 50 rows)', q.lists.unfiltered),
+      row('`GET /api/products?name=item-<k>` (1%: first 50 of 1,000)', q.lists.filtered),
+      row('`GET /api/products?name=item-<k>&order=-price`', q.lists.filteredOrdered),
+      row('`POST .../set_price`, no live query', q.commits.none),
+      row(`\`POST .../set_price\`, ${q.commits.liveQueries.toLocaleString('en-US')} live queries on products, none touched`, q.commits.untouched),
+      row(`\`POST .../set_price\`, ${q.commits.liveQueries.toLocaleString('en-US')} live queries, one touched and notified per commit`, q.commits.live),
+    ], ['l', 'r', 'r', 'r', 'r', 'r', 'r']));
+    out.push('', `Filtered list p99 / unfiltered first page p99: **${f(r.ratios.filteredListP99OverUnfiltered)}x** ` +
+      `(server CPU per call ${f(r.ratios.filteredListCpuOverUnfiltered)}x; ordered by price ${f(r.ratios.filteredOrderedListP99OverUnfiltered)}x). ` +
+      `Commit with ${q.commits.liveQueries.toLocaleString('en-US')} live queries registered / with none: server CPU per set_price **${f(r.ratios.commitCpuWithLiveQueriesOverNone)}x**, ` +
+      `p99 ${f(r.ratios.commitP99WithLiveQueriesOverNone)}x; with one of them touched by each commit, and notified (${q.commits.notified.toLocaleString('en-US')} notifications), ` +
+      `${f(r.ratios.commitCpuWithNotifiedLiveQueriesOverNone)}x: the difference is the notification's delivery on its stream, not the matching.`, '');
   }
 
   if (r.warnings.length) {

@@ -3,7 +3,7 @@
 //   npm run bench                        full run, a few minutes on 2 cores
 //   npm run bench -- --quick             under a minute (shorter windows, 100k-event replay)
 //   npm run bench -- --smoke --out DIR   seconds: one level, a subset, tiny sizes (what npm test runs)
-// Options: --out DIR (default bench/results for a full run, .data/bench-<mode> otherwise), --only load,notify,stall,replay,sessions (default: all).
+// Options: --out DIR (default bench/results for a full run, .data/bench-<mode> otherwise), --only load,notify,stall,replay,sessions,cqrs (default: all).
 // Env: BENCH_DATA_DIR (data dirs and the fsync probe; default <repo>/.data/bench-run).
 // Scenarios: bench/scenarios/*.ts; the kit they share: bench/lib/*.ts; the report: bench/report.ts.
 // Every server is spawned here on 127.0.0.1 (port 0) and stopped before the run ends.
@@ -20,6 +20,7 @@ import type { BenchContext, Mode } from './scenarios/context.ts';
 import { runMatrix, scenarioDefs, SEEDED, woMatrixEnv, type MatrixTimings } from './scenarios/load-matrix.ts';
 import { NOTIFY_ENV, runNotify, type NotifyOptions } from './scenarios/notify.ts';
 import { runReplay } from './scenarios/replay.ts';
+import { runCqrs, type CqrsOptions } from './scenarios/cqrs.ts';
 import { runSessions, SESSIONS_ENV, type SessionsOptions } from './scenarios/sessions.ts';
 import { runStall, type StallOptions } from './scenarios/stall.ts';
 
@@ -36,7 +37,7 @@ const option = (name: string): string | undefined => {
 const mode: Mode = flag('smoke') ? 'smoke' : flag('quick') ? 'quick' : 'full';
 // Only a full run replaces the committed results; shorter runs go under .data (not committed).
 const outDir = resolve(option('out') ?? (mode === 'full' ? join(repoRoot, 'bench', 'results') : join(repoRoot, '.data', `bench-${mode}`)));
-const PARTS = ['load', 'notify', 'stall', 'replay', 'sessions'] as const;
+const PARTS = ['load', 'notify', 'stall', 'replay', 'sessions', 'cqrs'] as const;
 type Part = (typeof PARTS)[number];
 const only = option('only')?.split(',').map((s) => s.trim()) ?? [...PARTS];
 for (const p of only) if (!(PARTS as readonly string[]).includes(p)) throw new Error(`--only: unknown part ${p}; pick from ${PARTS.join(', ')}`);
@@ -49,6 +50,7 @@ interface Settings {
   stall: StallOptions;
   replayEvents: number;
   sessions: SessionsOptions;
+  cqrs: CqrsOptions;
   /** Scenarios that run on the load matrix's group-commit-on server instead of a fresh one of their own
    *  (saves server starts; full runs give every scenario a fresh server). */
   shareServer: { notify: boolean; stall: boolean; sessions: boolean };
@@ -64,6 +66,7 @@ const SETTINGS: Record<Mode, Settings> = {
     stall: { durationMs: 8000, concurrency: 16, untilOverflow: { capMs: 45_000, streamBuffer: 1024 } },
     replayEvents: 1_000_000,
     sessions: { count: 10_000, warm: 1000, settleMs: 1000 },
+    cqrs: { rows: 100_000, names: 100, liveQueries: 1000, windowMs: 1500, rounds: 3, warmMaxMs: 4000, warmChunkMs: 500, warmMinCalls: 3000, listConcurrency: 8, writeConcurrency: 16 },
     shareServer: { notify: false, stall: false, sessions: false },
     notifyFloor: true,
   },
@@ -74,6 +77,7 @@ const SETTINGS: Record<Mode, Settings> = {
     stall: { durationMs: 800, concurrency: 16 },
     replayEvents: 100_000,
     sessions: { count: 10_000, warm: 300, settleMs: 300 },
+    cqrs: { rows: 100_000, names: 100, liveQueries: 1000, windowMs: 500, rounds: 2, warmMaxMs: 1500, warmChunkMs: 250, warmMinCalls: 1000, listConcurrency: 8, writeConcurrency: 16 },
     shareServer: { notify: true, stall: true, sessions: false },
     notifyFloor: false,
   },
@@ -84,6 +88,7 @@ const SETTINGS: Record<Mode, Settings> = {
     stall: { durationMs: 400, concurrency: 4 },
     replayEvents: 10_000,
     sessions: { count: 200, warm: 10, settleMs: 100 },
+    cqrs: { rows: 5000, names: 100, liveQueries: 1000, windowMs: 200, rounds: 1, warmMaxMs: 300, warmChunkMs: 150, warmMinCalls: 100, listConcurrency: 4, writeConcurrency: 4 },
     shareServer: { notify: true, stall: true, sessions: true },
     notifyFloor: true,
   },
@@ -179,6 +184,7 @@ const report: RunReport = {
   stall: null,
   replay: null,
   sessions: null,
+  cqrs: null,
   ratios: {},
   budgets: [],
   warnings,
@@ -252,6 +258,7 @@ try {
       ...(emptyStart !== undefined ? { emptyStartMs: emptyStart, emptyStartNote: 'the shared server\'s start, alongside the other servers' } : {}),
     });
   }
+  if (wanted('cqrs')) report.cqrs = await runCqrs(ctx, S.cqrs);
 } finally {
   await Promise.allSettled([sharedStart, sessionsStart]);
   for (const s of startedEarly) await s.stop();

@@ -130,13 +130,20 @@ const replayCommand = Command.make(
         )
       }
       for (const misfit of report.misfits) yield* Console.error(`DOES NOT FIT: ${misfit}`)
+      for (const v of report.views) {
+        if (v.outcome === "mismatch") yield* Console.error(`MISMATCH: view ${v.name}: ${v.detail}`)
+        else yield* Console.log(`view ${v.name}: ${v.outcome === "match" ? "equals the log's fold" : "stale"}: ${v.detail}`)
+      }
+      if (catalog === undefined && (yield* log.storedViews ?? Effect.succeed([])).length > 0) {
+        yield* Console.log("views: not compared (their evolve is the app's code): run wo replay --app <app-dir> to fold and compare them")
+      }
       if (!report.matches) {
         if (report.mismatches.length > 0) yield* Console.error(`MISMATCH: the stored rows differ from the log: ${report.mismatches.join(", ")}`)
         return yield* Effect.sync(() => process.exit(1))
       }
-      yield* Console.log("OK: the stored rows equal the log's fold")
+      yield* Console.log(`OK: the stored rows equal the log's fold${report.views.length > 0 ? `, and so do the views` : ""}`)
     }).pipe(Effect.scoped)
-).pipe(Command.withDescription("rebuild the rows from the log and compare them with the stored rows"))
+).pipe(Command.withDescription("rebuild the rows (and, with --app, the views) from the log and compare them with the stored ones"))
 
 const verifyCommand = Command.make(
   "verify",
@@ -157,7 +164,7 @@ const verifyCommand = Command.make(
         )
         return yield* Effect.sync(() => process.exit(1))
       }
-      yield* Console.log("OK: checksums, sequence and version continuity, counters, row counts and checkpoint")
+      yield* Console.log("OK: checksums, sequence and version continuity, counters, row counts, checkpoint and view records")
     }).pipe(Effect.scoped)
 ).pipe(Command.withDescription("check a stopped data dir: checksums, sequence and version continuity, counters, checkpoint"))
 

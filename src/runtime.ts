@@ -14,6 +14,7 @@ import { WoConfig, type Settings } from "./config.ts"
 import { ChangeFeedLive } from "./projections/change-feed.ts"
 import { QueriesLive } from "./projections/queries.ts"
 import { RowsLive } from "./projections/rows.ts"
+import { ViewsLive } from "./projections/views.ts"
 import { UpcastingLog } from "./projections/upcasting-log.ts"
 import { HttpServerLive } from "./http/server.ts"
 import { ClassicLevelSessionStore } from "./http/mcp/session-store.ts"
@@ -25,8 +26,10 @@ import { RegistryLive } from "./projections/registry.ts"
 export const coreLayer = (app: AppDef, settings: Settings) => {
   const config = Layer.succeed(WoConfig, settings)
   // Every reader of the log gets it upcast to the app's schema versions (projections/upcasting-log.ts).
+  // Every reader of the log gets it upcast to the app's schema versions (projections/upcasting-log.ts).
   const log = UpcastingLog.pipe(Layer.provide(ClassicLevelLog))
-  const store = RowsLive.pipe(Layer.provideMerge(log), Layer.provideMerge(levelDbLayer(settings.dataDir, { acceptDataLoss: settings.acceptDataLoss })))
+  // The projections recovered from the store: rows, and the declared views.
+  const store = Layer.mergeAll(RowsLive, ViewsLive).pipe(Layer.provideMerge(log), Layer.provideMerge(levelDbLayer(settings.dataDir, { acceptDataLoss: settings.acceptDataLoss })))
   const writer = GroupCommitLive.pipe(Layer.provideMerge(Layer.mergeAll(store, ChangeFeedLive)))
   const services = Layer.mergeAll(CommandsLive, QueriesLive, LogAuditLive).pipe(Layer.provideMerge(writer))
   const sessions = SessionsLive.pipe(

@@ -1,6 +1,6 @@
-/** The live-pricing sample: products whose price agents change through `set_price`. */
+/** The live-pricing sample: products whose price agents change through `set_price`, and a view of the catalogue by currency. */
 import { Schema } from "effect"
-import { defineApp, entity, reject } from "writeonce"
+import { defineApp, entity, reject, view } from "writeonce"
 
 const Price = Schema.Number.pipe(Schema.positive({ message: () => "price must be a positive number" }))
 
@@ -24,6 +24,21 @@ export default defineApp({
       },
       rest: ["list", "get", "create", "set_price"],
       mcp: ["list", "get", "set_price"]
+    })
+  },
+  views: {
+    // How the catalogue splits by currency. Prices move all the time; this only moves when products come and go.
+    products_by_currency: view({
+      description: "How many products are priced in each currency.",
+      schema: Schema.Struct({ USD: Schema.Int, EUR: Schema.Int }),
+      initial: { USD: 0, EUR: 0 },
+      on: { products: ["created", "updated", "deleted"] },
+      evolve: (counts, { before, after }) => {
+        const next = { ...counts }
+        if (before !== null) next[before.currency as "USD" | "EUR"] -= 1
+        if (after !== null) next[after.currency as "USD" | "EUR"] += 1
+        return next
+      }
     })
   }
 })

@@ -8,7 +8,7 @@ import { Chunk, Effect, Layer, Option, Stream } from "effect"
 import type { Row } from "../domain/catalog.ts"
 import { StoreUnavailable } from "../domain/errors.ts"
 import type { StoredEvent } from "../domain/events.ts"
-import { EventLog, type AppendBatch, type LogHead, type StoredRow } from "./event-log.ts"
+import { EventLog, type AppendBatch, type LogHead, type StoredRow, type StoredView } from "./event-log.ts"
 import { LogFaults } from "./log-faults.ts"
 import { LevelDb, type Db, type LevelDbShape } from "./level-db.ts"
 import * as K from "./log-keys.ts"
@@ -162,6 +162,11 @@ export const readStoredRows = (h: LevelDbShape): Stream.Stream<StoredRow, StoreU
     })
   )
 
+/** The stored view records, verified (checksum and JSON); what they mean is the views projection's business. */
+export const readStoredViews = (h: LevelDbShape): Effect.Effect<ReadonlyArray<StoredView>, StoreUnavailable> =>
+  Effect.map(Stream.runCollect(scan(h, { gte: K.VIEWS_START, lt: K.VIEWS_END }, (key, value) =>
+    ({ name: K.nameOfViewKey(key), record: unsealJson<unknown>(key, value) }))), (chunk) => Chunk.toReadonlyArray(chunk))
+
 /** The EventLog over the shared LevelDb handle. */
 export const makeClassicLevelLog = (h: LevelDbShape) =>
   Effect.gen(function* () {
@@ -198,6 +203,7 @@ export const makeClassicLevelLog = (h: LevelDbShape) =>
           last = event.seq
         }
         for (const [type, n] of batch.counters) chained.put(K.counterKey(type), seal(K.counterKey(type), String(n)))
+        for (const { name, json } of batch.views ?? []) chained.put(K.viewKey(name), seal(K.viewKey(name), json))
         for (const [type, n] of counts) chained.put(K.rowCountKey(type), seal(K.rowCountKey(type), String(n)))
         chained.put(K.CHECKPOINT_KEY, seal(K.CHECKPOINT_KEY, String(last)))
         if (!formatted) chained.put(K.FORMAT_KEY, seal(K.FORMAT_KEY, K.FORMAT))
@@ -218,6 +224,7 @@ export const makeClassicLevelLog = (h: LevelDbShape) =>
       head,
       readFrom: (fromSeq) => readEvents(h, fromSeq),
       storedRows: readStoredRows(h),
+      storedViews: readStoredViews(h),
       stats: Effect.sync(() => ({ syncWrites, eventsWritten }))
     })
   })

@@ -22,6 +22,20 @@ export interface AppendBatch {
   readonly entries: ReadonlyArray<AppendEntry>
   /** The highest id assigned so far per type, for types whose counter moved in this batch. */
   readonly counters: ReadonlyMap<string, number>
+  /** Views whose state this batch changed (or rebuilt): stored in the same atomic write. */
+  readonly views?: ReadonlyArray<ViewRecord>
+}
+
+/** A view's stored state: its name and the JSON text the views projection wrote (see view-record.ts). */
+export interface ViewRecord {
+  readonly name: string
+  readonly json: string
+}
+
+/** A view record as loaded: checksum verified, JSON parsed. */
+export interface StoredView {
+  readonly name: string
+  readonly record: unknown
 }
 
 export interface LogHead {
@@ -53,6 +67,8 @@ export interface EventLogShape {
   readonly readFrom: (fromSeq: number) => Stream.Stream<StoredEvent, StoreUnavailable>
   /** The inline row state as stored, by type then id. */
   readonly storedRows: Stream.Stream<StoredRow, StoreUnavailable>
+  /** The stored view records, verified; absent for a log that stores none (views are then rebuilt). */
+  readonly storedViews?: Effect.Effect<ReadonlyArray<StoredView>, StoreUnavailable>
   readonly stats: Effect.Effect<EventLogStats>
 }
 

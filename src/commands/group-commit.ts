@@ -6,7 +6,7 @@
  * Deciding inside the writer is what serialises concurrent commands on one entity without locks or retries:
  * 100 concurrent `set_price` calls on one product become versions 2..101, usually in one fsync.
  */
-import { Cause, Context, Deferred, Effect, Either, Exit, Fiber, Layer, Stream } from "effect"
+import { Cause, Context, Deferred, Effect, Either, Exit, Fiber, Layer, Option, Stream } from "effect"
 import type { Row } from "../domain/catalog.ts"
 import type { CompiledType } from "../domain/compile.ts"
 import { decide, evolve, type Intent } from "../domain/decider.ts"
@@ -17,6 +17,7 @@ import { rowUri } from "../domain/uri.ts"
 import { WoConfig } from "../config.ts"
 import { ChangeFeed } from "../projections/change-feed.ts"
 import { Rows } from "../projections/rows.ts"
+import { Views, type PreparedViews } from "../projections/views.ts"
 import { EventLog } from "./event-log.ts"
 
 /** Where a command is, reported to callers that stream progress (MCP progressToken). */
@@ -66,6 +67,8 @@ export const makeGroupCommit = Effect.gen(function* () {
   const log = yield* EventLog
   const rows = yield* Rows
   const feed = yield* ChangeFeed
+  // Optional so that a write path composed without views (tests of the writer alone) still runs.
+  const views = Option.getOrUndefined(yield* Effect.serviceOption(Views))
   const settings = yield* WoConfig
   const maxBatch = settings.groupCommit ? settings.maxBatch : 1
   const maxPending = Math.max(1024, maxBatch * 16)
@@ -110,13 +113,19 @@ export const makeGroupCommit = Effect.gen(function* () {
         ...decision.right
       }
       const row = evolve(current, event) ?? null
-      return Either.right({ event, row, rowJson: row === null ? null : JSON.stringify(row), uri: rowUri(p.type.name, id) })
+      return Either.right({ event, row, before: current ?? null, rowJson: row === null ? null : JSON.stringify(row), uri: rowUri(p.type.name, id) })
     } catch (e) {
       const error = new MethodFailed({ type: p.type.name, id, operation: operationOf(p), reason: describe(e) })
       failures.push({ error, stack: e instanceof Error && e.stack !== undefined ? e.stack : String(e) })
       return Either.left(error)
     }
   }
+  /** A view's evolve is user code too: its failure fails the view alone (see views.ts), logged once durable. */
+  const logViewFailures = (prepared: PreparedViews | undefined) =>
+    prepared === undefined || prepared.failures.length === 0
+      ? Effect.void
+      : Effect.forEach(prepared.failures, ({ message, stack }) =>
+        Effect.logError(`${message}; the view is served as failed until the next start, writes go on\n${stack}`), { discard: true })
   // Failures of user code in the current batch, logged once the batch is done.
   const failures: Array<{ readonly error: MethodFailed; readonly stack: string }> = []
 
@@ -138,12 +147,15 @@ export const makeGroupCommit = Effect.gen(function* () {
             const current = latest.has(key) ? latest.get(key) ?? undefined : rows.get(event.type, event.id)
             const row = evolve(current, event) ?? null
             latest.set(key, row)
-            landed.push({ event, row, rowJson: row === null ? null : JSON.stringify(row), uri: rowUri(event.type, event.id) })
+            landed.push({ event, row, before: current ?? null, rowJson: row === null ? null : JSON.stringify(row), uri: rowUri(event.type, event.id) })
           }))
       )
       yield* Effect.logWarning(`the failed write's ${landed.length} events reached the disk after all; applying them`)
       rows.apply(landed)
-      feed.publish(landed)
+      // Their view records landed with them: the same fold gives the same values.
+      const prepared = views?.prepare(landed)
+      feed.publish(landed, prepared?.commit() ?? [])
+      yield* logViewFailures(prepared)
     }
     lastSeq = head.lastSeq
     counters.clear()
@@ -192,18 +204,23 @@ export const makeGroupCommit = Effect.gen(function* () {
         }
       }
       if (changes.length === 0) return
-      const written = yield* Effect.either(log.append({ entries: changes, counters: moved }))
+      // The views' next values are stored in the same atomic write; they become visible only once it is durable.
+      const prepared = views?.prepare(changes)
+      const viewRecords = prepared?.records ?? []
+      const written = yield* Effect.either(log.append({ entries: changes, counters: moved, ...(viewRecords.length > 0 ? { views: viewRecords } : {}) }))
       if (Either.isLeft(written)) {
         // No ack without durability: the whole batch fails. The next batch first re-reads the head.
         lastSeq = firstSeq
         resync = true
+        prepared?.discard()
         yield* Effect.logError(`durable write failed for ${changes.length} events: ${written.left.reason}`)
         for (const p of waiters) p.resume(Exit.fail(written.left))
         return
       }
       for (const [type, n] of moved) counters.set(type, n)
       rows.apply(changes)
-      feed.publish(changes)
+      feed.publish(changes, prepared?.commit() ?? [])
+      yield* logViewFailures(prepared)
       for (let i = 0; i < waiters.length; i++) {
         waiters[i].onStage?.("durable")
         waiters[i].resume(Exit.succeed(changes[i]))

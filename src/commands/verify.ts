@@ -4,16 +4,18 @@
  * - sequence continuity from 1 to the head, each event under its own key;
  * - version continuity per entity (1 for the create, then +1; nothing after a delete);
  * - each stored row at its entity's last version, and a row for every live entity;
- * - id counters at or above the highest id used, row counts as recorded, and the checkpoint at the head.
+ * - id counters at or above the highest id used, row counts as recorded, and the checkpoint at the head;
+ * - each view record's checksum and shape.
  * It reads in native batches (`nextv`), so a large log verifies at hundreds of thousands of events a second.
  */
-import { Effect } from "effect"
+import { Effect, Either } from "effect"
 import { streamKey } from "../domain/events.ts"
 import type { StoreUnavailable } from "../domain/errors.ts"
 import { decodeEvent, decodeRow, READ_BATCH } from "./classic-level-log.ts"
 import type { Db, LevelDbShape } from "./level-db.ts"
 import * as K from "./log-keys.ts"
-import { unseal } from "./record.ts"
+import { unseal, unsealJson } from "./record.ts"
+import { parseViewRecord } from "../projections/view-record.ts"
 
 export interface VerifyReport {
   readonly events: number
@@ -151,5 +153,17 @@ export const verifyStore = (h: LevelDbShape): Effect.Effect<VerifyReport, StoreU
         problem(`${rowsPerType.get(type) ?? 0} rows of ${type} are stored, the store recorded ${recorded.get(type) ?? 0}`)
       }
     }
+    // Views: each record's checksum and shape, and a last change no later than the checkpoint. Their values are
+    // a fold of the app's code: `wo replay --app` compares them with the log.
+    await forEachRecord(db, K.VIEWS_START, K.VIEWS_END, (key, value) => {
+      let record
+      try {
+        record = parseViewRecord(unsealJson<unknown>(key, value))
+      } catch (e) {
+        return problem(describe(e))
+      }
+      if (Either.isLeft(record)) return problem(`corrupt record at key ${key}: not a view record (${record.left})`)
+      if (record.right.seq > checkpoint) problem(`view ${K.nameOfViewKey(key)} last changed at ${record.right.seq}, after the checkpoint ${checkpoint}`)
+    })
     return { events, rows, problems, unlisted, millis: Date.now() - started } satisfies VerifyReport
   })

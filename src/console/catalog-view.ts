@@ -2,7 +2,7 @@
 import { CRUD_OPS } from "../domain/catalog.ts"
 import type { CompiledApp, CompiledType } from "../domain/compile.ts"
 import type { JsonSchema } from "../domain/json-schema.ts"
-import { rowUriTemplate } from "../domain/uri.ts"
+import { rowUriTemplate, viewUri } from "../domain/uri.ts"
 import type { CatalogView, FieldView, OperationView, TypeView } from "./wire.ts"
 
 /** The REST route of each operation, as rest.ts serves it. */
@@ -91,5 +91,13 @@ export const catalogView = (
       ],
       ...(type.mcp.size > 0 ? { resource: rowUriTemplate(type.name) } : {})
     }
-  })
+  }),
+  views: [...catalog.views.values()].map((view) => ({
+    name: view.name,
+    ...(view.description ? { description: view.description } : {}),
+    on: view.on,
+    rest: `GET /api/_views/${view.name}`,
+    resource: viewUri(view.name),
+    tool: `view_${view.name}`
+  }))
 })

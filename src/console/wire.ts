@@ -11,7 +11,31 @@ export interface CatalogView {
   readonly app: { readonly name: string; readonly description?: string }
   readonly version: string
   readonly types: ReadonlyArray<TypeView>
+  /** The declared views (projections), in catalog order. */
+  readonly views: ReadonlyArray<ViewInfo>
 }
+
+export interface ViewInfo {
+  readonly name: string
+  readonly description?: string
+  /** What it folds, per type: event kinds and method names. */
+  readonly on: Readonly<Record<string, ReadonlyArray<string>>>
+  /** `GET /api/_views/<name>` */
+  readonly rest: string
+  /** `wo://views/<name>` */
+  readonly resource: string
+  /** `view_<name>` */
+  readonly tool: string
+}
+
+/** `GET /api/_views`: every view's current value (or why it failed), as `GET /api/_views/<name>` serves it. */
+export interface ViewsSnapshot {
+  readonly views: ReadonlyArray<ViewValue>
+}
+
+export type ViewValue =
+  | { readonly name: string; readonly seq: number; readonly value: unknown }
+  | { readonly name: string; readonly seq: number; readonly failed: string }
 
 export interface TypeView {
   readonly name: string

@@ -5,6 +5,7 @@
  * Fields are Effect Schema struct fields; methods are pure commands over the current row.
  */
 import type { Schema } from "effect"
+import type { StoredEvent } from "./events.ts"
 
 /** The operations every entity type has, before exposure filters them. */
 export const CRUD_OPS = ["list", "get", "create", "update", "delete"] as const
@@ -78,6 +79,8 @@ export interface AppDef {
    * while the log holds its events refuses startup; retired, its history is kept and its rows are not served.
    */
   readonly retired?: ReadonlyArray<string>
+  /** Declared projections (read models), by name: see `view`. */
+  readonly views?: Readonly<Record<string, ViewDef>>
 }
 
 /** Declare one entity type. The generics exist only so that `apply` is typed from `fields` and `params`. */
@@ -95,3 +98,51 @@ export const entity = <F extends Schema.Struct.Fields, M extends Record<string, 
 
 /** Declare an app. Validation happens when the runtime loads it (see `compileApp`). */
 export const defineApp = (app: AppDef): AppDef => app
+
+/** What a view's `evolve` folds: one committed event, with its row just before and just after it. */
+export interface ViewChange {
+  /** The event: `type`, `id`, `kind` ("created", "updated", "deleted", "invoked"), `method`, `params`, `seq`, `at`. */
+  readonly event: StoredEvent
+  /** The row before the event, as served (`{id, version, ...fields}`, encoded); null for a create. */
+  readonly before: Row | null
+  /** The row after the event; null for a delete. */
+  readonly after: Row | null
+}
+
+/**
+ * A view (a declared projection): a pure fold of the log into one value. `on` names the events it folds, per
+ * type: event kinds ("created", "updated", "deleted", "invoked" for every method) or method names
+ * ("set_price"). `evolve` must be pure and fast, and must not change its arguments: it runs inside the writer.
+ */
+export interface ViewSpec<S extends Schema.Schema<any, any, never>> {
+  readonly description?: string
+  /** The value's schema: checked after every batch, and what REST, MCP and the tool's outputSchema describe. */
+  readonly schema: S
+  /** The value before any event. */
+  readonly initial: Schema.Schema.Type<S>
+  readonly on: { readonly [type: string]: ReadonlyArray<string> }
+  readonly evolve: (state: Schema.Schema.Type<S>, change: ViewChange) => Schema.Schema.Type<S>
+  /**
+   * The view's version (default 1). A stored value is trusted while the view's declaration (`on`, `initial`,
+   * `schema`, `version`) is unchanged; raise it when `evolve` computes something else, so that the next start
+   * folds the view again from the log. (`wo replay --app` shows a value that no longer matches the fold.)
+   */
+  readonly version?: number
+}
+
+/** The erased form the runtime works with. */
+export interface ViewDef {
+  readonly description?: string
+  readonly schema: Schema.Schema<any, any, never>
+  readonly initial: unknown
+  readonly on: { readonly [type: string]: ReadonlyArray<string> }
+  readonly evolve: (state: any, change: ViewChange) => unknown
+  readonly version?: number
+}
+
+/**
+ * Declare a view: `views: { articles_by_status: view({ schema, initial, on: { articles: ["created", ...] },
+ * evolve }) }`. It is maintained on commit (read-your-writes), served at `GET /api/_views/<name>`, as the MCP
+ * resource `wo://views/<name>` and the tool `view_<name>`, and rebuilt from the log by `wo replay --app`.
+ */
+export const view = <S extends Schema.Schema<any, any, never>>(spec: ViewSpec<S>): ViewDef => spec as ViewDef

@@ -6,6 +6,8 @@ import { Either, Schema } from "effect"
 import { CRUD_OPS, type AppDef, type MethodSpec } from "./catalog.ts"
 import { asData, patchCodecs, rowNormaliser, storableDecoder, typedDecoder } from "./codecs.ts"
 import { CatalogError, type FieldIssue } from "./errors.ts"
+import { filterableFields, type FilterableField } from "./filterable.ts"
+import { compileViews, typeToolNames, type CompiledView } from "./compile-views.ts"
 import { toJsonSchema, type JsonSchema } from "./json-schema.ts"
 import { compileMigrations, type Upcast } from "./migrations.ts"
 
@@ -13,7 +15,7 @@ const TYPE_NAME = /^[a-z][a-z0-9_]*$/
 // `__proto__` and `constructor` are refused in every input (input-rules.ts), so a field by that name could never be written.
 const RESERVED_FIELDS = new Set(["id", "version", "__proto__", "constructor"])
 const RESERVED_PARAMS = new Set(["id", "version", "expectedVersion", "__proto__", "constructor"])
-const RESERVED_TYPES = new Set(["schema"])
+const RESERVED_TYPES = new Set(["schema", "views"])
 
 export interface CompiledMethod {
   readonly name: string
@@ -43,6 +45,8 @@ export interface CompiledType {
   /** Brings fields written at an older version to `version` through the declared migrations; throws MigrationFailed. */
   readonly upcast: Upcast
   readonly fieldsJsonSchema: JsonSchema
+  /** The scalar and literal fields lists can be filtered and ordered by (see filterable.ts). */
+  readonly filterable: ReadonlyMap<string, FilterableField>
   readonly methods: ReadonlyMap<string, CompiledMethod>
   readonly rest: ReadonlySet<string>
   readonly mcp: ReadonlySet<string>
@@ -54,6 +58,8 @@ export interface CompiledApp {
   readonly types: ReadonlyMap<string, CompiledType>
   /** Types whose history stays in the log but whose rows are no longer served. */
   readonly retired: ReadonlySet<string>
+  /** Declared projections, by name (see compile-views.ts). */
+  readonly views: ReadonlyMap<string, CompiledView>
 }
 
 const jsonSchemaOrProblem = (schema: Schema.Schema.Any, where: string, problems: Array<string>): JsonSchema => {
@@ -75,7 +81,7 @@ export const compileApp = (app: AppDef): Either.Either<CompiledApp, CatalogError
 
   for (const [name, def] of entries) {
     if (!TYPE_NAME.test(name)) problems.push(`type "${name}": names must match ${TYPE_NAME} (used in URLs and tool names)`)
-    if (RESERVED_TYPES.has(name)) problems.push(`type "${name}": the name is reserved (wo://schema/... URIs)`)
+    if (RESERVED_TYPES.has(name)) problems.push(`type "${name}": the name is reserved (wo://schema/... and wo://views/... URIs)`)
     const fields = def.fields ?? {}
     const fieldNames = Object.keys(fields)
     for (const f of fieldNames) {
@@ -130,6 +136,7 @@ export const compileApp = (app: AppDef): Either.Either<CompiledApp, CatalogError
       version,
       upcast,
       fieldsJsonSchema: jsonSchemaOrProblem(struct, `type "${name}"`, problems),
+      filterable: filterableFields(fields),
       methods,
       rest,
       mcp
@@ -145,7 +152,9 @@ export const compileApp = (app: AppDef): Either.Either<CompiledApp, CatalogError
       else retired.add(name)
     }
   }
+  const typeMethods = new Map(entries.map(([name, def]) => [name, new Set(Object.keys(def?.methods ?? {}))] as const))
+  const views = compileViews(app, typeMethods, typeToolNames(typeMethods), problems)
   return problems.length > 0
     ? Either.left(new CatalogError({ problems }))
-    : Either.right({ name: app.name, description: app.description, types, retired })
+    : Either.right({ name: app.name, description: app.description, types, retired, views })
 }

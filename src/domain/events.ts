@@ -28,6 +28,8 @@ export interface Change {
   readonly uri: string
   /** The row after the event, or null when it was deleted. */
   readonly row: Row | null
+  /** The row before the event, or null when it did not exist (the writer always sets it; absent: unknown). */
+  readonly before?: Row | null
 }
 
 export const streamKey = (type: string, id: string) => `${type}/${id}`

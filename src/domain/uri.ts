@@ -1,16 +1,43 @@
-/** Resource URIs: `wo://<type>/<id>` for a row, `wo://schema/<type>` for a type's schema. */
+/**
+ * Resource URIs:
+ *  - `wo://<type>/<id>`: one row;
+ *  - `wo://schema/<type>`: a type's fields and JSON Schema;
+ *  - `wo://views/<name>`: a view's value;
+ *  - `wo://<type>` and `wo://<type>?<query>`: a list, filtered and ordered as the query says (the REST list's
+ *    query string: `wo://articles?status=published&order=-title`), read as its first page and subscribable as
+ *    a live query.
+ */
 
 export const rowUri = (type: string, id: string) => `wo://${type}/${id}`
 export const schemaUri = (type: string) => `wo://schema/${type}`
+export const viewUri = (name: string) => `wo://views/${name}`
 export const rowUriTemplate = (type: string) => `wo://${type}/{id}`
+/** RFC 6570 form-style query expansion: every filter, the order and the page size are optional. */
+export const listUriTemplate = (type: string, filterable: ReadonlyArray<string>) =>
+  `wo://${type}{?${[...filterable, "order", "limit"].join(",")}}`
 
 export type ParsedUri =
   | { readonly _tag: "Row"; readonly type: string; readonly id: string }
   | { readonly _tag: "Schema"; readonly type: string }
+  | { readonly _tag: "View"; readonly name: string }
+  | { readonly _tag: "List"; readonly type: string; readonly query: URLSearchParams }
+
+const NAME = "[a-z][a-z0-9_]*"
+const ITEM = new RegExp(`^wo://(${NAME})/([^/?#]+)$`)
+const LIST = new RegExp(`^wo://(${NAME})(?:\\?([^#]*))?$`)
 
 /** Parses a wo:// URI; anything else (including other schemes) is undefined. */
 export const parseUri = (uri: string): ParsedUri | undefined => {
-  const m = /^wo:\/\/([a-z][a-z0-9_]*)\/([^/]+)$/.exec(uri)
-  if (!m) return undefined
-  return m[1] === "schema" ? { _tag: "Schema", type: m[2] } : { _tag: "Row", type: m[1], id: m[2] }
+  const item = ITEM.exec(uri)
+  if (item) {
+    if (item[1] === "schema") return { _tag: "Schema", type: item[2] }
+    if (item[1] === "views") return { _tag: "View", name: item[2] }
+    return { _tag: "Row", type: item[1], id: item[2] }
+  }
+  const list = LIST.exec(uri)
+  if (list && list[1] !== "schema" && list[1] !== "views") return { _tag: "List", type: list[1], query: new URLSearchParams(list[2] ?? "") }
+  return undefined
 }
+
+/** True for the URI of one row: the only kind a log event names directly (legacy SSE ids depend on it). */
+export const isRowUri = (uri: string) => parseUri(uri)?._tag === "Row"

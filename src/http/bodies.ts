@@ -1,6 +1,11 @@
 /** Response bodies shared by REST and MCP, so both carry the same bytes (C9). */
 import type { Page } from "../projections/queries.ts"
+import type { ViewSnapshot } from "../projections/views.ts"
 
 /** `{"items":[...],"nextCursor":"..."}`, serialised once per row. */
 export const listBody = (page: Page) =>
   `{"items":[${page.items.map((r) => JSON.stringify(r)).join(",")}]${page.nextCursor ? `,"nextCursor":${JSON.stringify(page.nextCursor)}` : ""}}`
+
+/** `{"name":"...","seq":<last change>,"value":...}`: a view's value, as REST, the resource and the tool serve it. */
+export const viewBody = (view: ViewSnapshot) =>
+  `{"name":${JSON.stringify(view.name)},"seq":${view.seq},"value":${view.valueJson ?? "null"}}`

@@ -12,6 +12,7 @@ import type { QueriesShape } from "../projections/queries.ts"
 import { errorJson, jsonText, type EdgeRequest, type EdgeResponse } from "./edge-types.ts"
 import { describeBodyProblem, isJsonContentType, parseJsonBody } from "./json-body.ts"
 import { listBody } from "./bodies.ts"
+import { fromQueryString } from "../domain/list-request.ts"
 
 
 /** The status and JSON body for a command or read failure. `ifMatch`: the version came from If-Match. */
@@ -83,14 +84,17 @@ export const makeRestRoutes = (catalog: CompiledApp, commands: CommandsShape, qu
   const collection = (type: CompiledType, request: EdgeRequest): Effect.Effect<EdgeResponse> => {
     const allow = [type.rest.has("list") && "GET", type.rest.has("create") && "POST"].filter((x): x is string => !!x)
     if (request.method === "GET" && type.rest.has("list")) {
-      const limitParam = request.query.get("limit")
-      const limit = limitParam === null ? undefined : Number(limitParam)
-      return queries.list(type.name, { cursor: request.query.get("cursor") ?? undefined, limit }).pipe(
-        Effect.match({
-          onFailure: errorResponse,
-          onSuccess: (page) => jsonText(200, listBody(page))
-        })
-      )
+      // `?status=published&order=-title&limit=&cursor=`: filters and order checked against the catalog.
+      return Either.match(fromQueryString(type, request.query), {
+        onLeft: (e) => Effect.succeed(errorResponse(e)),
+        onRight: (list) =>
+          queries.list(type.name, list).pipe(
+            Effect.match({
+              onFailure: errorResponse,
+              onSuccess: (page) => jsonText(200, listBody(page))
+            })
+          )
+      })
     }
     if (request.method === "POST" && type.rest.has("create")) {
       return withBody(request, (input) =>

@@ -13,6 +13,8 @@ import { recordTo } from "./recorder.ts"
 import { makeGuards } from "./guards.ts"
 import { makeRestRoutes } from "./rest.ts"
 import { makeRouter } from "./router.ts"
+import { makeViewRoutes } from "./view-routes.ts"
+import { Views } from "../projections/views.ts"
 
 export class HttpServer extends Context.Tag("writeonce/HttpServer")<HttpServer, { readonly url: string }>() {}
 
@@ -29,10 +31,11 @@ export const HttpServerLive = Layer.scoped(
       })
     }
     const consoleRoutes = yield* makeConsoleRoutes
+    const viewRoutes = makeViewRoutes(yield* Views)
     const router = makeRouter(makeGuards(settings), {
       rest: makeRestRoutes(catalog, commands, queries, settings.maxJsonDepth),
       mcp: yield* makeMcpRoute,
-      extra: consoleRoutes.handle
+      extra: (request) => viewRoutes(request) ?? consoleRoutes.handle(request)
     }, makeAuthCheck(settings.authToken))
     const streams = yield* OpenStreams
     const handler = settings.recordFile === undefined ? router : recordTo(settings.recordFile, { app: catalog.name })(router)

@@ -5,11 +5,13 @@
  */
 import { Context, Effect, Layer, type Scope } from "effect"
 import type { Change } from "../domain/events.ts"
+import type { ViewUpdate } from "./views.ts"
 
-export type ChangeListener = (changes: ReadonlyArray<Change>) => void
+/** A batch's committed changes, and the views whose value it changed. */
+export type ChangeListener = (changes: ReadonlyArray<Change>, views: ReadonlyArray<ViewUpdate>) => void
 
 export interface ChangeFeedShape {
-  readonly publish: (changes: ReadonlyArray<Change>) => void
+  readonly publish: (changes: ReadonlyArray<Change>, views?: ReadonlyArray<ViewUpdate>) => void
   /** Registers a listener for the lifetime of the current scope. */
   readonly listen: (listener: ChangeListener) => Effect.Effect<void, never, Scope.Scope>
 }
@@ -19,10 +21,10 @@ export class ChangeFeed extends Context.Tag("writeonce/ChangeFeed")<ChangeFeed, 
 export const makeChangeFeed = (): ChangeFeedShape => {
   const listeners = new Set<ChangeListener>()
   return {
-    publish: (changes) => {
+    publish: (changes, views = []) => {
       for (const l of listeners) {
         try {
-          l(changes)
+          l(changes, views)
         } catch {
           // A faulty listener must never fail the writer; it only loses its own notifications.
         }

@@ -1,10 +1,11 @@
 /**
  * Reads, shared by REST, MCP tools and MCP resources (no second data path): one row, or one page of rows
- * with an opaque cursor.
+ * (filtered and ordered as the request says; see domain/list-request.ts) with an opaque cursor.
  */
 import { Context, Effect, Layer } from "effect"
 import type { Row } from "../domain/catalog.ts"
 import { NotFound, ValidationFailed } from "../domain/errors.ts"
+import { ID_ORDER, orderText, type ListRequest } from "../domain/list-request.ts"
 import { WoConfig } from "../config.ts"
 import { decodeCursor, encodeCursor } from "./cursor.ts"
 import { Rows } from "./rows.ts"
@@ -15,10 +16,8 @@ export interface Page {
   readonly nextCursor?: string
 }
 
-export interface PageRequest {
-  readonly cursor?: string
-  readonly limit?: number
-}
+/** A page request: `{cursor?, limit?}`, and optionally filters and an order. */
+export type PageRequest = ListRequest
 
 export interface QueriesShape {
   readonly get: (type: string, id: string) => Effect.Effect<Row, NotFound>
@@ -40,22 +39,28 @@ export const QueriesLive = Layer.effect(
           const row = rows.get(type, id)
           return row === undefined ? Effect.fail(new NotFound({ type, id })) : Effect.succeed(row)
         }),
-      list: (type, { cursor, limit = defaultPageSize }) =>
+      list: (type, { cursor, limit = defaultPageSize, where = [], order = ID_ORDER }) =>
         Effect.suspend(() => {
           if (!Number.isInteger(limit) || limit < 1 || limit > maxPageSize) {
             return Effect.fail(invalid(type, "limit", `must be an integer from 1 to ${maxPageSize}`))
           }
-          let after = 0
+          // Ascending id keeps the cursors it always had; any other order is written into its cursors.
+          const written = order.field === "id" && !order.descending ? undefined : orderText(order)
+          let after
           if (cursor !== undefined) {
-            const decoded = decodeCursor(type, cursor)
-            if (decoded === undefined) return Effect.fail(invalid(type, "cursor", "is not a cursor this server issued"))
-            after = decoded
+            after = decodeCursor(type, cursor, written)
+            if (after === undefined) {
+              return Effect.fail(invalid(type, "cursor", `is not a cursor this server issued for this list${written === undefined ? "" : ` (order ${written})`}`))
+            }
           }
-          const page = rows.table(type).page(after, limit)
+          const table = rows.table(type)
+          const page = where.length === 0 && written === undefined
+            ? table.page(after?.id ?? 0, limit)
+            : table.query({ where, order, ...(after !== undefined ? { after } : {}), limit })
           const last = page.rows[page.rows.length - 1]
-          return Effect.succeed(
-            page.more && last !== undefined ? { items: page.rows, nextCursor: encodeCursor(type, Number(last.id)) } : { items: page.rows }
-          )
+          if (!page.more || last === undefined) return Effect.succeed({ items: page.rows })
+          const key = { id: Number(last.id), value: order.field === "id" ? undefined : last[order.field] }
+          return Effect.succeed({ items: page.rows, nextCursor: encodeCursor(type, key, written) })
         })
     })
   })

@@ -2,9 +2,19 @@
  * The subscription registry: committed changes routed to exactly the streams subscribed to their URI, with
  * O(1) lookup per change. It is fed by the change feed, so only durable changes are ever announced (C8).
  * Delivery is synchronous and non-blocking: each sink owns a bounded buffer and closes itself on overflow.
+ *
+ * Three kinds of URI are notified: a row's (`wo://articles/3`, on every change of the row), a view's
+ * (`wo://views/<name>`, when its value changed) and a live query's (`wo://articles?status=published`, when
+ * the change touches its result, found through the live-query index). A change's notices go out in one order
+ * everywhere, which legacy resumption relies on: by log sequence, the row's own first, then the others by URI.
  */
-import { Context, Effect, Layer } from "effect"
+import { Context, Effect, Either, Layer } from "effect"
+import { Catalog } from "../domain/app-catalog.ts"
+import type { CompiledApp } from "../domain/compile.ts"
+import type { Change } from "../domain/events.ts"
 import { ChangeFeed } from "./change-feed.ts"
+import { LiveQueryIndex, parseLiveQuery, type LiveQuery } from "./live-queries.ts"
+import type { ViewUpdate } from "./views.ts"
 
 export type Notice =
   | { readonly _tag: "Updated"; readonly uri: string; readonly seq: number }
@@ -21,19 +31,59 @@ export interface RegistryShape {
   readonly remove: (uri: string, sink: Sink) => void
   readonly watchLists: (sink: Sink) => void
   readonly unwatchLists: (sink: Sink) => void
-  readonly stats: () => { readonly uris: number; readonly subscriptions: number; readonly listWatchers: number }
+  readonly stats: () => { readonly uris: number; readonly subscriptions: number; readonly listWatchers: number; readonly liveQueries: number }
 }
 
 export class SubscriptionRegistry extends Context.Tag("writeonce/SubscriptionRegistry")<SubscriptionRegistry, RegistryShape>() {}
 
-export const makeRegistry = (): RegistryShape & { readonly route: (notices: Iterable<Notice>) => void } => {
+/**
+ * The notices a batch makes, in order: per change, the row's, a list change for creates and deletes, then
+ * the live queries it touches and the views whose last change it is, by URI.
+ */
+export const batchNotices = (
+  changes: ReadonlyArray<Change>,
+  views: ReadonlyArray<ViewUpdate>,
+  liveQueries: LiveQueryIndex
+): Array<Notice> => {
+  const notices: Array<Notice> = []
+  const viewsAt = new Map<number, Array<string>>()
+  for (const v of views) {
+    const at = viewsAt.get(v.seq)
+    if (at === undefined) viewsAt.set(v.seq, [v.uri])
+    else at.push(v.uri)
+  }
+  for (const { event, uri, row, before } of changes) {
+    notices.push({ _tag: "Updated", uri, seq: event.seq })
+    if (event.kind === "created" || event.kind === "deleted") notices.push({ _tag: "ListChanged", seq: event.seq })
+    const queries = liveQueries.size === 0 ? [] : liveQueries.affected(event.type, before, row)
+    const atThisSeq = viewsAt.get(event.seq)
+    const others = atThisSeq === undefined ? queries : [...queries, ...atThisSeq].sort()
+    for (const other of others) notices.push({ _tag: "Updated", uri: other, seq: event.seq })
+  }
+  return notices
+}
+
+export const makeRegistry = (catalog?: CompiledApp): RegistryShape & {
+  readonly route: (notices: Iterable<Notice>) => void
+  readonly liveQueries: LiveQueryIndex
+} => {
   const byUri = new Map<string, Set<Sink>>()
   const listWatchers = new Set<Sink>()
+  const liveQueries = new LiveQueryIndex()
+  const live = new Map<string, LiveQuery>()
   let subscriptions = 0
   return {
     add: (uri, sink) => {
       let sinks = byUri.get(uri)
-      if (sinks === undefined) byUri.set(uri, (sinks = new Set()))
+      if (sinks === undefined) {
+        byUri.set(uri, (sinks = new Set()))
+        // The first subscriber of a list URI makes it a live query; the last one to leave ends it.
+        const query = catalog === undefined ? undefined : parseLiveQuery(catalog, uri)
+        if (query !== undefined && Either.isRight(query)) {
+          live.set(uri, query.right)
+          liveQueries.add(query.right)
+        }
+      }
       if (!sinks.has(sink)) {
         sinks.add(sink)
         subscriptions++
@@ -43,12 +93,20 @@ export const makeRegistry = (): RegistryShape & { readonly route: (notices: Iter
       const sinks = byUri.get(uri)
       if (sinks?.delete(sink)) {
         subscriptions--
-        if (sinks.size === 0) byUri.delete(uri)
+        if (sinks.size === 0) {
+          byUri.delete(uri)
+          const query = live.get(uri)
+          if (query !== undefined) {
+            live.delete(uri)
+            liveQueries.remove(query)
+          }
+        }
       }
     },
     watchLists: (sink) => void listWatchers.add(sink),
     unwatchLists: (sink) => void listWatchers.delete(sink),
-    stats: () => ({ uris: byUri.size, subscriptions, listWatchers: listWatchers.size }),
+    stats: () => ({ uris: byUri.size, subscriptions, listWatchers: listWatchers.size, liveQueries: liveQueries.size }),
+    liveQueries,
     route: (notices) => {
       for (const notice of notices) {
         if (notice._tag === "Updated") {
@@ -67,16 +125,9 @@ export const RegistryLive = Layer.scoped(
   SubscriptionRegistry,
   Effect.gen(function* () {
     const feed = yield* ChangeFeed
-    const registry = makeRegistry()
-    yield* feed.listen((changes) => {
-      const notices: Array<Notice> = []
-      for (const { event, uri } of changes) {
-        notices.push({ _tag: "Updated", uri, seq: event.seq })
-        if (event.kind === "created" || event.kind === "deleted") notices.push({ _tag: "ListChanged", seq: event.seq })
-      }
-      registry.route(notices)
-    })
-    const { route: _route, ...shape } = registry
+    const registry = makeRegistry(yield* Catalog)
+    yield* feed.listen((changes, views) => registry.route(batchNotices(changes, views, registry.liveQueries)))
+    const { route: _route, liveQueries: _liveQueries, ...shape } = registry
     return shape
   })
 )

@@ -14,6 +14,7 @@ import { evolve } from "../domain/decider.ts"
 import type { EventLogShape } from "../commands/event-log.ts"
 import { RowTable } from "./row-table.ts"
 import { makeMisfits, newerSchemaProblem, normaliseRow, normaliseTables } from "./schema-check.ts"
+import { compareViews, type ViewComparison } from "./view-check.ts"
 
 /** JSON with sorted keys, so that a digest does not depend on key order. */
 export const canonicalJson = (value: unknown): string => {
@@ -43,6 +44,8 @@ export interface ReplayReport {
   readonly needsApp?: string
   /** With the app: rows (rebuilt or stored) that do not fit its schema. */
   readonly misfits: ReadonlyArray<string>
+  /** With the app: each declared view folded from the log and compared with its stored state (view-check.ts). */
+  readonly views: ReadonlyArray<ViewComparison>
   readonly millis: number
 }
 
@@ -126,7 +129,8 @@ export const replay = (log: EventLogShape, catalog?: CompiledApp) =>
     for (const [type, written] of newer) misfits.unshift(newerSchemaProblem(type, written, catalog!.types.get(type)!.version))
     const rebuiltDigest = rebuilt.digest("hex")
     const storedDigest = stored.digest("hex")
-    const matches = rebuiltDigest === storedDigest && misfits.length === 0
+    const views = catalog === undefined ? [] : yield* compareViews(log, catalog)
+    const matches = rebuiltDigest === storedDigest && misfits.length === 0 && views.every((v) => v.outcome !== "mismatch")
     const needsApp = catalog !== undefined || matches
       ? undefined
       : newerThanOne.size > 0
@@ -144,6 +148,7 @@ export const replay = (log: EventLogShape, catalog?: CompiledApp) =>
       mismatches,
       ...(needsApp === undefined ? {} : { needsApp }),
       misfits,
+      views,
       millis: Date.now() - started
     } satisfies ReplayReport
   })

@@ -167,13 +167,22 @@ describe("the console's JSON views", () => {
         { name: "currency", required: true, summary: '"USD" | "EUR"' }
       ])
       const tools = (await rpc(server.url, "tools/list")).json.result.tools.map((t: { name: string }) => t.name)
-      expect(products.operations.filter((o: { tool?: string }) => o.tool).map((o: { tool: string }) => o.tool)).toEqual(tools)
+      expect(products.operations.filter((o: { tool?: string }) => o.tool).map((o: { tool: string }) => o.tool)).toEqual(tools.filter((t: string) => t.startsWith("products_")))
       expect(products.operations.find((o: { name: string }) => o.name === "set_price")).toMatchObject({
         kind: "method",
         rest: "POST /api/products/:id/set_price",
         tool: "products_set_price"
       })
       expect(products.operations.find((o: { name: string }) => o.name === "delete")).toEqual({ name: "delete", kind: "crud" })
+      expect(catalog.views).toEqual([{
+        name: "products_by_currency",
+        description: "How many products are priced in each currency.",
+        on: { products: ["created", "updated", "deleted"] },
+        rest: "GET /api/_views/products_by_currency",
+        resource: "wo://views/products_by_currency",
+        tool: "view_products_by_currency"
+      }])
+      expect(tools).toContain("view_products_by_currency")
 
       const session = await openSession(server.url)
       await http(`${server.url}/mcp`, {
@@ -313,6 +322,25 @@ describe.skipIf(!hasChromium)("the console in headless Chromium", () => {
     console.log(`console screenshot: ${SCREENSHOT}`)
   })
 
+  it("shows each view's value, and follows it live as writes land", async () => {
+    const page = await browser.newPage()
+    try {
+      await page.goto(`${server.url}/`)
+      await page.locator('#status[data-state="live"]').waitFor({ timeout: 10_000 })
+      const before = (await http(`${server.url}/api/_views/products_by_currency`)).json.value
+      const value = page.locator('#views pre[data-view="products_by_currency"]')
+      await page.waitForFunction((text) => document.querySelector('#views pre[data-view="products_by_currency"]')?.textContent === text,
+        JSON.stringify(before, null, 2), { timeout: 5000 })
+      expect(await page.locator("#views code.tool").textContent()).toBe("view_products_by_currency")
+      await createProduct(server.url, "Teapot", 30, "EUR")
+      const after = JSON.stringify({ ...before, EUR: before.EUR + 1 }, null, 2)
+      await page.waitForFunction((text) => document.querySelector('#views pre[data-view="products_by_currency"]')?.textContent === text, after, { timeout: 5000 })
+      expect(await value.textContent()).toBe(after)
+    } finally {
+      await page.close()
+    }
+  })
+
   it("with WO_AUTH_TOKEN: asks for the token, then sends it as a Bearer header, never showing it", async () => {
     const guarded = await startServer(apps.pricing, { authToken: "s3cret" })
     const page = await browser.newPage()
@@ -326,7 +354,7 @@ describe.skipIf(!hasChromium)("the console in headless Chromium", () => {
       await page.locator("#token-input").fill("s3cret")
       await page.locator("#token-form button[type=submit]").click()
       await page.locator('#status[data-state="live"]').waitFor({ timeout: 10_000 })
-      for (const p of ["/api/_catalog", "/api/_rows", "/api/_events", "/api/_agents"]) expect(sent.get(p)).toBe("Bearer s3cret")
+      for (const p of ["/api/_catalog", "/api/_rows", "/api/_events", "/api/_agents", "/api/_views"]) expect(sent.get(p)).toBe("Bearer s3cret")
 
       // Opened with ?token=, it takes the token and removes it from the address bar.
       await page.evaluate(() => sessionStorage.clear())

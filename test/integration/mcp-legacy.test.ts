@@ -74,7 +74,7 @@ describe("MCP legacy era over a real server", () => {
 
   it("lists exactly the exposed tools, in a stable order, with schemas and annotations", async () => {
     const blogTools = (await rpc(blog.url, "tools/list")).json.result.tools
-    expect(blogTools.map((t: any) => t.name)).toEqual(["articles_list", "articles_get", "articles_create", "articles_update", "articles_delete"])
+    expect(blogTools.map((t: any) => t.name)).toEqual(["articles_list", "articles_get", "articles_create", "articles_update", "articles_delete", "view_articles_by_status"])
     const create = blogTools.find((t: any) => t.name === "articles_create")
     expect(create.inputSchema.properties.status).toEqual({ type: "string", enum: ["draft", "published"] })
     expect(create.inputSchema.properties.author.required).toEqual(["name"])
@@ -82,7 +82,7 @@ describe("MCP legacy era over a real server", () => {
     expect(blogTools.find((t: any) => t.name === "articles_get").annotations.readOnlyHint).toBe(true)
     expect(blogTools.find((t: any) => t.name === "articles_delete").annotations.destructiveHint).toBe(true)
     const pricingTools = (await rpc(pricing.url, "tools/list")).json.result.tools
-    expect(pricingTools.map((t: any) => t.name)).toEqual(["products_list", "products_get", "products_set_price"])
+    expect(pricingTools.map((t: any) => t.name)).toEqual(["products_list", "products_get", "products_set_price", "view_products_by_currency"])
     const setPrice = pricingTools.find((t: any) => t.name === "products_set_price")
     expect(setPrice.inputSchema.required).toEqual(["id", "price"])
   })
@@ -141,13 +141,13 @@ describe("MCP legacy era over a real server", () => {
       rpages++
     } while (rcursor)
     expect(rpages).toBe(3)
-    expect(uris).toEqual(["wo://schema/articles", ...ids.map((id) => `wo://articles/${id}`)])
+    expect(uris).toEqual(["wo://schema/articles", "wo://views/articles_by_status", ...ids.map((id) => `wo://articles/${id}`)])
     expect(new Set(uris).size).toBe(uris.length)
   })
 
   it("serves templates, schema resources and -32002 for unknown resources (L9)", async () => {
     const templates = (await rpc(blog.url, "resources/templates/list")).json.result.resourceTemplates
-    expect(templates.map((t: any) => t.uriTemplate)).toEqual(["wo://articles/{id}"])
+    expect(templates.map((t: any) => t.uriTemplate)).toEqual(["wo://articles/{id}", "wo://articles{?title,body,status,order,limit}"])
     const schema = JSON.parse((await rpc(blog.url, "resources/read", { uri: "wo://schema/articles" })).json.result.contents[0].text)
     expect(schema.fields).toEqual(["title", "body", "status", "tags", "author"])
     expect(schema.jsonSchema.properties.status.enum).toEqual(["draft", "published"])

@@ -30,7 +30,7 @@ describe("interop with the official SDK v2 client", () => {
     try {
       expect(client.getServerVersion()).toMatchObject({ name: "pricing" })
       const { tools } = await client.listTools()
-      expect(tools.map((t) => t.name)).toEqual(["products_list", "products_get", "products_set_price"])
+      expect(tools.map((t) => t.name)).toEqual(["products_list", "products_get", "products_set_price", "view_products_by_currency"])
       const result = await client.callTool({ name: "products_set_price", arguments: { id: productId, price: 12 } })
       expect(result.isError).toBeFalsy()
       expect(result.structuredContent).toMatchObject({ id: productId, price: 12 })

@@ -479,7 +479,7 @@ const toolCaseArb = (): fc.Arbitrary<ToolCase> =>
     ...targets.flatMap((t, target) =>
       t.tools.map((tool) => {
         const overrides = { byName: { id: rowIds } }
-        const op = tool.name.slice(t.type.length + 1)
+        const op = opOf(t, tool.name)
         const transports: Array<Transport> = ["legacy", "modern", ...(["list", "get", "create", "update", "delete", "set_price"].includes(op) ? ["rest" as const] : [])]
         return {
           weight: op === "create" ? 4 : op === "list" || op === "get" ? 1 : 3,
@@ -540,10 +540,14 @@ const sendTool = async (t: Target, c: ToolCase): Promise<{ ok: boolean; body: an
   return { ok: true, body: result.structuredContent, answer }
 }
 
+/** The operation a tool runs: `list`, `get`, `create`, ..., a method's name, or `view` for a view's read tool. */
+const opOf = (t: Target, tool: string) => (tool.startsWith("view_") ? "view" : tool.slice(t.type.length + 1))
+const READS = ["list", "get", "view"]
+
 /** What must happen, from the row as it is before the call. */
 const expectedOutcome = (t: Target, c: ToolCase): { ok: boolean | "either"; row?: Record<string, unknown> | null } => {
-  const op = c.tool.slice(t.type.length + 1)
-  const mutating = !["list", "get"].includes(op)
+  const op = opOf(t, c.tool)
+  const mutating = !READS.includes(op)
   if (c.broken !== undefined) return { ok: mutating ? false : "either" }
   const a = c.args as Record<string, any>
   const row = typeof a.id === "string" ? rowOf(t, a.id) : undefined
@@ -552,6 +556,8 @@ const expectedOutcome = (t: Target, c: ToolCase): { ok: boolean | "either"; row?
   switch (op) {
     case "list":
       return { ok: a.cursor === undefined ? true : "either" }
+    case "view":
+      return { ok: true }
     case "get":
       return row === undefined ? { ok: false } : { ok: true, row }
     case "create":
@@ -641,14 +647,14 @@ describe("fuzzing a live server (fast-check)", () => {
   it("tool arguments generated from each inputSchema, over legacy, modern and REST: exactly the valid ones write", async () => {
     await fuzz("tool arguments", toolCaseArb(), RUNS.tools, async (c) => {
       const t = targets[c.target]
-      const op = c.tool.slice(t.type.length + 1)
+      const op = opOf(t, c.tool)
       const expected = expectedOutcome(t, c)
       const before = checkpoint(t)
       const { ok, body, answer } = await sendTool(t, c)
       const moved = checkpoint(t) - before
       const label = { label: `${c.transport} ${c.tool} ${JSON.stringify(c.args)}${c.broken ? ` broken at ${c.broken}` : ""}` }
       if (expected.ok !== "either" && ok !== expected.ok) fail(expected.ok ? "a valid call was refused" : "an invalid or impossible call was accepted", label, answer)
-      const mutating = !["list", "get"].includes(op)
+      const mutating = !READS.includes(op)
       if (moved !== (ok && mutating ? 1 : 0)) fail(`the log moved by ${moved}`, label, answer)
       toolStats[!ok ? "refused" : mutating ? "writes" : "reads"]++
       if (!ok) {

@@ -13,6 +13,7 @@ import { Projection } from "./projection.ts"
 import { RowsPanel } from "./rows-panel.ts"
 import { followEvents, type FollowState } from "./sse.ts"
 import { TailPanel } from "./tail-panel.ts"
+import { ViewsPanel } from "./views-panel.ts"
 
 /** How many past events the tail opens with. */
 const HISTORY = 30
@@ -60,6 +61,7 @@ const start = async () => {
   const projection = new Projection(snapshot)
   const rows = new RowsPanel(catalog, projection)
   const tail = new TailPanel()
+  const views = new ViewsPanel(catalog)
   void pollAgents()
 
   let head = snapshot.seq
@@ -71,6 +73,7 @@ const start = async () => {
       const applied = projection.apply(event)
       if (applied) rows.show(event.type, event.id, applied)
       head = Math.max(head, event.seq)
+      views.changed()
       setStatus("live", `live · seq ${head}`)
     },
     onState: (state) => {

@@ -5,7 +5,7 @@
 import { Effect, Either, Schema } from "effect"
 import type { Stage } from "../../commands/group-commit.ts"
 import { ErrorCode } from "./protocol.ts"
-import type { Resources } from "./resources.ts"
+import type { ReadProblem, Resources } from "./resources.ts"
 import { invalidParams, RpcError } from "./rpc.ts"
 import type { Tool } from "./tools.ts"
 
@@ -60,6 +60,21 @@ export const resourceNotFound = (era: Era, uri: string) =>
     data: { uri }
   })
 
+/**
+ * A resource that exists in form but cannot be read: a list URI naming a bad field (invalid params, naming it),
+ * or a view whose evolve failed (internal error, naming the view and the event).
+ */
+const readError = (era: Era, uri: string, problem: ReadProblem): RpcError => {
+  switch (problem._tag) {
+    case "NotFound":
+      return resourceNotFound(era, uri)
+    case "Invalid":
+      return invalidParams(problem.message)
+    case "Failed":
+      return new RpcError({ code: ErrorCode.InternalError, message: problem.message, data: { uri } })
+  }
+}
+
 export const methodNotFound = (era: Era, method: string) =>
   new RpcError({ code: ErrorCode.MethodNotFound, message: `Method not found: ${method}`, status: era === "modern" ? 404 : 200 })
 
@@ -99,11 +114,13 @@ export const makeDispatcher = (tools: ReadonlyArray<Tool>, resources: Resources)
       }),
     "resources/templates/list": () => Effect.succeed({ result: { resourceTemplates: resources.templates }, cache: CATALOG_CACHE }),
     "resources/read": (params, context) =>
-      fromEither(ReadParams(params), ({ uri }) => {
-        const contents = resources.read(uri)
-        if (contents === undefined) return Effect.fail(resourceNotFound(context.era, uri))
-        return Effect.succeed({ result: { contents: [contents] }, cache: uri.startsWith("wo://schema/") ? CATALOG_CACHE : ROW_CACHE })
-      })
+      fromEither(ReadParams(params), ({ uri }) =>
+        resources.read(uri).pipe(
+          Effect.mapBoth({
+            onFailure: (problem) => readError(context.era, uri, problem),
+            onSuccess: (contents) => ({ result: { contents: [contents] }, cache: uri.startsWith("wo://schema/") ? CATALOG_CACHE : ROW_CACHE })
+          })
+        ))
   }
 
   return {

@@ -8,7 +8,10 @@
  */
 import { Effect, Either, Option, Schema, Stream } from "effect"
 import type { CompiledApp } from "../../domain/compile.ts"
-import { rowUri } from "../../domain/uri.ts"
+import { viewUri } from "../../domain/uri.ts"
+import { parseLiveQuery } from "../../projections/live-queries.ts"
+import { parsePosition, positionId, resumeNotices } from "../../projections/resumption.ts"
+import type { ViewsShape } from "../../projections/views.ts"
 import type { EventLogShape } from "../../commands/event-log.ts"
 import type { Settings } from "../../config.ts"
 import type { RowsShape } from "../../projections/rows.ts"
@@ -37,12 +40,12 @@ const UriParams = Schema.decodeUnknownEither(Schema.Struct({ uri: Schema.String 
 /** L1: the client's version when we support it, else the newest legacy version. */
 export const negotiate = (requested: string) => (isLegacyVersion(requested) ? requested : LATEST_LEGACY)
 
-/** GET-stream event ids are `get-<log seq>`: the stream and the durable position at once (L7). */
-export const getStreamEventId = (seq: number) => `get-${seq}`
-export const parseGetStreamEventId = (id: string | undefined): number | undefined => {
-  const m = id === undefined ? null : /^get-(\d{1,15})$/.exec(id.trim())
-  return m ? Number(m[1]) : undefined
-}
+/**
+ * GET-stream event ids are the stream and the durable position at once (L7): `get-<log seq>` for a row's
+ * notice, `get-<log seq>.<base64url URI>` for a view's or a live query's (one change can notify several).
+ */
+export const getStreamEventId = positionId
+export const parseGetStreamEventId = parsePosition
 
 const SESSION_HEADER = "mcp-session-id"
 
@@ -52,11 +55,12 @@ export interface LegacyDeps {
   readonly sessions: SessionsShape
   readonly log: EventLogShape
   readonly rows: RowsShape
+  readonly views: ViewsShape
   readonly streams: OpenStreamsShape
   readonly settings: Settings
 }
 
-export const makeLegacy = ({ catalog, dispatcher, sessions, log, rows, streams, settings }: LegacyDeps) => {
+export const makeLegacy = ({ catalog, dispatcher, sessions, log, rows, views, streams, settings }: LegacyDeps) => {
   const info = serverInfo(catalog)
   const text = instructions(catalog, dispatcher.tools.map((t) => t.definition.name))
   const capabilities = { tools: {}, resources: { subscribe: true } }
@@ -93,14 +97,18 @@ export const makeLegacy = ({ catalog, dispatcher, sessions, log, rows, streams, 
   const subscription = (request: RpcRequest, session: Session, subscribe: boolean): Effect.Effect<EdgeResponse> =>
     Either.match(UriParams(request.params), {
       onLeft: () => Effect.succeed(rpcError(request.id, invalidParams("params.uri must be a string"))),
-      onRight: ({ uri }) =>
-        (subscribe ? sessions.subscribe(session, uri, rows.checkpoint()) : Effect.as(sessions.unsubscribe(session, uri), "ok" as const)).pipe(
+      onRight: ({ uri }) => {
+        // A live query naming a bad field would never notify: say so, naming the field.
+        const query = subscribe ? parseLiveQuery(catalog, uri) : undefined
+        if (query !== undefined && Either.isLeft(query)) return Effect.succeed(rpcError(request.id, invalidParams(`${uri}: ${query.left.message}`)))
+        return (subscribe ? sessions.subscribe(session, uri, rows.checkpoint()) : Effect.as(sessions.unsubscribe(session, uri), "ok" as const)).pipe(
           Effect.map((outcome) =>
             outcome === "ok"
               ? rpcResult(request.id, {})
               : rpcError(request.id, invalidParams(`too many subscriptions on this session (WO_MAX_SUBSCRIPTIONS=${settings.maxSubscriptions})`))),
           Effect.catchTag("StoreUnavailable", (e) => Effect.succeed(rpcError(request.id, new RpcError({ code: ErrorCode.InternalError, message: e.message, status: 503 }))))
         )
+      }
     })
 
   /** tools/call with a progressToken: SSE with a priming event (2025-11-25), one progress per stage, then the result. */
@@ -158,7 +166,7 @@ export const makeLegacy = ({ catalog, dispatcher, sessions, log, rows, streams, 
 
   const updatedFrame = (uri: string, seq: number) =>
     sseFrame({
-      id: getStreamEventId(seq),
+      id: getStreamEventId(seq, uri),
       event: "message",
       data: JSON.stringify({ jsonrpc: "2.0", method: "notifications/resources/updated", params: { uri } })
     })
@@ -166,23 +174,18 @@ export const makeLegacy = ({ catalog, dispatcher, sessions, log, rows, streams, 
   /** The session's stream: replay from the log after Last-Event-ID, then live; bounded; one per session. */
   const getStream = (session: Session, lastEventId: string | undefined): EdgeResponse => {
     const from = parseGetStreamEventId(lastEventId)
-    const subscribedAt = (uri: string, seq: number) => {
-      const since = session.subscriptions.get(uri)
-      return since !== undefined && seq > since
-    }
     const events = Stream.unwrapScoped(
       Effect.gen(function* () {
         const buffer = yield* makeNoticeBuffer(settings.streamBuffer)
         // Live delivery starts before the replay reads the log, so nothing falls between the two.
         yield* Effect.acquireRelease(Effect.sync(() => sessions.attach(session, buffer)), () => Effect.sync(() => sessions.detach(session, buffer)))
         yield* streams.track({ kind: "session", owner: session.id, since: rows.checkpoint(), subscriptions: () => [...session.subscriptions.keys()], listChanges: false }, buffer)
+        // The head and the views' last changes, read in one step: live notices after it come from the buffer.
         const head = rows.checkpoint()
-        const replay = from === undefined || from >= head
+        const viewSeqs = new Map(views.all().map((v) => [viewUri(v.name), v.seq]))
+        const replay = from === undefined
           ? Stream.empty
-          : log.readFrom(from + 1).pipe(
-            Stream.takeWhile((e) => e.seq <= head),
-            Stream.map((e) => ({ uri: rowUri(e.type, e.id), seq: e.seq })),
-            Stream.filter(({ uri, seq }) => subscribedAt(uri, seq)),
+          : resumeNotices(log, catalog, new Map(session.subscriptions), from, head, viewSeqs).pipe(
             Stream.map(({ uri, seq }) => updatedFrame(uri, seq)),
             Stream.catchAll(() => Stream.empty)
           )

@@ -6,6 +6,7 @@ import { WoConfig } from "../../config.ts"
 import { Catalog } from "../../domain/app-catalog.ts"
 import { Queries } from "../../projections/queries.ts"
 import { Rows } from "../../projections/rows.ts"
+import { Views } from "../../projections/views.ts"
 import { OpenStreams } from "../open-streams.ts"
 import { makeDispatcher } from "./dispatch.ts"
 import { makeMcpEndpoint } from "./endpoint.ts"
@@ -21,14 +22,16 @@ export const makeMcpRoute = Effect.gen(function* () {
   const catalog = yield* Catalog
   const settings = yield* WoConfig
   const rows = yield* Rows
-  const tools = makeTools(catalog, yield* Commands, yield* Queries, settings.maxPageSize)
-  const dispatcher = makeDispatcher(tools, makeResources(catalog, rows, settings.defaultPageSize))
+  const views = yield* Views
+  const tools = makeTools(catalog, yield* Commands, yield* Queries, settings.maxPageSize, views)
+  const dispatcher = makeDispatcher(tools, makeResources(catalog, { rows, queries: yield* Queries, views }, settings.defaultPageSize))
   const legacy = makeLegacy({
     catalog,
     dispatcher,
     sessions: yield* Sessions,
     log: yield* EventLog,
     rows,
+    views,
     streams: yield* OpenStreams,
     settings
   })

@@ -8,6 +8,7 @@ import type { CompiledApp } from "../../domain/compile.ts"
 import type { Settings } from "../../config.ts"
 import type { RowsShape } from "../../projections/rows.ts"
 import type { RegistryShape } from "../../projections/registry.ts"
+import { parseLiveQuery } from "../../projections/live-queries.ts"
 import type { EdgeRequest, EdgeResponse } from "../edge-types.ts"
 import { makeNoticeBuffer } from "../notice-buffer.ts"
 import type { OpenStreamsShape } from "../open-streams.ts"
@@ -111,6 +112,11 @@ export const makeModern = ({ catalog, dispatcher, registry, rows, streams, setti
         const uris = [...new Set(notifications.resourceSubscriptions ?? [])]
         if (uris.length > settings.maxSubscriptions) {
           return Either.left(invalidParams(`too many resourceSubscriptions (WO_MAX_SUBSCRIPTIONS=${settings.maxSubscriptions})`))
+        }
+        // A live query naming a bad field would never notify: refuse the listen, naming the field.
+        for (const uri of uris) {
+          const query = parseLiveQuery(catalog, uri)
+          if (query !== undefined && Either.isLeft(query)) return Either.left(invalidParams(`${uri}: ${query.left.message}`))
         }
         const lists = notifications.resourcesListChanged === true
         const honoured = { ...(uris.length ? { resourceSubscriptions: uris } : {}), ...(lists ? { resourcesListChanged: true } : {}) }

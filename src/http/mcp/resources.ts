@@ -1,12 +1,18 @@
 /**
- * MCP resources generated from the catalog: `wo://schema/<type>` (fields and JSON Schema) and
- * `wo://<type>/<id>` (one row, the same bytes as the REST GET). Listing walks schemas, then each type's rows
- * in id order, with opaque cursors; rows created during a walk appear later in it, and nothing repeats.
+ * MCP resources generated from the catalog: `wo://schema/<type>` (fields and JSON Schema), `wo://<type>/<id>`
+ * (one row, the same bytes as the REST GET), `wo://views/<name>` (a view's value, the same bytes as
+ * `GET /api/_views/<name>`) and `wo://<type>?<query>` (a filtered list's first page, the same bytes as
+ * `GET /api/<type>?<query>`). Listing walks schemas and views, then each type's rows in id order, with opaque
+ * cursors; rows created during a walk appear later in it, and nothing repeats.
  */
-import { Either, Schema } from "effect"
+import { Effect, Either, Schema } from "effect"
 import type { CompiledApp, CompiledType } from "../../domain/compile.ts"
-import { parseUri, rowUri, rowUriTemplate, schemaUri } from "../../domain/uri.ts"
+import { fromQueryString } from "../../domain/list-request.ts"
+import { listUriTemplate, parseUri, rowUri, rowUriTemplate, schemaUri, viewUri } from "../../domain/uri.ts"
+import type { QueriesShape } from "../../projections/queries.ts"
 import type { RowsShape } from "../../projections/rows.ts"
+import type { ViewsShape } from "../../projections/views.ts"
+import { listBody, viewBody } from "../bodies.ts"
 
 export interface ResourceEntry {
   readonly uri: string
@@ -27,17 +33,31 @@ const Position = Schema.parseJson(Schema.Struct({ p: Schema.Int, a: Schema.Int }
 const decodePosition = Schema.decodeUnknownEither(Position)
 const encodePosition = (p: number, a: number) => Buffer.from(JSON.stringify({ p, a })).toString("base64url")
 
+/** Why a resource cannot be read: it does not exist, its query names a bad field, or its view failed. */
+export type ReadProblem =
+  | { readonly _tag: "NotFound" }
+  | { readonly _tag: "Invalid"; readonly message: string }
+  | { readonly _tag: "Failed"; readonly message: string }
+
 export interface Resources {
   /** undefined when the cursor is not one this server issued. */
   readonly list: (cursor: string | undefined) => { readonly resources: ReadonlyArray<ResourceEntry>; readonly nextCursor?: string } | undefined
   readonly templates: ReadonlyArray<{ uriTemplate: string; name: string; title: string; description: string; mimeType: "application/json" }>
-  /** undefined when no such resource exists. */
-  readonly read: (uri: string) => ResourceContents | undefined
+  readonly read: (uri: string) => Effect.Effect<ResourceContents, ReadProblem>
 }
 
-export const makeResources = (catalog: CompiledApp, rows: RowsShape, pageSize: number): Resources => {
+export interface ResourceSources {
+  readonly rows: RowsShape
+  readonly queries: QueriesShape
+  readonly views: ViewsShape
+}
+
+const NOT_FOUND: ReadProblem = { _tag: "NotFound" }
+
+export const makeResources = (catalog: CompiledApp, { rows, queries, views }: ResourceSources, pageSize: number): Resources => {
   const exposed = [...catalog.types.values()].filter((t) => t.mcp.size > 0)
   const readable = exposed.filter((t) => t.mcp.has("get"))
+  const listable = exposed.filter((t) => t.mcp.has("list"))
 
   const schemaEntry = (t: CompiledType): ResourceEntry => ({
     uri: schemaUri(t.name),
@@ -57,9 +77,19 @@ export const makeResources = (catalog: CompiledApp, rows: RowsShape, pageSize: n
       jsonSchema: t.fieldsJsonSchema
     })
 
+  const viewEntry = (name: string, description: string | undefined): ResourceEntry => ({
+    uri: viewUri(name),
+    name: `views/${name}`,
+    title: `${name} view`,
+    description: description ?? `The value of the view ${name}`,
+    mimeType: "application/json"
+  })
+  // The catalog's fixed entries, listed first: each type's schema, then each view.
+  const fixed = [...exposed.map(schemaEntry), ...[...catalog.views.values()].map((v) => viewEntry(v.name, v.description))]
+
   /** Every entry after position (p0, a0), in listing order. */
   function* entriesAfter(p0: number, a0: number): Generator<readonly [{ p: number; a: number }, ResourceEntry]> {
-    if (p0 === -1) for (let i = a0 + 1; i < exposed.length; i++) yield [{ p: -1, a: i }, schemaEntry(exposed[i])]
+    if (p0 === -1) for (let i = a0 + 1; i < fixed.length; i++) yield [{ p: -1, a: i }, fixed[i]]
     for (let p = Math.max(p0, 0); p < readable.length; p++) {
       const t = readable[p]
       let after = p === p0 ? a0 : 0
@@ -91,26 +121,61 @@ export const makeResources = (catalog: CompiledApp, rows: RowsShape, pageSize: n
     return { resources }
   }
 
-  const read: Resources["read"] = (uri) => {
-    const parsed = parseUri(uri)
-    if (parsed === undefined) return undefined
-    const type = catalog.types.get(parsed.type)
-    if (type === undefined || type.mcp.size === 0) return undefined
-    if (parsed._tag === "Schema") return { uri, mimeType: "application/json", text: schemaText(type) }
-    if (!type.mcp.has("get")) return undefined
-    const row = rows.get(type.name, parsed.id)
-    return row === undefined ? undefined : { uri, mimeType: "application/json", text: JSON.stringify(row) }
-  }
+  const contents = (uri: string, text: string): ResourceContents => ({ uri, mimeType: "application/json", text })
+
+  const read: Resources["read"] = (uri) =>
+    Effect.suspend((): Effect.Effect<ResourceContents, ReadProblem> => {
+      const parsed = parseUri(uri)
+      if (parsed === undefined) return Effect.fail(NOT_FOUND)
+      if (parsed._tag === "View") {
+        const view = views.get(parsed.name)
+        if (view === undefined) return Effect.fail(NOT_FOUND)
+        return view.failed !== undefined ? Effect.fail({ _tag: "Failed", message: view.failed }) : Effect.succeed(contents(uri, viewBody(view)))
+      }
+      const type = catalog.types.get(parsed.type)
+      if (type === undefined || type.mcp.size === 0) return Effect.fail(NOT_FOUND)
+      switch (parsed._tag) {
+        case "Schema":
+          return Effect.succeed(contents(uri, schemaText(type)))
+        case "Row": {
+          if (!type.mcp.has("get")) return Effect.fail(NOT_FOUND)
+          const row = rows.get(type.name, parsed.id)
+          return row === undefined ? Effect.fail(NOT_FOUND) : Effect.succeed(contents(uri, JSON.stringify(row)))
+        }
+        case "List": {
+          if (!type.mcp.has("list")) return Effect.fail(NOT_FOUND)
+          // The list's page as REST serves it: the first one, or the one a `cursor` in the query names.
+          return Either.match(fromQueryString(type, parsed.query), {
+            onLeft: (e) => Effect.fail<ReadProblem>({ _tag: "Invalid", message: e.message }),
+            onRight: (request) =>
+              queries.list(type.name, request).pipe(
+                Effect.mapBoth({ onFailure: (e): ReadProblem => ({ _tag: "Invalid", message: e.message }), onSuccess: (page) => contents(uri, listBody(page)) })
+              )
+          })
+        }
+      }
+    })
 
   return {
     list,
-    templates: readable.map((t) => ({
-      uriTemplate: rowUriTemplate(t.name),
-      name: t.name,
-      title: `One ${t.name} row`,
-      description: `A ${t.name} row by id: {id, version, ...fields}`,
-      mimeType: "application/json" as const
-    })),
+    templates: [
+      ...readable.map((t) => ({
+        uriTemplate: rowUriTemplate(t.name),
+        name: t.name,
+        title: `One ${t.name} row`,
+        description: `A ${t.name} row by id: {id, version, ...fields}`,
+        mimeType: "application/json" as const
+      })),
+      ...listable.map((t) => ({
+        uriTemplate: listUriTemplate(t.name, [...t.filterable.keys()]),
+        name: `${t.name}_list`,
+        title: `A list of ${t.name}`,
+        description: `${t.name} rows whose fields equal the values given (all of them), ordered by order ("title", "-title"; ` +
+          `default id): the first page, as GET /api/${t.name}?<query> serves it. Subscribe to it as a live query: it is ` +
+          `updated whenever a row enters the list, leaves it, or changes while in it.`,
+        mimeType: "application/json" as const
+      }))
+    ],
     read
   }
 }

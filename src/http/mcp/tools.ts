@@ -12,7 +12,10 @@ import type { Command, CommandsShape, ExecuteOptions } from "../../commands/comm
 import type { Committed } from "../../commands/group-commit.ts"
 import type { QueriesShape } from "../../projections/queries.ts"
 import { deletedBody } from "../rest.ts"
-import { listBody } from "../bodies.ts"
+import { listBody, viewBody } from "../bodies.ts"
+import type { CompiledView } from "../../domain/compile-views.ts"
+import { ViewFailed, type ViewsShape } from "../../projections/views.ts"
+import { fromArguments, orderChoices } from "../../domain/list-request.ts"
 
 export interface ToolAnnotations {
   readonly title: string
@@ -57,7 +60,9 @@ const Target = Schema.Struct({
 const decodeTarget = Schema.decodeUnknownEither(Target)
 const PageArgs = Schema.Struct({
   cursor: Schema.optional(Schema.String),
-  limit: Schema.optional(Schema.Int)
+  limit: Schema.optional(Schema.Int),
+  where: Schema.optional(Schema.Record({ key: Schema.String, value: Schema.Unknown })),
+  order: Schema.optional(Schema.String)
 })
 const decodePageArgs = Schema.decodeUnknownEither(PageArgs, { onExcessProperty: "error" })
 const decodeIdOnly = Schema.decodeUnknownEither(Schema.Struct({ id: Target.fields.id }), { onExcessProperty: "error" })
@@ -85,17 +90,68 @@ const objectSchema = (properties: Record<string, unknown>, required: ReadonlyArr
 const propertiesOf = (schema: JsonSchema) => (schema.properties ?? {}) as Record<string, unknown>
 const requiredOf = (schema: JsonSchema) => (schema.required ?? []) as ReadonlyArray<string>
 
+/**
+ * The list tool's `where` and `order` properties, from the catalog: `where` has one property per filterable
+ * field, with that field's own JSON Schema; `order` names each filterable field, ascending or with `-`.
+ */
+export const listFilterSchemas = (type: CompiledType): Record<string, JsonSchema> => {
+  const properties = propertiesOf(type.fieldsJsonSchema)
+  const filterable = [...type.filterable.keys()]
+  return {
+    where: {
+      ...objectSchema(Object.fromEntries(filterable.map((f) => [f, properties[f] ?? {}])), []),
+      description: "only rows whose fields equal these values (all of them)"
+    },
+    order: { type: "string", enum: [...orderChoices(type)], description: "sort by a field, \"-\" for descending; default id" }
+  }
+}
+
 /** All tools of the app, in a deterministic order: types in catalog order, then list, get, create, update, delete, methods. */
 export const makeTools = (
   catalog: CompiledApp,
   commands: CommandsShape,
   queries: QueriesShape,
-  maxPageSize: number
+  maxPageSize: number,
+  views?: ViewsShape
 ): ReadonlyArray<Tool> => {
   const tools: Array<Tool> = []
   for (const type of catalog.types.values()) tools.push(...typeTools(type, commands, queries, maxPageSize))
+  if (views !== undefined) for (const view of catalog.views.values()) tools.push(viewTool(view, views))
   return tools
 }
+
+/** No arguments at all: `{}` (an empty Struct lets any key through, so the keys are checked too). */
+const decodeNoArguments = Schema.decodeUnknownEither(
+  Schema.Struct({}).pipe(Schema.filter((args) => Object.keys(args).length === 0 || `takes no arguments, got ${Object.keys(args).join(", ")}`))
+)
+
+/** `view_<name>`: a view's value, the same JSON as `GET /api/_views/<name>` and the resource `wo://views/<name>`. */
+const viewTool = (view: CompiledView, views: ViewsShape): Tool => ({
+  definition: {
+    name: `view_${view.name}`,
+    title: `View ${view.name}`,
+    description: `${view.description ? `${view.description} ` : ""}The current value of the view ${view.name}, maintained on every ` +
+      `commit (the same JSON as GET /api/_views/${view.name}; subscribe to wo://views/${view.name} to hear when it changes).`,
+    inputSchema: objectSchema({}, []),
+    outputSchema: objectSchema({
+      name: { type: "string" },
+      seq: { type: "integer", minimum: 0, description: "the log sequence of the value's last change" },
+      value: view.jsonSchema
+    }, ["name", "seq", "value"], false),
+    annotations: { title: `View ${view.name}`, readOnlyHint: true, openWorldHint: false }
+  },
+  call: (args) =>
+    Effect.sync(() =>
+      Either.match(decodeNoArguments(args), {
+        onLeft: (e) => argumentError(`view ${view.name}`, e),
+        onRight: (): ToolResult => {
+          const snapshot = views.get(view.name)!
+          if (snapshot.failed !== undefined) return { content: [{ type: "text", text: new ViewFailed({ name: view.name, reason: snapshot.failed }).message }], isError: true }
+          const body = viewBody(snapshot)
+          return success(body, JSON.parse(body))
+        }
+      }))
+})
 
 const typeTools = (type: CompiledType, commands: CommandsShape, queries: QueriesShape, maxPageSize: number): Array<Tool> => {
   const t = type.name
@@ -112,17 +168,20 @@ const typeTools = (type: CompiledType, commands: CommandsShape, queries: Queries
       definition: {
         name: `${t}_list`,
         title: `List ${t}`,
-        description: `List ${t} rows in id order, a page at a time; pass the returned nextCursor to continue.${about}`,
+        description: `List ${t} rows, a page at a time; pass the returned nextCursor to continue. ` +
+          `Filter with where (field equals value; several fields: all must match) and sort with order ("title", "-title"; default id).${about}`,
         inputSchema: objectSchema({
-          cursor: { type: "string", description: "nextCursor from the previous page" },
-          limit: { type: "integer", minimum: 1, maximum: maxPageSize, description: "rows per page" }
+          cursor: { type: "string", description: "nextCursor from the previous page (of the same where and order)" },
+          limit: { type: "integer", minimum: 1, maximum: maxPageSize, description: "rows per page" },
+          ...listFilterSchemas(type)
         }, []),
         outputSchema: objectSchema({ items: { type: "array", items: rowSchema }, nextCursor: { type: "string" } }, ["items"], false),
         annotations: { title: `List ${t}`, readOnlyHint: true, openWorldHint: false }
       },
       call: (args) =>
-        Either.match(decodePageArgs(args), {
-          onLeft: (e) => Effect.succeed(argumentError(t, e)),
+        Either.match(Either.flatMap(Either.mapLeft(decodePageArgs(args), (e) => argumentError(t, e)), (page) =>
+          Either.mapLeft(fromArguments(type, page), failure)), {
+          onLeft: (result) => Effect.succeed(result),
           onRight: (page) =>
             queries.list(t, page).pipe(
               Effect.match({

@@ -1,0 +1,76 @@
+/**
+ * The views card: each declared view, what it folds and where it is served, and its current value. The values
+ * are the server's (a view is user code run by the writer), re-read from `GET /api/_views` after events arrive,
+ * at most a few times a second; a value that changed is highlighted.
+ */
+import type { CatalogView, ViewInfo, ViewsSnapshot, ViewValue } from "../wire.ts"
+import { getJson } from "./api.ts"
+import { fill, h } from "./dom.ts"
+
+const REFRESH_MS = 250
+
+const folds = (view: ViewInfo) =>
+  Object.entries(view.on).map(([type, names]) => `${type}: ${names.join(", ")}`).join("; ")
+
+const show = (value: ViewValue) => ("failed" in value ? value.failed : JSON.stringify(value.value, null, 2))
+
+export class ViewsPanel {
+  private readonly values = new Map<string, HTMLElement>()
+  private readonly seqs = new Map<string, HTMLElement>()
+  private timer: ReturnType<typeof setTimeout> | undefined
+
+  constructor(catalog: CatalogView) {
+    if (catalog.views.length === 0) {
+      fill("views", h("p", { class: "none" }, "This app declares no views: add one with view({ schema, initial, on, evolve })."))
+      return
+    }
+    fill("views", h("div", { class: "views" }, catalog.views.map((view) => {
+      const value = h("pre", { class: "view-value", "data-view": view.name }, "…")
+      const seq = h("span", { class: "view-seq muted" })
+      this.values.set(view.name, value)
+      this.seqs.set(view.name, seq)
+      return h("div", { class: "view" },
+        h("div", { class: "type-head" }, h("span", { class: "type-name" }, view.name), seq),
+        view.description ? h("p", { class: "muted" }, view.description) : null,
+        h("div", { class: "view-where" },
+          h("span", { class: "muted" }, "folds "), h("code", {}, folds(view)),
+          h("span", { class: "muted" }, " · "), h("code", {}, view.rest),
+          h("span", { class: "muted" }, " · "), h("code", { class: "uri" }, view.resource),
+          h("span", { class: "muted" }, " · "), h("code", { class: "tool" }, view.tool)),
+        value)
+    })))
+    void this.refresh()
+  }
+
+  /** Something was committed: re-read the values soon (one read for a burst of events). */
+  changed() {
+    if (this.values.size === 0 || this.timer !== undefined) return
+    this.timer = setTimeout(() => {
+      this.timer = undefined
+      void this.refresh()
+    }, REFRESH_MS)
+  }
+
+  private async refresh() {
+    try {
+      const { views } = await getJson<ViewsSnapshot>("/api/_views")
+      for (const view of views) {
+        const el = this.values.get(view.name)
+        if (el === undefined) continue
+        const text = show(view)
+        el.classList.toggle("failed", "failed" in view)
+        this.seqs.get(view.name)!.textContent = view.seq > 0 ? `last changed at seq ${view.seq}` : "initial value"
+        if (el.textContent === text) continue
+        const first = el.textContent === "…"
+        el.textContent = text
+        if (!first) {
+          el.classList.remove("flash")
+          void el.offsetWidth // reflow, so re-adding the class restarts the animation
+          el.classList.add("flash")
+        }
+      }
+    } catch {
+      // Shown as it was until the next event; the status pill reports the connection itself.
+    }
+  }
+}

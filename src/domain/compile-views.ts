@@ -1,0 +1,138 @@
+/**
+ * Views (declared projections) compiled from the app definition: checked once at load time, every problem
+ * named, with the codecs and JSON Schema every surface shares. See `view` in catalog.ts.
+ */
+import { Either, Schema } from "effect"
+import { CRUD_OPS, type AppDef, type ViewChange, type ViewDef } from "./catalog.ts"
+import { issuesOf } from "./codecs.ts"
+import type { EventKind, StoredEvent } from "./events.ts"
+import { toJsonSchema, type JsonSchema } from "./json-schema.ts"
+
+const VIEW_NAME = /^[a-z][a-z0-9_]*$/
+const KINDS: ReadonlyArray<EventKind> = ["created", "updated", "deleted", "invoked"]
+
+export interface CompiledView {
+  readonly name: string
+  readonly description?: string
+  /** The value's JSON Schema (the encoded form, as served). */
+  readonly jsonSchema: JsonSchema
+  /** The value before any event (typed). */
+  readonly initial: unknown
+  /** The types whose events it folds. */
+  readonly types: ReadonlySet<string>
+  /** What it folds, as declared: per type, event kinds and method names. */
+  readonly on: Readonly<Record<string, ReadonlyArray<string>>>
+  /** Whether it folds this event (its type, and its kind or method). */
+  readonly folds: (event: StoredEvent) => boolean
+  /** User code: callers catch what it throws. */
+  readonly evolve: (state: unknown, change: ViewChange) => unknown
+  /** The typed value to its JSON text; Left: why it does not fit the schema. */
+  readonly encode: (state: unknown) => Either.Either<string, string>
+  /** Stored JSON back to the typed value; Left: why it does not fit. */
+  readonly decode: (json: unknown) => Either.Either<unknown, string>
+  /**
+   * The declaration as text, for the definition digest (view-record.ts): what it folds, its initial value, its
+   * schema and its version. Not evolve's source: transpilers (tsx, vitest, a build) print it differently.
+   */
+  readonly declaration: string
+}
+
+const describeIssues = (e: Parameters<typeof issuesOf>[0]) =>
+  issuesOf(e).map((i) => (i.path.length ? `${i.path.join(".")}: ${i.message}` : i.message)).join("; ")
+
+/** Validates and compiles `app.views`, pushing one problem per mistake, each naming the view. */
+export const compileViews = (
+  app: AppDef,
+  typeMethods: ReadonlyMap<string, ReadonlySet<string>>,
+  toolNames: ReadonlySet<string>,
+  problems: Array<string>
+): ReadonlyMap<string, CompiledView> => {
+  const views = new Map<string, CompiledView>()
+  const declared: unknown = app.views ?? {}
+  if (typeof declared !== "object" || declared === null || Array.isArray(declared)) {
+    problems.push("views must be an object of view declarations: views: { <name>: view({ ... }) }")
+    return views
+  }
+  const retired = new Set(app.retired ?? [])
+  for (const [name, def] of Object.entries(declared as Record<string, ViewDef>)) {
+    const where = `view "${name}"`
+    const before = problems.length
+    if (!VIEW_NAME.test(name)) problems.push(`${where}: names must match ${VIEW_NAME} (used in URLs, URIs and tool names)`)
+    if (toolNames.has(`view_${name}`)) problems.push(`${where}: its tool view_${name} clashes with a tool of the same name`)
+    if (typeof def !== "object" || def === null) {
+      problems.push(`${where}: not a view declaration; use view({ schema, initial, on, evolve })`)
+      continue
+    }
+    if (!Schema.isSchema(def.schema)) problems.push(`${where}: schema is not an Effect Schema`)
+    if (typeof def.evolve !== "function") problems.push(`${where}: needs an evolve function (state, change) => state`)
+    const version: unknown = def.version ?? 1
+    if (typeof version !== "number" || !Number.isSafeInteger(version) || version < 1) problems.push(`${where}: version must be a positive integer`)
+    const on: unknown = def.on
+    const folded = new Map<string, ReadonlySet<string>>()
+    if (typeof on !== "object" || on === null || Array.isArray(on) || Object.keys(on).length === 0) {
+      problems.push(`${where}: on must name the events it folds, e.g. on: { articles: ["created", "updated", "deleted"] }`)
+    } else {
+      for (const [type, names] of Object.entries(on as Record<string, unknown>)) {
+        const methods = typeMethods.get(type)
+        if (methods === undefined && !retired.has(type)) {
+          problems.push(`${where}: on.${type}: the app declares no type "${type}"`)
+          continue
+        }
+        if (!Array.isArray(names) || names.length === 0) {
+          problems.push(`${where}: on.${type}: a list of event kinds (${KINDS.join(", ")}) or method names`)
+          continue
+        }
+        for (const n of names) {
+          const known = (KINDS as ReadonlyArray<unknown>).includes(n) || (typeof n === "string" && (methods?.has(n) ?? retired.has(type)))
+          if (!known) {
+            problems.push(`${where}: on.${type}: ${JSON.stringify(n)} is neither an event kind (${KINDS.join(", ")}) nor a method of ${type}`)
+          }
+        }
+        folded.set(type, new Set(names as ReadonlyArray<string>))
+      }
+    }
+    if (problems.length > before) continue
+    let jsonSchema: JsonSchema = {}
+    try {
+      jsonSchema = toJsonSchema(def.schema)
+    } catch (e) {
+      problems.push(`${where}: its schema cannot be mapped to JSON Schema: ${String((e as Error).message).split("\n")[0]}`)
+      continue
+    }
+    const encodeEither = Schema.encodeUnknownEither(def.schema)
+    const decodeEither = Schema.decodeUnknownEither(def.schema)
+    const encode = (state: unknown) => Either.mapBoth(encodeEither(state), { onLeft: describeIssues, onRight: (v) => JSON.stringify(v) })
+    const initialJson = encode(def.initial)
+    if (Either.isLeft(initialJson)) {
+      problems.push(`${where}: initial does not fit its schema: ${initialJson.left}`)
+      continue
+    }
+    const folds = (event: StoredEvent) => {
+      const names = folded.get(event.type)
+      return names !== undefined && (names.has(event.kind) || (event.method !== undefined && names.has(event.method)))
+    }
+    views.set(name, {
+      name,
+      ...(def.description === undefined ? {} : { description: def.description }),
+      jsonSchema,
+      initial: def.initial,
+      types: new Set(folded.keys()),
+      on: Object.fromEntries([...folded].map(([type, names]) => [type, [...names]])),
+      folds,
+      evolve: def.evolve,
+      encode,
+      decode: (json) => Either.mapLeft(decodeEither(json), describeIssues),
+      declaration: JSON.stringify({
+        on: [...folded].map(([type, names]) => [type, [...names].sort()]).sort(),
+        initial: initialJson.right,
+        schema: jsonSchema,
+        version
+      })
+    })
+  }
+  return views
+}
+
+/** The tool names the types generate (CRUD and methods), so a view's tool cannot shadow one. */
+export const typeToolNames = (typeMethods: ReadonlyMap<string, ReadonlySet<string>>): ReadonlySet<string> =>
+  new Set([...typeMethods].flatMap(([type, methods]) => [...CRUD_OPS, ...methods].map((op) => `${type}_${op}`)))

@@ -1,0 +1,102 @@
+/**
+ * Live queries: list URIs (`wo://articles?status=published`) that clients subscribe to. A live query's result
+ * set changes when a row enters it, leaves it, or changes while in it: exactly when the row matched its
+ * filters before the change or matches them after. Order, limit and cursor select a page of the result, not
+ * the result, so they do not change what is notified.
+ *
+ * Matching a change must not look at every live query: the index keys each query by its type and by one of
+ * its filters (field and value), so a change looks up, per indexed field of its type, the buckets of the
+ * row's old and new value, and checks only the queries found there (plus the type's unfiltered ones).
+ */
+import { Either } from "effect"
+import type { Row } from "../domain/catalog.ts"
+import type { CompiledApp } from "../domain/compile.ts"
+import type { ValidationFailed } from "../domain/errors.ts"
+import { fromQueryString, matchesAll, type Filter } from "../domain/list-request.ts"
+import { parseUri } from "../domain/uri.ts"
+
+export interface LiveQuery {
+  readonly uri: string
+  readonly type: string
+  readonly where: ReadonlyArray<Filter>
+}
+
+/**
+ * The live query a URI names: undefined when it is not a list URI of a type MCP lists (it then never
+ * notifies, like any URI outside the catalog), Left when it names a bad field or value.
+ */
+export const parseLiveQuery = (catalog: CompiledApp, uri: string): Either.Either<LiveQuery, ValidationFailed> | undefined => {
+  const parsed = parseUri(uri)
+  if (parsed?._tag !== "List") return undefined
+  const type = catalog.types.get(parsed.type)
+  if (type === undefined || !type.mcp.has("list")) return undefined
+  return Either.map(fromQueryString(type, parsed.query), (request) => ({ uri, type: type.name, where: request.where ?? [] }))
+}
+
+/** Whether a change of one row, from `before` to `after`, touches the query's result. */
+export const touches = (query: LiveQuery, before: Row | null | undefined, after: Row | null | undefined) =>
+  matchesAll(query.where, before) || matchesAll(query.where, after)
+
+interface TypeQueries {
+  /** Queries without filters: every change of the type touches them. */
+  readonly all: Set<LiveQuery>
+  /** field -> value -> the queries keyed by that filter. */
+  readonly byField: Map<string, Map<unknown, Set<LiveQuery>>>
+}
+
+export class LiveQueryIndex {
+  private readonly byType = new Map<string, TypeQueries>()
+  private count = 0
+
+  get size() {
+    return this.count
+  }
+
+  add(query: LiveQuery): void {
+    let t = this.byType.get(query.type)
+    if (t === undefined) this.byType.set(query.type, (t = { all: new Set(), byField: new Map() }))
+    const key = query.where[0]
+    if (key === undefined) t.all.add(query)
+    else {
+      let values = t.byField.get(key.field)
+      if (values === undefined) t.byField.set(key.field, (values = new Map()))
+      let queries = values.get(key.value)
+      if (queries === undefined) values.set(key.value, (queries = new Set()))
+      queries.add(query)
+    }
+    this.count++
+  }
+
+  remove(query: LiveQuery): void {
+    const t = this.byType.get(query.type)
+    if (t === undefined) return
+    const key = query.where[0]
+    if (key === undefined) {
+      if (t.all.delete(query)) this.count--
+    } else {
+      const values = t.byField.get(key.field)
+      const queries = values?.get(key.value)
+      if (queries?.delete(query)) {
+        this.count--
+        if (queries.size === 0) values!.delete(key.value)
+        if (values!.size === 0) t.byField.delete(key.field)
+      }
+    }
+    if (t.all.size === 0 && t.byField.size === 0) this.byType.delete(query.type)
+  }
+
+  /** The URIs of the live queries whose result the change touches, sorted (the order their notices go out). */
+  affected(type: string, before: Row | null | undefined, after: Row | null | undefined): Array<string> {
+    const t = this.byType.get(type)
+    if (t === undefined) return []
+    const uris: Array<string> = []
+    for (const q of t.all) if (touches(q, before, after)) uris.push(q.uri)
+    for (const [field, values] of t.byField) {
+      const old = values.get(before?.[field])
+      const now = before?.[field] === after?.[field] ? undefined : values.get(after?.[field])
+      if (old !== undefined) for (const q of old) if (touches(q, before, after)) uris.push(q.uri)
+      if (now !== undefined) for (const q of now) if (touches(q, before, after)) uris.push(q.uri)
+    }
+    return uris.length > 1 ? uris.sort() : uris
+  }
+}
