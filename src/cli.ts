@@ -66,6 +66,10 @@ const recordOption = Options.file("record").pipe(
 const insecureOption = Options.boolean("insecure").pipe(
   Options.withDescription("allow a non-loopback --listen address without WO_AUTH_TOKEN")
 )
+const storeOption = Options.text("store").pipe(
+  Options.withDescription("the event store: postgres://user@host:port[,host:port...]/db (default: the embedded store in the data dir, or WO_STORE)"),
+  Options.optional
+)
 const acceptDataLossOption = Options.boolean("accept-data-loss").pipe(
   Options.withDescription("open the data dir although LevelDB dropped data while opening it (or WO_ACCEPT_DATA_LOSS=1)")
 )
@@ -82,8 +86,8 @@ const exitWhenTheWriterDies = Layer.scopedDiscard(
 
 const run = Command.make(
   "run",
-  { appDir, data: dataOption, listen: listenOption, insecure: insecureOption, acceptDataLoss: acceptDataLossOption, record: recordOption },
-  ({ appDir, data, listen, insecure, acceptDataLoss, record }) =>
+  { appDir, data: dataOption, listen: listenOption, insecure: insecureOption, acceptDataLoss: acceptDataLossOption, record: recordOption, store: storeOption },
+  ({ appDir, data, listen, insecure, acceptDataLoss, record, store }) =>
   Effect.gen(function* () {
     const { app, dir } = yield* loadApp(appDir)
     const overrides: Partial<Settings> = {}
@@ -91,6 +95,7 @@ const run = Command.make(
     if (insecure) Object.assign(overrides, { insecure: true })
     if (acceptDataLoss) Object.assign(overrides, { acceptDataLoss: true })
     if (Option.isSome(record)) Object.assign(overrides, { recordFile: path.resolve(record.value) })
+    if (Option.isSome(store)) Object.assign(overrides, { store: store.value })
     if (Option.isSome(listen)) {
       const parsed = parseListen(listen.value)
       if (parsed === undefined) return yield* new UsageError({ message: `--listen expects HOST:PORT, got "${listen.value}"` })

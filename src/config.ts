@@ -52,6 +52,11 @@ export interface Settings {
   readonly acceptDataLoss: boolean
   /** When set (`WO_RECORD=<file>`), every HTTP exchange is appended to that transcript file. */
   readonly recordFile?: string
+  /**
+   * The event store (`--store`, `WO_STORE`): unset, the embedded classic-level log in the data dir; a
+   * `postgres://user@host:port[,host:port...]/db` URL, the PostgreSQL log at its writable primary.
+   */
+  readonly store?: string
 }
 
 export class WoConfig extends Context.Tag("writeonce/Config")<WoConfig, Settings>() {}
@@ -115,7 +120,8 @@ export const loadSettings = (defaults: { readonly dataDir: string }, overrides: 
       authToken: yield* Config.string("WO_AUTH_TOKEN").pipe(Config.option, Config.map((o) => Option.getOrUndefined(Option.filter(o, (t) => t.length > 0)))),
       insecure: yield* Config.boolean("WO_INSECURE").pipe(Config.withDefault(false)),
       acceptDataLoss: yield* Config.boolean("WO_ACCEPT_DATA_LOSS").pipe(Config.withDefault(false)),
-      recordFile: yield* Config.string("WO_RECORD").pipe(Config.option, Config.map(Option.getOrUndefined))
+      recordFile: yield* Config.string("WO_RECORD").pipe(Config.option, Config.map(Option.getOrUndefined)),
+      store: yield* Config.string("WO_STORE").pipe(Config.option, Config.map((o) => Option.getOrUndefined(Option.filter(o, (s) => s.trim().length > 0))))
     }
     return { ...settings, ...overrides }
   })

@@ -7,6 +7,7 @@ import type { AppDef } from "./domain/catalog.ts"
 import { Catalog } from "./domain/app-catalog.ts"
 import { ClassicLevelLog } from "./commands/classic-level-log.ts"
 import { levelDbLayer } from "./commands/level-db.ts"
+import { postgresLogLayer } from "./log/postgres/postgres-log.ts"
 import { CommandsLive } from "./commands/commands.ts"
 import { LogAuditLive } from "./commands/log-audit.ts"
 import { GroupCommitLive } from "./commands/group-commit.ts"
@@ -26,8 +27,9 @@ import { RegistryLive } from "./projections/registry.ts"
 export const coreLayer = (app: AppDef, settings: Settings) => {
   const config = Layer.succeed(WoConfig, settings)
   // Every reader of the log gets it upcast to the app's schema versions (projections/upcasting-log.ts).
-  // Every reader of the log gets it upcast to the app's schema versions (projections/upcasting-log.ts).
-  const log = UpcastingLog.pipe(Layer.provide(ClassicLevelLog))
+  // The store: embedded classic-level in the data dir, or PostgreSQL with `--store` (legacy MCP sessions then
+  // still live in the data dir's classic-level store).
+  const log = UpcastingLog.pipe(Layer.provide(settings.store === undefined ? ClassicLevelLog : postgresLogLayer(settings.store)))
   // The projections recovered from the store: rows, and the declared views.
   const store = Layer.mergeAll(RowsLive, ViewsLive).pipe(Layer.provideMerge(log), Layer.provideMerge(levelDbLayer(settings.dataDir, { acceptDataLoss: settings.acceptDataLoss })))
   const writer = GroupCommitLive.pipe(Layer.provideMerge(Layer.mergeAll(store, ChangeFeedLive)))

@@ -1,0 +1,136 @@
+#!/usr/bin/env bash
+# A PostgreSQL primary and two synchronous standbys on loopback, for tests and demos of `wo run --store`.
+#
+#   scripts/pg-cluster.sh start <dir> [base-port]   primary on base-port (default 54320), standbys s1, s2 on the next two;
+#                                                   on a cluster already made, starts whatever is not running
+#   scripts/pg-cluster.sh stop <dir>                stops whatever of the three is running (idempotent)
+#
+# `start` prints the connection string (every host listed; writeonce finds the writable one) as its last line.
+# The primary runs with synchronous_commit=on and synchronous_standby_names='ANY 1 (s1, s2)': a commit returns
+# once it is fsynced on the primary and on at least one standby. With both standbys down, commits wait.
+#
+# Each server lives in its own subdirectory (<dir>/primary, <dir>/s1, <dir>/s2; logs in <dir>/*.log), listens on
+# 127.0.0.1 only, with trust authentication for local connections: a test cluster, not a production setup.
+# PostgreSQL refuses to run as root: as root, the servers run as the `postgres` user (the dir is chowned to it).
+set -euo pipefail
+
+usage() {
+  echo "usage: $0 start <dir> [base-port] | stop <dir>" >&2
+  exit 2
+}
+
+# The PostgreSQL binaries: $PG_BIN, else Debian's layout (15 first, else the newest), else whatever is on PATH.
+find_bin() {
+  if [ -n "${PG_BIN:-}" ]; then echo "$PG_BIN"; return; fi
+  if [ -x /usr/lib/postgresql/15/bin/initdb ]; then echo /usr/lib/postgresql/15/bin; return; fi
+  local newest
+  newest=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -n 1 || true)
+  if [ -n "$newest" ] && [ -x "$newest/initdb" ]; then echo "$newest"; return; fi
+  if command -v initdb >/dev/null 2>&1; then dirname "$(command -v initdb)"; return; fi
+  echo "pg-cluster: PostgreSQL binaries not found (install postgresql-15, or set PG_BIN)" >&2
+  exit 1
+}
+
+# Runs a command as the servers' user: `postgres` when we are root, else ourselves.
+as_pg() {
+  if [ "$(id -u)" = 0 ]; then runuser -u postgres -- "$@"; else "$@"; fi
+}
+
+NODES=(primary s1 s2)
+
+cmd=${1:-}
+dir=${2:-}
+[ -n "$cmd" ] && [ -n "$dir" ] || usage
+BIN=$(find_bin)
+
+stop_cluster() {
+  [ -d "$dir" ] || return 0
+  local node
+  for node in s1 s2 primary; do
+    if [ -f "$dir/$node/postmaster.pid" ]; then
+      as_pg "$BIN/pg_ctl" -D "$dir/$node" -m fast -w -t 30 stop >/dev/null 2>&1 \
+        || as_pg "$BIN/pg_ctl" -D "$dir/$node" -m immediate -w stop >/dev/null 2>&1 || true
+    fi
+  done
+}
+
+sql() { # port, sql
+  as_pg "$BIN/psql" -X -q -t -A -h 127.0.0.1 -p "$1" -U postgres -d postgres -c "$2"
+}
+
+start_node() { # node
+  as_pg "$BIN/pg_ctl" -D "$dir/$1" -l "$dir/$1.log" -w -t 60 start >/dev/null
+}
+
+case "$cmd" in
+  stop)
+    stop_cluster
+    ;;
+  start)
+    mkdir -p "$dir"
+    dir=$(cd "$dir" && pwd)
+    # A cluster already made keeps the ports it was made with.
+    if [ -f "$dir/base-port" ]; then base=$(cat "$dir/base-port"); else base=${3:-54320}; fi
+    ports=("$base" "$((base + 1))" "$((base + 2))")
+    url="postgres://postgres@127.0.0.1:${ports[0]},127.0.0.1:${ports[1]},127.0.0.1:${ports[2]}/writeonce"
+    if [ "$(id -u)" = 0 ]; then
+      id postgres >/dev/null 2>&1 || { echo "pg-cluster: running as root needs a postgres user" >&2; exit 1; }
+      chown postgres: "$dir"
+    fi
+    if [ -f "$dir/primary/PG_VERSION" ]; then
+      # Already made: start what is not running.
+      for node in "${NODES[@]}"; do
+        as_pg "$BIN/pg_ctl" -D "$dir/$node" status >/dev/null 2>&1 || start_node "$node"
+      done
+    else
+      echo "$base" >"$dir/base-port"
+      as_pg "$BIN/initdb" -D "$dir/primary" -U postgres --auth=trust -E UTF8 --locale=C.UTF-8 >"$dir/initdb.log" 2>&1 \
+        || { cat "$dir/initdb.log" >&2; exit 1; }
+      cat >>"$dir/primary/postgresql.conf" <<EOF
+
+# pg-cluster.sh
+listen_addresses = '127.0.0.1'
+port = ${ports[0]}
+unix_socket_directories = ''
+wal_level = replica
+max_wal_senders = 10
+max_replication_slots = 10
+hot_standby = on
+fsync = on
+synchronous_commit = on
+synchronous_standby_names = 'ANY 1 (s1, s2)'
+wal_keep_size = '256MB'
+max_connections = 200
+EOF
+      echo "host replication all 127.0.0.1/32 trust" >>"$dir/primary/pg_hba.conf"
+      start_node primary
+      i=1
+      for node in s1 s2; do
+        as_pg "$BIN/pg_basebackup" -D "$dir/$node" -R -C -S "$node" -X stream \
+          -d "host=127.0.0.1 port=${ports[0]} user=postgres application_name=$node" >"$dir/$node.basebackup.log" 2>&1 \
+          || { cat "$dir/$node.basebackup.log" >&2; exit 1; }
+        cat >>"$dir/$node/postgresql.auto.conf" <<EOF
+port = ${ports[$i]}
+primary_conninfo = 'host=127.0.0.1 port=${ports[0]} user=postgres application_name=$node'
+primary_slot_name = '$node'
+EOF
+        start_node "$node"
+        i=$((i + 1))
+      done
+    fi
+    # Ready once both standbys stream as quorum members; then the database (its commit needs one of them).
+    for _ in $(seq 1 300); do
+      n=$(sql "${ports[0]}" "select count(*) from pg_stat_replication where sync_state = 'quorum' and state = 'streaming'" 2>/dev/null || echo 0)
+      [ "$n" = 2 ] && break
+      sleep 0.1
+    done
+    [ "$n" = 2 ] || { echo "pg-cluster: the standbys did not start streaming (see $dir/*.log)" >&2; exit 1; }
+    if [ "$(sql "${ports[0]}" "select count(*) from pg_database where datname = 'writeonce'")" = 0 ]; then
+      sql "${ports[0]}" "create database writeonce" >/dev/null
+    fi
+    echo "$url"
+    ;;
+  *)
+    usage
+    ;;
+esac

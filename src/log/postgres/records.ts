@@ -1,0 +1,212 @@
+/**
+ * Checksums and decoding for what the PostgreSQL store holds. Every events, rows, types and views row carries the
+ * CRC-32C of record.ts over a key naming it (`e!<seq>`, `r!<type>/<id>`, `t!<type>`, `v!<name>`) and a payload
+ * made of all its other columns, so a changed value, or a value moved under another key, is a mismatch when it
+ * is loaded: a StoreUnavailable naming the key, never a changed row served. Rows come from the driver as
+ * strings (bigint and json columns are read as text) and are decoded with Schema before they are trusted.
+ */
+import { Either, ParseResult, Schema } from "effect"
+import type { Row } from "../../domain/catalog.ts"
+import { StoreUnavailable } from "../../domain/errors.ts"
+import type { EventKind, StoredEvent } from "../../domain/events.ts"
+import { RecordCorrupt, seal, unseal } from "../../commands/record.ts"
+
+const HEX = 8
+
+/** The checksum column for `payload` under `key`: record.ts's seal, without the payload. */
+export const checksum = (key: string, payload: string) => seal(key, payload).slice(0, HEX)
+
+const verify = (key: string, sum: string, payload: string) => {
+  unseal(key, sum + payload)
+  return payload
+}
+
+const parseJson = <A>(key: string, text: string): A => {
+  try {
+    return JSON.parse(text) as A
+  } catch {
+    throw new RecordCorrupt(`corrupt record at key ${key}: not valid JSON`)
+  }
+}
+
+const corrupt = (e: unknown) =>
+  new StoreUnavailable({ reason: e instanceof RecordCorrupt ? e.message : `cannot read the store: ${e instanceof Error ? e.message : String(e)}` })
+
+/** Runs a decoder that throws RecordCorrupt; the failure as a StoreUnavailable. */
+export const decodeOrFail = <A>(f: () => A): Either.Either<A, StoreUnavailable> => {
+  try {
+    return Either.right(f())
+  } catch (e) {
+    return Either.left(corrupt(e))
+  }
+}
+
+/** A Schema decode failure as RecordCorrupt naming the record. */
+const decoder = <A, I>(schema: Schema.Schema<A, I>, what: string) => {
+  const decode = Schema.decodeUnknownEither(schema)
+  return (raw: unknown, key: string): A => {
+    const result = decode(raw)
+    if (Either.isLeft(result)) {
+      throw new RecordCorrupt(`corrupt record at key ${key}: ${what} does not decode: ${ParseResult.TreeFormatter.formatErrorSync(result.left)}`)
+    }
+    return result.right
+  }
+}
+
+const Int = Schema.Int
+const BigIntText = Schema.NumberFromString.pipe(Schema.int(), Schema.nonNegative())
+const Kind = Schema.Literal("created", "updated", "deleted", "invoked")
+
+// ---- events
+
+export const eventKey = (seq: number) => `e!${seq}`
+
+/** The checksummed payload of an event: every column but seq (in the key) and the checksum. */
+export const eventPayload = (e: {
+  readonly type: string
+  readonly id: string
+  readonly version: number
+  readonly kind: EventKind
+  readonly schema: number
+  readonly at: number
+  readonly method: string | null
+  readonly params: string | null
+  readonly data: string
+}) => `${JSON.stringify([e.type, e.id, e.version, e.kind, e.schema, e.at, e.method])}\n${e.params ?? ""}\n${e.data}`
+
+/** The columns of an event, as the append writes them. */
+export const eventColumns = (event: StoredEvent) => {
+  const columns = {
+    seq: event.seq,
+    type: event.type,
+    id: event.id,
+    version: event.version,
+    kind: event.kind,
+    schema: event.schema ?? 1,
+    at: event.at,
+    method: event.method ?? null,
+    params: event.params === undefined ? null : JSON.stringify(event.params),
+    data: JSON.stringify(event.data)
+  }
+  return { ...columns, checksum: checksum(eventKey(event.seq), eventPayload(columns)) }
+}
+
+/** The select list that reads an event row as `EventRow` expects it. */
+export const EVENT_COLUMNS = "seq::text as seq, type, id, version, kind, schema, at::text as at, method, params::text as params, data::text as data, checksum"
+
+const EventRow = Schema.Struct({
+  seq: BigIntText,
+  type: Schema.String,
+  id: Schema.String,
+  version: Int,
+  kind: Kind,
+  schema: Int,
+  at: BigIntText,
+  method: Schema.NullOr(Schema.String),
+  params: Schema.NullOr(Schema.String),
+  data: Schema.String,
+  checksum: Schema.String
+})
+const decodeEventRow = decoder(EventRow, "the events row")
+
+/** An events row, verified and decoded; throws RecordCorrupt naming the event. */
+export const decodeEvent = (raw: { readonly seq?: unknown }): StoredEvent => {
+  const key = eventKey(Number(raw.seq))
+  const e = decodeEventRow(raw, key)
+  verify(key, e.checksum, eventPayload(e))
+  const event: StoredEvent = {
+    seq: e.seq,
+    at: e.at,
+    type: e.type,
+    id: e.id,
+    version: e.version,
+    schema: e.schema,
+    kind: e.kind,
+    ...(e.method === null ? {} : { method: e.method }),
+    ...(e.params === null ? {} : { params: parseJson<Record<string, unknown>>(key, e.params) }),
+    data: parseJson<Record<string, unknown>>(key, e.data)
+  }
+  return event
+}
+
+// ---- rows
+
+export const rowKey = (type: string, id: string) => `r!${type}/${id}`
+
+/** The checksummed payload of a rows row: version, schema and the row's JSON ("null" for a tombstone). */
+export const rowPayload = (version: number, schema: number, rowJson: string | null) => `${version}\n${schema}\n${rowJson ?? "null"}`
+
+export const ROW_COLUMNS = "type, id, version, schema, row::text as row, checksum"
+
+const RowRow = Schema.Struct({
+  type: Schema.String,
+  id: Schema.String,
+  version: Int,
+  schema: Int,
+  row: Schema.NullOr(Schema.String),
+  checksum: Schema.String
+})
+const decodeRowRow = decoder(RowRow, "the rows row")
+
+/** A live rows row, verified and decoded; throws RecordCorrupt naming the row. */
+export const decodeRow = (raw: { readonly type?: unknown; readonly id?: unknown }) => {
+  const key = rowKey(String(raw.type), String(raw.id))
+  const r = decodeRowRow(raw, key)
+  verify(key, r.checksum, rowPayload(r.version, r.schema, r.row))
+  const row = r.row === null ? null : parseJson<Row>(key, r.row)
+  if (row !== null && (typeof row !== "object" || row.id !== r.id || row.version !== r.version)) {
+    throw new RecordCorrupt(`corrupt row: key ${key} does not hold the row it names`)
+  }
+  return { type: r.type, id: r.id, version: r.version, schema: r.schema, row }
+}
+
+// ---- types (id counters and live row counts)
+
+export const typeKey = (type: string) => `t!${type}`
+export const typePayload = (lastId: number, rowCount: number) => `${lastId}\n${rowCount}`
+
+const TypeRow = Schema.Struct({
+  type: Schema.String,
+  last_id: BigIntText,
+  row_count: BigIntText,
+  checksum: Schema.String
+})
+const decodeTypeRow = decoder(TypeRow, "the types row")
+
+export const TYPE_COLUMNS = "type, last_id::text as last_id, row_count::text as row_count, checksum"
+
+export const decodeType = (raw: { readonly type?: unknown }) => {
+  const key = typeKey(String(raw.type))
+  const t = decodeTypeRow(raw, key)
+  verify(key, t.checksum, typePayload(t.last_id, t.row_count))
+  return { type: t.type, lastId: t.last_id, rowCount: t.row_count }
+}
+
+// ---- views
+
+export const viewKey = (name: string) => `v!${name}`
+
+const ViewRow = Schema.Struct({ name: Schema.String, record: Schema.String, checksum: Schema.String })
+const decodeViewRow = decoder(ViewRow, "the views row")
+
+export const decodeView = (raw: { readonly name?: unknown }) => {
+  const key = viewKey(String(raw.name))
+  const v = decodeViewRow(raw, key)
+  verify(key, v.checksum, v.record)
+  return { name: v.name, record: parseJson<unknown>(key, v.record) }
+}
+
+// ---- the head
+
+const HeadRow = Schema.Struct({ seq: BigIntText, max_seq: Schema.NullOr(BigIntText) })
+const decodeHeadRow = decoder(HeadRow, "the log head")
+
+export const HEAD_QUERY = "select h.seq::text as seq, (select max(seq) from writeonce.events)::text as max_seq from writeonce.log_head h"
+
+/** The last committed seq; throws RecordCorrupt when the head and the events disagree. */
+export const decodeHead = (raw: unknown) => {
+  const h = decodeHeadRow(raw, "log_head")
+  const max = h.max_seq ?? 0
+  if (max !== h.seq) throw new RecordCorrupt(`corrupt store: log_head is at seq ${h.seq}, but the last event is ${max}`)
+  return h.seq
+}

@@ -1,0 +1,105 @@
+/**
+ * The tables of a PostgreSQL store, in the `writeonce` schema, created or upgraded at startup. Several nodes may
+ * start at once: the upgrade runs in one transaction under an advisory lock, and each step is recorded in
+ * `log_head.store_version`, so it runs once. A store written by a newer writeonce is refused by name.
+ *
+ *   events    the log: one row per event; seq is gap-free and equals commit order (the writer holds the log_head
+ *             row lock from the first read to the commit); unique (type, id, version) backs the version check
+ *   log_head  one row: the last committed seq (the append locks it: one writer at a time, across nodes too)
+ *   rows      the inline projection, written in the event's transaction (restart needs no replay); a deleted
+ *             row stays as a tombstone (row NULL) so that its version is still checked
+ *   types     per type: the highest id handed out and how many rows are live (a lost row is then reported)
+ *   views     each view's stored state, written in the batch that changed it
+ *
+ * `data`, `params` and `row` are `json`, not `jsonb`: json keeps the text exactly as written, so the checksum
+ * (records.ts) covers the bytes the writer produced; jsonb would reorder keys and reformat numbers.
+ */
+import { Effect } from "effect"
+import { StoreUnavailable } from "../../domain/errors.ts"
+import type { PgConnectionShape } from "./connection.ts"
+
+export const SCHEMA = "writeonce"
+/** The notification channel: the payload is the new head seq (for the tailers of a later release). */
+export const HEAD_CHANNEL = "writeonce_log"
+
+/** Upgrade steps; step i takes a store from version i to i + 1. Append only. */
+const STEPS: ReadonlyArray<string> = [
+  `
+  create table ${SCHEMA}.events (
+    seq bigint primary key,
+    type text not null,
+    id text not null,
+    version integer not null check (version >= 1),
+    kind text not null check (kind in ('created', 'updated', 'deleted', 'invoked')),
+    schema integer not null,
+    at bigint not null,
+    method text,
+    params json,
+    data json not null,
+    checksum text not null,
+    unique (type, id, version)
+  );
+  create table ${SCHEMA}.rows (
+    type text not null,
+    id text not null,
+    version integer not null,
+    schema integer not null,
+    row json,
+    checksum text not null,
+    primary key (type, id)
+  );
+  create index rows_in_id_order on ${SCHEMA}.rows (type, length(id), id);
+  create table ${SCHEMA}.types (
+    type text primary key,
+    last_id bigint not null,
+    row_count bigint not null,
+    checksum text not null
+  );
+  create table ${SCHEMA}.views (
+    name text primary key,
+    record text not null,
+    checksum text not null
+  );
+  `
+]
+
+export const STORE_VERSION = STEPS.length
+
+/** Creates the tables, or brings them to this release's version; idempotent and safe to run from several nodes. */
+export const ensureSchema = (conn: PgConnectionShape) =>
+  Effect.scoped(
+    Effect.gen(function* () {
+      const client = yield* conn.client
+      const run = (what: string, text: string, values?: ReadonlyArray<unknown>) =>
+        Effect.tryPromise({
+          try: () => client.query(text, values as Array<unknown> | undefined),
+          catch: (e) => new StoreUnavailable({ reason: `${what}: ${e instanceof Error ? e.message : String(e)}` })
+        })
+      yield* run("cannot start the schema upgrade", "begin")
+      yield* run("cannot lock the schema", "select pg_advisory_xact_lock(hashtext('writeonce schema'))")
+      yield* run("cannot create the writeonce schema", `create schema if not exists ${SCHEMA}`)
+      yield* run(
+        "cannot create the log head",
+        `create table if not exists ${SCHEMA}.log_head (
+           one boolean primary key default true check (one),
+           seq bigint not null,
+           store_version integer not null
+         );
+         insert into ${SCHEMA}.log_head (one, seq, store_version) values (true, 0, 0) on conflict do nothing`
+      )
+      const { rows } = yield* run("cannot read the store version", `select store_version from ${SCHEMA}.log_head`)
+      const from = Number(rows[0].store_version)
+      if (from > STORE_VERSION) {
+        yield* run("rollback", "rollback")
+        return yield* new StoreUnavailable({
+          reason: `this PostgreSQL store has format ${from}; this writeonce reads format ${STORE_VERSION} (upgrade writeonce)`
+        })
+      }
+      for (let v = from; v < STORE_VERSION; v++) {
+        yield* run(`cannot upgrade the store to format ${v + 1}`, STEPS[v])
+      }
+      if (from < STORE_VERSION) yield* run("cannot record the store version", `update ${SCHEMA}.log_head set store_version = $1`, [STORE_VERSION])
+      yield* run("cannot commit the schema upgrade", "commit")
+      return { from, to: STORE_VERSION }
+    })
+  )
