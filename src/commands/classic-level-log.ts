@@ -127,15 +127,17 @@ const scan = <A>(
   )
 
 /** Events from `fromSeq` on, verified: checksums, and each seq exactly one past the one before. */
-export const readEvents = (h: LevelDbShape, fromSeq: number): Stream.Stream<StoredEvent, StoreUnavailable> => {
-  let expected = Math.max(1, fromSeq)
-  return scan(h, { gte: K.eventKey(expected), lt: K.EVENTS_END }, (key, value) => {
-    const event = decodeEvent(key, value)
-    if (event.seq !== expected) throw new RecordCorrupt(`corrupt log: event ${expected} is missing (the next key is ${key})`)
-    expected++
-    return event
+export const readEvents = (h: LevelDbShape, fromSeq: number): Stream.Stream<StoredEvent, StoreUnavailable> =>
+  // Suspended so that each run of the stream checks the sequence from its own start.
+  Stream.suspend(() => {
+    let expected = Math.max(1, fromSeq)
+    return scan(h, { gte: K.eventKey(expected), lt: K.EVENTS_END }, (key, value) => {
+      const event = decodeEvent(key, value)
+      if (event.seq !== expected) throw new RecordCorrupt(`corrupt log: event ${expected} is missing (the next key is ${key})`)
+      expected++
+      return event
+    })
   })
-}
 
 /** The stored rows, verified: checksums, keys, and the count per type the store recorded. */
 export const readStoredRows = (h: LevelDbShape): Stream.Stream<StoredRow, StoreUnavailable> =>

@@ -1,7 +1,8 @@
 /**
  * Key layout of the classic-level store. Numbers are zero-padded so that LevelDB's byte order is numeric order.
+ * Every value is a checksummed record (record.ts) over the payload named here.
  *   e!<seq:16>            an event (JSON)
- *   r!<type>!<id:12>      a row's current state (JSON)
+ *   r!<type>!<id:12>      a row's current state, `{schema, row}` (JSON)
  *   m!checkpoint          the seq the stored rows include
  *   m!counter!<type>      the highest id assigned for the type
  *   m!rows!<type>         how many rows of the type are stored (a row whose key is damaged is then missed)
