@@ -17,7 +17,7 @@ import { measureFsyncRate } from './fsync.ts';
 import { cpuBetween, sampleSystemCpu } from './lib/cpu.ts';
 import { runLoad, type LoadRequest, type LoadResult } from './lib/load.ts';
 import { combine, measure, watched, type Load, type Measured } from './lib/measure.ts';
-import { spawnServer, type SpawnedServer } from './lib/spawn.ts';
+import { spawnPeer, type SpawnedServer } from './lib/wo.ts';
 import { formatNumber, renderTable, type Cell } from './lib/table.ts';
 import { warmUntilStable, type WarmupResult } from './lib/warmup.ts';
 import { freshDataDir as freshDir, isRow, plainEcho, repoRoot, restCreate, restGet, restSetPrice, startWo as startWoServer } from './lib/wo.ts';
@@ -123,7 +123,7 @@ const fsyncMean = (fsyncBefore + fsyncAfter) / 2;
 // Edge cost: the plain echo peer and our server side by side, both warmed until CPU/call is stable,
 // then measured in alternating windows so drift on the shared cores hits both alike.
 phase('edge: starting the plain node:http peer and our server');
-const plain = await spawnServer({ file: 'bench/peers/plain-http.ts' });
+const plain = await spawnPeer('bench/peers/plain-http.ts');
 const wo = await startWo('edge', 'on');
 cleanup.push(wo.dir);
 interface EdgeScenario {

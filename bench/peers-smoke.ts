@@ -8,8 +8,8 @@ import { fileURLToPath } from 'node:url';
 import { measureFsyncRate } from './fsync.ts';
 import { cpuBetween, cpuMsPerCall, rssBytes, sampleCpu, sampleSystemCpu } from './lib/cpu.ts';
 import { runLoad, type LoadOptions, type LoadRequest, type ResponseHeaders } from './lib/load.ts';
-import { closeLegacySession, legacyToolCall, modernToolCall, openLegacySession, toolCallSucceeded } from './lib/mcp-wire.ts';
-import { spawnServer, type SpawnedServer } from './lib/spawn.ts';
+import { closeLegacySession, legacyToolCall, modernToolCall, openLegacySession, toolCallSucceeded } from '../testkit/mcp.ts';
+import { spawnPeer, type SpawnedServer } from './lib/wo.ts';
 import { renderTable, type Cell } from './lib/table.ts';
 import { warmUntilStable } from './lib/warmup.ts';
 
@@ -132,7 +132,7 @@ const wallStart = performance.now();
 const fsyncRate = measureFsyncRate({ dir: dataDir, durationMs: 1000 });
 const rows: Cell[][] = [];
 for (const peer of peers) {
-  const server = await spawnServer({ file: peer.file, env: peer.env });
+  const server = await spawnPeer(peer.file, { env: peer.env });
   try {
     for (const s of peer.scenarios) rows.push(...(await measureScenario(server, s)));
   } finally {

@@ -14,7 +14,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { monoUs, readWindow, renderSelfTimes } from './lib/cpuprofile.ts';
 import { runLoad, type LoadOptions, type LoadRequest } from './lib/load.ts';
-import { spawnServer, type SpawnOptions } from './lib/spawn.ts';
+import { spawnPeer, startWo } from './lib/wo.ts';
 
 const repoRoot = fileURLToPath(new URL('..', import.meta.url));
 const dataRoot = process.env.BENCH_DATA_DIR ?? join(repoRoot, '.data', 'bench-core');
@@ -66,19 +66,11 @@ async function profileScenario(name: string, s: Scenario): Promise<void> {
   const profDir = mkdtempSync(join(dataRoot, `profiles-${name}-`));
   const dataDir = s.server === 'wo' ? mkdtempSync(join(dataRoot, `profile-${name}-`)) : undefined;
   const nodeArgs = ['--cpu-prof', '--cpu-prof-dir', profDir];
-  const spawnOpts: SpawnOptions =
+  // stopTimeoutMs: the profile is written on exit
+  const server =
     s.server === 'wo'
-      ? {
-          file: 'bin/wo.mjs',
-          importTsx: false,
-          args: ['run', 'examples/pricing', '--data', dataDir!, '--listen', '127.0.0.1:0'],
-          env: { WO_GROUP_COMMIT: 'on' },
-          ready: /serving app "pricing" \(products\) at (http:\/\/\S+)/,
-          nodeArgs,
-          stopTimeoutMs: 15_000, // the profile is written on exit
-        }
-      : { file: 'bench/peers/plain-http.ts', nodeArgs, stopTimeoutMs: 15_000 };
-  const server = await spawnServer(spawnOpts);
+      ? await startWo({ dir: dataDir!, env: { WO_GROUP_COMMIT: 'on' }, nodeArgs, stopTimeoutMs: 15_000 })
+      : await spawnPeer('bench/peers/plain-http.ts', { nodeArgs, stopTimeoutMs: 15_000 });
   let window = { from: 0, to: 0, calls: 0, perSec: 0 };
   try {
     const base: Omit<LoadOptions, 'durationMs'> = {

@@ -12,8 +12,8 @@ import { join } from 'node:path';
 import { Pool } from 'undici';
 import { monoUs, readWindow, renderSelfTimes } from './lib/cpuprofile.ts';
 import { runLoad, type LoadRequest } from './lib/load.ts';
-import { modernToolCall, openLegacySession, toolCallSucceeded, type LegacySession } from './lib/mcp-wire.ts';
-import { spawnServer, type SpawnedServer } from './lib/spawn.ts';
+import { modernToolCall, openLegacySession, toolCallSucceeded, type LegacySession } from '../testkit/mcp.ts';
+import { spawnPeer, type SpawnedServer } from './lib/wo.ts';
 import { DeliveryTracker, openListens } from './lib/subscribers.ts';
 import { mcpCall, repoRoot, restSetPrice, seedProducts, startWo } from './lib/wo.ts';
 
@@ -149,7 +149,7 @@ async function profileScenario(name: string, s: Scenario): Promise<void> {
   const server =
     s.server === 'wo'
       ? await startWo({ dir: (dataDir = mkdtempSync(join(dataRoot, `profile-${name}-`))), env: s.env, nodeArgs, stopTimeoutMs: 15_000 })
-      : await spawnServer({ file: 'bench/peers/sdk-v2-server.ts', nodeArgs, stopTimeoutMs: 15_000 });
+      : await spawnPeer('bench/peers/sdk-v2-server.ts', { nodeArgs, stopTimeoutMs: 15_000 });
   let window = { from: 0, to: 0, units: 0, perSec: 0 };
   try {
     const work = await s.prepare(server);

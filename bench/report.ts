@@ -339,7 +339,7 @@ export function renderMarkdown(r: RunReport): string {
     out.push('## Warnings', '', ...r.warnings.map((w) => `- ${w}`), '');
   }
   out.push('## Rerun', '');
-  out.push('`npm run bench` (a few minutes on 2 cores), `npm run bench -- --quick` (under a minute), `npm run bench -- --smoke --out DIR` (seconds; what `npm test` runs). ' +
+  out.push('`npm run bench` (a few minutes on 2 cores), `npm run bench -- --quick` (under a minute), `npm run bench -- --smoke --out DIR` (seconds; what `npm run bench:smoke` checks). ' +
     'Every server is started on loopback by the harness and stopped at the end. Raw figures: `bench/results/latest.json`; chart: `bench/results/latest.svg`. ' +
     'On shared cores trust CPU per call over calls per second, and rerun when `other cores` is not near 0.', '');
   return out.join('\n');

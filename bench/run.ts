@@ -2,7 +2,7 @@
 // printed, written as Markdown + raw JSON, and drawn as an SVG chart.
 //   npm run bench                        full run, a few minutes on 2 cores
 //   npm run bench -- --quick             under a minute (shorter windows, 100k-event replay)
-//   npm run bench -- --smoke --out DIR   seconds: one level, a subset, tiny sizes (what npm test runs)
+//   npm run bench -- --smoke --out DIR   seconds: one level, a subset, tiny sizes (what npm run bench:smoke checks)
 // Options: --out DIR (default bench/results for a full run, .data/bench-<mode> otherwise), --only load,notify,stall,replay,sessions,cqrs (default: all).
 // Env: BENCH_DATA_DIR (data dirs and the fsync probe; default <repo>/.data/bench-run).
 // Scenarios: bench/scenarios/*.ts; the kit they share: bench/lib/*.ts; the report: bench/report.ts.
@@ -13,7 +13,7 @@ import { availableParallelism, loadavg } from 'node:os';
 import { join, resolve } from 'node:path';
 import { measureFsyncRate } from './fsync.ts';
 import { cpuBetween, sampleSystemCpu } from './lib/cpu.ts';
-import type { SpawnedServer } from './lib/spawn.ts';
+import type { SpawnedServer } from './lib/wo.ts';
 import { freshDataDir, repoRoot, seedProducts, startWo } from './lib/wo.ts';
 import { computeRatios, evaluateBudgets, renderMarkdown, renderSvg, type RunReport } from './report.ts';
 import type { BenchContext, Mode } from './scenarios/context.ts';
@@ -105,7 +105,7 @@ const tracked: string[] = [];
 process.once('exit', () => {
   for (const dir of tracked) rmSync(dir, { recursive: true, force: true });
 });
-// Ctrl-C and kill: exit normally so the exit hooks stop the servers (bench/lib/spawn.ts) and remove the dirs.
+// Ctrl-C and kill: exit normally so the exit hooks stop the servers (testkit/spawn.ts) and remove the dirs.
 for (const sig of ['SIGINT', 'SIGTERM'] as const) process.once(sig, () => process.exit(130));
 
 const ctx: BenchContext = {

@@ -1,9 +1,9 @@
 // Sanity check for the SDK peers: the official v2 client calls `set_price` on each peer, in modern
 // (pinned 2026-07-28) and legacy mode, and the tools/call exchange is printed as seen on the wire.
-// This is how bench/lib/mcp-wire.ts was checked against what the real client sends.
+// This is how testkit/mcp.ts was checked against what the real client sends.
 //   node --import tsx bench/sdk-client-check.ts
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
-import { spawnServer } from './lib/spawn.ts';
+import { spawnPeer } from './lib/wo.ts';
 
 type Mode = 'modern' | 'legacy';
 interface Target {
@@ -54,7 +54,7 @@ async function callOnce(url: string, mode: Mode): Promise<string[]> {
 
 let failures = 0;
 for (const t of targets) {
-  const server = await spawnServer({ file: t.file, env: t.env });
+  const server = await spawnPeer(t.file, { env: t.env });
   try {
     for (const mode of t.modes) {
       try {

@@ -21,9 +21,9 @@
 import * as path from "node:path"
 import { openSession } from "../test/support/mcp.ts"
 import { modernCall, openListen } from "../test/support/modern.ts"
-import { rssKb } from "../test/support/processes.ts"
+import { rssKb } from "../testkit/spawn.ts"
 import { http, ROOT, spawnServer, tempDir } from "../test/support/server.ts"
-import { openSse, type SseConnection } from "../test/support/sse-client.ts"
+import { openSse, type SseConnection } from "../testkit/sse.ts"
 import { prng, sessionRequest } from "../test/support/write-traffic.ts"
 
 const int = (name: string, fallback: number) => {

@@ -5,11 +5,13 @@
 import { Layer } from "effect"
 import type { AppDef } from "./domain/catalog.ts"
 import { Catalog } from "./domain/app-catalog.ts"
-import { ClassicLevelLog } from "./commands/classic-level-log.ts"
-import { levelDbLayer } from "./commands/level-db.ts"
+import { ClassicLevelLog } from "./log/classic-level-log.ts"
+import { levelDbLayer, type LevelDb } from "./log/level-db.ts"
+import type { EventLog } from "./log/event-log.ts"
+import type { StoreUnavailable } from "./domain/errors.ts"
 import { postgresLogLayer } from "./log/postgres/postgres-log.ts"
 import { CommandsLive } from "./commands/commands.ts"
-import { LogAuditLive } from "./commands/log-audit.ts"
+import { LogAuditLive } from "./log/log-audit.ts"
 import { GroupCommitLive } from "./commands/group-commit.ts"
 import { WoConfig, type Settings } from "./config.ts"
 import { ChangeFeedLive } from "./projections/change-feed.ts"
@@ -23,13 +25,23 @@ import { SessionsLive } from "./http/mcp/sessions.ts"
 import { OpenStreamsLive } from "./http/open-streams.ts"
 import { RegistryLive } from "./projections/registry.ts"
 
+/**
+ * The event log for these settings: embedded classic-level in the data dir, or PostgreSQL with `--store` (legacy
+ * MCP sessions then still live in the data dir's classic-level store).
+ */
+export const storeLogLayer = (settings: Settings): Layer.Layer<EventLog, StoreUnavailable, LevelDb> =>
+  settings.store === undefined ? ClassicLevelLog : postgresLogLayer(settings.store)
+
+export interface CoreOptions {
+  /** The event log (default: `storeLogLayer(settings)`); a layer that decorates it (metrics, test faults) goes here. */
+  readonly log?: Layer.Layer<EventLog, StoreUnavailable, LevelDb>
+}
+
 /** Everything but the HTTP server: the store and the command and query services over it. */
-export const coreLayer = (app: AppDef, settings: Settings) => {
+export const coreLayer = (app: AppDef, settings: Settings, options: CoreOptions = {}) => {
   const config = Layer.succeed(WoConfig, settings)
   // Every reader of the log gets it upcast to the app's schema versions (projections/upcasting-log.ts).
-  // The store: embedded classic-level in the data dir, or PostgreSQL with `--store` (legacy MCP sessions then
-  // still live in the data dir's classic-level store).
-  const log = UpcastingLog.pipe(Layer.provide(settings.store === undefined ? ClassicLevelLog : postgresLogLayer(settings.store)))
+  const log = UpcastingLog.pipe(Layer.provide(options.log ?? storeLogLayer(settings)))
   // The projections recovered from the store: rows, and the declared views.
   const store = Layer.mergeAll(RowsLive, ViewsLive).pipe(Layer.provideMerge(log), Layer.provideMerge(levelDbLayer(settings.dataDir, { acceptDataLoss: settings.acceptDataLoss })))
   const writer = GroupCommitLive.pipe(Layer.provideMerge(Layer.mergeAll(store, ChangeFeedLive)))
@@ -42,5 +54,5 @@ export const coreLayer = (app: AppDef, settings: Settings) => {
 }
 
 /** The runtime serving HTTP on `settings.host:port`. */
-export const writeOnceLayer = (app: AppDef, settings: Settings) =>
-  HttpServerLive.pipe(Layer.provideMerge(coreLayer(app, settings)))
+export const writeOnceLayer = (app: AppDef, settings: Settings, options: CoreOptions = {}) =>
+  HttpServerLive.pipe(Layer.provideMerge(coreLayer(app, settings, options)))

@@ -4,7 +4,7 @@
 import { cpuBetween, cpuMsPerCall, rssBytes, sampleCpu, sampleSystemCpu } from './cpu.ts';
 import { LatencyHistogram } from './histogram.ts';
 import { runLoad, type LoadOptions, type LoadResult } from './load.ts';
-import type { SpawnedServer } from './spawn.ts';
+import type { SpawnedServer } from './wo.ts';
 
 export interface Measured {
   load: LoadResult;

@@ -1,11 +1,11 @@
 // Creates a big table fast by writing a fresh classic-level data dir directly, in the server's own format
-// (src/commands/log-keys.ts, record.ts and classic-level-log.ts): one `created` event per product, its row, the
+// (src/log/log-keys.ts, record.ts and classic-level-log.ts): one `created` event per product, its row, the
 // id counter, the row count, the checkpoint and the format marker, as the server's batches leave them. Views
 // are not written: the server folds them from the log at its first start (and stores them with its next
 // batch), as it does for any view it has no stored state for.
 import { ClassicLevel } from 'classic-level';
-import { CHECKPOINT_KEY, counterKey, eventKey, FORMAT, FORMAT_KEY, rowCountKey, rowKey } from '../../src/commands/log-keys.ts';
-import { seal } from '../../src/commands/record.ts';
+import { CHECKPOINT_KEY, counterKey, eventKey, FORMAT, FORMAT_KEY, rowCountKey, rowKey } from '../../src/log/log-keys.ts';
+import { seal } from '../../src/log/record.ts';
 
 const TYPE = 'products';
 

@@ -8,7 +8,7 @@
 // of a frame and are ignored. A stream can also be opened paused: only its response head is read, then the
 // socket stops reading (a stalled client, for the stall-isolation scenario).
 import { connect, type Socket } from 'node:net';
-import { LEGACY_VERSION, MODERN_VERSION, legacyHeaders, type LegacySession } from './mcp-wire.ts';
+import { LEGACY_VERSION, legacyHeaders, listenBody, modernHeaders, type LegacySession } from '../../testkit/mcp.ts';
 
 const UPDATED = 'notifications/resources/updated';
 const UPDATED_BUF = Buffer.from(UPDATED, 'latin1');
@@ -153,25 +153,8 @@ function headOf(method: string, origin: string, headers: Record<string, string>,
 /** A modern `subscriptions/listen` stream on `uris`; resolves after the acknowledgement. */
 export function openListen(url: string, id: number, uris: string[], opts: { paused?: boolean } = {}): Promise<Subscriber> {
   const origin = new URL(url).origin;
-  const body = JSON.stringify({
-    jsonrpc: '2.0',
-    id,
-    method: 'subscriptions/listen',
-    params: {
-      notifications: { resourceSubscriptions: uris },
-      _meta: {
-        'io.modelcontextprotocol/protocolVersion': MODERN_VERSION,
-        'io.modelcontextprotocol/clientCapabilities': {},
-        'io.modelcontextprotocol/clientInfo': { name: 'wo-bench', version: '0.0.0' },
-      },
-    },
-  });
-  const head = headOf('POST', origin, {
-    'content-type': 'application/json',
-    accept: 'application/json, text/event-stream',
-    'mcp-protocol-version': MODERN_VERSION,
-    'mcp-method': 'subscriptions/listen',
-  }, body);
+  const body = listenBody(id, uris, {}, { name: 'wo-bench', version: '0.0.0' });
+  const head = headOf('POST', origin, modernHeaders('subscriptions/listen'), body);
   return openRaw('listen', { origin, head, body, ...(opts.paused ? { paused: true } : { readyMarker: ACK }) });
 }
 

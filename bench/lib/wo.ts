@@ -1,16 +1,21 @@
-// Our server under test: `wo run examples/pricing` on a fresh data dir, and the request shapes the
-// benchmarks send it (REST and MCP, both eras). Shared by bench/core.ts and bench/run.ts.
-import { execFile } from 'node:child_process';
+// The servers under test, spawned with the testkit (testkit/spawn.ts): `wo run examples/pricing` on a fresh data
+// dir, and the peers of bench/peers/; and the request shapes the benchmarks send (REST here, MCP from
+// testkit/mcp.ts, both eras). Shared by bench/core.ts, bench/run.ts and the scenarios.
 import { mkdirSync, mkdtempSync } from 'node:fs';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { legacyToolCall, modernToolCall, type LegacySession } from '../../testkit/mcp.ts';
+import { ROOT, runWo, spawnNode, spawnWo, type Spawned } from '../../testkit/spawn.ts';
 import { runLoad, type LoadRequest } from './load.ts';
-import { legacyToolCall, modernToolCall, type LegacySession } from './mcp-wire.ts';
-import { spawnServer, type SpawnedServer } from './spawn.ts';
 
-export const repoRoot = fileURLToPath(new URL('../..', import.meta.url));
+export type SpawnedServer = Spawned;
+export const repoRoot = `${ROOT}/`;
 /** `... serving app "pricing" (products) at http://127.0.0.1:PORT`, logged once it listens. */
 export const WO_READY = /serving app "pricing" \(products\) at (http:\/\/\S+)/;
+/** What a peer of bench/peers/ prints once it listens (bench/peers/listen.ts). */
+export const PEER_READY = /listening\s+(https?:\/\/\S+)/;
+
+// Bench servers keep only the tail of their output (long runs), and get SIGKILL 3 s after a SIGTERM they ignore.
+const BENCH_DEFAULTS = { readyTimeoutMs: 15_000, stopTimeoutMs: 3000, outputLimit: 16_384 } as const;
 
 export function freshDataDir(root: string, label: string): string {
   mkdirSync(root, { recursive: true });
@@ -27,10 +32,8 @@ export interface WoOptions {
 }
 
 export async function startWo(opts: WoOptions): Promise<SpawnedServer> {
-  return spawnServer({
-    file: 'bin/wo.mjs',
-    importTsx: false, // bin/wo.mjs registers tsx itself, after loading the big dependencies natively
-    args: ['run', 'examples/pricing', '--data', opts.dir, '--listen', '127.0.0.1:0'],
+  return spawnWo(['run', 'examples/pricing', '--data', opts.dir, '--listen', '127.0.0.1:0'], {
+    ...BENCH_DEFAULTS,
     env: { WO_LOG_LEVEL: 'Info', ...opts.env },
     ready: WO_READY,
     ...(opts.nodeArgs ? { nodeArgs: opts.nodeArgs } : {}),
@@ -39,21 +42,28 @@ export async function startWo(opts: WoOptions): Promise<SpawnedServer> {
   });
 }
 
-/** `wo replay <dir>` to completion: its stdout, stderr and exit code. */
-/** Runs `wo <args>` to completion (a child process), with its output and wall time. */
-function woCommand(args: string[], timeoutMs: number): Promise<{ code: number | null; stdout: string; stderr: string; wallMs: number }> {
-  const started = performance.now();
-  return new Promise((resolve) => {
-    execFile(
-      process.execPath,
-      [join(repoRoot, 'bin/wo.mjs'), ...args],
-      { cwd: repoRoot, timeout: timeoutMs, maxBuffer: 16 * 2 ** 20 },
-      (err, stdout, stderr) => {
-        const code = err ? ((err as { code?: unknown }).code as number | null | undefined) ?? 1 : 0;
-        resolve({ code: typeof code === 'number' ? code : 1, stdout, stderr, wallMs: performance.now() - started });
-      },
-    );
+export interface PeerOptions {
+  env?: Record<string, string>;
+  nodeArgs?: string[];
+  stopTimeoutMs?: number;
+}
+
+/** A peer server of bench/peers/ (run with tsx) on an ephemeral port ($PORT=0). */
+export function spawnPeer(file: string, opts: PeerOptions = {}): Promise<SpawnedServer> {
+  return spawnNode(file, [], {
+    ...BENCH_DEFAULTS,
+    importTsx: true,
+    ready: PEER_READY,
+    env: { PORT: '0', ...opts.env },
+    ...(opts.nodeArgs ? { nodeArgs: opts.nodeArgs } : {}),
+    ...(opts.stopTimeoutMs ? { stopTimeoutMs: opts.stopTimeoutMs } : {}),
   });
+}
+
+/** Runs `wo <args>` to completion (a child process), with its output and wall time. */
+async function woCommand(args: string[], timeoutMs: number): Promise<{ code: number | null; stdout: string; stderr: string; wallMs: number }> {
+  const r = await runWo(args, { timeoutMs });
+  return { code: r.code ?? 1, stdout: r.stdout, stderr: r.stderr, wallMs: r.wallMs };
 }
 
 export const woReplay = (dir: string, timeoutMs = 10 * 60_000) => woCommand(['replay', dir], timeoutMs);

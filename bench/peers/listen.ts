@@ -1,5 +1,5 @@
 // Shared start-up for every peer: bind loopback on $PORT (0 = ephemeral) and announce
-// the URL on stdout, which is what bench/lib/spawn.ts waits for.
+// the URL on stdout, which is what spawnPeer (bench/lib/wo.ts) waits for.
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 

@@ -3,11 +3,11 @@
 // scenario is warmed until its CPU per call is stable (bench/lib/warmup.ts), then the windows are measured
 // level by level, all scenarios at one level back to back, for `rounds` rounds: drift on the shared cores
 // hits both sides of each ratio alike. Server CPU per call comes from /proc (bench/lib/measure.ts).
-import { closeLegacySession, openLegacySession, toolCallSucceeded, legacyToolCall, modernToolCall, type LegacySession } from '../lib/mcp-wire.ts';
+import { closeLegacySession, openLegacySession, toolCallSucceeded, legacyToolCall, modernToolCall, type LegacySession } from '../../testkit/mcp.ts';
 import type { LoadRequest, ResponseHeaders } from '../lib/load.ts';
 import { runLoad } from '../lib/load.ts';
 import { combine, measure, watched, type Load, type Measured } from '../lib/measure.ts';
-import { spawnServer, type SpawnedServer } from '../lib/spawn.ts';
+import { spawnPeer, type SpawnedServer } from '../lib/wo.ts';
 import { warmUntilStable, type WarmupResult } from '../lib/warmup.ts';
 import { freshDataDir, isRow, mcpCall, plainEcho, restCreate, restGet, seedProducts, startWo } from '../lib/wo.ts';
 import type { BenchContext } from './context.ts';
@@ -257,7 +257,7 @@ export interface MatrixServers {
 }
 
 async function startServer(ctx: BenchContext, key: ServerKey, ready: () => void): Promise<SpawnedServer> {
-  const peer = (file: string) => spawnServer({ file }).then((s) => (ready(), s));
+  const peer = (file: string) => spawnPeer(file).then((s) => (ready(), s));
   switch (key) {
     case 'plain':
       return peer('bench/peers/plain-http.ts');

@@ -14,7 +14,7 @@ import { LatencyHistogram } from '../lib/histogram.ts';
 import { assertAlive } from '../lib/measure.ts';
 import { DeliveryTracker, openListens, type Subscriber } from '../lib/subscribers.ts';
 import { freshDataDir, isRow, restSetPrice, seedProducts, startWo } from '../lib/wo.ts';
-import { spawnServer, type SpawnedServer } from '../lib/spawn.ts';
+import { spawnPeer, type SpawnedServer } from '../lib/wo.ts';
 import type { BenchContext } from './context.ts';
 
 export interface NotifyOptions {
@@ -90,7 +90,7 @@ export const NOTIFY_ENV = { WO_MAX_LISTENS_PER_CLIENT: '5000', WO_MAX_LISTEN_STR
  */
 export async function runNotify(ctx: BenchContext, opts: NotifyOptions, shared?: SpawnedServer, peer = false): Promise<NotifyResult> {
   let server = shared;
-  if (peer) server = await spawnServer({ file: 'bench/peers/sse-fanout.ts' });
+  if (peer) server = await spawnPeer('bench/peers/sse-fanout.ts');
   if (!server) {
     const dir = freshDataDir(ctx.dataRoot, 'notify');
     ctx.track(dir);

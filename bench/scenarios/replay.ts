@@ -62,8 +62,8 @@ async function timedStart(dir: string) {
   const server = await startWo({ dir, readyTimeoutMs: 120_000 });
   const ms = performance.now() - t0;
   // The recovery line follows the ready line; give it a moment to arrive.
-  for (let i = 0; i < 50 && !RECOVERED.test(server.stdoutTail()); i++) await new Promise((r) => setTimeout(r, 20));
-  return { server, ms, recovered: RECOVERED.exec(server.stdoutTail()) };
+  for (let i = 0; i < 50 && !RECOVERED.test(server.stdout()); i++) await new Promise((r) => setTimeout(r, 20));
+  return { server, ms, recovered: RECOVERED.exec(server.stdout()) };
 }
 
 export async function runReplay(ctx: BenchContext, opts: ReplayOptions): Promise<ReplayResult> {

@@ -5,9 +5,9 @@
 // so the figure is an upper bound on what one idle session holds.
 import { rssBytes } from '../lib/cpu.ts';
 import { assertAlive } from '../lib/measure.ts';
-import { openLegacySession, type LegacySession } from '../lib/mcp-wire.ts';
+import { openLegacySession, type LegacySession } from '../../testkit/mcp.ts';
 import { freshDataDir, startWo } from '../lib/wo.ts';
-import type { SpawnedServer } from '../lib/spawn.ts';
+import type { SpawnedServer } from '../lib/wo.ts';
 import type { BenchContext } from './context.ts';
 
 export interface SessionsOptions {

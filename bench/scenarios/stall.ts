@@ -14,11 +14,11 @@ import { rssBytes } from '../lib/cpu.ts';
 import { LatencyHistogram } from '../lib/histogram.ts';
 import { runLoad } from '../lib/load.ts';
 import { assertAlive } from '../lib/measure.ts';
-import { closeLegacySession, legacyRpc, openLegacySession, type LegacySession } from '../lib/mcp-wire.ts';
+import { closeLegacySession, legacyRpc, openLegacySession, type LegacySession } from '../../testkit/mcp.ts';
 import { openGetStream, type Subscriber } from '../lib/subscribers.ts';
 import { freshDataDir, isRow, restSetPrice, seedProducts, startWo } from '../lib/wo.ts';
 import type { BenchContext } from './context.ts';
-import type { SpawnedServer } from '../lib/spawn.ts';
+import type { SpawnedServer } from '../lib/wo.ts';
 
 export interface StallOptions {
   durationMs: number;

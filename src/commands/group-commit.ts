@@ -18,7 +18,7 @@ import { WoConfig } from "../config.ts"
 import { ChangeFeed } from "../projections/change-feed.ts"
 import { Rows } from "../projections/rows.ts"
 import { Views, type PreparedViews } from "../projections/views.ts"
-import { EventLog } from "./event-log.ts"
+import { EventLog } from "../log/event-log.ts"
 
 /** Where a command is, reported to callers that stream progress (MCP progressToken). */
 export type Stage = "accepted" | "decided" | "durable"

@@ -10,7 +10,7 @@
  *    resumes from the log with Last-Event-ID. Memory never grows with a slow reader, and the writer never waits.
  */
 import { Effect, Either, Option, Queue, Stream } from "effect"
-import type { EventLogShape } from "../commands/event-log.ts"
+import type { EventLogShape } from "../log/event-log.ts"
 import type { StoreUnavailable } from "../domain/errors.ts"
 import type { StoredEvent } from "../domain/events.ts"
 import { errorJson, type EdgeRequest, type EdgeResponse } from "../http/edge-types.ts"

@@ -6,7 +6,7 @@
  * None of them writes: the page changes data only by the ordinary REST and MCP routes, like any client.
  */
 import { Deferred, Effect } from "effect"
-import { EventLog } from "../commands/event-log.ts"
+import { EventLog } from "../log/event-log.ts"
 import { Commands } from "../commands/commands.ts"
 import { WoConfig } from "../config.ts"
 import { agentsView } from "../console/agents-view.ts"

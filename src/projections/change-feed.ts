@@ -1,7 +1,7 @@
 /**
  * The change feed: committed, durable changes, in log order, to whoever listens (the subscription registry,
  * the console's event tail). Listeners are called synchronously by the writer and must not block: each routes
- * into its own bounded buffers. This is the seam a multi-node feed (JetStream subjects) would replace.
+ * into its own bounded buffers. This is the seam a multi-node feed (a tailer of the shared log) would replace.
  */
 import { Context, Effect, Layer, type Scope } from "effect"
 import type { Change } from "../domain/events.ts"

@@ -5,7 +5,7 @@
  * or startup is refused by name. Large stores log progress so a long start is never silent.
  */
 import { Effect, Stream } from "effect"
-import type { EventLogShape } from "../commands/event-log.ts"
+import type { EventLogShape } from "../log/event-log.ts"
 import type { CompiledApp } from "../domain/compile.ts"
 import { evolve } from "../domain/decider.ts"
 import { RowTable } from "./row-table.ts"

@@ -12,7 +12,7 @@
  *    at that point is known, which ends at the row's create at the latest.
  */
 import { Chunk, Effect, Either, Stream } from "effect"
-import type { EventLogShape } from "../commands/event-log.ts"
+import type { EventLogShape } from "../log/event-log.ts"
 import type { CompiledApp } from "../domain/compile.ts"
 import type { StoreUnavailable } from "../domain/errors.ts"
 import { streamKey, type StoredEvent } from "../domain/events.ts"

@@ -5,7 +5,7 @@
 import { Context, Effect, Layer } from "effect"
 import type { Row } from "../domain/catalog.ts"
 import type { Change } from "../domain/events.ts"
-import { EventLog } from "../commands/event-log.ts"
+import { EventLog } from "../log/event-log.ts"
 import { Catalog } from "../domain/app-catalog.ts"
 import { recoverRows } from "./recovery.ts"
 import { RowTable } from "./row-table.ts"

@@ -5,7 +5,7 @@
  * start folds it again. Without the app a view cannot be folded (its evolve is the app's code).
  */
 import { Effect, Either } from "effect"
-import type { EventLogShape } from "../commands/event-log.ts"
+import type { EventLogShape } from "../log/event-log.ts"
 import type { CompiledApp } from "../domain/compile.ts"
 import { foldViews } from "./view-fold.ts"
 import { parseViewRecord, viewDefinition } from "./view-record.ts"

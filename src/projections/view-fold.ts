@@ -4,7 +4,7 @@
  * Startup uses it for a view with no usable stored state; `wo replay --app` uses it to check the stored ones.
  */
 import { Effect, Either, Stream } from "effect"
-import type { EventLogShape } from "../commands/event-log.ts"
+import type { EventLogShape } from "../log/event-log.ts"
 import type { Row } from "../domain/catalog.ts"
 import type { CompiledApp } from "../domain/compile.ts"
 import type { CompiledView } from "../domain/compile-views.ts"

@@ -15,7 +15,7 @@
  * and stored with the next batch.
  */
 import { Context, Data, Effect, Either, Layer } from "effect"
-import { EventLog, type EventLogShape, type ViewRecord } from "../commands/event-log.ts"
+import { EventLog, type EventLogShape, type ViewRecord } from "../log/event-log.ts"
 import { Catalog } from "../domain/app-catalog.ts"
 import type { CompiledApp } from "../domain/compile.ts"
 import type { CompiledView } from "../domain/compile-views.ts"

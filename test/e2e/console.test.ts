@@ -14,9 +14,9 @@ import * as path from "node:path"
 import { Effect, Layer } from "effect"
 import { chromium, type BrowserContext } from "playwright-core"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { LogFaults } from "../../src/commands/log-faults.ts"
+import { LogFaults } from "../support/log-faults.ts"
 import { callTool, MCP_HEADERS, openSession, rpc } from "../support/mcp.ts"
-import { openSse, type SseConnection } from "../support/sse-client.ts"
+import { openSse, type SseConnection } from "../../testkit/sse.ts"
 import { apps, http, ROOT, startServer, tempDir } from "../support/server.ts"
 
 // Functions passed to page.evaluate run in the browser; the test program itself has no DOM types.

@@ -8,7 +8,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest"
 import { MCP_HEADERS, openSession, rpc } from "../support/mcp.ts"
 import { modernRequest, openListen } from "../support/modern.ts"
 import { apps, http, startServer, tempDir } from "../support/server.ts"
-import { openSse, type SseConnection } from "../support/sse-client.ts"
+import { openSse, type SseConnection } from "../../testkit/sse.ts"
 
 type Server = Awaited<ReturnType<typeof startServer>>
 

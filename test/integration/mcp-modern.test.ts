@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { openSse } from "../support/sse-client.ts"
+import { openSse } from "../../testkit/sse.ts"
 import { apps, http, rawRequest, startServer } from "../support/server.ts"
 
 const META = { "io.modelcontextprotocol/protocolVersion": "2026-07-28", "io.modelcontextprotocol/clientCapabilities": {} }

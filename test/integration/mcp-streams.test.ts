@@ -1,8 +1,10 @@
 import { Deferred, Effect, Layer } from "effect"
 import { afterEach, describe, expect, it } from "vitest"
-import { LogFaults } from "../../src/commands/log-faults.ts"
+import { LevelDb } from "../../src/log/level-db.ts"
+import { eventKey } from "../../src/log/log-keys.ts"
+import { LogFaults } from "../support/log-faults.ts"
 import { MCP_HEADERS, openSession } from "../support/mcp.ts"
-import { openSse } from "../support/sse-client.ts"
+import { openSse } from "../../testkit/sse.ts"
 import { apps, http, rawRequest, startServer, tempDir } from "../support/server.ts"
 
 const servers: Array<{ close: () => Promise<void> }> = []
@@ -176,6 +178,23 @@ describe("resumption from the durable log (L7)", () => {
     await setPrice(server.url, "1", 5)
     expect((await resumed.nextJson())?.json.params.uri).toBe("wo://products/1")
     resumed.close()
+  })
+
+  it("ends the resumed stream visibly when the log cannot be read, instead of going on live past a gap", async () => {
+    const server = await start(apps.pricing)
+    const session = await openSession(server.url)
+    await createProduct(server.url) // seq 1
+    await post(server.url, session, "resources/subscribe", { uri: "wo://products/1" })
+    await setPrice(server.url, "1", 2) // seq 2: the client saw up to here
+    await setPrice(server.url, "1", 3) // seq 3: missed, and then damaged on disk
+    await server.runtime.runPromise(
+      Effect.flatMap(LevelDb, (store) => store.write("damage", (db) => db.put(eventKey(3), "00000000{}")))
+    )
+    const resumed = await getStream(server.url, session, "get-2")
+    expect(await resumed.nextJson(5000)).toBeUndefined()
+    expect(resumed.ended()).toBe(true) // closed: the client reconnects from get-2, nothing skipped silently
+    await setPrice(server.url, "1", 4)
+    expect(await resumed.nextJson(300)).toBeUndefined()
   })
 
   it("keeps sessions and subscriptions across a restart, and replays what was missed", async () => {

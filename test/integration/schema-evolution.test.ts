@@ -15,9 +15,9 @@ import { afterAll, describe, expect, it } from "vitest"
 import type { AppDef } from "../../src/domain/catalog.ts"
 import { loadApp } from "../../src/load-app.ts"
 import { callTool, rpc } from "../support/mcp.ts"
-import { runWoTimed } from "../support/processes.ts"
+import { runWo } from "../../testkit/spawn.ts"
 import { apps, http, ROOT, spawnServer, startServer, tempDir } from "../support/server.ts"
-import { openSse } from "../support/sse-client.ts"
+import { openSse } from "../../testkit/sse.ts"
 
 const appDirs: Array<string> = []
 
@@ -122,7 +122,7 @@ const readEvents = async (url: string, n: number) => {
   }
 }
 
-const startWo = (appDir: string, dataDir: string) => runWoTimed(["run", appDir, "--data", dataDir, "--listen", "127.0.0.1:0"], {}, 30_000)
+const startWo = (appDir: string, dataDir: string) => runWo(["run", appDir, "--data", dataDir, "--listen", "127.0.0.1:0"], { timeoutMs: 30_000 })
 
 const dataDir = tempDir("wo-evolve-")
 const closers: Array<() => Promise<unknown>> = []
@@ -169,11 +169,11 @@ describe("schema evolution over one data dir", () => {
       await server.close()
     }
     // The stored rows now hold the default the events never carried: only the app can compare them.
-    const bare = await runWoTimed(["replay", dataDir])
+    const bare = await runWo(["replay", dataDir])
     expect(bare.code).toBe(1)
     expect(bare.stderr).toMatch(/cannot compare without the app: .*fields present on one side.*wo replay --app <app-dir>/)
     expect(bare.stderr).not.toMatch(/MISMATCH/)
-    const withApp = await runWoTimed(["replay", "--app", appDir, dataDir])
+    const withApp = await runWo(["replay", "--app", appDir, dataDir])
     expect(withApp.stderr).toBe("")
     expect(withApp.stdout).toMatch(/replayed 7 events into 4 rows .*after the app's migrations and defaults/)
     expect(withApp.stdout).toMatch(/OK: the stored rows equal the log's fold/)
@@ -239,16 +239,16 @@ describe("schema evolution over one data dir", () => {
       await restarted.close()
     }
 
-    const bare = await runWoTimed(["replay", dataDir])
+    const bare = await runWo(["replay", dataDir])
     expect(bare.code).toBe(1)
     expect(bare.stderr).toMatch(/cannot compare without the app: the log holds data written at schema versions above 1 \(products\)/)
     expect(bare.stderr).not.toMatch(/MISMATCH/)
-    const withApp = await runWoTimed(["replay", "--app", appDir, dataDir])
+    const withApp = await runWo(["replay", "--app", appDir, dataDir])
     expect(withApp.stdout).toMatch(/replayed 9 events into 5 rows/)
     expect(withApp.stdout).toMatch(/OK: the stored rows equal the log's fold/)
     expect(withApp.code).toBe(0)
     // The sku-only app (version 1, no migration) cannot read this log: replay says why instead of passing.
-    const wrongApp = await runWoTimed(["replay", "--app", writeAppDir(withSku), dataDir])
+    const wrongApp = await runWo(["replay", "--app", writeAppDir(withSku), dataDir])
     expect(wrongApp.code).toBe(1)
     expect(wrongApp.stderr).toContain('DOES NOT FIT: type "products": the log holds data written with schema version 2, but the app declares version 1')
     expect(wrongApp.stderr).toMatch(/DOES NOT FIT: type "products", field "price": 1 row rebuilt from the log does not fit the schema \(is missing\); id 5\./)

@@ -2,7 +2,7 @@ import { describe, expect, it } from "vitest"
 import type { Change } from "../../src/domain/events.ts"
 import { ChangeFeed } from "../../src/projections/change-feed.ts"
 import { MCP_HEADERS, openSession } from "../support/mcp.ts"
-import { openSse } from "../support/sse-client.ts"
+import { openSse } from "../../testkit/sse.ts"
 import { apps, http, startServer } from "../support/server.ts"
 
 const TOTAL = 100_000

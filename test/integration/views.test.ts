@@ -9,13 +9,13 @@ import { Effect, Schema } from "effect"
 import * as fs from "node:fs"
 import * as path from "node:path"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { seal, unseal } from "../../src/commands/record.ts"
+import { seal, unseal } from "../../src/log/record.ts"
 import { defineApp, entity, view } from "../../src/domain/catalog.ts"
 import { Views } from "../../src/projections/views.ts"
 import { callTool, MCP_HEADERS, openSession, rpc } from "../support/mcp.ts"
 import { modernRequest, openListen } from "../support/modern.ts"
 import { apps, http, ROOT, runWo, startServer, tempDir } from "../support/server.ts"
-import { openSse } from "../support/sse-client.ts"
+import { openSse } from "../../testkit/sse.ts"
 
 type Server = Awaited<ReturnType<typeof startServer>>
 

@@ -9,7 +9,7 @@ import * as path from "node:path"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { MCP_HEADERS } from "../support/mcp.ts"
 import { modernHeaders, MODERN_META } from "../support/modern.ts"
-import { runWoTimed, spawnWo } from "../support/processes.ts"
+import { runWo, spawnWo } from "../../testkit/spawn.ts"
 import { apps, http, rawRequest, ROOT, startServer, tempDir } from "../support/server.ts"
 
 const TOKEN = "t0ken-with-enough-entropy-4f9c"
@@ -102,7 +102,7 @@ describe("listening beyond loopback needs a token", () => {
   const clean = { WO_AUTH_TOKEN: undefined, WO_INSECURE: undefined }
 
   it("refuses 0.0.0.0 without a token: exit 1 and a clear reason", async () => {
-    const run = await runWoTimed(["run", blog, "--data", tempDir(), "--listen", "0.0.0.0:0"], clean)
+    const run = await runWo(["run", blog, "--data", tempDir(), "--listen", "0.0.0.0:0"], { env: clean })
     expect(run.timedOut).toBe(false)
     expect(run.code).toBe(1)
     expect(run.stderr).toMatch(/refusing to listen on 0\.0\.0\.0 without WO_AUTH_TOKEN/)
@@ -111,7 +111,7 @@ describe("listening beyond loopback needs a token", () => {
 
   it("serves 0.0.0.0 with --insecure or WO_INSECURE=1, and stops cleanly", async () => {
     for (const [args, env] of [[["--insecure"], clean], [[], { ...clean, WO_INSECURE: "1" }]] as const) {
-      const server = await spawnWo(["run", blog, "--data", tempDir(), "--listen", "0.0.0.0:0", ...args], env)
+      const server = await spawnWo(["run", blog, "--data", tempDir(), "--listen", "0.0.0.0:0", ...args], { env })
       try {
         expect(server.url).toMatch(/^http:\/\/0\.0\.0\.0:\d+$/)
         expect((await http(`${server.loopbackUrl}/api/articles`)).status).toBe(200) // unauthenticated, as asked
@@ -122,7 +122,7 @@ describe("listening beyond loopback needs a token", () => {
   })
 
   it("serves 0.0.0.0 with a token, and then requires it", async () => {
-    const server = await spawnWo(["run", blog, "--data", tempDir(), "--listen", "0.0.0.0:0"], { ...clean, WO_AUTH_TOKEN: TOKEN })
+    const server = await spawnWo(["run", blog, "--data", tempDir(), "--listen", "0.0.0.0:0"], { env: { ...clean, WO_AUTH_TOKEN: TOKEN } })
     try {
       const anonymous = await http(`${server.loopbackUrl}/api/articles`)
       expect(anonymous.status).toBe(401)

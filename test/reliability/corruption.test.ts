@@ -8,13 +8,13 @@ import * as fs from "node:fs"
 import * as path from "node:path"
 import { describe, expect, it } from "vitest"
 import { Commands } from "../../src/commands/commands.ts"
-import { crc32cUpdate } from "../../src/commands/crc32c.ts"
-import { DATA_LOSS_MARKER, openDb } from "../../src/commands/level-db.ts"
-import * as K from "../../src/commands/log-keys.ts"
-import { crc32c, seal, unseal, unsealJson } from "../../src/commands/record.ts"
-import { verifyStore } from "../../src/commands/verify.ts"
-import { damagedTailRecord } from "../../src/commands/wal-check.ts"
-import { runWoTimed } from "../support/processes.ts"
+import { crc32cUpdate } from "../../src/log/crc32c.ts"
+import { DATA_LOSS_MARKER, openDb } from "../../src/log/level-db.ts"
+import * as K from "../../src/log/log-keys.ts"
+import { crc32c, seal, unseal, unsealJson } from "../../src/log/record.ts"
+import { verifyStore } from "../../src/log/verify.ts"
+import { damagedTailRecord } from "../../src/log/wal-check.ts"
+import { runWo } from "../../testkit/spawn.ts"
 import { apps, http, ROOT, spawnServer, startServer, tempDir } from "../support/server.ts"
 import { waitFor } from "../support/wait.ts"
 
@@ -101,14 +101,14 @@ describe("wo verify", () => {
     // The CLI: exit 1 naming the problems; exit 0 with OK on the whole store.
     const damaged = copyOf(dataDir)
     await edit(damaged, (db) => db.del(K.eventKey(2)))
-    const bad = await runWoTimed(["verify", damaged])
+    const bad = await runWo(["verify", damaged])
     expect(bad.code).toBe(1)
     expect(bad.stderr).toMatch(/PROBLEMS \(\d+\):\n {2}- events 2\.\.2 are missing/)
     // `wo replay` reads through the same checks: a gap mid-log is an error, not a shorter fold.
-    const replay = await runWoTimed(["replay", damaged])
+    const replay = await runWo(["replay", damaged])
     expect(replay.code).toBe(1)
     expect(replay.stderr).toMatch(/corrupt log: event 2 is missing/)
-    const good = await runWoTimed(["verify", dataDir])
+    const good = await runWo(["verify", dataDir])
     expect(good.code).toBe(0)
     expect(good.stdout).toMatch(/verified 9 events and 3 rows/)
   })
@@ -139,7 +139,7 @@ describe("what LevelDB drops while opening", () => {
     bytes[Math.floor(bytes.length / 3)] ^= 0x10
     fs.writeFileSync(path.join(dataDir, log), bytes)
 
-    const start = (...extra: Array<string>) => runWoTimed(["run", pricing, "--data", dataDir, "--listen", "127.0.0.1:0", ...extra], {}, 30_000)
+    const start = (...extra: Array<string>) => runWo(["run", pricing, "--data", dataDir, "--listen", "127.0.0.1:0", ...extra], { timeoutMs: 30_000 })
     const refused = await start()
     expect(refused.code).toBe(1)
     expect(refused.stderr).toMatch(/LevelDB dropped data while opening/)
@@ -152,11 +152,11 @@ describe("what LevelDB drops while opening", () => {
     const again = await start()
     expect(again.code).toBe(1)
     expect(again.stderr).toMatch(/an earlier open .* found that LevelDB dropped data/)
-    expect((await runWoTimed(["verify", dataDir])).code).toBe(1)
-    expect((await runWoTimed(["replay", dataDir])).code).toBe(1)
+    expect((await runWo(["verify", dataDir])).code).toBe(1)
+    expect((await runWo(["replay", dataDir])).code).toBe(1)
 
     // The operator accepts the loss once; from then on the dir is served as it is.
-    const accepted = await runWoTimed(["verify", dataDir, "--accept-data-loss"])
+    const accepted = await runWo(["verify", dataDir, "--accept-data-loss"])
     expect(accepted.stdout).toMatch(/verified \d+ events/)
     expect(fs.existsSync(path.join(dataDir, DATA_LOSS_MARKER))).toBe(false)
   })
@@ -178,7 +178,7 @@ describe("what LevelDB drops while opening", () => {
     fs.writeFileSync(file, bytes)
     expect(damagedTailRecord(bytes)).toMatchObject({ offset: last })
 
-    const refused = await runWoTimed(["run", pricing, "--data", dataDir, "--listen", "127.0.0.1:0"], {}, 30_000)
+    const refused = await runWo(["run", pricing, "--data", dataDir, "--listen", "127.0.0.1:0"], { timeoutMs: 30_000 })
     expect(refused.code).toBe(1)
     expect(refused.stderr).toMatch(/LevelDB would drop acknowledged writes/)
     expect(refused.stderr).toMatch(/its length field is damaged/)

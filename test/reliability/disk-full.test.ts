@@ -11,7 +11,7 @@ import { execFileSync } from "node:child_process"
 import * as fs from "node:fs"
 import * as path from "node:path"
 import { afterAll, describe, expect, it } from "vitest"
-import { runWoTimed } from "../support/processes.ts"
+import { runWo } from "../../testkit/spawn.ts"
 import { http, ROOT, spawnServer, tempDir } from "../support/server.ts"
 
 const mountPoint = tempDir("wo-tmpfs-")
@@ -86,7 +86,7 @@ describe.skipIf(!canMount)("disk full, then space returns", () => {
     } finally {
       await restarted.stop()
     }
-    const verify = await runWoTimed(["verify", dataDir])
+    const verify = await runWo(["verify", dataDir])
     expect(verify.stderr).toBe("")
     expect(verify.code).toBe(0)
     expect(verify.stdout).toMatch(/^OK/m)
@@ -102,7 +102,7 @@ describe.skipIf(!canMount)("a read-only data dir", () => {
       const server = await spawnServer(pricing, dataDir)
       await server.stop()
       execFileSync("mount", ["-o", "remount,ro", readOnly], { stdio: "pipe" })
-      const run = await runWoTimed(["run", pricing, "--data", dataDir, "--listen", "127.0.0.1:0"], {}, 30_000)
+      const run = await runWo(["run", pricing, "--data", dataDir, "--listen", "127.0.0.1:0"], { timeoutMs: 30_000 })
       expect(run.code).toBe(1)
       expect(run.stderr).toMatch(/^wo: .*the data dir .* is on a read-only file system/m)
       expect(run.stderr).not.toMatch(/in use by another process/)

@@ -7,14 +7,14 @@ import { ClassicLevel } from "classic-level"
 import { Effect, Layer } from "effect"
 import * as path from "node:path"
 import { afterEach, describe, expect, it } from "vitest"
-import { LogFaults } from "../../src/commands/log-faults.ts"
-import { seal, unsealJson } from "../../src/commands/record.ts"
-import * as K from "../../src/commands/log-keys.ts"
+import { LogFaults } from "../support/log-faults.ts"
+import { seal, unsealJson } from "../../src/log/record.ts"
+import * as K from "../../src/log/log-keys.ts"
 import { StoreUnavailable } from "../../src/domain/errors.ts"
 import { MCP_HEADERS, openSession } from "../support/mcp.ts"
 import { listenBody, modernCall, modernHeaders, SUBSCRIPTION_ID } from "../support/modern.ts"
-import { runWoTimed } from "../support/processes.ts"
-import { openSse } from "../support/sse-client.ts"
+import { runWo } from "../../testkit/spawn.ts"
+import { openSse } from "../../testkit/sse.ts"
 import { apps, http, ROOT, spawnServer, startServer, tempDir } from "../support/server.ts"
 import { sessionRequest } from "../support/write-traffic.ts"
 
@@ -113,7 +113,7 @@ const storeWithFourEvents = async () => {
   return dataDir
 }
 
-/** Edits a closed data dir with classic-level directly (the key layout of src/commands/log-keys.ts). */
+/** Edits a closed data dir with classic-level directly (the key layout of src/log/log-keys.ts). */
 const damage = async (dataDir: string, edit: (db: ClassicLevel<string, string>) => Promise<unknown>) => {
   const db = new ClassicLevel<string, string>(dataDir, { keyEncoding: "utf8", valueEncoding: "utf8" })
   await db.open()
@@ -122,7 +122,7 @@ const damage = async (dataDir: string, edit: (db: ClassicLevel<string, string>) 
 }
 
 const pricing = path.join(ROOT, "examples/pricing")
-const start = (dataDir: string) => runWoTimed(["run", pricing, "--data", dataDir, "--listen", "127.0.0.1:0"], {}, 30_000)
+const start = (dataDir: string) => runWo(["run", pricing, "--data", dataDir, "--listen", "127.0.0.1:0"], { timeoutMs: 30_000 })
 const STACK_FRAME = /^\s+at /m
 
 describe.concurrent("a damaged tail on disk stops startup with a clear message", () => {
@@ -169,7 +169,7 @@ describe.concurrent("a damaged tail on disk stops startup with a clear message",
   it("wo replay names a torn record in one line and exits non-zero", async ({ expect }) => {
     const dataDir = await storeWithFourEvents()
     await damage(dataDir, async (db) => db.put(K.eventKey(4), (await db.get(K.eventKey(4)))!.slice(0, 25)))
-    const replay = await runWoTimed(["replay", dataDir])
+    const replay = await runWo(["replay", dataDir])
     expect(replay.code).toBe(1)
     expect(replay.stderr).toMatch(/^wo: .*corrupt record at key e!0000000000000004/m)
     expect(replay.stderr).not.toMatch(STACK_FRAME)
@@ -183,7 +183,7 @@ describe.concurrent("a damaged tail on disk stops startup with a clear message",
     } finally {
       expect(await server.stop()).toBe(0)
     }
-    const replay = await runWoTimed(["replay", dataDir])
+    const replay = await runWo(["replay", dataDir])
     expect(replay.code).toBe(0)
     expect(replay.stdout).toMatch(/replayed 4 events into 3 rows/)
   })

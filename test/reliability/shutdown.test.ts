@@ -7,7 +7,7 @@ import { describe, expect, it } from "vitest"
 import { openSession } from "../support/mcp.ts"
 import { checkStore, readStore } from "../support/log-reader.ts"
 import { openListen, SUBSCRIPTION_ID } from "../support/modern.ts"
-import { openSse, type SseConnection } from "../support/sse-client.ts"
+import { openSse, type SseConnection } from "../../testkit/sse.ts"
 import { ROOT, runWo, spawnServer, tempDir } from "../support/server.ts"
 import { prng, reconcile, runTraffic, sessionRequest, verifyOverHttp, WriteModel } from "../support/write-traffic.ts"
 

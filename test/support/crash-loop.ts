@@ -24,7 +24,7 @@
 import * as path from "node:path"
 import { openSession } from "./mcp.ts"
 import { checkStore, readStore, type StoreSnapshot } from "./log-reader.ts"
-import { openSse, type SseConnection } from "./sse-client.ts"
+import { openSse, type SseConnection } from "../../testkit/sse.ts"
 import { ROOT, runWo, spawnServer, tempDir, type SpawnedServer } from "./server.ts"
 import { prng, reconcile, runTraffic, sessionRequest, verifyOverHttp, WriteModel } from "./write-traffic.ts"
 

@@ -1,25 +1,18 @@
-/** Raw MCP helpers for tests: JSON-RPC over POST /mcp with the headers a legacy client sends. */
+/** Raw MCP helpers for tests: legacy JSON-RPC over POST /mcp with fetch, the requests built by testkit/mcp.ts. */
+import { initializeBody, initializedBody, LEGACY_VERSION, legacyRequest, MCP_HEADERS } from "../../testkit/mcp.ts"
 import { http, rawRequest } from "./server.ts"
 
-export const MCP_HEADERS = { accept: "application/json, text/event-stream", "content-type": "application/json" }
+export { MCP_HEADERS } from "../../testkit/mcp.ts"
 
 let nextId = 1
 const sessionByUrl = new Map<string, string>()
 
 /** Opens a legacy session (initialize + initialized) and returns its id. */
-export const openSession = async (url: string, protocolVersion = "2025-11-25") => {
-  const init = await http(`${url}/mcp`, {
-    method: "POST",
-    headers: MCP_HEADERS,
-    body: { jsonrpc: "2.0", id: nextId++, method: "initialize", params: { protocolVersion, capabilities: {}, clientInfo: { name: "test", version: "1" } } }
-  })
+export const openSession = async (url: string, protocolVersion = LEGACY_VERSION) => {
+  const init = await http(`${url}/mcp`, { method: "POST", headers: { ...MCP_HEADERS }, body: initializeBody(nextId++, { name: "test", version: "1" }, protocolVersion) })
   const session = init.headers.get("mcp-session-id")
   if (!session) throw new Error(`initialize gave no session: ${init.status} ${init.text}`)
-  await http(`${url}/mcp`, {
-    method: "POST",
-    headers: { ...MCP_HEADERS, "mcp-session-id": session, "mcp-protocol-version": protocolVersion },
-    body: { jsonrpc: "2.0", method: "notifications/initialized" }
-  })
+  await http(`${url}/mcp`, { method: "POST", headers: { ...MCP_HEADERS, "mcp-session-id": session, "mcp-protocol-version": protocolVersion }, body: initializedBody() })
   return session
 }
 
@@ -27,11 +20,8 @@ export const openSession = async (url: string, protocolVersion = "2025-11-25") =
 export const rpc = async (url: string, method: string, params?: unknown, headers: Record<string, string> = {}) => {
   let session = sessionByUrl.get(url)
   if (session === undefined) sessionByUrl.set(url, (session = await openSession(url)))
-  return http(`${url}/mcp`, {
-    method: "POST",
-    headers: { ...MCP_HEADERS, "mcp-protocol-version": "2025-11-25", "mcp-session-id": session, ...headers },
-    body: { jsonrpc: "2.0", id: nextId++, method, ...(params === undefined ? {} : { params }) }
-  })
+  const req = legacyRequest({ sessionId: session, protocolVersion: LEGACY_VERSION }, { id: nextId++, method, params, headers })
+  return http(`${url}${req.path}`, req)
 }
 
 /** tools/call, returning the CallToolResult. */

@@ -1,24 +1,10 @@
-/** Raw helpers for the stateless 2026-07-28 era: `_meta` on every request, mirror headers, listen streams. */
+/** Raw helpers for the stateless 2026-07-28 era over node:http: requests (built by testkit/mcp.ts), listen streams. */
 import * as nodeHttp from "node:http"
+import { listenBody, modernHeaders, modernRequest as buildModern } from "../../testkit/mcp.ts"
+import { openSse, sseParser } from "../../testkit/sse.ts"
 import { rawRequest } from "./server.ts"
-import { openSse } from "./sse-client.ts"
 
-export const MODERN_VERSION = "2026-07-28"
-export const MODERN_META = {
-  "io.modelcontextprotocol/protocolVersion": MODERN_VERSION,
-  "io.modelcontextprotocol/clientCapabilities": {}
-} as const
-export const SUBSCRIPTION_ID = "io.modelcontextprotocol/subscriptionId"
-
-/** The headers a modern request must carry (M2): version, Mcp-Method, and Mcp-Name where the method has one. */
-export const modernHeaders = (method: string, name?: string, extra: Record<string, string> = {}): Record<string, string> => ({
-  "content-type": "application/json",
-  accept: "application/json, text/event-stream",
-  "mcp-protocol-version": MODERN_VERSION,
-  "mcp-method": method,
-  ...(name !== undefined ? { "mcp-name": name } : {}),
-  ...extra
-})
+export { listenBody, MODERN_META, MODERN_VERSION, modernHeaders, SUBSCRIPTION_ID } from "../../testkit/mcp.ts"
 
 let nextId = 1_000_000
 
@@ -30,24 +16,14 @@ export const modernRequest = (
   name?: string,
   extra: Record<string, string> = {},
   id: number | string = nextId++
-) =>
-  rawRequest(`${url}/mcp`, {
-    method: "POST",
-    headers: modernHeaders(method, name, extra),
-    body: JSON.stringify({ jsonrpc: "2.0", id, method, params: { ...params, _meta: MODERN_META } })
-  })
+) => {
+  const req = buildModern({ id, method, params, name, headers: extra })
+  return rawRequest(`${url}${req.path}`, req)
+}
 
 /** tools/call in the modern era. */
 export const modernCall = (url: string, tool: string, args: Record<string, unknown>, extra: Record<string, string> = {}) =>
   modernRequest(url, "tools/call", { name: tool, arguments: args }, tool, extra)
-
-export const listenBody = (id: number | string, uris: ReadonlyArray<string>, extra: Record<string, unknown> = {}) =>
-  JSON.stringify({
-    jsonrpc: "2.0",
-    id,
-    method: "subscriptions/listen",
-    params: { notifications: { resourceSubscriptions: uris, ...extra }, _meta: MODERN_META }
-  })
 
 /** Opens a subscriptions/listen stream (M6) with the SSE test reader. */
 export const openListen = (url: string, id: number | string, uris: ReadonlyArray<string>, extra: Record<string, string> = {}) =>
@@ -70,6 +46,7 @@ export const rawListen = (url: string, id: number, uris: ReadonlyArray<string>, 
     const req = nodeHttp.request(`${url}/mcp`, { method: "POST", headers: modernHeaders("subscriptions/listen"), localAddress, agent: false }, (res) => {
       let text = ""
       let done = false
+      const parser = sseParser()
       const closed = new Promise<void>((r) => res.once("close", () => r()))
       res.setEncoding("utf8")
       const settle = (first: any) => {
@@ -80,8 +57,8 @@ export const rawListen = (url: string, id: number, uris: ReadonlyArray<string>, 
       res.on("data", (chunk: string) => {
         text += chunk
         if (res.statusCode === 200) {
-          const line = text.split("\n").find((l) => l.startsWith("data:"))
-          if (line !== undefined && text.includes("\n\n")) settle(JSON.parse(line.slice(5)))
+          const first = parser.push(chunk).find((m) => m.data !== "")
+          if (first !== undefined) settle(JSON.parse(first.data))
         }
       })
       res.on("end", () => settle(text ? JSON.parse(text) : undefined))

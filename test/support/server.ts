@@ -1,6 +1,5 @@
 /** Test servers: the real runtime in-process (port 0, a temp classic-level dir), or the real `wo` binary. */
 import { Effect, Layer, ManagedRuntime } from "effect"
-import { spawn, type ChildProcess } from "node:child_process"
 import * as fs from "node:fs"
 import * as nodeHttp from "node:http"
 import * as os from "node:os"
@@ -9,8 +8,10 @@ import type { AppDef } from "../../src/domain/catalog.ts"
 import { loadSettings, type Settings } from "../../src/config.ts"
 import { HttpServer } from "../../src/http/server.ts"
 import { writeOnceLayer } from "../../src/runtime.ts"
+import { faultInjectingLog } from "./log-faults.ts"
 import blog from "../../examples/blog/app.ts"
 import pricing from "../../examples/pricing/app.ts"
+import { runWo as runWoProcess, spawnWo, type Spawned } from "../../testkit/spawn.ts"
 
 export const apps = { blog, pricing }
 export const ROOT = path.resolve(import.meta.dirname, "../..")
@@ -24,7 +25,10 @@ export interface TestServer<R> {
   readonly close: () => Promise<void>
 }
 
-/** Starts the whole runtime in this process; `extra` can provide test-only services such as LogFaults. */
+/**
+ * Starts the whole runtime in this process. `extra` can provide test-only services: LogFaults (log-faults.ts)
+ * decorates the real classic-level log.
+ */
 export const startServer = async (
   app: AppDef,
   overrides: Partial<Settings> = {},
@@ -32,61 +36,20 @@ export const startServer = async (
 ) => {
   const dataDir = overrides.dataDir ?? tempDir()
   const settings = await Effect.runPromise(loadSettings({ dataDir }, { host: "127.0.0.1", port: 0, ...overrides }))
-  const runtime = ManagedRuntime.make(writeOnceLayer(app, settings).pipe(Layer.provide(extra)))
+  const runtime = ManagedRuntime.make(writeOnceLayer(app, settings, { log: faultInjectingLog }).pipe(Layer.provide(extra)))
   const { url } = await runtime.runPromise(HttpServer)
   return { url, dataDir, runtime, close: () => runtime.dispose() }
 }
 
-export interface SpawnedServer {
-  readonly url: string
-  readonly child: ChildProcess
-  readonly output: () => string
-  readonly stop: (signal?: NodeJS.Signals) => Promise<number | null>
-}
+export type SpawnedServer = Spawned
 
-/** Spawns `wo run <app>` as a real process and waits for its URL. */
+/** Spawns `wo run <app>` on 127.0.0.1:0 as a real process (testkit/spawn.ts) and waits for its URL. */
 export const spawnServer = (appDir: string, dataDir: string, env: Record<string, string> = {}): Promise<SpawnedServer> =>
-  new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [path.join(ROOT, "bin/wo.mjs"), "run", appDir, "--data", dataDir, "--listen", "127.0.0.1:0"], {
-      cwd: ROOT,
-      env: { ...process.env, ...env },
-      stdio: ["ignore", "pipe", "pipe"]
-    })
-    let out = ""
-    const exited = new Promise<number | null>((r) => child.once("exit", (code) => r(code)))
-    const onData = (chunk: Buffer) => {
-      out += chunk.toString()
-      const m = /serving app "[^"]+" \([^)]*\) at (http:\/\/[^\s]+)/.exec(out)
-      if (m) {
-        child.stdout!.off("data", onData)
-        child.stdout!.on("data", (c: Buffer) => (out += c.toString()))
-        resolve({
-          url: m[1],
-          child,
-          output: () => out,
-          stop: (signal = "SIGTERM") => {
-            if (child.exitCode === null) child.kill(signal)
-            return exited
-          }
-        })
-      }
-    }
-    child.stdout!.on("data", onData)
-    child.stderr!.on("data", (c: Buffer) => (out += c.toString()))
-    child.once("exit", (code) => reject(new Error(`wo exited (${code}) before serving:\n${out}`)))
-    setTimeout(() => reject(new Error(`wo did not start in time:\n${out}`)), 30_000).unref()
-  })
+  spawnWo(["run", appDir, "--data", dataDir, "--listen", "127.0.0.1:0"], { env })
 
-/** Runs the `wo` binary to completion. */
+/** Runs the `wo` binary to completion, with no deadline. */
 export const runWo = (args: ReadonlyArray<string>): Promise<{ code: number | null; stdout: string; stderr: string }> =>
-  new Promise((resolve) => {
-    const child = spawn(process.execPath, [path.join(ROOT, "bin/wo.mjs"), ...args], { cwd: ROOT, stdio: ["ignore", "pipe", "pipe"] })
-    let stdout = ""
-    let stderr = ""
-    child.stdout.on("data", (c: Buffer) => (stdout += c.toString()))
-    child.stderr.on("data", (c: Buffer) => (stderr += c.toString()))
-    child.once("exit", (code) => resolve({ code, stdout, stderr }))
-  })
+  runWoProcess(args, { timeoutMs: Infinity })
 
 /** A JSON request helper over fetch. */
 export const http = async (url: string, init: { method?: string; body?: unknown; headers?: Record<string, string> } = {}) => {

@@ -3,7 +3,7 @@
  * patches and methods; migrations are validated at load and applied by the upcasting helpers.
  */
 import { Effect, Either, Option, Schema, Stream } from "effect"
-import type { EventLogShape, StoredRow } from "../../src/commands/event-log.ts"
+import type { EventLogShape, StoredRow } from "../../src/log/event-log.ts"
 import { describe, expect, it } from "vitest"
 import blog from "../../examples/blog/app.ts"
 import { defineApp, entity } from "../../src/domain/catalog.ts"

@@ -12,7 +12,7 @@ import { viewUri } from "../../domain/uri.ts"
 import { parseLiveQuery } from "../../projections/live-queries.ts"
 import { parsePosition, positionId, resumeNotices } from "../../projections/resumption.ts"
 import type { ViewsShape } from "../../projections/views.ts"
-import type { EventLogShape } from "../../commands/event-log.ts"
+import type { EventLogShape } from "../../log/event-log.ts"
 import type { Settings } from "../../config.ts"
 import type { RowsShape } from "../../projections/rows.ts"
 import { empty, type EdgeRequest, type EdgeResponse } from "../edge-types.ts"
@@ -183,16 +183,24 @@ export const makeLegacy = ({ catalog, dispatcher, sessions, log, rows, views, st
         // The head and the views' last changes, read in one step: live notices after it come from the buffer.
         const head = rows.checkpoint()
         const viewSeqs = new Map(views.all().map((v) => [viewUri(v.name), v.seq]))
+        // A store error during the replay ends the stream visibly, never skipping to live: the client then
+        // resumes from the last id it got, so no notification is lost in between.
+        let replayFailed = false
         const replay = from === undefined
           ? Stream.empty
           : resumeNotices(log, catalog, new Map(session.subscriptions), from, head, viewSeqs).pipe(
             Stream.map(({ uri, seq }) => updatedFrame(uri, seq)),
-            Stream.catchAll(() => Stream.empty)
+            Stream.catchAll((e) => {
+              replayFailed = true
+              return Stream.drain(Stream.fromEffect(Effect.logWarning(
+                `session ${session.id.slice(0, 8)}…: cannot replay its GET stream from the log (${e.reason}); closing the stream so that the client resumes`
+              )))
+            })
           )
         const live = buffer.items.pipe(
           Stream.filterMap((item) => (item._tag === "Updated" && item.seq > head ? Option.some(updatedFrame(item.uri, item.seq)) : Option.none()))
         )
-        return Stream.concat(replay, live)
+        return Stream.concat(replay, Stream.suspend(() => (replayFailed ? Stream.empty : live)))
       })
     )
     return { _tag: "Stream", status: 200, headers: { ...SSE_HEADERS, [SESSION_HEADER]: session.id }, events, heartbeatMs: settings.heartbeatMs }

@@ -1,6 +1,6 @@
 /** Assembles the /mcp route from the catalog and the shared services: tools, resources, dispatch, transports. */
 import { Effect } from "effect"
-import { EventLog } from "../../commands/event-log.ts"
+import { EventLog } from "../../log/event-log.ts"
 import { Commands } from "../../commands/commands.ts"
 import { WoConfig } from "../../config.ts"
 import { Catalog } from "../../domain/app-catalog.ts"

@@ -4,7 +4,7 @@
  * was told about survives a crash.
  */
 import { Context, Effect, Layer, Schema } from "effect"
-import { LevelDb } from "../../commands/level-db.ts"
+import { LevelDb } from "../../log/level-db.ts"
 import type { StoreUnavailable } from "../../domain/errors.ts"
 
 const PREFIX = "s!"

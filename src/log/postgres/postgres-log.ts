@@ -10,9 +10,8 @@
 import { Chunk, Effect, Either, Layer, Option, Stream } from "effect"
 import { StoreUnavailable } from "../../domain/errors.ts"
 import type { StoredEvent } from "../../domain/events.ts"
-import { EventLog, type LogHead, type StoredRow, type StoredView } from "../../commands/event-log.ts"
-import { LogFaults } from "../../commands/log-faults.ts"
-import { RecordCorrupt } from "../../commands/record.ts"
+import { EventLog, type LogHead, type StoredRow, type StoredView } from "../event-log.ts"
+import { RecordCorrupt } from "../record.ts"
 import { appendBatch } from "./append.ts"
 import { PgConnection, pgConnectionLayer } from "./connection.ts"
 import {
@@ -43,7 +42,6 @@ const corruptAt = (message: string) => new StoreUnavailable({ reason: new Record
 
 export const makePostgresLog = Effect.gen(function* () {
   const conn = yield* PgConnection
-  const faults = yield* Effect.serviceOption(LogFaults)
   const schema = yield* ensureSchema(conn)
   if (schema.from < schema.to) yield* Effect.logInfo(`store: PostgreSQL tables ${schema.from === 0 ? "created" : "upgraded"} (format ${schema.to})`)
   let syncWrites = 0
@@ -139,7 +137,6 @@ export const makePostgresLog = Effect.gen(function* () {
   return EventLog.of({
     append: (batch) =>
       Effect.gen(function* () {
-        if (Option.isSome(faults)) yield* faults.value.beforeWrite(batch.entries.length)
         yield* appendBatch(conn, batch)
         syncWrites++
         eventsWritten += batch.entries.length

@@ -9,7 +9,7 @@ import { Either, ParseResult, Schema } from "effect"
 import type { Row } from "../../domain/catalog.ts"
 import { StoreUnavailable } from "../../domain/errors.ts"
 import type { EventKind, StoredEvent } from "../../domain/events.ts"
-import { RecordCorrupt, seal, unseal } from "../../commands/record.ts"
+import { RecordCorrupt, seal, unseal } from "../record.ts"
 
 const HEX = 8
 

@@ -9,7 +9,6 @@ import type { Row } from "../domain/catalog.ts"
 import { StoreUnavailable } from "../domain/errors.ts"
 import type { StoredEvent } from "../domain/events.ts"
 import { EventLog, type AppendBatch, type LogHead, type StoredRow, type StoredView } from "./event-log.ts"
-import { LogFaults } from "./log-faults.ts"
 import { LevelDb, type Db, type LevelDbShape } from "./level-db.ts"
 import * as K from "./log-keys.ts"
 import { RecordCorrupt, seal, unseal, unsealJson } from "./record.ts"
@@ -172,7 +171,6 @@ export const readStoredViews = (h: LevelDbShape): Effect.Effect<ReadonlyArray<St
 /** The EventLog over the shared LevelDb handle. */
 export const makeClassicLevelLog = (h: LevelDbShape) =>
   Effect.gen(function* () {
-    const faults = yield* Effect.serviceOption(LogFaults)
     let syncWrites = 0
     let eventsWritten = 0
     // Row counts per type as stored (each batch writes the ones it moves), and whether the format is written.
@@ -215,7 +213,6 @@ export const makeClassicLevelLog = (h: LevelDbShape) =>
     return EventLog.of({
       append: (batch) =>
         Effect.gen(function* () {
-          if (Option.isSome(faults)) yield* faults.value.beforeWrite(batch.entries.length)
           const counts = new Map<string, number>()
           yield* write(batch, counts)
           for (const [type, n] of counts) rowCounts.set(type, n)

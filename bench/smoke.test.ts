@@ -1,14 +1,16 @@
 /**
  * Smoke run of the benchmark harness (`bench/run.ts --smoke`): it must complete and write well-formed output
  * (the JSON with its keys, the Markdown table, a well-formed SVG). Nothing here asserts that anything is fast.
+ *
+ * Not part of `npm test` (it spawns a dozen servers: seconds alone, far more beside the suite on 2 cores).
+ * Run it with `npm run bench:smoke` (vitest.bench.config.ts); .ci/run does, after `npm test`.
  */
-import { spawn } from "node:child_process"
 import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
 import { afterAll, describe, expect, it } from "vitest"
+import { runNode } from "../testkit/spawn.ts"
 
-const ROOT = path.resolve(import.meta.dirname, "..")
 const out = fs.mkdtempSync(path.join(os.tmpdir(), "wo-bench-smoke-"))
 const data = fs.mkdtempSync(path.join(os.tmpdir(), "wo-bench-smoke-data-"))
 
@@ -17,23 +19,7 @@ afterAll(() => {
   fs.rmSync(data, { recursive: true, force: true })
 })
 
-const runSmoke = (): Promise<{ code: number | null; stdout: string; stderr: string }> =>
-  new Promise((resolve) => {
-    const child = spawn(process.execPath, ["--import", "tsx", "bench/run.ts", "--smoke", "--out", out], {
-      cwd: ROOT,
-      env: { ...process.env, BENCH_DATA_DIR: data },
-      stdio: ["ignore", "pipe", "pipe"]
-    })
-    let stdout = ""
-    let stderr = ""
-    child.stdout.on("data", (c: Buffer) => (stdout += c.toString()))
-    child.stderr.on("data", (c: Buffer) => (stderr += c.toString()))
-    const timer = setTimeout(() => child.kill("SIGTERM"), 110_000)
-    child.once("exit", (code) => {
-      clearTimeout(timer)
-      resolve({ code, stdout, stderr })
-    })
-  })
+const runSmoke = () => runNode("bench/run.ts", ["--smoke", "--out", out], { importTsx: true, env: { BENCH_DATA_DIR: data }, timeoutMs: 110_000 })
 
 /** Tag balance and a single root: enough to catch a truncated or mis-nested SVG without an XML parser. */
 const checkWellFormed = (xml: string): void => {

@@ -1,7 +1,7 @@
 /**
  * The EventLog: the durable, ordered log of events and the inline row state written beside them.
  *
- * This is the seam for other stores (a JetStream stream later): the classic-level implementation is one Layer
+ * This is the seam for other stores (PostgreSQL: postgres/): the classic-level implementation is one Layer
  * (`classic-level-log.ts`). Ordering and versions are decided by the single writer (the group-commit fiber);
  * the log guarantees that an append is atomic and durable before it succeeds.
  */
