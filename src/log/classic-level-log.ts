@@ -12,6 +12,7 @@ import { EventLog, type AppendBatch, type LogHead, type StoredRow, type StoredVi
 import { LevelDb, type Db, type LevelDbShape } from "./level-db.ts"
 import * as K from "./log-keys.ts"
 import { RecordCorrupt, seal, unseal, unsealJson } from "./record.ts"
+import { checkRowCounts } from "./row-counts.ts"
 
 /** Records per native iterator call: one `nextv` instead of one pull per record. */
 export const READ_BATCH = 1000
@@ -143,18 +144,7 @@ export const readStoredRows = (h: LevelDbShape): Stream.Stream<StoredRow, StoreU
   Stream.unwrap(
     Effect.map(h.read("cannot read the row counts", (db) => readCounts(db, K.ROW_COUNT_PREFIX)), (recorded) => {
       const seen = new Map<string, number>()
-      const checkCounts = Effect.suspend(() => {
-        for (const type of new Set([...recorded.keys(), ...seen.keys()])) {
-          const want = recorded.get(type) ?? 0
-          const have = seen.get(type) ?? 0
-          if (want !== have) {
-            return Effect.fail(new StoreUnavailable({
-              reason: `corrupt store: ${have} stored rows of type ${type}, but the store recorded ${want} (rows lost or moved by damaged keys)`
-            }))
-          }
-        }
-        return Effect.void
-      })
+      const checkCounts = checkRowCounts(recorded, seen)
       return scan(h, { gte: K.ROWS_START, lt: K.ROWS_END }, (key, value) => {
         const row = decodeRow(key, value)
         seen.set(row.type, (seen.get(row.type) ?? 0) + 1)

@@ -27,6 +27,7 @@ import {
   TYPE_COLUMNS
 } from "./records.ts"
 import { ensureSchema, SCHEMA } from "./schema.ts"
+import { checkRowCounts } from "../row-counts.ts"
 
 /** Records per query when reading the log or the rows. */
 export const READ_BATCH = 1000
@@ -94,16 +95,7 @@ export const makePostgresLog = Effect.gen(function* () {
     Effect.map(counts, (types) => {
       const recorded = new Map(types.map((t) => [t.type, t.rowCount]))
       const seen = new Map<string, number>()
-      const checkCounts = Effect.suspend(() => {
-        for (const type of new Set([...recorded.keys(), ...seen.keys()])) {
-          const want = recorded.get(type) ?? 0
-          const have = seen.get(type) ?? 0
-          if (want !== have) {
-            return Effect.fail(new StoreUnavailable({ reason: `corrupt store: ${have} stored rows of type ${type}, but the store recorded ${want} (rows lost)` }))
-          }
-        }
-        return Effect.void
-      })
+      const checkCounts = checkRowCounts(recorded, seen)
       // Ids in numeric order within a type (shorter first), so recovery appends to its sorted ids.
       const pages = Stream.paginateChunkEffect<RowCursor, StoredRow, StoreUnavailable, never>(["", -1, ""], ([type, length, id]) =>
         Effect.flatMap(
