@@ -6,6 +6,7 @@
 // server would after committing them. `wo replay` then proves the result is consistent.
 import { ClassicLevel } from 'classic-level';
 import { CHECKPOINT_KEY, eventKey, rowKey } from '../../src/log/log-keys.ts';
+import { rowPayload } from '../../src/log/classic-level-log.ts';
 import { seal, unsealJson } from '../../src/log/record.ts';
 const TYPE = 'products';
 
@@ -76,7 +77,7 @@ export async function appendSetPriceEvents(dir: string, events: number, batchSiz
         // The last batch carries the rows and the checkpoint, synced: the same atomic shape as a server batch.
         for (const row of rows) {
           const key = rowKey(TYPE, row.id as string);
-          batch.put(key, seal(key, `{"schema":1,"row":${JSON.stringify(row)}}`));
+          batch.put(key, seal(key, rowPayload(1, JSON.stringify(row))));
         }
         batch.put(CHECKPOINT_KEY, seal(CHECKPOINT_KEY, String(lastSeq)));
         await batch.write({ sync: true });

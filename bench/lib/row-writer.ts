@@ -5,6 +5,7 @@
 // batch), as it does for any view it has no stored state for.
 import { ClassicLevel } from 'classic-level';
 import { CHECKPOINT_KEY, counterKey, eventKey, FORMAT, FORMAT_KEY, rowCountKey, rowKey } from '../../src/log/log-keys.ts';
+import { rowPayload } from '../../src/log/classic-level-log.ts';
 import { seal } from '../../src/log/record.ts';
 
 const TYPE = 'products';
@@ -30,7 +31,7 @@ export async function writeProducts(dir: string, n: number, spec: (i: number) =>
         const data = spec(i);
         const event = { seq: i, at: at + i, type: TYPE, id, version: 1, schema: 1, kind: 'created', data };
         batch.put(eventKey(i), seal(eventKey(i), JSON.stringify(event)));
-        batch.put(rowKey(TYPE, id), seal(rowKey(TYPE, id), `{"schema":1,"row":${JSON.stringify({ id, version: 1, ...data })}}`));
+        batch.put(rowKey(TYPE, id), seal(rowKey(TYPE, id), rowPayload(1, JSON.stringify({ id, version: 1, ...data }))));
       }
       batch.put(counterKey(TYPE), seal(counterKey(TYPE), String(last)));
       batch.put(rowCountKey(TYPE), seal(rowCountKey(TYPE), String(last)));

@@ -7,7 +7,7 @@ import { Cause, Data, Effect, Exit, Fiber, Runtime, Stream } from "effect"
 import * as http from "node:http"
 import type { AddressInfo } from "node:net"
 import { errorJson, type EdgeRequest, type EdgeResponse } from "./edge-types.ts"
-import { httpError } from "./mcp/wire.ts"
+import { edgeError } from "./edge-error.ts"
 
 /** The port could not be bound (in use, no permission). */
 export class ListenError extends Data.TaggedError("ListenError")<{ readonly message: string }> {}
@@ -47,15 +47,8 @@ const parseTarget = (target: string | undefined) => {
 
 const badTarget = errorJson(400, "BadRequest", "the request target is not a valid URL", {}, { connection: "close" }) as Buffered
 
-/** 413 in the route's own error shape: a JSON-RPC error on /mcp (every answer there is one), else `{error, message}`. */
-const tooLarge = (target: string | undefined, limit: number) => {
-  const message = `request body exceeds ${limit} bytes`
-  const close = { connection: "close" }
-  // Both build buffered JSON responses.
-  return (parseTarget(target)?.pathname === "/mcp"
-    ? httpError(413, message, close)
-    : errorJson(413, "PayloadTooLarge", message, {}, close)) as Buffered
-}
+const tooLarge = (target: string | undefined, limit: number) =>
+  edgeError(parseTarget(target)?.pathname, 413, "PayloadTooLarge", `request body exceeds ${limit} bytes`, { connection: "close" }) as Buffered
 
 const writeBuffered = (res: http.ServerResponse, response: Buffered, onEnd?: () => void) => {
   const body = response.body ?? ""

@@ -1,9 +1,9 @@
 /** The top-level routes: Host validation for everything, then /api/* (REST) and /mcp. */
 import { Effect } from "effect"
-import { errorJson, json, type EdgeRequest, type EdgeResponse } from "./edge-types.ts"
+import { errorJson, type EdgeRequest, type EdgeResponse } from "./edge-types.ts"
 import { WWW_AUTHENTICATE } from "./auth.ts"
 import type { Guards } from "./guards.ts"
-import { httpError } from "./mcp/wire.ts"
+import { edgeError } from "./edge-error.ts"
 import { notFound } from "./rest.ts"
 
 export interface Routes {
@@ -12,23 +12,18 @@ export interface Routes {
   readonly extra?: (request: EdgeRequest) => Effect.Effect<EdgeResponse> | undefined
 }
 
-/** 403 in the caller's language: a JSON-RPC error on /mcp, REST's `{error, message}` elsewhere. */
-const forbidden = (request: EdgeRequest, message: string) =>
-  request.path === "/mcp" ? httpError(403, message) : errorJson(403, "Forbidden", message)
+const forbidden = (request: EdgeRequest, message: string) => edgeError(request.path, 403, "Forbidden", message)
 
-const unauthorized = (request: EdgeRequest): EdgeResponse => {
-  const headers = { "www-authenticate": WWW_AUTHENTICATE }
-  const message = "a valid bearer token is required (Authorization: Bearer <WO_AUTH_TOKEN>)"
-  return request.path === "/mcp"
-    ? json(401, { jsonrpc: "2.0", id: null, error: { code: -32600, message } }, headers)
-    : errorJson(401, "Unauthorized", message, {}, headers)
-}
+const unauthorized = (request: EdgeRequest): EdgeResponse =>
+  edgeError(request.path, 401, "Unauthorized", "a valid bearer token is required (Authorization: Bearer <WO_AUTH_TOKEN>)", {
+    "www-authenticate": WWW_AUTHENTICATE
+  })
 
 export const makeRouter = (guards: Guards, routes: Routes, authorized: (authorization: string | undefined) => boolean = () => true) => (incoming: EdgeRequest): Effect.Effect<EdgeResponse> => {
   // HEAD is GET without a body (node:http drops the body itself), except on /mcp, where a GET opens a
   // session's stream and would replace the real one.
   if (incoming.method === "HEAD" && incoming.path === "/mcp") {
-    return Effect.succeed(json(405, { jsonrpc: "2.0", id: null, error: { code: -32600, message: "HEAD is not supported on /mcp" } }, { allow: "GET, POST, DELETE" }))
+    return Effect.succeed(edgeError(incoming.path, 405, "MethodNotAllowed", "HEAD is not supported on /mcp", { allow: "GET, POST, DELETE" }))
   }
   const request = incoming.method === "HEAD" ? { ...incoming, method: "GET" } : incoming
   if (!guards.hostAllowed(request.headers.host)) {

@@ -26,7 +26,8 @@ interface RowRecord {
   readonly row: Row
 }
 
-const rowPayload = (schema: number, rowJson: string) => `{"schema":${schema},"row":${rowJson}}`
+/** A row's stored payload (sealed under its key); tools that write a data dir directly use it too. */
+export const rowPayload = (schema: number, rowJson: string) => `{"schema":${schema},"row":${rowJson}}`
 
 export const decodeEvent = (key: string, value: string): StoredEvent => {
   const event = unsealJson<StoredEvent>(key, value)
