@@ -10,7 +10,7 @@ import { Console, Data, Effect, Layer, Option } from "effect"
 import * as fs from "node:fs"
 import * as path from "node:path"
 import { makeClassicLevelLog } from "./log/classic-level-log.ts"
-import { GroupCommit } from "./commands/group-commit.ts"
+import { exitWhenTheWriterDies } from "./commands/writer-watch.ts"
 import { openDb } from "./log/level-db.ts"
 import { verifyStore } from "./log/verify.ts"
 import { loadSettings, parseListen, type Settings } from "./config.ts"
@@ -72,16 +72,6 @@ const storeOption = Options.text("store").pipe(
 )
 const acceptDataLossOption = Options.boolean("accept-data-loss").pipe(
   Options.withDescription("open the data dir although LevelDB dropped data while opening it (or WO_ACCEPT_DATA_LOSS=1)")
-)
-
-/** If the writer dies from a bug of ours, exit non-zero so that a supervisor restarts the server. */
-const exitWhenTheWriterDies = Layer.scopedDiscard(
-  Effect.gen(function* () {
-    const writer = yield* GroupCommit
-    yield* Effect.forkScoped(
-      Effect.flatMap(writer.died, (reason) => fatal(`the group-commit writer died (${reason}); exiting so that a supervisor restarts the server`))
-    )
-  })
 )
 
 const run = Command.make(

@@ -12,7 +12,9 @@ import { defineApp, entity } from "../../src/domain/catalog.ts"
 import { callTool } from "../support/mcp.ts"
 import { modernCall } from "../support/modern.ts"
 import { checkStore, readStore } from "../support/log-reader.ts"
-import { http, startServer } from "../support/server.ts"
+import * as path from "node:path"
+import { ROOT, spawnNode, WO_READY } from "../../testkit/spawn.ts"
+import { http, startServer, tempDir } from "../support/server.ts"
 import { waitFor } from "../support/wait.ts"
 
 /** The pricing app, with a set_price that throws on 13 and a restock that throws a non-Error. */
@@ -166,3 +168,23 @@ describe("a writer that dies (a bug of ours, injected)", () => {
     }
   })
 })
+
+describe("a writer that dies in a real process", () => {
+  it("answers the caller, and the process exits 1 for its supervisor", async () => {
+    const server = await spawnNode(path.join(ROOT, "test/support/dying-writer.ts"), [tempDir("wo-dying-")], { importTsx: true, ready: WO_READY })
+    try {
+      const answer = await fetch(`${server.url}/api/products`, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify({ name: "a", price: 1, currency: "USD" })
+      }).then((r) => r.status, () => "connection closed")
+      // The caller is failed before the process exits; the exit may win the race to the socket, never a hang.
+      expect([503, "connection closed"]).toContain(answer)
+      expect(await server.stop("SIGCONT")).toBe(1) // already exiting by itself: the signal changes nothing
+      expect(server.output()).toMatch(/wo: the group-commit writer died \(injected writer bug\); exiting/)
+    } finally {
+      await server.stop("SIGKILL")
+    }
+  })
+})
+
