@@ -6,20 +6,17 @@
  *  - GET: the session's notification stream (L5), resumable from the durable log with Last-Event-ID (L7).
  *  - DELETE: ends the session and frees what it held.
  */
-import { Effect, Either, Option, Schema, Stream } from "effect"
+import { Effect, Either, Schema } from "effect"
 import type { CompiledApp } from "../../domain/compile.ts"
-import { viewUri } from "../../domain/uri.ts"
 import { parseLiveQuery } from "../../projections/live-queries.ts"
-import { parsePosition, positionId, resumeNotices } from "../../projections/resumption.ts"
 import type { ViewsShape } from "../../projections/views.ts"
 import type { EventLogShape } from "../../log/event-log.ts"
 import type { Settings } from "../../config.ts"
 import type { RowsShape } from "../../projections/rows.ts"
 import { empty, type EdgeRequest, type EdgeResponse } from "../edge-types.ts"
 import { accepts } from "./accept.ts"
-import { makeNoticeBuffer } from "../notice-buffer.ts"
 import type { OpenStreamsShape } from "../open-streams.ts"
-import { SSE_HEADERS, sseFrame } from "../sse.ts"
+import { SSE_HEADERS } from "../sse.ts"
 import type { Dispatcher } from "./dispatch.ts"
 import { progressStream } from "./progress-stream.ts"
 import { headerValue, metaOf } from "./era.ts"
@@ -27,6 +24,7 @@ import { DEFAULT_LEGACY_HEADER_VERSION, ErrorCode, isLegacyVersion, LATEST_LEGAC
 import { errorMessage, invalidParams, resultMessage, RpcError, type RpcId, type RpcMessage, type RpcRequest } from "./rpc.ts"
 import { instructions, serverInfo } from "./server-info.ts"
 import type { Session, SessionsShape } from "./sessions.ts"
+import { makeSessionStream, SESSION_HEADER } from "./session-stream.ts"
 import { accepted, httpError, rpcError, rpcResult } from "./wire.ts"
 
 const InitializeParams = Schema.Struct({
@@ -40,14 +38,6 @@ const UriParams = Schema.decodeUnknownEither(Schema.Struct({ uri: Schema.String 
 /** L1: the client's version when we support it, else the newest legacy version. */
 export const negotiate = (requested: string) => (isLegacyVersion(requested) ? requested : LATEST_LEGACY)
 
-/**
- * GET-stream event ids are the stream and the durable position at once (L7): `get-<log seq>` for a row's
- * notice, `get-<log seq>.<base64url URI>` for a view's or a live query's (one change can notify several).
- */
-export const getStreamEventId = positionId
-export const parseGetStreamEventId = parsePosition
-
-const SESSION_HEADER = "mcp-session-id"
 
 export interface LegacyDeps {
   readonly catalog: CompiledApp
@@ -65,6 +55,7 @@ export const makeLegacy = ({ catalog, dispatcher, sessions, log, rows, views, st
   const text = instructions(catalog, dispatcher.tools.map((t) => t.definition.name))
   const capabilities = { tools: {}, resources: { subscribe: true } }
   let responseStreams = 0
+  const getStream = makeSessionStream({ catalog, sessions, log, rows, views, streams, settings })
 
   const sessionError = (id: RpcId | null, status: number, message: string) =>
     rpcError(id, new RpcError({ code: ErrorCode.InvalidRequest, message, status }))
@@ -162,48 +153,6 @@ export const makeLegacy = ({ catalog, dispatcher, sessions, log, rows, views, st
         onSuccess: (outcome) => rpcResult(message.id, outcome.result)
       })
     )
-  }
-
-  const updatedFrame = (uri: string, seq: number) =>
-    sseFrame({
-      id: getStreamEventId(seq, uri),
-      event: "message",
-      data: JSON.stringify({ jsonrpc: "2.0", method: "notifications/resources/updated", params: { uri } })
-    })
-
-  /** The session's stream: replay from the log after Last-Event-ID, then live; bounded; one per session. */
-  const getStream = (session: Session, lastEventId: string | undefined): EdgeResponse => {
-    const from = parseGetStreamEventId(lastEventId)
-    const events = Stream.unwrapScoped(
-      Effect.gen(function* () {
-        const buffer = yield* makeNoticeBuffer(settings.streamBuffer)
-        // Live delivery starts before the replay reads the log, so nothing falls between the two.
-        yield* Effect.acquireRelease(Effect.sync(() => sessions.attach(session, buffer)), () => Effect.sync(() => sessions.detach(session, buffer)))
-        yield* streams.track({ kind: "session", owner: session.id, since: rows.checkpoint(), subscriptions: () => [...session.subscriptions.keys()], listChanges: false }, buffer)
-        // The head and the views' last changes, read in one step: live notices after it come from the buffer.
-        const head = rows.checkpoint()
-        const viewSeqs = new Map(views.all().map((v) => [viewUri(v.name), v.seq]))
-        // A store error during the replay ends the stream visibly, never skipping to live: the client then
-        // resumes from the last id it got, so no notification is lost in between.
-        let replayFailed = false
-        const replay = from === undefined
-          ? Stream.empty
-          : resumeNotices(log, catalog, new Map(session.subscriptions), from, head, viewSeqs).pipe(
-            Stream.map(({ uri, seq }) => updatedFrame(uri, seq)),
-            Stream.catchAll((e) => {
-              replayFailed = true
-              return Stream.drain(Stream.fromEffect(Effect.logWarning(
-                `session ${session.id.slice(0, 8)}…: cannot replay its GET stream from the log (${e.reason}); closing the stream so that the client resumes`
-              )))
-            })
-          )
-        const live = buffer.items.pipe(
-          Stream.filterMap((item) => (item._tag === "Updated" && item.seq > head ? Option.some(updatedFrame(item.uri, item.seq)) : Option.none()))
-        )
-        return Stream.concat(replay, Stream.suspend(() => (replayFailed ? Stream.empty : live)))
-      })
-    )
-    return { _tag: "Stream", status: 200, headers: { ...SSE_HEADERS, [SESSION_HEADER]: session.id }, events, heartbeatMs: settings.heartbeatMs }
   }
 
   const get = (request: EdgeRequest): Effect.Effect<EdgeResponse> => {

@@ -10,9 +10,9 @@ import type { RowsShape } from "../../projections/rows.ts"
 import type { RegistryShape } from "../../projections/registry.ts"
 import { parseLiveQuery } from "../../projections/live-queries.ts"
 import type { EdgeRequest, EdgeResponse } from "../edge-types.ts"
-import { makeNoticeBuffer } from "../notice-buffer.ts"
 import type { OpenStreamsShape } from "../open-streams.ts"
-import { SSE_HEADERS, sseFrame } from "../sse.ts"
+import { SSE_HEADERS } from "../sse.ts"
+import { makeListenStreams } from "./listen-stream.ts"
 import { CATALOG_CACHE, methodNotFound, type Dispatcher, type Outcome } from "./dispatch.ts"
 import { headerValue, metaOf } from "./era.ts"
 import { checkMirrorHeaders } from "./headers.ts"
@@ -49,14 +49,7 @@ export const makeModern = ({ catalog, dispatcher, registry, rows, streams, setti
   // Honest: rows can be watched one by one and as lists; the tool list never changes while we run.
   const capabilities = { tools: {}, resources: { subscribe: true, listChanged: true } }
   const resultMeta = { [META.serverInfo]: info }
-  const listensByClient = new Map<string, number>()
-  let listens = 0
-  const countListen = (client: string, delta: number) => {
-    listens += delta
-    const n = (listensByClient.get(client) ?? 0) + delta
-    if (n === 0) listensByClient.delete(client)
-    else listensByClient.set(client, n)
-  }
+  const openListen = makeListenStreams({ registry, rows, streams, settings, resultMeta })
 
   /** Every modern result: resultType, serverInfo in _meta, and the caching hints when cacheable (M3, M4). */
   const complete = (outcome: Outcome) => ({
@@ -102,13 +95,6 @@ export const makeModern = ({ catalog, dispatcher, registry, rows, streams, setti
     Either.flatMap(
       Either.mapLeft(decodeListen(request.params), () => invalidParams("params.notifications must be a subscription filter")),
       ({ notifications }) => {
-        if ((listensByClient.get(client) ?? 0) >= settings.maxListensPerClient || listens >= settings.maxListenStreams) {
-          return Either.left(new RpcError({
-            code: ErrorCode.InvalidRequest,
-            message: `too many open listen streams (WO_MAX_LISTENS_PER_CLIENT=${settings.maxListensPerClient}, WO_MAX_LISTEN_STREAMS=${settings.maxListenStreams})`,
-            status: 429
-          }))
-        }
         const uris = [...new Set(notifications.resourceSubscriptions ?? [])]
         if (uris.length > settings.maxSubscriptions) {
           return Either.left(invalidParams(`too many resourceSubscriptions (WO_MAX_SUBSCRIPTIONS=${settings.maxSubscriptions})`))
@@ -120,45 +106,7 @@ export const makeModern = ({ catalog, dispatcher, registry, rows, streams, setti
         }
         const lists = notifications.resourcesListChanged === true
         const honoured = { ...(uris.length ? { resourceSubscriptions: uris } : {}), ...(lists ? { resourcesListChanged: true } : {}) }
-        const tag = { [META.subscriptionId]: request.id }
-        const message = (method: string, params: object = {}) =>
-          sseFrame({ event: "message", data: JSON.stringify({ jsonrpc: "2.0", method, params: { ...params, _meta: tag } }) })
-        const events = Stream.unwrapScoped(
-          Effect.gen(function* () {
-            const buffer = yield* makeNoticeBuffer(settings.streamBuffer)
-            yield* Effect.acquireRelease(Effect.sync(() => countListen(client, 1)), () => Effect.sync(() => countListen(client, -1)))
-            yield* Effect.acquireRelease(
-              Effect.sync(() => {
-                for (const uri of uris) registry.add(uri, buffer)
-                if (lists) registry.watchLists(buffer)
-              }),
-              () =>
-                Effect.sync(() => {
-                  for (const uri of uris) registry.remove(uri, buffer)
-                  if (lists) registry.unwatchLists(buffer)
-                })
-            )
-            yield* streams.track({ kind: "listen", owner: String(request.id), since: rows.checkpoint(), subscriptions: () => uris, listChanges: lists }, buffer)
-            const ack = Stream.make(message("notifications/subscriptions/acknowledged", { notifications: honoured }))
-            const live = buffer.items.pipe(
-              Stream.filterMap((item) => {
-                switch (item._tag) {
-                  case "Updated":
-                    return Option.some(message("notifications/resources/updated", { uri: item.uri }))
-                  case "ListChanged":
-                    return Option.some(message("notifications/resources/list_changed"))
-                  case "End":
-                    // A graceful close (shutdown) ends with the listen request's result; overflow just closes.
-                    return item.reason === "shutdown"
-                      ? Option.some(sseFrame({ event: "message", data: JSON.stringify(resultMessage(request.id, { resultType: "complete", _meta: { ...tag, ...resultMeta } })) }))
-                      : Option.none()
-                }
-              })
-            )
-            return Stream.concat(ack, live)
-          })
-        )
-        return Either.right<EdgeResponse>({ _tag: "Stream", status: 200, headers: SSE_HEADERS, events, heartbeatMs: settings.heartbeatMs })
+        return openListen({ id: request.id, client, uris, listChanges: lists, honoured })
       }
     )
 
