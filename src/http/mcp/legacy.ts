@@ -60,12 +60,15 @@ export const makeLegacy = ({ catalog, dispatcher, sessions, log, rows, views, st
   const sessionError = (id: RpcId | null, status: number, message: string) =>
     rpcError(id, new RpcError({ code: ErrorCode.InvalidRequest, message, status }))
 
-  /** The session a request names: Right(session), or Left(the 400/404 answer). */
-  const sessionOf = (request: EdgeRequest, id: RpcId | null): Either.Either<Session, EdgeResponse> => {
+  /** The session a request names: Right(session), or Left(the 400/404/503 answer). */
+  const sessionOf = (request: EdgeRequest, id: RpcId | null): Effect.Effect<Either.Either<Session, EdgeResponse>> => {
     const sid = headerValue(request.headers, SESSION_HEADER)
-    if (sid === undefined) return Either.left(sessionError(id, 400, "Bad Request: Mcp-Session-Id header is required (send initialize first)"))
-    const session = sessions.get(sid)
-    return session === undefined ? Either.left(sessionError(id, 404, "Session not found: it expired or was terminated; initialize again")) : Either.right(session)
+    if (sid === undefined) return Effect.succeed(Either.left(sessionError(id, 400, "Bad Request: Mcp-Session-Id header is required (send initialize first)")))
+    return sessions.get(sid).pipe(
+      Effect.map((session) =>
+        session === undefined ? Either.left(sessionError(id, 404, "Session not found: it expired or was terminated; initialize again")) : Either.right(session)),
+      Effect.catchTag("StoreUnavailable", (e) => Effect.succeed(Either.left(rpcError(id, new RpcError({ code: ErrorCode.InternalError, message: e.message, status: 503 })))))
+    )
   }
 
   const initialize = (request: RpcRequest): Effect.Effect<EdgeResponse> =>
@@ -122,9 +125,11 @@ export const makeLegacy = ({ catalog, dispatcher, sessions, log, rows, views, st
   const post = (message: RpcMessage, request: EdgeRequest): Effect.Effect<EdgeResponse> => {
     if (message._tag === "Request" && message.method === "initialize") return initialize(message)
     const id = message._tag === "Request" ? message.id : null
-    const found = sessionOf(request, id)
-    if (Either.isLeft(found)) return Effect.succeed(found.left)
-    const session = found.right
+    return Effect.flatMap(sessionOf(request, id), Either.match({ onLeft: Effect.succeed, onRight: (session) => served(message, request, session) }))
+  }
+
+  const served = (message: RpcMessage, request: EdgeRequest, session: Session): Effect.Effect<EdgeResponse> => {
+    const id = message._tag === "Request" ? message.id : null
     const version = headerValue(request.headers, "mcp-protocol-version") ?? DEFAULT_LEGACY_HEADER_VERSION
     if (!isLegacyVersion(version)) {
       return Effect.succeed(rpcError(id, new RpcError({
@@ -157,18 +162,18 @@ export const makeLegacy = ({ catalog, dispatcher, sessions, log, rows, views, st
 
   const get = (request: EdgeRequest): Effect.Effect<EdgeResponse> => {
     if (!accepts(request.headers.accept, "text/event-stream")) return Effect.succeed(httpError(406, "Accept must allow text/event-stream"))
-    const found = sessionOf(request, null)
-    if (Either.isLeft(found)) return Effect.succeed(found.left)
-    return Effect.succeed(getStream(found.right, headerValue(request.headers, "last-event-id")))
+    return Effect.map(sessionOf(request, null), Either.match({ onLeft: (answer) => answer, onRight: (session) => getStream(session, headerValue(request.headers, "last-event-id")) }))
   }
 
   const del = (request: EdgeRequest): Effect.Effect<EdgeResponse> => {
-    const found = sessionOf(request, null)
-    if (Either.isLeft(found)) return Effect.succeed(found.left)
-    return sessions.terminate(found.right.id).pipe(
-      Effect.as(empty(200)),
-      Effect.catchTag("StoreUnavailable", (e) => Effect.succeed(httpError(503, e.message)))
-    )
+    return Effect.flatMap(sessionOf(request, null), Either.match({
+      onLeft: Effect.succeed,
+      onRight: (session) =>
+        sessions.terminate(session.id).pipe(
+          Effect.as(empty(200)),
+          Effect.catchTag("StoreUnavailable", (e) => Effect.succeed(httpError(503, e.message)))
+        )
+    }))
   }
 
   return { post, get, del }

@@ -23,8 +23,11 @@ export interface Session {
 export interface SessionsShape {
   /** Mints a session, or refuses when the cap is reached. */
   readonly create: (version: string) => Effect.Effect<Session | "capacity", StoreUnavailable>
-  /** The live session with that id (touching it), or undefined when unknown, expired or terminated. */
-  readonly get: (id: string) => Session | undefined
+  /**
+   * The live session with that id (touching it), or undefined when unknown, expired or terminated. An Effect
+   * because a session may live in a shared store (several nodes) and not be in this process yet.
+   */
+  readonly get: (id: string) => Effect.Effect<Session | undefined, StoreUnavailable>
   readonly subscribe: (session: Session, uri: string, sinceSeq: number) => Effect.Effect<"ok" | "limit", StoreUnavailable>
   readonly unsubscribe: (session: Session, uri: string) => Effect.Effect<void, StoreUnavailable>
   /** Makes `buffer` the session's GET stream, closing the one it replaces. */
@@ -90,11 +93,12 @@ export const SessionsLive = Layer.scoped(
           sessions.set(s.id, s)
           return Effect.as(persist(s), s)
         }),
-      get: (id) => {
-        const s = sessions.get(id)
-        if (s !== undefined) s.lastSeen = Date.now()
-        return s
-      },
+      get: (id) =>
+        Effect.sync(() => {
+          const s = sessions.get(id)
+          if (s !== undefined) s.lastSeen = Date.now()
+          return s
+        }),
       subscribe: (s, uri, since) =>
         Effect.suspend(() => {
           if (s.subscriptions.has(uri)) return Effect.succeed("ok" as const)
