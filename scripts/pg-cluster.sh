@@ -4,6 +4,10 @@
 #   scripts/pg-cluster.sh start <dir> [base-port]   primary on base-port (default 54320), standbys s1, s2 on the next two;
 #                                                   on a cluster already made, starts whatever is not running
 #   scripts/pg-cluster.sh stop <dir>                stops whatever of the three is running (idempotent)
+#   scripts/pg-cluster.sh kill <dir> <node>         kill -9 of one server's postmaster (primary, s1 or s2): a crash
+#   scripts/pg-cluster.sh promote <dir> [node]      failover after the primary is lost (and fenced): promotes the
+#                                                   standby given, else the one that received the most WAL, and
+#                                                   points the other standby at it; prints the promoted node
 #
 # `start` prints the connection string (every host listed; writeonce finds the writable one) as its last line.
 # The primary runs with synchronous_commit=on and synchronous_standby_names='ANY 1 (s1, s2)': a commit returns
@@ -15,7 +19,7 @@
 set -euo pipefail
 
 usage() {
-  echo "usage: $0 start <dir> [base-port] | stop <dir>" >&2
+  echo "usage: $0 start <dir> [base-port] | stop <dir> | kill <dir> <node> | promote <dir> [node]" >&2
   exit 2
 }
 
@@ -62,9 +66,66 @@ start_node() { # node
   as_pg "$BIN/pg_ctl" -D "$dir/$1" -l "$dir/$1.log" -w -t 60 start >/dev/null
 }
 
+port_of() { # node -> its port
+  local base
+  base=$(cat "$dir/base-port")
+  case "$1" in primary) echo "$base" ;; s1) echo "$((base + 1))" ;; s2) echo "$((base + 2))" ;; *) echo "pg-cluster: no node $1" >&2; exit 2 ;; esac
+}
+
+running() { # node
+  as_pg "$BIN/pg_ctl" -D "$dir/$1" status >/dev/null 2>&1
+}
+
 case "$cmd" in
   stop)
     stop_cluster
+    ;;
+  kill)
+    node=${3:-}
+    [ -n "$node" ] && [ -f "$dir/$node/postmaster.pid" ] || { echo "pg-cluster: $node is not running" >&2; exit 1; }
+    pid=$(head -n 1 "$dir/$node/postmaster.pid")
+    kill -9 "$pid"
+    # Gone once reaped: until then pg_ctl still takes it for running, and a `start` right after would skip it.
+    for _ in $(seq 1 300); do
+      running "$node" || break
+      sleep 0.1
+    done
+    ;;
+  promote)
+    node=${3:-}
+    if [ -z "$node" ]; then
+      # The standby that received the most WAL: it holds every commit that was acknowledged (ANY 1 of the two).
+      best=""
+      best_lsn=""
+      for s in s1 s2; do
+        running "$s" || continue
+        lsn=$(sql "$(port_of "$s")" "select pg_last_wal_receive_lsn() - '0/0'::pg_lsn" 2>/dev/null || true)
+        [ -n "$lsn" ] || continue
+        if [ -z "$best" ] || [ "$(sql "$(port_of "$s")" "select $lsn > $best_lsn")" = t ]; then best=$s; best_lsn=$lsn; fi
+      done
+      [ -n "$best" ] || { echo "pg-cluster: no running standby to promote" >&2; exit 1; }
+      node=$best
+    fi
+    as_pg "$BIN/pg_ctl" -D "$dir/$node" -w -t 60 promote >/dev/null
+    new_port=$(port_of "$node")
+    for _ in $(seq 1 300); do
+      [ "$(sql "$new_port" "select pg_is_in_recovery()")" = f ] && break
+      sleep 0.1
+    done
+    other=s1
+    [ "$node" = s1 ] && other=s2
+    if running "$other"; then
+      # The other standby follows the new primary (recovery_target_timeline is 'latest'), through a slot there.
+      sql "$new_port" "select pg_create_physical_replication_slot('$other') where not exists (select 1 from pg_replication_slots where slot_name = '$other')" >/dev/null
+      sql "$(port_of "$other")" "alter system set primary_conninfo = 'host=127.0.0.1 port=$new_port user=postgres application_name=$other'" >/dev/null
+      sql "$(port_of "$other")" "select pg_reload_conf()" >/dev/null
+      for _ in $(seq 1 300); do
+        n=$(sql "$new_port" "select count(*) from pg_stat_replication where application_name = '$other' and state = 'streaming'" 2>/dev/null || echo 0)
+        [ "$n" = 1 ] && break
+        sleep 0.1
+      done
+    fi
+    echo "$node"
     ;;
   start)
     mkdir -p "$dir"
@@ -119,9 +180,13 @@ EOF
       done
     fi
     # Ready once both standbys stream as quorum members; then the database (its commit needs one of them).
-    for _ in $(seq 1 300); do
+    # A node killed just before may still have looked alive above (its postmaster not yet reaped): start it now.
+    for i in $(seq 1 300); do
       n=$(sql "${ports[0]}" "select count(*) from pg_stat_replication where sync_state = 'quorum' and state = 'streaming'" 2>/dev/null || echo 0)
       [ "$n" = 2 ] && break
+      if [ $((i % 20)) = 0 ]; then
+        for node in s1 s2; do running "$node" || start_node "$node"; done
+      fi
       sleep 0.1
     done
     [ "$n" = 2 ] || { echo "pg-cluster: the standbys did not start streaming (see $dir/*.log)" >&2; exit 1; }

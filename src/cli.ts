@@ -6,13 +6,17 @@
 import { Args, Command, Options } from "@effect/cli"
 import * as NodeContext from "@effect/platform-node/NodeContext"
 import * as NodeRuntime from "@effect/platform-node/NodeRuntime"
-import { Console, Data, Effect, Layer, Option } from "effect"
+import { Console, Context, Data, Effect, Layer, Option } from "effect"
 import * as fs from "node:fs"
 import * as path from "node:path"
 import { makeClassicLevelLog } from "./log/classic-level-log.ts"
 import { exitWhenTheWriterDies } from "./commands/writer-watch.ts"
 import { openDb } from "./log/level-db.ts"
 import { verifyStore } from "./log/verify.ts"
+import { EventLog, type EventLogShape } from "./log/event-log.ts"
+import { PgConnection, pgConnectionLayer } from "./log/postgres/connection.ts"
+import { postgresLogLayer } from "./log/postgres/postgres-log.ts"
+import { verifyPostgresStore } from "./log/postgres/verify.ts"
 import { loadSettings, parseListen, type Settings } from "./config.ts"
 import { HttpServer } from "./http/server.ts"
 import { loadApp } from "./load-app.ts"
@@ -102,16 +106,31 @@ const replayAppOption = Options.directory("app", { exists: "yes" }).pipe(
   Options.optional
 )
 
+/** The store a maintenance command reads: `--store` (or WO_STORE) if given, else the data dir. */
+const chooseStore = (dataDir: Option.Option<string>, store: Option.Option<string>) =>
+  Effect.gen(function* () {
+    const url = Option.isSome(store) ? store.value : process.env.WO_STORE !== undefined && process.env.WO_STORE !== "" ? process.env.WO_STORE : undefined
+    if (url !== undefined) return { url } as const
+    if (Option.isNone(dataDir)) return yield* fatal("name a data dir, or a PostgreSQL store with --store (or WO_STORE)")
+    return { dataDir: dataDir.value } as const
+  })
+
 const replayCommand = Command.make(
   "replay",
   {
     app: replayAppOption,
-    dataDir: Args.directory({ name: "data-dir", exists: "yes" }).pipe(Args.withDescription("the data directory to check"))
+    store: storeOption,
+    dataDir: Args.directory({ name: "data-dir", exists: "yes" }).pipe(Args.withDescription("the data directory to check (or --store)"), Args.optional)
   },
-  ({ app, dataDir }) =>
+  ({ app, store, dataDir: dir }) =>
     Effect.gen(function* () {
       const catalog = Option.isSome(app) ? yield* Effect.flatMap(loadApp(app.value), ({ app }) => compileApp(app)) : undefined
-      const stored = yield* Effect.flatMap(openDb(path.resolve(dataDir)), makeClassicLevelLog)
+      const chosen = yield* chooseStore(dir, store)
+      const dataDir = chosen.url ?? chosen.dataDir
+      // On PostgreSQL, run it while no node writes: rows stored after the log was read would differ from its fold.
+      const stored: EventLogShape = chosen.url !== undefined
+        ? Context.get(yield* Layer.build(postgresLogLayer(chosen.url)), EventLog)
+        : yield* Effect.flatMap(openDb(path.resolve(chosen.dataDir)), makeClassicLevelLog)
       const log = catalog === undefined ? stored : upcastingLog(stored, catalog)
       const report = yield* replay(log, catalog)
       yield* Console.log(
@@ -143,13 +162,20 @@ const replayCommand = Command.make(
 const verifyCommand = Command.make(
   "verify",
   {
-    dataDir: Args.directory({ name: "data-dir", exists: "yes" }).pipe(Args.withDescription("the data directory to check (the server must be stopped)")),
+    dataDir: Args.directory({ name: "data-dir", exists: "yes" }).pipe(
+      Args.withDescription("the data directory to check (the server must be stopped), or --store"),
+      Args.optional
+    ),
+    store: storeOption,
     acceptDataLoss: acceptDataLossOption
   },
-  ({ dataDir, acceptDataLoss }) =>
+  ({ dataDir, store, acceptDataLoss }) =>
     Effect.gen(function* () {
-      const store = yield* openDb(path.resolve(dataDir), { acceptDataLoss })
-      const report = yield* verifyStore(store)
+      const chosen = yield* chooseStore(dataDir, store)
+      // A PostgreSQL store is checked in one snapshot: its nodes may go on writing.
+      const report = chosen.url !== undefined
+        ? yield* verifyPostgresStore(Context.get(yield* Layer.build(pgConnectionLayer(chosen.url)), PgConnection))
+        : yield* verifyStore(yield* openDb(path.resolve(chosen.dataDir), { acceptDataLoss }))
       const rate = Math.round(report.events / Math.max(0.001, report.millis / 1000))
       yield* Console.log(`verified ${report.events} events and ${report.rows} rows in ${report.millis} ms (${rate} events/s)`)
       if (report.problems.length > 0) {

@@ -17,20 +17,26 @@ import { WoConfig, type Settings } from "./config.ts"
 import { ChangeFeedLive } from "./projections/change-feed.ts"
 import { QueriesLive } from "./projections/queries.ts"
 import { RowsLive } from "./projections/rows.ts"
+import { PinnedLog } from "./projections/pinned-log.ts"
+import { TailerLive } from "./projections/tailer.ts"
 import { ViewsLive } from "./projections/views.ts"
 import { UpcastingLog } from "./projections/upcasting-log.ts"
 import { HttpServerLive } from "./http/server.ts"
-import { ClassicLevelSessionStore } from "./http/mcp/session-store.ts"
+import { ClassicLevelSessionStore, postgresSessionStoreLayer } from "./http/mcp/session-store.ts"
 import { SessionsLive } from "./http/mcp/sessions.ts"
 import { OpenStreamsLive } from "./http/open-streams.ts"
 import { RegistryLive } from "./projections/registry.ts"
 
 /**
  * The event log for these settings: embedded classic-level in the data dir, or PostgreSQL with `--store` (legacy
- * MCP sessions then still live in the data dir's classic-level store).
+ * MCP sessions then live in PostgreSQL too, so that any node serves any session).
  */
 export const storeLogLayer = (settings: Settings): Layer.Layer<EventLog, StoreUnavailable, LevelDb> =>
   settings.store === undefined ? ClassicLevelLog : postgresLogLayer(settings.store)
+
+/** Where legacy MCP sessions live: the data dir, or with `--store` the PostgreSQL store every node shares. */
+const sessionStoreLayer = (settings: Settings) =>
+  settings.store === undefined ? ClassicLevelSessionStore : postgresSessionStoreLayer(settings.store)
 
 export interface CoreOptions {
   /** The event log (default: `storeLogLayer(settings)`); a layer that decorates it (metrics, test faults) goes here. */
@@ -43,11 +49,13 @@ export const coreLayer = (app: AppDef, settings: Settings, options: CoreOptions 
   // Every reader of the log gets it upcast to the app's schema versions (projections/upcasting-log.ts).
   const log = UpcastingLog.pipe(Layer.provide(options.log ?? storeLogLayer(settings)))
   // The projections recovered from the store: rows, and the declared views.
-  const store = Layer.mergeAll(RowsLive, ViewsLive).pipe(Layer.provideMerge(log), Layer.provideMerge(levelDbLayer(settings.dataDir, { acceptDataLoss: settings.acceptDataLoss })))
-  const writer = GroupCommitLive.pipe(Layer.provideMerge(Layer.mergeAll(store, ChangeFeedLive)))
+  // Rows and views recovered up to one seq (on a shared log, the tailer follows from there: pinned-log.ts).
+  const store = Layer.mergeAll(RowsLive, ViewsLive).pipe(Layer.provide(PinnedLog), Layer.provideMerge(log), Layer.provideMerge(levelDbLayer(settings.dataDir, { acceptDataLoss: settings.acceptDataLoss })))
+  // On a shared log the tailer applies every node's commits; the writer answers once it has applied its own.
+  const writer = GroupCommitLive.pipe(Layer.provideMerge(TailerLive), Layer.provideMerge(Layer.mergeAll(store, ChangeFeedLive)))
   const services = Layer.mergeAll(CommandsLive, QueriesLive, LogAuditLive).pipe(Layer.provideMerge(writer))
   const sessions = SessionsLive.pipe(
-    Layer.provideMerge(Layer.mergeAll(RegistryLive, ClassicLevelSessionStore, OpenStreamsLive)),
+    Layer.provideMerge(Layer.mergeAll(RegistryLive, sessionStoreLayer(settings), OpenStreamsLive)),
     Layer.provideMerge(services)
   )
   return sessions.pipe(Layer.provideMerge(Catalog.layer(app)), Layer.provideMerge(config))

@@ -5,6 +5,14 @@
  *
  * Deciding inside the writer is what serialises concurrent commands on one entity without locks or retries:
  * 100 concurrent `set_price` calls on one product become versions 2..101, usually in one fsync.
+ *
+ * On a shared log (several nodes, PostgreSQL) this node's rows may lag the log. The log then assigns seqs and
+ * create ids itself and refuses, entry by entry, what was decided against a row another node has moved on; the
+ * writer waits until its tailer has applied the log that far and decides those commands again (one with a
+ * stale explicit expected version then fails alone, with the usual conflict). A command refused here as not
+ * found or conflicting is also decided once more against a caught-up row before it is answered. The tailer,
+ * not the writer, applies every commit to the rows and the change feed; a caller is answered once this node's
+ * rows include its write (read-your-writes).
  */
 import { Cause, Context, Deferred, Effect, Either, Exit, Fiber, Layer, Option, Stream } from "effect"
 import type { Row } from "../domain/catalog.ts"
@@ -18,7 +26,8 @@ import { WoConfig } from "../config.ts"
 import { ChangeFeed } from "../projections/change-feed.ts"
 import { Rows } from "../projections/rows.ts"
 import { Views, type PreparedViews } from "../projections/views.ts"
-import { EventLog } from "../log/event-log.ts"
+import { EventLog, Stale, type AppendEntry } from "../log/event-log.ts"
+import { Tailer } from "../projections/tailer.ts"
 
 /** Where a command is, reported to callers that stream progress (MCP progressToken). */
 export type Stage = "accepted" | "decided" | "durable"
@@ -44,7 +53,14 @@ interface Pending extends Submission {
   readonly resume: (exit: Exit.Exit<Committed, CommandError>) => void
   /** The caller went away before the writer took the command: skip it. */
   cancelled: boolean
+  /** Shared log: how many times the log refused it as stale. */
+  attempts: number
+  /** Shared log: it was refused here as not found or conflicting, and is being decided again on caught-up rows. */
+  recheck: boolean
 }
+
+/** Shared log: how often one command may be refused as stale (other nodes keep writing its entity) before it fails. */
+const MAX_ATTEMPTS = 64
 
 export interface GroupCommitShape {
   /** Queues the command and waits until its event is durable (or it is refused). */
@@ -70,6 +86,9 @@ export const makeGroupCommit = Effect.gen(function* () {
   // Optional so that a write path composed without views (tests of the writer alone) still runs.
   const views = Option.getOrUndefined(yield* Effect.serviceOption(Views))
   const settings = yield* WoConfig
+  // A shared log has a tailer that applies every node's commits; without one the writer applies its own.
+  const tailer = Option.getOrUndefined(yield* Effect.serviceOption(Tailer))
+  const shared = tailer !== undefined && tailer.following
   const maxBatch = settings.groupCommit ? settings.maxBatch : 1
   const maxPending = Math.max(1024, maxBatch * 16)
   const head = yield* log.head
@@ -137,7 +156,8 @@ export const makeGroupCommit = Effect.gen(function* () {
   let resync = false
   const resyncWithLog = Effect.gen(function* () {
     const head = yield* log.head
-    if (head.lastSeq > lastSeq) {
+    // On a shared log the tailer applies whatever landed (this node's or another's).
+    if (head.lastSeq > lastSeq && !shared) {
       const landed: Array<Decided> = []
       const latest = new Map<string, Row | null>()
       yield* log.readFrom(lastSeq + 1).pipe(
@@ -163,6 +183,55 @@ export const makeGroupCommit = Effect.gen(function* () {
     resync = false
   })
 
+  let catchUp = false
+
+  /**
+   * A shared log's answer: stale commands are decided again once this node's rows include the log up to the
+   * head the append saw; written ones are answered once the tailer has applied them (read-your-writes).
+   */
+  const settleShared = (
+    outcomes: ReadonlyArray<AppendEntry | Stale>,
+    head: number,
+    changes: ReadonlyArray<Decided>,
+    waiters: ReadonlyArray<Pending>,
+    prepared: PreparedViews | undefined
+  ) =>
+    Effect.gen(function* () {
+      const written: Array<Decided> = []
+      const answered: Array<Pending> = []
+      const again: Array<Pending> = []
+      for (let i = 0; i < waiters.length; i++) {
+        const o = outcomes[i]
+        const p = waiters[i]
+        if (o === Stale) {
+          if (++p.attempts >= MAX_ATTEMPTS) {
+            p.resume(Exit.fail(new StoreUnavailable({ reason: `${p.type.name} ${p.id ?? ""} kept changing on other nodes (${MAX_ATTEMPTS} attempts); retry` })))
+          } else again.push(p)
+          continue
+        }
+        const c = changes[i]
+        written.push(o.event === c.event ? c : { event: o.event, row: o.row, rowJson: o.rowJson ?? null, before: c.before, uri: rowUri(o.event.type, o.event.id) })
+        answered.push(p)
+        if (o.event.kind === "created") counters.set(o.event.type, Math.max(counters.get(o.event.type) ?? 0, Number(o.event.id)))
+      }
+      lastSeq = Math.max(lastSeq, head)
+      if (tailer !== undefined && tailer.following) {
+        const caught = yield* Effect.either(tailer.reached(head))
+        // The writes are durable whatever happens here: they are acknowledged, without read-your-writes this once.
+        if (Either.isLeft(caught)) yield* Effect.logWarning(`acknowledging durable writes this node has not applied yet: ${caught.left.reason}`)
+      } else {
+        // A shared log without a tailer (a writer composed alone): apply what this node wrote.
+        rows.apply(written)
+        feed.publish(written, prepared?.commit() ?? [])
+        yield* logViewFailures(prepared)
+      }
+      if (again.length > 0) pending = [...again, ...pending]
+      for (let i = 0; i < answered.length; i++) {
+        answered[i].onStage?.("durable")
+        answered[i].resume(Exit.succeed(written[i]))
+      }
+    })
+
   const commitBatch = (batch: ReadonlyArray<Pending>) =>
     Effect.gen(function* () {
       inFlight = batch
@@ -173,10 +242,19 @@ export const makeGroupCommit = Effect.gen(function* () {
           return
         }
       }
+      if (catchUp && tailer !== undefined) {
+        // Some command was refused against rows that may lag the shared log: bring them to its head first.
+        catchUp = false
+        const caught = yield* Effect.either(Effect.flatMap(log.head, (h) => tailer.reached(h.lastSeq)))
+        if (Either.isLeft(caught)) yield* Effect.logWarning(`cannot catch up with the shared log before deciding again: ${caught.left.reason}`)
+      }
       const overlay = new Map<string, Row | null>()
       const moved = new Map<string, number>()
       const changes: Array<Decided> = []
       const waiters: Array<Pending> = []
+      // Shared log: commands to decide in the next batch, and the entities created in this one.
+      const again: Array<Pending> = []
+      const createdHere = new Set<string>()
       const firstSeq = lastSeq
       const at = Date.now()
       for (const p of batch) {
@@ -185,12 +263,27 @@ export const makeGroupCommit = Effect.gen(function* () {
         let id = p.id ?? ""
         if (p.intent._tag === "Create") id = String((moved.get(type) ?? counters.get(type) ?? 0) + 1)
         const key = streamKey(type, id)
-        const current = overlay.has(key) ? overlay.get(key) ?? undefined : rows.get(type, id)
+        // The log may give this batch's creates other ids: a command on one of them waits for the next batch.
+        if (shared && p.intent._tag !== "Create" && createdHere.has(key)) {
+          again.push(p)
+          continue
+        }
+        // A create starts a new entity (on a shared log this node's counter may lag: the log picks the id).
+        const current = p.intent._tag === "Create" ? undefined : overlay.has(key) ? overlay.get(key) ?? undefined : rows.get(type, id)
         const decided = decideOne(p, id, current, lastSeq + 1, at)
         if (Either.isLeft(decided)) {
+          const tag = decided.left._tag
+          if (shared && !p.recheck && (tag === "NotFound" || tag === "VersionConflict") && !overlay.has(key)) {
+            // This node's rows may not have another node's latest write yet: decide once more, caught up.
+            p.recheck = true
+            catchUp = true
+            again.push(p)
+            continue
+          }
           p.resume(Exit.fail(decided.left))
           continue
         }
+        if (shared && p.intent._tag === "Create") createdHere.add(key)
         lastSeq++
         if (p.intent._tag === "Create") moved.set(type, Number(id))
         overlay.set(key, decided.right.row)
@@ -203,9 +296,11 @@ export const makeGroupCommit = Effect.gen(function* () {
           yield* Effect.logError(`${error.type} ${error.id}: ${error.message} (nothing was written for it)\n${stack}`)
         }
       }
+      if (again.length > 0) pending = [...again, ...pending]
       if (changes.length === 0) return
       // The views' next values are stored in the same atomic write; they become visible only once it is durable.
-      const prepared = views?.prepare(changes)
+      // On a shared log each node's tailer folds them instead (a node's views may lag the log).
+      const prepared = shared ? undefined : views?.prepare(changes)
       const viewRecords = prepared?.records ?? []
       const written = yield* Effect.either(log.append({ entries: changes, counters: moved, ...(viewRecords.length > 0 ? { views: viewRecords } : {}) }))
       if (Either.isLeft(written)) {
@@ -217,14 +312,20 @@ export const makeGroupCommit = Effect.gen(function* () {
         for (const p of waiters) p.resume(Exit.fail(written.left))
         return
       }
-      for (const [type, n] of moved) counters.set(type, n)
-      rows.apply(changes)
-      feed.publish(changes, prepared?.commit() ?? [])
-      yield* logViewFailures(prepared)
-      for (let i = 0; i < waiters.length; i++) {
-        waiters[i].onStage?.("durable")
-        waiters[i].resume(Exit.succeed(changes[i]))
+      const result = written.right
+      if (result === undefined) {
+        // A single-writer log wrote the batch exactly as decided.
+        for (const [type, n] of moved) counters.set(type, n)
+        rows.apply(changes)
+        feed.publish(changes, prepared?.commit() ?? [])
+        yield* logViewFailures(prepared)
+        for (let i = 0; i < waiters.length; i++) {
+          waiters[i].onStage?.("durable")
+          waiters[i].resume(Exit.succeed(changes[i]))
+        }
+        return
       }
+      yield* settleShared(result.outcomes, result.lastSeq, changes, waiters, prepared)
     }).pipe(
       // Cleared only when the batch ends normally: if the writer dies in it, onDeath still sees its callers.
       Effect.tap(() => {
@@ -283,7 +384,7 @@ export const makeGroupCommit = Effect.gen(function* () {
           return resume(Effect.fail(new StoreUnavailable({ reason: `the writer stopped after an internal error (${deathReason}); restart the server` })))
         }
         if (pending.length >= maxPending) return resume(Effect.fail(new StoreUnavailable({ reason: "too many commands queued; retry" })))
-        const p: Pending = { ...submission, resume: (exit) => resume(exit), cancelled: false }
+        const p: Pending = { ...submission, resume: (exit) => resume(exit), cancelled: false, attempts: 0, recheck: false }
         submission.onStage?.("accepted")
         pending.push(p)
         wake?.()

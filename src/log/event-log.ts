@@ -2,10 +2,16 @@
  * The EventLog: the durable, ordered log of events and the inline row state written beside them.
  *
  * This is the seam for other stores (PostgreSQL: postgres/): the classic-level implementation is one Layer
- * (`classic-level-log.ts`). Ordering and versions are decided by the single writer (the group-commit fiber);
- * the log guarantees that an append is atomic and durable before it succeeds.
+ * (`classic-level-log.ts`). The log guarantees that an append is durable before it succeeds.
+ *
+ * Two kinds of log sit behind it:
+ *   - a log with one writer (classic-level): the group-commit fiber decides seqs, ids and versions, and the
+ *     append writes the batch exactly as given, all or nothing (it answers `void`);
+ *   - a shared log (PostgreSQL: several nodes append to it): the log assigns seqs and create ids at commit, and
+ *     refuses, entry by entry, what was decided against a stale row (an `AppendResult`). It also offers
+ *     `follow`, which each node's tailer (projections/tailer.ts) uses to apply every node's commits in order.
  */
-import { Context, type Effect, type Stream } from "effect"
+import { Context, Data, type Effect, type Stream } from "effect"
 import type { Row } from "../domain/catalog.ts"
 import type { StoreUnavailable } from "../domain/errors.ts"
 import type { StoredEvent } from "../domain/events.ts"
@@ -59,9 +65,42 @@ export interface EventLogStats {
   readonly eventsWritten: number
 }
 
+/**
+ * An entry the shared log refused: its entity moved on in the log (another node wrote it) after the writer
+ * decided it. Nothing of it was written; the writer re-decides it against the fresh row.
+ */
+export const Stale = "stale" as const
+export type Stale = typeof Stale
+
+/** What a shared log wrote. */
+export interface AppendResult {
+  /**
+   * Per entry of the batch, in order: the entry as written (the seq, and for a create the id, assigned by the
+   * log; the row rewritten to match) or `Stale`. Written entries have consecutive seqs in this order.
+   */
+  readonly outcomes: ReadonlyArray<AppendEntry | Stale>
+  /** The log's head after the commit: every entry refused as stale was decided against a row older than it. */
+  readonly lastSeq: number
+}
+
+/**
+ * A shared log no longer holds an event this node has applied: after a failover, the new primary lacks a commit
+ * the old one made but never replicated (so never acknowledged). This node's state is then ahead of the log: it
+ * must start again from the store.
+ */
+export class LogDiverged extends Data.TaggedError("LogDiverged")<{ readonly reason: string }> {}
+
 export interface EventLogShape {
-  /** Writes the whole batch atomically with one fsync; succeeds only once it is durable. */
-  readonly append: (batch: AppendBatch) => Effect.Effect<void, StoreUnavailable>
+  /**
+   * Writes the batch atomically with one durable commit; succeeds only once it is durable. A single-writer log
+   * writes every entry as given and answers `void`; a shared log answers an `AppendResult`.
+   */
+  readonly append: (batch: AppendBatch) => Effect.Effect<AppendResult | void, StoreUnavailable>
+  /**
+   * Present on a shared log: the events after `afterSeq`, in order, forever (woken by the store's notifications,
+   * polling when they are lost). It fails when the store cannot be read; the follower resumes from what it applied.
+   */
+  readonly follow?: (afterSeq: number) => Stream.Stream<StoredEvent, StoreUnavailable | LogDiverged>
   readonly head: Effect.Effect<LogHead, StoreUnavailable>
   /** Events with `seq >= fromSeq`, in order, up to the head at the time of reading. */
   readonly readFrom: (fromSeq: number) => Stream.Stream<StoredEvent, StoreUnavailable>

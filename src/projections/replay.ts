@@ -129,7 +129,8 @@ export const replay = (log: EventLogShape, catalog?: CompiledApp) =>
     for (const [type, written] of newer) misfits.unshift(newerSchemaProblem(type, written, catalog!.types.get(type)!.version))
     const rebuiltDigest = rebuilt.digest("hex")
     const storedDigest = stored.digest("hex")
-    const views = catalog === undefined ? [] : yield* compareViews(log, catalog)
+    // A log that stores no views (PostgreSQL: each node folds them from the log at start) has none to compare.
+    const views = catalog === undefined || log.storedViews === undefined ? [] : yield* compareViews(log, catalog)
     const matches = rebuiltDigest === storedDigest && misfits.length === 0 && views.every((v) => v.outcome !== "mismatch")
     const needsApp = catalog !== undefined || matches
       ? undefined

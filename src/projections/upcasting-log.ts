@@ -51,13 +51,17 @@ const mapChunks = <A, E>(stream: Stream.Stream<A, E>, f: (a: A) => A, what: (a: 
       }
     }))
 
-/** Decorates `log` so that `readFrom` and `storedRows` yield upcast data. */
+/** Decorates `log` so that `readFrom`, `follow` and `storedRows` yield upcast data. */
 export const upcastingLog = (log: EventLogShape, catalog: CompiledApp): EventLogShape => {
   if (![...catalog.types.values()].some((t) => t.version > 1)) return log
   return {
     ...log,
     readFrom: (fromSeq) =>
       mapChunks(log.readFrom(fromSeq), (e) => upcastEvent(catalog, e), (e) => `event ${e.seq} (${e.type}/${e.id})`),
+    ...(log.follow === undefined ? {} : {
+      follow: (afterSeq: number) =>
+        mapChunks(log.follow!(afterSeq), (e) => upcastEvent(catalog, e), (e) => `event ${e.seq} (${e.type}/${e.id})`)
+    }),
     // Read the store's stream when run, not now: a reopened store may have replaced it.
     storedRows: Stream.suspend(() =>
       mapChunks(log.storedRows, (r) => upcastRow(catalog, r), (r) => `the stored row ${r.type}/${r.row.id}`))

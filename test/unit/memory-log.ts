@@ -3,11 +3,11 @@
  * what a durable log keeps (events, inline rows, counters), records every append, and lets a test hold an
  * append open (`hold`) or make the next ones fail (`failNext`) without any timing.
  */
-import { Context, Deferred, Effect, Layer, Stream } from "effect"
+import { Chunk, Context, Deferred, Effect, Layer, Option, Stream } from "effect"
 import type { Row } from "../../src/domain/catalog.ts"
 import { StoreUnavailable } from "../../src/domain/errors.ts"
 import type { StoredEvent } from "../../src/domain/events.ts"
-import { EventLog, type AppendBatch } from "../../src/log/event-log.ts"
+import { EventLog, Stale, type AppendBatch, type AppendEntry, type AppendResult } from "../../src/log/event-log.ts"
 
 export interface HeldAppend {
   /** Completes once an append has reached the hold (the writer has taken its batch). */
@@ -91,5 +91,114 @@ export const MemoryLogLive: Layer.Layer<EventLog | MemoryLog> = Layer.effectCont
       }
     }
     return Context.make(EventLog, log).pipe(Context.add(MemoryLog, control))
+  })
+)
+
+export interface SharedMemoryLogControl {
+  /** Every batch this node handed to append, and what the log answered for each entry ("stale" or the seq). */
+  readonly appends: ReadonlyArray<{ readonly batch: AppendBatch; readonly outcomes: ReadonlyArray<number | Stale> }>
+  readonly events: ReadonlyArray<StoredEvent>
+  /** A commit made by another node: the next version of the entity (a create when it has none). */
+  readonly foreign: (type: string, id: string | undefined, data: Record<string, unknown>) => StoredEvent
+  /** While paused, `follow` delivers nothing: this node's rows lag the log. */
+  readonly pauseFollow: () => void
+  /** How many times the head was read (the writer reads it to catch up before deciding a command again). */
+  readonly headReads: () => number
+  readonly resumeFollow: () => void
+}
+
+export class SharedMemoryLog extends Context.Tag("writeonce/test/SharedMemoryLog")<SharedMemoryLog, SharedMemoryLogControl>() {}
+
+/**
+ * A shared log in memory that answers as the PostgreSQL one does (log/postgres/append.ts): it assigns seqs and
+ * create ids, refuses an entry decided against a row that moved on as `Stale`, and offers `follow`. Another
+ * node's commits are injected with `foreign`; pausing `follow` makes this node lag, without any timing.
+ */
+export const SharedMemoryLogLive: Layer.Layer<EventLog | SharedMemoryLog> = Layer.effectContext(
+  Effect.sync(() => {
+    const appends: Array<{ batch: AppendBatch; outcomes: Array<number | Stale> }> = []
+    const events: Array<StoredEvent> = []
+    const versions = new Map<string, number>()
+    const lastIds = new Map<string, number>()
+    const wakers = new Set<() => void>()
+    let paused = false
+    let headReads = 0
+    const wake = () => {
+      for (const w of [...wakers]) w()
+    }
+    const commit = (event: StoredEvent) => {
+      events.push(event)
+      versions.set(`${event.type}/${event.id}`, event.version)
+      if (event.kind === "created") lastIds.set(event.type, Number(event.id))
+      wake()
+      return event
+    }
+    const log = EventLog.of({
+      append: (batch) =>
+        Effect.sync((): AppendResult => {
+          const outcomes: Array<AppendEntry | Stale> = []
+          const broken = new Set<string>()
+          const recorded: Array<number | Stale> = []
+          for (const entry of batch.entries) {
+            let { event, row } = entry
+            const key = `${event.type}/${event.id}`
+            if (event.kind === "created") {
+              const id = String((lastIds.get(event.type) ?? 0) + 1)
+              if (id !== event.id) broken.add(key)
+              event = { ...event, id }
+              row = row === null ? null : { ...row, id }
+            } else if (broken.has(key) || event.version !== (versions.get(key) ?? 0) + 1) {
+              broken.add(key)
+              outcomes.push(Stale)
+              recorded.push(Stale)
+              continue
+            }
+            event = commit({ ...event, seq: events.length + 1 })
+            outcomes.push({ event, row, rowJson: row === null ? null : JSON.stringify(row) })
+            recorded.push(event.seq)
+          }
+          appends.push({ batch, outcomes: recorded })
+          return { outcomes, lastSeq: events.length }
+        }),
+      head: Effect.sync(() => {
+        headReads++
+        return { lastSeq: events.length, checkpoint: events.length, counters: new Map(lastIds) }
+      }),
+      readFrom: (fromSeq) => Stream.suspend(() => Stream.fromIterable(events.filter((e) => e.seq >= fromSeq))),
+      follow: (afterSeq) =>
+        Stream.paginateChunkEffect(afterSeq + 1, (from) =>
+          Effect.async<readonly [Chunk.Chunk<StoredEvent>, Option.Option<number>]>((resume) => {
+            const deliver = () => {
+              if (paused || events.length < from) return false
+              wakers.delete(deliver)
+              const chunk = events.slice(from - 1)
+              resume(Effect.succeed([Chunk.unsafeFromArray(chunk), Option.some(from + chunk.length)] as const))
+              return true
+            }
+            if (!deliver()) wakers.add(deliver)
+            return Effect.sync(() => void wakers.delete(deliver))
+          })),
+      storedRows: Stream.empty,
+      stats: Effect.sync(() => ({ syncWrites: appends.length, eventsWritten: events.length }))
+    })
+    const control: SharedMemoryLogControl = {
+      appends,
+      events,
+      foreign: (type, id, data) => {
+        const created = id === undefined
+        const theId = id ?? String((lastIds.get(type) ?? 0) + 1)
+        const version = (versions.get(`${type}/${theId}`) ?? 0) + 1
+        return commit({ seq: events.length + 1, at: 0, type, id: theId, version, schema: 1, kind: created ? "created" : "updated", data })
+      },
+      pauseFollow: () => {
+        paused = true
+      },
+      headReads: () => headReads,
+      resumeFollow: () => {
+        paused = false
+        wake()
+      }
+    }
+    return Context.make(EventLog, log).pipe(Context.add(SharedMemoryLog, control))
   })
 )

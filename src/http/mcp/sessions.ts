@@ -1,6 +1,10 @@
 /**
  * Legacy sessions (L2, L8): minted by initialize with 144 random bits, bounded in number, expired when idle,
  * persisted with their subscriptions. A session has at most one GET stream; a second GET replaces the first.
+ *
+ * With a shared session store (several nodes on PostgreSQL) the store is the truth and this map a cache: `get`
+ * reads the session from the store on every request, so a session made (or subscribed, or ended) on another
+ * node is served here as it is now, and an open GET stream here follows its subscriptions.
  */
 import { Context, Duration, Effect, Layer, Schedule } from "effect"
 import { randomBytes } from "node:crypto"
@@ -49,6 +53,7 @@ export const SessionsLive = Layer.scoped(
     const store = yield* SessionStore
     const registry = yield* SubscriptionRegistry
     const sessions = new Map<string, Session>()
+    const shared = store.load !== undefined
     const now = Date.now()
     for (const [id, stored] of yield* store.loadAll) {
       sessions.set(id, { id, version: stored.version, createdAt: stored.createdAt, subscriptions: new Map(Object.entries(stored.subscriptions)), lastSeen: now, stream: undefined })
@@ -73,10 +78,53 @@ export const SessionsLive = Layer.scoped(
         return Effect.as(store.remove(id), true)
       })
 
+    /** Shared store: the session as stored now, cached here; its open stream (if any) follows its subscriptions. */
+    const refresh = (id: string) =>
+      Effect.map(store.load!(id), (stored) => {
+        let s = sessions.get(id)
+        if (stored === undefined) {
+          // Ended (or expired) on some node.
+          if (s !== undefined) {
+            sessions.delete(id)
+            release(s)
+          }
+          return undefined
+        }
+        if (s === undefined) {
+          s = { id, version: stored.version, createdAt: stored.createdAt, subscriptions: new Map(), lastSeen: Date.now(), stream: undefined }
+          sessions.set(id, s)
+        }
+        const wanted = new Map(Object.entries(stored.subscriptions))
+        for (const uri of s.subscriptions.keys()) {
+          if (!wanted.has(uri)) {
+            s.subscriptions.delete(uri)
+            if (s.stream) registry.remove(uri, s.stream)
+          }
+        }
+        for (const [uri, since] of wanted) {
+          if (!s.subscriptions.has(uri)) {
+            s.subscriptions.set(uri, since)
+            if (s.stream) registry.add(uri, s.stream)
+          }
+        }
+        s.lastSeen = Date.now()
+        return s
+      })
+
     // Idle expiry: a session with an open stream is in use, whatever its last request.
     const sweep = Effect.suspend(() => {
       const cutoff = Date.now() - settings.sessionIdleMs
       const idle = [...sessions.values()].filter((s) => s.stream === undefined && s.lastSeen < cutoff)
+      if (shared) {
+        // Another node may be serving an idle session of this cache: forget it here, and let the store end the
+        // sessions no node has seen (the ones with a stream open here are marked as seen first).
+        for (const s of idle) sessions.delete(s.id)
+        const streaming = [...sessions.values()].filter((s) => s.stream !== undefined)
+        return Effect.forEach(streaming, (s) => refresh(s.id), { discard: true }).pipe(
+          Effect.zipRight(store.expire!(settings.sessionIdleMs)),
+          Effect.tap((n) => (n > 0 ? Effect.logDebug(`expired ${n} idle sessions`) : Effect.void))
+        )
+      }
       return Effect.forEach(idle, (s) => terminate(s.id), { discard: true }).pipe(
         Effect.tap(() => (idle.length ? Effect.logDebug(`expired ${idle.length} idle sessions`) : Effect.void))
       )
@@ -94,11 +142,13 @@ export const SessionsLive = Layer.scoped(
           return Effect.as(persist(s), s)
         }),
       get: (id) =>
-        Effect.sync(() => {
-          const s = sessions.get(id)
-          if (s !== undefined) s.lastSeen = Date.now()
-          return s
-        }),
+        shared
+          ? refresh(id)
+          : Effect.sync(() => {
+            const s = sessions.get(id)
+            if (s !== undefined) s.lastSeen = Date.now()
+            return s
+          }),
       subscribe: (s, uri, since) =>
         Effect.suspend(() => {
           if (s.subscriptions.has(uri)) return Effect.succeed("ok" as const)

@@ -4,15 +4,18 @@
  * (append.ts); reads are in batches of READ_BATCH, every record checksum-verified and the sequence checked
  * for gaps, as classic-level does. The pool closes with the runtime's scope.
  *
- * This is the groundwork for several nodes on one log: the tables, the locking append and the notification
- * are already what they need; the tailer that follows the log on each node is not here yet.
+ * Several nodes share the log: the append assigns seqs and ids under the head lock and refuses stale entries
+ * (append.ts), and `follow` gives each node's tailer every commit in order (follow.ts). Views are not stored:
+ * each node folds them from the log at start (a stored view written by one node would not include the commits
+ * another node made meanwhile).
  */
 import { Chunk, Effect, Either, Layer, Option, Stream } from "effect"
 import { StoreUnavailable } from "../../domain/errors.ts"
 import type { StoredEvent } from "../../domain/events.ts"
-import { EventLog, type LogHead, type StoredRow, type StoredView } from "../event-log.ts"
+import { EventLog, Stale, type LogHead, type StoredRow } from "../event-log.ts"
 import { RecordCorrupt } from "../record.ts"
 import { appendBatch } from "./append.ts"
+import { makeFollow } from "./follow.ts"
 import { PgConnection, pgConnectionLayer } from "./connection.ts"
 import {
   decodeEvent,
@@ -20,7 +23,6 @@ import {
   decodeOrFail,
   decodeRow,
   decodeType,
-  decodeView,
   EVENT_COLUMNS,
   HEAD_QUERY,
   ROW_COLUMNS,
@@ -73,7 +75,7 @@ export const makePostgresLog = Effect.gen(function* () {
           Effect.flatMap(
             conn.query(
               "cannot read the log",
-              `select ${EVENT_COLUMNS} from ${SCHEMA}.events where seq >= $1 and seq <= $2 order by seq limit $3`,
+              `select ${EVENT_COLUMNS} from ${SCHEMA}.events e where e.seq >= $1 and e.seq <= $2 order by e.seq limit $3`,
               [from, last, READ_BATCH]
             ),
             (r) =>
@@ -121,25 +123,24 @@ export const makePostgresLog = Effect.gen(function* () {
     })
   )
 
-  const storedViews: Effect.Effect<ReadonlyArray<StoredView>, StoreUnavailable> = Effect.flatMap(
-    conn.query("cannot read the stored views", `select name, record, checksum from ${SCHEMA}.views order by name`),
-    (r) => decodeAll(r.rows, decodeView)
-  )
+  const follow = yield* makeFollow(conn)
 
   return EventLog.of({
     append: (batch) =>
-      Effect.gen(function* () {
-        yield* appendBatch(conn, batch)
+      Effect.map(appendBatch(conn, batch), (result) => {
         syncWrites++
-        eventsWritten += batch.entries.length
+        eventsWritten += result.outcomes.filter((o) => o !== Stale).length
+        // This node's tailer need not wait for the notification's round trip.
+        follow.wake()
+        return result
       }),
     head,
     readFrom,
+    follow: follow.events,
     storedRows,
-    storedViews,
     stats: Effect.sync(() => ({ syncWrites, eventsWritten }))
   })
 })
 
 /** The EventLog on the PostgreSQL store at `url` (several hosts allowed: the writable primary is used). */
-export const postgresLogLayer = (url: string) => Layer.effect(EventLog, makePostgresLog).pipe(Layer.provide(pgConnectionLayer(url)))
+export const postgresLogLayer = (url: string) => Layer.scoped(EventLog, makePostgresLog).pipe(Layer.provide(pgConnectionLayer(url)))

@@ -91,7 +91,10 @@ export const eventColumns = (event: StoredEvent) => {
   return { ...columns, checksum: checksum(eventKey(event.seq), eventPayload(columns)) }
 }
 
-/** The select list that reads an event row as `EventRow` expects it. */
+/**
+ * The select list that reads an event row as `EventRow` expects it. It renames seq to text: order by the
+ * table's column (`from events e ... order by e.seq`), never by the output name (text order puts 100 before 99).
+ */
 export const EVENT_COLUMNS = "seq::text as seq, type, id, version, kind, schema, at::text as at, method, params::text as params, data::text as data, checksum"
 
 const EventRow = Schema.Struct({

@@ -9,7 +9,8 @@
  *   rows      the inline projection, written in the event's transaction (restart needs no replay); a deleted
  *             row stays as a tombstone (row NULL) so that its version is still checked
  *   types     per type: the highest id handed out and how many rows are live (a lost row is then reported)
- *   views     each view's stored state, written in the batch that changed it
+ *   views     each view's stored state (format 1; no longer written: each node folds its views from the log)
+ *   sessions  legacy MCP sessions and their subscriptions, shared by every node (format 2)
  *
  * `data`, `params` and `row` are `json`, not `jsonb`: json keeps the text exactly as written, so the checksum
  * (records.ts) covers the bytes the writer produced; jsonb would reorder keys and reformat numbers.
@@ -59,6 +60,13 @@ const STEPS: ReadonlyArray<string> = [
     name text primary key,
     record text not null,
     checksum text not null
+  );
+  `,
+  `
+  create table ${SCHEMA}.sessions (
+    id text primary key,
+    record text not null,
+    last_seen bigint not null
   );
   `
 ]

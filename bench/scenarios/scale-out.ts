@@ -1,0 +1,230 @@
+// Scale-out (issue 14): writeonce nodes sharing one PostgreSQL log, against one embedded node, side by side.
+//  - a PostgreSQL primary and two synchronous standbys on loopback (scripts/pg-cluster.sh, ANY 1 of 2: an ack is
+//    fsynced on the primary and on one standby), and 3 `wo run --store` nodes over it;
+//  - durable creates/s and set_price/s at 32 and 256 in flight: through the 3 nodes (the load split evenly, one
+//    closed-loop generator per node) against one embedded node; ack p50/p99 from the merged histograms;
+//  - CPU per write: the writeonce nodes' (summed), and PostgreSQL's (every postgres process of the cluster);
+//  - commit to notification: one set_price at a time through node A, timed from just before the request to the
+//    notification on a listen stream on node C (another node: through the log, the notification and C's
+//    tailer), and on node A (the same node), as notify.ts does.
+// On one 2-core box the 3 nodes and the 3 servers compete for the same cores: read CPU per write beside the rates.
+import { execFileSync } from 'node:child_process';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { join } from 'node:path';
+import { clockTicksPerSecond, cpuBetween, sampleCpu, type CpuSample } from '../lib/cpu.ts';
+import { LatencyHistogram } from '../lib/histogram.ts';
+import { runLoad, type LoadResult } from '../lib/load.ts';
+import { openListen } from '../lib/subscribers.ts';
+import { freshDataDir, isRow, repoRoot, restCreate, restSetPrice, seedProducts, startWo, type SpawnedServer } from '../lib/wo.ts';
+import { spawnWo } from '../../testkit/spawn.ts';
+import type { BenchContext } from './context.ts';
+
+export interface ScaleOutOptions {
+  inFlight: number[];
+  windowMs: number;
+  /** products seeded before the set_price windows (each call picks one at random) */
+  products: number;
+  /** commits timed one at a time for commit-to-notification */
+  notifyCommits: number;
+}
+
+export interface ScaleOutWindow {
+  setup: 'embedded x1' | 'postgres x3';
+  op: 'create' | 'set_price';
+  inFlight: number;
+  calls: number;
+  errors: number;
+  callsPerSec: number;
+  p50Ms: number;
+  p99Ms: number;
+  /** the writeonce processes' CPU per write, summed over the nodes */
+  woCpuUsPerWrite: number;
+  /** PostgreSQL's CPU per write (every server process of the cluster); 0 for the embedded node */
+  pgCpuUsPerWrite: number;
+}
+
+export interface ScaleOutResult {
+  skipped?: string;
+  windows: ScaleOutWindow[];
+  notify: { commits: number; otherNode: { p50Ms: number; p99Ms: number }; sameNode: { p50Ms: number; p99Ms: number } };
+}
+
+const SCRIPT = join(repoRoot, 'scripts/pg-cluster.sh');
+
+const havePostgres = () => {
+  try {
+    if (readdirSync('/usr/lib/postgresql').some((v) => existsSync(`/usr/lib/postgresql/${v}/bin/initdb`))) return true;
+  } catch {
+    // not Debian's layout
+  }
+  return (process.env.PATH ?? '').split(':').some((d) => d !== '' && existsSync(join(d, 'initdb')));
+};
+
+/** CPU of every process named postgres (the cluster's servers and backends; nothing else runs one here). */
+function samplePostgres(): CpuSample {
+  let ticks = 0;
+  for (const pid of readdirSync('/proc')) {
+    if (!/^\d+$/.test(pid)) continue;
+    try {
+      const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+      if (!stat.includes('(postgres)')) continue;
+      const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+      ticks += Number(f[11]) + Number(f[12]);
+    } catch {
+      // gone meanwhile
+    }
+  }
+  return { cpuMs: (ticks * 1000) / clockTicksPerSecond(), atMs: performance.now() };
+}
+
+/** Three consecutive free loopback ports, below Linux's ephemeral range (32768+: outgoing connections take those). */
+async function freeBasePort(): Promise<number> {
+  const free = (port: number) =>
+    new Promise<boolean>((resolve) => {
+      const server = createServer();
+      server.once('error', () => resolve(false));
+      server.listen(port, '127.0.0.1', () => server.close(() => resolve(true)));
+    });
+  for (;;) {
+    const base = 20_000 + Math.floor(Math.random() * 12_000);
+    if ((await free(base)) && (await free(base + 1)) && (await free(base + 2))) return base;
+  }
+}
+
+const pct = (h: LatencyHistogram, p: number) => h.percentile(p) / 1000;
+
+/** One window: the load split over the nodes (one generator each), merged. */
+async function window(nodes: SpawnedServer[], inFlight: number, ms: number, make: (i: number) => ReturnType<typeof restCreate>, want: number): Promise<{ r: LoadResult[]; wo: number; pg: number }> {
+  const wo0 = nodes.map((n) => sampleCpu(n.pid));
+  const pg0 = samplePostgres();
+  const r = await Promise.all(
+    nodes.map((n, k) =>
+      runLoad({
+        url: n.url,
+        concurrency: Math.max(1, Math.round(inFlight / nodes.length)),
+        durationMs: ms,
+        makeRequest: (i) => make(i * nodes.length + k),
+        check: (status, body) => isRow(status, body, want),
+      }),
+    ),
+  );
+  const wo = nodes.reduce((a, n, k) => a + cpuBetween(wo0[k], sampleCpu(n.pid)).cpuMs, 0);
+  const pg = cpuBetween(pg0, samplePostgres()).cpuMs;
+  return { r, wo, pg };
+}
+
+function summarise(setup: ScaleOutWindow['setup'], op: ScaleOutWindow['op'], inFlight: number, w: { r: LoadResult[]; wo: number; pg: number }): ScaleOutWindow {
+  const h = w.r.reduce((acc, x) => (x.histogram ? acc.merge(x.histogram) : acc), new LatencyHistogram());
+  const calls = w.r.reduce((a, x) => a + x.calls, 0);
+  const wall = Math.max(...w.r.map((x) => x.durationMs));
+  return {
+    setup,
+    op,
+    inFlight,
+    calls,
+    errors: w.r.reduce((a, x) => a + x.errors, 0),
+    callsPerSec: calls / (wall / 1000),
+    p50Ms: pct(h, 50),
+    p99Ms: pct(h, 99),
+    woCpuUsPerWrite: calls ? (w.wo * 1000) / calls : 0,
+    pgCpuUsPerWrite: calls ? (w.pg * 1000) / calls : 0,
+  };
+}
+
+async function measureSetup(ctx: BenchContext, setup: ScaleOutWindow['setup'], nodes: SpawnedServer[], o: ScaleOutOptions, firstId: number): Promise<ScaleOutWindow[]> {
+  const out: ScaleOutWindow[] = [];
+  for (const inFlight of o.inFlight) {
+    ctx.phase(`scale-out: ${setup}, creates at ${inFlight} in flight`);
+    out.push(summarise(setup, 'create', inFlight, await window(nodes, inFlight, o.windowMs, restCreate, 201)));
+    ctx.phase(`scale-out: ${setup}, set_price at ${inFlight} in flight`);
+    const setPrice = (i: number) => restSetPrice(firstId + (Math.imul(i, 2654435761) >>> 0) % o.products, 1 + (i % 1000));
+    out.push(summarise(setup, 'set_price', inFlight, await window(nodes, inFlight, o.windowMs, setPrice, 200)));
+  }
+  return out;
+}
+
+/** One set_price at a time through `writer`; time from before the request to the notification on `watcher`. */
+async function notifyLatency(writer: SpawnedServer, watcher: SpawnedServer, id: number, commits: number): Promise<{ p50Ms: number; p99Ms: number }> {
+  const sub = await openListen(watcher.url, 1, [`wo://products/${id}`]);
+  const h = new LatencyHistogram();
+  try {
+    for (let i = 0; i < commits; i++) {
+      const before = sub.count;
+      const arrived = new Promise<number>((resolve) => {
+        sub.onUpdated = (s, at) => {
+          if (s.count > before) resolve(at);
+        };
+      });
+      const sent = performance.now();
+      const res = await fetch(`${writer.url}/api/products/${id}/set_price`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ price: 1 + i }) });
+      await res.text();
+      const at = await Promise.race([arrived, new Promise<number>((r) => setTimeout(() => r(Number.NaN), 10_000))]);
+      if (Number.isFinite(at)) h.record(Math.round((at - sent) * 1000));
+    }
+  } finally {
+    sub.close();
+  }
+  return { p50Ms: pct(h, 50), p99Ms: pct(h, 99) };
+}
+
+export async function runScaleOut(ctx: BenchContext, o: ScaleOutOptions): Promise<ScaleOutResult> {
+  const empty = { commits: 0, otherNode: { p50Ms: 0, p99Ms: 0 }, sameNode: { p50Ms: 0, p99Ms: 0 } };
+  if (!havePostgres()) {
+    ctx.warn('scale-out: skipped, PostgreSQL binaries not found (Debian: apt-get install postgresql-15)');
+    return { skipped: 'no PostgreSQL binaries', windows: [], notify: empty };
+  }
+  const windows: ScaleOutWindow[] = [];
+  // One embedded node first, alone on the machine.
+  const dir = freshDataDir(ctx.dataRoot, 'scaleout-embedded');
+  ctx.track(dir);
+  const embedded = await startWo({ dir });
+  try {
+    await seedProducts(embedded.url, o.products);
+    windows.push(...(await measureSetup(ctx, 'embedded x1', [embedded], o, 1)));
+  } finally {
+    await embedded.stop();
+  }
+
+  const pgDir = freshDataDir(ctx.dataRoot, 'scaleout-pg');
+  ctx.track(pgDir);
+  const base = await freeBasePort();
+  ctx.phase('scale-out: starting a PostgreSQL primary and two synchronous standbys');
+  const url = execFileSync('bash', [SCRIPT, 'start', pgDir, String(base)], { encoding: 'utf8' }).trim().split('\n').pop()!;
+  const nodes: SpawnedServer[] = [];
+  try {
+    for (let k = 0; k < 3; k++) {
+      const data = freshDataDir(ctx.dataRoot, `scaleout-node${k}`);
+      ctx.track(data);
+      nodes.push(await spawnWo(['run', 'examples/pricing', '--data', data, '--listen', '127.0.0.1:0', '--store', url], { readyTimeoutMs: 30_000, stopTimeoutMs: 5000, env: { WO_LOG_LEVEL: 'Info' } }));
+    }
+    await seedProducts(nodes[0].url, o.products);
+    windows.push(...(await measureSetup(ctx, 'postgres x3', nodes, o, 1)));
+    ctx.phase('scale-out: commit to notification, node A to a listen stream on node C, and on node A');
+    const otherNode = await notifyLatency(nodes[0], nodes[2], 1, o.notifyCommits);
+    const sameNode = await notifyLatency(nodes[0], nodes[0], 1, o.notifyCommits);
+    return { windows, notify: { commits: o.notifyCommits, otherNode, sameNode } };
+  } finally {
+    await Promise.allSettled(nodes.map((n) => n.stop()));
+    execFileSync('bash', [SCRIPT, 'stop', pgDir]);
+  }
+}
+
+/** The section of the report. */
+export function renderScaleOut(r: ScaleOutResult): string {
+  if (r.skipped) return `## Scale-out (PostgreSQL, 3 nodes)\n\nskipped: ${r.skipped}\n`;
+  const f = (n: number, d = 0) => n.toLocaleString('en-US', { maximumFractionDigits: d, minimumFractionDigits: d });
+  const rows = r.windows.map((w) => `| ${w.setup} | ${w.op} | ${w.inFlight} | ${f(w.callsPerSec)} | ${f(w.p50Ms, 1)} | ${f(w.p99Ms, 1)} | ${f(w.woCpuUsPerWrite)} | ${f(w.pgCpuUsPerWrite)} | ${w.errors} |`);
+  return [
+    '## Scale-out (PostgreSQL, 3 nodes)',
+    '',
+    'Durable writes through 3 `wo run --store` nodes on a primary and two synchronous standbys (ANY 1), against one embedded node; all on this machine.',
+    '',
+    '| setup | op | in flight | writes/s | ack p50 ms | ack p99 ms | wo CPU µs/write | PostgreSQL CPU µs/write | errors |',
+    '|---|---|---:|---:|---:|---:|---:|---:|---:|',
+    ...rows,
+    '',
+    `Commit to notification (${r.notify.commits} commits, one at a time, from before the request): subscriber on another node p50 ${f(r.notify.otherNode.p50Ms, 1)} ms, p99 ${f(r.notify.otherNode.p99Ms, 1)} ms; on the writing node p50 ${f(r.notify.sameNode.p50Ms, 1)} ms, p99 ${f(r.notify.sameNode.p99Ms, 1)} ms.`,
+    '',
+  ].join('\n');
+}

@@ -1,0 +1,128 @@
+/**
+ * Following the shared log: the events after a seq, in order, forever. A connection of its own LISTENs on the
+ * head channel (every append notifies the new head): a notification only wakes the reader, which then fetches
+ * `seq > applied` in batches from the table. Notifications can be lost (the connection drops, the primary
+ * changes), so the reader also polls: often while it is not listening, rarely while it is. The appends of this
+ * node wake it directly.
+ *
+ * A commit is visible on the primary while it waits for a standby. If the primary dies then, the promoted standby
+ * may lack it (it was never acknowledged), yet a node may have applied it. So after the primary changes, the
+ * reader first checks that the last event it delivered is still in the log, unchanged; if not it fails with
+ * LogDiverged, and the node must start again from the store.
+ */
+import { Chunk, Duration, Effect, Option, Schedule, Stream } from "effect"
+import type { StoredEvent } from "../../domain/events.ts"
+import { RecordCorrupt } from "../record.ts"
+import { LogDiverged } from "../event-log.ts"
+import type { PgConnectionShape } from "./connection.ts"
+import { decodeEvent, decodeOrFail, EVENT_COLUMNS } from "./records.ts"
+import { HEAD_CHANNEL, SCHEMA } from "./schema.ts"
+import { StoreUnavailable } from "../../domain/errors.ts"
+
+/** Events per fetch. */
+const FOLLOW_BATCH = 1000
+/** The poll period while the LISTEN connection is up (a safety net) and while it is down (the only wake-up). */
+const POLL_LISTENING = Duration.seconds(2)
+const POLL_DEAF = Duration.millis(100)
+
+export const makeFollow = (conn: PgConnectionShape) =>
+  Effect.gen(function* () {
+    let signalled = false
+    const sleepers = new Set<() => void>()
+    const wake = () => {
+      signalled = true
+      for (const s of sleepers) s()
+    }
+    let listening = false
+
+    // The LISTEN connection: reopened (to whatever is the primary then) after it drops.
+    const listenOnce = Effect.scoped(
+      Effect.gen(function* () {
+        const client = yield* conn.dedicated
+        client.on("notification", wake)
+        yield* Effect.tryPromise({ try: () => client.query(`listen ${HEAD_CHANNEL}`), catch: (e) => conn.failed("cannot listen to the log", e) })
+        listening = true
+        // Commits made while nobody listened are fetched now.
+        wake()
+        yield* Effect.async<void>((resume) => {
+          const done = () => resume(Effect.void)
+          client.once("error", done)
+          client.once("end", done)
+        })
+      })
+    ).pipe(
+      Effect.ensuring(Effect.sync(() => {
+        listening = false
+      })),
+      Effect.ignore
+    )
+    yield* Effect.forkScoped(Effect.repeat(listenOnce, Schedule.spaced(Duration.millis(250))))
+
+    /** Waits for a wake-up or the poll period, whichever comes first. */
+    const nap = Effect.async<void>((resume) => {
+      if (signalled) return resume(Effect.void)
+      const done = () => {
+        clearTimeout(timer)
+        sleepers.delete(done)
+        resume(Effect.void)
+      }
+      const timer = setTimeout(done, Duration.toMillis(listening ? POLL_LISTENING : POLL_DEAF))
+      sleepers.add(done)
+      return Effect.sync(() => {
+        clearTimeout(timer)
+        sleepers.delete(done)
+      })
+    })
+
+    const fetch = (from: number) =>
+      Effect.flatMap(
+        conn.query("cannot read the log", `select ${EVENT_COLUMNS} from ${SCHEMA}.events e where e.seq >= $1 order by e.seq limit $2`, [from, FOLLOW_BATCH]),
+        (r) => {
+          const decoded = decodeOrFail(() => r.rows.map((raw) => ({ event: decodeEvent(raw), seq: Number(raw.seq), checksum: String(raw.checksum) })))
+          if (decoded._tag === "Left") return Effect.fail(decoded.left)
+          let expected = from
+          for (const { event } of decoded.right) {
+            if (event.seq !== expected) {
+              return Effect.fail(new StoreUnavailable({ reason: new RecordCorrupt(`corrupt log: event ${expected} is missing (the next is ${event.seq})`).message }))
+            }
+            expected++
+          }
+          return Effect.succeed(decoded.right)
+        }
+      )
+
+    /** The checksum stored for `seq` now (undefined: no such event). */
+    const checksumAt = (seq: number) =>
+      Effect.map(
+        conn.query<{ checksum: string }>("cannot read the log", `select checksum from ${SCHEMA}.events where seq = $1`, [seq]),
+        (r) => r.rows[0]?.checksum
+      )
+
+    const events = (afterSeq: number): Stream.Stream<StoredEvent, StoreUnavailable | LogDiverged> =>
+      Stream.suspend(() => {
+        // The last event delivered (seq and checksum), and the primary it was read from.
+        let last: { seq: number; checksum: string } | undefined
+        let generation = conn.generation()
+        return Stream.paginateChunkEffect(afterSeq + 1, (from) =>
+          Effect.gen(function* () {
+            if (generation !== conn.generation() && last !== undefined) {
+              const now = yield* checksumAt(last.seq)
+              if (now !== last.checksum) {
+                return yield* new LogDiverged({
+                  reason: `after the primary changed, the log ${now === undefined ? "no longer has" : "holds another"} event ${last.seq}, which this node applied ` +
+                    `(a commit the old primary never replicated, never acknowledged)`
+                })
+              }
+            }
+            generation = conn.generation()
+            // Cleared before the read: a wake-up that arrives during it makes the next nap return at once.
+            signalled = false
+            const batch = yield* fetch(from)
+            if (batch.length === 0) yield* nap
+            else last = batch[batch.length - 1]
+            return [Chunk.unsafeFromArray(batch.map((b) => b.event)), Option.some(from + batch.length)] as const
+          }))
+      })
+
+    return { events, wake }
+  })

@@ -1,0 +1,134 @@
+/**
+ * `wo verify --store postgres://...`: the checks of `wo verify` (../verify.ts) on a PostgreSQL store, reading
+ * the tables in seq (and key) order, a batch at a time, naming every problem it finds:
+ * - every event, row and type record against its checksum;
+ * - seq continuity from 1 to the head (log_head);
+ * - version continuity per entity (1 for the create, then +1; nothing after a delete);
+ * - each stored row at its entity's last version (a tombstone for a deleted one), and a row for every entity;
+ * - id counters at or above the highest id used, and row counts as recorded.
+ * Several nodes may be writing: the whole check reads one snapshot (a repeatable-read transaction).
+ */
+import { Effect } from "effect"
+import { StoreUnavailable } from "../../domain/errors.ts"
+import { streamKey } from "../../domain/events.ts"
+import type { VerifyReport } from "../verify.ts"
+import type { PgConnectionShape } from "./connection.ts"
+import { decodeEvent, decodeRow, decodeType, EVENT_COLUMNS, ROW_COLUMNS, TYPE_COLUMNS } from "./records.ts"
+import { SCHEMA } from "./schema.ts"
+
+const MAX_LISTED = 50
+const BATCH = 5000
+
+const describe = (e: unknown) => (e instanceof Error ? e.message : String(e))
+
+export const verifyPostgresStore = (conn: PgConnectionShape): Effect.Effect<VerifyReport, StoreUnavailable> =>
+  Effect.scoped(
+    Effect.gen(function* () {
+      const client = yield* conn.client
+      const q = (what: string, text: string, values?: ReadonlyArray<unknown>) =>
+        Effect.tryPromise({ try: () => client.query(text, values as Array<unknown> | undefined), catch: (e) => conn.failed(what, e) })
+      const started = Date.now()
+      const problems: Array<string> = []
+      let unlisted = 0
+      const problem = (text: string) => {
+        if (problems.length < MAX_LISTED) problems.push(text)
+        else unlisted++
+      }
+      yield* q("cannot begin", "begin isolation level repeatable read read only")
+
+      // Events: checksums, seq continuity, per-entity version continuity, highest id per type.
+      let events = 0
+      let expectedSeq = 1
+      let lastSeq = 0
+      const versions = new Map<string, number>() // entity -> last version; -1 after a delete
+      const maxId = new Map<string, number>()
+      for (;;) {
+        const { rows } = yield* q("cannot read the log", `select ${EVENT_COLUMNS} from ${SCHEMA}.events e where e.seq > $1 order by e.seq limit $2`, [lastSeq, BATCH])
+        if (rows.length === 0) break
+        for (const raw of rows) {
+          events++
+          const seq = Number(raw.seq)
+          if (seq !== expectedSeq) problem(`events ${expectedSeq}..${seq - 1} are missing`)
+          expectedSeq = seq + 1
+          lastSeq = seq
+          let event
+          try {
+            event = decodeEvent(raw)
+          } catch (e) {
+            problem(describe(e))
+            continue
+          }
+          const entity = streamKey(event.type, event.id)
+          const before = versions.get(entity)
+          if (before === -1) problem(`event ${seq}: ${entity} changes after its delete`)
+          else if (event.version !== (before ?? 0) + 1) problem(`event ${seq}: ${entity} goes from version ${before ?? 0} to ${event.version}`)
+          else if ((event.kind === "created") !== (event.version === 1)) problem(`event ${seq}: ${entity} version ${event.version} is a ${event.kind}`)
+          versions.set(entity, event.kind === "deleted" ? -1 : event.version)
+          const id = Number(event.id)
+          if (id > (maxId.get(event.type) ?? 0)) maxId.set(event.type, id)
+        }
+      }
+      const head = Number((yield* q("cannot read the log head", `select seq::text as seq from ${SCHEMA}.log_head`)).rows[0]?.seq ?? 0)
+      if (head !== lastSeq) problem(`the log head is at seq ${head}, the last event is ${lastSeq}`)
+
+      // Rows (tombstones included): checksums, each at its entity's last version, live ones counted per type.
+      let rows = 0
+      const livePerType = new Map<string, number>()
+      const rowed = new Set<string>()
+      let cursor: [string, number, string] = ["", -1, ""]
+      for (;;) {
+        const page = yield* q(
+          "cannot read the rows",
+          `select ${ROW_COLUMNS} from ${SCHEMA}.rows where (type, length(id), id) > ($1, $2, $3) order by type, length(id), id limit $4`,
+          [...cursor, BATCH]
+        )
+        if (page.rows.length === 0) break
+        for (const raw of page.rows) {
+          cursor = [raw.type, String(raw.id).length, raw.id]
+          let stored
+          try {
+            stored = decodeRow(raw)
+          } catch (e) {
+            problem(describe(e))
+            continue
+          }
+          const entity = streamKey(stored.type, stored.id)
+          rowed.add(entity)
+          const version = versions.get(entity)
+          if (stored.row === null) {
+            if (version !== -1) problem(`row ${entity} is a tombstone, but the log ${version === undefined ? "has no events for it" : `has it live at version ${version}`}`)
+            continue
+          }
+          rows++
+          livePerType.set(stored.type, (livePerType.get(stored.type) ?? 0) + 1)
+          if (version === undefined) problem(`row ${entity} has no events in the log`)
+          else if (version === -1) problem(`row ${entity} is stored although the log deleted it`)
+          else if (version !== stored.version) problem(`row ${entity} is at version ${stored.version}, the log at ${version}`)
+        }
+      }
+      for (const [entity, version] of versions) if (version !== -1 && !rowed.has(entity)) problem(`row ${entity} is missing`)
+
+      // Types: id counters and live row counts.
+      const types = (yield* q("cannot read the id counters", `select ${TYPE_COLUMNS} from ${SCHEMA}.types`)).rows
+      const recorded = new Map<string, { lastId: number; rowCount: number }>()
+      for (const raw of types) {
+        try {
+          const t = decodeType(raw)
+          recorded.set(t.type, t)
+        } catch (e) {
+          problem(describe(e))
+        }
+      }
+      for (const [type, id] of maxId) {
+        const counter = recorded.get(type)?.lastId
+        if (counter === undefined || counter < id) problem(`the id counter of ${type} is ${counter ?? "missing"}, below the highest id ${id}`)
+      }
+      for (const type of new Set([...recorded.keys(), ...livePerType.keys()])) {
+        if ((recorded.get(type)?.rowCount ?? 0) !== (livePerType.get(type) ?? 0)) {
+          problem(`${livePerType.get(type) ?? 0} rows of ${type} are stored, the store recorded ${recorded.get(type)?.rowCount ?? 0}`)
+        }
+      }
+      yield* q("cannot end", "commit")
+      return { events, rows, problems, unlisted, millis: Date.now() - started } satisfies VerifyReport
+    })
+  )

@@ -1,0 +1,188 @@
+/**
+ * A real PostgreSQL cluster for tests (scripts/pg-cluster.sh: a primary and two synchronous standbys on
+ * loopback), and `wo run --store` nodes over it. No mocks: servers are killed with -9 and standbys promoted.
+ */
+import { execFileSync } from "node:child_process"
+import * as fs from "node:fs"
+import * as net from "node:net"
+import * as path from "node:path"
+import pg from "pg"
+import { spawnWo, type Spawned } from "../../testkit/spawn.ts"
+import { http, ROOT, tempDir } from "../support/server.ts"
+
+const SCRIPT = path.join(ROOT, "scripts/pg-cluster.sh")
+
+/** The same search as the script's: Debian's layout, else initdb on PATH. */
+export const haveBinaries = (() => {
+  try {
+    if (fs.readdirSync("/usr/lib/postgresql").some((v) => fs.existsSync(`/usr/lib/postgresql/${v}/bin/initdb`))) return true
+  } catch {
+    // not Debian's layout
+  }
+  return (process.env.PATH ?? "").split(":").some((d) => d !== "" && fs.existsSync(path.join(d, "initdb")))
+})()
+
+export const warnIfSkipped = (what: string) => {
+  if (!haveBinaries) console.warn(`\n*** SKIPPED: ${what} need PostgreSQL's binaries (Debian: apt-get install postgresql-15) ***\n`)
+}
+
+const portFree = (port: number) =>
+  new Promise<boolean>((resolve) => {
+    const server = net.createServer()
+    server.once("error", () => resolve(false))
+    server.listen(port, "127.0.0.1", () => server.close(() => resolve(true)))
+  })
+
+export type PgNode = "primary" | "s1" | "s2"
+
+export interface PgCluster {
+  readonly dir: string
+  /** The URL listing all three hosts, for the database `database`. */
+  readonly url: (database: string) => string
+  readonly port: (node: PgNode) => number
+  /** The node that takes writes now (changes after `promote`). */
+  readonly primary: () => PgNode
+  readonly createDatabase: (name: string) => Promise<string>
+  /** One statement on the current primary. */
+  readonly sql: <A extends pg.QueryResultRow = any>(database: string, text: string, values?: Array<unknown>) => Promise<Array<A>>
+  /** kill -9 of the node's postmaster. */
+  readonly kill: (node: PgNode) => void
+  /** Starts whatever is not running (a killed standby comes back and catches up). */
+  readonly restart: () => void
+  /** Promotes the most advanced standby and points the other at it; returns the promoted node. */
+  readonly promote: () => PgNode
+  readonly stop: () => void
+}
+
+const run = (...args: Array<string>) => execFileSync("bash", [SCRIPT, ...args], { encoding: "utf8", stdio: ["ignore", "pipe", "pipe"] })
+
+export const startCluster = async (): Promise<PgCluster> => {
+  const dir = tempDir("wo-pgc-")
+  let base = 0
+  for (;;) {
+    // Below Linux's ephemeral range (32768+), where outgoing connections could take a port meanwhile.
+    base = 20_000 + Math.floor(Math.random() * 12_000)
+    if ((await portFree(base)) && (await portFree(base + 1)) && (await portFree(base + 2))) break
+  }
+  run("start", dir, String(base))
+  const ports: Record<PgNode, number> = { primary: base, s1: base + 1, s2: base + 2 }
+  let primary: PgNode = "primary"
+  const sql = async <A extends pg.QueryResultRow = any>(database: string, text: string, values?: Array<unknown>) => {
+    const c = new pg.Client({ host: "127.0.0.1", port: ports[primary], user: "postgres", database })
+    await c.connect()
+    try {
+      return (await c.query<A>(text, values)).rows
+    } finally {
+      await c.end()
+    }
+  }
+  const url = (database: string) => `postgres://postgres@127.0.0.1:${base},127.0.0.1:${base + 1},127.0.0.1:${base + 2}/${database}?connect_timeout=2`
+  return {
+    dir,
+    url,
+    port: (node) => ports[node],
+    primary: () => primary,
+    createDatabase: async (name) => {
+      await sql("postgres", `create database ${name}`)
+      return url(name)
+    },
+    sql,
+    kill: (node) => void run("kill", dir, node),
+    restart: () => void run("start", dir),
+    promote: () => (primary = run("promote", dir).trim().split("\n").pop() as PgNode),
+    stop: () => {
+      run("stop", dir)
+      if (process.env.WO_KEEP_PG === undefined) fs.rmSync(dir, { recursive: true, force: true })
+    }
+  }
+}
+
+/** `wo run examples/pricing --store <url>` on a data dir of its own. */
+export const startNode = (storeUrl: string, env: Record<string, string> = {}): Promise<Spawned> =>
+  spawnWo(["run", "examples/pricing", "--listen", "127.0.0.1:0", "--data", tempDir("wo-node-"), "--store", storeUrl], {
+    env: { WO_MAX_PAGE_SIZE: "100000", ...env }
+  })
+
+export interface Ack {
+  readonly id: string
+  readonly version: number
+  readonly price: number
+  /** The node that answered. */
+  readonly node: number
+}
+
+/**
+ * Products created and repriced through the given nodes, round-robin, `inFlight` requests at once. Every ack is
+ * recorded; after each, the acking node is read back (read-your-writes), and any node that answers an older
+ * version is counted.
+ */
+export const writeLoad = (nodes: () => ReadonlyArray<string | undefined>, inFlight = 32) => {
+  const acked: Array<Ack> = []
+  const ids: Array<string> = []
+  let stopped = false
+  let errors = 0
+  let staleReads = 0
+  let turn = 0
+  const worker = async (w: number) => {
+    for (let i = 0; !stopped; i++) {
+      const list = nodes()
+      const n = turn++ % list.length
+      const base = list[n]
+      if (base === undefined) continue
+      const price = w * 1_000_000 + i + 1
+      try {
+        const res = ids.length < 8 || i % 4 === 0
+          ? await http(`${base}/api/products`, { method: "POST", body: { name: `p${w}-${i}`, price, currency: "USD" } })
+          : await http(`${base}/api/products/${ids[(w + i) % ids.length]}/set_price`, { method: "POST", body: { price } })
+        if (res.status === 200 || res.status === 201) {
+          acked.push({ id: res.json.id, version: res.json.version, price, node: n })
+          if (res.json.version === 1) ids.push(res.json.id)
+          const back = await http(`${base}/api/products/${res.json.id}`)
+          if (back.status !== 200 || back.json.version < res.json.version) staleReads++
+        } else errors++
+      } catch {
+        errors++ // a node (or the primary) was killed under it: not acknowledged
+        await new Promise((r) => setTimeout(r, 20))
+      }
+    }
+  }
+  const workers = Array.from({ length: inFlight }, (_, w) => worker(w))
+  return {
+    acked,
+    errors: () => errors,
+    staleReads: () => staleReads,
+    stop: async () => {
+      stopped = true
+      await Promise.all(workers)
+    }
+  }
+}
+
+/** The acks missing from the log (by id, version and price): must be none. */
+export const missingAcks = async (cluster: PgCluster, database: string, acked: ReadonlyArray<Ack>) => {
+  const events = await cluster.sql<{ id: string; version: number; price: string }>(
+    database,
+    "select id, version, data->>'price' as price from writeonce.events where type = 'products'"
+  )
+  const stored = new Map(events.map((e) => [`${e.id}@${e.version}`, Number(e.price)]))
+  return acked.filter((a) => stored.get(`${a.id}@${a.version}`) !== a.price)
+}
+
+/** The latest row per id in the log, as every node must eventually serve it. */
+export const latestRows = async (cluster: PgCluster, database: string) => {
+  const rows = await cluster.sql<{ id: string; version: number }>(database, "select id, version from writeonce.rows where type = 'products' and row is not null")
+  return new Map(rows.map((r) => [r.id, r.version]))
+}
+
+/** Polls (by count, not by time) until the node serves every row at its latest version; the rows it lags on. */
+export const convergeOn = async (base: string, latest: ReadonlyMap<string, number>, polls = 200) => {
+  let behind: Array<string> = []
+  for (let i = 0; i < polls; i++) {
+    const res = await http(`${base}/api/products?limit=100000`)
+    const served = new Map<string, number>((res.json.items as Array<{ id: string; version: number }>).map((r) => [r.id, r.version]))
+    behind = [...latest].filter(([id, v]) => served.get(id) !== v).map(([id]) => id)
+    if (behind.length === 0) return []
+    await new Promise((r) => setTimeout(r, 50))
+  }
+  return behind
+}

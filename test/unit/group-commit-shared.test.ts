@@ -1,0 +1,107 @@
+/**
+ * The writer on a shared log (several nodes), over the in-memory shared log (memory-log.ts), which answers as the
+ * PostgreSQL log does: seqs and create ids assigned by the log, stale entries refused one by one, `follow` for
+ * the tailer. Another node's commits are injected; pausing `follow` makes this node lag, deterministically.
+ */
+import { describe, expect, it } from "@effect/vitest"
+import { ConfigProvider, Effect, Either, Fiber, Layer } from "effect"
+import pricing from "../../examples/pricing/app.ts"
+import { Commands, CommandsLive, type Command } from "../../src/commands/commands.ts"
+import { GroupCommitLive } from "../../src/commands/group-commit.ts"
+import { loadSettings, WoConfig } from "../../src/config.ts"
+import { Catalog } from "../../src/domain/app-catalog.ts"
+import type { Change } from "../../src/domain/events.ts"
+import { Stale } from "../../src/log/event-log.ts"
+import { ChangeFeed, ChangeFeedLive } from "../../src/projections/change-feed.ts"
+import { makeRows, Rows } from "../../src/projections/rows.ts"
+import { TailerLive } from "../../src/projections/tailer.ts"
+import { SharedMemoryLog, SharedMemoryLogLive } from "./memory-log.ts"
+
+const EmptyRows = Layer.sync(Rows, () => makeRows(new Map(), 0, { rows: 0, events: 0, tailEvents: 0, millis: 0 }))
+const settings = Layer.effect(WoConfig, loadSettings({ dataDir: "/nonexistent" }).pipe(Effect.withConfigProvider(ConfigProvider.fromMap(new Map()))))
+
+const node = CommandsLive.pipe(
+  Layer.provideMerge(GroupCommitLive),
+  Layer.provideMerge(TailerLive),
+  Layer.provideMerge(Layer.mergeAll(EmptyRows, ChangeFeedLive, SharedMemoryLogLive)),
+  Layer.provideMerge(Catalog.layer(pricing)),
+  Layer.provideMerge(settings)
+)
+
+const create = (name: string): Command => ({ _tag: "Create", type: "products", input: { name, price: 1, currency: "USD" } })
+const setPrice = (id: string, price: number, expectedVersion?: number): Command => ({
+  _tag: "Invoke",
+  type: "products",
+  id,
+  method: "set_price",
+  input: { price },
+  ...(expectedVersion === undefined ? {} : { expectedVersion })
+})
+const execute = (command: Command) => Effect.flatMap(Commands, (c) => c.execute(command))
+
+/** Yields until `check` holds (a bounded number of times: no clock involved). */
+const until = (check: () => boolean) =>
+  Effect.gen(function* () {
+    for (let i = 0; i < 10_000 && !check(); i++) yield* Effect.yieldNow()
+    expect(check()).toBe(true)
+  })
+
+describe("group commit on a shared log", () => {
+  it.effect("decides again what another node moved on: without an expected version it lands, with a stale one it fails alone", () =>
+    Effect.gen(function* () {
+      const log = yield* SharedMemoryLog
+      expect((yield* execute(create("widget"))).event).toMatchObject({ seq: 1, id: "1", version: 1 })
+      const feed = yield* ChangeFeed
+      const published: Array<Change> = []
+      yield* feed.listen((changes) => void published.push(...changes))
+      log.pauseFollow()
+      log.foreign("products", "1", { price: 50 }) // version 2, made on another node: not applied here yet
+      const free = yield* Effect.fork(Effect.either(execute(setPrice("1", 7))))
+      const pinned = yield* Effect.fork(Effect.either(execute(setPrice("1", 8, 1))))
+      // Decided against version 1, refused by the log as stale: the writer now waits for its tailer.
+      yield* until(() => log.appends.slice(1).flatMap((a) => a.outcomes).includes(Stale))
+      log.resumeFollow()
+      const [a, b] = [yield* Fiber.join(free), yield* Fiber.join(pinned)]
+      expect(Either.isRight(a) && a.right.event).toMatchObject({ id: "1", version: 3, data: { price: 7 } })
+      expect(Either.isLeft(b) && b.left).toMatchObject({ _tag: "VersionConflict", expected: 1 })
+      expect((yield* Rows).get("products", "1")).toMatchObject({ version: 3, price: 7 })
+      // The change feed got every commit in log order, the other node's included, each once.
+      expect(published.map((c) => [c.event.seq, c.event.version])).toEqual([[2, 2], [3, 3]])
+    }).pipe(Effect.scoped, Effect.provide(node)))
+
+  it.effect("a command on an entity only another node has seen yet is decided again once this node caught up", () =>
+    Effect.gen(function* () {
+      const log = yield* SharedMemoryLog
+      log.pauseFollow()
+      log.foreign("products", undefined, { name: "theirs", price: 1, currency: "EUR" }) // product 1, elsewhere
+      const reads = log.headReads()
+      const call = yield* Effect.fork(Effect.either(execute(setPrice("1", 9))))
+      // Refused here as not found, then the writer reads the head to catch up before deciding it again.
+      yield* until(() => log.headReads() > reads)
+      log.resumeFollow()
+      const result = yield* Fiber.join(call)
+      expect(Either.isRight(result) && result.right.event).toMatchObject({ id: "1", version: 2, data: { price: 9 } })
+      // A command that fails on caught-up rows fails for real.
+      const missing = yield* Effect.either(execute(setPrice("99", 1)))
+      expect(Either.isLeft(missing) && missing.left._tag).toBe("NotFound")
+    }).pipe(Effect.scoped, Effect.provide(node)))
+
+  it.effect("a create takes the id the log assigns, even when this node's counter lags", () =>
+    Effect.gen(function* () {
+      const log = yield* SharedMemoryLog
+      log.pauseFollow()
+      log.foreign("products", undefined, { name: "theirs", price: 1, currency: "EUR" }) // takes id 1
+      const mine = yield* Effect.fork(execute(create("mine")))
+      yield* until(() => log.appends.length === 1)
+      log.resumeFollow()
+      const created = yield* Fiber.join(mine)
+      expect(created.event).toMatchObject({ seq: 2, id: "2", version: 1 })
+      expect(created.row).toMatchObject({ id: "2", name: "mine" })
+      expect(JSON.parse(created.rowJson!)).toEqual(created.row)
+      const rows = yield* Rows
+      expect(rows.get("products", "1")).toMatchObject({ name: "theirs" })
+      expect(rows.get("products", "2")).toMatchObject({ name: "mine" })
+      // The next create continues after both.
+      expect((yield* execute(create("next"))).event.id).toBe("3")
+    }).pipe(Effect.scoped, Effect.provide(node)))
+})
