@@ -8,7 +8,7 @@
 // of a frame and are ignored. A stream can also be opened paused: only its response head is read, then the
 // socket stops reading (a stalled client, for the stall-isolation scenario).
 import { connect, type Socket } from 'node:net';
-import { LEGACY_VERSION, legacyHeaders, listenBody, modernHeaders, type LegacySession } from '../../testkit/mcp.ts';
+import { LEGACY_VERSION, legacyHeaders, legacyRpc, listenBody, modernHeaders, openLegacySession, type LegacySession } from '../../testkit/mcp.ts';
 
 const UPDATED = 'notifications/resources/updated';
 const UPDATED_BUF = Buffer.from(UPDATED, 'latin1');
@@ -176,6 +176,27 @@ export async function openListens(url: string, n: number, uri: string, parallel 
     for (let i = 0; i < n; i += parallel) {
       const batch = await Promise.all(
         Array.from({ length: Math.min(parallel, n - i) }, (_, j) => openListen(url, 1_000_000 + i + j, [uri])),
+      );
+      subs.push(...batch);
+    }
+  } catch (err) {
+    for (const s of subs) s.close();
+    throw err;
+  }
+  return subs;
+}
+
+/** Opens `n` legacy sessions subscribed to `uri`, each with its GET stream, `parallel` at a time. */
+export async function openLegacyGets(url: string, n: number, uri: string, parallel = 50): Promise<Subscriber[]> {
+  const subs: Subscriber[] = [];
+  try {
+    for (let i = 0; i < n; i += parallel) {
+      const batch = await Promise.all(
+        Array.from({ length: Math.min(parallel, n - i) }, async () => {
+          const session = await openLegacySession(url);
+          await legacyRpc(session, 1, 'resources/subscribe', { uri });
+          return openGetStream(session);
+        }),
       );
       subs.push(...batch);
     }

@@ -12,7 +12,7 @@ import { Pool } from 'undici';
 import { cpuBetween, rssBytes, sampleCpu } from '../lib/cpu.ts';
 import { LatencyHistogram } from '../lib/histogram.ts';
 import { assertAlive } from '../lib/measure.ts';
-import { DeliveryTracker, openListens, type Subscriber } from '../lib/subscribers.ts';
+import { DeliveryTracker, openLegacyGets, openListens, type Subscriber } from '../lib/subscribers.ts';
 import { freshDataDir, isRow, restSetPrice, seedProducts, startWo } from '../lib/wo.ts';
 import { spawnPeer, type SpawnedServer } from '../lib/wo.ts';
 import type { BenchContext } from './context.ts';
@@ -27,6 +27,8 @@ export interface NotifyOptions {
   fanoutMs: number;
   /** most commits the sender may be ahead of the slowest subscriber */
   window: number;
+  /** after closing every stream, wait this long and measure RSS again (0: not measured) */
+  afterCloseMs?: number;
 }
 
 export interface NotifyLatency {
@@ -66,12 +68,16 @@ export interface FanOut {
 export interface NotifyResult {
   /** which server: ours, or the plain node:http fan-out floor (bench/peers/sse-fanout.ts) */
   server: string;
+  /** modern `subscriptions/listen` streams, or legacy sessions' GET streams (absent in older results: modern) */
+  era?: 'modern' | 'legacy';
   /** fan-out: most commits ahead of the slowest subscriber */
   window: number;
   latency: NotifyLatency[];
   fanout: FanOut[];
   /** server RSS before any listen stream, and with each count open */
   rss: { subscribers: number; rssMb: number }[];
+  /** issue 13: server RSS before the streams opened, and `settleMs` after they all closed */
+  rssAfterClose?: { beforeMb: number; afterMb: number; settleMs: number };
 }
 
 const URI = 'wo://products/1';
@@ -88,7 +94,7 @@ export const NOTIFY_ENV = { WO_MAX_LISTENS_PER_CLIENT: '5000', WO_MAX_LISTEN_STR
  * Runs the scenario against our server (a fresh one, or `shared`, which must have product 1), or against
  * the fan-out floor peer when `peer` is set (started here).
  */
-export async function runNotify(ctx: BenchContext, opts: NotifyOptions, shared?: SpawnedServer, peer = false): Promise<NotifyResult> {
+export async function runNotify(ctx: BenchContext, opts: NotifyOptions, shared?: SpawnedServer, peer = false, era: 'modern' | 'legacy' = 'modern'): Promise<NotifyResult> {
   let server = shared;
   if (peer) server = await spawnPeer('bench/peers/sse-fanout.ts');
   if (!server) {
@@ -99,7 +105,8 @@ export async function runNotify(ctx: BenchContext, opts: NotifyOptions, shared?:
   const srv = server;
   const pool = new Pool(srv.url, { connections: 1, pipelining: 1, keepAliveTimeout: 60_000 });
   const subs: Subscriber[] = [];
-  const result: NotifyResult = { server: peer ? 'plain node:http SSE fan-out (floor)' : 'wo', window: opts.window, latency: [], fanout: [], rss: [] };
+  const result: NotifyResult = { server: peer ? 'plain node:http SSE fan-out (floor)' : 'wo', era, window: opts.window, latency: [], fanout: [], rss: [] };
+  const open = (n: number) => (era === 'legacy' ? openLegacyGets(srv.url, n, URI) : openListens(srv.url, n, URI));
   let price = 1;
   const setPrice = async (): Promise<number> => {
     const req = restSetPrice(1, 1 + (price++ % 1000));
@@ -113,8 +120,8 @@ export async function runNotify(ctx: BenchContext, opts: NotifyOptions, shared?:
     if (!shared && !peer) await seedProducts(srv.url, 1);
     result.rss.push({ subscribers: 0, rssMb: rssBytes(srv.pid) / 2 ** 20 });
     for (const n of [...opts.subscriberCounts].sort((a, b) => a - b)) {
-      ctx.phase(`notifications${peer ? ' (plain node:http floor)' : ''}: ${n} listen subscriber${n === 1 ? '' : 's'} on ${URI}`);
-      if (subs.length < n) subs.push(...(await openListens(srv.url, n - subs.length, URI)));
+      ctx.phase(`notifications${peer ? ' (plain node:http floor)' : ''}: ${n} ${era === 'legacy' ? 'legacy GET' : 'listen'} subscriber${n === 1 ? '' : 's'} on ${URI}`);
+      if (subs.length < n) subs.push(...(await open(n - subs.length)));
       result.rss.push({ subscribers: n, rssMb: rssBytes(srv.pid) / 2 ** 20 });
       const active = subs.slice(0, n);
       for (const s of subs.slice(n)) s.close();
@@ -216,6 +223,13 @@ export async function runNotify(ctx: BenchContext, opts: NotifyOptions, shared?:
           endedStreams: active.filter((s) => s.ended).length,
         });
       }
+    }
+    if (opts.afterCloseMs) {
+      // Memory comes back (issue 13): RSS once every stream has closed, against before they opened.
+      for (const s of subs) s.close();
+      ctx.phase(`notifications: RSS ${opts.afterCloseMs / 1000} s after ${subs.length} streams closed`);
+      await new Promise((r) => setTimeout(r, opts.afterCloseMs));
+      result.rssAfterClose = { beforeMb: result.rss[0].rssMb, afterMb: rssBytes(srv.pid) / 2 ** 20, settleMs: opts.afterCloseMs };
     }
   } finally {
     for (const s of subs) s.close();

@@ -2,7 +2,7 @@
  * The console's routes, behind the router's Host and Origin checks:
  *  - `/` and `/console/*`: the page (see src/console/page);
  *  - `GET /api/_catalog`, `/api/_rows`, `/api/_agents`: read-only JSON views (types in src/console/wire.ts);
- *  - `GET /api/_events?from=<seq>`: the event log as SSE, replayed then live (src/console/event-tail.ts).
+ *  - `GET /api/_events?from=<seq>`: the event log as SSE, replayed then live (src/http/event-tail.ts).
  * None of them writes: the page changes data only by the ordinary REST and MCP routes, like any client.
  */
 import { Deferred, Effect } from "effect"
@@ -12,7 +12,6 @@ import { WoConfig } from "../config.ts"
 import { agentsView } from "../console/agents-view.ts"
 import { makeAssets, PAGE_HEADERS } from "../console/assets.ts"
 import { catalogView } from "../console/catalog-view.ts"
-import { makeEventTail } from "../console/event-tail.ts"
 import { rowsSnapshot } from "../console/rows-view.ts"
 import { Catalog } from "../domain/app-catalog.ts"
 import type { CompiledType } from "../domain/compile.ts"
@@ -21,6 +20,7 @@ import { Queries } from "../projections/queries.ts"
 import { Rows } from "../projections/rows.ts"
 import { VERSION } from "../version.ts"
 import { errorJson, json, jsonText, type EdgeRequest, type EdgeResponse } from "./edge-types.ts"
+import { makeEventTail } from "./event-tail.ts"
 import { Sessions } from "./mcp/sessions.ts"
 import { makeTools } from "./mcp/tools.ts"
 import { OpenStreams } from "./open-streams.ts"
@@ -51,7 +51,9 @@ export const makeConsoleRoutes = Effect.gen(function* () {
     rows,
     capacity: settings.streamBuffer,
     heartbeatMs: settings.heartbeatMs,
-    stopped: Deferred.await(stopped)
+    stopped: Deferred.await(stopped),
+    maxPerClient: settings.maxEventTailsPerClient,
+    maxTotal: settings.maxEventTails
   })
 
   const assets = yield* makeAssets

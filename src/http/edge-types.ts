@@ -1,6 +1,7 @@
 /** The plain request and response values that cross the node:http edge. Everything behind it is Effect. */
 import type { IncomingHttpHeaders } from "node:http"
-import type { Stream } from "effect"
+import type { Effect, Scope, Stream } from "effect"
+import type { PushSink } from "./push-sink.ts"
 
 export interface EdgeRequest {
   readonly method: string
@@ -24,6 +25,19 @@ export type EdgeResponse =
     /** Already-framed SSE text; the edge writes each chunk, awaiting `drain`, until the stream ends. */
     readonly events: Stream.Stream<string>
     /** A comment line is sent after this long without an event. */
+    readonly heartbeatMs?: number
+  }
+  | {
+    /**
+     * A live SSE stream on the push path (push-sink.ts): `start` gets the stream's sink and runs in the stream's
+     * scope; it subscribes the sink, may replay through `sink.send` (with backpressure), and returns. The
+     * stream stays open until the sink closes (overflow, memory budget, shutdown, the client going away); then
+     * the scope closes, releasing what `start` acquired.
+     */
+    readonly _tag: "Push"
+    readonly status: number
+    readonly headers: Headers
+    readonly start: (sink: PushSink) => Effect.Effect<void, never, Scope.Scope>
     readonly heartbeatMs?: number
   }
 

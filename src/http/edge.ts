@@ -3,11 +3,13 @@
  * Effect handler on the app's runtime, and writes the buffered or streamed `EdgeResponse`. It owns the
  * byte-level concerns: Content-Length, keep-alive, body limits, SSE backpressure, and client disconnects.
  */
-import { Cause, Data, Effect, Exit, Fiber, Runtime, Stream } from "effect"
+import { Cause, Data, Effect, Exit, Fiber, Runtime, Scope, Stream } from "effect"
 import * as http from "node:http"
 import type { AddressInfo } from "node:net"
 import { errorJson, type EdgeRequest, type EdgeResponse } from "./edge-types.ts"
 import { edgeError } from "./edge-error.ts"
+import type { CloseReason } from "./push-sink.ts"
+import { makeStreamHub, type StreamHub } from "./stream-hub.ts"
 
 /** The port could not be bound (in use, no permission). */
 export class ListenError extends Data.TaggedError("ListenError")<{ readonly message: string }> {}
@@ -21,6 +23,10 @@ export interface EdgeOptions {
   readonly onShutdown?: Effect.Effect<void>
   /** How long shutdown waits for in-flight requests before closing their connections. */
   readonly shutdownGraceMs?: number
+  /** Frames a push stream may hold unwritten before it is closed (WO_STREAM_BUFFER; one more is in flight). */
+  readonly streamBuffer?: number
+  /** Bytes all push streams together may hold for slow readers (WO_STREAM_MEMORY). */
+  readonly streamMemory?: number
 }
 
 export type EdgeHandler<R> = (request: EdgeRequest) => Effect.Effect<EdgeResponse, never, R>
@@ -29,6 +35,8 @@ export interface RunningEdge {
   readonly url: string
   readonly address: AddressInfo
   readonly server: http.Server
+  /** The push streams' machinery: their memory budget and heartbeat (for stats and tests). */
+  readonly streams: StreamHub
 }
 
 type Buffered = Extract<EdgeResponse, { _tag: "Buffered" }>
@@ -79,25 +87,63 @@ const writeChunk = (res: http.ServerResponse, chunk: string) =>
     })
   })
 
-const streamBody = (res: http.ServerResponse, response: Extract<EdgeResponse, { _tag: "Stream" }>) => {
-  res.writeHead(response.status, {
-    "cache-control": "no-cache",
-    "x-accel-buffering": "no",
-    connection: "keep-alive",
-    ...response.headers
-  })
+const SSE_BASE_HEADERS = { "cache-control": "no-cache", "x-accel-buffering": "no", connection: "keep-alive" }
+const HEARTBEAT = ": heartbeat\n\n"
+
+const streamBody = (res: http.ServerResponse, response: Extract<EdgeResponse, { _tag: "Stream" }>, hub: StreamHub) => {
+  res.writeHead(response.status, { ...SSE_BASE_HEADERS, ...response.headers })
   res.flushHeaders()
-  const events = response.heartbeatMs === undefined
-    ? response.events
-    : Stream.merge(
-      response.events,
-      Stream.tick(`${response.heartbeatMs} millis`).pipe(Stream.drop(1), Stream.as(": heartbeat\n\n")),
-      { haltStrategy: "left" }
-    )
-  return Stream.runForEach(events, (chunk) => writeChunk(res, chunk)).pipe(
-    Effect.ensuring(Effect.sync(() => res.end()))
+  // The shared heartbeat timer, not a merge per stream; a comment never splits a chunk (each is written whole).
+  const stop = response.heartbeatMs === undefined
+    ? () => {}
+    : hub.heartbeat.add(response.heartbeatMs, () => {
+      if (!res.destroyed && !res.writableNeedDrain) res.write(HEARTBEAT)
+    })
+  return Stream.runForEach(response.events, (chunk) => writeChunk(res, chunk)).pipe(
+    Effect.ensuring(Effect.sync(() => {
+      stop()
+      res.end()
+    }))
   )
 }
+
+/**
+ * A push stream: the handler subscribes the sink in the stream's scope. Once `start` has returned, no fiber
+ * waits on the stream (a parked fiber per stream cost several KiB of heap per open stream): the client
+ * leaving closes the sink, and the sink closing closes the scope. True when the stream stays open.
+ */
+const pushBody = (
+  res: http.ServerResponse,
+  response: Extract<EdgeResponse, { _tag: "Push" }>,
+  hub: StreamHub,
+  limit: number,
+  runFork: <A, E>(effect: Effect.Effect<A, E>) => unknown
+) =>
+  Effect.gen(function* () {
+    res.writeHead(response.status, { ...SSE_BASE_HEADERS, ...response.headers })
+    res.flushHeaders()
+    const sink = hub.open(res, limit, response.heartbeatMs)
+    const scope = yield* Scope.make()
+    const end = (reason: CloseReason) =>
+      Effect.suspend(() => {
+        sink.close(reason)
+        hub.release(sink)
+        return Scope.close(scope, Exit.void)
+      })
+    // Interrupted (the client left during a replay) or failed: close now, in this fiber.
+    yield* Scope.extend(response.start(sink), scope).pipe(Effect.onExit((exit) => (Exit.isFailure(exit) ? end("client") : Effect.void)))
+    if (sink.isClosed()) {
+      yield* end("done")
+      return false
+    }
+    const onClose = () => sink.close("client")
+    res.once("close", onClose)
+    sink.whenClosed(() => {
+      res.off("close", onClose)
+      runFork(end("done"))
+    })
+    return true
+  })
 
 /**
  * Starts the edge; the server stops accepting when the scope closes, in-flight requests get
@@ -108,6 +154,9 @@ export const startEdge = <R>(handler: EdgeHandler<R>, options: EdgeOptions) =>
     const runtime = yield* Effect.runtime<R>()
     const runFork = Runtime.runFork(runtime)
     const inFlight = new Set<Fiber.RuntimeFiber<void, never>>()
+    const hub = makeStreamHub(options.streamMemory)
+    // One frame in the writer's hands plus the buffer: the bound the tests pin (limits.test.ts).
+    const pushLimit = (options.streamBuffer ?? 1024) + 1
 
     const dispatch = (req: http.IncomingMessage, res: http.ServerResponse, body: Buffer) => {
       const url = parseTarget(req.url)
@@ -120,8 +169,14 @@ export const startEdge = <R>(handler: EdgeHandler<R>, options: EdgeOptions) =>
         body,
         remoteAddress: req.socket.remoteAddress ?? ""
       }
+      // A push stream outlives its fiber (see pushBody): then the fiber's end must not end the response.
+      let parked = false
       const program = Effect.flatMap(Effect.suspend(() => handler(request)), (response) =>
-        response._tag === "Buffered" ? Effect.sync(() => writeBuffered(res, response)) : streamBody(res, response))
+        response._tag === "Buffered"
+          ? Effect.sync(() => writeBuffered(res, response))
+          : response._tag === "Stream"
+          ? streamBody(res, response, hub)
+          : Effect.map(pushBody(res, response, hub, pushLimit, runFork), (open) => void (parked = open)))
       const fiber = runFork(program)
       inFlight.add(fiber)
       // The client went away before we answered: interrupt, so finalizers free what the request held.
@@ -136,7 +191,7 @@ export const startEdge = <R>(handler: EdgeHandler<R>, options: EdgeOptions) =>
           runFork(Effect.logError("request failed", exit.cause))
           if (!res.headersSent) writeBuffered(res, { _tag: "Buffered", status: 500, headers: { "content-type": "application/json" }, body: JSON.stringify({ error: "Internal", message: "internal error" }) })
         }
-        if (!res.writableEnded) res.end()
+        if (!parked && !res.writableEnded) res.end()
       })
     }
 
@@ -192,5 +247,5 @@ export const startEdge = <R>(handler: EdgeHandler<R>, options: EdgeOptions) =>
         server.closeAllConnections()
       }))
 
-    return { url: `http://${hostPart}:${address.port}`, address, server } satisfies RunningEdge
+    return { url: `http://${hostPart}:${address.port}`, address, server, streams: hub } satisfies RunningEdge
   })

@@ -16,6 +16,7 @@ import { Effect, Stream } from "effect"
 import * as fs from "node:fs"
 import type { EdgeHandler } from "./edge.ts"
 import type { EdgeRequest, EdgeResponse, Headers } from "./edge-types.ts"
+import type { PushSink } from "./push-sink.ts"
 
 /** Request headers a replay needs; the replayer supplies Content-Length, and Host unless it was unusual. */
 const REQUEST_HEADERS = [
@@ -303,9 +304,37 @@ export const recordTo = (file: string, options: RecorderOptions = {}) => {
     return { ...response, events }
   }
 
+  /** A push stream, teed: what the sink accepts is kept, and the exchange written when its scope closes. */
+  const teePush = (request: EdgeRequest, response: Extract<EdgeResponse, { _tag: "Push" }>): EdgeResponse => ({
+    ...response,
+    start: (sink) => {
+      const chunks: Array<string> = []
+      let byClient = false
+      const teed: PushSink = {
+        ...sink,
+        enqueue: (...parts) => {
+          const ok = sink.enqueue(...parts)
+          if (ok) chunks.push(Buffer.concat(parts).toString("utf8"))
+          return ok
+        },
+        send: (frame) => Effect.tap(sink.send(frame), (ok) => void (ok && chunks.push(frame.toString()))),
+        close: (reason, last) => {
+          if (!sink.isClosed() && last !== undefined) chunks.push(last)
+          if (!sink.isClosed()) byClient = reason === "client"
+          sink.close(reason, last)
+        }
+      }
+      const finish = Effect.suspend(() => {
+        const text = chunks.join("")
+        return record(request, response.status, response.headers, text, byClient || !sink.isClosed() ? splitSseEvents(text).events.length : undefined)
+      })
+      return Effect.zipRight(Effect.addFinalizer(() => finish), response.start(teed))
+    }
+  })
+
   return <R>(handler: EdgeHandler<R>): EdgeHandler<R> => (request) =>
     handler(request).pipe(
-      Effect.map((response) => (response._tag === "Stream" ? tee(request, response) : response)),
+      Effect.map((response) => (response._tag === "Stream" ? tee(request, response) : response._tag === "Push" ? teePush(request, response) : response)),
       Effect.tap((response) =>
         response._tag === "Buffered" ? record(request, response.status, response.headers, response.body ?? "") : Effect.void)
     )

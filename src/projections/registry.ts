@@ -8,7 +8,7 @@
  * the change touches its result, found through the live-query index). A change's notices go out in one order
  * everywhere, which legacy resumption relies on: by log sequence, the row's own first, then the others by URI.
  */
-import { Context, Effect, Either, Layer } from "effect"
+import { Context, Effect, Either, Layer, type Scope } from "effect"
 import { Catalog } from "../domain/app-catalog.ts"
 import type { CompiledApp } from "../domain/compile.ts"
 import type { Change } from "../domain/events.ts"
@@ -31,6 +31,8 @@ export interface RegistryShape {
   readonly remove: (uri: string, sink: Sink) => void
   readonly watchLists: (sink: Sink) => void
   readonly unwatchLists: (sink: Sink) => void
+  /** Subscribes `sink` to `uris` (and list changes) for the lifetime of the current scope. */
+  readonly subscribe: (uris: ReadonlyArray<string>, sink: Sink, listChanges?: boolean) => Effect.Effect<void, never, Scope.Scope>
   readonly stats: () => { readonly uris: number; readonly subscriptions: number; readonly listWatchers: number; readonly liveQueries: number }
 }
 
@@ -72,37 +74,51 @@ export const makeRegistry = (catalog?: CompiledApp): RegistryShape & {
   const liveQueries = new LiveQueryIndex()
   const live = new Map<string, LiveQuery>()
   let subscriptions = 0
+  const add = (uri: string, sink: Sink) => {
+    let sinks = byUri.get(uri)
+    if (sinks === undefined) {
+      byUri.set(uri, (sinks = new Set()))
+      // The first subscriber of a list URI makes it a live query; the last one to leave ends it.
+      const query = catalog === undefined ? undefined : parseLiveQuery(catalog, uri)
+      if (query !== undefined && Either.isRight(query)) {
+        live.set(uri, query.right)
+        liveQueries.add(query.right)
+      }
+    }
+    if (!sinks.has(sink)) {
+      sinks.add(sink)
+      subscriptions++
+    }
+  }
+  const remove = (uri: string, sink: Sink) => {
+    const sinks = byUri.get(uri)
+    if (sinks?.delete(sink)) {
+      subscriptions--
+      if (sinks.size === 0) {
+        byUri.delete(uri)
+        const query = live.get(uri)
+        if (query !== undefined) {
+          live.delete(uri)
+          liveQueries.remove(query)
+        }
+      }
+    }
+  }
   return {
-    add: (uri, sink) => {
-      let sinks = byUri.get(uri)
-      if (sinks === undefined) {
-        byUri.set(uri, (sinks = new Set()))
-        // The first subscriber of a list URI makes it a live query; the last one to leave ends it.
-        const query = catalog === undefined ? undefined : parseLiveQuery(catalog, uri)
-        if (query !== undefined && Either.isRight(query)) {
-          live.set(uri, query.right)
-          liveQueries.add(query.right)
-        }
-      }
-      if (!sinks.has(sink)) {
-        sinks.add(sink)
-        subscriptions++
-      }
-    },
-    remove: (uri, sink) => {
-      const sinks = byUri.get(uri)
-      if (sinks?.delete(sink)) {
-        subscriptions--
-        if (sinks.size === 0) {
-          byUri.delete(uri)
-          const query = live.get(uri)
-          if (query !== undefined) {
-            live.delete(uri)
-            liveQueries.remove(query)
-          }
-        }
-      }
-    },
+    add,
+    remove,
+    subscribe: (uris, sink, listChanges = false) =>
+      Effect.acquireRelease(
+        Effect.sync(() => {
+          for (const uri of uris) add(uri, sink)
+          if (listChanges) listWatchers.add(sink)
+        }),
+        () =>
+          Effect.sync(() => {
+            for (const uri of uris) remove(uri, sink)
+            listWatchers.delete(sink)
+          })
+      ).pipe(Effect.asVoid),
     watchLists: (sink) => void listWatchers.add(sink),
     unwatchLists: (sink) => void listWatchers.delete(sink),
     stats: () => ({ uris: byUri.size, subscriptions, listWatchers: listWatchers.size, liveQueries: liveQueries.size }),

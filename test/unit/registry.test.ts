@@ -4,16 +4,17 @@
  * feed listener, a modern listen stream) is released with it.
  */
 import { describe, expect, it } from "@effect/vitest"
-import { Chunk, ConfigProvider, Context, Effect, Exit, Layer, Scope, Stream } from "effect"
+import { ConfigProvider, Context, Effect, Exit, Layer, Scope } from "effect"
 import pricing from "../../examples/pricing/app.ts"
 import { loadSettings } from "../../src/config.ts"
 import { Catalog } from "../../src/domain/app-catalog.ts"
 import type { Row } from "../../src/domain/catalog.ts"
 import type { Change, EventKind } from "../../src/domain/events.ts"
-import type { Dispatcher } from "../../src/http/mcp/dispatch.ts"
-import { makeModern } from "../../src/http/mcp/modern.ts"
+import { makeModern } from "./mcp-route.ts"
 import { META, MODERN_VERSIONS } from "../../src/http/mcp/protocol.ts"
 import { OpenStreams, OpenStreamsLive } from "../../src/http/open-streams.ts"
+import { makeStreamHub } from "../../src/http/stream-hub.ts"
+import { FakeSocket } from "../support/fake-socket.ts"
 import { ChangeFeed, ChangeFeedLive } from "../../src/projections/change-feed.ts"
 import { makeRegistry, RegistryLive, SubscriptionRegistry, type Notice, type Sink } from "../../src/projections/registry.ts"
 import { makeRows } from "../../src/projections/rows.ts"
@@ -138,15 +139,13 @@ describe("the registry's routing", () => {
 })
 
 describe("a listen stream's subscriptions", () => {
-  const echo: Dispatcher = { tools: [], handle: () => Effect.die("not used") }
-
   it.effect("are registered while the stream runs and released when it ends", () =>
     Effect.gen(function* () {
       const catalog = yield* Catalog
       const streams = yield* OpenStreams
       const registry = makeRegistry(catalog)
       const settings = yield* loadSettings({ dataDir: "/nonexistent" }).pipe(Effect.withConfigProvider(ConfigProvider.fromMap(new Map())))
-      const modern = makeModern({ catalog, dispatcher: echo, registry, streams, settings, rows: makeRows(new Map(), 0, { rows: 0, events: 0, tailEvents: 0, millis: 0 }) })
+      const modern = makeModern({ catalog, registry, streams, settings, rows: makeRows(new Map(), 0, { rows: 0, events: 0, tailEvents: 0, millis: 0 }) })
       const version = MODERN_VERSIONS[0]
       const params = {
         notifications: { resourceSubscriptions: ["wo://products/1", "wo://products?currency=EUR"], resourcesListChanged: true },
@@ -160,19 +159,22 @@ describe("a listen stream's subscriptions", () => {
         body: Buffer.alloc(0),
         remoteAddress: "127.0.0.1"
       })
-      if (response._tag !== "Stream") return expect.fail(`expected a stream, got ${response.status}`)
+      if (response._tag !== "Push") return expect.fail(`expected a push stream, got ${response.status}`)
       // Nothing is registered until the stream runs.
       expect(registry.stats()).toEqual({ uris: 0, subscriptions: 0, listWatchers: 0, liveQueries: 0 })
 
+      const socket = new FakeSocket()
+      const sink = makeStreamHub().open(socket, 16)
       const scope = yield* Scope.make()
-      const pull = yield* Scope.extend(Stream.toPull(response.events), scope)
-      const ack = Chunk.toArray(yield* pull).join("")
-      expect(ack).toContain("notifications/subscriptions/acknowledged")
+      yield* Scope.extend(response.start(sink), scope)
+      yield* Effect.promise(() => Promise.resolve()) // the hub flushes after the synchronous delivery
+      expect(socket.text()).toContain("notifications/subscriptions/acknowledged")
       expect(registry.stats()).toEqual({ uris: 2, subscriptions: 2, listWatchers: 1, liveQueries: 1 })
       expect(streams.list()).toMatchObject([{ kind: "listen", owner: "L1" }])
 
       registry.route([{ _tag: "Updated", uri: "wo://products/2", seq: 1 }, { _tag: "Updated", uri: "wo://products/1", seq: 2 }])
-      const frames = Chunk.toArray(yield* pull).join("")
+      yield* Effect.promise(() => Promise.resolve())
+      const frames = socket.chunks.slice(1).join("")
       expect(frames).toContain(`"uri":"wo://products/1"`)
       expect(frames).not.toContain("wo://products/2")
       expect(frames).toContain(`"${META.subscriptionId}":"L1"`)

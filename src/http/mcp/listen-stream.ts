@@ -1,17 +1,19 @@
 /**
  * A modern `subscriptions/listen` stream (M6), once its params are checked: the ack first, then only the
  * requested notice types, each tagged with the listen request's id; bounded; counted per client and in all.
+ * Live notices go straight to the push sink: the frame's prefix and suffix are shared by every listen stream
+ * (notice-frames.ts), only this stream's id bytes are its own.
  */
-import { Effect, Either, Option, Stream } from "effect"
+import { Effect, Either } from "effect"
 import type { Settings } from "../../config.ts"
 import type { RegistryShape } from "../../projections/registry.ts"
 import type { RowsShape } from "../../projections/rows.ts"
 import type { EdgeResponse } from "../edge-types.ts"
-import { makeNoticeBuffer } from "../notice-buffer.ts"
+import type { NoticeBuffer } from "../notice-buffer.ts"
 import type { OpenStreamsShape } from "../open-streams.ts"
 import { SSE_HEADERS, sseFrame } from "../sse.ts"
-import { ErrorCode, META } from "./protocol.ts"
-import { resultMessage, RpcError, type RpcId } from "./rpc.ts"
+import { modernParts, modernSplice, subscriptionIdBytes } from "./notice-frames.ts"
+import { ErrorCode, META, resultMessage, RpcError, type RpcId } from "./protocol.ts"
 
 export interface ListenRequest {
   readonly id: RpcId
@@ -46,48 +48,31 @@ export const makeListenStreams = ({ registry, rows, streams, settings, resultMet
     if ((listensByClient.get(client) ?? 0) >= settings.maxListensPerClient || listens >= settings.maxListenStreams) {
       return Either.left(new RpcError({
         code: ErrorCode.InvalidRequest,
-        message: `too many open listen streams (WO_MAX_LISTENS_PER_CLIENT=${settings.maxListensPerClient}, WO_MAX_LISTEN_STREAMS=${settings.maxListenStreams})`,
-        status: 429
+        message: `too many open listen streams (WO_MAX_LISTENS_PER_CLIENT=${settings.maxListensPerClient}, WO_MAX_LISTEN_STREAMS=${settings.maxListenStreams})`
       }))
     }
-    const tag = { [META.subscriptionId]: id }
-    const message = (method: string, params: object = {}) =>
-      sseFrame({ event: "message", data: JSON.stringify({ jsonrpc: "2.0", method, params: { ...params, _meta: tag } }) })
-    const events = Stream.unwrapScoped(
+    const start: Extract<EdgeResponse, { _tag: "Push" }>["start"] = (sink) =>
       Effect.gen(function* () {
-        const buffer = yield* makeNoticeBuffer(settings.streamBuffer)
+        const idBytes = subscriptionIdBytes(id as string | number)
+        const buffer: NoticeBuffer = {
+          deliver: (notice) => {
+            const [prefix, suffix] = modernParts(notice)
+            sink.enqueue(prefix, idBytes, suffix)
+          },
+          close: sink.close,
+          isClosed: sink.isClosed
+        }
+        // A graceful close (shutdown) ends with the listen request's result; overflow just closes.
+        sink.farewell((reason) =>
+          reason === "shutdown"
+            ? sseFrame({ event: "message", data: JSON.stringify(resultMessage(id, { resultType: "complete", _meta: { [META.subscriptionId]: id, ...resultMeta } })) })
+            : undefined)
         yield* Effect.acquireRelease(Effect.sync(() => countListen(client, 1)), () => Effect.sync(() => countListen(client, -1)))
-        yield* Effect.acquireRelease(
-          Effect.sync(() => {
-            for (const uri of uris) registry.add(uri, buffer)
-            if (listChanges) registry.watchLists(buffer)
-          }),
-          () =>
-            Effect.sync(() => {
-              for (const uri of uris) registry.remove(uri, buffer)
-              if (listChanges) registry.unwatchLists(buffer)
-            })
-        )
+        const [ackPrefix, ackSuffix] = modernSplice("notifications/subscriptions/acknowledged", { notifications: honoured })
+        sink.enqueue(ackPrefix, idBytes, ackSuffix)
+        yield* registry.subscribe(uris, buffer, listChanges)
         yield* streams.track({ kind: "listen", owner: String(id), since: rows.checkpoint(), subscriptions: () => uris, listChanges }, buffer)
-        const ack = Stream.make(message("notifications/subscriptions/acknowledged", { notifications: honoured }))
-        const live = buffer.items.pipe(
-          Stream.filterMap((item) => {
-            switch (item._tag) {
-              case "Updated":
-                return Option.some(message("notifications/resources/updated", { uri: item.uri }))
-              case "ListChanged":
-                return Option.some(message("notifications/resources/list_changed"))
-              case "End":
-                // A graceful close (shutdown) ends with the listen request's result; overflow just closes.
-                return item.reason === "shutdown"
-                  ? Option.some(sseFrame({ event: "message", data: JSON.stringify(resultMessage(id, { resultType: "complete", _meta: { ...tag, ...resultMeta } })) }))
-                  : Option.none()
-            }
-          })
-        )
-        return Stream.concat(ack, live)
       })
-    )
-    return Either.right<EdgeResponse>({ _tag: "Stream", status: 200, headers: SSE_HEADERS, events, heartbeatMs: settings.heartbeatMs })
+    return Either.right<EdgeResponse>({ _tag: "Push", status: 200, headers: SSE_HEADERS, start, heartbeatMs: settings.heartbeatMs })
   }
 }

@@ -1,19 +1,22 @@
 /**
  * A legacy session's GET stream (L5, L7): replay from the durable log after Last-Event-ID, then live; bounded;
- * one per session (a second GET replaces the first).
+ * one per session (a second GET replaces the first). Live notices go straight to the push sink as the frame
+ * every session shares (notice-frames.ts); the replay is read from the log in batches, one socket write each.
  */
-import { Effect, Option, Stream } from "effect"
+import { Chunk, Effect, Stream } from "effect"
 import type { Settings } from "../../config.ts"
 import type { CompiledApp } from "../../domain/compile.ts"
 import { viewUri } from "../../domain/uri.ts"
 import type { EventLogShape } from "../../log/event-log.ts"
+import type { Notice } from "../../projections/registry.ts"
 import { parsePosition, positionId, resumeNotices } from "../../projections/resumption.ts"
 import type { RowsShape } from "../../projections/rows.ts"
 import type { ViewsShape } from "../../projections/views.ts"
 import type { EdgeResponse } from "../edge-types.ts"
-import { makeNoticeBuffer } from "../notice-buffer.ts"
+import type { NoticeBuffer } from "../notice-buffer.ts"
 import type { OpenStreamsShape } from "../open-streams.ts"
-import { SSE_HEADERS, sseFrame } from "../sse.ts"
+import { SSE_HEADERS } from "../sse.ts"
+import { legacyFrame, legacyUpdatedFrame } from "./notice-frames.ts"
 import type { Session, SessionsShape } from "./sessions.ts"
 
 /**
@@ -23,7 +26,6 @@ import type { Session, SessionsShape } from "./sessions.ts"
 export const getStreamEventId = positionId
 export const parseGetStreamEventId = parsePosition
 
-export const SESSION_HEADER = "mcp-session-id"
 
 export interface SessionStreamDeps {
   readonly catalog: CompiledApp
@@ -35,45 +37,45 @@ export interface SessionStreamDeps {
   readonly settings: Settings
 }
 
-export const makeSessionStream = ({ catalog, sessions, log, rows, views, streams, settings }: SessionStreamDeps) => {
-  const updatedFrame = (uri: string, seq: number) =>
-    sseFrame({
-      id: getStreamEventId(seq, uri),
-      event: "message",
-      data: JSON.stringify({ jsonrpc: "2.0", method: "notifications/resources/updated", params: { uri } })
-    })
-
-  return (session: Session, lastEventId: string | undefined): EdgeResponse => {
+export const makeSessionStream = ({ catalog, sessions, log, rows, views, streams, settings }: SessionStreamDeps) =>
+  (session: Session, lastEventId: string | undefined): EdgeResponse => {
     const from = parseGetStreamEventId(lastEventId)
-    const events = Stream.unwrapScoped(
+    const start: Extract<EdgeResponse, { _tag: "Push" }>["start"] = (sink) =>
       Effect.gen(function* () {
-        const buffer = yield* makeNoticeBuffer(settings.streamBuffer)
+        // While the replay runs, live notices wait here (bounded like the sink), then follow it in order.
+        let held: Array<Notice & { readonly _tag: "Updated" }> | undefined = from === undefined ? undefined : []
+        const buffer: NoticeBuffer = {
+          deliver: (notice) => {
+            if (notice._tag !== "Updated") return
+            if (held === undefined) sink.enqueue(legacyFrame(notice))
+            else if (held.length > settings.streamBuffer) sink.close("overflow")
+            else if (!sink.isClosed()) held.push(notice)
+          },
+          close: (reason) => sink.close(reason),
+          isClosed: sink.isClosed
+        }
         // Live delivery starts before the replay reads the log, so nothing falls between the two.
         yield* Effect.acquireRelease(Effect.sync(() => sessions.attach(session, buffer)), () => Effect.sync(() => sessions.detach(session, buffer)))
         yield* streams.track({ kind: "session", owner: session.id, since: rows.checkpoint(), subscriptions: () => [...session.subscriptions.keys()], listChanges: false }, buffer)
-        // The head and the views' last changes, read in one step: live notices after it come from the buffer.
+        if (from === undefined) return
+        // The head and the views' last changes, read in one step: live notices after it come from `held`.
         const head = rows.checkpoint()
         const viewSeqs = new Map(views.all().map((v) => [viewUri(v.name), v.seq]))
         // A store error during the replay ends the stream visibly, never skipping to live: the client then
         // resumes from the last id it got, so no notification is lost in between.
-        let replayFailed = false
-        const replay = from === undefined
-          ? Stream.empty
-          : resumeNotices(log, catalog, new Map(session.subscriptions), from, head, viewSeqs).pipe(
-            Stream.map(({ uri, seq }) => updatedFrame(uri, seq)),
-            Stream.catchAll((e) => {
-              replayFailed = true
-              return Stream.drain(Stream.fromEffect(Effect.logWarning(
-                `session ${session.id.slice(0, 8)}…: cannot replay its GET stream from the log (${e.reason}); closing the stream so that the client resumes`
-              )))
-            })
-          )
-        const live = buffer.items.pipe(
-          Stream.filterMap((item) => (item._tag === "Updated" && item.seq > head ? Option.some(updatedFrame(item.uri, item.seq)) : Option.none()))
+        const replayed = yield* resumeNotices(log, catalog, new Map(session.subscriptions), from, head, viewSeqs).pipe(
+          Stream.mapChunks((notices) => Chunk.of(Buffer.concat(Chunk.toReadonlyArray(notices).map(({ uri, seq }) => legacyUpdatedFrame(uri, seq))))),
+          Stream.runForEach((frames) => (frames.length === 0 ? Effect.void : Effect.asVoid(sink.send(frames)))),
+          Effect.as(true),
+          Effect.catchAll((e) =>
+            Effect.as(Effect.logWarning(
+              `session ${session.id.slice(0, 8)}…: cannot replay its GET stream from the log (${e.reason}); closing the stream so that the client resumes`
+            ), false))
         )
-        return Stream.concat(replay, Stream.suspend(() => (replayFailed ? Stream.empty : live)))
+        if (!replayed) return sink.close("store")
+        const waiting = held ?? []
+        held = undefined
+        for (const notice of waiting) if (notice.seq > head) sink.enqueue(legacyFrame(notice))
       })
-    )
-    return { _tag: "Stream", status: 200, headers: { ...SSE_HEADERS, [SESSION_HEADER]: session.id }, events, heartbeatMs: settings.heartbeatMs }
+    return { _tag: "Push", status: 200, headers: SSE_HEADERS, start, heartbeatMs: settings.heartbeatMs }
   }
-}

@@ -1,0 +1,148 @@
+// Readers cannot starve the server (issue 13), on one `wo run examples/pricing`:
+//  - writes with unread streams: durable set_price p99 at `concurrency` in flight, without any stream, then with
+//    `streams` listen streams that never read past their ack, each subscribed to `subscriptions` rows that the
+//    writes touch; the ratio of the two p99s;
+//  - reads while readers catch up: plain `GET /api/products/1` p99, one at a time, idle, then while `readers`
+//    readers of `/api/_events?from=0` catch up on the log (the set_price phases above wrote it); the ratio.
+import { Pool } from 'undici';
+import * as http from 'node:http';
+import { LatencyHistogram } from '../lib/histogram.ts';
+import { openListen, type Subscriber } from '../lib/subscribers.ts';
+import { freshDataDir, isRow, restGet, restSetPrice, seedProducts, startWo } from '../lib/wo.ts';
+import type { BenchContext } from './context.ts';
+
+export interface ReadersOptions {
+  streams: number;
+  subscriptions: number;
+  /** set_price calls per phase */
+  writes: number;
+  concurrency: number;
+  readers: number;
+  /** GETs measured idle, and at most this many while the readers catch up */
+  gets: number;
+}
+
+export interface ReadersResult {
+  streams: number;
+  subscriptions: number;
+  setPriceP99MsWithout: number;
+  setPriceP99MsWith: number;
+  setPricesPerSecWithout: number;
+  setPricesPerSecWith: number;
+  events: number;
+  readers: number;
+  getP99MsIdle: number;
+  getP99MsWhileCatchingUp: number;
+  /** GETs answered while the readers were still catching up */
+  getsWhileCatchingUp: number;
+  /** every reader got the whole log */
+  caughtUp: boolean;
+}
+
+export const READERS_ENV = { WO_MAX_LISTENS_PER_CLIENT: '5000', WO_MAX_LISTEN_STREAMS: '10000', WO_MAX_EVENT_TAILS_PER_CLIENT: '64' };
+
+export async function runReaders(ctx: BenchContext, opts: ReadersOptions): Promise<ReadersResult> {
+  const dir = freshDataDir(ctx.dataRoot, 'readers');
+  ctx.track(dir);
+  const server = await startWo({ dir, env: READERS_ENV });
+  const pool = new Pool(server.url, { connections: opts.concurrency, pipelining: 1, keepAliveTimeout: 60_000 });
+  const subs: Subscriber[] = [];
+  const products = Math.max(opts.subscriptions, 1);
+  try {
+    await seedProducts(server.url, products);
+    let price = 1;
+    const writes = async () => {
+      const h = new LatencyHistogram();
+      let next = 0;
+      const t0 = performance.now();
+      await Promise.all(Array.from({ length: opts.concurrency }, async () => {
+        while (next < opts.writes) {
+          const i = next++;
+          const req = restSetPrice(1 + (i % products), 1 + (price++ % 1000));
+          const s = performance.now();
+          const res = await pool.request({ method: req.method, path: req.path, headers: req.headers, body: req.body });
+          const body = await res.body.text();
+          if (!isRow(res.statusCode, body, 200)) throw new Error(`set_price: HTTP ${res.statusCode} ${body.slice(0, 200)}`);
+          h.record((performance.now() - s) * 1000);
+        }
+      }));
+      return { p99: h.percentile(99) / 1000, perSec: opts.writes / ((performance.now() - t0) / 1000) };
+    };
+    ctx.phase(`readers: set_price without streams (${opts.writes} at ${opts.concurrency} in flight)`);
+    await writes(); // warm
+    const without = await writes();
+    ctx.phase(`readers: opening ${opts.streams} unread listen streams x ${opts.subscriptions} subscriptions`);
+    const uris = Array.from({ length: opts.subscriptions }, (_, i) => `wo://products/${i + 1}`);
+    for (let i = 0; i < opts.streams; i += 50) {
+      subs.push(...(await Promise.all(Array.from({ length: Math.min(50, opts.streams - i) }, (_, j) => openListen(server.url, 2_000_000 + i + j, uris, { paused: true })))));
+    }
+    ctx.phase('readers: set_price with the unread streams open');
+    const withStreams = await writes();
+    for (const s of subs.splice(0)) s.close();
+    await new Promise((r) => setTimeout(r, 500));
+
+    const get = async () => {
+      const req = restGet(1);
+      const s = performance.now();
+      const res = await pool.request({ method: req.method, path: req.path });
+      await res.body.dump();
+      if (res.statusCode !== 200) throw new Error(`GET: HTTP ${res.statusCode}`);
+      return (performance.now() - s) * 1000;
+    };
+    ctx.phase(`readers: GET idle (${opts.gets})`);
+    for (let i = 0; i < 100; i++) await get();
+    const idle = new LatencyHistogram();
+    for (let i = 0; i < opts.gets; i++) idle.record(await get());
+
+    const events = opts.writes * 3 + products;
+    ctx.phase(`readers: GET while ${opts.readers} readers catch up on /api/_events?from=0 (${events} events)`);
+    const { hostname, port } = new URL(server.url);
+    let done = 0;
+    const readers = Array.from({ length: opts.readers }, () =>
+      new Promise<void>((resolve, reject) => {
+        let tail = '';
+        const req = http.get({ host: hostname, port: Number(port), path: '/api/_events?from=0', agent: false }, (res) => {
+          if (res.statusCode !== 200) return reject(new Error(`/api/_events: HTTP ${res.statusCode}`));
+          res.setEncoding('latin1');
+          const last = `id: ${events}\n`;
+          res.on('data', (chunk: string) => {
+            // The last event's id line says the reader caught up (kept across chunk boundaries by `tail`).
+            const text = tail + chunk;
+            tail = text.slice(-last.length);
+            if (text.includes(last)) {
+              done++;
+              req.destroy();
+              resolve();
+            }
+          });
+          res.on('error', () => undefined);
+        });
+        req.on('error', () => undefined);
+      }));
+    const busy = new LatencyHistogram();
+    let busyGets = 0;
+    while (done < opts.readers && busyGets < opts.gets) {
+      busy.record(await get());
+      busyGets++;
+    }
+    const caughtUp = await Promise.race([Promise.all(readers).then(() => true), new Promise<boolean>((r) => setTimeout(() => r(false), 60_000))]);
+    return {
+      streams: opts.streams,
+      subscriptions: opts.subscriptions,
+      setPriceP99MsWithout: without.p99,
+      setPriceP99MsWith: withStreams.p99,
+      setPricesPerSecWithout: without.perSec,
+      setPricesPerSecWith: withStreams.perSec,
+      events,
+      readers: opts.readers,
+      getP99MsIdle: idle.percentile(99) / 1000,
+      getP99MsWhileCatchingUp: busyGets ? busy.percentile(99) / 1000 : Number.NaN,
+      getsWhileCatchingUp: busyGets,
+      caughtUp,
+    };
+  } finally {
+    for (const s of subs) s.close();
+    await pool.close();
+    await server.stop();
+  }
+}

@@ -1,0 +1,156 @@
+/**
+ * `GET /api/_events?from=<seq>`: the event log as Server-Sent Events, for the console's tail and for anyone
+ * building a projection outside the server. Each event is `id: <seq>` and `data: <StoredEvent JSON>`.
+ *
+ *  - It replays the durable log from `from`, then follows commits live, with no gap and no duplicate between
+ *    the two. `from` defaults to 1: a reader that forgot it gets the whole history rather than silently
+ *    missing it. `Last-Event-ID: <seq>` (what a reconnecting EventSource sends) resumes after that event and
+ *    wins over `from`.
+ *  - It is bounded: a reader more than `capacity` live events behind is closed (with a comment saying why) and
+ *    resumes from the log with Last-Event-ID. Its backlog counts in the global stream memory budget.
+ *  - Readers cannot starve the server: at most `maxPerClient` per source address and `maxTotal` in all (429
+ *    past either); catch-up reads the log in batches of `BATCH` events, one socket write each, and every read
+ *    and every batch passes a turnstile shared by all readers (turnstile.ts: `STEPS_PER_TURN` steps per
+ *    event-loop turn), so requests that arrive meanwhile are served between two steps.
+ */
+import { Chunk, Effect, Either, Option, Stream } from "effect"
+import type { EventLogShape } from "../log/event-log.ts"
+import type { StoreUnavailable } from "../domain/errors.ts"
+import type { StoredEvent } from "../domain/events.ts"
+import type { ChangeFeedShape } from "../projections/change-feed.ts"
+import type { RowsShape } from "../projections/rows.ts"
+import { errorJson, type EdgeRequest, type EdgeResponse } from "./edge-types.ts"
+import type { CloseReason, PushSink } from "./push-sink.ts"
+import { SSE_HEADERS } from "./sse.ts"
+import { makeTurnstile } from "./turnstile.ts"
+
+export interface EventTailDeps {
+  readonly log: EventLogShape
+  readonly feed: ChangeFeedShape
+  readonly rows: RowsShape
+  /** Live events buffered per reader before it is closed (WO_STREAM_BUFFER). */
+  readonly capacity: number
+  readonly heartbeatMs: number
+  /** Completes when the server shuts down: every tail then ends, so shutdown need not wait for readers. */
+  readonly stopped: Effect.Effect<void>
+  /** Most open tails per client address (WO_MAX_EVENT_TAILS_PER_CLIENT) and in all (WO_MAX_EVENT_TAILS). */
+  readonly maxPerClient: number
+  readonly maxTotal: number
+}
+
+/** Events per catch-up write. */
+export const BATCH = 128
+/** Catch-up steps (a log read, or a batch framed and written) per event-loop turn, all readers together. */
+export const STEPS_PER_TURN = 1
+
+const SEQ = /^\d{1,15}$/
+
+/** The first sequence to send: after Last-Event-ID when present, else `from`, else 1. Left: the 400 message. */
+export const startOf = (request: EdgeRequest): Either.Either<number, string> => {
+  const lastEventId = request.headers["last-event-id"]
+  if (typeof lastEventId === "string") {
+    return SEQ.test(lastEventId.trim()) ? Either.right(Number(lastEventId.trim()) + 1) : Either.left(`Last-Event-ID must be an event's seq, got ${lastEventId}`)
+  }
+  const from = request.query.get("from")
+  if (from === null || from === "") return Either.right(1)
+  return SEQ.test(from) ? Either.right(Math.max(1, Number(from))) : Either.left(`from must be a log sequence (an integer >= 1), got ${from}`)
+}
+
+const eventText = (event: StoredEvent) => `id: ${event.seq}\ndata: ${JSON.stringify(event)}\n\n`
+
+/** A live event's frame, built once for every tail it reaches. */
+const liveFrames = new WeakMap<StoredEvent, Buffer>()
+const liveFrame = (event: StoredEvent) => {
+  let frame = liveFrames.get(event)
+  if (frame === undefined) liveFrames.set(event, (frame = Buffer.from(eventText(event))))
+  return frame
+}
+
+const closedText = (reason: string) => `: closed (${reason}); reconnect with Last-Event-ID to resume from the log\n\n`
+
+export const makeEventTail = ({ log, feed, rows, capacity, heartbeatMs, stopped, maxPerClient, maxTotal }: EventTailDeps) => {
+  const turnstile = makeTurnstile(STEPS_PER_TURN)
+  const byClient = new Map<string, number>()
+  let open = 0
+  const count = (client: string, delta: number) => {
+    open += delta
+    const n = (byClient.get(client) ?? 0) + delta
+    if (n === 0) byClient.delete(client)
+    else byClient.set(client, n)
+  }
+
+  /** Events `from..to` from the durable log, a batch per write; false when the stream closed meanwhile. */
+  const replay = (sink: PushSink, from: number, to: number): Effect.Effect<boolean, StoreUnavailable> =>
+    from > to ? Effect.succeed(true) : Effect.scoped(Effect.gen(function* () {
+      const pull = yield* Stream.toPull(log.readFrom(from).pipe(Stream.takeWhile((e) => e.seq <= to)))
+      for (;;) {
+        yield* turnstile.pass
+        const next = yield* Effect.either(pull)
+        if (Either.isLeft(next)) {
+          if (Option.isNone(next.left)) return true
+          return yield* Effect.fail(next.left.value)
+        }
+        const events = Chunk.toReadonlyArray(next.right)
+        for (let i = 0; i < events.length; i += BATCH) {
+          yield* turnstile.pass
+          const frames = Buffer.from(events.slice(i, i + BATCH).map(eventText).join(""))
+          if (!(yield* sink.send(frames))) return false
+        }
+      }
+    }))
+
+  /**
+   * Far behind the head, replay a stretch from the log before listening, and again until close: the live buffer
+   * then only has to hold what commits during the last, short replay. Then listen first (holding live events),
+   * read the head, replay up to it, and hand over the held events after it. Commits are applied and published
+   * in one synchronous step, so every event after `head` is held and every event up to it is in the log.
+   */
+  const follow = (sink: PushSink, start: number) =>
+    Effect.gen(function* () {
+      let from = start
+      for (let head = rows.checkpoint(); head - from + 1 > capacity; head = rows.checkpoint()) {
+        if (!(yield* replay(sink, from, head))) return
+        from = head + 1
+      }
+      let held: Array<StoredEvent> | undefined = []
+      yield* feed.listen((changes) => {
+        for (const { event } of changes) {
+          if (held === undefined) sink.enqueue(liveFrame(event))
+          else if (held.length > capacity) sink.close("overflow")
+          else held.push(event)
+        }
+      })
+      const head = rows.checkpoint()
+      if (!(yield* replay(sink, from, head))) return
+      const waiting = held
+      held = undefined
+      for (const event of waiting) if (event.seq > head && event.seq >= from) sink.enqueue(liveFrame(event))
+    })
+
+  return (request: EdgeRequest): EdgeResponse =>
+    Either.match(startOf(request), {
+      onLeft: (message) => errorJson(400, "ValidationFailed", message, { issues: [{ path: ["from"], message }] }),
+      onRight: (from) => {
+        const client = request.remoteAddress
+        if ((byClient.get(client) ?? 0) >= maxPerClient || open >= maxTotal) {
+          return errorJson(429, "TooManyReaders", `too many open event-log readers (WO_MAX_EVENT_TAILS_PER_CLIENT=${maxPerClient}, WO_MAX_EVENT_TAILS=${maxTotal})`, {}, { "retry-after": "1" })
+        }
+        // Counted from now, so that concurrent requests cannot all pass the check before any stream starts.
+        count(client, 1)
+        return {
+          _tag: "Push",
+          status: 200,
+          headers: SSE_HEADERS,
+          heartbeatMs,
+          start: (sink) =>
+            Effect.gen(function* () {
+              yield* Effect.addFinalizer(() => Effect.sync(() => count(client, -1)))
+              sink.farewell((reason: CloseReason) => reason === "overflow" ? closedText("overflow") : reason === "store" ? closedText("store unavailable") : undefined)
+              yield* Effect.forkScoped(Effect.zipRight(stopped, Effect.sync(() => sink.close("shutdown"))))
+              // A store failure ends the stream rather than skipping events: the reader resumes where it stopped.
+              yield* follow(sink, from).pipe(Effect.catchAll(() => Effect.sync(() => sink.close("store"))))
+            })
+        }
+      }
+    })
+}
