@@ -5,6 +5,7 @@ import type { BarRow, BarSection, ChartSpec, Panel, RatioRow } from './lib/svg-c
 import { renderChart } from './lib/svg-chart.ts';
 import type { LevelResult, ScenarioResult } from './scenarios/load-matrix.ts';
 import type { NotifyResult } from './scenarios/notify.ts';
+import type { ReadersResult } from './scenarios/readers.ts';
 import type { ReplayResult } from './scenarios/replay.ts';
 import type { SessionsResult } from './scenarios/sessions.ts';
 import { cqrsRatios, type CqrsResult } from './scenarios/cqrs.ts';
@@ -43,6 +44,11 @@ export interface RunReport {
   notify: NotifyResult | null;
   /** the same scenario against the plain node:http fan-out peer: the floor on this machine */
   notifyFloor: NotifyResult | null;
+  /** the same scenario with legacy sessions' GET streams, ours and the floor's (issue 13) */
+  notifyLegacy?: NotifyResult | null;
+  notifyFloorLegacy?: NotifyResult | null;
+  /** issue 13: writes with unread streams open, GETs while event-log readers catch up */
+  readers?: ReadersResult | null;
   stall: StallPhase[] | null;
   replay: ReplayResult | null;
   sessions: SessionsResult | null;
@@ -68,7 +74,34 @@ export const BUDGET = {
   edgeCpu: 2,
   restartMs: 2000,
   verifyEventsPerSec: 200_000,
+  /** issue 13: ours / the fan-out floor at 1,000 streams (p99, CPU per notification, RSS per stream) */
+  streamsOverFloor: 1.5,
+  /** issue 13: server RSS after every stream closed / before they opened */
+  rssAfterClose: 1.1,
+  /** issue 13: set_price p99 with unread streams / without; GET p99 while readers catch up / idle */
+  readersP99: 2,
 } as const;
+
+/** The notification figures of one run at `n` streams, ours over the floor's (NaN when either is missing). */
+export function streamRatios(ours: NotifyResult | null | undefined, floor: NotifyResult | null | undefined, n = 1000) {
+  const lat = (r: NotifyResult | null | undefined) => r?.latency.find((l) => l.subscribers === n)?.p99Ms ?? Number.NaN;
+  const cpu = (r: NotifyResult | null | undefined) => r?.fanout.find((o) => o.subscribers === n)?.srvCpuUsPerNotification ?? Number.NaN;
+  const rss = (r: NotifyResult | null | undefined) => {
+    const base = r?.rss.find((x) => x.subscribers === 0);
+    const top = r?.rss.find((x) => x.subscribers === n);
+    return base && top ? ((top.rssMb - base.rssMb) * 1024) / n : Number.NaN;
+  };
+  return {
+    p99: lat(ours) / lat(floor),
+    cpu: cpu(ours) / cpu(floor),
+    rssPerStream: rss(ours) / rss(floor),
+    afterClose: ours?.rssAfterClose ? ours.rssAfterClose.afterMb / ours.rssAfterClose.beforeMb : Number.NaN,
+    detail: (what: 'p99' | 'cpu' | 'rss') => {
+      const [o, f, unit] = what === 'p99' ? [lat(ours), lat(floor), 'ms'] : what === 'cpu' ? [cpu(ours), cpu(floor), 'µs/notification'] : [rss(ours), rss(floor), 'KiB/stream'];
+      return Number.isFinite(o) && Number.isFinite(f) ? `${n.toLocaleString('en-US')} streams: ours ${o.toFixed(what === 'cpu' ? 1 : 2)} ${unit}, floor ${f.toFixed(what === 'cpu' ? 1 : 2)} ${unit}` : 'not measured in this run';
+    },
+  };
+}
 /** The load at which each budget is judged; smoke runs use the one level they measure. */
 export const BUDGET_LEVEL = { sdk: 64, creates: 32, get: 16, edge: 16 } as const;
 
@@ -116,7 +149,7 @@ export function computeRatios(r: Pick<RunReport, 'load' | 'fsync' | 'notify'> & 
   return out;
 }
 
-export function evaluateBudgets(r: Pick<RunReport, 'load' | 'fsync' | 'notify' | 'notifyFloor' | 'replay'>, ratios: Record<string, number>): Budget[] {
+export function evaluateBudgets(r: Pick<RunReport, 'load' | 'fsync' | 'notify' | 'notifyFloor' | 'replay'> & Partial<Pick<RunReport, 'notifyLegacy' | 'notifyFloorLegacy' | 'readers'>>, ratios: Record<string, number>): Budget[] {
   const L = (id: string, c: number) => levelAt(r.load, id, c);
   const at = (id: string, c: number) => L(id, c)?.concurrency ?? c;
   const c = BUDGET_LEVEL.sdk;
@@ -144,7 +177,29 @@ export function evaluateBudgets(r: Pick<RunReport, 'load' | 'fsync' | 'notify' |
   const plain = L('plain.echo', BUDGET_LEVEL.edge);
   const n1000 = r.notify?.latency.find((l) => l.subscribers === 1000);
   const floor1000 = r.notifyFloor?.latency.find((l) => l.subscribers === 1000);
+  const modern = streamRatios(r.notify, r.notifyFloor);
+  const legacy = streamRatios(r.notifyLegacy, r.notifyFloorLegacy);
+  const rd = r.readers;
+  const streams = (id: string, name: string, value: number, detail: string) => b(id, name, '<=', BUDGET.streamsOverFloor, value, 'x', detail);
+  const closeDetail = (run: NotifyResult | null | undefined) =>
+    run?.rssAfterClose ? `${run.rssAfterClose.beforeMb.toFixed(0)} MB before the streams opened, ${run.rssAfterClose.afterMb.toFixed(0)} MB ${(run.rssAfterClose.settleMs / 1000).toFixed(0)} s after they all closed` : 'not measured in this run';
+  const issue13 = [
+    streams('notifyP99OverFloorModern', 'commit-to-notification p99 / floor, 1,000 listen streams', modern.p99, modern.detail('p99')),
+    streams('notifyP99OverFloorLegacy', 'commit-to-notification p99 / floor, 1,000 legacy GET streams', legacy.p99, legacy.detail('p99')),
+    streams('notifyCpuOverFloorModern', 'server CPU per notification / floor, 1,000 listen streams', modern.cpu, modern.detail('cpu')),
+    streams('notifyCpuOverFloorLegacy', 'server CPU per notification / floor, 1,000 legacy GET streams', legacy.cpu, legacy.detail('cpu')),
+    streams('streamRssOverFloorModern', 'RSS per open stream / floor, listen streams', modern.rssPerStream, modern.detail('rss')),
+    streams('streamRssOverFloorLegacy', 'RSS per open stream / floor, legacy GET streams', legacy.rssPerStream, legacy.detail('rss')),
+    b('rssAfterClose', 'server RSS after 1,000 listen streams closed / before they opened', '<=', BUDGET.rssAfterClose, modern.afterClose, 'x', closeDetail(r.notify)),
+    b('writesWithUnreadStreams', 'set_price p99 with unread listen streams open / without', '<=', BUDGET.readersP99,
+      rd ? rd.setPriceP99MsWith / rd.setPriceP99MsWithout : Number.NaN, 'x',
+      rd ? `${rd.streams.toLocaleString('en-US')} unread streams x ${rd.subscriptions} subscriptions: p99 ${rd.setPriceP99MsWith.toFixed(2)} ms (${rd.setPricesPerSecWith.toFixed(0)}/s) against ${rd.setPriceP99MsWithout.toFixed(2)} ms (${rd.setPricesPerSecWithout.toFixed(0)}/s)` : 'not measured in this run'),
+    b('getWhileCatchingUp', 'GET p99 while readers catch up on /api/_events / idle', '<=', BUDGET.readersP99,
+      rd ? rd.getP99MsWhileCatchingUp / rd.getP99MsIdle : Number.NaN, 'x',
+      rd ? `${rd.readers} readers over ${rd.events.toLocaleString('en-US')} events: p99 ${rd.getP99MsWhileCatchingUp.toFixed(2)} ms over ${rd.getsWhileCatchingUp} GETs against ${rd.getP99MsIdle.toFixed(2)} ms idle; ${rd.caughtUp ? 'every reader caught up' : 'NOT every reader caught up'}` : 'not measured in this run'),
+  ];
   return [
+    ...issue13,
     b('sdkCpuModern', 'MCP set_price server CPU/call: SDK v2 / ours, modern', '>=', BUDGET.sdkCpu, ratios.sdkV2CpuOverOursModern, 'x',
       sdkDetail('modern (2026-07-28)', 'wo.mcp.set_price.modern.on', 'sdk-v2.set_price.modern')),
     b('sdkRateModern', 'MCP set_price calls/s: ours / SDK v2, modern', '>=', BUDGET.sdkRate, ratios.oursRateOverSdkV2Modern, 'x',
@@ -250,12 +305,13 @@ export function renderMarkdown(r: RunReport): string {
   out.push('');
 
   if (r.notify) {
-    const runs = [r.notify, ...(r.notifyFloor ? [r.notifyFloor] : [])];
+    const runs = [r.notify, r.notifyFloor, r.notifyLegacy, r.notifyFloorLegacy].filter((x): x is NotifyResult => !!x)
+      .map((run) => ({ ...run, server: `${run.server}${run.era === 'legacy' ? ', legacy GET streams' : ', listen streams'}` }));
     out.push('## Commit to notification (`wo://products/1`, modern `subscriptions/listen` streams over raw HTTP)', '');
     out.push('Latency from just before the durable `POST /api/products/1/set_price` is sent to each subscriber receiving ' +
       '`notifications/resources/updated` (so it includes the request, the fsync and the fan-out), one commit at a time; ' +
       'percentiles over all subscribers and commits. "from response" is relative to the set_price response (negative: the notification came first). ' +
-      'The floor is `bench/peers/sse-fanout.ts`: plain node:http writing one frame to every open stream (no durability), measured by the same client.', '');
+      'The floor is `bench/peers/sse-fanout.ts`: plain node:http that appends and fsyncs, then writes one frame per open stream (with its subscriptionId), measured by the same client.', '');
     out.push(...mdTable(['server', 'subscribers', 'commits', 'samples', 'p50 ms', 'p99 ms', 'max ms', 'from response p50 / p99 ms', 'spread first-last p50 / p99 ms', 'set_price p50 ms', 'missed', 'srv RSS MB'],
       runs.flatMap((run) => run.latency.map((l) => [run.server, l.subscribers, l.repeats, l.samples, f(l.p50Ms), f(l.p99Ms), f(l.maxMs), `${f(l.fromResponseP50Ms)} / ${f(l.fromResponseP99Ms)}`,
         `${f(l.spreadP50Ms)} / ${f(l.spreadP99Ms)}`, f(l.setPriceP50Ms), l.missed, f(run.rss.find((x) => x.subscribers === l.subscribers)?.rssMb, 0)])),

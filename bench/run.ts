@@ -3,7 +3,7 @@
 //   npm run bench                        full run, a few minutes on 2 cores
 //   npm run bench -- --quick             under a minute (shorter windows, 100k-event replay)
 //   npm run bench -- --smoke --out DIR   seconds: one level, a subset, tiny sizes (what npm run bench:smoke checks)
-// Options: --out DIR (default bench/results for a full run, .data/bench-<mode> otherwise), --only load,notify,stall,replay,sessions,cqrs (default: all).
+// Options: --out DIR (default bench/results for a full run, .data/bench-<mode> otherwise), --only load,notify,readers,stall,replay,sessions,cqrs,scaleout (default: all; smoke runs leave scaleout out).
 // Env: BENCH_DATA_DIR (data dirs and the fsync probe; default <repo>/.data/bench-run).
 // Scenarios: bench/scenarios/*.ts; the kit they share: bench/lib/*.ts; the report: bench/report.ts.
 // Every server is spawned here on 127.0.0.1 (port 0) and stopped before the run ends.
@@ -23,6 +23,8 @@ import { runReplay } from './scenarios/replay.ts';
 import { runCqrs, type CqrsOptions } from './scenarios/cqrs.ts';
 import { runSessions, SESSIONS_ENV, type SessionsOptions } from './scenarios/sessions.ts';
 import { runStall, type StallOptions } from './scenarios/stall.ts';
+import { runReaders, type ReadersOptions } from './scenarios/readers.ts';
+import { renderScaleOut, runScaleOut, type ScaleOutOptions, type ScaleOutResult } from './scenarios/scale-out.ts';
 
 // ---------------------------------------------------------------------------------------------------
 // Arguments and modes
@@ -37,9 +39,10 @@ const option = (name: string): string | undefined => {
 const mode: Mode = flag('smoke') ? 'smoke' : flag('quick') ? 'quick' : 'full';
 // Only a full run replaces the committed results; shorter runs go under .data (not committed).
 const outDir = resolve(option('out') ?? (mode === 'full' ? join(repoRoot, 'bench', 'results') : join(repoRoot, '.data', `bench-${mode}`)));
-const PARTS = ['load', 'notify', 'stall', 'replay', 'sessions', 'cqrs'] as const;
+const PARTS = ['load', 'notify', 'readers', 'stall', 'replay', 'sessions', 'cqrs', 'scaleout'] as const;
 type Part = (typeof PARTS)[number];
-const only = option('only')?.split(',').map((s) => s.trim()) ?? [...PARTS];
+// scaleout starts a PostgreSQL cluster: not in smoke runs unless asked for.
+const only = option('only')?.split(',').map((s) => s.trim()) ?? PARTS.filter((p) => p !== 'scaleout' || mode !== 'smoke');
 for (const p of only) if (!(PARTS as readonly string[]).includes(p)) throw new Error(`--only: unknown part ${p}; pick from ${PARTS.join(', ')}`);
 const wanted = (p: Part) => only.includes(p);
 
@@ -48,9 +51,13 @@ interface Settings {
   fsyncMs: number;
   notify: NotifyOptions;
   stall: StallOptions;
+  /** issue 13: writes with unread streams, GETs while event-log readers catch up */
+  readers: ReadersOptions;
   replayEvents: number;
   sessions: SessionsOptions;
   cqrs: CqrsOptions;
+  /** issue 14: 3 nodes on PostgreSQL against one embedded node */
+  scaleOut: ScaleOutOptions;
   /** Scenarios that run on the load matrix's group-commit-on server instead of a fresh one of their own
    *  (saves server starts; full runs give every scenario a fresh server). */
   shareServer: { notify: boolean; stall: boolean; sessions: boolean };
@@ -62,33 +69,39 @@ const SETTINGS: Record<Mode, Settings> = {
   full: {
     matrix: { windowMs: 1200, rounds: 2, warmMaxMs: 4000, peerWarmMaxMs: 10_000, warmChunkMs: 500, warmMinCalls: 5000, preMs: 200 },
     fsyncMs: 1500,
-    notify: { subscriberCounts: [1, 100, 1000], repeats: 50, latencyBudgetMs: 10_000, fanoutMs: 2000, window: 4 },
+    notify: { subscriberCounts: [1, 100, 1000], repeats: 50, latencyBudgetMs: 10_000, fanoutMs: 2000, window: 4, afterCloseMs: 30_000 },
     stall: { durationMs: 8000, concurrency: 16, untilOverflow: { capMs: 45_000, streamBuffer: 1024 } },
+    readers: { streams: 1000, subscriptions: 50, writes: 2000, concurrency: 16, readers: 50, gets: 300 },
     replayEvents: 1_000_000,
     sessions: { count: 10_000, warm: 1000, settleMs: 1000 },
     cqrs: { rows: 100_000, names: 100, liveQueries: 1000, windowMs: 1500, rounds: 3, warmMaxMs: 4000, warmChunkMs: 500, warmMinCalls: 3000, listConcurrency: 8, writeConcurrency: 16 },
+    scaleOut: { inFlight: [32, 256], windowMs: 8000, products: 1000, notifyCommits: 200 },
     shareServer: { notify: false, stall: false, sessions: false },
     notifyFloor: true,
   },
   quick: {
     matrix: { windowMs: 250, rounds: 1, warmMaxMs: 400, peerWarmMaxMs: 1500, warmChunkMs: 200, warmMinCalls: 1000, preMs: 40 },
     fsyncMs: 500,
-    notify: { subscriberCounts: [1, 1000], repeats: 20, latencyBudgetMs: 2500, fanoutMs: 0, window: 2 },
+    notify: { subscriberCounts: [100, 1000], repeats: 20, latencyBudgetMs: 2500, fanoutMs: 1500, window: 2, afterCloseMs: 5000 },
     stall: { durationMs: 800, concurrency: 16 },
+    readers: { streams: 1000, subscriptions: 50, writes: 1000, concurrency: 16, readers: 50, gets: 150 },
     replayEvents: 100_000,
     sessions: { count: 10_000, warm: 300, settleMs: 300 },
     cqrs: { rows: 100_000, names: 100, liveQueries: 1000, windowMs: 500, rounds: 2, warmMaxMs: 1500, warmChunkMs: 250, warmMinCalls: 1000, listConcurrency: 8, writeConcurrency: 16 },
-    shareServer: { notify: true, stall: true, sessions: false },
-    notifyFloor: false,
+    scaleOut: { inFlight: [32, 256], windowMs: 3000, products: 1000, notifyCommits: 100 },
+    shareServer: { notify: false, stall: true, sessions: false },
+    notifyFloor: true,
   },
   smoke: {
     matrix: { windowMs: 300, rounds: 1, warmMaxMs: 300, peerWarmMaxMs: 300, warmChunkMs: 150, warmMinCalls: 100, preMs: 50 },
     fsyncMs: 200,
     notify: { subscriberCounts: [1, 10], repeats: 5, latencyBudgetMs: 1000, fanoutMs: 200, window: 2 },
     stall: { durationMs: 400, concurrency: 4 },
+    readers: { streams: 20, subscriptions: 5, writes: 100, concurrency: 4, readers: 5, gets: 20 },
     replayEvents: 10_000,
     sessions: { count: 200, warm: 10, settleMs: 100 },
     cqrs: { rows: 5000, names: 100, liveQueries: 1000, windowMs: 200, rounds: 1, warmMaxMs: 300, warmChunkMs: 150, warmMinCalls: 100, listConcurrency: 4, writeConcurrency: 4 },
+    scaleOut: { inFlight: [8], windowMs: 300, products: 20, notifyCommits: 5 },
     shareServer: { notify: true, stall: true, sessions: true },
     notifyFloor: true,
   },
@@ -181,7 +194,10 @@ const report: RunReport = {
   load: [],
   notify: null,
   notifyFloor: null,
+  notifyLegacy: null,
+  notifyFloorLegacy: null,
   stall: null,
+  readers: null,
   replay: null,
   sessions: null,
   cqrs: null,
@@ -194,6 +210,8 @@ const report: RunReport = {
 // Servers of later scenarios that only need to exist by then are started alongside the matrix's.
 const sharing = (['notify', 'stall', 'sessions'] as const).filter((p) => S.shareServer[p] && wanted(p));
 let shared: { server: SpawnedServer; dir: string } | undefined;
+/** issue 14's scale-out section (reported after the rest, in its own file too). */
+let scaleOut: ScaleOutResult | undefined;
 const startedEarly: SpawnedServer[] = [];
 const startEarly = async (label: string, env: Record<string, string>, seed: number): Promise<{ server: SpawnedServer; dir: string }> => {
   const dir = freshDataDir(dataRoot, label);
@@ -231,7 +249,12 @@ try {
   if (wanted('notify')) {
     report.notify = await runNotify(ctx, S.notify, on('notify')?.server);
     if (S.notifyFloor) report.notifyFloor = await runNotify(ctx, S.notify, undefined, true);
+    // Issue 13: the same with legacy sessions' GET streams, ours and the floor's, each on a fresh server.
+    const legacyOpts = { ...S.notify, afterCloseMs: 0 };
+    report.notifyLegacy = await runNotify(ctx, legacyOpts, undefined, false, 'legacy');
+    if (S.notifyFloor) report.notifyFloorLegacy = await runNotify(ctx, legacyOpts, undefined, true, 'legacy');
   }
+  if (wanted('readers')) report.readers = await runReaders(ctx, S.readers);
   let replayBase: string | undefined;
   if (wanted('stall')) {
     const stall = await runStall(ctx, S.stall, on('stall'));
@@ -259,6 +282,7 @@ try {
     });
   }
   if (wanted('cqrs')) report.cqrs = await runCqrs(ctx, S.cqrs);
+  if (wanted('scaleout')) scaleOut = await runScaleOut(ctx, S.scaleOut);
 } finally {
   await Promise.allSettled([sharedStart, sessionsStart]);
   for (const s of startedEarly) await s.stop();
@@ -283,8 +307,9 @@ report.ratios = computeRatios(report);
 report.budgets = evaluateBudgets(report, report.ratios);
 report.wallMs = performance.now() - wallStart;
 
-const md = renderMarkdown(report);
+const md = renderMarkdown(report) + (scaleOut ? `\n${renderScaleOut(scaleOut)}` : '');
 mkdirSync(outDir, { recursive: true });
+if (scaleOut) writeFileSync(join(outDir, 'scale-out.json'), `${JSON.stringify(scaleOut, null, 2)}\n`);
 writeFileSync(join(outDir, 'latest.json'), `${JSON.stringify(report, (_k, v) => (typeof v === 'number' && !Number.isFinite(v) ? null : v), 2)}\n`);
 writeFileSync(join(outDir, 'latest.md'), md);
 writeFileSync(join(outDir, 'latest.svg'), renderSvg(report));

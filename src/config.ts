@@ -41,6 +41,12 @@ export interface Settings {
   readonly maxListensPerClient: number
   /** Most open subscriptions/listen streams in all (`WO_MAX_LISTEN_STREAMS`, default 10000). */
   readonly maxListenStreams: number
+  /** Bytes all SSE streams together may hold for readers that do not keep up (`WO_STREAM_MEMORY`, default 64 MiB); past it the largest backlogs are closed first. */
+  readonly streamMemory: number
+  /** Most open `/api/_events` readers per client address (`WO_MAX_EVENT_TAILS_PER_CLIENT`, default 16). */
+  readonly maxEventTailsPerClient: number
+  /** Most open `/api/_events` readers in all (`WO_MAX_EVENT_TAILS`, default 128). */
+  readonly maxEventTails: number
   /** Bearer token required on /mcp and /api (`WO_AUTH_TOKEN`); unset: no authentication. */
   readonly authToken?: string
   /** Allow a non-loopback listen address without a token (`--insecure`, `WO_INSECURE=1`). */
@@ -117,6 +123,9 @@ export const loadSettings = (defaults: { readonly dataDir: string }, overrides: 
       maxJsonDepth: yield* positiveInt("WO_MAX_JSON_DEPTH", 64),
       maxListensPerClient: yield* positiveInt("WO_MAX_LISTENS_PER_CLIENT", 64),
       maxListenStreams: yield* positiveInt("WO_MAX_LISTEN_STREAMS", 10_000),
+      streamMemory: yield* positiveInt("WO_STREAM_MEMORY", 64 * 1024 * 1024),
+      maxEventTailsPerClient: yield* positiveInt("WO_MAX_EVENT_TAILS_PER_CLIENT", 16),
+      maxEventTails: yield* positiveInt("WO_MAX_EVENT_TAILS", 128),
       authToken: yield* Config.string("WO_AUTH_TOKEN").pipe(Config.option, Config.map((o) => Option.getOrUndefined(Option.filter(o, (t) => t.length > 0)))),
       insecure: yield* Config.boolean("WO_INSECURE").pipe(Config.withDefault(false)),
       acceptDataLoss: yield* Config.boolean("WO_ACCEPT_DATA_LOSS").pipe(Config.withDefault(false)),

@@ -9,3 +9,6 @@ export const listBody = (page: Page) =>
 /** `{"name":"...","seq":<last change>,"value":...}`: a view's value, as REST, the resource and the tool serve it. */
 export const viewBody = (view: ViewSnapshot) =>
   `{"name":${JSON.stringify(view.name)},"seq":${view.seq},"value":${view.valueJson ?? "null"}}`
+
+/** `{"id","version","deleted":true}`: what a delete answers, at the row's final version (REST body, tool result). */
+export const deletedBody = (event: { readonly id: string; readonly version: number }) => ({ id: event.id, version: event.version, deleted: true })

@@ -11,7 +11,7 @@ import type { Committed } from "../commands/group-commit.ts"
 import type { QueriesShape } from "../projections/queries.ts"
 import { errorJson, jsonText, type EdgeRequest, type EdgeResponse } from "./edge-types.ts"
 import { describeBodyProblem, isJsonContentType, parseJsonBody } from "./json-body.ts"
-import { listBody } from "./bodies.ts"
+import { deletedBody, listBody } from "./bodies.ts"
 import { fromQueryString } from "../domain/list-request.ts"
 
 
@@ -39,9 +39,6 @@ const rowResponse = (status: number, row: Row, extra: Record<string, string> = {
 /** A committed row, answered with the serialisation the store already made. */
 const committedRow = (status: number, c: Committed, extra: Record<string, string> = {}) =>
   rowResponse(status, c.row!, extra, c.rowJson ?? undefined)
-
-/** The body a delete answers with: what was deleted, at which final version. */
-export const deletedBody = (event: { readonly id: string; readonly version: number }) => ({ id: event.id, version: event.version, deleted: true })
 
 /** If-Match `"3"` or `3` -> 3; Left when present but not a version (weak tags never match, RFC 9110). */
 const parseIfMatch = (value: string | undefined): Either.Either<number | undefined, string> => {

@@ -1,32 +1,60 @@
 /**
- * Opaque page cursors: base64url of `{"t":<type>,"a":<last id>}`, plus, for any order but ascending id, the
- * order `"o"` (`-title`) and the last row's value of that field `"k"` (null when absent). Decoded through
- * Schema like any wire input; a cursor is refused for another type or another order, never misread.
+ * Opaque cursors, one encoding for every paginated read: base64url of a small JSON object (or number), decoded
+ * through a Schema like any wire input, so that a cursor this server did not issue for that list is refused,
+ * never misread. Each list names its position with its own Schema:
+ *  - row pages (REST `GET /api/<type>`, the `<type>_list` tools, `wo://<type>?...`): `{"t":<type>,"a":<last id>}`,
+ *    plus, for any order but ascending id, the order `"o"` (`-title`) and the last row's value of it `"k"`;
+ *  - `resources/list`: `{"p":<phase>,"a":<last item>}` (see Queries.resourcePage);
+ *  - `tools/list`: the index of the next tool, a bare number.
  */
-import { Either, Schema } from "effect"
+import { Option, Schema } from "effect"
 import type { SortKey } from "./ordered-index.ts"
 
+/** A cursor codec for positions of one Schema. */
+export interface CursorCodec<A> {
+  readonly encode: (position: A) => string
+  /** None when the text is not a cursor of this kind. */
+  readonly decode: (cursor: string) => Option.Option<A>
+}
+
+export const makeCursor = <A, I>(position: Schema.Schema<A, I>): CursorCodec<A> => {
+  const json = Schema.parseJson(position)
+  const encode = Schema.encodeSync(json)
+  const decode = Schema.decodeUnknownOption(json)
+  return {
+    encode: (a) => Buffer.from(encode(a)).toString("base64url"),
+    decode: (cursor) => decode(Buffer.from(cursor, "base64url").toString("utf8"))
+  }
+}
+
 const Scalar = Schema.Union(Schema.String, Schema.Number, Schema.Boolean, Schema.Null)
-const CursorJson = Schema.parseJson(Schema.Struct({
+
+/** Where a page of rows continues. */
+const RowPosition = makeCursor(Schema.Struct({
   t: Schema.String,
   a: Schema.Int.pipe(Schema.nonNegative()),
   o: Schema.optional(Schema.String),
   k: Schema.optional(Scalar)
 }))
-const decodeCursorJson = Schema.decodeUnknownEither(CursorJson)
 
-/** `order` is the order as written (`-title`, `-id`), absent for ascending id. */
+/** A page of rows: `order` is the order as written (`-title`, `-id`), absent for ascending id. */
 export const encodeCursor = (type: string, last: SortKey, order?: string): string =>
-  Buffer.from(JSON.stringify(order === undefined
+  RowPosition.encode(order === undefined
     ? { t: type, a: last.id }
-    : { t: type, a: last.id, o: order, k: last.value === undefined ? null : last.value })).toString("base64url")
+    : { t: type, a: last.id, o: order, k: last.value === undefined ? null : (last.value as string | number | boolean | null) })
 
 /**
- * Where to continue, or undefined when the cursor is not one this server issued for `type` and `order`.
- * `null` in a cursor is an absent value (it sorts first either way).
+ * Where a page of rows continues, or undefined when the cursor is not one this server issued for `type` and
+ * `order`. `null` in a cursor is an absent value (it sorts first either way).
  */
 export const decodeCursor = (type: string, cursor: string, order?: string): SortKey | undefined => {
-  const decoded = decodeCursorJson(Buffer.from(cursor, "base64url").toString("utf8"))
-  if (Either.isLeft(decoded) || decoded.right.t !== type || decoded.right.o !== order) return undefined
-  return { id: decoded.right.a, value: decoded.right.k ?? undefined }
+  const decoded = RowPosition.decode(cursor)
+  if (Option.isNone(decoded) || decoded.value.t !== type || decoded.value.o !== order) return undefined
+  return { id: decoded.value.a, value: decoded.value.k ?? undefined }
 }
+
+/** `resources/list`: a phase (-1: the catalog's fixed entries; n: the n-th readable type's rows) and the last item in it. */
+export const ResourceCursor = makeCursor(Schema.Struct({ p: Schema.Int, a: Schema.Int }))
+
+/** `tools/list`: the index of the first tool of the next page. */
+export const ToolsCursor = makeCursor(Schema.Int.pipe(Schema.nonNegative()))

@@ -1,6 +1,7 @@
 /**
- * Reads, shared by REST, MCP tools and MCP resources (no second data path): one row, or one page of rows
- * (filtered and ordered as the request says; see domain/list-request.ts) with an opaque cursor.
+ * Every read of rows, shared by REST, MCP tools and MCP resources (no second data path): one row, one page of
+ * rows (filtered and ordered as the request says; see domain/list-request.ts) with an opaque cursor
+ * (cursor.ts), or a plain walk in id order (what `resources/list` pages through).
  */
 import { Context, Effect, Layer } from "effect"
 import type { Row } from "../domain/catalog.ts"
@@ -8,6 +9,7 @@ import { NotFound, ValidationFailed } from "../domain/errors.ts"
 import { ID_ORDER, orderText, type ListRequest } from "../domain/list-request.ts"
 import { WoConfig } from "../config.ts"
 import { decodeCursor, encodeCursor } from "./cursor.ts"
+import type { RowPage } from "./row-table.ts"
 import { Rows } from "./rows.ts"
 
 export interface Page {
@@ -22,6 +24,8 @@ export type PageRequest = ListRequest
 export interface QueriesShape {
   readonly get: (type: string, id: string) => Effect.Effect<Row, NotFound>
   readonly list: (type: string, request: PageRequest) => Effect.Effect<Page, ValidationFailed>
+  /** Up to `limit` rows of `type` whose ids follow `afterId`, in id order, and whether more follow. */
+  readonly rowsAfter: (type: string, afterId: number, limit: number) => RowPage
 }
 
 export class Queries extends Context.Tag("writeonce/Queries")<Queries, QueriesShape>() {}
@@ -61,7 +65,8 @@ export const QueriesLive = Layer.effect(
           if (!page.more || last === undefined) return Effect.succeed({ items: page.rows })
           const key = { id: Number(last.id), value: order.field === "id" ? undefined : last[order.field] }
           return Effect.succeed({ items: page.rows, nextCursor: encodeCursor(type, key, written) })
-        })
+        }),
+      rowsAfter: (type, afterId, limit) => rows.table(type).page(afterId, limit)
     })
   })
 )

@@ -1,16 +1,20 @@
 /**
- * The era predicate (era.ts) and the modern era's mirror-header rules (headers.ts): which envelopes and
+ * The era predicate (protocol.ts) and the modern era's mirror-header rules (headers.ts): which envelopes and
  * headers mean modern or legacy, and which header values agree with the body.
  */
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Either } from "effect"
-import { eraOf, headerValue, metaOf } from "../../src/http/mcp/era.ts"
 import { checkMirrorHeaders, decodeHeaderValue, expectedMcpName } from "../../src/http/mcp/headers.ts"
-import { LEGACY_VERSIONS, META, MODERN_VERSIONS } from "../../src/http/mcp/protocol.ts"
+import { eraOf as eraOfMeta, LEGACY_VERSIONS, META, metaOf, MODERN_VERSIONS } from "../../src/http/mcp/protocol.ts"
 
 const MODERN = MODERN_VERSIONS[0]
 const b64 = (s: string) => `=?base64?${Buffer.from(s, "utf8").toString("base64")}?=`
-const headers = (h: Record<string, string>) => (name: string): string | undefined => h[name]
+const headers = (h: Record<string, string>) => ({ mcpMethod: h["mcp-method"], mcpName: h["mcp-name"] })
+/** The predicate over params and the protocol-version header, as the transport feeds it (first value of a repeated header). */
+const eraOf = (params: Record<string, unknown> | undefined, h: Record<string, string | ReadonlyArray<string>>) => {
+  const v = h["mcp-protocol-version"]
+  return eraOfMeta(metaOf(params), Array.isArray(v) ? v[0] : (v as string | undefined))
+}
 
 describe("the era predicate", () => {
   it.effect("a protocol version in params._meta means modern, whatever the headers say", () =>
@@ -41,12 +45,10 @@ describe("the era predicate", () => {
       expect(eraOf({ _meta: {} }, {})).toBe("legacy")
     }))
 
-  it("metaOf and headerValue read only what is there", () => {
+  it("metaOf reads only what is there", () => {
     expect(metaOf({ _meta: { a: 1 } })).toEqual({ a: 1 })
     expect(metaOf({ _meta: "x" })).toBeUndefined()
     expect(metaOf(undefined)).toBeUndefined()
-    expect(headerValue({ "x-a": ["1", "2"] as unknown as string }, "x-a")).toBe("1")
-    expect(headerValue({}, "x-a")).toBeUndefined()
   })
 })
 

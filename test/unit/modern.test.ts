@@ -1,7 +1,7 @@
 /**
- * The modern era's request validation (modern.ts over headers.ts), in the order conformance expects: `_meta`
- * (M1), the version header, the version itself, then the mirror headers (M2). A stub dispatcher answers every
- * method that gets through, so what is tested is only the envelope.
+ * The modern era's request validation (modern-era.ts over headers.ts, behind transport.ts), in the order
+ * conformance expects: `_meta` (M1), the version header, the version itself, then the mirror headers (M2). A
+ * stub dispatcher answers every method that gets through, so what is tested is only the envelope.
  */
 import { describe, expect, it } from "@effect/vitest"
 import { ConfigProvider, Effect, Layer } from "effect"
@@ -9,19 +9,18 @@ import pricing from "../../examples/pricing/app.ts"
 import { loadSettings } from "../../src/config.ts"
 import { Catalog } from "../../src/domain/app-catalog.ts"
 import type { EdgeRequest, EdgeResponse } from "../../src/http/edge-types.ts"
-import type { Dispatcher } from "../../src/http/mcp/dispatch.ts"
-import { makeModern } from "../../src/http/mcp/modern.ts"
-import { ErrorCode, META, MODERN_VERSIONS } from "../../src/http/mcp/protocol.ts"
-import type { RpcMessage } from "../../src/http/mcp/rpc.ts"
+import type { Dispatcher } from "../../src/http/mcp/dispatcher.ts"
+import { ErrorCode, META, MODERN_VERSIONS, type RpcMessage } from "../../src/http/mcp/protocol.ts"
 import { OpenStreams, OpenStreamsLive } from "../../src/http/open-streams.ts"
 import { makeRegistry } from "../../src/projections/registry.ts"
 import { makeRows } from "../../src/projections/rows.ts"
+import { makeModern } from "./mcp-route.ts"
 
 const VERSION = MODERN_VERSIONS[0]
 
 const echo: Dispatcher = {
   tools: [],
-  handle: (method, params) => Effect.succeed({ result: { method, name: params.name ?? null } })
+  dispatch: ({ method, params }) => Effect.succeed({ _tag: "Result", outcome: { result: { method, name: params.name ?? null } } })
 }
 
 const Modern = Effect.gen(function* () {
@@ -122,9 +121,11 @@ describe("modern request validation", () => {
     Effect.gen(function* () {
       const modern = yield* Modern
       const notification: RpcMessage = { _tag: "Notification", method: "notifications/cancelled", params: {} }
-      expect(yield* modern.post(notification, edge({}))).toEqual({ _tag: "Buffered", status: 202, headers: {} })
-      expect(yield* modern.post({ _tag: "Response" }, edge({}))).toMatchObject({ status: 202 })
-      const get = yield* modern.other({ ...edge({}), method: "GET" })
+      // The era is the header's: the SDK v2 client's notifications/cancelled carries no Mcp-Method.
+      const modernHeader = { "mcp-protocol-version": VERSION }
+      expect(yield* modern.post(notification, edge(modernHeader))).toEqual({ _tag: "Buffered", status: 202, headers: {} })
+      expect(yield* modern.post({ _tag: "Response" }, edge(modernHeader))).toMatchObject({ status: 202 })
+      const get = yield* modern.other({ ...edge(modernHeader), method: "GET" })
       expect(get.status).toBe(405)
       expect(get.headers).toMatchObject({ allow: "POST" })
     }).pipe(Effect.provide(layer)))

@@ -1,8 +1,7 @@
-/** JSON-RPC classification (rpc.ts): one parsed value is a request, a notification, a response, or -32600. */
+/** JSON-RPC classification (protocol.ts): one parsed value is a request, a notification, a response, or -32600. */
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Either } from "effect"
-import { ErrorCode } from "../../src/http/mcp/protocol.ts"
-import { classify, errorMessage, idOf, RpcError } from "../../src/http/mcp/rpc.ts"
+import { classify, ErrorCode, errorMessage, idOf, RpcError } from "../../src/http/mcp/protocol.ts"
 
 /** The message as classified, or the error as the transport would see it. */
 const run = (u: unknown) => Effect.either(Effect.suspend(() => Either.match(classify(u), { onLeft: Effect.fail, onRight: Effect.succeed })))
@@ -13,7 +12,9 @@ const invalid = (u: unknown) =>
     expect(Either.isLeft(result)).toBe(true)
     const error = (result as Either.Left<RpcError, unknown>).left
     expect(error).toBeInstanceOf(RpcError)
-    expect(error).toMatchObject({ code: ErrorCode.InvalidRequest, status: 400 })
+    expect(error).toMatchObject({ code: ErrorCode.InvalidRequest })
+    // No HTTP status on a protocol error: the transport answers a malformed message with 400.
+    expect(error).not.toHaveProperty("status")
     return error
   })
 

@@ -1,7 +1,8 @@
 /**
  * Modern-era header mirroring (M2): MCP-Protocol-Version, Mcp-Method and Mcp-Name must repeat the body.
  * Values may use the `=?base64?<utf-8 as base64>?=` sentinel, decoded before comparing; a malformed sentinel
- * is a mismatch. Names are case-insensitive (node:http lower-cases them); values are compared exactly.
+ * is a mismatch. Values are compared exactly. The transport reads the headers (transport.ts); these rules see
+ * only their values.
  */
 import { Either } from "effect"
 
@@ -23,18 +24,24 @@ export const expectedMcpName = (method: string, params: Readonly<Record<string, 
   return undefined
 }
 
+/** The mirror headers' values, as the transport read them (absent: undefined). */
+export interface MirrorHeaders {
+  readonly mcpMethod: string | undefined
+  readonly mcpName: string | undefined
+}
+
 /** Left(reason) when a required mirror header is missing, malformed or different from the body. */
 export const checkMirrorHeaders = (
-  header: (name: string) => string | undefined,
+  headers: MirrorHeaders,
   method: string,
   params: Readonly<Record<string, unknown>>
 ): Either.Either<void, string> => {
-  const methodHeader = header("mcp-method")
+  const methodHeader = headers.mcpMethod
   if (methodHeader === undefined) return Either.left("the Mcp-Method header is required")
   if (methodHeader !== method) return Either.left(`Mcp-Method header value '${methodHeader}' does not match body value '${method}'`)
   const name = expectedMcpName(method, params)
   if (name === undefined) return Either.right(undefined)
-  const nameHeader = header("mcp-name")
+  const nameHeader = headers.mcpName
   if (nameHeader === undefined) return Either.left("the Mcp-Name header is required for this method")
   return Either.flatMap(decodeHeaderValue(nameHeader), (decoded) =>
     decoded === name ? Either.right(undefined) : Either.left(`Mcp-Name header value '${nameHeader}' does not match body value '${name}'`))

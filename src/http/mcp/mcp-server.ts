@@ -1,4 +1,14 @@
-/** Assembles the /mcp route from the catalog and the shared services: tools, resources, dispatch, transports. */
+/**
+ * Assembles the /mcp route from the catalog and the shared services: the tools and resources, the server's
+ * description (built once), the dispatcher, the two era policies, the stream factories and the transport.
+ *
+ *   protocol.ts      messages, classify, error codes, versions, the era predicate (no HTTP)
+ *   dispatcher.ts    one table: method -> handler, for both eras; answers are results or streams
+ *   era-policy.ts    what differs per era; legacy-era.ts and modern-era.ts implement it
+ *   transport.ts     HTTP: headers, statuses, SSE shapes, session ids; GET and DELETE
+ *   tools.ts, resources.ts, server-info.ts, progress-stream.ts   what the handlers use
+ *   session-stream.ts, listen-stream.ts                            the long-lived notification streams
+ */
 import { Effect } from "effect"
 import { EventLog } from "../../log/event-log.ts"
 import { Commands } from "../../commands/commands.ts"
@@ -7,41 +17,46 @@ import { Catalog } from "../../domain/app-catalog.ts"
 import { Queries } from "../../projections/queries.ts"
 import { Rows } from "../../projections/rows.ts"
 import { Views } from "../../projections/views.ts"
-import { OpenStreams } from "../open-streams.ts"
-import { makeDispatcher } from "./dispatch.ts"
-import { makeMcpEndpoint } from "./endpoint.ts"
-import { eraOf } from "./era.ts"
-import { makeLegacy } from "./legacy.ts"
-import { makeModern } from "./modern.ts"
 import { SubscriptionRegistry } from "../../projections/registry.ts"
+import { OpenStreams } from "../open-streams.ts"
+import { makeDispatcher } from "./dispatcher.ts"
+import { makeLegacyPolicy } from "./legacy-era.ts"
+import { makeListenStreams } from "./listen-stream.ts"
+import { makeModernPolicy } from "./modern-era.ts"
+import { META } from "./protocol.ts"
 import { makeResources } from "./resources.ts"
+import { describeServer } from "./server-info.ts"
+import { makeSessionStream } from "./session-stream.ts"
 import { Sessions } from "./sessions.ts"
 import { makeTools } from "./tools.ts"
+import { makeMcpTransport } from "./transport.ts"
 
 export const makeMcpRoute = Effect.gen(function* () {
   const catalog = yield* Catalog
   const settings = yield* WoConfig
   const rows = yield* Rows
   const views = yield* Views
-  const tools = makeTools(catalog, yield* Commands, yield* Queries, settings.maxPageSize, views)
-  const dispatcher = makeDispatcher(tools, makeResources(catalog, { rows, queries: yield* Queries, views }, settings.defaultPageSize))
-  const legacy = makeLegacy({
+  const queries = yield* Queries
+  const sessions = yield* Sessions
+  const streams = yield* OpenStreams
+  const tools = makeTools(catalog, yield* Commands, queries, settings.maxPageSize, views)
+  const server = describeServer(catalog, tools.map((t) => t.definition.name))
+  const dispatcher = makeDispatcher({
     catalog,
-    dispatcher,
-    sessions: yield* Sessions,
-    log: yield* EventLog,
-    rows,
-    views,
-    streams: yield* OpenStreams,
+    tools,
+    resources: makeResources(catalog, { queries, views }, settings.defaultPageSize),
+    sessions,
+    server,
+    checkpoint: rows.checkpoint,
     settings
   })
-  const modern = makeModern({ catalog, dispatcher, registry: yield* SubscriptionRegistry, rows, streams: yield* OpenStreams, settings })
-  return makeMcpEndpoint({
-    legacy: legacy.post,
-    modern: modern.post,
-    other: (request) =>
-      eraOf(undefined, request.headers) === "modern"
-        ? modern.other(request)
-        : request.method === "GET" ? legacy.get(request) : legacy.del(request)
-  }, settings.maxJsonDepth)
+  return makeMcpTransport({
+    dispatcher,
+    legacy: makeLegacyPolicy(sessions),
+    modern: makeModernPolicy(server),
+    sessions,
+    openListen: makeListenStreams({ registry: yield* SubscriptionRegistry, rows, streams, settings, resultMeta: { [META.serverInfo]: server.info } }),
+    openSessionStream: makeSessionStream({ catalog, sessions, log: yield* EventLog, rows, views, streams, settings }),
+    maxJsonDepth: settings.maxJsonDepth
+  })
 })

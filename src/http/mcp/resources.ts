@@ -5,12 +5,12 @@
  * `GET /api/<type>?<query>`). Listing walks schemas and views, then each type's rows in id order, with opaque
  * cursors; rows created during a walk appear later in it, and nothing repeats.
  */
-import { Effect, Either, Schema } from "effect"
+import { Effect, Either, Option } from "effect"
 import type { CompiledApp, CompiledType } from "../../domain/compile.ts"
 import { fromQueryString } from "../../domain/list-request.ts"
 import { listUriTemplate, parseUri, rowUri, rowUriTemplate, schemaUri, viewUri } from "../../domain/uri.ts"
+import { ResourceCursor } from "../../projections/cursor.ts"
 import type { QueriesShape } from "../../projections/queries.ts"
-import type { RowsShape } from "../../projections/rows.ts"
 import type { ViewsShape } from "../../projections/views.ts"
 import { listBody, viewBody } from "../bodies.ts"
 
@@ -28,11 +28,6 @@ export interface ResourceContents {
   readonly text: string
 }
 
-/** Where a listing continues: a phase (-1: schemas; n: the n-th readable type) and the last item in it. */
-const Position = Schema.parseJson(Schema.Struct({ p: Schema.Int, a: Schema.Int }))
-const decodePosition = Schema.decodeUnknownEither(Position)
-const encodePosition = (p: number, a: number) => Buffer.from(JSON.stringify({ p, a })).toString("base64url")
-
 /** Why a resource cannot be read: it does not exist, its query names a bad field, or its view failed. */
 export type ReadProblem =
   | { readonly _tag: "NotFound" }
@@ -46,15 +41,15 @@ export interface Resources {
   readonly read: (uri: string) => Effect.Effect<ResourceContents, ReadProblem>
 }
 
+/** Rows are read through Queries, like every other read; views from their projection. */
 export interface ResourceSources {
-  readonly rows: RowsShape
   readonly queries: QueriesShape
   readonly views: ViewsShape
 }
 
 const NOT_FOUND: ReadProblem = { _tag: "NotFound" }
 
-export const makeResources = (catalog: CompiledApp, { rows, queries, views }: ResourceSources, pageSize: number): Resources => {
+export const makeResources = (catalog: CompiledApp, { queries, views }: ResourceSources, pageSize: number): Resources => {
   const exposed = [...catalog.types.values()].filter((t) => t.mcp.size > 0)
   const readable = exposed.filter((t) => t.mcp.has("get"))
   const listable = exposed.filter((t) => t.mcp.has("list"))
@@ -94,7 +89,7 @@ export const makeResources = (catalog: CompiledApp, { rows, queries, views }: Re
       const t = readable[p]
       let after = p === p0 ? a0 : 0
       for (;;) {
-        const page = rows.table(t.name).page(after, 64)
+        const page = queries.rowsAfter(t.name, after, 64)
         for (const row of page.rows) {
           after = Number(row.id)
           yield [{ p, a: after }, { uri: rowUri(t.name, row.id), name: `${t.name}/${row.id}`, mimeType: "application/json" }]
@@ -107,14 +102,14 @@ export const makeResources = (catalog: CompiledApp, { rows, queries, views }: Re
   const list: Resources["list"] = (cursor) => {
     let start = { p: -1, a: -1 }
     if (cursor !== undefined) {
-      const pos = decodePosition(Buffer.from(cursor, "base64url").toString("utf8"))
-      if (Either.isLeft(pos) || pos.right.p < -1 || pos.right.p >= Math.max(readable.length, 1)) return undefined
-      start = pos.right
+      const pos = ResourceCursor.decode(cursor)
+      if (Option.isNone(pos) || pos.value.p < -1 || pos.value.p >= Math.max(readable.length, 1)) return undefined
+      start = pos.value
     }
     const resources: Array<ResourceEntry> = []
     let last = start
     for (const [position, entry] of entriesAfter(start.p, start.a)) {
-      if (resources.length === pageSize) return { resources, nextCursor: encodePosition(last.p, last.a) }
+      if (resources.length === pageSize) return { resources, nextCursor: ResourceCursor.encode(last) }
       resources.push(entry)
       last = position
     }
@@ -139,8 +134,9 @@ export const makeResources = (catalog: CompiledApp, { rows, queries, views }: Re
           return Effect.succeed(contents(uri, schemaText(type)))
         case "Row": {
           if (!type.mcp.has("get")) return Effect.fail(NOT_FOUND)
-          const row = rows.get(type.name, parsed.id)
-          return row === undefined ? Effect.fail(NOT_FOUND) : Effect.succeed(contents(uri, JSON.stringify(row)))
+          return queries.get(type.name, parsed.id).pipe(
+            Effect.mapBoth({ onFailure: () => NOT_FOUND, onSuccess: (row) => contents(uri, JSON.stringify(row)) })
+          )
         }
         case "List": {
           if (!type.mcp.has("list")) return Effect.fail(NOT_FOUND)

@@ -1,4 +1,7 @@
-/** What the server says about itself: serverInfo, capabilities and the one-paragraph instructions. */
+/**
+ * What the server says about itself, built once for both eras: serverInfo, each era's capabilities and the
+ * one-paragraph instructions.
+ */
 import type { CompiledApp } from "../../domain/compile.ts"
 import { rowUriTemplate, schemaUri } from "../../domain/uri.ts"
 import { VERSION } from "../../version.ts"
@@ -19,3 +22,19 @@ export const instructions = (catalog: CompiledApp, toolNames: ReadonlyArray<stri
     `Writes are answered only once durable; pass expectedVersion to an update or method to refuse it if the row changed since you read it.`
   ].join(" ")
 }
+
+export interface ServerDescription {
+  readonly info: { readonly name: string; readonly version: string }
+  readonly instructions: string
+  /** L1: declared honestly; a legacy session subscribes row by row. */
+  readonly legacyCapabilities: object
+  /** Rows can be watched one by one and as lists; the tool list never changes while we run. */
+  readonly modernCapabilities: object
+}
+
+export const describeServer = (catalog: CompiledApp, toolNames: ReadonlyArray<string>): ServerDescription => ({
+  info: serverInfo(catalog),
+  instructions: instructions(catalog, toolNames),
+  legacyCapabilities: { tools: {}, resources: { subscribe: true } },
+  modernCapabilities: { tools: {}, resources: { subscribe: true, listChanged: true } }
+})

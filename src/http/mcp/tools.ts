@@ -7,12 +7,11 @@ import { Effect, Either, ParseResult, Schema } from "effect"
 import type { Row } from "../../domain/catalog.ts"
 import type { CompiledApp, CompiledType } from "../../domain/compile.ts"
 import type { CommandError, NotFound, ValidationFailed } from "../../domain/errors.ts"
-import type { JsonSchema } from "../../domain/json-schema.ts"
+import { toJsonSchema, type JsonSchema } from "../../domain/json-schema.ts"
 import type { Command, CommandsShape, ExecuteOptions } from "../../commands/commands.ts"
 import type { Committed } from "../../commands/group-commit.ts"
 import type { QueriesShape } from "../../projections/queries.ts"
-import { deletedBody } from "../rest.ts"
-import { listBody, viewBody } from "../bodies.ts"
+import { deletedBody, listBody, viewBody } from "../bodies.ts"
 import type { CompiledView } from "../../domain/compile-views.ts"
 import { ViewFailed, type ViewsShape } from "../../projections/views.ts"
 import { fromArguments, orderChoices } from "../../domain/list-request.ts"
@@ -34,11 +33,20 @@ export interface ToolDefinition {
   readonly annotations: ToolAnnotations
 }
 
-/** A tool's outcome: a result (C7: failures are results with isError, not protocol errors). */
-export interface ToolResult {
+/** A tools/call result (C7: failures are results with isError, not protocol errors). */
+export type CallToolResult = {
   readonly content: ReadonlyArray<{ readonly type: "text"; readonly text: string }>
   readonly structuredContent?: unknown
   readonly isError?: boolean
+}
+
+/**
+ * A tool's answer: the result, and, when the tool could make it without serialising the row again, the
+ * result's JSON text (a row's JSON is made once and is both the text content and the structuredContent).
+ */
+export interface ToolResult {
+  readonly result: CallToolResult
+  readonly json?: string
 }
 
 export interface Tool {
@@ -46,40 +54,81 @@ export interface Tool {
   readonly call: (args: Readonly<Record<string, unknown>>, options: ExecuteOptions) => Effect.Effect<ToolResult>
 }
 
-const success = (text: string, structuredContent: unknown): ToolResult => ({ content: [{ type: "text", text }], structuredContent })
+const success = (text: string, structuredContent: unknown): ToolResult => ({ result: { content: [{ type: "text", text }], structuredContent } })
 const failure = (error: CommandError | NotFound | ValidationFailed): ToolResult => ({
-  content: [{ type: "text", text: error.message }],
-  isError: true
+  result: { content: [{ type: "text", text: error.message }], isError: true }
 })
-const rowResult = (row: Row) => success(JSON.stringify(row), row)
+/** Hot path (bench: MCP get): the row is serialised once, or not at all when the store already did it. */
+const rowResult = (row: Row, rowJson: string = JSON.stringify(row)): ToolResult => ({
+  result: { content: [{ type: "text", text: rowJson }], structuredContent: row },
+  json: `{"content":[{"type":"text","text":${JSON.stringify(rowJson)}}],"structuredContent":${rowJson}}`
+})
 
-const Target = Schema.Struct({
-  id: Schema.String.pipe(Schema.minLength(1)),
-  expectedVersion: Schema.optional(Schema.Int.pipe(Schema.greaterThanOrEqualTo(1)))
-})
+// The arguments and results every type's tools share, as Effect Schemas: arguments are decoded with them and
+// the tools' JSON Schemas are derived from them (wireSchema), so the two cannot disagree.
+const Id = Schema.String.pipe(Schema.minLength(1)).annotations({ description: "the row's id" })
+const ExpectedVersion = Schema.Number.pipe(Schema.int(), Schema.greaterThanOrEqualTo(1))
+  .annotations({ description: "fail with a conflict unless the row is at this version" })
+const Version = Schema.Number.pipe(Schema.int(), Schema.greaterThanOrEqualTo(1)).annotations({ description: "the row's version: 1 when created, one more per change" })
+const Target = Schema.Struct({ id: Id, expectedVersion: Schema.optional(ExpectedVersion) })
+const IdOnly = Schema.Struct({ id: Id })
+const RowKeys = Schema.Struct({ id: Id, version: Version })
+const Deleted = Schema.Struct({ id: Id, version: Schema.Number.pipe(Schema.int()).annotations({ description: "the row's final version" }), deleted: Schema.Boolean })
+/** `where` and `order` are checked against the catalog afterwards (domain/list-request.ts). */
+const pageArgs = (maxPageSize: number) =>
+  Schema.Struct({
+    cursor: Schema.optional(Schema.String.annotations({ description: "nextCursor from the previous page (of the same where and order)" })),
+    limit: Schema.optional(Schema.Number.pipe(
+      Schema.int(),
+      Schema.between(1, maxPageSize, { message: () => `must be an integer from 1 to ${maxPageSize}` })
+    ).annotations({ description: "rows per page" })),
+    where: Schema.optional(Schema.Record({ key: Schema.String, value: Schema.Unknown })),
+    order: Schema.optional(Schema.String)
+  })
+/** No arguments at all: `{}` (an empty Struct lets any key through, so the keys are checked too). */
+const NoArguments = Schema.Struct({}).pipe(Schema.filter((args) => Object.keys(args).length === 0 || `takes no arguments, got ${Object.keys(args).join(", ")}`))
+
 const decodeTarget = Schema.decodeUnknownEither(Target)
-const PageArgs = Schema.Struct({
-  cursor: Schema.optional(Schema.String),
-  limit: Schema.optional(Schema.Int),
-  where: Schema.optional(Schema.Record({ key: Schema.String, value: Schema.Unknown })),
-  order: Schema.optional(Schema.String)
-})
-const decodePageArgs = Schema.decodeUnknownEither(PageArgs, { onExcessProperty: "error" })
-const decodeIdOnly = Schema.decodeUnknownEither(Schema.Struct({ id: Target.fields.id }), { onExcessProperty: "error" })
+const decodeIdOnly = Schema.decodeUnknownEither(IdOnly, { onExcessProperty: "error" })
 const decodeTargetOnly = Schema.decodeUnknownEither(Target, { onExcessProperty: "error" })
+const decodeNoArguments = Schema.decodeUnknownEither(NoArguments)
+
+/**
+ * `{id: "<non-empty string>"}` and nothing else, recognised by hand with IdOnly's rules. Hot path (bench: the
+ * Schema decode was the largest part of an MCP get's own time); anything else goes through decodeIdOnly, which
+ * also words the errors. An own `__proto__` key is another key, so it takes the Schema path and is refused.
+ */
+const plainId = (args: Readonly<Record<string, unknown>>): string | undefined => {
+  for (const key in args) if (key !== "id") return undefined
+  const id = args.id
+  return typeof id === "string" && id.length > 0 ? id : undefined
+}
 
 const argumentError = (type: string, error: ParseResult.ParseError): ToolResult => ({
-  content: [{
-    type: "text",
-    text: `invalid ${type}: ` +
-      ParseResult.ArrayFormatter.formatErrorSync(error).map((i) => `${i.path.join(".") || "arguments"}: ${i.message}`).join("; ")
-  }],
-  isError: true
+  result: {
+    content: [{
+      type: "text",
+      text: `invalid ${type}: ` +
+        ParseResult.ArrayFormatter.formatErrorSync(error).map((i) => `${i.path.join(".") || "arguments"}: ${i.message}`).join("; ")
+    }],
+    isError: true
+  }
 })
 
-const ID_SCHEMA = { type: "string", description: "the row's id" }
-const EXPECTED_VERSION_SCHEMA = { type: "integer", minimum: 1, description: "fail with a conflict unless the row is at this version" }
+const propertiesOf = (schema: JsonSchema) => (schema.properties ?? {}) as Record<string, JsonSchema>
+const requiredOf = (schema: JsonSchema) => (schema.required ?? []) as ReadonlyArray<string>
 
+/** Drops the titles Effect gives refinements by default (`int`, `minLength(1)`): they are not for readers. */
+const untitled = (schema: JsonSchema): JsonSchema => {
+  const { title: _title, ...rest } = schema
+  return rest
+}
+
+/**
+ * An object's JSON Schema as tools carry it, from its properties (each derived from an Effect Schema, or the
+ * catalog's own JSON Schema of a field): `required` only when non-empty; closed for arguments (unknown keys are
+ * refused), open for results.
+ */
 const objectSchema = (properties: Record<string, unknown>, required: ReadonlyArray<string>, closed = true): JsonSchema => ({
   type: "object",
   properties,
@@ -87,8 +136,19 @@ const objectSchema = (properties: Record<string, unknown>, required: ReadonlyArr
   ...(closed ? { additionalProperties: false } : {})
 })
 
-const propertiesOf = (schema: JsonSchema) => (schema.properties ?? {}) as Record<string, unknown>
-const requiredOf = (schema: JsonSchema) => (schema.required ?? []) as ReadonlyArray<string>
+/** The properties and required keys of a Struct's derived JSON Schema. */
+const derived = (schema: Schema.Schema.Any) => {
+  const json = toJsonSchema(schema)
+  return {
+    properties: Object.fromEntries(Object.entries(propertiesOf(json)).map(([k, v]) => [k, untitled(v)])),
+    required: requiredOf(json)
+  }
+}
+
+const TARGET = derived(Target)
+const ID_ONLY = derived(IdOnly)
+const ROW_KEYS = derived(RowKeys)
+const DELETED = derived(Deleted)
 
 /**
  * The list tool's `where` and `order` properties, from the catalog: `where` has one property per filterable
@@ -120,11 +180,6 @@ export const makeTools = (
   return tools
 }
 
-/** No arguments at all: `{}` (an empty Struct lets any key through, so the keys are checked too). */
-const decodeNoArguments = Schema.decodeUnknownEither(
-  Schema.Struct({}).pipe(Schema.filter((args) => Object.keys(args).length === 0 || `takes no arguments, got ${Object.keys(args).join(", ")}`))
-)
-
 /** `view_<name>`: a view's value, the same JSON as `GET /api/_views/<name>` and the resource `wo://views/<name>`. */
 const viewTool = (view: CompiledView, views: ViewsShape): Tool => ({
   definition: {
@@ -146,7 +201,7 @@ const viewTool = (view: CompiledView, views: ViewsShape): Tool => ({
         onLeft: (e) => argumentError(`view ${view.name}`, e),
         onRight: (): ToolResult => {
           const snapshot = views.get(view.name)!
-          if (snapshot.failed !== undefined) return { content: [{ type: "text", text: new ViewFailed({ name: view.name, reason: snapshot.failed }).message }], isError: true }
+          if (snapshot.failed !== undefined) return { result: { content: [{ type: "text", text: new ViewFailed({ name: view.name, reason: snapshot.failed }).message }], isError: true } }
           const body = viewBody(snapshot)
           return success(body, JSON.parse(body))
         }
@@ -156,12 +211,15 @@ const viewTool = (view: CompiledView, views: ViewsShape): Tool => ({
 const typeTools = (type: CompiledType, commands: CommandsShape, queries: QueriesShape, maxPageSize: number): Array<Tool> => {
   const t = type.name
   const fields = type.fieldsJsonSchema
-  const rowSchema = objectSchema({ id: ID_SCHEMA, version: { type: "integer", minimum: 1 }, ...propertiesOf(fields) }, ["id", "version", ...requiredOf(fields)], false)
+  const rowSchema = objectSchema({ ...ROW_KEYS.properties, ...propertiesOf(fields) }, [...ROW_KEYS.required, ...requiredOf(fields)], false)
+  const PageArgs = pageArgs(maxPageSize)
+  const PAGE = derived(PageArgs)
+  const decodePageArgs = Schema.decodeUnknownEither(PageArgs, { onExcessProperty: "error" })
   const about = type.description ? ` ${type.description}` : ""
   const tools: Array<Tool> = []
   const execute = (command: Command, options: ExecuteOptions, onSuccess: (c: Committed) => ToolResult) =>
     commands.execute(command, options).pipe(Effect.match({ onFailure: failure, onSuccess }))
-  const committedRow = (c: Committed) => success(c.rowJson ?? JSON.stringify(c.row), c.row)
+  const committedRow = (c: Committed) => rowResult(c.row!, c.rowJson ?? undefined)
 
   if (type.mcp.has("list")) {
     tools.push({
@@ -170,11 +228,7 @@ const typeTools = (type: CompiledType, commands: CommandsShape, queries: Queries
         title: `List ${t}`,
         description: `List ${t} rows, a page at a time; pass the returned nextCursor to continue. ` +
           `Filter with where (field equals value; several fields: all must match) and sort with order ("title", "-title"; default id).${about}`,
-        inputSchema: objectSchema({
-          cursor: { type: "string", description: "nextCursor from the previous page (of the same where and order)" },
-          limit: { type: "integer", minimum: 1, maximum: maxPageSize, description: "rows per page" },
-          ...listFilterSchemas(type)
-        }, []),
+        inputSchema: objectSchema({ cursor: PAGE.properties.cursor, limit: PAGE.properties.limit, ...listFilterSchemas(type) }, []),
         outputSchema: objectSchema({ items: { type: "array", items: rowSchema }, nextCursor: { type: "string" } }, ["items"], false),
         annotations: { title: `List ${t}`, readOnlyHint: true, openWorldHint: false }
       },
@@ -193,20 +247,23 @@ const typeTools = (type: CompiledType, commands: CommandsShape, queries: Queries
     })
   }
   if (type.mcp.has("get")) {
+    const onRead = { onFailure: failure, onSuccess: (row: Row) => rowResult(row) }
+    const read = (id: string) => Effect.match(queries.get(t, id), onRead)
     tools.push({
       definition: {
         name: `${t}_get`,
         title: `Get one of ${t}`,
         description: `Get one row of ${t} by id (the same JSON as GET /api/${t}/<id>).${about}`,
-        inputSchema: objectSchema({ id: ID_SCHEMA }, ["id"]),
+        inputSchema: objectSchema(ID_ONLY.properties, ID_ONLY.required),
         outputSchema: rowSchema,
         annotations: { title: `Get one of ${t}`, readOnlyHint: true, openWorldHint: false }
       },
-      call: (args) =>
-        Either.match(decodeIdOnly(args), {
-          onLeft: (e) => Effect.succeed(argumentError(t, e)),
-          onRight: ({ id }) => queries.get(t, id).pipe(Effect.match({ onFailure: failure, onSuccess: rowResult }))
-        })
+      call: (args) => {
+        const id = plainId(args)
+        return id !== undefined
+          ? read(id)
+          : Either.match(decodeIdOnly(args), { onLeft: (e) => Effect.succeed(argumentError(t, e)), onRight: ({ id }) => read(id) })
+      }
     })
   }
   if (type.mcp.has("create")) {
@@ -228,7 +285,7 @@ const typeTools = (type: CompiledType, commands: CommandsShape, queries: Queries
         name: `${t}_update`,
         title: `Update one of ${t}`,
         description: `Change some fields of a row in ${t}. Pass expectedVersion to refuse the change if someone else changed the row first.`,
-        inputSchema: objectSchema({ id: ID_SCHEMA, expectedVersion: EXPECTED_VERSION_SCHEMA, ...propertiesOf(fields) }, ["id"]),
+        inputSchema: objectSchema({ ...TARGET.properties, ...propertiesOf(fields) }, TARGET.required),
         outputSchema: rowSchema,
         annotations: { title: `Update one of ${t}`, readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: false }
       },
@@ -242,8 +299,8 @@ const typeTools = (type: CompiledType, commands: CommandsShape, queries: Queries
         name: `${t}_delete`,
         title: `Delete one of ${t}`,
         description: `Delete a row of ${t} by id. The log keeps its history.`,
-        inputSchema: objectSchema({ id: ID_SCHEMA, expectedVersion: EXPECTED_VERSION_SCHEMA }, ["id"]),
-        outputSchema: objectSchema({ id: ID_SCHEMA, version: { type: "integer" }, deleted: { type: "boolean" } }, ["id", "version", "deleted"], false),
+        inputSchema: objectSchema(TARGET.properties, TARGET.required),
+        outputSchema: objectSchema(DELETED.properties, DELETED.required, false),
         annotations: { title: `Delete one of ${t}`, readOnlyHint: false, destructiveHint: true, idempotentHint: true, openWorldHint: false }
       },
       call: (args, options) =>
@@ -265,7 +322,7 @@ const typeTools = (type: CompiledType, commands: CommandsShape, queries: Queries
         name: `${t}_${method.name}`,
         title: `${method.name} on ${t}`,
         description: `${method.description ?? `Run ${method.name} on a row of ${t}.`} Pass expectedVersion to refuse it if the row changed first.`,
-        inputSchema: objectSchema({ id: ID_SCHEMA, expectedVersion: EXPECTED_VERSION_SCHEMA, ...propertiesOf(params) }, ["id", ...requiredOf(params)]),
+        inputSchema: objectSchema({ ...TARGET.properties, ...propertiesOf(params) }, [...TARGET.required, ...requiredOf(params)]),
         outputSchema: rowSchema,
         annotations: { title: `${method.name} on ${t}`, readOnlyHint: false, destructiveHint: false, openWorldHint: false }
       },

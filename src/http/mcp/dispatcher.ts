@@ -1,0 +1,302 @@
+/**
+ * The dispatcher: one table from method to handler, for every method of both eras. A handler gets the request
+ * and the context its era's policy admitted it in (era-policy.ts), and answers with a result or a stream of
+ * messages (progress, a listen). It knows what each method means, never how it travels: no HTTP here, and no
+ * era-specific wire shape (resultType, cache hints, error codes per era and statuses are the policies' and the
+ * transport's). To add a method: one entry in `routes`, naming the eras that serve it.
+ */
+import { Data, Effect, Either, Option, Schema } from "effect"
+import type { Stage } from "../../commands/group-commit.ts"
+import type { Settings } from "../../config.ts"
+import type { CompiledApp } from "../../domain/compile.ts"
+import { ToolsCursor } from "../../projections/cursor.ts"
+import { parseLiveQuery } from "../../projections/live-queries.ts"
+import type { ListenRequest } from "./listen-stream.ts"
+import {
+  CallToolParams,
+  decodeParams,
+  type Era,
+  InitializeParams,
+  internalError,
+  ListenParams,
+  PaginatedParams,
+  ReadResourceParams,
+  SubscribeParams,
+  invalidParams,
+  Method,
+  methodNotFound,
+  MODERN_VERSIONS,
+  negotiate,
+  type Params,
+  progressTokenOf,
+  type RpcError,
+  type RpcRequest
+} from "./protocol.ts"
+import type { ReadProblem, Resources } from "./resources.ts"
+import type { ServerDescription } from "./server-info.ts"
+import type { Session, SessionsShape } from "./sessions.ts"
+import type { Tool } from "./tools.ts"
+
+/** Caching hints (M4). The catalog is fixed while the process runs; rows are not. */
+export interface CacheHint {
+  readonly ttlMs: number
+  readonly cacheScope: "public" | "private"
+}
+/** Catalog-derived results (tools, templates, schemas, discover): fixed until a restart, so five minutes. */
+export const CATALOG_CACHE: CacheHint = { ttlMs: 300_000, cacheScope: "public" }
+/** Row-derived results (rows, resource lists): always re-read. */
+export const ROW_CACHE: CacheHint = { ttlMs: 0, cacheScope: "private" }
+
+/** A method's result, before its era decorates it. */
+export interface Outcome {
+  readonly result: Readonly<Record<string, unknown>>
+  /** The result as JSON text, when the handler made it more cheaply than JSON.stringify (it carries no `_meta`). */
+  readonly json?: string
+  /** Present on cacheable results; the modern era puts it on the wire. */
+  readonly cache?: CacheHint
+}
+
+/** What a handler answers: a result, or a stream of messages that the transport frames. */
+export type Answer =
+  | { readonly _tag: "Result"; readonly outcome: Outcome; /** The session this answer opened (initialize). */ readonly opened?: Session }
+  | {
+    /** progress notifications, one per stage of the command, then the outcome (C4, M9). */
+    readonly _tag: "Progress"
+    readonly token: string | number
+    readonly run: (onStage: (stage: Stage) => void) => Effect.Effect<Outcome, Failure>
+  }
+  | { readonly _tag: "Listen"; readonly listen: ListenRequest }
+
+/** The resource named does not exist: each era spells it its own way (L9, M8). */
+export class ResourceMissing extends Data.TaggedError("ResourceMissing")<{ readonly uri: string }> {}
+/** The server cannot serve this now (the session store is down, the session cap is reached). */
+export class Unavailable extends Data.TaggedError("Unavailable")<{ readonly message: string }> {}
+
+/** Why a handler failed: a protocol error, or a condition each era maps to its own code and status. */
+export type Failure = RpcError | ResourceMissing | Unavailable
+
+/** What the era's policy admitted a request with. */
+export interface CallContext {
+  readonly era: Era
+  /** The revision the request is served as (a legacy session's negotiated one). */
+  readonly version: string
+  /** The legacy session the request belongs to (absent on initialize and in the modern era). */
+  readonly session?: Session
+  /** `params._meta`, read once by the transport. */
+  readonly meta: Params | undefined
+  /** The caller's address, for per-client limits. */
+  readonly client: string
+}
+
+type Handler = (request: RpcRequest, context: CallContext) => Effect.Effect<Answer, Failure>
+
+interface Route {
+  readonly eras: ReadonlyArray<Era>
+  readonly handle: Handler
+}
+
+export interface DispatcherDeps {
+  readonly catalog: CompiledApp
+  readonly tools: ReadonlyArray<Tool>
+  readonly resources: Resources
+  readonly sessions: SessionsShape
+  readonly server: ServerDescription
+  /** The log sequence the read models include: where a new legacy subscription begins. */
+  readonly checkpoint: () => number
+  readonly settings: Settings
+}
+
+export interface Dispatcher {
+  readonly tools: ReadonlyArray<Tool>
+  /** Runs the request's method, or fails with method-not-found when its era does not serve it. */
+  readonly dispatch: (request: RpcRequest, context: CallContext) => Effect.Effect<Answer, Failure>
+}
+
+const CursorParams = decodeParams(PaginatedParams)
+const CallParams = decodeParams(CallToolParams)
+const ReadParams = decodeParams(ReadResourceParams)
+const decodeSubscribe = Schema.decodeUnknownEither(SubscribeParams)
+const decodeInitialize = Schema.decodeUnknownEither(InitializeParams)
+const decodeListen = Schema.decodeUnknownEither(ListenParams)
+
+const isPlainObject = (u: unknown): u is Readonly<Record<string, unknown>> => typeof u === "object" && u !== null && !Array.isArray(u)
+
+/**
+ * tools/call's params: `name` a string, `arguments` an object when present. Hot path (bench: MCP get): the
+ * common shape is checked by hand and the arguments are left as parsed, to be decoded once, by the tool's own
+ * Schema; anything else goes through the Schema for its message. The arguments are never the decoded copy:
+ * a Record decode drops an own `__proto__` key, which the command's input rules must see to refuse it as
+ * REST does.
+ */
+const callParams = (params: Params): Either.Either<{ readonly name: string; readonly args: Params }, RpcError> => {
+  const { name } = params
+  const args = Object.hasOwn(params, "arguments") ? params.arguments : undefined
+  if (typeof name === "string" && (args === undefined || isPlainObject(args))) return Either.right({ name, args: args ?? {} })
+  return Either.flatMap(CallParams(params), (p) => Either.right({ name: p.name, args: (params.arguments ?? {}) as Params }))
+}
+
+const result = (outcome: Outcome): Answer => ({ _tag: "Result", outcome })
+const succeed = (r: Record<string, unknown>, cache?: CacheHint) => Effect.succeed(result(cache ? { result: r, cache } : { result: r }))
+const fromEither = <A>(e: Either.Either<A, RpcError>, f: (a: A) => Effect.Effect<Answer, Failure>): Effect.Effect<Answer, Failure> =>
+  Either.match(e, { onLeft: (err) => Effect.fail(err), onRight: f })
+
+/**
+ * A resource that exists in form but cannot be read: a list URI naming a bad field (invalid params, naming it),
+ * or a view whose evolve failed (internal error, naming the view and the event).
+ */
+const readFailure = (uri: string, problem: ReadProblem): Failure => {
+  switch (problem._tag) {
+    case "NotFound":
+      return new ResourceMissing({ uri })
+    case "Invalid":
+      return invalidParams(problem.message)
+    case "Failed":
+      return internalError(problem.message, { uri })
+  }
+}
+
+const TOOLS_PAGE = 100
+const BOTH: ReadonlyArray<Era> = ["legacy", "modern"]
+const LEGACY: ReadonlyArray<Era> = ["legacy"]
+const MODERN: ReadonlyArray<Era> = ["modern"]
+
+export const makeDispatcher = ({ catalog, tools, resources, sessions, server, checkpoint, settings }: DispatcherDeps): Dispatcher => {
+  const byName = new Map(tools.map((t) => [t.definition.name, t]))
+  const definitions = tools.map((t) => t.definition)
+  const storeDown = (e: { readonly message: string }) => new Unavailable({ message: e.message })
+
+  /** A live query naming a bad field would never notify: refuse it, naming the field. */
+  const badLiveQuery = (uri: string): RpcError | undefined => {
+    const query = parseLiveQuery(catalog, uri)
+    return query !== undefined && Either.isLeft(query) ? invalidParams(`${uri}: ${query.left.message}`) : undefined
+  }
+
+  const subscription = (subscribe: boolean): Handler => (request, { session }) =>
+    Either.match(decodeSubscribe(request.params), {
+      onLeft: () => Effect.fail(invalidParams("params.uri must be a string")),
+      onRight: ({ uri }) => {
+        const refused = subscribe ? badLiveQuery(uri) : undefined
+        if (refused !== undefined) return Effect.fail(refused)
+        // The legacy policy admits these methods only with a session.
+        const s = session!
+        return (subscribe ? sessions.subscribe(s, uri, checkpoint()) : Effect.as(sessions.unsubscribe(s, uri), "ok" as const)).pipe(
+          Effect.mapError(storeDown),
+          Effect.flatMap((outcome) =>
+            outcome === "ok"
+              ? succeed({})
+              : Effect.fail(invalidParams(`too many subscriptions on this session (WO_MAX_SUBSCRIPTIONS=${settings.maxSubscriptions})`)))
+        )
+      }
+    })
+
+  const routes = new Map<string, Route>([
+    [Method.initialize, {
+      // The legacy handshake. Carrying modern _meta, initialize is no method of that era (M1).
+      eras: LEGACY,
+      handle: (request) =>
+        Either.match(decodeInitialize(request.params), {
+          onLeft: () => Effect.fail(invalidParams("initialize needs params.protocolVersion")),
+          onRight: (params) =>
+            sessions.create(negotiate(params.protocolVersion)).pipe(
+              Effect.mapError(storeDown),
+              Effect.flatMap((session) =>
+                session === "capacity"
+                  ? Effect.fail(new Unavailable({ message: `too many sessions (WO_MAX_SESSIONS=${settings.maxSessions}); retry later` }))
+                  : Effect.succeed<Answer>({
+                    _tag: "Result",
+                    outcome: { result: { protocolVersion: session.version, capabilities: server.legacyCapabilities, serverInfo: server.info, instructions: server.instructions } },
+                    opened: session
+                  }))
+            )
+        })
+    }],
+    // M5: ping is not a method of the modern era.
+    [Method.ping, { eras: LEGACY, handle: () => succeed({}) }],
+    [Method.resourcesSubscribe, { eras: LEGACY, handle: subscription(true) }],
+    [Method.resourcesUnsubscribe, { eras: LEGACY, handle: subscription(false) }],
+    [Method.discover, {
+      eras: MODERN,
+      handle: () =>
+        succeed({ supportedVersions: [...MODERN_VERSIONS], capabilities: server.modernCapabilities, instructions: server.instructions }, CATALOG_CACHE)
+    }],
+    [Method.listen, {
+      // M6: the ack first, then only the requested notice types; the stream itself is listen-stream.ts's.
+      eras: MODERN,
+      handle: (request, { client }) => {
+        const params = decodeListen(request.params)
+        if (Either.isLeft(params)) return Effect.fail(invalidParams("params.notifications must be a subscription filter"))
+        const { notifications } = params.right
+        const uris = [...new Set(notifications.resourceSubscriptions ?? [])]
+        if (uris.length > settings.maxSubscriptions) {
+          return Effect.fail(invalidParams(`too many resourceSubscriptions (WO_MAX_SUBSCRIPTIONS=${settings.maxSubscriptions})`))
+        }
+        for (const uri of uris) {
+          const refused = badLiveQuery(uri)
+          if (refused !== undefined) return Effect.fail(refused)
+        }
+        const lists = notifications.resourcesListChanged === true
+        const honoured = { ...(uris.length ? { resourceSubscriptions: uris } : {}), ...(lists ? { resourcesListChanged: true } : {}) }
+        return Effect.succeed<Answer>({ _tag: "Listen", listen: { id: request.id, client, uris, listChanges: lists, honoured } })
+      }
+    }],
+    [Method.toolsList, {
+      eras: BOTH,
+      handle: (request) =>
+        fromEither(CursorParams(request.params), ({ cursor }) => {
+          const start = cursor === undefined ? Option.some(0) : ToolsCursor.decode(cursor)
+          if (Option.isNone(start) || start.value > definitions.length) return Effect.fail(invalidParams("invalid cursor"))
+          const from = start.value
+          const page = definitions.slice(from, from + TOOLS_PAGE)
+          return from + TOOLS_PAGE < definitions.length
+            ? succeed({ tools: page, nextCursor: ToolsCursor.encode(from + TOOLS_PAGE) }, CATALOG_CACHE)
+            : succeed({ tools: page }, CATALOG_CACHE)
+        })
+    }],
+    [Method.toolsCall, {
+      eras: BOTH,
+      handle: (request, context) =>
+        fromEither(callParams(request.params), ({ name, args }) => {
+          const tool = byName.get(name)
+          if (tool === undefined) return Effect.fail(invalidParams(`Unknown tool: ${name}`))
+          const token = progressTokenOf(context.meta)
+          if (token !== undefined) {
+            return Effect.succeed<Answer>({
+              _tag: "Progress",
+              token,
+              run: (onStage) => Effect.map(tool.call(args, { onStage }), (r): Outcome => ({ result: r.result, json: r.json }))
+            })
+          }
+          return Effect.map(tool.call(args, {}), (r) => result({ result: r.result, json: r.json }))
+        })
+    }],
+    [Method.resourcesList, {
+      eras: BOTH,
+      handle: (request) =>
+        fromEither(CursorParams(request.params), ({ cursor }) => {
+          const page = resources.list(cursor)
+          return page === undefined ? Effect.fail(invalidParams("invalid cursor")) : succeed({ ...page }, ROW_CACHE)
+        })
+    }],
+    [Method.resourceTemplatesList, { eras: BOTH, handle: () => succeed({ resourceTemplates: resources.templates }, CATALOG_CACHE) }],
+    [Method.resourcesRead, {
+      eras: BOTH,
+      handle: (request) =>
+        fromEither(ReadParams(request.params), ({ uri }) =>
+          resources.read(uri).pipe(
+            Effect.mapBoth({
+              onFailure: (problem) => readFailure(uri, problem),
+              onSuccess: (contents) => result({ result: { contents: [contents] }, cache: uri.startsWith("wo://schema/") ? CATALOG_CACHE : ROW_CACHE })
+            })
+          ))
+    }]
+  ])
+
+  return {
+    tools,
+    dispatch: (request, context) => {
+      // One lookup per request; a method of the other era is as unknown as one of no era.
+      const route = routes.get(request.method)
+      return route === undefined || !route.eras.includes(context.era) ? Effect.fail(methodNotFound(request.method)) : route.handle(request, context)
+    }
+  }
+}

@@ -1,0 +1,78 @@
+/**
+ * The legacy era's policy (2025-03-26 .. 2025-11-25), with sessions: `initialize` needs none and mints one (the
+ * dispatcher's handler); every other message must name a live session (400 missing, 404 unknown, 503 when the
+ * store is down, L2) and a supported MCP-Protocol-Version (absent: 2025-03-26; unsupported: 400), and is served
+ * as the session's negotiated version whatever supported version it named (L3). Results go out as they are;
+ * resource not found is -32002 (L9).
+ */
+import { Effect } from "effect"
+import type { StoreUnavailable } from "../../domain/errors.ts"
+import type { CallContext, Failure } from "./dispatcher.ts"
+import type { Envelope, EraPolicy, Refusal } from "./era-policy.ts"
+import {
+  DEFAULT_LEGACY_HEADER_VERSION,
+  ErrorCode,
+  internalError,
+  invalidRequest,
+  isLegacyVersion,
+  LATEST_LEGACY,
+  LEGACY_VERSIONS,
+  Method,
+  PRIMING_SINCE,
+  RpcError
+} from "./protocol.ts"
+import type { Session, SessionsShape } from "./sessions.ts"
+
+const refusal = (error: RpcError, status: number): Refusal => ({ error, status })
+
+const storeDown = (e: StoreUnavailable) => refusal(internalError(e.message), 503)
+
+export interface LegacyPolicy extends EraPolicy {
+  /** The live session an envelope names (GET and DELETE /mcp use it too). */
+  readonly session: (envelope: Envelope) => Effect.Effect<Session, Refusal>
+}
+
+export const makeLegacyPolicy = (sessions: SessionsShape): LegacyPolicy => {
+  const session = ({ sessionId }: Envelope): Effect.Effect<Session, Refusal> => {
+    if (sessionId === undefined) return Effect.fail(refusal(invalidRequest("Bad Request: Mcp-Session-Id header is required (send initialize first)"), 400))
+    return sessions.get(sessionId).pipe(
+      Effect.mapError(storeDown),
+      Effect.flatMap((s) =>
+        s === undefined ? Effect.fail(refusal(invalidRequest("Session not found: it expired or was terminated; initialize again"), 404)) : Effect.succeed(s))
+    )
+  }
+
+  /** The session, then the version header (in that order: a client without a session is told so first). */
+  const admitted = (envelope: Envelope): Effect.Effect<Session, Refusal> =>
+    Effect.flatMap(session(envelope), (s) => {
+      const version = envelope.protocolVersion ?? DEFAULT_LEGACY_HEADER_VERSION
+      return isLegacyVersion(version)
+        ? Effect.succeed(s)
+        : Effect.fail(refusal(invalidRequest(`Unsupported MCP-Protocol-Version: ${version} (supported: ${LEGACY_VERSIONS.join(", ")})`), 400))
+    })
+
+  const refuse = (failure: Failure): Refusal => {
+    switch (failure._tag) {
+      case "ResourceMissing":
+        return refusal(new RpcError({ code: ErrorCode.ResourceNotFound, message: `Resource not found: ${failure.uri}`, data: { uri: failure.uri } }), 200)
+      case "Unavailable":
+        return refusal(internalError(failure.message), 503)
+      case "RpcError":
+        return refusal(failure, 200)
+    }
+  }
+
+  return {
+    era: "legacy",
+    session,
+    admit: (request, envelope) =>
+      request.method === Method.initialize
+        ? Effect.succeed<CallContext>({ era: "legacy", version: LATEST_LEGACY, meta: envelope.meta, client: envelope.client })
+        : Effect.map(admitted(envelope), (s): CallContext => ({ era: "legacy", version: s.version, session: s, meta: envelope.meta, client: envelope.client })),
+    admitNotice: (envelope) => Effect.asVoid(admitted(envelope)),
+    decorate: (outcome) => outcome,
+    refuse,
+    // L7: POST SSE events carry ids; 2025-11-25 opens the stream with a priming event.
+    streamShape: (context) => ({ eventIds: true, priming: context.version >= PRIMING_SINCE })
+  }
+}

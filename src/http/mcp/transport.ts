@@ -1,0 +1,220 @@
+/**
+ * The HTTP transport of /mcp: the only place here that knows headers, statuses, SSE response shapes and the
+ * session id header. It checks what both eras share (C1, C2, C3, C6), reads the envelope once (`_meta` and the
+ * Mcp-* headers), picks the era's policy with the protocol's era predicate, lets the policy admit the message,
+ * runs the dispatcher, and puts the answer on the wire: JSON, a progress SSE stream, a listen stream, or the
+ * refusal with its status. GET opens a legacy session's stream (L5, L7), DELETE ends the session; both are 405
+ * for modern clients (M5).
+ */
+import { Effect, Either, Stream } from "effect"
+import type { IncomingHttpHeaders } from "node:http"
+import { empty, json, jsonText, type EdgeRequest, type EdgeResponse, type Headers } from "../edge-types.ts"
+import { describeBodyProblem, isJsonContentType, parseJsonBody } from "../json-body.ts"
+import { SSE_HEADERS, sseFrame } from "../sse.ts"
+import type { Answer, CallContext, Dispatcher, Outcome } from "./dispatcher.ts"
+import type { Envelope, EraPolicy, Refusal } from "./era-policy.ts"
+import type { LegacyPolicy } from "./legacy-era.ts"
+import type { ListenRequest } from "./listen-stream.ts"
+import { progressMessages } from "./progress-stream.ts"
+import {
+  classify,
+  ErrorCode,
+  eraOf,
+  errorMessage,
+  idOf,
+  metaOf,
+  MODERN_VERSIONS,
+  RpcError,
+  type RpcId,
+  type RpcMessage,
+  type RpcRequest
+} from "./protocol.ts"
+import type { Session, SessionsShape } from "./sessions.ts"
+
+/** The headers of MCP's Streamable HTTP transport, as node:http gives them (lower case). */
+export const SESSION_HEADER = "mcp-session-id"
+const PROTOCOL_VERSION_HEADER = "mcp-protocol-version"
+const METHOD_HEADER = "mcp-method"
+const NAME_HEADER = "mcp-name"
+const LAST_EVENT_ID_HEADER = "last-event-id"
+
+const headerValue = (headers: IncomingHttpHeaders, name: string): string | undefined => {
+  const v = headers[name]
+  return Array.isArray(v) ? v[0] : v
+}
+
+/** True when an Accept header allows `type` (absent means anything, as in HTTP). */
+export const accepts = (accept: string | undefined, type: string): boolean => {
+  if (accept === undefined) return true
+  const [major] = type.split("/")
+  return accept.split(",").some((part) => {
+    const media = part.split(";")[0].trim().toLowerCase()
+    return media === type || media === "*/*" || media === `${major}/*`
+  })
+}
+
+/** What MCP clients send (and what curl's default `*\/*` stands for): checked without splitting. */
+const COMMON_ACCEPT = new Set(["application/json, text/event-stream", "text/event-stream, application/json", "*/*"])
+
+const acceptsBoth = (accept: string | undefined) =>
+  accept === undefined || COMMON_ACCEPT.has(accept) || (accepts(accept, "application/json") && accepts(accept, "text/event-stream"))
+
+// ---------------------------------------------------------------------------------------------------
+// Answers: every error is a JSON-RPC body, never HTML or empty (C2).
+
+const resultBody = (id: RpcId, outcome: Outcome): string =>
+  outcome.json !== undefined
+    ? `{"jsonrpc":"2.0","id":${JSON.stringify(id)},"result":${outcome.json}}`
+    : JSON.stringify({ jsonrpc: "2.0", id, result: outcome.result })
+
+const rpcResult = (id: RpcId, outcome: Outcome, headers: Headers = {}): EdgeResponse => jsonText(200, resultBody(id, outcome), headers)
+
+const refused = (id: RpcId | null, { error, status }: Refusal, headers: Headers = {}): EdgeResponse => json(status, errorMessage(id, error), headers)
+
+/** A transport-level refusal (406, 415, 405, 403, 413...) still answered as JSON-RPC with a null id. */
+export const httpError = (status: number, message: string, headers: Headers = {}): EdgeResponse =>
+  refused(null, { error: new RpcError({ code: ErrorCode.InvalidRequest, message }), status }, headers)
+
+const accepted = (): EdgeResponse => empty(202)
+
+const withHeaders = (response: EdgeResponse, headers: Headers): EdgeResponse => ({ ...response, headers: { ...response.headers, ...headers } })
+
+/** A refusal of a message that is not JSON-RPC at all (C1, C2): 400, whatever the era. */
+const malformed = (error: RpcError): Refusal => ({ error, status: 400 })
+
+// ---------------------------------------------------------------------------------------------------
+
+export interface TransportDeps {
+  readonly dispatcher: Dispatcher
+  readonly legacy: LegacyPolicy
+  readonly modern: EraPolicy
+  readonly sessions: SessionsShape
+  /** listen-stream.ts: a modern listen stream, or its refusal (the only one it makes: too many streams, 429). */
+  readonly openListen: (request: ListenRequest) => Either.Either<EdgeResponse, RpcError>
+  /** session-stream.ts: a legacy session's GET stream, resumed after Last-Event-ID. */
+  readonly openSessionStream: (session: Session, lastEventId: string | undefined) => EdgeResponse
+  readonly maxJsonDepth: number
+}
+
+export const makeMcpTransport = (deps: TransportDeps) => {
+  const { dispatcher, legacy, modern, sessions, openListen, openSessionStream, maxJsonDepth } = deps
+  let responseStreams = 0
+
+  const envelopeOf = (request: EdgeRequest, meta: Envelope["meta"]): Envelope => ({
+    meta,
+    protocolVersion: headerValue(request.headers, PROTOCOL_VERSION_HEADER),
+    mcpMethod: headerValue(request.headers, METHOD_HEADER),
+    mcpName: headerValue(request.headers, NAME_HEADER),
+    sessionId: headerValue(request.headers, SESSION_HEADER),
+    client: request.remoteAddress
+  })
+
+  /** A request's answer on the wire, in its era's shape. */
+  const respond = (policy: EraPolicy, request: RpcRequest, context: CallContext, answer: Answer): EdgeResponse => {
+    switch (answer._tag) {
+      case "Result": {
+        const headers: Headers = answer.opened !== undefined ? { [SESSION_HEADER]: answer.opened.id } : {}
+        return rpcResult(request.id, policy.decorate(answer.outcome), headers)
+      }
+      case "Progress": {
+        const { eventIds, priming } = policy.streamShape(context)
+        const streamId = eventIds ? `req${++responseStreams}` : undefined
+        let n = 0
+        const messages = Stream.map(
+          // progress-stream.ts runs the call in the stream's scope: closing the response cancels it (M7).
+          progressMessages({
+            token: answer.token,
+            run: answer.run,
+            respond: (outcome) =>
+              Effect.match(outcome, {
+                onFailure: (failure) => JSON.stringify(errorMessage(request.id, policy.refuse(failure).error)),
+                onSuccess: (o) => resultBody(request.id, policy.decorate(o))
+              })
+          }),
+          (data) => sseFrame({ id: streamId && `${streamId}-${++n}`, event: "message", data })
+        )
+        const events = priming ? Stream.concat(Stream.make(sseFrame({ id: streamId && `${streamId}-0`, data: "" })), messages) : messages
+        const headers = context.session !== undefined ? { ...SSE_HEADERS, [SESSION_HEADER]: context.session.id } : SSE_HEADERS
+        return { _tag: "Stream", status: 200, headers, events }
+      }
+      case "Listen":
+        return Either.match(openListen(answer.listen), {
+          onLeft: (error) => refused(request.id, { error, status: 429 }),
+          onRight: (response) => response
+        })
+    }
+  }
+
+  const post = (message: RpcMessage, request: EdgeRequest): Effect.Effect<EdgeResponse> => {
+    // The envelope is read once: `_meta` decides the era, then the policy and the handler use the same value.
+    const meta = message._tag === "Response" ? undefined : metaOf(message.params)
+    const envelope = envelopeOf(request, meta)
+    const policy = eraOf(meta, envelope.protocolVersion) === "modern" ? modern : legacy
+    if (message._tag !== "Request") {
+      // C3: notifications and responses get 202 once admitted.
+      return Effect.match(policy.admitNotice(envelope), { onFailure: (r) => refused(null, r), onSuccess: accepted })
+    }
+    return policy.admit(message, envelope).pipe(
+      Effect.flatMap((context) =>
+        dispatcher.dispatch(message, context).pipe(
+          Effect.match({
+            onFailure: (failure) => refused(message.id, policy.refuse(failure)),
+            onSuccess: (answer) => respond(policy, message, context, answer)
+          })
+        )),
+      Effect.catchAll((refusal) => Effect.succeed(refused(message.id, refusal)))
+    )
+  }
+
+  const postMessage = (request: EdgeRequest): Effect.Effect<EdgeResponse> => {
+    if (!acceptsBoth(request.headers.accept)) {
+      return Effect.succeed(httpError(406, "Accept must allow both application/json and text/event-stream"))
+    }
+    if (!isJsonContentType(request.headers["content-type"])) return Effect.succeed(httpError(415, "Content-Type must be application/json"))
+    const parsed = parseJsonBody(request.body, maxJsonDepth)
+    if (Either.isLeft(parsed)) {
+      const problem = parsed.left
+      return Effect.succeed(refused(null, malformed(problem._tag === "TooDeep"
+        ? new RpcError({ code: ErrorCode.InvalidRequest, message: describeBodyProblem(problem) })
+        : new RpcError({ code: ErrorCode.ParseError, message: `Parse error: ${problem.message}` }))))
+    }
+    const message = classify(parsed.right)
+    if (Either.isLeft(message)) return Effect.succeed(refused(idOf(parsed.right), malformed(message.left)))
+    return post(message.right, request)
+  }
+
+  /** GET: the session's notification stream; DELETE: the end of the session. */
+  const sessionRequest = (request: EdgeRequest): Effect.Effect<EdgeResponse> => {
+    const envelope = envelopeOf(request, undefined)
+    if (request.method === "GET" && !accepts(request.headers.accept, "text/event-stream")) {
+      return Effect.succeed(httpError(406, "Accept must allow text/event-stream"))
+    }
+    return legacy.session(envelope).pipe(
+      Effect.flatMap((session) =>
+        request.method === "GET"
+          ? Effect.succeed(withHeaders(openSessionStream(session, headerValue(request.headers, LAST_EVENT_ID_HEADER)), { [SESSION_HEADER]: session.id }))
+          : sessions.terminate(session.id).pipe(
+            Effect.as(empty(200)),
+            Effect.catchTag("StoreUnavailable", (e) => Effect.succeed(httpError(503, e.message)))
+          )),
+      Effect.catchAll((refusal) => Effect.succeed(refused(null, refusal)))
+    )
+  }
+
+  /** The /mcp route. */
+  return (request: EdgeRequest): Effect.Effect<EdgeResponse> => {
+    if (request.method === "POST") return postMessage(request)
+    if (request.method !== "GET" && request.method !== "DELETE") {
+      return Effect.succeed(httpError(405, `${request.method} is not supported on /mcp`, { allow: "POST" }))
+    }
+    // M5: without sessions, GET and DELETE mean nothing to a modern client.
+    if (eraOf(undefined, headerValue(request.headers, PROTOCOL_VERSION_HEADER)) === "modern") {
+      return Effect.succeed(httpError(
+        405,
+        `${request.method} is not used by MCP ${MODERN_VERSIONS[0]}: POST requests, and subscriptions/listen for notifications`,
+        { allow: "POST" }
+      ))
+    }
+    return sessionRequest(request)
+  }
+}

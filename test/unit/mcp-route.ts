@@ -1,0 +1,86 @@
+/**
+ * The /mcp route for unit tests, over stand-ins: the real transport, era policies and (unless a test gives
+ * its own) dispatcher, with no tools, no resources and no sessions. `post` sends one JSON-RPC message as the
+ * body of a POST, as a client would.
+ */
+import { Effect } from "effect"
+import type { Settings } from "../../src/config.ts"
+import type { CompiledApp } from "../../src/domain/compile.ts"
+import type { EdgeRequest, EdgeResponse } from "../../src/http/edge-types.ts"
+import { makeDispatcher, type Dispatcher } from "../../src/http/mcp/dispatcher.ts"
+import { makeLegacyPolicy } from "../../src/http/mcp/legacy-era.ts"
+import { makeListenStreams } from "../../src/http/mcp/listen-stream.ts"
+import { makeModernPolicy } from "../../src/http/mcp/modern-era.ts"
+import { META, type RpcMessage } from "../../src/http/mcp/protocol.ts"
+import type { Resources } from "../../src/http/mcp/resources.ts"
+import { describeServer } from "../../src/http/mcp/server-info.ts"
+import type { SessionsShape } from "../../src/http/mcp/sessions.ts"
+import { makeMcpTransport } from "../../src/http/mcp/transport.ts"
+import type { OpenStreamsShape } from "../../src/http/open-streams.ts"
+import type { RegistryShape } from "../../src/projections/registry.ts"
+import type { RowsShape } from "../../src/projections/rows.ts"
+
+export interface RouteDeps {
+  readonly catalog: CompiledApp
+  readonly settings: Settings
+  readonly registry: RegistryShape
+  readonly rows: RowsShape
+  readonly streams: OpenStreamsShape
+  /** Default: the real dispatcher over no tools and no resources. */
+  readonly dispatcher?: Dispatcher
+}
+
+const noResources: Resources = { list: () => ({ resources: [] }), templates: [], read: () => Effect.fail({ _tag: "NotFound" }) }
+
+/** Sessions that never exist: every legacy request but initialize is refused with 404. */
+const noSessions: SessionsShape = {
+  create: () => Effect.succeed("capacity"),
+  get: () => Effect.succeed(undefined),
+  subscribe: () => Effect.succeed("limit"),
+  unsubscribe: () => Effect.void,
+  attach: () => {},
+  detach: () => {},
+  terminate: () => Effect.succeed(false),
+  list: () => []
+}
+
+export const makeRoute = ({ catalog, settings, registry, rows, streams, dispatcher }: RouteDeps) => {
+  const server = describeServer(catalog, [])
+  return makeMcpTransport({
+    dispatcher: dispatcher ??
+      makeDispatcher({ catalog, tools: [], resources: noResources, sessions: noSessions, server, checkpoint: rows.checkpoint, settings }),
+    legacy: makeLegacyPolicy(noSessions),
+    modern: makeModernPolicy(server),
+    sessions: noSessions,
+    openListen: makeListenStreams({ registry, rows, streams, settings, resultMeta: { [META.serverInfo]: server.info } }),
+    openSessionStream: () => {
+      throw new Error("no sessions here")
+    },
+    maxJsonDepth: settings.maxJsonDepth
+  })
+}
+
+/** What a client sends with every POST, plus `headers`. */
+const POST_HEADERS = { accept: "application/json, text/event-stream", "content-type": "application/json" }
+
+const bodyOf = (message: RpcMessage) =>
+  message._tag === "Request"
+    ? { jsonrpc: "2.0", id: message.id, method: message.method, params: message.params }
+    : message._tag === "Notification"
+    ? { jsonrpc: "2.0", method: message.method, params: message.params }
+    : { jsonrpc: "2.0", id: 1, result: {} }
+
+/** The route with the old era-module shape: `post(message, request)` and `other(request)` (GET, DELETE). */
+export const makeModern = (deps: RouteDeps) => {
+  const route = makeRoute(deps)
+  return {
+    post: (message: RpcMessage, request: EdgeRequest): Effect.Effect<EdgeResponse> =>
+      route({
+        ...request,
+        method: "POST",
+        headers: { ...POST_HEADERS, ...request.headers },
+        body: Buffer.from(JSON.stringify(bodyOf(message)))
+      }),
+    other: (request: EdgeRequest) => route(request)
+  }
+}
