@@ -21,6 +21,7 @@ import type { ChangeFeedShape } from "../projections/change-feed.ts"
 import type { RowsShape } from "../projections/rows.ts"
 import { errorJson, type EdgeRequest, type EdgeResponse } from "./edge-types.ts"
 import type { CloseReason, PushSink } from "./push-sink.ts"
+import { makeClientSlots } from "./client-slots.ts"
 import { SSE_HEADERS } from "./sse.ts"
 import { makeTurnstile } from "./turnstile.ts"
 
@@ -70,14 +71,7 @@ const closedText = (reason: string) => `: closed (${reason}); reconnect with Las
 
 export const makeEventTail = ({ log, feed, rows, capacity, heartbeatMs, stopped, maxPerClient, maxTotal }: EventTailDeps) => {
   const turnstile = makeTurnstile(STEPS_PER_TURN)
-  const byClient = new Map<string, number>()
-  let open = 0
-  const count = (client: string, delta: number) => {
-    open += delta
-    const n = (byClient.get(client) ?? 0) + delta
-    if (n === 0) byClient.delete(client)
-    else byClient.set(client, n)
-  }
+  const slots = makeClientSlots(maxPerClient, maxTotal)
 
   /** Events `from..to` from the durable log, a batch per write; false when the stream closed meanwhile. */
   const replay = (sink: PushSink, from: number, to: number): Effect.Effect<boolean, StoreUnavailable> =>
@@ -132,11 +126,11 @@ export const makeEventTail = ({ log, feed, rows, capacity, heartbeatMs, stopped,
       onLeft: (message) => errorJson(400, "ValidationFailed", message, { issues: [{ path: ["from"], message }] }),
       onRight: (from) => {
         const client = request.remoteAddress
-        if ((byClient.get(client) ?? 0) >= maxPerClient || open >= maxTotal) {
+        if (slots.full(client)) {
           return errorJson(429, "TooManyReaders", `too many open event-log readers (WO_MAX_EVENT_TAILS_PER_CLIENT=${maxPerClient}, WO_MAX_EVENT_TAILS=${maxTotal})`, {}, { "retry-after": "1" })
         }
         // Counted from now, so that concurrent requests cannot all pass the check before any stream starts.
-        count(client, 1)
+        slots.take(client)
         return {
           _tag: "Push",
           status: 200,
@@ -144,7 +138,7 @@ export const makeEventTail = ({ log, feed, rows, capacity, heartbeatMs, stopped,
           heartbeatMs,
           start: (sink) =>
             Effect.gen(function* () {
-              yield* Effect.addFinalizer(() => Effect.sync(() => count(client, -1)))
+              yield* Effect.addFinalizer(() => Effect.sync(() => slots.release(client)))
               sink.farewell((reason: CloseReason) => reason === "overflow" ? closedText("overflow") : reason === "store" ? closedText("store unavailable") : undefined)
               yield* Effect.forkScoped(Effect.zipRight(stopped, Effect.sync(() => sink.close("shutdown"))))
               // A store failure ends the stream rather than skipping events: the reader resumes where it stopped.

@@ -29,6 +29,20 @@ export interface VerifyReport {
 
 const MAX_LISTED = 50
 
+/** The problems a check finds, in the order found: the first MAX_LISTED listed, the rest only counted. */
+export const makeProblems = () => {
+  const listed: Array<string> = []
+  let unlisted = 0
+  return {
+    add: (text: string) => {
+      if (listed.length < MAX_LISTED) listed.push(text)
+      else unlisted++
+    },
+    report: (events: number, rows: number, started: number): VerifyReport =>
+      ({ events, rows, problems: listed, unlisted, millis: Date.now() - started })
+  }
+}
+
 /** Every key and value of a range, a batch at a time. */
 const forEachRecord = async (db: Db, gte: string, lt: string, f: (key: string, value: string) => void) => {
   const it = db.iterator({ gte, lt })
@@ -48,12 +62,8 @@ const describe = (e: unknown) => (e instanceof Error ? e.message : String(e))
 export const verifyStore = (h: LevelDbShape): Effect.Effect<VerifyReport, StoreUnavailable> =>
   h.read("cannot verify the store", async (db) => {
     const started = Date.now()
-    const problems: Array<string> = []
-    let unlisted = 0
-    const problem = (text: string) => {
-      if (problems.length < MAX_LISTED) problems.push(text)
-      else unlisted++
-    }
+    const found = makeProblems()
+    const problem = found.add
 
     const format = await db.get(K.FORMAT_KEY)
     if (format === undefined) problem(`no store format marker (${K.FORMAT_KEY}): written by an earlier writeonce, or damaged`)
@@ -165,5 +175,5 @@ export const verifyStore = (h: LevelDbShape): Effect.Effect<VerifyReport, StoreU
       if (Either.isLeft(record)) return problem(`corrupt record at key ${key}: not a view record (${record.left})`)
       if (record.right.seq > checkpoint) problem(`view ${K.nameOfViewKey(key)} last changed at ${record.right.seq}, after the checkpoint ${checkpoint}`)
     })
-    return { events, rows, problems, unlisted, millis: Date.now() - started } satisfies VerifyReport
+    return found.report(events, rows, started)
   })

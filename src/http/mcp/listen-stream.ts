@@ -12,6 +12,7 @@ import type { EdgeResponse } from "../edge-types.ts"
 import type { NoticeBuffer } from "../notice-buffer.ts"
 import type { OpenStreamsShape } from "../open-streams.ts"
 import { SSE_HEADERS, sseFrame } from "../sse.ts"
+import { makeClientSlots } from "../client-slots.ts"
 import { modernParts, modernSplice, subscriptionIdBytes } from "./notice-frames.ts"
 import { ErrorCode, META, resultMessage, RpcError, type RpcId } from "./protocol.ts"
 
@@ -35,17 +36,10 @@ export interface ListenStreamDeps {
 }
 
 export const makeListenStreams = ({ registry, rows, streams, settings, resultMeta }: ListenStreamDeps) => {
-  const listensByClient = new Map<string, number>()
-  let listens = 0
-  const countListen = (client: string, delta: number) => {
-    listens += delta
-    const n = (listensByClient.get(client) ?? 0) + delta
-    if (n === 0) listensByClient.delete(client)
-    else listensByClient.set(client, n)
-  }
+  const slots = makeClientSlots(settings.maxListensPerClient, settings.maxListenStreams)
 
   return ({ id, client, uris, listChanges, honoured }: ListenRequest): Either.Either<EdgeResponse, RpcError> => {
-    if ((listensByClient.get(client) ?? 0) >= settings.maxListensPerClient || listens >= settings.maxListenStreams) {
+    if (slots.full(client)) {
       return Either.left(new RpcError({
         code: ErrorCode.InvalidRequest,
         message: `too many open listen streams (WO_MAX_LISTENS_PER_CLIENT=${settings.maxListensPerClient}, WO_MAX_LISTEN_STREAMS=${settings.maxListenStreams})`
@@ -67,7 +61,7 @@ export const makeListenStreams = ({ registry, rows, streams, settings, resultMet
           reason === "shutdown"
             ? sseFrame({ event: "message", data: JSON.stringify(resultMessage(id, { resultType: "complete", _meta: { [META.subscriptionId]: id, ...resultMeta } })) })
             : undefined)
-        yield* Effect.acquireRelease(Effect.sync(() => countListen(client, 1)), () => Effect.sync(() => countListen(client, -1)))
+        yield* Effect.acquireRelease(Effect.sync(() => slots.take(client)), () => Effect.sync(() => slots.release(client)))
         const [ackPrefix, ackSuffix] = modernSplice("notifications/subscriptions/acknowledged", { notifications: honoured })
         sink.enqueue(ackPrefix, idBytes, ackSuffix)
         yield* registry.subscribe(uris, buffer, listChanges)

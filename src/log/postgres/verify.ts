@@ -11,12 +11,11 @@
 import { Effect } from "effect"
 import { StoreUnavailable } from "../../domain/errors.ts"
 import { streamKey } from "../../domain/events.ts"
-import type { VerifyReport } from "../verify.ts"
+import { makeProblems, type VerifyReport } from "../verify.ts"
 import type { PgConnectionShape } from "./connection.ts"
 import { decodeEvent, decodeRow, decodeType, EVENT_COLUMNS, ROW_COLUMNS, TYPE_COLUMNS } from "./records.ts"
 import { SCHEMA } from "./schema.ts"
 
-const MAX_LISTED = 50
 const BATCH = 5000
 
 const describe = (e: unknown) => (e instanceof Error ? e.message : String(e))
@@ -28,12 +27,8 @@ export const verifyPostgresStore = (conn: PgConnectionShape): Effect.Effect<Veri
       const q = (what: string, text: string, values?: ReadonlyArray<unknown>) =>
         Effect.tryPromise({ try: () => client.query(text, values as Array<unknown> | undefined), catch: (e) => conn.failed(what, e) })
       const started = Date.now()
-      const problems: Array<string> = []
-      let unlisted = 0
-      const problem = (text: string) => {
-        if (problems.length < MAX_LISTED) problems.push(text)
-        else unlisted++
-      }
+      const found = makeProblems()
+      const problem = found.add
       yield* q("cannot begin", "begin isolation level repeatable read read only")
 
       // Events: checksums, seq continuity, per-entity version continuity, highest id per type.
@@ -129,6 +124,6 @@ export const verifyPostgresStore = (conn: PgConnectionShape): Effect.Effect<Veri
         }
       }
       yield* q("cannot end", "commit")
-      return { events, rows, problems, unlisted, millis: Date.now() - started } satisfies VerifyReport
+      return found.report(events, rows, started)
     })
   )
