@@ -7,6 +7,7 @@ import { describe, expect, it } from "@effect/vitest"
 import { ConfigProvider, Effect, Either, Fiber, Layer } from "effect"
 import pricing from "../../examples/pricing/app.ts"
 import { Commands, CommandsLive, type Command } from "../../src/commands/commands.ts"
+import { create, setPrice } from "./pricing-commands.ts"
 import { GroupCommitLive } from "../../src/commands/group-commit.ts"
 import { loadSettings, WoConfig } from "../../src/config.ts"
 import { Catalog } from "../../src/domain/app-catalog.ts"
@@ -28,15 +29,6 @@ const node = CommandsLive.pipe(
   Layer.provideMerge(settings)
 )
 
-const create = (name: string): Command => ({ _tag: "Create", type: "products", input: { name, price: 1, currency: "USD" } })
-const setPrice = (id: string, price: number, expectedVersion?: number): Command => ({
-  _tag: "Invoke",
-  type: "products",
-  id,
-  method: "set_price",
-  input: { price },
-  ...(expectedVersion === undefined ? {} : { expectedVersion })
-})
 const execute = (command: Command) => Effect.flatMap(Commands, (c) => c.execute(command))
 
 /** Yields until `check` holds (a bounded number of times: no clock involved). */

@@ -8,6 +8,7 @@ import { describe, expect, it } from "@effect/vitest"
 import { ConfigProvider, Deferred, Effect, Either, Fiber, Layer, Logger, LogLevel } from "effect"
 import pricing from "../../examples/pricing/app.ts"
 import { Commands, CommandsLive, type Command } from "../../src/commands/commands.ts"
+import { create, setPrice } from "./pricing-commands.ts"
 import { GroupCommitLive } from "../../src/commands/group-commit.ts"
 import { loadSettings, WoConfig } from "../../src/config.ts"
 import { Catalog } from "../../src/domain/app-catalog.ts"
@@ -33,15 +34,6 @@ const writer = (env: Record<string, string> = {}) =>
     Layer.provideMerge(settingsFrom(env))
   )
 
-const create = (name: string, price = 1): Command => ({ _tag: "Create", type: "products", input: { name, price, currency: "USD" } })
-const setPrice = (id: string, price: number, expectedVersion?: number): Command => ({
-  _tag: "Invoke",
-  type: "products",
-  id,
-  method: "set_price",
-  input: { price },
-  ...(expectedVersion === undefined ? {} : { expectedVersion })
-})
 
 /** Queues every command concurrently and returns once all of them are in the writer's queue. */
 const submitAll = (commands: ReadonlyArray<Command>) =>
