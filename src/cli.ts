@@ -3,7 +3,7 @@
  * projection can be rebuilt from the log; `wo init <dir>` starts an app and `wo test <app-dir>` tests one
  * (src/init, src/testing). A thin shell over `writeOnceLayer`.
  */
-import { Args, Command, Options } from "@effect/cli"
+import { Args, Command, Options, ValidationError } from "@effect/cli"
 import * as NodeContext from "@effect/platform-node/NodeContext"
 import * as NodeRuntime from "@effect/platform-node/NodeRuntime"
 import { Console, Context, Data, Effect, Layer, Option } from "effect"
@@ -11,7 +11,8 @@ import * as fs from "node:fs"
 import * as path from "node:path"
 import { makeClassicLevelLog } from "./log/classic-level-log.ts"
 import { exitWhenTheWriterDies } from "./commands/writer-watch.ts"
-import { openDb } from "./log/level-db.ts"
+import { openReadOnly } from "./log/read-only-db.ts"
+import { planCurrentRepair, writeCurrent } from "./log/repair-current.ts"
 import { verifyStore } from "./log/verify.ts"
 import { EventLog, type EventLogShape } from "./log/event-log.ts"
 import { PgConnection, pgConnectionLayer } from "./log/postgres/connection.ts"
@@ -37,7 +38,8 @@ class UsageError extends Data.TaggedError("UsageError")<{ readonly message: stri
 const appDir = Args.directory({ name: "app-dir", exists: "yes" }).pipe(
   Args.withDescription("the app folder, holding app.ts")
 )
-const dataOption = Options.directory("data").pipe(
+// Plain text, not Options.directory: the store's open names what is wrong with the path in one line.
+const dataOption = Options.text("data").pipe(
   Options.withDescription("data directory (default: <app-dir>/.data, or WO_DATA)"),
   Options.optional
 )
@@ -120,7 +122,7 @@ const replayCommand = Command.make(
   {
     app: replayAppOption,
     store: storeOption,
-    dataDir: Args.directory({ name: "data-dir", exists: "yes" }).pipe(Args.withDescription("the data directory to check (or --store)"), Args.optional)
+    dataDir: Args.text({ name: "data-dir" }).pipe(Args.withDescription("the data directory to check (or --store)"), Args.optional)
   },
   ({ app, store, dataDir: dir }) =>
     Effect.gen(function* () {
@@ -130,7 +132,7 @@ const replayCommand = Command.make(
       // On PostgreSQL, run it while no node writes: rows stored after the log was read would differ from its fold.
       const stored: EventLogShape = chosen.url !== undefined
         ? Context.get(yield* Layer.build(postgresLogLayer(chosen.url)), EventLog)
-        : yield* Effect.flatMap(openDb(path.resolve(chosen.dataDir)), makeClassicLevelLog)
+        : yield* Effect.flatMap(openReadOnly(path.resolve(chosen.dataDir)), makeClassicLevelLog)
       const log = catalog === undefined ? stored : upcastingLog(stored, catalog)
       const report = yield* replay(log, catalog)
       yield* Console.log(
@@ -162,8 +164,8 @@ const replayCommand = Command.make(
 const verifyCommand = Command.make(
   "verify",
   {
-    dataDir: Args.directory({ name: "data-dir", exists: "yes" }).pipe(
-      Args.withDescription("the data directory to check (the server must be stopped), or --store"),
+    dataDir: Args.text({ name: "data-dir" }).pipe(
+      Args.withDescription("the data directory to check (the server must be stopped; it is never written), or --store"),
       Args.optional
     ),
     store: storeOption,
@@ -175,7 +177,7 @@ const verifyCommand = Command.make(
       // A PostgreSQL store is checked in one snapshot: its nodes may go on writing.
       const report = chosen.url !== undefined
         ? yield* verifyPostgresStore(Context.get(yield* Layer.build(pgConnectionLayer(chosen.url)), PgConnection))
-        : yield* verifyStore(yield* openDb(path.resolve(chosen.dataDir), { acceptDataLoss }))
+        : yield* verifyStore(yield* openReadOnly(path.resolve(chosen.dataDir), { acceptDataLoss }))
       const rate = Math.round(report.events / Math.max(0.001, report.millis / 1000))
       yield* Console.log(`verified ${report.events} events and ${report.rows} rows in ${report.millis} ms (${rate} events/s)`)
       if (report.problems.length > 0) {
@@ -188,6 +190,40 @@ const verifyCommand = Command.make(
       yield* Console.log("OK: checksums, sequence and version continuity, counters, row counts, checkpoint and view records")
     }).pipe(Effect.scoped)
 ).pipe(Command.withDescription("check a stopped data dir: checksums, sequence and version continuity, counters, checkpoint"))
+
+const repairCurrentCommand = Command.make(
+  "repair-current",
+  {
+    dataDir: Args.text({ name: "data-dir" }).pipe(Args.withDescription("the data directory whose CURRENT file is missing or damaged")),
+    write: Options.boolean("write").pipe(Options.withDescription("write CURRENT (without it, only show what would be written)"))
+  },
+  ({ dataDir, write }) =>
+    Effect.gen(function* () {
+      const dir = path.resolve(dataDir)
+      const plan = yield* planCurrentRepair(dir)
+      if (plan._tag === "NothingToDo") {
+        return yield* Console.log(`nothing to repair: ${dir}/CURRENT names ${plan.manifest}, which is there`)
+      }
+      for (const rejected of plan.rejected) yield* Console.log(`not ${rejected}`)
+      yield* Console.log(
+        `${dir}: ${plan.problem}.\nCURRENT naming ${plan.manifest} opens on a private copy with nothing dropped; ` +
+          `its newest event is ${plan.lastSeq}.`
+      )
+      if (!write) {
+        return yield* Console.log(`nothing was written: run \`wo repair-current --write ${dir}\` to write CURRENT naming ${plan.manifest}`)
+      }
+      const kept = yield* Effect.try({
+        try: () => writeCurrent(dir, plan.manifest),
+        catch: (e) => new UsageError({ message: `cannot write ${dir}/CURRENT: ${e instanceof Error ? e.message : String(e)}` })
+      })
+      yield* Console.log(
+        `wrote ${dir}/CURRENT naming ${plan.manifest}${kept === undefined ? "" : ` (the damaged one is kept as ${kept})`}; ` +
+          `nothing else was changed. Next: wo verify ${dir}`
+      )
+    }).pipe(Effect.scoped)
+).pipe(Command.withDescription(
+  "rebuild a missing or damaged CURRENT from the newest MANIFEST that opens whole (tried on a private copy); writes only with --write"
+))
 
 const initCommand = Command.make(
   "init",
@@ -224,7 +260,7 @@ const testCommand = Command.make(
 
 const wo = Command.make("wo").pipe(
   Command.withDescription("writeonce: declare your domain once; serve REST and MCP from an event-sourced store"),
-  Command.withSubcommands([run, initCommand, testCommand, replayCommand, verifyCommand])
+  Command.withSubcommands([run, initCommand, testCommand, replayCommand, verifyCommand, repairCurrentCommand])
 )
 
 const cli = Command.run(wo, { name: "writeonce", version: VERSION })
@@ -245,6 +281,8 @@ cli(process.argv).pipe(
     ListenError: (e) => fatal(e.message),
     ConfigError: (e) => fatal(`configuration: ${String(e)}`)
   }),
+  // @effect/cli has already printed what was wrong with the command line (and the help where useful).
+  Effect.catchIf(ValidationError.isValidationError, () => Effect.sync(() => process.exit(1))),
   Effect.provide(Layer.merge(NodeContext.layer, LoggerLive)),
   NodeRuntime.runMain({ disablePrettyLogger: true })
 )

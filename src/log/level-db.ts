@@ -17,6 +17,7 @@ import { Context, Effect, Layer } from "effect"
 import * as fs from "node:fs"
 import * as path from "node:path"
 import { StoreUnavailable } from "../domain/errors.ts"
+import { prepareDataDir } from "./data-dir.ts"
 import { silentWalDamage } from "./wal-check.ts"
 
 export type Db = ClassicLevel<string, string>
@@ -27,6 +28,11 @@ export const storeError = (what: string) => (e: unknown) =>
 export interface OpenOptions {
   /** Serve what is left after LevelDB dropped data at open (and clear an earlier refusal's marker). */
   readonly acceptDataLoss?: boolean
+  /**
+   * The open of a private copy by a tool that only reads (read-only-db.ts): it keeps no evidence, leaves no marker
+   * and clears none, since the copy is thrown away; the data dir itself was never opened.
+   */
+  readonly checkOnly?: boolean
 }
 
 /** The file that makes every later open refuse, until the loss is accepted. */
@@ -95,17 +101,26 @@ export interface Opened {
  * a torn record; the record it drops was never acknowledged, so that loss is reported, not refused.
  */
 const openChecked = async (dir: string, options: OpenOptions, afterFailedWrite: boolean): Promise<Opened> => {
+  // Before anything else: LevelDB creates a database only in an absent or empty dir (data-dir.ts).
+  const createIfMissing = prepareDataDir(dir)
   const marker = path.join(dir, DATA_LOSS_MARKER)
+  const keep = !options.checkOnly
+  const unchanged = options.checkOnly ? " (found on a private copy: nothing in the data dir was changed)" : ""
   if (!options.acceptDataLoss && fs.existsSync(marker)) {
     throw new StoreUnavailable({
       reason: `an earlier open of ${dir} found that LevelDB dropped data:\n${fs.readFileSync(marker, "utf8").trim()}\n` +
         "Restore the data dir from a backup, or start with --accept-data-loss to serve what is left."
     })
   }
-  fs.mkdirSync(dir, { recursive: true })
   const stamp = new Date().toISOString().replace(/[:.]/g, "-")
   // Checked before the open, which would delete the damaged log: it is kept as evidence instead.
   const silent = afterFailedWrite ? [] : silentWalDamage(dir)
+  if (silent.length > 0 && !options.acceptDataLoss && !keep) {
+    throw new StoreUnavailable({
+      reason: `LevelDB would drop acknowledged writes while opening ${dir}:\n${silent.join("\n")}${unchanged}\n` +
+        "Restore the data dir from a backup, or start with --accept-data-loss to serve what is left."
+    })
+  }
   if (silent.length > 0 && !options.acceptDataLoss) {
     const kept = silent.map((line) => {
       const file = line.slice(0, line.indexOf(":"))
@@ -121,11 +136,19 @@ const openChecked = async (dir: string, options: OpenOptions, afterFailedWrite: 
     })
   }
   const db: Db = new ClassicLevel(dir, { keyEncoding: "utf8", valueEncoding: "utf8" })
-  await db.open()
+  await db.open({ createIfMissing })
   const dropped = [...silent, ...readLog(dir).split("\n").filter((line) => DROPPED.test(line))]
   if (dropped.length === 0) {
-    if (options.acceptDataLoss) fs.rmSync(marker, { force: true })
+    if (options.acceptDataLoss && keep) fs.rmSync(marker, { force: true })
     return { db, dropped }
+  }
+  if (!keep) {
+    if (options.acceptDataLoss) return { db, dropped }
+    await db.close()
+    throw new StoreUnavailable({
+      reason: `LevelDB drops data while opening ${dir}; acknowledged writes may be lost:\n${dropped.join("\n")}${unchanged}\n` +
+        "Restore the data dir from a backup, or start with --accept-data-loss to serve what is left."
+    })
   }
   const evidence = path.join(dir, `wo-evidence-${stamp}.LOG`)
   fs.copyFileSync(path.join(dir, "LOG"), evidence)
@@ -157,7 +180,8 @@ export const openDb = (dir: string, options: OpenOptions = {}) =>
     const first = yield* Effect.tryPromise({ try: () => openChecked(dir, options, false), catch: (e) => explainOpenFailure(dir, e) })
     if (first.dropped.length > 0) {
       yield* Effect.logWarning(
-        `--accept-data-loss: serving ${dir} although LevelDB dropped data while opening it (kept in ${first.evidence}):\n` +
+        `--accept-data-loss: serving ${dir} although LevelDB dropped data while opening it` +
+          `${first.evidence === undefined ? "" : ` (kept in ${first.evidence})`}:\n` +
           first.dropped.join("\n")
       )
     }
