@@ -1,7 +1,8 @@
 /**
  * The `wo` command line: `wo run <app-dir>` serves an app, `wo replay [--app <app-dir>] <data-dir>` proves the
- * projection can be rebuilt from the log; `wo init <dir>` starts an app and `wo test <app-dir>` tests one
- * (src/init, src/testing). A thin shell over `writeOnceLayer`.
+ * projection can be rebuilt from the log, `wo verify <data-dir>` checks the store (neither writes the data dir),
+ * `wo repair-current <data-dir>` brings back a lost CURRENT; `wo init <dir>` starts an app and `wo test <app-dir>`
+ * tests one (src/init, src/testing). A thin shell over `writeOnceLayer`.
  */
 import { Args, Command, Options, ValidationError } from "@effect/cli"
 import * as NodeContext from "@effect/platform-node/NodeContext"
@@ -29,6 +30,7 @@ import { Rows } from "./projections/rows.ts"
 import { writeOnceLayer } from "./runtime.ts"
 import { Catalog } from "./domain/app-catalog.ts"
 import { VERSION } from "./version.ts"
+import { StoreUnavailable } from "./domain/errors.ts"
 import { nextSteps, scaffoldApp } from "./init/scaffold.ts"
 import { testApp } from "./testing/app-tests.ts"
 import { junitXml, tapHeader, tapResult, tapSummary } from "./testing/reporters.ts"
@@ -189,7 +191,7 @@ const verifyCommand = Command.make(
       }
       yield* Console.log("OK: checksums, sequence and version continuity, counters, row counts, checkpoint and view records")
     }).pipe(Effect.scoped)
-).pipe(Command.withDescription("check a stopped data dir: checksums, sequence and version continuity, counters, checkpoint"))
+).pipe(Command.withDescription("check a stopped data dir, without writing it: checksums, sequence and version continuity, counters, checkpoint"))
 
 const repairCurrentCommand = Command.make(
   "repair-current",
@@ -214,7 +216,7 @@ const repairCurrentCommand = Command.make(
       }
       const kept = yield* Effect.try({
         try: () => writeCurrent(dir, plan.manifest),
-        catch: (e) => new UsageError({ message: `cannot write ${dir}/CURRENT: ${e instanceof Error ? e.message : String(e)}` })
+        catch: (e) => new StoreUnavailable({ reason: `cannot write ${dir}/CURRENT: ${e instanceof Error ? e.message : String(e)}` })
       })
       yield* Console.log(
         `wrote ${dir}/CURRENT naming ${plan.manifest}${kept === undefined ? "" : ` (the damaged one is kept as ${kept})`}; ` +
