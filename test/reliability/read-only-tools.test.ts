@@ -53,9 +53,9 @@ const store = () => {
 }
 
 // A generous deadline: a hang guard only.
-const wo = (args: ReadonlyArray<string>) => runWo(args, { timeoutMs: 90_000 })
-const verify = (dir: string) => wo(["verify", dir])
-const replay = (dir: string) => wo(["replay", dir])
+const wo = (args: ReadonlyArray<string>, env: Record<string, string> = {}) => runWo(args, { timeoutMs: 90_000, env })
+const verify = (dir: string, env: Record<string, string> = {}) => wo(["verify", dir], env)
+const replay = (dir: string, env: Record<string, string> = {}) => wo(["replay", dir], env)
 const run = (dir: string) => wo(["run", pricing, "--data", dir, "--listen", "127.0.0.1:0"])
 
 /** Every row the server lists, page by page. */
@@ -75,12 +75,15 @@ describe("wo verify and wo replay never write the data dir", () => {
   it("leaves every file of a whole dir as it was, and still checks it", async () => {
     const dataDir = store()
     const before = filesOf(dataDir)
-    const [verified, replayed] = await Promise.all([verify(dataDir), replay(dataDir)])
+    // Their private copies go to TMPDIR, and are removed when they finish.
+    const tmp = tempDir("wo-read-only-tmp-")
+    const [verified, replayed] = await Promise.all([verify(dataDir, { TMPDIR: tmp }), replay(dataDir, { TMPDIR: tmp })])
     expect(verified.stdout).toMatch(/verified 1803 events and 1800 rows/)
     expect(verified.code).toBe(0)
     expect(replayed.stdout).toMatch(/OK: the stored rows equal the log's fold/)
     expect(replayed.code).toBe(0)
     expect(filesOf(dataDir)).toEqual(before)
+    expect(fs.readdirSync(tmp)).toEqual([])
   }, SLOW)
 
   it("refuses a dir without CURRENT, changing nothing, and says what is missing and how to recover (wo run too)", async () => {
