@@ -75,7 +75,7 @@ describe("wo verify and wo replay never write the data dir", () => {
   it("leaves every file of a whole dir as it was, and still checks it", async () => {
     const dataDir = store()
     const before = filesOf(dataDir)
-    // Their private copies go to TMPDIR, and are removed when they finish.
+    // Their private copies go to TMPDIR (hard links: the same file system), and are removed when they finish.
     const tmp = tempDir("wo-read-only-tmp-")
     const [verified, replayed] = await Promise.all([verify(dataDir, { TMPDIR: tmp }), replay(dataDir, { TMPDIR: tmp })])
     expect(verified.stdout).toMatch(/verified 1803 events and 1800 rows/)
@@ -83,7 +83,7 @@ describe("wo verify and wo replay never write the data dir", () => {
     expect(replayed.stdout).toMatch(/OK: the stored rows equal the log's fold/)
     expect(replayed.code).toBe(0)
     expect(filesOf(dataDir)).toEqual(before)
-    expect(fs.readdirSync(tmp)).toEqual([])
+    expect(fs.readdirSync(tmp).filter((f) => f.startsWith("wo-snapshot-"))).toEqual([]) // (tsx keeps its cache there)
   }, SLOW)
 
   it("refuses a dir without CURRENT, changing nothing, and says what is missing and how to recover (wo run too)", async () => {
