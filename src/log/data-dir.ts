@@ -37,8 +37,9 @@ export const inspectDataDir = (dir: string): DataDirState => {
   const headless = (problem: string): DataDirState => ({ _tag: "Headless", problem, files })
   if (!files.includes("CURRENT")) return headless("it has no CURRENT file")
   const current = fs.readFileSync(path.join(dir, "CURRENT"), "utf8")
-  const manifest = current.endsWith("\n") ? current.slice(0, -1) : current
-  if (!MANIFEST.test(manifest)) return headless(`its CURRENT file is damaged (it holds ${JSON.stringify(current.slice(0, 40))})`)
+  // LevelDB's own form: the MANIFEST's name and a newline.
+  const manifest = current.slice(0, -1)
+  if (!current.endsWith("\n") || !MANIFEST.test(manifest)) return headless(`its CURRENT file is damaged (it holds ${JSON.stringify(current.slice(0, 40))})`)
   if (!files.includes(manifest)) return headless(`its CURRENT file names ${manifest}, which is missing`)
   return { _tag: "Store", manifest }
 }
