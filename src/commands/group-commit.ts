@@ -146,7 +146,7 @@ export const makeGroupCommit = Effect.gen(function* () {
     prepared === undefined || prepared.failures.length === 0
       ? Effect.void
       : Effect.forEach(prepared.failures, ({ message, stack }) =>
-        Effect.logError(`${message}; the view is served as failed until the next start, writes go on\n${stack}`), { discard: true })
+        Effect.logError(`${message}; the view is served as failed until the next start, writes go on${stack === message ? "" : `\n${stack}`}`), { discard: true })
   // Failures of user code in the current batch, logged once the batch is done.
   const failures: Array<{ readonly error: MethodFailed; readonly stack: string }> = []
 
@@ -295,7 +295,8 @@ export const makeGroupCommit = Effect.gen(function* () {
       }
       if (failures.length > 0) {
         for (const { error, stack } of failures.splice(0)) {
-          yield* Effect.logError(`${error.type} ${error.id}: ${error.message} (nothing was written for it)\n${stack}`)
+          // A stack when the user code threw an Error; a value that is not one has only its description.
+          yield* Effect.logError(`${error.type} ${error.id}: ${error.message} (nothing was written for it)${stack === error.reason ? "" : `\n${stack}`}`)
         }
       }
       if (again.length > 0) pending = [...again, ...pending]

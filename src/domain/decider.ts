@@ -8,7 +8,7 @@ import { isRejection, type Row } from "./catalog.ts"
 import type { CompiledMethod, CompiledType } from "./compile.ts"
 import { NotFound, ValidationFailed, VersionConflict, type CommandError, type FieldIssue } from "./errors.ts"
 import type { EventKind, StoredEvent } from "./events.ts"
-import { describeThrown, issuesText, plainData, runUserCode, userCodeFailure, type UserCodeFailure } from "./user-code.ts"
+import { describeThrown, issuesText, notPlainObject, plainData, runUserCode, userCodeFailure, type UserCodeFailure } from "./user-code.ts"
 
 /** A command whose payload has already been decoded against the type's schema. */
 export type Intent =
@@ -45,6 +45,9 @@ const applyMethod = (
       const message: unknown = change.message
       return Either.left(new ValidationFailed({ type: type.name, issues: [{ path: [], message: typeof message === "string" ? message : describeThrown(message) }] }))
     }
+    // A Map, a Date or a class instance would pass as an empty change.
+    const shape = notPlainObject(change)
+    if (shape !== undefined) return Either.left(userCodeFailure(`it returned a value that ${shape}`))
     const encoded = type.encodePatch(change)
     if (Either.isLeft(encoded)) return Either.left(returned(encoded.left))
     // A copy of plain JSON data: what the log stores is what was checked.

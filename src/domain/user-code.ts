@@ -112,6 +112,14 @@ const kindOf = (value: object): string => {
   return typeof name === "string" && name.length > 0 ? `a ${name}` : "an object of a class"
 }
 
+/** Why `value` is not a plain object (an object of fields), or undefined when it is. May throw on a Proxy. */
+export const notPlainObject = (value: unknown): string | undefined => {
+  if (typeof value !== "object" || value === null) return `is ${value === null ? "null" : typeof value}, not an object of fields`
+  if (Array.isArray(value)) return "is an array, not an object of fields"
+  const proto = Object.getPrototypeOf(value)
+  return proto === Object.prototype || proto === null ? undefined : `is ${kindOf(value)}, not an object of fields`
+}
+
 /**
  * A copy of `value` that is plain JSON data, or what is wrong with it, each issue at its path: numbers are
  * finite; no BigInt, Symbol or function; no `undefined` in arrays (JSON would store null); no cycles; only
