@@ -41,42 +41,36 @@ const hostileMethods = defineApp({
 })
 
 describe("a method that throws a value that is not an Error, or returns one its schema refuses", () => {
-  it("fails its own command with 500 MethodFailed naming the method (and the field), logs it, writes nothing; later writes succeed", async () => {
+  // Each on its own server: on the code before issue 20 the first throw killed the writer for all that followed.
+  it.each([
+    ["throw_null_prototype", /^throw_null_prototype failed: an object with no prototype, not an Error$/],
+    ["throw_to_string", /^throw_to_string failed: an object \(Object\) that is not an Error and has no message$/],
+    ["return_nan", /^return_nan failed: it returned price: Expected a positive number, actual NaN$/],
+    ["return_string", /^return_string failed: it returned price: Expected number, actual "cheap"$/],
+    ["return_unknown_field", /^return_unknown_field failed: it returned colour: is unexpected/]
+  ])("%s: 500 MethodFailed naming the method (and the field), on REST and MCP; nothing written; the next write succeeds", async (method, message) => {
     const server = await startServer(hostileMethods)
     try {
       expect((await http(`${server.url}/api/products`, { method: "POST", body: { name: "Pen", price: 2 } })).status).toBe(201)
-      const cases: Array<[string, RegExp]> = [
-        ["throw_null_prototype", /^throw_null_prototype failed: an object with no prototype, not an Error$/],
-        ["throw_to_string", /^throw_to_string failed: an object \(Object\) that is not an Error and has no message$/],
-        ["return_nan", /^return_nan failed: it returned price: /],
-        ["return_string", /^return_string failed: it returned price: Expected number, actual "cheap"$/],
-        ["return_unknown_field", /^return_unknown_field failed: it returned colour: is unexpected/]
-      ]
-      let version = 1
-      for (const [method, message] of cases) {
-        const res = await http(`${server.url}/api/products/1/${method}`, { method: "POST", body: {} })
-        expect(res.status, `${method}: ${res.text}`).toBe(500)
-        expect(res.json.error).toBe("MethodFailed")
-        expect(res.json.message).toMatch(message)
-        const mcp = await callTool(server.url, `products_${method}`, { id: "1" })
-        expect(mcp.isError).toBe(true)
-        expect(mcp.content[0].text).toMatch(/failed: /)
-        // The writer goes on: the next write succeeds, at the next version.
-        const next = await http(`${server.url}/api/products/1/set_price`, { method: "POST", body: { price: 3 + version } })
-        expect(next.status, next.text).toBe(200)
-        expect(next.json).toMatchObject({ version: ++version, price: 2 + version })
-      }
+      const res = await http(`${server.url}/api/products/1/${method}`, { method: "POST", body: {} })
+      expect(res.status, res.text).toBe(500)
+      expect(res.json.error).toBe("MethodFailed")
+      expect(res.json.message).toMatch(message)
+      const mcp = await callTool(server.url, `products_${method}`, { id: "1" })
+      expect(mcp.isError).toBe(true)
+      expect(mcp.content[0].text).toMatch(message)
+      // The writer goes on: the next write succeeds, at the next version.
+      const next = await http(`${server.url}/api/products/1/set_price`, { method: "POST", body: { price: 3 } })
+      expect(next.status, next.text).toBe(200)
+      expect(next.json).toMatchObject({ version: 2, price: 3 })
       expect(await writerAlive(server)).toBe(true)
     } finally {
       await server.close()
     }
-    // Nothing of the failed commands was written: the create and one set_price per case.
+    // Nothing of the failed commands was written.
     const store = await readStore(server.dataDir)
     expect(checkStore(store)).toEqual([])
-    expect(store.events.map((e) => [e.kind, e.method ?? null, e.data.price ?? null])).toEqual([
-      ["created", null, 2], ["invoked", "set_price", 4], ["invoked", "set_price", 5], ["invoked", "set_price", 6],
-      ["invoked", "set_price", 7], ["invoked", "set_price", 8]
-    ])
+    expect(store.events.map((e) => [e.kind, e.method ?? null, e.data.price ?? null])).toEqual([["created", null, 2], ["invoked", "set_price", 3]])
   })
 })
 
@@ -111,28 +105,27 @@ const hostileViews = defineApp({
 })
 
 describe("a view whose evolve throws a value that is not an Error, or returns 10n or a cycle under Schema.Any", () => {
-  it("fails that view alone, served as ViewFailed naming it and the event; the writes and the other views go on", async () => {
+  it.each([
+    ["null_prototype", /^view null_prototype failed at event 1 \(notes\/1 created\): an object with no prototype, not an Error/],
+    ["to_string", /^view to_string failed at event 1 \(notes\/1 created\): an object \(Object\) that is not an Error/],
+    ["bigint", /^view bigint failed at event 1 \(notes\/1 created\): evolve returned a value that does not fit its schema: is a BigInt \(10n\)/],
+    ["cycle", /^view cycle failed at event 1 \(notes\/1 created\): evolve returned a value that does not fit its schema: self: refers back/]
+  ])("%s: fails that view alone, served as ViewFailed naming it and the event; writes and the other views go on", async (name, message) => {
     const server = await startServer(hostileViews)
     try {
-      for (const title of ["null_prototype", "to_string", "bigint", "cycle", "plain"]) {
+      for (const title of [name, "plain"]) {
         const res = await http(`${server.url}/api/notes`, { method: "POST", body: { title } })
         expect(res.status, `${title}: ${res.text}`).toBe(201)
       }
-      const expected: Record<string, RegExp> = {
-        null_prototype: /^view null_prototype failed at event 1 \(notes\/1 created\): an object with no prototype, not an Error/,
-        to_string: /^view to_string failed at event 2 \(notes\/2 created\): an object \(Object\) that is not an Error/,
-        bigint: /^view bigint failed at event 3 \(notes\/3 created\): evolve returned a value that does not fit its schema: is a BigInt \(10n\)/,
-        cycle: /^view cycle failed at event 4 \(notes\/4 created\): evolve returned a value that does not fit its schema: self: refers back/
-      }
-      for (const [name, message] of Object.entries(expected)) {
-        const res = await http(`${server.url}/api/_views/${name}`)
-        expect(res.status).toBe(500)
-        expect(res.json.error).toBe("ViewFailed")
-        expect(res.json.message).toMatch(message)
-      }
-      expect((await http(`${server.url}/api/_views/count`)).json.value).toBe(5)
+      const res = await http(`${server.url}/api/_views/${name}`)
+      expect(res.status).toBe(500)
+      expect(res.json.error).toBe("ViewFailed")
+      expect(res.json.message).toMatch(message)
+      const tool = await callTool(server.url, `view_${name}`, {})
+      expect(tool.isError).toBe(true)
+      expect((await http(`${server.url}/api/_views/count`)).json.value).toBe(2)
       expect((await http(`${server.url}/api/notes`, { method: "POST", body: { title: "after" } })).status).toBe(201)
-      expect((await http(`${server.url}/api/_views/count`)).json.value).toBe(6)
+      expect((await http(`${server.url}/api/_views/count`)).json.value).toBe(3)
       expect(await writerAlive(server)).toBe(true)
     } finally {
       await server.close()
