@@ -79,23 +79,30 @@ export const traceOf = (thrown: unknown): string => {
 }
 
 /**
+ * Whether `value` is a Promise (a thenable); if so its rejection is handled here, so that a Promise user code
+ * threw or returned, and nobody awaits, cannot end the process as an unhandled rejection.
+ */
+const settleThenable = (value: unknown): boolean => {
+  if ((typeof value !== "object" && typeof value !== "function") || value === null) return false
+  const then = attempt(() => (value as { then?: unknown }).then)
+  if (typeof then !== "function") return false
+  attempt(() => then.call(value, undefined, () => undefined))
+  return true
+}
+
+/**
  * Runs one callback of user code: its result, or what it threw, described. A returned Promise is refused (user
- * code runs synchronously inside the writer) and its rejection is swallowed, so it cannot end the process later.
+ * code runs synchronously inside the writer).
  */
 export const runUserCode = <A>(callback: () => A): Either.Either<A, UserCodeFailure> => {
   let result: A
   try {
     result = callback()
   } catch (e) {
+    settleThenable(e)
     return Either.left(userCodeFailure(describeThrown(e), traceOf(e)))
   }
-  if (typeof result === "object" && result !== null) {
-    const then = attempt(() => (result as { then?: unknown }).then)
-    if (typeof then === "function") {
-      attempt(() => then.call(result, undefined, () => undefined))
-      return Either.left(userCodeFailure("it returned a Promise; it must return its result synchronously"))
-    }
-  }
+  if (settleThenable(result)) return Either.left(userCodeFailure("it returned a Promise; it must return its result synchronously"))
   return Either.right(result)
 }
 
@@ -117,7 +124,9 @@ export const notPlainObject = (value: unknown): string | undefined => {
   if (typeof value !== "object" || value === null) return `is ${value === null ? "null" : typeof value}, not an object of fields`
   if (Array.isArray(value)) return "is an array, not an object of fields"
   const proto = Object.getPrototypeOf(value)
-  return proto === Object.prototype || proto === null ? undefined : `is ${kindOf(value)}, not an object of fields`
+  if (proto === Object.prototype || proto === null) return undefined
+  settleThenable(value)
+  return `is ${kindOf(value)}, not an object of fields`
 }
 
 /**
@@ -170,7 +179,10 @@ export const plainData = (value: unknown): Either.Either<unknown, ReadonlyArray<
         return out
       }
       const proto = Object.getPrototypeOf(o)
-      if (proto !== Object.prototype && proto !== null) return issue(`is ${kindOf(o)}, not a plain object`)
+      if (proto !== Object.prototype && proto !== null) {
+        settleThenable(o)
+        return issue(`is ${kindOf(o)}, not a plain object`)
+      }
       const out: Record<string, unknown> = {}
       for (const key of Object.keys(o)) {
         if (issues.length >= MAX_ISSUES) break
