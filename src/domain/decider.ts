@@ -39,7 +39,7 @@ const applyMethod = (
   const returned = (issues: ReadonlyArray<FieldIssue>) =>
     userCodeFailure(`it returned ${issuesText(issues)}`)
   // Reading the result is reading user data: a getter or a Proxy may throw here too.
-  return Either.flatMap(runUserCode((): Either.Either<Record<string, unknown>, ValidationFailed | UserCodeFailure> => {
+  const checked = runUserCode((): Either.Either<Record<string, unknown>, ValidationFailed | UserCodeFailure> => {
     const change = applied.right
     if (isRejection(change)) {
       const message: unknown = change.message
@@ -52,7 +52,8 @@ const applyMethod = (
     if (Either.isLeft(encoded)) return Either.left(returned(encoded.left))
     // A copy of plain JSON data: what the log stores is what was checked.
     return Either.mapBoth(plainData(encoded.right), { onLeft: returned, onRight: (data) => data as Record<string, unknown> })
-  }), (checked) => checked)
+  })
+  return Either.isLeft(checked) ? Either.left(checked.left) : checked.right
 }
 
 /**

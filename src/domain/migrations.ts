@@ -82,8 +82,7 @@ export const compileMigrations = (type: string, def: EntityDef, problems: Array<
     version,
     upcast: (fields, from, fits) => {
       let out = fields
-      let v = Math.max(from, 1) + 1
-      for (; v <= version; v++) {
+      for (let v = Math.max(from, 1) + 1; v <= version; v++) {
         // User code: what it throws is described; what it returns is copied as plain JSON data (no NaN,
         // which JSON would store as null, no BigInt, cycle or getter) or refused naming the field.
         const step = steps[v]
@@ -91,11 +90,11 @@ export const compileMigrations = (type: string, def: EntityDef, problems: Array<
         const migrated = runUserCode(() => step(input))
         if (migrated._tag === "Left") throw new MigrationFailed({ type, version: v, reason: migrated.left.reason })
         const result = migrated.right
-        const notFields = new MigrationFailed({ type, version: v, reason: "it must return an object of fields" })
-        if (typeof result !== "object" || result === null) throw notFields
+        const notFields = () => new MigrationFailed({ type, version: v, reason: "it must return an object of fields" })
+        if (typeof result !== "object" || result === null) throw notFields()
         const copied = plainData(result)
         if (copied._tag === "Left") throw new MigrationFailed({ type, version: v, reason: `it returned ${issuesText(copied.left)}` })
-        if (!isPlainObject(copied.right)) throw notFields
+        if (!isPlainObject(copied.right)) throw notFields()
         out = copied.right
       }
       const issues = fits?.(out) ?? []

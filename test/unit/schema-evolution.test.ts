@@ -196,6 +196,26 @@ describe("upcasting", () => {
     })))
     expect(() => broken.types.get("things")!.upcast({ a: "x" }, 1)).toThrow('type "things", migration 2 failed: it must return an object of fields')
   })
+
+  it("checks what a migration returns like a method's change: plain JSON data, and a stored row's fields fit the schema", () => {
+    const priced = (migration: (fields: Readonly<Record<string, unknown>>) => Record<string, unknown>) =>
+      Either.getOrThrow(compileApp(defineApp({
+        name: "x",
+        entities: { items: entity({ fields: { name: Schema.String, price: Schema.Number }, version: 2, migrations: { 2: migration } }) }
+      })))
+    // NaN would be served as a number and stored as null; a string is not a number.
+    const nan = priced(mapField("price", () => Number.NaN))
+    expect(() => upcastEvent(nan, event({ type: "items", kind: "invoked", data: { price: 1 } })))
+      .toThrow('type "items", migration 2 failed: it returned price: must be a finite number')
+    const text = priced(mapField("price", (p) => `${p as number} EUR`))
+    expect(() => upcastRow(text, { type: "items", row: { id: "4", version: 1, name: "Pen", price: 1 } }))
+      .toThrow('type "items", migration 2 failed: its result does not fit the schema: price: Expected number, actual "1 EUR"')
+    // The copy is what is stored and served: a getter is read once.
+    let reads = 0
+    const getter = priced((fields) => ({ ...fields, get price() { return ++reads } }))
+    expect(upcastRow(getter, { type: "items", row: { id: "4", version: 1, name: "Pen", price: 1 } }).row).toEqual({ id: "4", version: 1, name: "Pen", price: 1 })
+    expect(reads).toBe(1)
+  })
 })
 
 describe("the upcasting EventLog", () => {
