@@ -137,6 +137,8 @@ export const notPlainObject = (value: unknown): string | undefined => {
  * store another: callers store and serve the copy.
  */
 export const plainData = (value: unknown): Either.Either<unknown, ReadonlyArray<FieldIssue>> => {
+  const flat = attempt(() => flatCopy(value))
+  if (flat !== undefined) return Either.right(flat)
   const issues: Array<FieldIssue> = []
   const path: Array<string> = []
   const ancestors = new Set<object>()
@@ -206,6 +208,23 @@ export const plainData = (value: unknown): Either.Either<unknown, ReadonlyArray<
     issue(`cannot be read: ${describeThrown(e)}`)
   }
   return issues.length === 0 ? Either.right(copied) : Either.left(issues)
+}
+
+/**
+ * The common case, cheaply (a method's change is a few scalar fields): a copy of a plain object whose values
+ * are all strings, booleans, finite numbers or null; undefined for anything else (then the full walk decides).
+ */
+const flatCopy = (value: unknown): Record<string, unknown> | undefined => {
+  if (typeof value !== "object" || value === null || Array.isArray(value)) return undefined
+  if (Object.getPrototypeOf(value) !== Object.prototype) return undefined
+  const out: Record<string, unknown> = {}
+  for (const key in value) {
+    if (!Object.prototype.hasOwnProperty.call(value, key) || key === "__proto__") return undefined
+    const v = (value as Record<string, unknown>)[key]
+    if (typeof v === "string" || typeof v === "boolean" || v === null || (typeof v === "number" && Number.isFinite(v))) out[key] = v
+    else return undefined
+  }
+  return out
 }
 
 /** A value user code returned, as JSON text; Left: why it is not plain JSON data. */
