@@ -19,9 +19,9 @@ import type { Row } from "../domain/catalog.ts"
 import type { CompiledType } from "../domain/compile.ts"
 import { decide, evolve, type Intent } from "../domain/decider.ts"
 import { MethodFailed, StoreUnavailable, type CommandError } from "../domain/errors.ts"
-import { inputIssues } from "../domain/input-rules.ts"
 import { streamKey, type Change, type StoredEvent } from "../domain/events.ts"
 import { rowUri } from "../domain/uri.ts"
+import { describeThrown, traceOf } from "../domain/user-code.ts"
 import { WoConfig } from "../config.ts"
 import { ChangeFeed } from "../projections/change-feed.ts"
 import { Rows } from "../projections/rows.ts"
@@ -75,8 +75,6 @@ export interface GroupCommitShape {
 /** The operation a command runs, as MethodFailed names it. */
 const operationOf = (p: Submission) => (p.intent._tag === "Invoke" ? p.intent.method.name : p.intent._tag.toLowerCase())
 
-const describe = (e: unknown) => (e instanceof Error ? e.message : String(e))
-
 export class GroupCommit extends Context.Tag("writeonce/GroupCommit")<GroupCommit, GroupCommitShape>() {}
 
 export const makeGroupCommit = Effect.gen(function* () {
@@ -105,8 +103,8 @@ export const makeGroupCommit = Effect.gen(function* () {
 
   /**
    * Decides one command against `current`: the event and the row after it, or the error to answer with.
-   * Everything that runs user code (a method's apply) or decodes and encodes rows is inside the try: an
-   * exception fails this command alone, never the writer.
+   * User code (a method's apply) runs isolated in `decide` (domain/user-code.ts); decoding and encoding rows
+   * is inside the try too: an exception fails this command alone, never the writer.
    */
   type Decided = Change & { readonly rowJson: string | null }
   const decideOne = (
@@ -116,12 +114,18 @@ export const makeGroupCommit = Effect.gen(function* () {
     seq: number,
     at: number
   ): Either.Either<Decided, CommandError> => {
+    const failed = (reason: string, trace: string) => {
+      const error = new MethodFailed({ type: p.type.name, id, operation: operationOf(p), reason })
+      failures.push({ error, stack: trace })
+      return Either.left(error)
+    }
     try {
       const decision = decide(p.type, id, current, p.intent, p.expectedVersion)
-      if (Either.isLeft(decision)) return Either.left(decision.left)
-      // A method's result is user code too: a non-finite number would be stored as null.
-      const bad = decision.right.kind === "invoked" ? inputIssues(decision.right.data) : []
-      if (bad.length > 0) throw new Error(`it returned ${bad.map((i) => `${i.path.join(".")}: ${i.message}`).join("; ")}`)
+      if (Either.isLeft(decision)) {
+        const refused = decision.left
+        // A method threw or returned what cannot be stored: the author's bug, answered 500 and logged.
+        return refused._tag === "UserCodeFailure" ? failed(refused.reason, refused.trace) : Either.left(refused)
+      }
       const event: StoredEvent = {
         seq,
         at,
@@ -134,9 +138,7 @@ export const makeGroupCommit = Effect.gen(function* () {
       const row = evolve(current, event) ?? null
       return Either.right({ event, row, before: current ?? null, rowJson: row === null ? null : JSON.stringify(row), uri: rowUri(p.type.name, id) })
     } catch (e) {
-      const error = new MethodFailed({ type: p.type.name, id, operation: operationOf(p), reason: describe(e) })
-      failures.push({ error, stack: e instanceof Error && e.stack !== undefined ? e.stack : String(e) })
-      return Either.left(error)
+      return failed(describeThrown(e), traceOf(e))
     }
   }
   /** A view's evolve is user code too: its failure fails the view alone (see views.ts), logged once durable. */
@@ -144,7 +146,7 @@ export const makeGroupCommit = Effect.gen(function* () {
     prepared === undefined || prepared.failures.length === 0
       ? Effect.void
       : Effect.forEach(prepared.failures, ({ message, stack }) =>
-        Effect.logError(`${message}; the view is served as failed until the next start, writes go on\n${stack}`), { discard: true })
+        Effect.logError(`${message}; the view is served as failed until the next start, writes go on${stack === message ? "" : `\n${stack}`}`), { discard: true })
   // Failures of user code in the current batch, logged once the batch is done.
   const failures: Array<{ readonly error: MethodFailed; readonly stack: string }> = []
 
@@ -293,7 +295,8 @@ export const makeGroupCommit = Effect.gen(function* () {
       }
       if (failures.length > 0) {
         for (const { error, stack } of failures.splice(0)) {
-          yield* Effect.logError(`${error.type} ${error.id}: ${error.message} (nothing was written for it)\n${stack}`)
+          // A stack when the user code threw an Error; a value that is not one has only its description.
+          yield* Effect.logError(`${error.type} ${error.id}: ${error.message} (nothing was written for it)${stack === error.reason ? "" : `\n${stack}`}`)
         }
       }
       if (again.length > 0) pending = [...again, ...pending]
@@ -351,15 +354,19 @@ export const makeGroupCommit = Effect.gen(function* () {
   })
 
   // The writer must never die; if a bug of ours kills it anyway, no caller may hang: fail everyone, say why.
+  // Callers are failed before anything is logged: even a cause the logger cannot print leaves nobody waiting.
   const onDeath = (cause: Cause.Cause<unknown>) =>
     Effect.gen(function* () {
-      deathReason = Cause.squash(cause) instanceof Error ? (Cause.squash(cause) as Error).message : String(Cause.squash(cause))
-      yield* Effect.logError("the group-commit writer died: every command now fails with 503; restart the server", cause)
+      const reason = describeThrown(Cause.squash(cause))
+      deathReason = reason
       const stranded = [...inFlight, ...pending]
       pending = []
-      const error = new StoreUnavailable({ reason: `the writer stopped after an internal error (${deathReason}); restart the server` })
+      const error = new StoreUnavailable({ reason: `the writer stopped after an internal error (${reason}); restart the server` })
       for (const p of stranded) p.resume(Exit.fail(error))
-      yield* Deferred.succeed(death, deathReason)
+      yield* Deferred.succeed(death, reason)
+      yield* Effect.logError(`the group-commit writer died (${reason}): every command now fails with 503; restart the server`, cause).pipe(
+        Effect.catchAllDefect(() => Effect.logError(`the group-commit writer died (${reason}): every command now fails with 503; restart the server`))
+      )
     })
 
   const writer = yield* Effect.forkDaemon(

@@ -7,6 +7,7 @@ import { CRUD_OPS, type AppDef, type ViewChange, type ViewDef } from "./catalog.
 import { issuesOf } from "./codecs.ts"
 import type { EventKind, StoredEvent } from "./events.ts"
 import { toJsonSchema, type JsonSchema } from "./json-schema.ts"
+import { describeThrown, issuesText, plainJson } from "./user-code.ts"
 
 const VIEW_NAME = /^[a-z][a-z0-9_]*$/
 const KINDS: ReadonlyArray<EventKind> = ["created", "updated", "deleted", "invoked"]
@@ -24,11 +25,11 @@ export interface CompiledView {
   readonly on: Readonly<Record<string, ReadonlyArray<string>>>
   /** Whether it folds this event (its type, and its kind or method). */
   readonly folds: (event: StoredEvent) => boolean
-  /** User code: callers catch what it throws. */
+  /** User code: callers run it isolated (domain/user-code.ts). */
   readonly evolve: (state: unknown, change: ViewChange) => unknown
-  /** The typed value to its JSON text; Left: why it does not fit the schema. */
+  /** The typed value to its JSON text; Left: why it does not fit the schema or is not plain JSON data. Never throws. */
   readonly encode: (state: unknown) => Either.Either<string, string>
-  /** Stored JSON back to the typed value; Left: why it does not fit. */
+  /** Stored JSON back to the typed value; Left: why it does not fit. Never throws. */
   readonly decode: (json: unknown) => Either.Either<unknown, string>
   /**
    * The declaration as text, for the definition digest (view-record.ts): what it folds, its initial value, its
@@ -37,8 +38,8 @@ export interface CompiledView {
   readonly declaration: string
 }
 
-const describeIssues = (e: Parameters<typeof issuesOf>[0]) =>
-  issuesOf(e).map((i) => (i.path.length ? `${i.path.join(".")}: ${i.message}` : i.message)).join("; ")
+/** The schema's issues as one capped line (a value from user code may be huge). */
+const describeIssues = (e: Parameters<typeof issuesOf>[0]) => issuesText(issuesOf(e))
 
 /** Validates and compiles `app.views`, pushing one problem per mistake, each naming the view. */
 export const compileViews = (
@@ -96,12 +97,27 @@ export const compileViews = (
     try {
       jsonSchema = toJsonSchema(def.schema)
     } catch (e) {
-      problems.push(`${where}: its schema cannot be mapped to JSON Schema: ${String((e as Error).message).split("\n")[0]}`)
+      problems.push(`${where}: its schema cannot be mapped to JSON Schema: ${describeThrown(e).split("\n")[0]}`)
       continue
     }
     const encodeEither = Schema.encodeUnknownEither(def.schema)
     const decodeEither = Schema.decodeUnknownEither(def.schema)
-    const encode = (state: unknown) => Either.mapBoth(encodeEither(state), { onLeft: describeIssues, onRight: (v) => JSON.stringify(v) })
+    // The value comes from user code (evolve): the schema checks it, then it must be plain JSON data (no NaN,
+    // BigInt, cycle, ...), and a value whose very reading throws is refused, not thrown on.
+    const encode = (state: unknown): Either.Either<string, string> => {
+      try {
+        return Either.flatMap(Either.mapLeft(encodeEither(state), describeIssues), (encoded) => Either.mapLeft(plainJson(encoded), issuesText))
+      } catch (e) {
+        return Either.left(`cannot be read: ${describeThrown(e)}`)
+      }
+    }
+    const decode = (json: unknown): Either.Either<unknown, string> => {
+      try {
+        return Either.mapLeft(decodeEither(json), describeIssues)
+      } catch (e) {
+        return Either.left(`cannot be decoded: ${describeThrown(e)}`)
+      }
+    }
     const initialJson = encode(def.initial)
     if (Either.isLeft(initialJson)) {
       problems.push(`${where}: initial does not fit its schema: ${initialJson.left}`)
@@ -121,7 +137,7 @@ export const compileViews = (
       folds,
       evolve: def.evolve,
       encode,
-      decode: (json) => Either.mapLeft(decodeEither(json), describeIssues),
+      decode,
       declaration: JSON.stringify({
         on: [...folded].map(([type, names]) => [type, [...names].sort()]).sort(),
         initial: initialJson.right,

@@ -10,6 +10,7 @@ import { filterableFields, type FilterableField } from "./filterable.ts"
 import { compileViews, typeToolNames, type CompiledView } from "./compile-views.ts"
 import { toJsonSchema, type JsonSchema } from "./json-schema.ts"
 import { compileMigrations, type Upcast } from "./migrations.ts"
+import { describeThrown } from "./user-code.ts"
 
 const TYPE_NAME = /^[a-z][a-z0-9_]*$/
 // `__proto__` and `constructor` are refused in every input (input-rules.ts), so a field by that name could never be written.
@@ -44,6 +45,8 @@ export interface CompiledType {
   readonly version: number
   /** Brings fields written at an older version to `version` through the declared migrations; throws MigrationFailed. */
   readonly upcast: Upcast
+  /** Why the present, declared fields do not fit the current schema (fields it no longer declares are ignored). */
+  readonly presentFieldIssues: (fields: Record<string, unknown>) => ReadonlyArray<FieldIssue>
   readonly fieldsJsonSchema: JsonSchema
   /** The scalar and literal fields lists can be filtered and ordered by (see filterable.ts). */
   readonly filterable: ReadonlyMap<string, FilterableField>
@@ -66,7 +69,7 @@ const jsonSchemaOrProblem = (schema: Schema.Schema.Any, where: string, problems:
   try {
     return toJsonSchema(schema)
   } catch (e) {
-    problems.push(`${where} has a type that cannot be mapped to JSON Schema: ${String((e as Error).message).split("\n")[0]}`)
+    problems.push(`${where} has a type that cannot be mapped to JSON Schema: ${describeThrown(e).split("\n")[0]}`)
     return {}
   }
 }
@@ -123,6 +126,12 @@ export const compileApp = (app: AppDef): Either.Either<CompiledApp, CatalogError
     const struct = Schema.Struct(fields)
     const data = asData(struct)
     const { decodePatch, encodePatch } = patchCodecs(fields)
+    const declared = new Set(fieldNames)
+    const presentFieldIssues = (u: Record<string, unknown>) => {
+      const present: Record<string, unknown> = {}
+      for (const key of Object.keys(u)) if (declared.has(key)) present[key] = u[key]
+      return Either.match(decodePatch(present), { onLeft: (issues) => issues, onRight: () => [] })
+    }
     types.set(name, {
       name,
       description: def.description,
@@ -135,6 +144,7 @@ export const compileApp = (app: AppDef): Either.Either<CompiledApp, CatalogError
       normalise: rowNormaliser(data),
       version,
       upcast,
+      presentFieldIssues,
       fieldsJsonSchema: jsonSchemaOrProblem(struct, `type "${name}"`, problems),
       filterable: filterableFields(fields),
       methods,

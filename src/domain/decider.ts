@@ -6,8 +6,9 @@
 import { Either } from "effect"
 import { isRejection, type Row } from "./catalog.ts"
 import type { CompiledMethod, CompiledType } from "./compile.ts"
-import { NotFound, ValidationFailed, VersionConflict, type CommandError } from "./errors.ts"
+import { NotFound, ValidationFailed, VersionConflict, type CommandError, type FieldIssue } from "./errors.ts"
 import type { EventKind, StoredEvent } from "./events.ts"
+import { describeThrown, issuesText, notPlainObject, plainData, runUserCode, userCodeFailure, type UserCodeFailure } from "./user-code.ts"
 
 /** A command whose payload has already been decoded against the type's schema. */
 export type Intent =
@@ -24,8 +25,41 @@ export interface EventDraft {
 }
 
 /**
+ * A method's result, checked: its refusal (`reject`), or its change as storable fields, or why it cannot be
+ * stored (it threw, or returned something its type's schema or JSON refuses: the author's bug, not the caller's).
+ */
+const applyMethod = (
+  type: CompiledType,
+  method: CompiledMethod,
+  row: Row,
+  params: Record<string, unknown>
+): Either.Either<Record<string, unknown>, ValidationFailed | UserCodeFailure> => {
+  const applied = runUserCode(() => method.spec.apply(row as never, params))
+  if (Either.isLeft(applied)) return Either.left(applied.left)
+  const returned = (issues: ReadonlyArray<FieldIssue>) =>
+    userCodeFailure(`it returned ${issuesText(issues)}`)
+  // Reading the result is reading user data: a getter or a Proxy may throw here too.
+  const checked = runUserCode((): Either.Either<Record<string, unknown>, ValidationFailed | UserCodeFailure> => {
+    const change = applied.right
+    if (isRejection(change)) {
+      const message: unknown = change.message
+      return Either.left(new ValidationFailed({ type: type.name, issues: [{ path: [], message: typeof message === "string" ? message : describeThrown(message) }] }))
+    }
+    // A Map, a Date or a class instance would pass as an empty change.
+    const shape = notPlainObject(change)
+    if (shape !== undefined) return Either.left(userCodeFailure(`it returned a value that ${shape}`))
+    const encoded = type.encodePatch(change)
+    if (Either.isLeft(encoded)) return Either.left(returned(encoded.left))
+    // A copy of plain JSON data: what the log stores is what was checked.
+    return Either.mapBoth(plainData(encoded.right), { onLeft: returned, onRight: (data) => data as Record<string, unknown> })
+  })
+  return Either.isLeft(checked) ? Either.left(checked.left) : checked.right
+}
+
+/**
  * Decides the event for an intent against the current row. `expectedVersion`, when given, must equal the
- * current version: a stale one is a conflict, never a silent overwrite.
+ * current version: a stale one is a conflict, never a silent overwrite. A method whose `apply` throws or
+ * returns a change that cannot be stored gives a UserCodeFailure, which the writer answers as MethodFailed.
  */
 export const decide = (
   type: CompiledType,
@@ -33,7 +67,7 @@ export const decide = (
   state: Row | undefined,
   intent: Intent,
   expectedVersion: number | undefined
-): Either.Either<EventDraft, CommandError> => {
+): Either.Either<EventDraft, CommandError | UserCodeFailure> => {
   if (intent._tag === "Create") return Either.right({ kind: "created", data: intent.fields })
   if (state === undefined) return Either.left(new NotFound({ type: type.name, id }))
   if (expectedVersion !== undefined && expectedVersion !== state.version) {
@@ -48,13 +82,10 @@ export const decide = (
       return Either.right({ kind: "deleted", data: {} })
     case "Invoke": {
       const { id: _id, version: _v, ...stored } = state
-      const change = intent.method.spec.apply({ id, version: state.version, ...type.decodeStored(stored) } as never, intent.params)
-      if (isRejection(change)) {
-        return Either.left(new ValidationFailed({ type: type.name, issues: [{ path: [], message: change.message }] }))
-      }
+      const row = { id, version: state.version, ...type.decodeStored(stored) }
       return Either.map(
-        Either.mapLeft(type.encodePatch(change), (issues) => new ValidationFailed({ type: type.name, issues })),
-        (data) => ({ kind: "invoked", method: intent.method.name, params: intent.params, data })
+        applyMethod(type, intent.method, row, intent.params),
+        (data): EventDraft => ({ kind: "invoked", method: intent.method.name, params: intent.params, data })
       )
     }
   }

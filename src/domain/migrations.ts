@@ -6,6 +6,8 @@
  */
 import { Data } from "effect"
 import type { EntityDef, Migration } from "./catalog.ts"
+import type { FieldIssue } from "./errors.ts"
+import { issuesText, plainData, runUserCode } from "./user-code.ts"
 
 /** Rename a field, when present: `migrations: { 2: renameField("title", "headline") }`. */
 export const renameField =
@@ -21,7 +23,7 @@ export const mapField =
   (name: string, f: (value: unknown) => unknown): Migration =>
   (fields) => (name in fields ? { ...fields, [name]: f(fields[name]) } : (fields as Record<string, unknown>))
 
-/** A migration threw or returned something other than an object. */
+/** A migration threw, returned something other than an object of plain JSON data, or fields its schema refuses. */
 export class MigrationFailed extends Data.TaggedError("MigrationFailed")<{
   readonly type: string
   readonly version: number
@@ -32,8 +34,15 @@ export class MigrationFailed extends Data.TaggedError("MigrationFailed")<{
   }
 }
 
-/** Brings fields written at `from` to the type's current version. Throws MigrationFailed. */
-export type Upcast = (fields: Record<string, unknown>, from: number) => Record<string, unknown>
+/**
+ * Brings fields written at `from` to the type's current version. Throws MigrationFailed. With `fits`, the
+ * result must also fit the current schema (its issues, empty when it does).
+ */
+export type Upcast = (
+  fields: Record<string, unknown>,
+  from: number,
+  fits?: (fields: Record<string, unknown>) => ReadonlyArray<FieldIssue>
+) => Record<string, unknown>
 
 export interface CompiledMigrations {
   readonly version: number
@@ -71,17 +80,26 @@ export const compileMigrations = (type: string, def: EntityDef, problems: Array<
   if (version === 1) return { version, upcast: (fields) => fields }
   return {
     version,
-    upcast: (fields, from) => {
+    upcast: (fields, from, fits) => {
       let out = fields
       for (let v = Math.max(from, 1) + 1; v <= version; v++) {
-        let next: unknown
-        try {
-          next = steps[v](out)
-        } catch (e) {
-          throw new MigrationFailed({ type, version: v, reason: e instanceof Error ? e.message : String(e) })
-        }
-        if (!isPlainObject(next)) throw new MigrationFailed({ type, version: v, reason: "it must return an object of fields" })
-        out = next
+        // User code: what it throws is described; what it returns is copied as plain JSON data (no NaN,
+        // which JSON would store as null, no BigInt, cycle or getter) or refused naming the field.
+        const step = steps[v]
+        const input = out
+        const migrated = runUserCode(() => step(input))
+        if (migrated._tag === "Left") throw new MigrationFailed({ type, version: v, reason: migrated.left.reason })
+        const result = migrated.right
+        const notFields = () => new MigrationFailed({ type, version: v, reason: "it must return an object of fields" })
+        if (typeof result !== "object" || result === null) throw notFields()
+        const copied = plainData(result)
+        if (copied._tag === "Left") throw new MigrationFailed({ type, version: v, reason: `it returned ${issuesText(copied.left)}` })
+        if (!isPlainObject(copied.right)) throw notFields()
+        out = copied.right
+      }
+      const issues = fits?.(out) ?? []
+      if (issues.length > 0) {
+        throw new MigrationFailed({ type, version: version, reason: `its result does not fit the schema: ${issuesText(issues)}` })
       }
       return out
     }

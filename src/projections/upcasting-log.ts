@@ -14,6 +14,7 @@ import type { CompiledApp } from "../domain/compile.ts"
 import { StoreUnavailable } from "../domain/errors.ts"
 import type { StoredEvent } from "../domain/events.ts"
 import { MigrationFailed } from "../domain/migrations.ts"
+import { describeThrown } from "../domain/user-code.ts"
 
 /** The event in its type's current schema version (the same object when there is nothing to migrate). */
 export const upcastEvent = (catalog: CompiledApp, event: StoredEvent): StoredEvent => {
@@ -31,13 +32,14 @@ export const upcastRow = (catalog: CompiledApp, stored: StoredRow): StoredRow =>
   const from = stored.schema ?? 1
   if (type === undefined || from >= type.version) return stored
   const { id, version, ...fields } = stored.row
-  return { ...stored, row: { id, version, ...type.upcast(fields, from) }, schema: type.version }
+  // A stored row is served as it comes out: what the migrations made of it must fit the current schema.
+  return { ...stored, row: { id, version, ...type.upcast(fields, from, type.presentFieldIssues) }, schema: type.version }
 }
 
-/** A migration that throws stops the read with a message naming the type, migration and record. */
+/** A migration that fails stops the read with a message naming the record, the type, the migration and the field. */
 const failed = (what: string) => (e: unknown) =>
   new StoreUnavailable({
-    reason: e instanceof MigrationFailed ? `cannot read ${what}: ${e.message}` : `cannot read ${what}: ${String(e)}`
+    reason: e instanceof MigrationFailed ? `cannot read ${what}: ${e.message}` : `cannot read ${what}: ${describeThrown(e)}`
   })
 
 const mapChunks = <A, E>(stream: Stream.Stream<A, E>, f: (a: A) => A, what: (a: A) => string) =>

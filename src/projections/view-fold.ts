@@ -11,6 +11,7 @@ import type { CompiledView } from "../domain/compile-views.ts"
 import { evolve as evolveRow } from "../domain/decider.ts"
 import type { StoreUnavailable } from "../domain/errors.ts"
 import type { StoredEvent } from "../domain/events.ts"
+import { runUserCode } from "../domain/user-code.ts"
 import { normaliseRow } from "./schema-check.ts"
 
 export interface FoldedView {
@@ -24,11 +25,9 @@ export interface FoldedView {
   readonly failed?: string
 }
 
-const describe = (e: unknown) => (e instanceof Error ? e.message : String(e))
-
-/** How a failed view explains itself everywhere (log, REST, MCP, stored record). */
-export const viewFailure = (view: CompiledView, event: StoredEvent, cause: unknown) =>
-  `view ${view.name} failed at event ${event.seq} (${event.type}/${event.id} ${event.method ?? event.kind}): ${describe(cause)}`
+/** How a failed view explains itself everywhere (log, REST, MCP, stored record); `reason` is what evolve threw, described. */
+export const viewFailure = (view: CompiledView, event: StoredEvent, reason: string) =>
+  `view ${view.name} failed at event ${event.seq} (${event.type}/${event.id} ${event.method ?? event.kind}): ${reason}`
 
 export const misfitFailure = (view: CompiledView, event: StoredEvent | undefined, why: string) =>
   `view ${view.name}${event === undefined ? "" : ` failed at event ${event.seq} (${event.type}/${event.id} ${event.method ?? event.kind})`}: ` +
@@ -88,13 +87,14 @@ export const foldViews = (
               else table.set(event.id, after)
               for (const f of folding) {
                 if (f.failed !== undefined || !f.view.folds(event)) continue
-                try {
-                  f.value = f.view.evolve(f.value, { event, before, after })
-                } catch (e) {
-                  f.failed = viewFailure(f.view, event, e)
+                // User code: whatever it throws or returns fails this view alone (encode checks the value).
+                const evolved = runUserCode(() => f.view.evolve(f.value, { event, before, after }))
+                if (Either.isLeft(evolved)) {
+                  f.failed = viewFailure(f.view, event, evolved.left.reason)
                   f.seq = event.seq
                   continue
                 }
+                f.value = evolved.right
                 f.last = event
                 if (!trackChanges) continue
                 const encoded = f.view.encode(f.value)

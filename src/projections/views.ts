@@ -22,6 +22,7 @@ import type { CompiledView } from "../domain/compile-views.ts"
 import { StoreUnavailable } from "../domain/errors.ts"
 import type { Change } from "../domain/events.ts"
 import { viewUri } from "../domain/uri.ts"
+import { runUserCode } from "../domain/user-code.ts"
 import { foldViews, misfitFailure, viewFailure } from "./view-fold.ts"
 import { parseViewRecord, viewDefinition, viewRecordJson } from "./view-record.ts"
 
@@ -96,8 +97,6 @@ interface Next {
   readonly changed: boolean
 }
 
-const stackOf = (e: unknown) => (e instanceof Error && e.stack !== undefined ? e.stack : String(e))
-
 const snapshot = (s: ViewState): ViewSnapshot => ({
   name: s.view.name,
   ...(s.view.description === undefined ? {} : { description: s.view.description }),
@@ -124,13 +123,14 @@ export const makeViews = (states: ReadonlyArray<ViewState>, recovered: ViewsReco
         if (!s.view.folds(c.event)) continue
         if (last === undefined) evolved.push(s)
         last = c
-        try {
-          value = s.view.evolve(value, { event: c.event, before: c.before ?? null, after: c.row })
-        } catch (e) {
-          failed = viewFailure(s.view, c.event, e)
-          failures.push({ message: failed, stack: stackOf(e) })
+        const state = value
+        const outcome = runUserCode(() => s.view.evolve(state, { event: c.event, before: c.before ?? null, after: c.row }))
+        if (Either.isLeft(outcome)) {
+          failed = viewFailure(s.view, c.event, outcome.left.reason)
+          failures.push({ message: failed, stack: outcome.left.trace })
           break
         }
+        value = outcome.right
       }
       if (last === undefined) {
         if (s.dirty) next.push({ state: s, value: s.value, json: s.json, seq: s.seq, changed: false })

@@ -20,7 +20,7 @@ import { compileApp, type CompiledApp, type CompiledType } from "../domain/compi
 import { decide, evolve, type EventDraft } from "../domain/decider.ts"
 import { MethodFailed, type CommandError, type FieldIssue } from "../domain/errors.ts"
 import type { StoredEvent } from "../domain/events.ts"
-import { inputIssues } from "../domain/input-rules.ts"
+import { describeThrown } from "../domain/user-code.ts"
 import { lineDiff } from "./line-diff.ts"
 
 /** A decider spec did not hold; the message says how, with a diff where there is one. */
@@ -148,15 +148,13 @@ const decideCommand = (type: CompiledType, state: Row | undefined, command: Spec
   if (Either.isLeft(intent)) return Either.left(intent.left)
   const operation = command._tag === "Invoke" ? command.method : command._tag.toLowerCase()
   const expectedVersion = command._tag === "Create" ? undefined : command.expectedVersion
+  const failed = (reason: string) => Either.left(new MethodFailed({ type: type.name, id: ID, operation, reason }))
   try {
     const decision = decide(type, ID, state, intent.right, expectedVersion)
-    if (Either.isRight(decision) && decision.right.kind === "invoked") {
-      const bad = inputIssues(decision.right.data)
-      if (bad.length > 0) throw new Error(`it returned ${issuesText(bad)}`)
-    }
-    return decision
+    if (Either.isLeft(decision) && decision.left._tag === "UserCodeFailure") return failed(decision.left.reason)
+    return decision as Either.Either<EventDraft, CommandError>
   } catch (e) {
-    return Either.left(new MethodFailed({ type: type.name, id: ID, operation, reason: e instanceof Error ? e.message : String(e) }))
+    return failed(describeThrown(e))
   }
 }
 

@@ -93,7 +93,8 @@ describe("optional fields, defaults and nullable fields", () => {
     expect(right(invoke("restock", { at: "Acme" })).data).toEqual({ supplier: "Acme" })
     expect(right(invoke("drop_supplier", {})).data).toEqual({ supplier: null })
     expect(right(invoke("rename", { name: "Ink" })).data).toEqual({ name: "Ink" })
-    expect(left(invoke("rename", { name: "" }))).toMatchObject({ _tag: "ValidationFailed", issues: [{ path: ["name"] }] })
+    // A change its schema refuses is the method's bug, not the caller's: the writer answers it as MethodFailed.
+    expect(left(invoke("rename", { name: "" }))).toMatchObject({ _tag: "UserCodeFailure", reason: expect.stringMatching(/^it returned name: /) })
   })
 
   it("normalising a stored row applies defaults, drops fields no longer declared, and names what does not fit", () => {
@@ -194,6 +195,26 @@ describe("upcasting", () => {
       entities: { things: entity({ fields: { a: Schema.String }, version: 2, migrations: { 2: () => null as never } }) }
     })))
     expect(() => broken.types.get("things")!.upcast({ a: "x" }, 1)).toThrow('type "things", migration 2 failed: it must return an object of fields')
+  })
+
+  it("checks what a migration returns like a method's change: plain JSON data, and a stored row's fields fit the schema", () => {
+    const priced = (migration: (fields: Readonly<Record<string, unknown>>) => Record<string, unknown>) =>
+      Either.getOrThrow(compileApp(defineApp({
+        name: "x",
+        entities: { items: entity({ fields: { name: Schema.String, price: Schema.Number }, version: 2, migrations: { 2: migration } }) }
+      })))
+    // NaN would be served as a number and stored as null; a string is not a number.
+    const nan = priced(mapField("price", () => Number.NaN))
+    expect(() => upcastEvent(nan, event({ type: "items", kind: "invoked", data: { price: 1 } })))
+      .toThrow('type "items", migration 2 failed: it returned price: must be a finite number')
+    const text = priced(mapField("price", (p) => `${p as number} EUR`))
+    expect(() => upcastRow(text, { type: "items", row: { id: "4", version: 1, name: "Pen", price: 1 } }))
+      .toThrow('type "items", migration 2 failed: its result does not fit the schema: price: Expected number, actual "1 EUR"')
+    // The copy is what is stored and served: a getter is read once.
+    let reads = 0
+    const getter = priced((fields) => ({ ...fields, get price() { return ++reads } }))
+    expect(upcastRow(getter, { type: "items", row: { id: "4", version: 1, name: "Pen", price: 1 } }).row).toEqual({ id: "4", version: 1, name: "Pen", price: 1 })
+    expect(reads).toBe(1)
   })
 })
 
