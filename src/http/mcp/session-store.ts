@@ -14,7 +14,7 @@
  * node is ended on all.
  */
 import { Context, Effect, Layer, Schema } from "effect"
-import { LevelDb } from "../../log/level-db.ts"
+import { type Db, LevelDb } from "../../log/level-db.ts"
 import { PgConnection, pgConnectionLayer } from "../../log/postgres/connection.ts"
 import { SCHEMA } from "../../log/postgres/schema.ts"
 import { StoreUnavailable } from "../../domain/errors.ts"
@@ -79,7 +79,7 @@ export const ClassicLevelSessionStore = Layer.effect(
      * its subscriptions (its client gets 404 and starts a new session); so are subscriptions without a header.
      * Format-1 headers are upgraded in the same pass: their subscriptions moved to entries of their own.
      */
-    const load = async (db: Parameters<Parameters<typeof store.read>[1]>[0]) => {
+    const load = async (db: Db) => {
       const sessions = new Map<string, { version: string; createdAt: number; subscriptions: Map<string, number> }>()
       const upgrade = db.batch()
       let writes = 0
@@ -107,7 +107,7 @@ export const ClassicLevelSessionStore = Layer.effect(
         if (session === undefined || since === undefined) {
           upgrade.del(key)
           writes++
-        } else if (!session.subscriptions.has(rest.slice(at + 1))) session.subscriptions.set(rest.slice(at + 1), since)
+        } else session.subscriptions.set(rest.slice(at + 1), since)
       }
       if (writes > 0) await upgrade.write({ sync: true })
       else await upgrade.close()
