@@ -35,6 +35,10 @@ export interface Settings {
   readonly heartbeatMs: number
   /** Most resource subscriptions per session or listen stream (`WO_MAX_SUBSCRIPTIONS`, default 1000). */
   readonly maxSubscriptions: number
+  /** Longest resource or live-query URI, in UTF-8 bytes (`WO_MAX_URI_LENGTH`, default 2048); -32602 past it. */
+  readonly maxUriLength: number
+  /** Most bytes of URIs one session or listen stream may subscribe to in all (`WO_MAX_SUBSCRIPTION_BYTES`, default 1 MiB). */
+  readonly maxSubscriptionBytes: number
   /** Deepest JSON nesting accepted in a body (`WO_MAX_JSON_DEPTH`, default 64). */
   readonly maxJsonDepth: number
   /** Most open subscriptions/listen streams per client address (`WO_MAX_LISTENS_PER_CLIENT`, default 64). */
@@ -120,6 +124,8 @@ export const loadSettings = (defaults: { readonly dataDir: string }, overrides: 
       streamBuffer: yield* positiveInt("WO_STREAM_BUFFER", 1024),
       heartbeatMs: yield* positiveInt("WO_HEARTBEAT_MS", 15_000),
       maxSubscriptions: yield* positiveInt("WO_MAX_SUBSCRIPTIONS", 1000),
+      maxUriLength: yield* positiveInt("WO_MAX_URI_LENGTH", 2048),
+      maxSubscriptionBytes: yield* positiveInt("WO_MAX_SUBSCRIPTION_BYTES", 1024 * 1024),
       maxJsonDepth: yield* positiveInt("WO_MAX_JSON_DEPTH", 64),
       maxListensPerClient: yield* positiveInt("WO_MAX_LISTENS_PER_CLIENT", 64),
       maxListenStreams: yield* positiveInt("WO_MAX_LISTEN_STREAMS", 10_000),

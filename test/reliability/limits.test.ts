@@ -3,7 +3,8 @@
  * defaults and the environment variable names are checked through loadSettings; the edges run against a real
  * server, mostly with small limits so the edges are cheap (the body limit and JSON depth also at their defaults).
  * Not repeated here (test/integration/mcp-streams.test.ts has them): the basic session cap, basic idle expiry
- * and the resumable overflow of a legacy stream.
+ * and the resumable overflow of a legacy stream; nor the URI length and subscription bytes edges
+ * (test/reliability/session-bounds.test.ts has them).
  */
 import { ConfigProvider, Deferred, Effect, Layer } from "effect"
 import * as nodeHttp from "node:http"
@@ -45,6 +46,8 @@ describe("settings: every limit has a documented default and an environment vari
     ["WO_MAX_LISTENS_PER_CLIENT", "maxListensPerClient", 64],
     ["WO_MAX_LISTEN_STREAMS", "maxListenStreams", 10_000],
     ["WO_MAX_SUBSCRIPTIONS", "maxSubscriptions", 1000],
+    ["WO_MAX_URI_LENGTH", "maxUriLength", 2048],
+    ["WO_MAX_SUBSCRIPTION_BYTES", "maxSubscriptionBytes", 1024 * 1024],
     ["WO_SESSION_IDLE_MS", "sessionIdleMs", 30 * 60_000],
     ["WO_STREAM_BUFFER", "streamBuffer", 1024],
     ["WO_REQUEST_TIMEOUT_MS", "requestTimeoutMs", 30_000]

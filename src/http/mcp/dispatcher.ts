@@ -36,6 +36,7 @@ import type { ReadProblem, Resources } from "./resources.ts"
 import type { ServerDescription } from "./server-info.ts"
 import type { Session, SessionsShape } from "./sessions.ts"
 import type { Tool } from "./tools.ts"
+import { tooManySubscriptionBytes, uriBytes, uriTooLong } from "./uri-limits.ts"
 
 /** Caching hints (M4). The catalog is fixed while the process runs; rows are not. */
 export interface CacheHint {
@@ -175,7 +176,7 @@ export const makeDispatcher = ({ catalog, tools, resources, sessions, server, ch
     Either.match(decodeSubscribe(request.params), {
       onLeft: () => Effect.fail(invalidParams("params.uri must be a string")),
       onRight: ({ uri }) => {
-        const refused = subscribe ? badLiveQuery(uri) : undefined
+        const refused = uriTooLong(uri, settings) ?? (subscribe ? badLiveQuery(uri) : undefined)
         if (refused !== undefined) return Effect.fail(refused)
         // The legacy policy admits these methods only with a session.
         const s = session!
@@ -184,7 +185,9 @@ export const makeDispatcher = ({ catalog, tools, resources, sessions, server, ch
           Effect.flatMap((outcome) =>
             outcome === "ok"
               ? succeed({})
-              : Effect.fail(invalidParams(`too many subscriptions on this session (WO_MAX_SUBSCRIPTIONS=${settings.maxSubscriptions})`)))
+              : Effect.fail(outcome === "bytes"
+                ? tooManySubscriptionBytes(settings, "session")
+                : invalidParams(`too many subscriptions on this session (WO_MAX_SUBSCRIPTIONS=${settings.maxSubscriptions})`)))
         )
       }
     })
@@ -226,10 +229,18 @@ export const makeDispatcher = ({ catalog, tools, resources, sessions, server, ch
         const params = decodeListen(request.params)
         if (Either.isLeft(params)) return Effect.fail(invalidParams("params.notifications must be a subscription filter"))
         const { notifications } = params.right
-        const uris = [...new Set(notifications.resourceSubscriptions ?? [])]
+        const asked = notifications.resourceSubscriptions ?? []
+        for (const uri of asked) {
+          const refused = uriTooLong(uri, settings)
+          if (refused !== undefined) return Effect.fail(refused)
+        }
+        const uris = [...new Set(asked)]
         if (uris.length > settings.maxSubscriptions) {
           return Effect.fail(invalidParams(`too many resourceSubscriptions (WO_MAX_SUBSCRIPTIONS=${settings.maxSubscriptions})`))
         }
+        let bytes = 0
+        for (const uri of uris) bytes += uriBytes(uri)
+        if (bytes > settings.maxSubscriptionBytes) return Effect.fail(tooManySubscriptionBytes(settings, "listen"))
         for (const uri of uris) {
           const refused = badLiveQuery(uri)
           if (refused !== undefined) return Effect.fail(refused)
@@ -281,13 +292,16 @@ export const makeDispatcher = ({ catalog, tools, resources, sessions, server, ch
     [Method.resourcesRead, {
       eras: BOTH,
       handle: (request) =>
-        fromEither(ReadParams(request.params), ({ uri }) =>
-          resources.read(uri).pipe(
+        fromEither(ReadParams(request.params), ({ uri }) => {
+          const tooLong = uriTooLong(uri, settings)
+          if (tooLong !== undefined) return Effect.fail(tooLong)
+          return resources.read(uri).pipe(
             Effect.mapBoth({
               onFailure: (problem) => readFailure(uri, problem),
               onSuccess: (contents) => result({ result: { contents: [contents] }, cache: uri.startsWith("wo://schema/") ? CATALOG_CACHE : ROW_CACHE })
             })
-          ))
+          )
+        })
     }]
   ])
 

@@ -1,6 +1,8 @@
 /**
  * Legacy sessions (L2, L8): minted by initialize with 144 random bits, bounded in number, expired when idle,
  * persisted with their subscriptions. A session has at most one GET stream; a second GET replaces the first.
+ * A session's subscriptions are bounded in number and in bytes of URIs, and a subscribe or an unsubscribe costs
+ * the same (one map entry, one stored entry) whatever the session already holds.
  *
  * With a shared session store (several nodes on PostgreSQL) the store is the truth and this map a cache: `get`
  * reads the session from the store on every request, so a session made (or subscribed, or ended) on another
@@ -12,7 +14,8 @@ import { WoConfig } from "../../config.ts"
 import type { StoreUnavailable } from "../../domain/errors.ts"
 import { SubscriptionRegistry } from "../../projections/registry.ts"
 import type { NoticeBuffer } from "../notice-buffer.ts"
-import { SessionStore } from "./session-store.ts"
+import { SessionStore, type StoredSession } from "./session-store.ts"
+import { uriBytes } from "./uri-limits.ts"
 
 export interface Session {
   readonly id: string
@@ -32,7 +35,8 @@ export interface SessionsShape {
    * because a session may live in a shared store (several nodes) and not be in this process yet.
    */
   readonly get: (id: string) => Effect.Effect<Session | undefined, StoreUnavailable>
-  readonly subscribe: (session: Session, uri: string, sinceSeq: number) => Effect.Effect<"ok" | "limit", StoreUnavailable>
+  /** "limit": WO_MAX_SUBSCRIPTIONS reached; "bytes": WO_MAX_SUBSCRIPTION_BYTES would be passed. Nothing is made then. */
+  readonly subscribe: (session: Session, uri: string, sinceSeq: number) => Effect.Effect<"ok" | "limit" | "bytes", StoreUnavailable>
   readonly unsubscribe: (session: Session, uri: string) => Effect.Effect<void, StoreUnavailable>
   /** Makes `buffer` the session's GET stream, closing the one it replaces. */
   readonly attach: (session: Session, buffer: NoticeBuffer) => void
@@ -54,19 +58,39 @@ export const SessionsLive = Layer.scoped(
     const registry = yield* SubscriptionRegistry
     const sessions = new Map<string, Session>()
     const shared = store.load !== undefined
-    const now = Date.now()
-    for (const [id, stored] of yield* store.loadAll) {
-      sessions.set(id, { id, version: stored.version, createdAt: stored.createdAt, subscriptions: new Map(Object.entries(stored.subscriptions)), lastSeen: now, stream: undefined })
+    /** The UTF-8 bytes of each session's subscribed URIs, against WO_MAX_SUBSCRIPTION_BYTES; gone with the session. */
+    const subscriptionBytes = new WeakMap<Session, number>()
+    const bytesOf = (s: Session) => subscriptionBytes.get(s) ?? 0
+    const fromStore = (id: string, stored: StoredSession): Session => {
+      const s: Session = { id, version: stored.version, createdAt: stored.createdAt, subscriptions: new Map(stored.subscriptions), lastSeen: Date.now(), stream: undefined }
+      let bytes = 0
+      for (const uri of stored.subscriptions.keys()) bytes += uriBytes(uri)
+      subscriptionBytes.set(s, bytes)
+      return s
     }
-    const persist = (s: Session) =>
-      store.save(s.id, { version: s.version, createdAt: s.createdAt, subscriptions: Object.fromEntries(s.subscriptions) })
+    for (const [id, stored] of yield* store.loadAll) sessions.set(id, fromStore(id, stored))
 
+    const forget = (s: Session, uri: string) => {
+      if (!s.subscriptions.delete(uri)) return false
+      subscriptionBytes.set(s, bytesOf(s) - uriBytes(uri))
+      if (s.stream) registry.remove(uri, s.stream)
+      return true
+    }
+    const remember = (s: Session, uri: string, since: number) => {
+      s.subscriptions.set(uri, since)
+      subscriptionBytes.set(s, bytesOf(s) + uriBytes(uri))
+      if (s.stream) registry.add(uri, s.stream)
+    }
+
+    /** An ended session keeps nothing: its stream leaves the registry, and a request still holding it finds it empty. */
     const release = (s: Session) => {
       if (s.stream) {
         for (const uri of s.subscriptions.keys()) registry.remove(uri, s.stream)
         s.stream.close("terminated")
         s.stream = undefined
       }
+      s.subscriptions.clear()
+      subscriptionBytes.delete(s)
     }
 
     const terminate = (id: string) =>
@@ -91,22 +115,13 @@ export const SessionsLive = Layer.scoped(
           return undefined
         }
         if (s === undefined) {
-          s = { id, version: stored.version, createdAt: stored.createdAt, subscriptions: new Map(), lastSeen: Date.now(), stream: undefined }
+          s = fromStore(id, stored)
           sessions.set(id, s)
+          return s
         }
-        const wanted = new Map(Object.entries(stored.subscriptions))
-        for (const uri of s.subscriptions.keys()) {
-          if (!wanted.has(uri)) {
-            s.subscriptions.delete(uri)
-            if (s.stream) registry.remove(uri, s.stream)
-          }
-        }
-        for (const [uri, since] of wanted) {
-          if (!s.subscriptions.has(uri)) {
-            s.subscriptions.set(uri, since)
-            if (s.stream) registry.add(uri, s.stream)
-          }
-        }
+        const wanted = stored.subscriptions
+        for (const uri of [...s.subscriptions.keys()]) if (!wanted.has(uri)) forget(s, uri)
+        for (const [uri, since] of wanted) if (!s.subscriptions.has(uri)) remember(s, uri, since)
         s.lastSeen = Date.now()
         return s
       })
@@ -139,7 +154,7 @@ export const SessionsLive = Layer.scoped(
           if (sessions.size >= settings.maxSessions) return Effect.succeed("capacity" as const)
           const s: Session = { id: newSessionId(), version, createdAt: Date.now(), subscriptions: new Map(), lastSeen: Date.now(), stream: undefined }
           sessions.set(s.id, s)
-          return Effect.as(persist(s), s)
+          return Effect.as(store.create(s.id, s), s)
         }),
       get: (id) =>
         shared
@@ -149,19 +164,24 @@ export const SessionsLive = Layer.scoped(
             if (s !== undefined) s.lastSeen = Date.now()
             return s
           }),
+      // Made here first (so concurrent subscribes count it), stored, and taken back if the store refuses.
       subscribe: (s, uri, since) =>
-        Effect.suspend(() => {
+        Effect.suspend((): Effect.Effect<"ok" | "limit" | "bytes", StoreUnavailable> => {
           if (s.subscriptions.has(uri)) return Effect.succeed("ok" as const)
           if (s.subscriptions.size >= settings.maxSubscriptions) return Effect.succeed("limit" as const)
-          s.subscriptions.set(uri, since)
-          if (s.stream) registry.add(uri, s.stream)
-          return Effect.as(persist(s), "ok" as const)
+          if (bytesOf(s) + uriBytes(uri) > settings.maxSubscriptionBytes) return Effect.succeed("bytes" as const)
+          remember(s, uri, since)
+          return store.subscribe(s.id, uri, since).pipe(
+            Effect.tapError(() => Effect.sync(() => forget(s, uri))),
+            Effect.as("ok" as const)
+          )
         }),
       unsubscribe: (s, uri) =>
         Effect.suspend(() => {
-          if (!s.subscriptions.delete(uri)) return Effect.void
-          if (s.stream) registry.remove(uri, s.stream)
-          return persist(s)
+          const since = s.subscriptions.get(uri)
+          if (since === undefined) return Effect.void
+          forget(s, uri)
+          return store.unsubscribe(s.id, uri).pipe(Effect.tapError(() => Effect.sync(() => remember(s, uri, since))))
         }),
       attach: (s, buffer) => {
         if (s.stream) {

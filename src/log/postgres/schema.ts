@@ -10,7 +10,8 @@
  *             row stays as a tombstone (row NULL) so that its version is still checked
  *   types     per type: the highest id handed out and how many rows are live (a lost row is then reported)
  *   views     each view's stored state (format 1; no longer written: each node folds its views from the log)
- *   sessions  legacy MCP sessions and their subscriptions, shared by every node (format 2)
+ *   sessions  legacy MCP sessions, shared by every node (format 2; until format 3 with their subscriptions inline)
+ *   session_subscriptions  one row per subscription of a session, so that a subscribe writes one row (format 3)
  *
  * `data`, `params` and `row` are `json`, not `jsonb`: json keeps the text exactly as written, so the checksum
  * (records.ts) covers the bytes the writer produced; jsonb would reorder keys and reformat numbers.
@@ -68,6 +69,19 @@ const STEPS: ReadonlyArray<string> = [
     record text not null,
     last_seen bigint not null
   );
+  `,
+  `
+  create table ${SCHEMA}.session_subscriptions (
+    session_id text not null references ${SCHEMA}.sessions (id) on delete cascade,
+    uri text not null,
+    since bigint not null,
+    primary key (session_id, uri)
+  );
+  insert into ${SCHEMA}.session_subscriptions (session_id, uri, since)
+    select s.id, e.key, e.value::bigint
+      from ${SCHEMA}.sessions s, json_each_text(s.record::json -> 'subscriptions') e
+    on conflict do nothing;
+  update ${SCHEMA}.sessions set record = (record::jsonb - 'subscriptions')::text where record::jsonb ? 'subscriptions';
   `
 ]
 
