@@ -209,7 +209,7 @@ export function evaluateBudgets(r: Pick<RunReport, 'load' | 'fsync' | 'notify' |
       am ? am.getP99MsWithBadBodies / am.getP99MsIdle : Number.NaN, 'x',
       am ? `${am.senders} clients sending ${(am.badBodyBytes / 1e6).toFixed(1)} MB bodies of unknown keys back to back (${am.badBodiesAnswered} answered${am.badBodyResets ? `, ${am.badBodyResets} connections reset` : ''}, ` +
         `${am.badBodyMsMean.toFixed(0)} ms each, largest 400 ${am.errorBodyBytesMax.toLocaleString('en-US')} bytes): p99 ${am.getP99MsWithBadBodies.toFixed(2)} ms over ` +
-        `${am.getsWithBadBodies} GETs against ${am.getP99MsIdle.toFixed(2)} ms idle` : 'not measured in this run'),
+        `${am.getsWithBadBodies} GETs${am.getResets ? ` (${am.getResets} retried after a reset)` : ''} against ${am.getP99MsIdle.toFixed(2)} ms idle` : 'not measured in this run'),
   ];
   return [
     ...issue13,

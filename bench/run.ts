@@ -89,7 +89,7 @@ const SETTINGS: Record<Mode, Settings> = {
     notify: { subscriberCounts: [100, 1000], repeats: 20, latencyBudgetMs: 2500, fanoutMs: 1500, window: 2, afterCloseMs: 5000 },
     stall: { durationMs: 800, concurrency: 16 },
     readers: { streams: 1000, subscriptions: 50, writes: 1000, concurrency: 16, readers: 50, gets: 150 },
-    amplify: { senders: 4, unknownKeys: 200_000, gets: 150 },
+    amplify: { senders: 4, unknownKeys: 200_000, gets: 60 },
     replayEvents: 100_000,
     sessions: { count: 10_000, warm: 300, settleMs: 300 },
     cqrs: { rows: 100_000, names: 100, liveQueries: 1000, windowMs: 500, rounds: 2, warmMaxMs: 1500, warmChunkMs: 250, warmMinCalls: 1000, listConcurrency: 8, writeConcurrency: 16 },
