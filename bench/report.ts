@@ -6,6 +6,7 @@ import { renderChart } from './lib/svg-chart.ts';
 import type { LevelResult, ScenarioResult } from './scenarios/load-matrix.ts';
 import type { NotifyResult } from './scenarios/notify.ts';
 import type { ReadersResult } from './scenarios/readers.ts';
+import type { AmplifyResult } from './scenarios/amplify.ts';
 import type { ReplayResult } from './scenarios/replay.ts';
 import type { SessionsResult } from './scenarios/sessions.ts';
 import { cqrsRatios, type CqrsResult } from './scenarios/cqrs.ts';
@@ -49,6 +50,8 @@ export interface RunReport {
   notifyFloorLegacy?: NotifyResult | null;
   /** issue 13: writes with unread streams open, GETs while event-log readers catch up */
   readers?: ReadersResult | null;
+  /** issue 20: GETs while bad bodies are answered */
+  amplify?: AmplifyResult | null;
   stall: StallPhase[] | null;
   replay: ReplayResult | null;
   sessions: SessionsResult | null;
@@ -80,6 +83,8 @@ export const BUDGET = {
   rssAfterClose: 1.1,
   /** issue 13: set_price p99 with unread streams / without; GET p99 while readers catch up / idle */
   readersP99: 2,
+  /** issue 20: GET p99 while four 3 MB bad bodies are answered / idle */
+  badBodiesP99: 2,
 } as const;
 
 /** The notification figures of one run at `n` streams, ours over the floor's (NaN when either is missing). */
@@ -149,7 +154,7 @@ export function computeRatios(r: Pick<RunReport, 'load' | 'fsync' | 'notify'> & 
   return out;
 }
 
-export function evaluateBudgets(r: Pick<RunReport, 'load' | 'fsync' | 'notify' | 'notifyFloor' | 'replay'> & Partial<Pick<RunReport, 'notifyLegacy' | 'notifyFloorLegacy' | 'readers'>>, ratios: Record<string, number>): Budget[] {
+export function evaluateBudgets(r: Pick<RunReport, 'load' | 'fsync' | 'notify' | 'notifyFloor' | 'replay'> & Partial<Pick<RunReport, 'notifyLegacy' | 'notifyFloorLegacy' | 'readers' | 'amplify'>>, ratios: Record<string, number>): Budget[] {
   const L = (id: string, c: number) => levelAt(r.load, id, c);
   const at = (id: string, c: number) => L(id, c)?.concurrency ?? c;
   const c = BUDGET_LEVEL.sdk;
@@ -180,6 +185,7 @@ export function evaluateBudgets(r: Pick<RunReport, 'load' | 'fsync' | 'notify' |
   const modern = streamRatios(r.notify, r.notifyFloor);
   const legacy = streamRatios(r.notifyLegacy, r.notifyFloorLegacy);
   const rd = r.readers;
+  const am = r.amplify;
   const streams = (id: string, name: string, value: number, detail: string) => b(id, name, '<=', BUDGET.streamsOverFloor, value, 'x', detail);
   const closeDetail = (run: NotifyResult | null | undefined) =>
     run?.rssAfterClose ? `${run.rssAfterClose.beforeMb.toFixed(0)} MB before the streams opened, ${run.rssAfterClose.afterMb.toFixed(0)} MB ${(run.rssAfterClose.settleMs / 1000).toFixed(0)} s after they all closed` : 'not measured in this run';
@@ -198,8 +204,16 @@ export function evaluateBudgets(r: Pick<RunReport, 'load' | 'fsync' | 'notify' |
       rd ? rd.getP99MsWhileCatchingUp / rd.getP99MsIdle : Number.NaN, 'x',
       rd ? `${rd.readers} readers over ${rd.events.toLocaleString('en-US')} events: p99 ${rd.getP99MsWhileCatchingUp.toFixed(2)} ms over ${rd.getsWhileCatchingUp} GETs against ${rd.getP99MsIdle.toFixed(2)} ms idle; ${rd.caughtUp ? 'every reader caught up' : 'NOT every reader caught up'}` : 'not measured in this run'),
   ];
+  const issue20 = [
+    b('getWhileBadBodies', 'GET p99 while 3 MB bad bodies are answered / idle', '<=', BUDGET.badBodiesP99,
+      am ? am.getP99MsWithBadBodies / am.getP99MsIdle : Number.NaN, 'x',
+      am ? `${am.senders} clients sending ${(am.badBodyBytes / 1e6).toFixed(1)} MB bodies of unknown keys back to back (${am.badBodiesAnswered} answered${am.badBodyResets ? `, ${am.badBodyResets} connections reset` : ''}, ` +
+        `${am.badBodyMsMean.toFixed(0)} ms each, largest 400 ${am.errorBodyBytesMax.toLocaleString('en-US')} bytes): p99 ${am.getP99MsWithBadBodies.toFixed(2)} ms over ` +
+        `${am.getsWithBadBodies} GETs${am.getResets ? ` (${am.getResets} retried after a reset)` : ''} against ${am.getP99MsIdle.toFixed(2)} ms idle` : 'not measured in this run'),
+  ];
   return [
     ...issue13,
+    ...issue20,
     b('sdkCpuModern', 'MCP set_price server CPU/call: SDK v2 / ours, modern', '>=', BUDGET.sdkCpu, ratios.sdkV2CpuOverOursModern, 'x',
       sdkDetail('modern (2026-07-28)', 'wo.mcp.set_price.modern.on', 'sdk-v2.set_price.modern')),
     b('sdkRateModern', 'MCP set_price calls/s: ours / SDK v2, modern', '>=', BUDGET.sdkRate, ratios.oursRateOverSdkV2Modern, 'x',

@@ -3,7 +3,7 @@
 //   npm run bench                        full run, a few minutes on 2 cores
 //   npm run bench -- --quick             under a minute (shorter windows, 100k-event replay)
 //   npm run bench -- --smoke --out DIR   seconds: one level, a subset, tiny sizes (what npm run bench:smoke checks)
-// Options: --out DIR (default bench/results for a full run, .data/bench-<mode> otherwise), --only load,notify,readers,stall,replay,sessions,cqrs,scaleout (default: all; smoke runs leave scaleout out).
+// Options: --out DIR (default bench/results for a full run, .data/bench-<mode> otherwise), --only load,notify,readers,amplify,stall,replay,sessions,cqrs,scaleout (default: all; smoke runs leave scaleout out).
 // Env: BENCH_DATA_DIR (data dirs and the fsync probe; default <repo>/.data/bench-run).
 // Scenarios: bench/scenarios/*.ts; the kit they share: bench/lib/*.ts; the report: bench/report.ts.
 // Every server is spawned here on 127.0.0.1 (port 0) and stopped before the run ends.
@@ -24,6 +24,7 @@ import { runCqrs, type CqrsOptions } from './scenarios/cqrs.ts';
 import { runSessions, SESSIONS_ENV, type SessionsOptions } from './scenarios/sessions.ts';
 import { runStall, type StallOptions } from './scenarios/stall.ts';
 import { runReaders, type ReadersOptions } from './scenarios/readers.ts';
+import { runAmplify, type AmplifyOptions } from './scenarios/amplify.ts';
 import { renderScaleOut, runScaleOut, type ScaleOutOptions, type ScaleOutResult } from './scenarios/scale-out.ts';
 
 // ---------------------------------------------------------------------------------------------------
@@ -39,7 +40,7 @@ const option = (name: string): string | undefined => {
 const mode: Mode = flag('smoke') ? 'smoke' : flag('quick') ? 'quick' : 'full';
 // Only a full run replaces the committed results; shorter runs go under .data (not committed).
 const outDir = resolve(option('out') ?? (mode === 'full' ? join(repoRoot, 'bench', 'results') : join(repoRoot, '.data', `bench-${mode}`)));
-const PARTS = ['load', 'notify', 'readers', 'stall', 'replay', 'sessions', 'cqrs', 'scaleout'] as const;
+const PARTS = ['load', 'notify', 'readers', 'amplify', 'stall', 'replay', 'sessions', 'cqrs', 'scaleout'] as const;
 type Part = (typeof PARTS)[number];
 // scaleout starts a PostgreSQL cluster: not in smoke runs unless asked for.
 const only = option('only')?.split(',').map((s) => s.trim()) ?? PARTS.filter((p) => p !== 'scaleout' || mode !== 'smoke');
@@ -53,6 +54,8 @@ interface Settings {
   stall: StallOptions;
   /** issue 13: writes with unread streams, GETs while event-log readers catch up */
   readers: ReadersOptions;
+  /** issue 20: GETs while bad bodies are answered */
+  amplify: AmplifyOptions;
   replayEvents: number;
   sessions: SessionsOptions;
   cqrs: CqrsOptions;
@@ -72,6 +75,7 @@ const SETTINGS: Record<Mode, Settings> = {
     notify: { subscriberCounts: [1, 100, 1000], repeats: 50, latencyBudgetMs: 10_000, fanoutMs: 2000, window: 4, afterCloseMs: 30_000 },
     stall: { durationMs: 8000, concurrency: 16, untilOverflow: { capMs: 45_000, streamBuffer: 1024 } },
     readers: { streams: 1000, subscriptions: 50, writes: 2000, concurrency: 16, readers: 50, gets: 300 },
+    amplify: { senders: 4, unknownKeys: 200_000, gets: 300 },
     replayEvents: 1_000_000,
     sessions: { count: 10_000, warm: 1000, settleMs: 1000 },
     cqrs: { rows: 100_000, names: 100, liveQueries: 1000, windowMs: 1500, rounds: 3, warmMaxMs: 4000, warmChunkMs: 500, warmMinCalls: 3000, listConcurrency: 8, writeConcurrency: 16 },
@@ -85,6 +89,7 @@ const SETTINGS: Record<Mode, Settings> = {
     notify: { subscriberCounts: [100, 1000], repeats: 20, latencyBudgetMs: 2500, fanoutMs: 1500, window: 2, afterCloseMs: 5000 },
     stall: { durationMs: 800, concurrency: 16 },
     readers: { streams: 1000, subscriptions: 50, writes: 1000, concurrency: 16, readers: 50, gets: 150 },
+    amplify: { senders: 4, unknownKeys: 200_000, gets: 60 },
     replayEvents: 100_000,
     sessions: { count: 10_000, warm: 300, settleMs: 300 },
     cqrs: { rows: 100_000, names: 100, liveQueries: 1000, windowMs: 500, rounds: 2, warmMaxMs: 1500, warmChunkMs: 250, warmMinCalls: 1000, listConcurrency: 8, writeConcurrency: 16 },
@@ -98,6 +103,7 @@ const SETTINGS: Record<Mode, Settings> = {
     notify: { subscriberCounts: [1, 10], repeats: 5, latencyBudgetMs: 1000, fanoutMs: 200, window: 2 },
     stall: { durationMs: 400, concurrency: 4 },
     readers: { streams: 20, subscriptions: 5, writes: 100, concurrency: 4, readers: 5, gets: 20 },
+    amplify: { senders: 2, unknownKeys: 20_000, gets: 20 },
     replayEvents: 10_000,
     sessions: { count: 200, warm: 10, settleMs: 100 },
     cqrs: { rows: 5000, names: 100, liveQueries: 1000, windowMs: 200, rounds: 1, warmMaxMs: 300, warmChunkMs: 150, warmMinCalls: 100, listConcurrency: 4, writeConcurrency: 4 },
@@ -198,6 +204,7 @@ const report: RunReport = {
   notifyFloorLegacy: null,
   stall: null,
   readers: null,
+  amplify: null,
   replay: null,
   sessions: null,
   cqrs: null,
@@ -255,6 +262,7 @@ try {
     if (S.notifyFloor) report.notifyFloorLegacy = await runNotify(ctx, legacyOpts, undefined, true, 'legacy');
   }
   if (wanted('readers')) report.readers = await runReaders(ctx, S.readers);
+  if (wanted('amplify')) report.amplify = await runAmplify(ctx, S.amplify);
   let replayBase: string | undefined;
   if (wanted('stall')) {
     const stall = await runStall(ctx, S.stall, on('stall'));

@@ -4,11 +4,12 @@
  * back. Patches go field by field, each through its own one-field Struct, so every property signature
  * (optional, optionalWith default or nullable, NullOr) works in a patch as it does in a create.
  */
-import { Either, ParseResult, Schema, type SchemaAST } from "effect"
-import type { FieldIssue } from "./errors.ts"
+import { Either, ParseResult, Schema, SchemaAST } from "effect"
+import { boundIssues, IssueCollector, MAX_ISSUES, type FieldIssue, type FieldIssues } from "./errors.ts"
 
 export type Fields = Record<string, unknown>
-export type Decoded = Either.Either<Fields, ReadonlyArray<FieldIssue>>
+/** Left: at most MAX_ISSUES issues, with the count of the others (errors.ts). */
+export type Decoded = Either.Either<Fields, FieldIssues>
 
 export const strict = { errors: "all", onExcessProperty: "error" } as const
 /** Stored rows keep the fields of older schemas; those are dropped, not refused (the log keeps them). */
@@ -18,17 +19,61 @@ const lenient = { errors: "all" } as const
 export type DataSchema = Schema.Schema<Fields, Fields, never>
 export const asData = (s: Schema.Schema.Any) => s as unknown as DataSchema
 
-/** One issue per path: a union's alternatives ("Expected a", "Expected b") become "Expected a | b". */
-export const issuesOf = (error: ParseResult.ParseError): ReadonlyArray<FieldIssue> => {
+/**
+ * The error's tree cut to its first `keep` failures (leaves: a wrong type, a missing or unexpected key, a
+ * refused refinement), and how many it had beyond them. Formatting 800,000 failures took seconds and tens of
+ * megabytes; counting them is one walk.
+ */
+const pruned = (issue: ParseResult.ParseIssue, keep: number): { readonly issue?: ParseResult.ParseIssue; readonly kept: number; readonly omitted: number } => {
+  switch (issue._tag) {
+    case "Pointer":
+    case "Refinement":
+    case "Transformation": {
+      const inner = pruned(issue.issue, keep)
+      if (inner.issue === undefined) return inner
+      const copy = issue._tag === "Pointer"
+        ? new ParseResult.Pointer(issue.path, issue.actual, inner.issue)
+        : issue._tag === "Refinement"
+        ? new ParseResult.Refinement(issue.ast, issue.actual, issue.kind, inner.issue)
+        : new ParseResult.Transformation(issue.ast, issue.actual, issue.kind, inner.issue)
+      return { issue: copy, kept: inner.kept, omitted: inner.omitted }
+    }
+    case "Composite": {
+      const list: ReadonlyArray<ParseResult.ParseIssue> = Array.isArray(issue.issues) ? issue.issues : [issue.issues as ParseResult.ParseIssue]
+      const children: Array<ParseResult.ParseIssue> = []
+      let kept = 0
+      let omitted = 0
+      for (const child of list) {
+        const p = pruned(child, keep - kept)
+        kept += p.kept
+        omitted += p.omitted
+        if (p.issue !== undefined) children.push(p.issue)
+      }
+      if (children.length === 0) return { kept, omitted }
+      const issues = (children.length === 1 ? children[0] : children) as ParseResult.SingleOrNonEmpty<ParseResult.ParseIssue>
+      return { issue: new ParseResult.Composite(issue.ast, issue.actual, issues, issue.output), kept, omitted }
+    }
+    default:
+      return keep > 0 ? { issue, kept: 1, omitted: 0 } : { kept: 0, omitted: 1 }
+  }
+}
+
+/**
+ * One issue per path: a union's alternatives ("Expected a", "Expected b") become "Expected a | b". At most
+ * MAX_ISSUES of them; `omitted` counts the failures left out.
+ */
+export const issuesOf = (error: ParseResult.ParseError): FieldIssues => {
+  const { issue, omitted } = pruned(error.issue, MAX_ISSUES)
   const byPath = new Map<string, { path: Array<string>; messages: Array<string> }>()
-  for (const i of ParseResult.ArrayFormatter.formatErrorSync(error)) {
+  const formatted = issue === undefined ? [] : ParseResult.ArrayFormatter.formatIssueSync(issue)
+  for (const i of formatted) {
     const path = i.path.map(String)
     const key = JSON.stringify(path)
     const entry = byPath.get(key) ?? { path, messages: [] }
     entry.messages.push(i.message)
     byPath.set(key, entry)
   }
-  return [...byPath.values()].map(({ path, messages }) => ({ path, message: mergeAlternatives(messages) }))
+  return boundIssues([...byPath.values()].map(({ path, messages }) => ({ path, message: mergeAlternatives(messages) })), omitted)
 }
 
 const mergeAlternatives = (messages: ReadonlyArray<string>): string => {
@@ -61,21 +106,49 @@ export const transforms = (ast: SchemaAST.AST): boolean => {
 }
 
 /**
+ * Unknown keys refused by one pass over the input's keys before the decode: Schema's own check builds an issue
+ * per key, and 200,000 of them took seconds. When some are found, the known keys are still decoded (the answer
+ * names every kind of problem, unknown keys first as Schema words them), but the unknown ones never are.
+ */
+const refusingUnknownKeys = (ast: SchemaAST.AST, decode: (u: unknown) => Decoded): (u: unknown) => Decoded => {
+  const encoded = SchemaAST.encodedAST(ast)
+  if (!SchemaAST.isTypeLiteral(encoded) || encoded.indexSignatures.length > 0) return decode
+  const known = encoded.propertySignatures.map((p) => p.name).filter((k): k is string => typeof k === "string")
+  const knownSet: ReadonlySet<string> = new Set(known)
+  const unexpected = `is unexpected, expected: ${known.map((k) => JSON.stringify(k)).join(" | ")}`
+  return (u) => {
+    if (typeof u !== "object" || u === null || Array.isArray(u)) return decode(u)
+    const input = u as Fields
+    let issues: IssueCollector | undefined
+    for (const key of Object.keys(input)) {
+      if (!knownSet.has(key)) (issues ??= new IssueCollector()).add([key], unexpected)
+    }
+    if (issues === undefined) return decode(u)
+    const knownPart: Fields = {}
+    for (const key of known) if (Object.hasOwn(input, key)) knownPart[key] = input[key]
+    const rest = decode(knownPart)
+    if (Either.isLeft(rest)) issues.addAll(rest.left)
+    return Either.left(issues.issues)
+  }
+}
+
+/**
  * Decode then encode: the wire carries the encoded form, and that is what the log stores. Without
  * transformations the decoded value already is the encoded one, so the encode is skipped (the hot path).
  */
 export const storableDecoder = <A, I>(schema: Schema.Schema<A, I>, options: typeof strict | typeof lenient = strict) => {
   const decode = Schema.decodeUnknownEither(schema, options)
-  if (!transforms(schema.ast)) return (u: unknown) => Either.mapLeft(decode(u), issuesOf) as Decoded
+  const checked = (whole: (u: unknown) => Decoded) => (options === strict ? refusingUnknownKeys(schema.ast, whole) : whole)
+  if (!transforms(schema.ast)) return checked((u: unknown) => Either.mapLeft(decode(u), issuesOf) as Decoded)
   const encode = Schema.encodeEither(schema)
-  return (u: unknown): Decoded =>
-    Either.flatMap(Either.mapLeft(decode(u), issuesOf), (a) => Either.mapLeft(encode(a), issuesOf)) as Decoded
+  return checked((u: unknown): Decoded =>
+    Either.flatMap(Either.mapLeft(decode(u), issuesOf), (a) => Either.mapLeft(encode(a), issuesOf)) as Decoded)
 }
 
 /** Decodes to the typed values (params, for instance), unknown keys refused. */
 export const typedDecoder = <A, I>(schema: Schema.Schema<A, I>) => {
   const decode = Schema.decodeUnknownEither(schema, strict)
-  return (u: unknown) => Either.mapLeft(decode(u), issuesOf) as Decoded
+  return refusingUnknownKeys(schema.ast, (u: unknown) => Either.mapLeft(decode(u), issuesOf) as Decoded)
 }
 
 /**
@@ -119,21 +192,22 @@ export const patchCodecs = (fields: Schema.Struct.Fields) => {
   const run = (u: unknown, step: (codec: FieldCodec, key: string, value: unknown) => Decoded | undefined): Decoded => {
     if (typeof u !== "object" || u === null || Array.isArray(u)) return notAnObject(u)
     const out: Fields = {}
-    const issues: Array<FieldIssue> = []
+    const issues = new IssueCollector()
     for (const key of Object.keys(u)) {
       const codec = codecs.get(key)
       if (codec === undefined) {
-        issues.push({ path: [key], message: `is unexpected, expected: ${expected}` })
+        issues.add([key], `is unexpected, expected: ${expected}`)
         continue
       }
+      // An unknown key is only counted; a known one is decoded even then, so its issues are named too.
       const result = step(codec, key, (u as Fields)[key])
       if (result === undefined) continue
-      if (Either.isLeft(result)) issues.push(...result.left)
+      if (Either.isLeft(result)) issues.addAll(result.left)
       else if (key in result.right) out[key] = result.right[key]
       // Decoded to "absent" (null on an optionalWith nullable field): the log stores the clear as null.
       else if (codec.nullClears) out[key] = null
     }
-    return issues.length === 0 ? Either.right(out) : Either.left(issues)
+    return issues.size === 0 ? Either.right(out) : Either.left(issues.issues)
   }
 
   return {

@@ -9,14 +9,73 @@ export interface FieldIssue {
   readonly message: string
 }
 
-/** The input did not match the type's schema, or a method refused it. REST 400; MCP isError result. */
+/** At most this many issues travel in an error (REST body, MCP text); the rest are only counted. */
+export const MAX_ISSUES = 20
+/** A message or a path segment longer than this is cut: an issue quotes the input, which can be megabytes. */
+export const MAX_ISSUE_TEXT = 300
+
+/**
+ * Issues as a producer collected them: at most MAX_ISSUES, and, in `omitted`, how many more it found but did
+ * not keep (so a body of 200,000 bad keys costs a count, not 200,000 messages).
+ */
+export type FieldIssues = ReadonlyArray<FieldIssue> & { readonly omitted?: number }
+
+const clip = (text: string) => (text.length > MAX_ISSUE_TEXT ? `${text.slice(0, MAX_ISSUE_TEXT)}…` : text)
+
+/** Keeps the first MAX_ISSUES issues, each clipped, and counts the rest (with those the producer counted). */
+export const boundIssues = (issues: FieldIssues, omitted = 0): FieldIssues => {
+  const kept = issues.slice(0, MAX_ISSUES).map((i) => ({
+    path: i.path.map((p) => (typeof p === "string" ? clip(p) : p)),
+    message: clip(i.message)
+  }))
+  const more = omitted + (issues.omitted ?? 0) + Math.max(0, issues.length - MAX_ISSUES)
+  return more > 0 ? Object.assign(kept, { omitted: more }) : kept
+}
+
+/**
+ * Collects issues up to MAX_ISSUES and counts the rest: what every producer of many issues uses. Paths are
+ * kept as strings, array indexes too, as in the issues of a Schema decode.
+ */
+export class IssueCollector {
+  private readonly kept: Array<FieldIssue> = []
+  private more = 0
+  add(path: ReadonlyArray<string | number>, message: string): void {
+    if (this.kept.length < MAX_ISSUES) this.kept.push({ path: path.map(String), message })
+    else this.more++
+  }
+  addAll(issues: FieldIssues): void {
+    for (const i of issues) this.add(i.path, i.message)
+    this.more += issues.omitted ?? 0
+  }
+  get size() {
+    return this.kept.length + this.more
+  }
+  get issues(): FieldIssues {
+    return boundIssues(this.kept, this.more)
+  }
+}
+
+/** `; … and 199,980 more`: how a message ends when issues were left out. */
+export const andMore = (omitted: number | undefined) => (omitted ? `; … and ${omitted.toLocaleString("en-US")} more` : "")
+
+/**
+ * The input did not match the type's schema, or a method refused it. REST 400; MCP isError result. Bounded
+ * whatever it is given: at most MAX_ISSUES issues, each clipped, and `omitted` the count of those left out.
+ */
 export class ValidationFailed extends Data.TaggedError("ValidationFailed")<{
   readonly type: string
   readonly issues: ReadonlyArray<FieldIssue>
+  /** How many issues were found beyond those listed (absent when none were). */
+  readonly omitted?: number
 }> {
+  constructor(args: { readonly type: string; readonly issues: FieldIssues; readonly omitted?: number }) {
+    const issues = boundIssues(args.issues, args.omitted)
+    super({ type: args.type, issues: [...issues], ...(issues.omitted ? { omitted: issues.omitted } : {}) })
+  }
+
   override get message() {
-    return `invalid ${this.type}: ` +
-      this.issues.map((i) => (i.path.length ? `${i.path.join(".")}: ${i.message}` : i.message)).join("; ")
+    const listed = this.issues.map((i) => (i.path.length ? `${i.path.join(".")}: ${i.message}` : i.message)).join("; ")
+    return `invalid ${this.type}: ${listed}${andMore(this.omitted)}`
   }
 }
 

@@ -7,6 +7,7 @@
  */
 import { Either, type ParseResult, Schema, SchemaAST } from "effect"
 import { issuesOf } from "./codecs.ts"
+import { NOT_FINITE } from "./input-rules.ts"
 
 export type Scalar = string | number | boolean
 
@@ -15,6 +16,8 @@ export interface FilterableField {
   readonly kind: "string" | "number" | "boolean" | "literal"
   /** The values a literal field takes, in declaration order. */
   readonly literals: ReadonlyArray<Scalar>
+  /** Whether a row can lack a value (optional, or null allowed): an absent value is then a sort key too. */
+  readonly absentable: boolean
   /** A filter value from JSON; Left: why it is not one (without the field's name: the caller adds it). */
   readonly fromJson: (u: unknown) => Either.Either<Scalar, string>
   /** A filter value from a query string's text: `published`, `12.5`, `true`. */
@@ -26,6 +29,8 @@ const members = (ast: SchemaAST.AST): Array<SchemaAST.AST> =>
   SchemaAST.isUnion(ast)
     ? ast.types.flatMap(members)
     : ast._tag === "UndefinedKeyword" || (SchemaAST.isLiteral(ast) && ast.literal === null) ? [] : [ast]
+
+const allMembers = (ast: SchemaAST.AST): Array<SchemaAST.AST> => (SchemaAST.isUnion(ast) ? ast.types.flatMap(allMembers) : [ast])
 
 const unrefined = (ast: SchemaAST.AST): SchemaAST.AST => (SchemaAST.isRefinement(ast) ? unrefined(ast.from) : ast)
 
@@ -68,10 +73,15 @@ export const filterableField = (name: string, field: Schema.Struct.Field): Filte
   const signature = struct.propertySignatures.find((p) => p.name === name)
   if (signature === undefined) return undefined
   const types = members(signature.type)
+  const absentable = signature.isOptional || types.length !== allMembers(signature.type).length
   const kind = kindOf(types)
   if (kind === undefined) return undefined
   const decode = Schema.decodeUnknownEither(Schema.make<unknown, unknown, never>(SchemaAST.Union.make(types)))
-  const fromJson = (u: unknown): Either.Either<Scalar, string> => Either.mapBoth(decode(u), { onLeft: firstMessage, onRight: (v) => v as Scalar })
+  const fromJson = (u: unknown): Either.Either<Scalar, string> =>
+    // 1e400 parses to Infinity, which Schema.Number takes: refused as the input rules and the query text refuse it.
+    typeof u === "number" && !Number.isFinite(u)
+      ? Either.left(NOT_FINITE)
+      : Either.mapBoth(decode(u), { onLeft: firstMessage, onRight: (v) => v as Scalar })
   const fromText = (s: string): Either.Either<Scalar, string> => {
     switch (kind.kind) {
       case "string":
@@ -91,7 +101,7 @@ export const filterableField = (name: string, field: Schema.Struct.Field): Filte
       }
     }
   }
-  return { name, kind: kind.kind, literals: kind.literals, fromJson, fromText }
+  return { name, kind: kind.kind, literals: kind.literals, absentable, fromJson, fromText }
 }
 
 /** Every filterable field of a type, in declaration order. */

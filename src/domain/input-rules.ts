@@ -4,28 +4,26 @@
  *    JSON would then store null, so the row would differ from what was acknowledged;
  *  - no `__proto__` or `constructor` keys at any depth: they are never data, and copies of the input
  *    (spreads, Schema's Record decode) would drop or misread them.
- * It runs per command, so it is one pass over the parsed JSON that copies nothing and builds issues only when found.
+ * It runs per command, so it is one pass over the parsed JSON that copies nothing and builds issues only when
+ * found, at most MAX_ISSUES of them (the rest are counted: errors.ts).
  */
-import type { FieldIssue } from "./errors.ts"
+import { IssueCollector, type FieldIssues } from "./errors.ts"
 
-const FORBIDDEN_KEYS: ReadonlySet<string> = new Set(["__proto__", "constructor"])
+export const FORBIDDEN_KEYS: ReadonlySet<string> = new Set(["__proto__", "constructor"])
 
 export const NOT_FINITE = "must be a finite number"
 export const FORBIDDEN_KEY = "is a reserved key, not allowed in input"
 
 /** The issues of a decoded JSON input, each with the path of the offending value or key; empty when it passes. */
-export const inputIssues = (input: unknown): ReadonlyArray<FieldIssue> => {
-  const issues: Array<FieldIssue> = []
+export const inputIssues = (input: unknown): FieldIssues => {
+  const issues = new IssueCollector()
   walk(input, [], issues)
-  return issues
+  return issues.issues
 }
 
-// Paths are strings, array indexes too, as in the issues of the Schema decode.
-const issueAt = (path: ReadonlyArray<string | number>, message: string): FieldIssue => ({ path: path.map(String), message })
-
-const walk = (value: unknown, path: Array<string | number>, issues: Array<FieldIssue>): void => {
+const walk = (value: unknown, path: Array<string | number>, issues: IssueCollector): void => {
   if (typeof value === "number") {
-    if (!Number.isFinite(value)) issues.push(issueAt(path, NOT_FINITE))
+    if (!Number.isFinite(value)) issues.add(path, NOT_FINITE)
     return
   }
   if (typeof value !== "object" || value === null) return
@@ -40,7 +38,7 @@ const walk = (value: unknown, path: Array<string | number>, issues: Array<FieldI
   // Object.keys sees an own `__proto__` (JSON.parse makes one) and never the prototype's members.
   for (const key of Object.keys(value)) {
     path.push(key)
-    if (FORBIDDEN_KEYS.has(key)) issues.push(issueAt(path, FORBIDDEN_KEY))
+    if (FORBIDDEN_KEYS.has(key)) issues.add(path, FORBIDDEN_KEY)
     else walk((value as Record<string, unknown>)[key], path, issues)
     path.pop()
   }

@@ -11,6 +11,7 @@ import { Either } from "effect"
 import type { CompiledType } from "./compile.ts"
 import { ValidationFailed, type FieldIssue } from "./errors.ts"
 import type { Scalar } from "./filterable.ts"
+import { FORBIDDEN_KEY, FORBIDDEN_KEYS } from "./input-rules.ts"
 
 export interface Filter {
   readonly field: string
@@ -21,6 +22,11 @@ export interface Filter {
 export interface Order {
   readonly field: string
   readonly descending: boolean
+  /**
+   * Whether a value (undefined: absent) could be this order's sort key, so a cursor naming another one (a
+   * tampered or foreign cursor) is refused rather than served as a page. Absent: any value.
+   */
+  readonly holds?: (value: Scalar | undefined) => boolean
 }
 
 export interface ListRequest {
@@ -36,7 +42,10 @@ export const RESERVED_QUERY_NAMES: ReadonlyArray<string> = ["limit", "cursor", "
 /** `where.<field>=<value>` filters any field, whatever its name. */
 export const WHERE_PREFIX = "where."
 
-export const ID_ORDER: Order = { field: "id", descending: false }
+/** Ordered by id, the key is the id itself: a cursor carries no other value. */
+const idKey = (value: Scalar | undefined) => value === undefined
+
+export const ID_ORDER: Order = { field: "id", descending: false, holds: idKey }
 
 /** `title`, `-title`, `id`: how an order is written on every surface. */
 export const orderText = (order: Order) => `${order.descending ? "-" : ""}${order.field}`
@@ -48,6 +57,8 @@ export const orderChoices = (type: CompiledType): ReadonlyArray<string> =>
 const filterableList = (type: CompiledType) => [...type.filterable.keys()].join(", ") || "(none)"
 
 const fieldProblem = (type: CompiledType, field: string): string | undefined => {
+  // The input rules' reserved keys, whichever surface named them (a query string, MCP's `where`).
+  if (FORBIDDEN_KEYS.has(field)) return FORBIDDEN_KEY
   if (type.filterable.has(field)) return undefined
   return type.fieldNames.includes(field)
     ? `cannot be filtered: only scalar and literal fields can (${filterableList(type)})`
@@ -58,7 +69,12 @@ const fieldProblem = (type: CompiledType, field: string): string | undefined => 
 export const parseOrder = (type: CompiledType, text: string, path: ReadonlyArray<string>): Either.Either<Order, FieldIssue> => {
   const descending = text.startsWith("-")
   const field = descending ? text.slice(1) : text
-  if (field === "id" || type.filterable.has(field)) return Either.right({ field, descending })
+  if (field === "id") return Either.right({ field, descending, holds: idKey })
+  const filterable = type.filterable.get(field)
+  if (filterable !== undefined) {
+    const holds = (value: Scalar | undefined) => (value === undefined ? filterable.absentable : Either.isRight(filterable.fromJson(value)))
+    return Either.right({ field, descending, holds })
+  }
   return Either.left({ path: [...path], message: `${JSON.stringify(text)} is not an order of ${type.name}; one of: ${orderChoices(type).join(", ")}` })
 }
 
@@ -88,11 +104,46 @@ const result = (type: CompiledType, collected: Collected, rest: Omit<ListRequest
     ? Either.left(new ValidationFailed({ type: type.name, issues: collected.issues }))
     : Either.right({ ...rest, ...(collected.where.length > 0 ? { where: collected.where } : {}) })
 
+const decodeComponent = (text: string): string | undefined => {
+  try {
+    return decodeURIComponent(text.replace(/\+/g, " "))
+  } catch {
+    return undefined
+  }
+}
+
 /**
- * From a query string (REST, or the query of a `wo://<type>?...` URI). `limit` stays a number to be checked by
- * the reader (NaN when it is not one), as REST always did.
+ * A query string's name-value pairs, read as URLSearchParams reads them, except that a malformed escape (`%ff`,
+ * which is no UTF-8, or a lone `%`) is refused, naming the parameter, rather than read as U+FFFD or kept as is:
+ * a filter would otherwise compare other text than was sent.
  */
-export const fromQueryString = (type: CompiledType, query: URLSearchParams): Either.Either<ListRequest, ValidationFailed> => {
+export const queryPairs = (query: string): Either.Either<ReadonlyArray<readonly [string, string]>, FieldIssue> => {
+  const pairs: Array<readonly [string, string]> = []
+  for (const part of (query.startsWith("?") ? query.slice(1) : query).split("&")) {
+    if (part === "") continue
+    const eq = part.indexOf("=")
+    const rawName = eq < 0 ? part : part.slice(0, eq)
+    const name = decodeComponent(rawName)
+    const value = decodeComponent(eq < 0 ? "" : part.slice(eq + 1))
+    if (name === undefined || value === undefined) {
+      return Either.left({
+        path: [name ?? rawName],
+        message: "has an invalid percent-escape: write each byte as %XX, and the bytes as UTF-8"
+      })
+    }
+    pairs.push([name, value])
+  }
+  return Either.right(pairs)
+}
+
+/**
+ * From a query string (REST, or the query of a `wo://<type>?...` URI), as sent (escapes not yet decoded).
+ * `limit` stays a number to be checked by the reader (NaN when it is not one), as REST always did.
+ */
+export const fromQueryString = (type: CompiledType, queryText: string): Either.Either<ListRequest, ValidationFailed> => {
+  const pairs = queryPairs(queryText)
+  if (Either.isLeft(pairs)) return Either.left(new ValidationFailed({ type: type.name, issues: [pairs.left] }))
+  const query = pairs.right
   const collected: Collected = { where: [], issues: [] }
   let order: Order | undefined
   let cursor: string | undefined
@@ -120,7 +171,11 @@ export const fromQueryString = (type: CompiledType, query: URLSearchParams): Eit
   })
 }
 
-/** From MCP list arguments, whose shape (`where` an object, `order` a string) Schema has already checked. */
+/**
+ * From MCP list arguments, whose shape (`where` an object, `order` a string) Schema has already checked.
+ * `where` must be the object as parsed, not Schema's decoded copy: a Record decode drops an own `__proto__`
+ * key, which must be refused here as on REST.
+ */
 export const fromArguments = (
   type: CompiledType,
   args: { readonly where?: Readonly<Record<string, unknown>>; readonly order?: string; readonly cursor?: string; readonly limit?: number }

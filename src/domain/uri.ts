@@ -20,7 +20,8 @@ export type ParsedUri =
   | { readonly _tag: "Row"; readonly type: string; readonly id: string }
   | { readonly _tag: "Schema"; readonly type: string }
   | { readonly _tag: "View"; readonly name: string }
-  | { readonly _tag: "List"; readonly type: string; readonly query: URLSearchParams }
+  /** `query`: the query string as written, its escapes not yet decoded (list-request.ts reads it, strictly). */
+  | { readonly _tag: "List"; readonly type: string; readonly query: string }
 
 const NAME = "[a-z][a-z0-9_]*"
 const ITEM = new RegExp(`^wo://(${NAME})/([^/?#]+)$`)
@@ -35,7 +36,7 @@ export const parseUri = (uri: string): ParsedUri | undefined => {
     return { _tag: "Row", type: item[1], id: item[2] }
   }
   const list = LIST.exec(uri)
-  if (list && list[1] !== "schema" && list[1] !== "views") return { _tag: "List", type: list[1], query: new URLSearchParams(list[2] ?? "") }
+  if (list && list[1] !== "schema" && list[1] !== "views") return { _tag: "List", type: list[1], query: list[2] ?? "" }
   return undefined
 }
 

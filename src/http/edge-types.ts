@@ -7,6 +7,8 @@ export interface EdgeRequest {
   readonly method: string
   readonly path: string
   readonly query: URLSearchParams
+  /** The query string as sent (`?a=1`, or empty), its escapes not decoded: for reads that refuse a malformed one. */
+  readonly search?: string
   /** Lower-cased names, as node:http gives them. */
   readonly headers: IncomingHttpHeaders
   readonly body: Buffer

@@ -165,6 +165,7 @@ export const startEdge = <R>(handler: EdgeHandler<R>, options: EdgeOptions) =>
         method: req.method ?? "GET",
         path: url.pathname,
         query: url.searchParams,
+        search: url.search,
         headers: req.headers,
         body,
         remoteAddress: req.socket.remoteAddress ?? ""

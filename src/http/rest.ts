@@ -19,7 +19,8 @@ import { fromQueryString } from "../domain/list-request.ts"
 export const errorResponse = (error: CommandError | NotFound | ValidationFailed, ifMatch = false): EdgeResponse => {
   switch (error._tag) {
     case "ValidationFailed":
-      return errorJson(400, error._tag, error.message, { issues: error.issues })
+      // At most MAX_ISSUES issues (errors.ts); `omitted` counts the others, as the message's "… and N more" does.
+      return errorJson(400, error._tag, error.message, { issues: error.issues, ...(error.omitted ? { omitted: error.omitted } : {}) })
     case "NotFound":
       return errorJson(404, error._tag, error.message)
     case "VersionConflict":
@@ -82,7 +83,7 @@ export const makeRestRoutes = (catalog: CompiledApp, commands: CommandsShape, qu
     const allow = [type.rest.has("list") && "GET", type.rest.has("create") && "POST"].filter((x): x is string => !!x)
     if (request.method === "GET" && type.rest.has("list")) {
       // `?status=published&order=-title&limit=&cursor=`: filters and order checked against the catalog.
-      return Either.match(fromQueryString(type, request.query), {
+      return Either.match(fromQueryString(type, request.search ?? request.query.toString()), {
         onLeft: (e) => Effect.succeed(errorResponse(e)),
         onRight: (list) =>
           queries.list(type.name, list).pipe(

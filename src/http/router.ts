@@ -1,6 +1,6 @@
 /** The top-level routes: Host validation for everything, then /api/* (REST) and /mcp. */
 import { Effect } from "effect"
-import { errorJson, type EdgeRequest, type EdgeResponse } from "./edge-types.ts"
+import { json, type EdgeRequest, type EdgeResponse } from "./edge-types.ts"
 import { WWW_AUTHENTICATE } from "./auth.ts"
 import type { Guards } from "./guards.ts"
 import { edgeError } from "./edge-error.ts"
@@ -38,6 +38,6 @@ export const makeRouter = (guards: Guards, routes: Routes, authorized: (authoriz
   if (request.path === "/mcp" && routes.mcp) return routes.mcp(request)
   // `/api/_...` is never a type (type names start with a letter): the console's read-only endpoints.
   if (request.path.startsWith("/api/") && !request.path.startsWith("/api/_")) return routes.rest(request)
-  if (request.path === "/healthz") return Effect.succeed(errorJson(200, "ok", "serving"))
+  if (request.path === "/healthz") return Effect.succeed(json(200, { status: "ok" }))
   return routes.extra?.(request) ?? Effect.succeed(notFound(request))
 }

@@ -27,7 +27,8 @@ export const makeCursor = <A, I>(position: Schema.Schema<A, I>): CursorCodec<A> 
   }
 }
 
-const Scalar = Schema.Union(Schema.String, Schema.Number, Schema.Boolean, Schema.Null)
+// Finite: `1e400` parses to Infinity, which no row holds.
+const Scalar = Schema.Union(Schema.String, Schema.Finite, Schema.Boolean, Schema.Null)
 
 /** Where a page of rows continues. */
 const RowPosition = makeCursor(Schema.Struct({
@@ -45,12 +46,22 @@ export const encodeCursor = (type: string, last: SortKey, order?: string): strin
 
 /**
  * Where a page of rows continues, or undefined when the cursor is not one this server issued for `type` and
- * `order`. `null` in a cursor is an absent value (it sorts first either way).
+ * `order`: another type or order, a key where none is written (ascending id) or none where one is, or a key
+ * the order's field could not hold (`holds`, from the catalog: list-request.ts). `null` in a cursor is an
+ * absent value (it sorts first either way).
  */
-export const decodeCursor = (type: string, cursor: string, order?: string): SortKey | undefined => {
+export const decodeCursor = (
+  type: string,
+  cursor: string,
+  order?: string,
+  holds: (value: string | number | boolean | undefined) => boolean = () => true
+): SortKey | undefined => {
   const decoded = RowPosition.decode(cursor)
-  if (Option.isNone(decoded) || decoded.value.t !== type || decoded.value.o !== order) return undefined
-  return { id: decoded.value.a, value: decoded.value.k ?? undefined }
+  if (Option.isNone(decoded)) return undefined
+  const { t, a, o, k } = decoded.value
+  if (t !== type || o !== order || (order === undefined ? k !== undefined : k === undefined)) return undefined
+  const value = k ?? undefined
+  return order === undefined || holds(value) ? { id: a, value } : undefined
 }
 
 /** `resources/list`: a phase (-1: the catalog's fixed entries; n: the n-th readable type's rows) and the last item in it. */

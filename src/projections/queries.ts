@@ -52,7 +52,7 @@ export const QueriesLive = Layer.effect(
           const written = order.field === "id" && !order.descending ? undefined : orderText(order)
           let after
           if (cursor !== undefined) {
-            after = decodeCursor(type, cursor, written)
+            after = decodeCursor(type, cursor, written, order.holds)
             if (after === undefined) {
               return Effect.fail(invalid(type, "cursor", `is not a cursor this server issued for this list${written === undefined ? "" : ` (order ${written})`}`))
             }

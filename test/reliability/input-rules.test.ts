@@ -74,6 +74,12 @@ describe("inputIssues: one walk for non-finite numbers and reserved keys", () =>
       { path: ["n", "constructor"], message: "is a reserved key, not allowed in input" }
     ])
   })
+  it("keeps the first 20 issues and counts the rest (a body of a million bad numbers costs a count)", () => {
+    const issues = inputIssues(JSON.parse(`[${Array(1000).fill("1e400").join(",")}]`))
+    expect(issues).toHaveLength(20)
+    expect(issues[19]).toEqual({ path: ["19"], message: "must be a finite number" })
+    expect(issues.omitted).toBe(980)
+  })
   it("passes plain data, the reserved names as values, and large finite numbers", () => {
     expect(inputIssues(JSON.parse(`{"a":[1.5,-0,1e308,null,true,"__proto__"],"b":{"c":"constructor"},"proto":{}}`))).toEqual([])
     expect(inputIssues(undefined)).toEqual([])

@@ -37,4 +37,17 @@ describe("cursors", () => {
     expect(Option.isNone(ResourceCursor.decode(ToolsCursor.encode(3)))).toBe(true)
     expect(decodeCursor("products", ResourceCursor.encode({ p: 0, a: 1 }))).toBeUndefined()
   })
+
+  it("a tampered key is refused: not finite, one where none is written, none where one is, or one the order's field cannot hold", () => {
+    const raw = (text: string) => Buffer.from(text).toString("base64url")
+    const isNumber = (v: unknown) => typeof v === "number"
+    expect(decodeCursor("products", raw(`{"t":"products","a":1,"o":"-price","k":3}`), "-price", isNumber)).toEqual({ id: 1, value: 3 })
+    expect(decodeCursor("products", raw(`{"t":"products","a":1,"o":"-price","k":1e400}`), "-price")).toBeUndefined()
+    expect(decodeCursor("products", raw(`{"t":"products","a":1,"o":"-price","k":"zz"}`), "-price", isNumber)).toBeUndefined()
+    expect(decodeCursor("products", raw(`{"t":"products","a":1,"o":"-price","k":null}`), "-price", isNumber)).toBeUndefined()
+    expect(decodeCursor("products", raw(`{"t":"products","a":1,"o":"-price"}`), "-price")).toBeUndefined()
+    expect(decodeCursor("products", raw(`{"t":"products","a":1,"k":"zz"}`))).toBeUndefined()
+    expect(decodeCursor("products", raw(`{"t":"products","a":"1"}`))).toBeUndefined()
+    expect(decodeCursor("products", raw(`{"t":"products","o":"-price","k":3}`), "-price")).toBeUndefined()
+  })
 })

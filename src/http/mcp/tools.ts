@@ -6,7 +6,8 @@
 import { Effect, Either, ParseResult, Schema } from "effect"
 import type { Row } from "../../domain/catalog.ts"
 import type { CompiledApp, CompiledType } from "../../domain/compile.ts"
-import type { CommandError, NotFound, ValidationFailed } from "../../domain/errors.ts"
+import { andMore, ValidationFailed, type CommandError, type NotFound } from "../../domain/errors.ts"
+import { issuesOf } from "../../domain/codecs.ts"
 import { toJsonSchema, type JsonSchema } from "../../domain/json-schema.ts"
 import type { Command, CommandsShape, ExecuteOptions } from "../../commands/commands.ts"
 import type { Committed } from "../../commands/group-commit.ts"
@@ -104,16 +105,17 @@ const plainId = (args: Readonly<Record<string, unknown>>): string | undefined =>
   return typeof id === "string" && id.length > 0 ? id : undefined
 }
 
-const argumentError = (type: string, error: ParseResult.ParseError): ToolResult => ({
-  result: {
-    content: [{
-      type: "text",
-      text: `invalid ${type}: ` +
-        ParseResult.ArrayFormatter.formatErrorSync(error).map((i) => `${i.path.join(".") || "arguments"}: ${i.message}`).join("; ")
-    }],
-    isError: true
+/** Bounded as every ValidationFailed is (errors.ts): at most MAX_ISSUES issues, each clipped, the rest counted. */
+const argumentError = (type: string, error: ParseResult.ParseError): ToolResult => {
+  const issues = new ValidationFailed({ type, issues: issuesOf(error) })
+  const listed = issues.issues.map((i) => `${i.path.join(".") || "arguments"}: ${i.message}`).join("; ")
+  return {
+    result: {
+      content: [{ type: "text", text: `invalid ${type}: ${listed}${andMore(issues.omitted)}` }],
+      isError: true
+    }
   }
-})
+}
 
 const propertiesOf = (schema: JsonSchema) => (schema.properties ?? {}) as Record<string, JsonSchema>
 const requiredOf = (schema: JsonSchema) => (schema.required ?? []) as ReadonlyArray<string>
@@ -233,8 +235,9 @@ const typeTools = (type: CompiledType, commands: CommandsShape, queries: Queries
         annotations: { title: `List ${t}`, readOnlyHint: true, openWorldHint: false }
       },
       call: (args) =>
+        // `where` as parsed: the decoded copy has lost any own `__proto__` key (list-request.ts).
         Either.match(Either.flatMap(Either.mapLeft(decodePageArgs(args), (e) => argumentError(t, e)), (page) =>
-          Either.mapLeft(fromArguments(type, page), failure)), {
+          Either.mapLeft(fromArguments(type, { ...page, ...(page.where !== undefined ? { where: args.where as Readonly<Record<string, unknown>> } : {}) }), failure)), {
           onLeft: (result) => Effect.succeed(result),
           onRight: (page) =>
             queries.list(t, page).pipe(
