@@ -18,6 +18,7 @@ import * as fs from "node:fs"
 import * as path from "node:path"
 import { StoreUnavailable } from "../domain/errors.ts"
 import { silentWalDamage } from "./wal-check.ts"
+import { holdWriteAheadLogs } from "./wal-hold.ts"
 
 export type Db = ClassicLevel<string, string>
 
@@ -27,6 +28,8 @@ export const storeError = (what: string) => (e: unknown) =>
 export interface OpenOptions {
   /** Serve what is left after LevelDB dropped data at open (and clear an earlier refusal's marker). */
   readonly acceptDataLoss?: boolean
+  /** The server's open: keep the write-ahead logs as they were, as evidence for the acknowledged-head check (wal-hold.ts). */
+  readonly holdWriteAheadLogs?: boolean
 }
 
 /** The file that makes every later open refuse, until the loss is accepted. */
@@ -120,6 +123,8 @@ const openChecked = async (dir: string, options: OpenOptions, afterFailedWrite: 
         "Restore the data dir from a backup, or start with --accept-data-loss to serve what is left."
     })
   }
+  // Evidence for the acknowledged-head check (classic-level-log.ts), which can only run once the store is open.
+  if (options.holdWriteAheadLogs && !afterFailedWrite) holdWriteAheadLogs(dir)
   const db: Db = new ClassicLevel(dir, { keyEncoding: "utf8", valueEncoding: "utf8" })
   await db.open()
   const dropped = [...silent, ...readLog(dir).split("\n").filter((line) => DROPPED.test(line))]
@@ -221,4 +226,5 @@ export const openDb = (dir: string, options: OpenOptions = {}) =>
     })
   })
 
-export const levelDbLayer = (dir: string, options: OpenOptions = {}) => Layer.scoped(LevelDb, openDb(dir, options))
+export const levelDbLayer = (dir: string, options: OpenOptions = {}) =>
+  Layer.scoped(LevelDb, openDb(dir, { holdWriteAheadLogs: true, ...options }))
