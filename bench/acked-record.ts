@@ -28,7 +28,7 @@ interface Side {
 
 const start = async (name: Side['name'], record: 'on' | 'off'): Promise<Side> => {
   const dir = freshDataDir(dataRoot, `acked-${record}`);
-  const server = await startWo({ dir, env: { WO_ACKED_RECORD: record } });
+  const server = await startWo({ dir, env: { WO_ACKED_RECORD: record }, readyTimeoutMs: 120_000 });
   let seq = 0;
   return {
     name,
