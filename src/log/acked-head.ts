@@ -4,20 +4,26 @@
  * damaged, truncated, missing or older write-ahead log without a word; at open, a store whose head is below the
  * recorded `acked` has lost acknowledged writes, and is refused (acked-check.ts).
  *
- * Cost: a second fsync after each LevelDB batch would halve throughput. So each batch's record is written
- * CONCURRENTLY with the batch, and claims only what is already safe: `acked` = the end of the batch before (its
- * LevelDB write has returned), `intended` = this batch's end (not yet acknowledged: a store head in
- * (acked, intended] is a crash mid-batch, not a loss). When the writer goes idle, and at a graceful shutdown, one
- * more record (off the hot path) raises `acked` to the last seq.
+ * Cost. A second fsync per batch, in series or even beside LevelDB's, costs about a fifth of the durable creates
+ * per second on this disk (bench/acked-record.ts). So after each LevelDB batch has returned (it is durable), and
+ * before any caller of it is answered, the record is rewritten with `acked` = the batch's end: one `pwrite` into
+ * the page cache, a few microseconds, no fsync. A process that dies (kill -9, a crash) loses nothing of it: the
+ * kernel writes the page back. Only a power cut or a kernel crash can lose what was not yet fdatasync'ed, so the
+ * record is fdatasync'ed off the hot path: when the writer has been idle for SETTLE_DELAY_MS, at most every
+ * SYNC_EVERY_MS under load, and at a graceful shutdown.
  *
- * The one window this leaves: a kill -9 (or power cut) after a batch is acknowledged and before its idle record
- * is durable, AND a write-ahead-log loss of that same last batch. The record then says `acked` = the batch before,
- * so the lost last batch is not seen. Under load the next batch's record closes the window within one batch.
+ * It never claims more than LevelDB holds: every version written claims only batches LevelDB had already made
+ * durable. After a power cut the file may hold an older version (or, per slot, a torn one): `acked` is then
+ * lower than it could be, a weaker check, never a false refusal.
  *
- * Layout: three fixed-size slots, each `<crc32c:8 hex> <json>\n`. A write goes to the oldest slot no other write
- * is using, so a torn write (a crash mid-write) damages at most the slots in flight (at most two: one batch
- * record, one idle record) and the newest completed record stays whole. The file is preallocated when created,
- * so rewriting a slot never needs new disk blocks (a full disk fails LevelDB's write, not this one).
+ * The one window this leaves: a power cut (or kernel crash) within SETTLE_DELAY_MS (idle) or SYNC_EVERY_MS
+ * (under load) plus one fdatasync after a batch was acknowledged, AND a loss of that batch from the write-ahead
+ * log. A kill -9 leaves no window.
+ *
+ * Layout: three fixed-size slots, each `<crc32c:8 hex> <json>\n`; each rewrite goes to the slot holding the oldest
+ * record, so a torn page-back damages at most one, and the reader takes the highest `acked` and counters of the
+ * whole ones. The file is preallocated when created, so a rewrite never needs new disk blocks (a full disk fails
+ * LevelDB's write, not this one).
  */
 import * as fs from "node:fs"
 import * as path from "node:path"
@@ -26,6 +32,10 @@ import { crc32c } from "./record.ts"
 export const ACKED_FILE = "WO-ACKED"
 const SLOT = 16 * 1024
 const SLOTS = 3
+/** How long the writer must stay idle before the record is fdatasync'ed. */
+export const SETTLE_DELAY_MS = 10
+/** Under continuous load, the record is fdatasync'ed at most this often. */
+export const SYNC_EVERY_MS = 100
 
 export interface AckedRecord {
   /** Every seq up to this one was acknowledged to a caller. */
@@ -111,13 +121,14 @@ const syncDir = (dir: string) => {
 }
 
 export interface AckedHeadWriter {
-  /** The record for a batch about to be written: `acked` = what is acknowledged so far, `intended` its end. */
-  readonly writeBatch: (intended: number, counters: ReadonlyMap<string, number>) => Promise<void>
-  /** The batch ending at `seq` is acknowledged: recorded at the next `settle` (or at once by `flush`). */
-  readonly acknowledged: (seq: number) => void
-  /** The writer is idle: record the last acknowledged seq, in the background. */
+  /**
+   * The batch ending at `seq` is durable in LevelDB and about to be acknowledged: rewrites the record (page cache;
+   * durable at the next sync). Throws if the write fails: the batch must then not be acknowledged.
+   */
+  readonly acknowledged: (seq: number, moved: ReadonlyMap<string, number>) => void
+  /** The writer is idle: fdatasync the record soon, in the background. */
   readonly settle: () => void
-  /** Records the last acknowledged seq and waits for it (graceful shutdown, a repair at open). */
+  /** fdatasyncs the record now (graceful shutdown). */
   readonly flush: () => Promise<void>
   readonly close: () => Promise<void>
 }
@@ -136,6 +147,7 @@ export const openAckedHead = (
   const file = path.join(dir, ACKED_FILE)
   const found: ReadRecord = recreate ? { _tag: "Missing" } : readAckedRecord(dir)
   const counters = new Map(initialCounters)
+  if (found._tag === "Found") for (const [type, n] of found.record.counters) counters.set(type, Math.max(counters.get(type) ?? 0, n))
   const gens = found._tag === "Found" ? [...found.gens] : Array.from({ length: SLOTS }, () => -1)
   if (found._tag !== "Found" || fs.statSync(file).size < SLOT * SLOTS) {
     // Created whole (preallocated, the first record in slot 0) under a temporary name, then renamed into place.
@@ -154,62 +166,55 @@ export const openAckedHead = (
     gens.splice(0, SLOTS, 0, -1, -1)
   }
   const fd = fs.openSync(file, "r+")
-  const busy = [false, false, false]
   let gen = Math.max(...gens)
   let lastAcked = acked
-  let recordedAcked = found._tag === "Found" ? Math.min(found.record.acked, acked) : acked
-  let settling: Promise<void> | undefined
+  let dirty = false
+  let syncing: Promise<void> | undefined
+  let lastSync = Date.now()
+  let idle: ReturnType<typeof setTimeout> | undefined
   let closed = false
 
-  const write = async (slot: Omit<Slot, "gen">) => {
-    // The oldest slot not being written: the newest finished record is never overwritten while another is in flight.
-    let i = -1
-    for (let j = 0; j < SLOTS; j++) if (!busy[j] && (i === -1 || gens[j] < gens[i])) i = j
-    const mine = ++gen
-    busy[i] = true
-    try {
-      const bytes = encodeSlot({ gen: mine, ...slot })
-      fs.writeSync(fd, bytes, 0, bytes.length, i * SLOT)
-      await fdatasync(fd)
-      gens[i] = mine
-    } catch (e) {
-      gens[i] = -1 // torn, perhaps: the oldest again, so the next write goes here rather than over a whole slot
-      throw e
-    } finally {
-      busy[i] = false
-    }
-  }
-
-  const settleOnce = async () => {
-    while (!closed && recordedAcked < lastAcked) {
-      const target = lastAcked
-      await write({ acked: target, intended: target, counters: Object.fromEntries(counters) })
-      recordedAcked = Math.max(recordedAcked, target)
-    }
+  const sync = () => {
+    if (syncing !== undefined || !dirty || closed) return syncing
+    dirty = false
+    lastSync = Date.now()
+    // A failure here (an I/O error) leaves the on-disk acked lower than it could be: weaker, never wrong.
+    syncing = fdatasync(fd).catch(() => {
+      dirty = true
+    }).finally(() => {
+      syncing = undefined
+    })
+    return syncing
   }
 
   return {
-    writeBatch: async (intended, moved) => {
+    acknowledged: (seq, moved) => {
       for (const [type, n] of moved) if (n > (counters.get(type) ?? 0)) counters.set(type, n)
-      await write({ acked: lastAcked, intended, counters: Object.fromEntries(counters) })
-      recordedAcked = Math.max(recordedAcked, lastAcked)
-    },
-    acknowledged: (seq) => {
       if (seq > lastAcked) lastAcked = seq
+      let i = 0
+      for (let j = 1; j < SLOTS; j++) if (gens[j] < gens[i]) i = j
+      const bytes = encodeSlot({ gen: ++gen, acked: lastAcked, intended: lastAcked, counters: Object.fromEntries(counters) })
+      gens[i] = -1 // until the write returns
+      fs.writeSync(fd, bytes, 0, bytes.length, i * SLOT)
+      gens[i] = gen
+      dirty = true
+      if (Date.now() - lastSync >= SYNC_EVERY_MS) void sync()
     },
     settle: () => {
-      if (settling !== undefined || recordedAcked >= lastAcked || closed) return
-      // A failure here (a full disk) leaves acked lower than it could be: weaker, never wrong. The next one retries.
-      settling = settleOnce().catch(() => undefined).finally(() => {
-        settling = undefined
-      })
+      if (idle !== undefined || !dirty || closed) return
+      idle = setTimeout(() => {
+        idle = undefined
+        void sync()
+      }, SETTLE_DELAY_MS)
+      idle.unref()
     },
     flush: async () => {
-      await settling
-      await settleOnce()
+      await syncing
+      await sync()
     },
     close: async () => {
-      await settling?.catch(() => undefined)
+      if (idle !== undefined) clearTimeout(idle)
+      await syncing
       closed = true
       fs.closeSync(fd)
     }

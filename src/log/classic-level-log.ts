@@ -4,7 +4,7 @@
  * checksummed record (record.ts), verified wherever it is loaded; a mismatch is a StoreUnavailable naming the
  * key, never a changed row served.
  */
-import { Chunk, Effect, Either, Layer, Option, Stream } from "effect"
+import { Chunk, Effect, Layer, Option, Stream } from "effect"
 import * as fs from "node:fs"
 import * as path from "node:path"
 import { WoConfig } from "../config.ts"
@@ -234,7 +234,11 @@ export const makeClassicLevelLog = (h: LevelDbShape, mode: LogMode = {}) =>
         rowCounts = new Map(full.rowCounts)
         formatted = full.formatted
         // What the head holds is durable (a failed write reopened the store first): acknowledged from here on.
-        record?.acknowledged(full.lastSeq)
+        try {
+          record?.acknowledged(full.lastSeq, new Map())
+        } catch {
+          // The next batch writes it again (and fails, unacknowledged, if it still cannot).
+        }
         return { lastSeq: full.lastSeq, checkpoint: full.checkpoint, counters: maxCounters(full.counters, floor) } satisfies LogHead
       }))
 
@@ -298,19 +302,17 @@ export const makeClassicLevelLog = (h: LevelDbShape, mode: LogMode = {}) =>
       append: (batch) =>
         Effect.gen(function* () {
           const counts = new Map<string, number>()
-          const end = batch.entries[batch.entries.length - 1]?.event.seq ?? 0
-          // The record is written beside the batch, not after it: it claims only the batches before as acknowledged.
-          const recorded = record?.writeBatch(end, batch.counters).then(() => undefined, (e: unknown) => e ?? "failed")
-          const written = yield* Effect.either(write(batch, counts))
-          const recordFailed = recorded === undefined ? undefined : yield* Effect.promise(() => recorded)
-          if (Either.isLeft(written)) return yield* written.left
-          if (recordFailed !== undefined) {
-            // No ack unless the record is durable too (the batch itself may have landed: the writer re-reads the head).
-            return yield* new StoreUnavailable({
-              reason: `write failed: cannot write the acknowledged-head record: ${recordFailed instanceof Error ? recordFailed.message : String(recordFailed)}`
+          yield* write(batch, counts)
+          if (record !== undefined) {
+            // Durable in LevelDB: recorded before any caller of it is answered (a pwrite, no fsync: acked-head.ts).
+            const end = batch.entries[batch.entries.length - 1]?.event.seq ?? 0
+            const writing = record
+            // No ack unless the record is written too (the batch landed: the writer re-reads the head and applies it).
+            yield* Effect.try({
+              try: () => writing.acknowledged(end, batch.counters),
+              catch: (e) => new StoreUnavailable({ reason: `write failed: cannot write the acknowledged-head record: ${e instanceof Error ? e.message : String(e)}` })
             })
           }
-          record?.acknowledged(end)
           for (const [type, n] of counts) rowCounts.set(type, n)
           formatted = true
           if (record !== undefined) recordKeyWritten = true

@@ -85,6 +85,19 @@ describe("a write-ahead log that lost acknowledged writes", () => {
     }, 120_000)
   }
 
+  it("kill -9 the moment a write is acknowledged, then lose it from the log: still seen (the record is written before the ack)", async () => {
+    const dataDir = copyDir(store.dataDir)
+    const server = await spawnServer(pricing, dataDir)
+    const res = await http(`${server.url}/api/products/9/set_price`, { method: "POST", body: { price: 777 } })
+    await server.stop("SIGKILL")
+    expect(res.status).toBe(200)
+    const log = writeAheadLog(dataDir)
+    fs.truncateSync(log, fs.statSync(log).size - 1)
+    await expect(startServer(apps.pricing, { dataDir })).rejects.toThrow(
+      new RegExp(`1 acknowledged events are missing: the store ends at seq ${store.acked}, but seqs ${store.acked + 1}\\.\\.${store.acked + 1}`)
+    )
+  }, 120_000)
+
   it("through the real binary: wo verify fails, wo run refuses, --accept-data-loss serves, wo verify reports the loss and passes", async () => {
     const dataDir = copyDir(store.dataDir)
     fs.truncateSync(writeAheadLog(dataDir), fs.statSync(writeAheadLog(dataDir)).size - 1)

@@ -18,37 +18,38 @@ const found = (d: string) => {
 }
 
 describe("the acknowledged-head record", () => {
-  it("records each batch's acked and intended, and the idle record raises acked to the last seq", async () => {
+  it("records each acknowledged batch's end and the id counters, and keeps the highest counters", async () => {
     const d = dir()
     expect(readAckedRecord(d)._tag).toBe("Missing")
-    const w = openAckedHead(d, 0, new Map(), true)
-    await w.writeBatch(3, new Map([["products", 3]]))
-    expect(found(d)).toMatchObject({ acked: 0, intended: 3 }) // batch 1..3 not acknowledged yet
-    w.acknowledged(3)
-    await w.writeBatch(5, new Map([["products", 5]]))
-    expect(found(d)).toMatchObject({ acked: 3, intended: 5 })
-    w.acknowledged(5)
+    const w = openAckedHead(d, 0, new Map([["articles", 2]]), true)
+    expect(found(d)).toMatchObject({ acked: 0 })
+    w.acknowledged(3, new Map([["products", 3]]))
+    expect(found(d)).toMatchObject({ acked: 3 })
+    w.acknowledged(5, new Map([["products", 5]]))
     await w.flush()
-    expect(found(d)).toMatchObject({ acked: 5, intended: 5 })
-    expect(found(d).counters.get("products")).toBe(5)
+    expect(found(d)).toMatchObject({ acked: 5 })
+    expect(found(d).counters).toEqual(new Map([["articles", 2], ["products", 5]]))
     await w.close()
+    // Reopened without recreating: the record goes on from there.
+    const again = openAckedHead(d, 5, new Map(), false)
+    again.acknowledged(6, new Map())
+    await again.close()
+    expect(found(d)).toMatchObject({ acked: 6 })
+    expect(found(d).counters.get("products")).toBe(5)
   })
 
   it("survives a torn write of the newest slot: the slot before it is still whole", async () => {
     const d = dir()
     const w = openAckedHead(d, 0, new Map(), true)
-    for (let seq = 1; seq <= 4; seq++) {
-      await w.writeBatch(seq, new Map([["products", seq]]))
-      w.acknowledged(seq)
-    }
+    for (let seq = 1; seq <= 4; seq++) w.acknowledged(seq, new Map([["products", seq]]))
     await w.close()
     const file = path.join(d, ACKED_FILE)
     const bytes = fs.readFileSync(file)
-    // Tear the newest slot (the one whose record says intended 4) in half.
-    const slot = [0, 1, 2].find((i) => bytes.toString("utf8", i * 16384, i * 16384 + 200).includes('"intended":4'))!
+    // Tear the newest slot (the one whose record says acked 4) in half.
+    const slot = [0, 1, 2].find((i) => bytes.toString("utf8", i * 16384, i * 16384 + 200).includes('"acked":4'))!
     bytes.fill(0, slot * 16384 + 20, slot * 16384 + 16384)
     fs.writeFileSync(file, bytes)
-    expect(found(d)).toMatchObject({ acked: 2, intended: 3 })
+    expect(found(d)).toMatchObject({ acked: 3 })
     // Every slot damaged: the record is damaged, not missing.
     fs.writeFileSync(file, Buffer.alloc(bytes.length, 0x41))
     expect(readAckedRecord(d)._tag).toBe("Damaged")
