@@ -7,7 +7,7 @@ import { ACKED_FILE, type ReadRecord } from "./acked-head.ts"
 import { countSeqs, type SeqRanges } from "./accepted-loss.ts"
 
 export type AckedVerdict =
-  /** The store holds every acknowledged seq (a head in (acked, intended] is a crash mid-batch, never acknowledged). */
+  /** The store holds every acknowledged seq (a head past it: a batch that landed but whose record write failed). */
   | { readonly _tag: "Whole"; readonly counters: ReadonlyMap<string, number> }
   /** No record yet: a new store, or one written by a writeonce without the record. It is written now. */
   | { readonly _tag: "NoRecord" }

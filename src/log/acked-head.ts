@@ -38,10 +38,8 @@ export const SETTLE_DELAY_MS = 10
 export const SYNC_EVERY_MS = 100
 
 export interface AckedRecord {
-  /** Every seq up to this one was acknowledged to a caller. */
+  /** Every seq up to this one was durable in LevelDB before it was acknowledged to a caller. */
   readonly acked: number
-  /** The end of the batch being written when the record was made (>= acked). */
-  readonly intended: number
   /** The highest id handed out per type (including a batch in flight): never handed out again. */
   readonly counters: ReadonlyMap<string, number>
 }
@@ -54,7 +52,6 @@ export type ReadRecord =
 interface Slot {
   readonly gen: number
   readonly acked: number
-  readonly intended: number
   readonly counters: Record<string, number>
 }
 
@@ -74,7 +71,7 @@ const decodeSlot = (bytes: Buffer): Slot | undefined => {
   if (Number.parseInt(bytes.toString("latin1", 0, 8), 16) !== crc32c(json) || !/^[0-9a-f]{8}$/.test(bytes.toString("latin1", 0, 8))) return undefined
   try {
     const slot = JSON.parse(json) as Slot
-    if (!isCount(slot.gen) || !isCount(slot.acked) || !isCount(slot.intended) || slot.counters === null || typeof slot.counters !== "object") return undefined
+    if (!isCount(slot.gen) || !isCount(slot.acked) || slot.counters === null || typeof slot.counters !== "object") return undefined
     if (!Object.values(slot.counters).every(isCount)) return undefined
     return slot
   } catch {
@@ -84,7 +81,7 @@ const decodeSlot = (bytes: Buffer): Slot | undefined => {
 
 /**
  * The record as the slots hold it: the highest `acked` and the highest counters of every whole slot (each was true
- * when written), and `intended` from the newest one.
+ * when written).
  */
 export const readAckedRecord = (dir: string): ReadRecord => {
   let bytes: Buffer
@@ -98,12 +95,11 @@ export const readAckedRecord = (dir: string): ReadRecord => {
   for (let i = 0; i < SLOTS; i++) slots.push(i * SLOT < bytes.length ? decodeSlot(bytes.subarray(i * SLOT, Math.min(bytes.length, (i + 1) * SLOT))) : undefined)
   const whole = slots.filter((s): s is Slot => s !== undefined)
   if (whole.length === 0) return { _tag: "Damaged", reason: `no slot of ${ACKED_FILE} passes its checksum` }
-  const newest = whole.reduce((a, b) => (b.gen > a.gen ? b : a))
   const counters = new Map<string, number>()
   for (const s of whole) for (const [type, n] of Object.entries(s.counters)) counters.set(type, Math.max(counters.get(type) ?? 0, n))
   return {
     _tag: "Found",
-    record: { acked: Math.max(...whole.map((s) => s.acked)), intended: newest.intended, counters },
+    record: { acked: Math.max(...whole.map((s) => s.acked)), counters },
     gens: slots.map((s) => s?.gen ?? -1)
   }
 }
@@ -153,7 +149,7 @@ export const openAckedHead = (
     // Created whole (preallocated, the first record in slot 0) under a temporary name, then renamed into place.
     const tmp = `${file}.tmp`
     const bytes = Buffer.alloc(SLOT * SLOTS)
-    encodeSlot({ gen: 0, acked, intended: acked, counters: Object.fromEntries(counters) }).copy(bytes, 0)
+    encodeSlot({ gen: 0, acked, counters: Object.fromEntries(counters) }).copy(bytes, 0)
     const fd = fs.openSync(tmp, "w")
     try {
       fs.writeSync(fd, bytes, 0, bytes.length, 0)
@@ -193,7 +189,7 @@ export const openAckedHead = (
       if (seq > lastAcked) lastAcked = seq
       let i = 0
       for (let j = 1; j < SLOTS; j++) if (gens[j] < gens[i]) i = j
-      const bytes = encodeSlot({ gen: ++gen, acked: lastAcked, intended: lastAcked, counters: Object.fromEntries(counters) })
+      const bytes = encodeSlot({ gen: ++gen, acked: lastAcked, counters: Object.fromEntries(counters) })
       gens[i] = -1 // until the write returns
       fs.writeSync(fd, bytes, 0, bytes.length, i * SLOT)
       gens[i] = gen
