@@ -353,7 +353,8 @@ const acceptLoss = (
     const reason = [
       lostSeqs.length > 0 ? `${countSeqs(lostSeqs)} events lost (seqs ${describeRanges(lostSeqs)})` : undefined,
       ...recounted.map((t) => `${survey.rowCounts.get(t) ?? 0} rows of ${t} stored, ${full.rowCounts.get(t) ?? 0} recorded: recounted`),
-      unknown
+      unknown,
+      countersBehind ? "id counters raised to the acknowledged-head record's" : undefined
     ].filter((x) => x !== undefined).join("; ")
     yield* h.write("cannot record the accepted loss", (db) => {
       const chained = db.batch()
