@@ -78,5 +78,17 @@ console.log(report);
 if (!QUICK) {
   const file = join(repoRoot, 'bench', 'results', 'acked-record.json');
   mkdirSync(dirname(file), { recursive: true });
-  writeFileSync(file, `${JSON.stringify({ at: new Date().toISOString(), concurrency: CONCURRENCY, createsRatio, cpuRatio, withRecord, without }, null, 2)}\n`);
+  const summary = (s: typeof withRecord) => ({
+    name: s.name,
+    calls: s.total.load.calls,
+    callsPerSec: s.total.load.callsPerSec,
+    p50Ms: s.total.load.p50Ms,
+    p99Ms: s.total.load.p99Ms,
+    errors: s.total.load.errors,
+    srvCpuMsPerCall: s.total.srvCpuMsPerCall,
+    srvCores: s.total.srvCores,
+    otherCores: s.total.otherCores,
+  });
+  const result = { at: new Date().toISOString(), concurrency: CONCURRENCY, createsRatio, cpuRatio, withRecord: summary(withRecord), without: summary(without) };
+  writeFileSync(file, `${JSON.stringify(result, null, 2)}\n`);
 }
