@@ -234,11 +234,8 @@ export const makeClassicLevelLog = (h: LevelDbShape, mode: LogMode = {}) =>
         rowCounts = new Map(full.rowCounts)
         formatted = full.formatted
         // What the head holds is durable (a failed write reopened the store first): acknowledged from here on.
-        try {
-          record?.acknowledged(full.lastSeq, new Map())
-        } catch {
-          // The next batch writes it again (and fails, unacknowledged, if it still cannot).
-        }
+        // Not awaited: the next batch writes it again (and fails, unacknowledged, if it still cannot).
+        record?.acknowledged(full.lastSeq, new Map()).catch(() => undefined)
         return { lastSeq: full.lastSeq, checkpoint: full.checkpoint, counters: maxCounters(full.counters, floor) } satisfies LogHead
       }))
 
@@ -308,7 +305,7 @@ export const makeClassicLevelLog = (h: LevelDbShape, mode: LogMode = {}) =>
             const end = batch.entries[batch.entries.length - 1]?.event.seq ?? 0
             const writing = record
             // No ack unless the record is written too (the batch landed: the writer re-reads the head and applies it).
-            yield* Effect.try({
+            yield* Effect.tryPromise({
               try: () => writing.acknowledged(end, batch.counters),
               catch: (e) => new StoreUnavailable({ reason: `write failed: cannot write the acknowledged-head record: ${e instanceof Error ? e.message : String(e)}` })
             })
