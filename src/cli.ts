@@ -182,6 +182,7 @@ const verifyCommand = Command.make(
         : yield* verifyStore(yield* openReadOnly(path.resolve(chosen.dataDir), { acceptDataLoss }))
       const rate = Math.round(report.events / Math.max(0.001, report.millis / 1000))
       yield* Console.log(`verified ${report.events} events and ${report.rows} rows in ${report.millis} ms (${rate} events/s)`)
+      for (const note of report.accepted) yield* Console.log(note)
       if (report.problems.length > 0) {
         yield* Console.error(
           `PROBLEMS (${report.problems.length + report.unlisted}):\n  - ${report.problems.join("\n  - ")}` +

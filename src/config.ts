@@ -12,6 +12,11 @@ export interface Settings {
   readonly dataDir: string
   /** `WO_GROUP_COMMIT=off` writes one fsync per command instead of one per batch. */
   readonly groupCommit: boolean
+  /**
+   * `WO_ACKED_RECORD=off` stops keeping the acknowledged-head record beside the embedded store (for the bench's
+   * comparison only: without it, a write-ahead log that loses acknowledged writes goes unseen).
+   */
+  readonly ackedRecord: boolean
   /** Most commands in one durable batch. `WO_MAX_BATCH`, default 1024. */
   readonly maxBatch: number
   /** Largest accepted request body in bytes. `WO_BODY_LIMIT`, default 4 MiB. */
@@ -109,6 +114,10 @@ export const loadSettings = (defaults: { readonly dataDir: string }, overrides: 
       port: listen.port,
       dataDir: yield* Config.string("WO_DATA").pipe(Config.withDefault(defaults.dataDir)),
       groupCommit: yield* Config.string("WO_GROUP_COMMIT").pipe(
+        Config.withDefault("on"),
+        Config.map((s) => !["off", "0", "false", "no"].includes(s.toLowerCase()))
+      ),
+      ackedRecord: yield* Config.string("WO_ACKED_RECORD").pipe(
         Config.withDefault("on"),
         Config.map((s) => !["off", "0", "false", "no"].includes(s.toLowerCase()))
       ),

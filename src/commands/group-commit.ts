@@ -344,6 +344,7 @@ export const makeGroupCommit = Effect.gen(function* () {
   }
   const nextBatch = Effect.async<ReadonlyArray<Pending>>((resume) => {
     if (pending.length > 0) return resume(Effect.sync(takeBatch))
+    log.settle?.() // idle: the log records its last acknowledged seq, off the hot path
     wake = () => {
       wake = undefined
       resume(Effect.sync(takeBatch))

@@ -5,14 +5,22 @@
  * key, never a changed row served.
  */
 import { Chunk, Effect, Layer, Option, Stream } from "effect"
+import * as fs from "node:fs"
+import * as path from "node:path"
+import { WoConfig } from "../config.ts"
 import type { Row } from "../domain/catalog.ts"
 import { StoreUnavailable } from "../domain/errors.ts"
 import type { StoredEvent } from "../domain/events.ts"
+import { ACCEPTED_LOSS_FILE, acceptedGap, appendAcceptedLoss, countSeqs, describeIds, describeRanges, readAcceptedLosses, type SeqRanges } from "./accepted-loss.ts"
+import { checkAckedHead } from "./acked-check.ts"
+import { ACKED_FILE, openAckedHead, readAckedRecord, type AckedHeadWriter } from "./acked-head.ts"
 import { EventLog, type AppendBatch, type LogHead, type StoredRow, type StoredView } from "./event-log.ts"
-import { LevelDb, type Db, type LevelDbShape } from "./level-db.ts"
+import { DATA_LOSS_MARKER, LevelDb, type Db, type LevelDbShape } from "./level-db.ts"
 import * as K from "./log-keys.ts"
+import { surveyLoss } from "./loss-survey.ts"
 import { RecordCorrupt, seal, unseal, unsealJson } from "./record.ts"
 import { checkRowCounts } from "./row-counts.ts"
+import { keptWriteAheadLogs } from "./wal-hold.ts"
 
 /** Records per native iterator call: one `nextv` instead of one pull per record. */
 export const READ_BATCH = 1000
@@ -127,13 +135,21 @@ const scan = <A>(
       ))
   )
 
-/** Events from `fromSeq` on, verified: checksums, and each seq exactly one past the one before. */
-export const readEvents = (h: LevelDbShape, fromSeq: number): Stream.Stream<StoredEvent, StoreUnavailable> =>
+/**
+ * Events from `fromSeq` on, verified: checksums, and each seq exactly one past the one before (or past a gap the
+ * operator accepted as lost: accepted-loss.ts).
+ */
+export const readEvents = (
+  h: LevelDbShape,
+  fromSeq: number,
+  accepted: (from: number, to: number) => boolean = () => false
+): Stream.Stream<StoredEvent, StoreUnavailable> =>
   // Suspended so that each run of the stream checks the sequence from its own start.
   Stream.suspend(() => {
     let expected = Math.max(1, fromSeq)
     return scan(h, { gte: K.eventKey(expected), lt: K.EVENTS_END }, (key, value) => {
       const event = decodeEvent(key, value)
+      if (event.seq > expected && accepted(expected, event.seq - 1)) expected = event.seq
       if (event.seq !== expected) throw new RecordCorrupt(`corrupt log: event ${expected} is missing (the next key is ${key})`)
       expected++
       return event
@@ -159,14 +175,57 @@ export const readStoredViews = (h: LevelDbShape): Effect.Effect<ReadonlyArray<St
   Effect.map(Stream.runCollect(scan(h, { gte: K.VIEWS_START, lt: K.VIEWS_END }, (key, value) =>
     ({ name: K.nameOfViewKey(key), record: unsealJson<unknown>(key, value) }))), (chunk) => Chunk.toReadonlyArray(chunk))
 
+/** How the log is opened: by a check tool (read-only, the default), or by the server that writes it. */
+export interface LogMode {
+  readonly writer?: {
+    /** Serve what is left after a loss, recorded in WO-ACCEPTED-LOSS (`--accept-data-loss`). */
+    readonly acceptDataLoss: boolean
+    /** Keep the acknowledged-head record (acked-head.ts); off only to measure its cost (`WO_ACKED_RECORD=off`). */
+    readonly ackedRecord: boolean
+  }
+}
+
+const maxCounters = (...maps: ReadonlyArray<ReadonlyMap<string, number>>) => {
+  const out = new Map<string, number>()
+  for (const m of maps) for (const [type, n] of m) out.set(type, Math.max(out.get(type) ?? 0, n))
+  return out
+}
+
+const REFUSAL_ADVICE = "Restore the data dir from a backup, or start with --accept-data-loss to serve what is left " +
+  "(the ids of lost rows are never handed out again)."
+
+/** Refuses a store that lost acknowledged writes: the evidence is kept and the marker makes every later open refuse. */
+const refuseLoss = (dir: string, reason: string) => {
+  const stamp = new Date().toISOString().replace(/[:.]/g, "-")
+  const kept: Array<string> = []
+  const keep = (name: string) => {
+    if (!fs.existsSync(path.join(dir, name))) return
+    const copy = path.join(dir, `wo-evidence-${stamp}-${name}`)
+    fs.copyFileSync(path.join(dir, name), copy)
+    kept.push(copy)
+  }
+  keep(ACKED_FILE)
+  keep("LOG")
+  const wal = keptWriteAheadLogs(dir, `wo-evidence-${stamp}-wal`)
+  if (wal !== undefined) kept.push(`${wal} (the write-ahead logs as they were before this open)`)
+  const report = `${reason}\n(evidence kept: ${kept.length > 0 ? kept.join(", ") : "none"})`
+  fs.writeFileSync(path.join(dir, DATA_LOSS_MARKER), `${report}\n`)
+  return new StoreUnavailable({ reason: `acknowledged writes are lost in ${dir}:\n${report}\n${REFUSAL_ADVICE}` })
+}
+
 /** The EventLog over the shared LevelDb handle. */
-export const makeClassicLevelLog = (h: LevelDbShape) =>
+export const makeClassicLevelLog = (h: LevelDbShape, mode: LogMode = {}) =>
   Effect.gen(function* () {
     let syncWrites = 0
     let eventsWritten = 0
     // Row counts per type as stored (each batch writes the ones it moves), and whether the format is written.
     let rowCounts = new Map<string, number>()
     let formatted = false
+    // Ids the acknowledged-head record saw handed out: never handed out again, whatever the store lost.
+    let floor: ReadonlyMap<string, number> = new Map()
+    let record: AckedHeadWriter | undefined
+    let recordKeyWritten = true
+    const accepted = acceptedGap(readAcceptedLosses(h.dir))
 
     // Reopens first if a write failed since (so the head is read from a fresh write-ahead log), then reloads
     // the row counts and format flag the next append builds on.
@@ -174,8 +233,42 @@ export const makeClassicLevelLog = (h: LevelDbShape) =>
       Effect.map(h.read("cannot read the log head", readFullHead), (full) => {
         rowCounts = new Map(full.rowCounts)
         formatted = full.formatted
-        return { lastSeq: full.lastSeq, checkpoint: full.checkpoint, counters: full.counters } satisfies LogHead
+        // What the head holds is durable (a failed write reopened the store first): acknowledged from here on.
+        // Not awaited: the next batch writes it again (and fails, unacknowledged, if it still cannot).
+        record?.acknowledged(full.lastSeq, new Map()).catch(() => undefined)
+        return { lastSeq: full.lastSeq, checkpoint: full.checkpoint, counters: maxCounters(full.counters, floor) } satisfies LogHead
       }))
+
+    const opened = yield* h.read("cannot read the log head", async (db) => ({
+      full: await readFullHead(db),
+      hadRecord: (await db.get(K.ACKED_RECORD_KEY)) !== undefined
+    }))
+    const verdict = checkAckedHead({ lastSeq: opened.full.lastSeq, hadRecord: opened.hadRecord }, readAckedRecord(h.dir))
+    const writer = mode.writer
+    if (writer === undefined) {
+      // A check tool: it reports, and writes nothing.
+      if (verdict._tag === "Lost" || verdict._tag === "Unknown") return yield* new StoreUnavailable({ reason: `${verdict.reason}. Run \`wo verify\`` })
+    } else {
+      if ((verdict._tag === "Lost" || verdict._tag === "Unknown") && !writer.acceptDataLoss) return yield* Effect.sync(() => refuseLoss(h.dir, verdict.reason)).pipe(Effect.flatMap(Effect.fail))
+      floor = verdict._tag === "Whole" || verdict._tag === "Lost" ? verdict.counters : new Map()
+      const counters = maxCounters(opened.full.counters, floor)
+      let recreate = verdict._tag !== "Whole"
+      if (writer.acceptDataLoss) {
+        const repaired = yield* acceptLoss(h, opened.full, counters, verdict._tag === "Lost" ? verdict.lostSeqs : [], verdict._tag === "Unknown" ? verdict.reason : undefined, accepted)
+        recreate ||= repaired
+      }
+      recordKeyWritten = opened.hadRecord
+      if (writer.ackedRecord) {
+        const at: number = opened.full.lastSeq
+        const writing: AckedHeadWriter = yield* Effect.try({
+          try: () => openAckedHead(h.dir, at, counters, recreate),
+          catch: (e) => new StoreUnavailable({ reason: `cannot write the acknowledged-head record ${ACKED_FILE}: ${e instanceof Error ? e.message : String(e)}` })
+        })
+        record = writing
+        // Graceful shutdown: the last acknowledged seq is recorded before the store closes.
+        yield* Effect.addFinalizer(() => Effect.promise(() => writing.flush().catch(() => undefined).then(() => writing.close())))
+      }
+    }
 
     yield* head
 
@@ -198,6 +291,7 @@ export const makeClassicLevelLog = (h: LevelDbShape) =>
         for (const [type, n] of counts) chained.put(K.rowCountKey(type), seal(K.rowCountKey(type), String(n)))
         chained.put(K.CHECKPOINT_KEY, seal(K.CHECKPOINT_KEY, String(last)))
         if (!formatted) chained.put(K.FORMAT_KEY, seal(K.FORMAT_KEY, K.FORMAT))
+        if (!recordKeyWritten && record !== undefined) chained.put(K.ACKED_RECORD_KEY, seal(K.ACKED_RECORD_KEY, "1"))
         return chained.write({ sync: true })
       })
 
@@ -206,18 +300,82 @@ export const makeClassicLevelLog = (h: LevelDbShape) =>
         Effect.gen(function* () {
           const counts = new Map<string, number>()
           yield* write(batch, counts)
+          if (record !== undefined) {
+            // Durable in LevelDB: recorded before any caller of it is answered (a pwrite, no fsync: acked-head.ts).
+            const end = batch.entries[batch.entries.length - 1]?.event.seq ?? 0
+            const writing = record
+            // No ack unless the record is written too (the batch landed: the writer re-reads the head and applies it).
+            yield* Effect.tryPromise({
+              try: () => writing.acknowledged(end, batch.counters),
+              catch: (e) => new StoreUnavailable({ reason: `write failed: cannot write the acknowledged-head record: ${e instanceof Error ? e.message : String(e)}` })
+            })
+          }
           for (const [type, n] of counts) rowCounts.set(type, n)
           formatted = true
+          if (record !== undefined) recordKeyWritten = true
           syncWrites++
           eventsWritten += batch.entries.length
         }),
+      ...(record === undefined ? {} : { settle: record.settle }),
       head,
-      readFrom: (fromSeq) => readEvents(h, fromSeq),
+      readFrom: (fromSeq) => readEvents(h, fromSeq, accepted),
       storedRows: readStoredRows(h),
       storedViews: readStoredViews(h),
       stats: Effect.sync(() => ({ syncWrites, eventsWritten }))
     })
   })
 
-/** The classic-level EventLog over the shared LevelDb. */
-export const ClassicLevelLog = Layer.effect(EventLog, Effect.flatMap(LevelDb, makeClassicLevelLog))
+/**
+ * `--accept-data-loss`: surveys what the store lost (seqs past its head that were acknowledged, gaps inside the
+ * log, rows per type against the recorded counts), and if anything is gone records it (WO-ACCEPTED-LOSS and a log
+ * line), recounts the rows, and raises the id counters past every id handed out. Answers whether it repaired.
+ */
+const acceptLoss = (
+  h: LevelDbShape,
+  full: FullHead,
+  counters: ReadonlyMap<string, number>,
+  tailLost: SeqRanges,
+  unknown: string | undefined,
+  accepted: (from: number, to: number) => boolean
+) =>
+  Effect.gen(function* () {
+    const survey = yield* h.read("cannot survey the store", (db) => surveyLoss(db, counters))
+    const gaps = survey.gaps.filter(([a, b]) => !accepted(a, b))
+    const types = new Set([...survey.rowCounts.keys(), ...full.rowCounts.keys()])
+    const recounted = [...types].filter((t) => (survey.rowCounts.get(t) ?? 0) !== (full.rowCounts.get(t) ?? 0))
+    const countersBehind = [...counters].some(([t, n]) => (full.counters.get(t) ?? 0) < n)
+    if (gaps.length === 0 && tailLost.length === 0 && recounted.length === 0 && unknown === undefined && !countersBehind) return false
+    const lostSeqs = [...gaps, ...tailLost]
+    const lostIds = Object.fromEntries(survey.lostIds)
+    const reason = [
+      lostSeqs.length > 0 ? `${countSeqs(lostSeqs)} events lost (seqs ${describeRanges(lostSeqs)})` : undefined,
+      ...recounted.map((t) => `${survey.rowCounts.get(t) ?? 0} rows of ${t} stored, ${full.rowCounts.get(t) ?? 0} recorded: recounted`),
+      unknown,
+      countersBehind ? "id counters raised to the acknowledged-head record's" : undefined
+    ].filter((x) => x !== undefined).join("; ")
+    yield* h.write("cannot record the accepted loss", (db) => {
+      const chained = db.batch()
+      for (const t of types) chained.put(K.rowCountKey(t), seal(K.rowCountKey(t), String(survey.rowCounts.get(t) ?? 0)))
+      for (const [t, n] of counters) chained.put(K.counterKey(t), seal(K.counterKey(t), String(n)))
+      return chained.write({ sync: true })
+    })
+    yield* Effect.sync(() => appendAcceptedLoss(h.dir, { at: new Date().toISOString(), lostSeqs, lostIds, reason }))
+    const ids = [...survey.lostIds].map(([t, list]) => `${t} ${describeIds(list)}`).join("; ")
+    yield* Effect.logWarning(
+      `--accept-data-loss: serving what is left of ${h.dir}: ${reason}` +
+        (ids.length > 0 ? `; lost ids (never handed out again): ${ids}` : "") +
+        ` (recorded in ${path.join(h.dir, ACCEPTED_LOSS_FILE)})`
+    )
+    return true
+  })
+
+/** The classic-level EventLog the server writes, over the shared LevelDb (settings from WoConfig when present). */
+export const ClassicLevelLog = Layer.scoped(
+  EventLog,
+  Effect.gen(function* () {
+    const settings = Option.getOrUndefined(yield* Effect.serviceOption(WoConfig))
+    return yield* makeClassicLevelLog(yield* LevelDb, {
+      writer: { acceptDataLoss: settings?.acceptDataLoss ?? false, ackedRecord: settings?.ackedRecord ?? true }
+    })
+  })
+)

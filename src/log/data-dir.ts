@@ -7,6 +7,7 @@
  */
 import * as fs from "node:fs"
 import * as path from "node:path"
+import { HELD_WRITE_AHEAD_LOGS } from "./wal-hold.ts"
 import { StoreUnavailable } from "../domain/errors.ts"
 
 export type DataDirState =
@@ -23,6 +24,16 @@ export type DataDirState =
 const NO_DATA = new Set(["LOCK", "LOG", "LOG.old"])
 const MANIFEST = /^MANIFEST-(\d+)$/
 
+/** The server's held write-ahead logs (wal-hold.ts), made before an open: empty, it says only that there were none. */
+const isEmptyHeldFolder = (dir: string, name: string) => {
+  if (name !== HELD_WRITE_AHEAD_LOGS) return false
+  try {
+    return fs.readdirSync(path.join(dir, name)).length === 0
+  } catch {
+    return false
+  }
+}
+
 export const inspectDataDir = (dir: string): DataDirState => {
   let stat: fs.Stats
   try {
@@ -33,7 +44,7 @@ export const inspectDataDir = (dir: string): DataDirState => {
   }
   if (!stat.isDirectory()) return { _tag: "NotADirectory" }
   const files = fs.readdirSync(dir).sort()
-  if (files.every((f) => NO_DATA.has(f))) return { _tag: "Empty" }
+  if (files.every((f) => NO_DATA.has(f) || isEmptyHeldFolder(dir, f))) return { _tag: "Empty" }
   const headless = (problem: string): DataDirState => ({ _tag: "Headless", problem, files })
   if (!files.includes("CURRENT")) return headless("it has no CURRENT file")
   const current = fs.readFileSync(path.join(dir, "CURRENT"), "utf8")

@@ -109,6 +109,11 @@ export interface EventLogShape {
   /** The stored view records, verified; absent for a log that stores none (views are then rebuilt). */
   readonly storedViews?: Effect.Effect<ReadonlyArray<StoredView>, StoreUnavailable>
   readonly stats: Effect.Effect<EventLogStats>
+  /**
+   * Present on a log that records its acknowledged head beside the store (classic-level: acked-head.ts): the writer
+   * calls it when it has nothing queued, to record the last acknowledged seq off the hot path.
+   */
+  readonly settle?: () => void
 }
 
 export class EventLog extends Context.Tag("writeonce/EventLog")<EventLog, EventLogShape>() {}

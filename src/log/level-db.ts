@@ -19,6 +19,7 @@ import * as path from "node:path"
 import { StoreUnavailable } from "../domain/errors.ts"
 import { prepareDataDir } from "./data-dir.ts"
 import { silentWalDamage } from "./wal-check.ts"
+import { holdWriteAheadLogs } from "./wal-hold.ts"
 
 export type Db = ClassicLevel<string, string>
 
@@ -33,6 +34,8 @@ export interface OpenOptions {
    * and clears none, since the copy is thrown away; the data dir itself was never opened.
    */
   readonly checkOnly?: boolean
+  /** The server's open: keep the write-ahead logs as they were, as evidence for the acknowledged-head check (wal-hold.ts). */
+  readonly holdWriteAheadLogs?: boolean
 }
 
 /** The file that makes every later open refuse, until the loss is accepted. */
@@ -135,6 +138,8 @@ const openChecked = async (dir: string, options: OpenOptions, afterFailedWrite: 
         "Restore the data dir from a backup, or start with --accept-data-loss to serve what is left."
     })
   }
+  // Evidence for the acknowledged-head check (classic-level-log.ts), which can only run once the store is open.
+  if (options.holdWriteAheadLogs && !afterFailedWrite) holdWriteAheadLogs(dir)
   const db: Db = new ClassicLevel(dir, { keyEncoding: "utf8", valueEncoding: "utf8" })
   await db.open({ createIfMissing })
   const dropped = [...silent, ...readLog(dir).split("\n").filter((line) => DROPPED.test(line))]
@@ -245,4 +250,5 @@ export const openDb = (dir: string, options: OpenOptions = {}) =>
     })
   })
 
-export const levelDbLayer = (dir: string, options: OpenOptions = {}) => Layer.scoped(LevelDb, openDb(dir, options))
+export const levelDbLayer = (dir: string, options: OpenOptions = {}) =>
+  Layer.scoped(LevelDb, openDb(dir, { holdWriteAheadLogs: true, ...options }))

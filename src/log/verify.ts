@@ -5,7 +5,11 @@
  * - version continuity per entity (1 for the create, then +1; nothing after a delete);
  * - each stored row at its entity's last version, and a row for every live entity;
  * - id counters at or above the highest id used, row counts as recorded, and the checkpoint at the head;
- * - each view record's checksum and shape.
+ * - each view record's checksum and shape;
+ * - the head at or past the acknowledged-head record (acked-head.ts): LevelDB does not report a write-ahead log
+ *   that lost acknowledged writes.
+ * A loss the operator accepted (`--accept-data-loss`, accepted-loss.ts) is reported, not counted as a problem:
+ * the gaps it covers and the version jumps across them.
  * It reads in native batches (`nextv`), so a large log verifies at hundreds of thousands of events a second.
  */
 import { Effect, Either } from "effect"
@@ -16,6 +20,9 @@ import type { Db, LevelDbShape } from "./level-db.ts"
 import * as K from "./log-keys.ts"
 import { unseal, unsealJson } from "./record.ts"
 import { parseViewRecord } from "../projections/view-record.ts"
+import { acceptedGap, describeIds, lossBetween, readAcceptedLosses } from "./accepted-loss.ts"
+import { checkAckedHead } from "./acked-check.ts"
+import { readAckedRecord } from "./acked-head.ts"
 
 export interface VerifyReport {
   readonly events: number
@@ -24,6 +31,8 @@ export interface VerifyReport {
   readonly problems: ReadonlyArray<string>
   /** Problems beyond the ones listed. */
   readonly unlisted: number
+  /** Losses the operator accepted earlier (`--accept-data-loss`), one line each: reported, not problems. */
+  readonly accepted: ReadonlyArray<string>
   readonly millis: number
 }
 
@@ -38,8 +47,8 @@ export const makeProblems = () => {
       if (listed.length < MAX_LISTED) listed.push(text)
       else unlisted++
     },
-    report: (events: number, rows: number, started: number): VerifyReport =>
-      ({ events, rows, problems: listed, unlisted, millis: Date.now() - started })
+    report: (events: number, rows: number, started: number, accepted: ReadonlyArray<string> = []): VerifyReport =>
+      ({ events, rows, problems: listed, unlisted, accepted, millis: Date.now() - started })
   }
 }
 
@@ -75,17 +84,26 @@ export const verifyStore = (h: LevelDbShape): Effect.Effect<VerifyReport, StoreU
       }
     }
 
+    const losses = readAcceptedLosses(h.dir)
+    const gapAccepted = acceptedGap(losses)
+    const lostBetween = lossBetween(losses)
+    const accepted = losses.map((l) => {
+      const ids = Object.entries(l.lostIds).filter(([, list]) => list.length > 0).map(([t, list]) => `${t} ${describeIds(list)}`)
+      return `accepted data loss (${l.at}): ${l.reason}${ids.length > 0 ? `; lost ids: ${ids.join("; ")}` : ""}`
+    })
+
     // Events: checksums, seq continuity, per-entity version continuity, highest id per type.
     let events = 0
     let expectedSeq = 1
     let lastSeq = 0
     const versions = new Map<string, number>() // entity -> last version; -1 after a delete
+    const seqOf = new Map<string, number>() // entity -> seq of its last event
     const maxId = new Map<string, number>()
     await forEachRecord(db, K.EVENTS_START, K.EVENTS_END, (key, value) => {
       events++
       const seq = K.seqOfEventKey(key)
       if (!Number.isSafeInteger(seq)) return problem(`key ${JSON.stringify(key)} in the event range is not an event key`)
-      if (seq !== expectedSeq) {
+      if (seq !== expectedSeq && !(seq > expectedSeq && gapAccepted(expectedSeq, seq - 1))) {
         problem(seq > expectedSeq ? `events ${expectedSeq}..${seq - 1} are missing` : `event key ${key} is out of order`)
       }
       expectedSeq = seq + 1
@@ -98,8 +116,13 @@ export const verifyStore = (h: LevelDbShape): Effect.Effect<VerifyReport, StoreU
       }
       const entity = streamKey(event.type, event.id)
       const before = versions.get(entity)
+      // Versions that lie in an accepted loss: the entity's events resume past it.
+      const acrossLoss = event.version > (before ?? 0) + 1 && lostBetween(seqOf.get(entity) ?? 0, seq)
+      seqOf.set(entity, seq)
       if (before === -1) problem(`event ${seq}: ${entity} changes after its delete`)
-      else if (event.version !== (before ?? 0) + 1) {
+      else if (acrossLoss) {
+        if (event.kind === "created") problem(`event ${seq}: ${entity} version ${event.version} is a ${event.kind}`)
+      } else if (event.version !== (before ?? 0) + 1) {
         problem(`event ${seq}: ${entity} goes from version ${before ?? 0} to ${event.version}`)
       } else if ((event.kind === "created") !== (event.version === 1)) {
         problem(`event ${seq}: ${entity} version ${event.version} is a ${event.kind}`)
@@ -175,5 +198,8 @@ export const verifyStore = (h: LevelDbShape): Effect.Effect<VerifyReport, StoreU
       if (Either.isLeft(record)) return problem(`corrupt record at key ${key}: not a view record (${record.left})`)
       if (record.right.seq > checkpoint) problem(`view ${K.nameOfViewKey(key)} last changed at ${record.right.seq}, after the checkpoint ${checkpoint}`)
     })
-    return found.report(events, rows, started)
+    // The acknowledged head: every seq the writer acknowledged is still in the store.
+    const verdict = checkAckedHead({ lastSeq, hadRecord: (await db.get(K.ACKED_RECORD_KEY)) !== undefined }, readAckedRecord(h.dir))
+    if (verdict._tag === "Lost" || verdict._tag === "Unknown") problem(verdict.reason)
+    return found.report(events, rows, started, accepted)
   })
