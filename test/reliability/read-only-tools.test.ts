@@ -17,11 +17,13 @@ const ROWS = 1800
 /** A hang guard only (the tests run several `wo` processes on what may be a loaded machine). */
 const SLOW = 240_000
 
-/** Every file of the dir: name, size and sha256 of its content. */
-const filesOf = (dir: string) =>
-  fs.readdirSync(dir).sort().map((name) => {
-    const bytes = fs.readFileSync(path.join(dir, name))
-    return `${name} ${bytes.length} ${createHash("sha256").update(bytes).digest("hex")}`
+/** Every file of the dir and its folders (the server's held write-ahead logs): path, size and sha256 of its content. */
+const filesOf = (dir: string): Array<string> =>
+  fs.readdirSync(dir, { withFileTypes: true }).sort((a, b) => a.name.localeCompare(b.name)).flatMap((entry) => {
+    const where = path.join(dir, entry.name)
+    if (entry.isDirectory()) return filesOf(where).map((line) => `${entry.name}/${line}`)
+    const bytes = fs.readFileSync(where)
+    return [`${entry.name} ${bytes.length} ${createHash("sha256").update(bytes).digest("hex")}`]
   })
 
 /**
