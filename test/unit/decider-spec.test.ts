@@ -5,6 +5,7 @@ import {
   created,
   DeciderSpecification,
   deleted,
+  type EventOf,
   invoke,
   invoked,
   remove,
@@ -17,7 +18,7 @@ import { spec, takeSpecs } from "../../src/testing/spec.ts"
 import { apps } from "../support/server.ts"
 
 const given = DeciderSpecification.for(apps.pricing, "products")
-const pen = created({ name: "Pen", price: 2, currency: "USD" })
+const pen: EventOf<typeof apps.pricing, "products"> = created({ name: "Pen", price: 2, currency: "USD" })
 
 const failure = (run: () => void): string => {
   try {
@@ -40,6 +41,7 @@ describe("DeciderSpecification", () => {
     given([]).when(create({ name: "Pen", price: -2, currency: "USD" })).thenFails("ValidationFailed", "price must be a positive number")
     given([pen]).when(update({ currency: "EUR" })).then([updated({ currency: "EUR" })])
     given([pen]).when(remove()).then([deleted()])
+    // @ts-expect-error: an unknown method is a compile error too; the runtime refuses it for untyped callers
     given([pen]).when(invoke("no_such_method")).thenFails("ValidationFailed", /no method/)
   })
 
@@ -65,11 +67,13 @@ describe("DeciderSpecification", () => {
   })
 
   it("checks the given events against the schema", () => {
+    // @ts-expect-error: missing fields are a compile error too; the runtime checks for untyped callers
     expect(failure(() => given([created({ name: "Pen" })]).when(remove()).then([deleted()])))
       .toMatch(/^given event 1 \(created\) does not fit products: /)
   })
 
   it("names the types an app has when asked for another", () => {
+    // @ts-expect-error: an unknown type is a compile error too; the runtime refuses it for untyped callers
     expect(() => DeciderSpecification.for(apps.pricing, "orders")).toThrow(`app "pricing" has no type "orders" (it has: products)`)
   })
 
@@ -83,7 +87,8 @@ describe("DeciderSpecification", () => {
         }
       }
     }
-    DeciderSpecification.for(app, "things")([pen]).when(invoke("boom")).thenFails("MethodFailed", "boom failed: kaput")
+    DeciderSpecification.for(app, "things")([created({ name: "Pen", price: 2, currency: "USD" })])
+      .when(invoke("boom")).thenFails("MethodFailed", "boom failed: kaput")
   })
 })
 
