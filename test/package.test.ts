@@ -207,7 +207,9 @@ spec("a note is created", () =>
 `)
     const ran = await wo(["test", "notes"])
     expect(ran.code, `${ran.stdout}\n${ran.stderr}`).toBe(0)
-    expect(ran.stdout).toMatch(/^ok 1 - notes\.spec\.ts > a note is created$/m)
+    // Typechecked first (no tsconfig.json there: strict defaults that accept an app.ts in a CommonJS project).
+    expect(ran.stdout).toMatch(/^ok 1 - typecheck$/m)
+    expect(ran.stdout).toMatch(/^ok 2 - notes\.spec\.ts > a note is created$/m)
   })
 
   it("embeds the runtime as a Layer from plain Node, no loader", async () => {
