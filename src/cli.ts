@@ -243,14 +243,18 @@ const junitOption = Options.file("junit").pipe(
   Options.optional
 )
 
+const noTypecheckOption = Options.boolean("no-typecheck").pipe(
+  Options.withDescription("skip the typecheck of the app and its specs that runs first")
+)
+
 const testCommand = Command.make(
   "test",
-  { appDir, junit: junitOption },
-  ({ appDir, junit }) =>
+  { appDir, junit: junitOption, noTypecheck: noTypecheckOption },
+  ({ appDir, junit, noTypecheck }) =>
     Effect.gen(function* () {
       let index = 0
       yield* Console.log(tapHeader(`writeonce ${VERSION}: wo test ${appDir}`))
-      const report = yield* testApp(appDir, (result) => Console.log(tapResult(result, ++index)))
+      const report = yield* testApp(appDir, (result) => Console.log(tapResult(result, ++index)), { typecheck: !noTypecheck })
       yield* Console.log(tapSummary(report))
       if (Option.isSome(junit)) yield* Effect.sync(() => fs.writeFileSync(junit.value, junitXml(report)))
       const failed = report.results.length === 0 || report.results.some((r) => !r.ok)
@@ -259,7 +263,7 @@ const testCommand = Command.make(
         process.stdout.write("", () => process.exit(failed ? 1 : 0))
       })
     })
-).pipe(Command.withDescription("run an app's decider specs (*.spec.ts) and replay its transcripts/*.http; TAP output"))
+).pipe(Command.withDescription("typecheck an app and its specs, then run its decider specs (*.spec.ts) and replay its transcripts/*.http; TAP output"))
 
 const wo = Command.make("wo").pipe(
   Command.withDescription("writeonce: declare your domain once; serve REST and MCP from an event-sourced store"),

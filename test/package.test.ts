@@ -70,7 +70,11 @@ describe("the packed package", () => {
     fs.mkdirSync(project)
     must(await npm(["init", "-y"], project), "npm init -y")
     must(
-      await npm(["install", "--prefer-offline", "--no-audit", "--no-fund", tarball, `effect@${pkg.dependencies.effect}`], project),
+      // typescript and @types/node as the scaffold's devDependencies bring them: `wo test` typechecks with them.
+      await npm([
+        "install", "--prefer-offline", "--no-audit", "--no-fund", tarball, `effect@${pkg.dependencies.effect}`,
+        `typescript@${pkg.devDependencies.typescript}`, `@types/node@${pkg.devDependencies["@types/node"]}`
+      ], project),
       "npm install of the tarball"
     )
   }, 180_000)
@@ -105,6 +109,8 @@ describe("the packed package", () => {
     const manifest = JSON.parse(fs.readFileSync(path.join(project, "shop/package.json"), "utf8"))
     expect(manifest.type).toBe("module")
     expect(Object.keys(manifest.dependencies).sort()).toEqual(["effect", "writeonce"])
+    expect(manifest.devDependencies).toEqual({ "@types/node": pkg.devDependencies["@types/node"], typescript: pkg.devDependencies.typescript })
+    expect(manifest.scripts.typecheck).toBe("tsc --noEmit")
     // Installed from a tarball, the new app depends on that same tarball, so `npm install` works before a release.
     expect(manifest.dependencies.writeonce).toBe(`file:../../${path.basename(tarball)}`)
 
@@ -159,6 +165,22 @@ describe("the packed package", () => {
     expect(pass.stdout).toMatch(/^# fail 0$/m)
     expect(fs.readFileSync(junit, "utf8")).toMatch(/<testsuites [^>]*failures="0"/)
 
+    expect(pass.stdout).toMatch(/^ok 1 - typecheck$/m)
+
+    // A spec that does not compile fails the run before anything runs, with file:line:col; --no-typecheck skips.
+    const specFile = path.join(project, "shop/specs/tasks.spec.ts")
+    const spec = fs.readFileSync(specFile, "utf8")
+    fs.writeFileSync(specFile, `${spec}\nexport const oops: number = "x"\n`)
+    const typeError = await wo(["test", "shop"])
+    expect(typeError.code).toBe(1)
+    expect(typeError.stdout).toMatch(/^not ok 1 - typecheck$/m)
+    expect(typeError.stdout).toMatch(/specs\/tasks\.spec\.ts:\d+:14 - error TS2322: Type 'string' is not assignable to type 'number'\./)
+    expect(typeError.stdout).not.toMatch(/^ok \d+ - specs/m)
+    const skipped = await wo(["test", "shop", "--no-typecheck"])
+    expect(skipped.code, skipped.stdout).toBe(0)
+    expect(skipped.stdout).not.toMatch(/typecheck/)
+    fs.writeFileSync(specFile, spec)
+
     const transcript = path.join(project, "shop/transcripts/tasks.http")
     fs.writeFileSync(transcript, fs.readFileSync(transcript, "utf8").replace(`"done": true`, `"done": false`))
     const fail = await wo(["test", "shop", "--junit", junit])
@@ -185,7 +207,9 @@ spec("a note is created", () =>
 `)
     const ran = await wo(["test", "notes"])
     expect(ran.code, `${ran.stdout}\n${ran.stderr}`).toBe(0)
-    expect(ran.stdout).toMatch(/^ok 1 - notes\.spec\.ts > a note is created$/m)
+    // Typechecked first (no tsconfig.json there: strict defaults that accept an app.ts in a CommonJS project).
+    expect(ran.stdout).toMatch(/^ok 1 - typecheck$/m)
+    expect(ran.stdout).toMatch(/^ok 2 - notes\.spec\.ts > a note is created$/m)
   })
 
   it("embeds the runtime as a Layer from plain Node, no loader", async () => {

@@ -26,14 +26,21 @@ export const reject = (message: string): Rejection => ({ _tag: "Rejection", mess
 export const isRejection = (u: unknown): u is Rejection =>
   typeof u === "object" && u !== null && (u as { _tag?: unknown })._tag === "Rejection"
 
+/** The fields' values as a method sees them: decoded (a `Schema.Date` is a `Date`, a brand is branded). */
+export type FieldValues<F extends Schema.Struct.Fields> = Schema.Struct.Type<F>
+
+/** What a method returns to change its row: some of the fields, decoded. An unknown field is a compile error. */
+export type Change<F extends Schema.Struct.Fields> = Partial<FieldValues<F>>
+
 /** A method: a params schema and a pure function from the current row and params to the change. */
 export interface MethodSpec<F extends Schema.Struct.Fields, P extends Schema.Struct.Fields> {
   readonly params: P
   readonly description?: string
-  readonly apply: (
-    row: Row<Schema.Struct.Type<F>>,
-    params: Schema.Struct.Type<P>
-  ) => Partial<Schema.Struct.Type<F>> | Rejection
+  /**
+   * The decision. `row` is what the writer passes: the stored fields decoded through the type's schema (so a
+   * `Schema.Date` field is a `Date`), with the row's id and version; `params` are decoded through `params`.
+   */
+  readonly apply: (row: Row<FieldValues<F>>, params: Schema.Struct.Type<P>) => Change<F> | Rejection
 }
 
 export interface EntitySpec<F extends Schema.Struct.Fields, M extends Record<string, Schema.Struct.Fields>> {
@@ -70,6 +77,15 @@ export interface EntityDef {
   readonly migrations?: Migrations
 }
 
+/**
+ * An entity type as `entity` returns it: the erased form the runtime reads, which also keeps the declared
+ * fields and methods in its type, so that `defineApp` and the decider specs can check names and values.
+ */
+export interface Entity<F extends Schema.Struct.Fields, M extends Record<string, Schema.Struct.Fields>> extends EntityDef {
+  readonly fields: F
+  readonly methods: { readonly [K in keyof M]: MethodSpec<F, M[K]> }
+}
+
 export interface AppDef {
   readonly name: string
   readonly description?: string
@@ -83,21 +99,42 @@ export interface AppDef {
   readonly views?: Readonly<Record<string, ViewDef>>
 }
 
-/** Declare one entity type. The generics exist only so that `apply` is typed from `fields` and `params`. */
-export const entity = <F extends Schema.Struct.Fields, M extends Record<string, Schema.Struct.Fields> = {}>(
-  spec: EntitySpec<F, M>
-): EntityDef => ({
+/**
+ * What `fields` becomes when TypeScript could not infer it, instead of an index signature of `any` that would
+ * switch type checking off in every method. It happens with a dual Effect function called data-first inline,
+ * such as `done: Schema.optionalWith(Schema.Boolean, { default: () => false })`: TypeScript defers such calls
+ * while it types the methods, so it fixes the fields before it has seen them. The pipeable form,
+ * `Schema.Boolean.pipe(Schema.optionalWith({ default: () => false }))`, or fields declared in a const before
+ * `entity(...)`, are inferred. The long property name is the message the compiler shows.
+ */
+export type FieldsNotInferred = {
+  readonly "writeonce: fields not inferred; write Schema.X.pipe(Schema.optionalWith({...})), or declare the fields in a const": typeof Schema.Never
+}
+
+/**
+ * Declare one entity type. `apply` is typed from `fields` and `params`, and the result keeps both in its type.
+ * (`NoInfer` on the result: the erased type `defineApp` expects must not stand in for fields TypeScript could
+ * not infer; `FieldsNotInferred` does, loudly.)
+ */
+export const entity = <
+  F extends Schema.Struct.Fields = FieldsNotInferred,
+  M extends Record<string, Schema.Struct.Fields> = {}
+>(spec: EntitySpec<F, M>): Entity<NoInfer<F>, NoInfer<M>> => ({
   description: spec.description,
   fields: spec.fields,
-  methods: (spec.methods ?? {}) as EntityDef["methods"],
+  methods: (spec.methods ?? {}) as Entity<F, M>["methods"],
   rest: spec.rest,
   mcp: spec.mcp,
   version: spec.version,
   migrations: spec.migrations
 })
 
-/** Declare an app. Validation happens when the runtime loads it (see `compileApp`). */
-export const defineApp = (app: AppDef): AppDef => app
+/**
+ * Declare an app. The result keeps the app's type (entity names, fields, methods and their params), so that
+ * the decider specs check names and values; it is still an `AppDef`. Validation happens when the runtime loads
+ * it (see `compileApp`).
+ */
+export const defineApp = <const A extends AppDef>(app: A): A => app
 
 /** What a view's `evolve` folds: one committed event, with its row just before and just after it. */
 export interface ViewChange {

@@ -63,7 +63,13 @@ export const scaffoldApp = (target: string) =>
         })
       }
     }
-    const input: TemplateInput = { name: appName(dir), writeonce: writeonceDependency(dir), effect: pkg.dependencies.effect }
+    const input: TemplateInput = {
+      name: appName(dir),
+      writeonce: writeonceDependency(dir),
+      effect: pkg.dependencies.effect,
+      typescript: pkg.devDependencies.typescript,
+      typesNode: pkg.devDependencies["@types/node"]
+    }
     const files: ReadonlyArray<readonly [string, string]> = [
       ["package.json", packageJson(input)],
       ["app.ts", appTs(input)],

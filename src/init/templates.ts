@@ -9,11 +9,14 @@ export interface TemplateInput {
   /** package.json dependency specs. */
   readonly writeonce: string
   readonly effect: string
+  /** devDependency specs: `wo test` typechecks with the app's own TypeScript. */
+  readonly typescript: string
+  readonly typesNode: string
 }
 
 const json = (value: unknown) => `${JSON.stringify(value, null, 2)}\n`
 
-export const packageJson = ({ name, writeonce, effect }: TemplateInput) =>
+export const packageJson = ({ name, writeonce, effect, typescript, typesNode }: TemplateInput) =>
   json({
     name,
     version: "0.1.0",
@@ -22,9 +25,11 @@ export const packageJson = ({ name, writeonce, effect }: TemplateInput) =>
     scripts: {
       start: "wo run .",
       test: "wo test .",
+      typecheck: "tsc --noEmit",
       record: "wo run . --record transcripts/recorded.http"
     },
-    dependencies: { effect, writeonce }
+    dependencies: { effect, writeonce },
+    devDependencies: { "@types/node": typesNode, typescript }
   })
 
 export const appTs = ({ name }: TemplateInput) => `/** The ${name} app: a to-do list. \`npx wo run .\` serves it; \`npx wo test .\` tests it. */
@@ -39,7 +44,9 @@ export default defineApp({
       description: "Something to do.",
       fields: {
         title: Schema.String.pipe(Schema.minLength(1)),
-        done: Schema.optionalWith(Schema.Boolean, { default: () => false })
+        // The pipeable form: TypeScript infers it while it types the methods below (the data-first
+        // \`Schema.optionalWith(Schema.Boolean, {...})\` inline is refused at compile time: it would not be).
+        done: Schema.Boolean.pipe(Schema.optionalWith({ default: () => false }))
       },
       methods: {
         // A method is a pure decide: from the current row and its params to the change, or a refusal.
@@ -189,7 +196,9 @@ curl -s localhost:8080/api/tasks
 - \`transcripts/*.http\`: recorded HTTP sessions, replayed against a fresh server by \`wo test\`. Record a new one with
   \`npx wo run . --record transcripts/new.http\`, use the app, stop the server, then trim the file.
 
-\`wo test\` prints TAP and exits non-zero on any failure; \`--junit report.xml\` also writes JUnit XML for CI.
+\`wo test\` first typechecks \`app.ts\` and the specs with this app's TypeScript (\`--no-typecheck\` skips it; \`npm run
+typecheck\` runs \`tsc\` alone), then prints TAP and exits non-zero on any failure; \`--junit report.xml\` also writes
+JUnit XML for CI.
 `
 
 export const gitignore = () => `node_modules/
@@ -205,6 +214,7 @@ export const tsconfig = () =>
       strict: true,
       noEmit: true,
       allowImportingTsExtensions: true,
-      skipLibCheck: true
+      skipLibCheck: true,
+      types: ["node"]
     }
   })

@@ -1,5 +1,6 @@
 /**
- * `wo test <app-dir>`: an app's own tests. First its decider specs (`*.spec.ts` anywhere in the folder but
+ * `wo test <app-dir>`: an app's own tests. First a typecheck of the app and its specs (src/testing/typecheck.ts),
+ * then its decider specs (`*.spec.ts` anywhere in the folder but
  * node_modules and dot folders: pure, fast), then its transcripts (`transcripts/*.http`), each replayed once per
  * `# env:` run against a fresh server of the app. Every result goes to `onResult` as it completes.
  */
@@ -10,6 +11,7 @@ import { pathToFileURL } from "node:url"
 import { compileApp } from "../domain/compile.ts"
 import { loadApp } from "../load-app.ts"
 import { takeSpecs } from "./spec.ts"
+import { typecheckApp } from "./typecheck.ts"
 import { parseTranscript } from "./transcript.ts"
 import { runTranscript } from "./transcript-run.ts"
 
@@ -70,13 +72,36 @@ const timed = async (run: () => Promise<string | undefined>): Promise<{ failure:
 const envLabel = (env: Readonly<Record<string, string>>) =>
   Object.keys(env).length === 0 ? "" : ` [${Object.entries(env).map(([k, v]) => `${k}=${v}`).join(" ")}]`
 
-/** Runs every spec and transcript of the app in `appDir`. Fails only when the app itself cannot be loaded. */
-export const testApp = (appDir: string, onResult: (result: TestResult) => Effect.Effect<void>) =>
+export interface TestOptions {
+  /** Typecheck the app and its specs first (default true); a type error fails the run before anything runs. */
+  readonly typecheck?: boolean
+}
+
+const TYPED = /\.(ts|mts|cts)$/
+
+/**
+ * Runs every spec and transcript of the app in `appDir`, after typechecking the app and its specs (unless
+ * `typecheck: false`). Fails only when the app itself cannot be loaded.
+ */
+export const testApp = (appDir: string, onResult: (result: TestResult) => Effect.Effect<void>, options: TestOptions = {}) =>
   Effect.gen(function* () {
-    const { app, dir } = yield* loadApp(appDir)
-    const catalog = yield* compileApp(app)
     const results: Array<TestResult> = []
     const report = (result: TestResult) => Effect.zipRight(Effect.sync(() => results.push(result)), onResult(result))
+    const root = path.resolve(appDir)
+    const appFile = ["app.ts", "app.mts"].map((f) => path.join(root, f)).find((f) => fs.existsSync(f))
+    const typed = [...(appFile === undefined ? [] : [appFile]), ...findSpecFiles(root).filter((f) => TYPED.test(f))]
+    if (options.typecheck !== false && typed.length > 0) {
+      const start = performance.now()
+      const checked = yield* Effect.sync(() => typecheckApp(root, typed))
+      const failure = checked._tag === "NoCompiler"
+        ? checked.message
+        : checked.errors.length === 0 ? undefined : `${checked.errors.length} type error(s):\n${checked.errors.join("\n")}`
+      yield* report({ suite: "typecheck", file: ".", name: "typecheck", ok: failure === undefined, failure, millis: Math.round(performance.now() - start) })
+      // Nothing runs on code that does not compile.
+      if (failure !== undefined) return { app: path.basename(root), dir: root, results } satisfies AppTestReport
+    }
+    const { app, dir } = yield* loadApp(appDir)
+    const catalog = yield* compileApp(app)
     const relative = (file: string) => path.relative(dir, file).split(path.sep).join("/")
 
     for (const file of findSpecFiles(dir)) {

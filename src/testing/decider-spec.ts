@@ -15,7 +15,8 @@
  */
 import { Data, Either } from "effect"
 import { toIntent } from "../commands/commands.ts"
-import type { AppDef, Row } from "../domain/catalog.ts"
+import type { Schema } from "effect"
+import type { AppDef, EntityDef, MethodSpec, Row } from "../domain/catalog.ts"
 import { compileApp, type CompiledApp, type CompiledType } from "../domain/compile.ts"
 import { decide, evolve, type EventDraft } from "../domain/decider.ts"
 import { MethodFailed, type CommandError, type FieldIssue } from "../domain/errors.ts"
@@ -28,28 +29,23 @@ export class SpecFailed extends Data.TaggedError("SpecFailed")<{ readonly messag
 
 type Fields = Readonly<Record<string, unknown>>
 
-/** An event as a spec writes it: fields in their JSON (encoded) form, as the log stores them. */
+/**
+ * An event as a spec writes it: fields in their JSON (encoded) form, as the log stores them. `schema` is the
+ * schema version it was written with (absent: the type's current version); a given event written at an older
+ * version goes through the type's migrations first, as every read of the log does.
+ */
 export type SpecEvent =
-  | { readonly kind: "created"; readonly data: Fields }
-  | { readonly kind: "updated"; readonly data: Fields }
-  | { readonly kind: "deleted"; readonly data?: Fields }
+  | { readonly kind: "created"; readonly data: Fields; readonly schema?: number }
+  | { readonly kind: "updated"; readonly data: Fields; readonly schema?: number }
+  | { readonly kind: "deleted"; readonly data?: Fields; readonly schema?: number }
   | {
     readonly kind: "invoked"
     readonly method: string
     readonly data: Fields
     /** Compared only when given. */
     readonly params?: Fields
+    readonly schema?: number
   }
-
-/** The row was created with these fields. */
-export const created = (data: Fields): SpecEvent => ({ kind: "created", data })
-/** These fields were updated. */
-export const updated = (data: Fields): SpecEvent => ({ kind: "updated", data })
-/** The row was deleted. */
-export const deleted = (): SpecEvent => ({ kind: "deleted", data: {} })
-/** A method changed these fields (its params are compared only when given). */
-export const invoked = (method: string, data: Fields, params?: Fields): SpecEvent =>
-  params === undefined ? { kind: "invoked", method, data } : { kind: "invoked", method, data, params }
 
 /** A command as REST and MCP send it, for the row under test; `input` is what a client would send. */
 export type SpecCommand =
@@ -58,21 +54,117 @@ export type SpecCommand =
   | { readonly _tag: "Delete"; readonly expectedVersion?: number }
   | { readonly _tag: "Invoke"; readonly method: string; readonly input: unknown; readonly expectedVersion?: number }
 
+// --- Types from the declaration ----------------------------------------------------------------------------------
+// An entity declared with `entity(...)` inside `defineApp(...)` keeps its fields and methods in its type; these
+// turn them into the events and commands a spec may write. An erased `EntityDef` (an app typed as `AppDef`) gives
+// the erased forms above, so untyped apps keep working.
+
+type FieldsOf<E extends EntityDef> = E["fields"]
+type IsErased<E extends EntityDef> = string extends keyof FieldsOf<E> ? true : false
+/** The fields as a client sends them and the log stores them (encoded): a create's body. */
+type Encoded<E extends EntityDef> = IsErased<E> extends true ? Fields : Schema.Struct.Encoded<FieldsOf<E>>
+type MethodName<E extends EntityDef> = string extends keyof E["methods"] ? string : Extract<keyof E["methods"], string>
+/** A method's params as a client sends them; `{}` params take no keys at all. */
+type ParamsOf<E extends EntityDef, K extends string> = string extends keyof E["methods"] ? Fields
+  : E["methods"][K] extends MethodSpec<any, infer P> ? keyof P extends never ? { readonly [k: string]: never } : Schema.Struct.Encoded<P>
+  : never
+
+/** The events of entity type `E`, typed from its declaration. */
+export type SpecEventOf<E extends EntityDef> =
+  | { readonly kind: "created"; readonly data: Encoded<E> }
+  | { readonly kind: "updated"; readonly data: Partial<Encoded<E>> }
+  | { readonly kind: "deleted"; readonly data?: Fields }
+  | {
+    readonly [K in MethodName<E>]: {
+      readonly kind: "invoked"
+      readonly method: K
+      readonly data: Partial<Encoded<E>>
+      readonly params?: ParamsOf<E, K>
+    }
+  }[MethodName<E>]
+
+/** A given event written at an older schema version: its fields are that version's, so they are not typed. */
+export type OlderEvent = SpecEvent & { readonly schema: number }
+
+/** The commands for entity type `E`, typed from its declaration. */
+export type SpecCommandOf<E extends EntityDef> =
+  | { readonly _tag: "Create"; readonly input: Encoded<E> }
+  | { readonly _tag: "Update"; readonly input: Partial<Encoded<E>>; readonly expectedVersion?: number }
+  | { readonly _tag: "Delete"; readonly expectedVersion?: number }
+  | {
+    readonly [K in MethodName<E>]: {
+      readonly _tag: "Invoke"
+      readonly method: K
+      readonly input: ParamsOf<E, K>
+      readonly expectedVersion?: number
+    }
+  }[MethodName<E>]
+
+/** The events of type `T` of app `A`: `const pen: EventOf<typeof app, "products"> = created({ ... })`. */
+export type EventOf<A extends AppDef, T extends keyof A["entities"]> = SpecEventOf<A["entities"][T]>
+/** The commands of type `T` of app `A`. */
+export type CommandOf<A extends AppDef, T extends keyof A["entities"]> = SpecCommandOf<A["entities"][T]>
+
+// The builders below are typed by where they are used: inside `given([...])`, `.when(...)` and `.then([...])`
+// (or a variable typed `EventOf<...>`), TypeScript infers `E` (or `C`) from the expected type, so an unknown
+// method, an unknown field or a wrong value is a compile error at the spot. With no expected type they give the
+// erased forms, which a typed spec does not accept.
+// (Each picks in one `Extract`, on the kind and the absence of `schema`, which leaves `OlderEvent` out.)
+type EventData<E, K extends string> = Extract<E, { readonly kind: K; readonly schema?: undefined }> extends { readonly data?: infer D } ? D : never
+type InvokedMethod<E> = Extract<E, { readonly kind: "invoked"; readonly schema?: undefined }> extends { readonly method: infer M } ? M : never
+type Invoked<E, M> = Extract<E, { readonly kind: "invoked"; readonly method: M; readonly schema?: undefined }>
+type CommandInput<C, T extends string> = Extract<C, { readonly _tag: T }> extends { readonly input: infer I } ? I : never
+type InvokeMethod<C> = Extract<C, { readonly _tag: "Invoke" }> extends { readonly method: infer M } ? M : never
+
+/** Where a given event was written: `{ schema: 1 }` for an event of schema version 1 (see `SpecEvent`). */
+export interface Written {
+  readonly schema: number
+}
+
+const written = (options: Written | undefined) => (options === undefined ? {} : { schema: options.schema })
+
+/** The row was created with these fields (with `{ schema: n }`: as written at schema version n, untyped). */
+export function created<E = SpecEvent>(data: EventData<E, "created">): E
+export function created<E = SpecEvent>(data: Fields, options: Written): E
+export function created(data: unknown, options?: Written): never {
+  return { kind: "created", data, ...written(options) } as never
+}
+/** These fields were updated (with `{ schema: n }`: as written at schema version n, untyped). */
+export function updated<E = SpecEvent>(data: EventData<E, "updated">): E
+export function updated<E = SpecEvent>(data: Fields, options: Written): E
+export function updated(data: unknown, options?: Written): never {
+  return { kind: "updated", data, ...written(options) } as never
+}
+/** The row was deleted. */
+export const deleted = <E = SpecEvent>(): E => ({ kind: "deleted", data: {} }) as never
+/** A method changed these fields (its params are compared only when given). */
+export const invoked = <E = SpecEvent, const M extends InvokedMethod<E> = InvokedMethod<E>>(
+  method: M,
+  data: EventData<Invoked<E, M>, "invoked">,
+  params?: Invoked<E, M> extends { readonly params?: infer P } ? P : never
+): E => (params === undefined ? { kind: "invoked", method, data } : { kind: "invoked", method, data, params }) as never
+
 const withVersion = (expectedVersion: number | undefined) => (expectedVersion === undefined ? {} : { expectedVersion })
 
 /** Create a row from these fields. */
-export const create = (input: unknown): SpecCommand => ({ _tag: "Create", input })
+export const create = <C = SpecCommand>(input: CommandInput<C, "Create">): C =>
+  ({ _tag: "Create", input }) as never
 /** Update these fields; with `expectedVersion`, refuse if the row is at another version. */
-export const update = (input: unknown, expectedVersion?: number): SpecCommand => ({ _tag: "Update", input, ...withVersion(expectedVersion) })
+export const update = <C = SpecCommand>(input: CommandInput<C, "Update">, expectedVersion?: number): C =>
+  ({ _tag: "Update", input, ...withVersion(expectedVersion) }) as never
 /** Delete the row. */
-export const remove = (expectedVersion?: number): SpecCommand => ({ _tag: "Delete", ...withVersion(expectedVersion) })
+export const remove = <C = SpecCommand>(expectedVersion?: number): C =>
+  ({ _tag: "Delete", ...withVersion(expectedVersion) }) as never
 /** Call a method with these params. */
-export const invoke = (method: string, params: unknown = {}, expectedVersion?: number): SpecCommand =>
-  ({ _tag: "Invoke", method, input: params, ...withVersion(expectedVersion) })
+export const invoke = <C = SpecCommand, const M extends InvokeMethod<C> = InvokeMethod<C>>(
+  method: M,
+  params: CommandInput<Extract<C, { readonly method: M }>, "Invoke"> = {} as never,
+  expectedVersion?: number
+): C => ({ _tag: "Invoke", method, input: params, ...withVersion(expectedVersion) }) as never
 
-export interface WhenResult {
+export interface WhenResult<E extends EntityDef = EntityDef> {
   /** Asserts the command decided exactly these events. */
-  readonly then: (expected: SpecEvent | ReadonlyArray<SpecEvent>) => void
+  readonly then: (expected: SpecEventOf<E> | ReadonlyArray<SpecEventOf<E>>) => void
   /**
    * Asserts the command was refused: with this error tag (`ValidationFailed`, `NotFound`, `VersionConflict`,
    * `MethodFailed`) when given, and a message containing `message` (or matching it) when given.
@@ -80,9 +172,14 @@ export interface WhenResult {
   readonly thenFails: (tag?: CommandError["_tag"], message?: string | RegExp) => void
 }
 
-export interface Given {
-  readonly when: (command: SpecCommand) => WhenResult
+export interface Given<E extends EntityDef = EntityDef> {
+  readonly when: (command: SpecCommandOf<E>) => WhenResult<E>
 }
+
+/** The specs of one entity type: `given(events)`, then `.when(command)`. */
+export type GivenEvents<E extends EntityDef = EntityDef> = (
+  events?: SpecEventOf<E> | OlderEvent | ReadonlyArray<SpecEventOf<E> | OlderEvent>
+) => Given<E>
 
 /** The id of the row under test. */
 const ID = "1"
@@ -112,15 +209,34 @@ const shape = (e: SpecEvent | EventDraft, withParams: boolean) => {
   }
 }
 
+/**
+ * A given event's fields in the type's current schema version: one written at an older version (`schema: n`)
+ * goes through the type's migrations, as every read of the log does (src/projections/upcasting-log.ts).
+ */
+const upcastGiven = (type: CompiledType, event: SpecEvent, k: number): Fields => {
+  const from = event.schema ?? type.version
+  const where = `given event ${k + 1} (${event.kind})`
+  if (!Number.isSafeInteger(from) || from < 1 || from > type.version) {
+    throw new SpecFailed({ message: `${where}: schema ${String(from)} is not a version of ${type.name} (1 to ${type.version})` })
+  }
+  if (event.kind === "deleted" || from === type.version) return event.data ?? {}
+  try {
+    return type.upcast({ ...event.data }, from)
+  } catch (e) {
+    throw new SpecFailed({ message: `${where}: the migration from schema ${from} failed: ${e instanceof Error ? e.message : String(e)}` })
+  }
+}
+
 /** Folds the given events into the row, checking each against the type's schema as the store would. */
 const stateOf = (type: CompiledType, events: ReadonlyArray<SpecEvent>): Row | undefined => {
   let state: Row | undefined
   events.forEach((event, k) => {
+    const data = upcastGiven(type, event, k)
     const decoded = event.kind === "created"
-      ? type.decodeCreate(event.data)
+      ? type.decodeCreate(data)
       : event.kind === "deleted"
       ? Either.right({})
-      : type.decodePatch(event.data)
+      : type.decodePatch(data)
     if (Either.isLeft(decoded)) {
       throw new SpecFailed({ message: `given event ${k + 1} (${event.kind}) does not fit ${type.name}: ${issuesText(decoded.left)}` })
     }
@@ -174,16 +290,20 @@ export const DeciderSpecification = {
    * Specs for one entity type of `app`: `given(events).when(command).then(events)` or `.thenFails(tag, message)`.
    * Throws the app's CatalogError if the app is invalid, and SpecFailed if it has no such type.
    */
-  for: (app: AppDef, typeName: string) => {
+  for: <const A extends AppDef, const T extends Extract<keyof A["entities"], string>>(
+    app: A,
+    typeName: T
+  ): GivenEvents<A["entities"][T]> => {
     const catalog = compile(app)
     const type = catalog.types.get(typeName)
     if (type === undefined) {
       throw new SpecFailed({ message: `app "${catalog.name}" has no type "${typeName}" (it has: ${[...catalog.types.keys()].join(", ")})` })
     }
-    return (events: SpecEvent | ReadonlyArray<SpecEvent> = []): Given => ({
-      when: (command) => {
-        const given: ReadonlyArray<SpecEvent> = Array.isArray(events) ? events : [events as SpecEvent]
-        const decided = () => decideCommand(type, stateOf(type, given), command)
+    const given = (events: SpecEvent | ReadonlyArray<SpecEvent> = []): Given => ({
+      when: (typed) => {
+        const command = typed as SpecCommand
+        const history: ReadonlyArray<SpecEvent> = Array.isArray(events) ? events : [events as SpecEvent]
+        const decided = () => decideCommand(type, stateOf(type, history), command)
         return {
           then: (expected) => {
             const want: ReadonlyArray<SpecEvent> = Array.isArray(expected) ? expected : [expected as SpecEvent]
@@ -219,5 +339,7 @@ export const DeciderSpecification = {
         }
       }
     })
+    // The types come from the declaration; the runtime checks the same things again (for untyped callers).
+    return given as GivenEvents<any> as GivenEvents<A["entities"][T]>
   }
 }

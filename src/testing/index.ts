@@ -14,10 +14,17 @@ export {
   SpecFailed,
   update,
   updated,
+  type CommandOf,
+  type EventOf,
   type Given,
+  type GivenEvents,
+  type OlderEvent,
   type SpecCommand,
+  type SpecCommandOf,
   type SpecEvent,
-  type WhenResult
+  type SpecEventOf,
+  type WhenResult,
+  type Written
 } from "./decider-spec.ts"
 export { spec, type Spec } from "./spec.ts"
 export {
@@ -38,5 +45,6 @@ export {
   type Vars
 } from "./transcript.ts"
 export { runTranscript, settingsForRun, type TranscriptRunOptions } from "./transcript-run.ts"
-export { findSpecFiles, findTranscripts, testApp, type AppTestReport, type TestResult } from "./app-tests.ts"
+export { findSpecFiles, findTranscripts, testApp, type AppTestReport, type TestOptions, type TestResult } from "./app-tests.ts"
+export { typecheckApp, type TypecheckResult } from "./typecheck.ts"
 export { junitXml, tapHeader, tapResult, tapSummary } from "./reporters.ts"

@@ -1,10 +1,14 @@
 /** writeonce/testing's decider specs and `wo test`'s reporters, without I/O. */
+import { Schema } from "effect"
 import { describe, expect, it } from "vitest"
+import { defineApp, entity } from "../../src/domain/catalog.ts"
+import { renameField } from "../../src/domain/migrations.ts"
 import {
   create,
   created,
   DeciderSpecification,
   deleted,
+  type EventOf,
   invoke,
   invoked,
   remove,
@@ -17,7 +21,7 @@ import { spec, takeSpecs } from "../../src/testing/spec.ts"
 import { apps } from "../support/server.ts"
 
 const given = DeciderSpecification.for(apps.pricing, "products")
-const pen = created({ name: "Pen", price: 2, currency: "USD" })
+const pen: EventOf<typeof apps.pricing, "products"> = created({ name: "Pen", price: 2, currency: "USD" })
 
 const failure = (run: () => void): string => {
   try {
@@ -40,6 +44,7 @@ describe("DeciderSpecification", () => {
     given([]).when(create({ name: "Pen", price: -2, currency: "USD" })).thenFails("ValidationFailed", "price must be a positive number")
     given([pen]).when(update({ currency: "EUR" })).then([updated({ currency: "EUR" })])
     given([pen]).when(remove()).then([deleted()])
+    // @ts-expect-error: an unknown method is a compile error too; the runtime refuses it for untyped callers
     given([pen]).when(invoke("no_such_method")).thenFails("ValidationFailed", /no method/)
   })
 
@@ -65,11 +70,13 @@ describe("DeciderSpecification", () => {
   })
 
   it("checks the given events against the schema", () => {
+    // @ts-expect-error: missing fields are a compile error too; the runtime checks for untyped callers
     expect(failure(() => given([created({ name: "Pen" })]).when(remove()).then([deleted()])))
       .toMatch(/^given event 1 \(created\) does not fit products: /)
   })
 
   it("names the types an app has when asked for another", () => {
+    // @ts-expect-error: an unknown type is a compile error too; the runtime refuses it for untyped callers
     expect(() => DeciderSpecification.for(apps.pricing, "orders")).toThrow(`app "pricing" has no type "orders" (it has: products)`)
   })
 
@@ -83,7 +90,8 @@ describe("DeciderSpecification", () => {
         }
       }
     }
-    DeciderSpecification.for(app, "things")([pen]).when(invoke("boom")).thenFails("MethodFailed", "boom failed: kaput")
+    DeciderSpecification.for(app, "things")([created({ name: "Pen", price: 2, currency: "USD" })])
+      .when(invoke("boom")).thenFails("MethodFailed", "boom failed: kaput")
   })
 })
 
@@ -121,5 +129,37 @@ describe("reporters", () => {
     expect(xml).toContain(`<testcase classname="a.spec.ts" name="a.spec.ts &gt; works" time="0.001"/>`)
     expect(xml).toContain(`<failure message="status: expected 200, got 404">status: expected 200, got 404\n  more</failure>`)
     expect(xml).toContain(`name="t.http #1 &lt;x&gt;"`)
+  })
+})
+
+describe("given events written at an older schema version", () => {
+  // Version 1 stored `name`; version 2 calls it `title`.
+  const shelf = defineApp({
+    name: "shelf",
+    entities: {
+      books: entity({
+        fields: { title: Schema.String, copies: Schema.Int },
+        methods: { add_copy: { params: {}, apply: (book) => ({ copies: book.copies + 1 }) } },
+        version: 2,
+        migrations: { 2: renameField("name", "title") }
+      })
+    }
+  })
+  const books = DeciderSpecification.for(shelf, "books")
+
+  it("go through the type's migrations, so a migration is testable with a spec", () => {
+    books([created({ name: "Dune", copies: 1 }, { schema: 1 }), updated({ name: "Dune Messiah" }, { schema: 1 })])
+      .when(update({ copies: 3 }))
+      .then(updated({ copies: 3 }))
+    // The upcast row is what the method sees: a title, no name.
+    books([created({ name: "Dune", copies: 1 }, { schema: 1 })]).when(invoke("add_copy")).then(invoked("add_copy", { copies: 2 }))
+    // Without `schema`, an event is in the current version: the old field does not fit.
+    expect(failure(() => books([created({ name: "Dune", copies: 1 } as never)]).when(remove()).then(deleted())))
+      .toMatch(/^given event 1 \(created\) does not fit books: /)
+  })
+
+  it("name a schema version the type does not have", () => {
+    expect(failure(() => books([created({ title: "Dune", copies: 1 }, { schema: 3 })]).when(remove()).then(deleted())))
+      .toBe("given event 1 (created): schema 3 is not a version of books (1 to 2)")
   })
 })

@@ -20,11 +20,11 @@ const evolving = defineApp({
       fields: {
         name: Schema.String.pipe(Schema.minLength(1)),
         price: Schema.Number,
-        sku: Schema.optionalWith(Schema.String, { default: () => "none" }),
+        sku: Schema.String.pipe(Schema.optionalWith({ default: () => "none" })),
         note: Schema.optional(Schema.String),
         discontinued: Schema.NullOr(Schema.Boolean),
-        warehouse: Schema.optionalWith(Schema.String, { nullable: true }),
-        supplier: Schema.optionalWith(Schema.String, { as: "Option", nullable: true })
+        warehouse: Schema.String.pipe(Schema.optionalWith({ nullable: true })),
+        supplier: Schema.String.pipe(Schema.optionalWith({ as: "Option", nullable: true }))
       },
       methods: {
         rename: { params: { name: Schema.String }, apply: (_row, { name }) => ({ name }) },
