@@ -190,7 +190,7 @@ const products = (version: 1 | 2) => defineApp({
   name: "pricing",
   entities: {
     products: entity({
-      fields: { name: Schema.String, price: Schema.Number, stock: Schema.optionalWith(Schema.Number, { default: () => 0 }) },
+      fields: { name: Schema.String, price: Schema.Number, stock: Schema.Number.pipe(Schema.optionalWith({ default: () => 0 })) },
       ...(version === 2 ? { version: 2, migrations: { 2: mapField("price", () => Number.NaN) } } : {})
     })
   }
