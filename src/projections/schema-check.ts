@@ -31,7 +31,7 @@ export const newerSchemaProblem = (type: string, written: number, declared: numb
 const wayOut = (field: string | undefined, message: string) => {
   const migration = `entity({ ..., version: <n>, migrations: { <n>: (fields) => ... } }) (see "Changing your schema" in the README)`
   if (field !== undefined && message === "is missing") {
-    return `Give the field a default, ${field}: Schema.optionalWith(<its schema>, { default: () => ... }), or declare a migration that fills it in: ${migration}`
+    return `Give the field a default, ${field}: <its schema>.pipe(Schema.optionalWith({ default: () => ... })), or declare a migration that fills it in: ${migration}`
   }
   return `Accept the old values in the schema, or declare a migration that converts them: ${migration}`
 }

@@ -187,7 +187,7 @@ describe("schema evolution over one data dir", () => {
     expect(run.code).toBe(1)
     expect(run.stderr).toMatch(/^wo: the stored data does not fit the app's schema \(nothing in the data dir was changed\)/m)
     expect(run.stderr).toContain('type "products", field "warehouse": 4 stored rows do not fit the schema (is missing); ids 1, 2, 3, 4.')
-    expect(run.stderr).toContain("warehouse: Schema.optionalWith(<its schema>, { default: () => ... })")
+    expect(run.stderr).toContain("warehouse: <its schema>.pipe(Schema.optionalWith({ default: () => ... }))")
     expect(run.stderr).toContain("migrations")
     expect(run.stdout).not.toMatch(/serving app/)
     expect(await contents(dataDir)).toEqual(before)
