@@ -10,26 +10,21 @@
 import { ClassicLevel } from "classic-level"
 import { Effect } from "effect"
 import * as fs from "node:fs"
-import * as path from "node:path"
 import { afterAll, describe, expect, it } from "vitest"
 import type { AppDef } from "../../src/domain/catalog.ts"
 import { loadApp } from "../../src/load-app.ts"
 import { callTool, rpc } from "../support/mcp.ts"
 import { runWo } from "../../testkit/spawn.ts"
-import { apps, http, ROOT, spawnServer, startServer, tempDir } from "../support/server.ts"
+import { apps, http, spawnServer, startServer, tempDir } from "../support/server.ts"
 import { openSse } from "../../testkit/sse.ts"
+import { writeAppDir as writeSharedAppDir } from "../support/app-dir.ts"
 
 const appDirs: Array<string> = []
 
-/** An app folder in a temp dir whose app.ts resolves "writeonce" and "effect" to this checkout. */
+/** An app folder in a temp dir (test/support/app-dir.ts), removed after each test. */
 const writeAppDir = (source: string) => {
-  const dir = tempDir("wo-app-")
+  const dir = writeSharedAppDir(source)
   appDirs.push(dir)
-  fs.mkdirSync(path.join(dir, "node_modules"))
-  fs.symlinkSync(ROOT, path.join(dir, "node_modules", "writeonce"), "dir")
-  fs.symlinkSync(path.join(ROOT, "node_modules", "effect"), path.join(dir, "node_modules", "effect"), "dir")
-  fs.writeFileSync(path.join(dir, "package.json"), JSON.stringify({ type: "module" }))
-  fs.writeFileSync(path.join(dir, "app.ts"), source)
   return dir
 }
 
