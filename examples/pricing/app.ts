@@ -19,7 +19,7 @@ export default defineApp({
         set_price: {
           description: "Change the product's price.",
           params: { price: Schema.Number },
-          apply: (_row, { price }) => (price > 0 ? { price } : reject("price must be a positive number"))
+          apply: (_row, { price }) => (price > 0 ? { price } : reject("not_positive", "price must be a positive number"))
         }
       },
       rest: ["list", "get", "create", "set_price"],

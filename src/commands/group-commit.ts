@@ -275,7 +275,7 @@ export const makeGroupCommit = Effect.gen(function* () {
         const decided = decideOne(p, id, current, lastSeq + 1, at)
         if (Either.isLeft(decided)) {
           const tag = decided.left._tag
-          if (shared && !p.recheck && (tag === "NotFound" || tag === "VersionConflict") && !overlay.has(key)) {
+          if (shared && !p.recheck && (tag === "NotFound" || tag === "VersionConflict" || tag === "Rejected") && !overlay.has(key)) {
             // This node's rows may not have another node's latest write yet: decide once more, caught up.
             p.recheck = true
             catchUp = true

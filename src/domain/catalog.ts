@@ -14,14 +14,31 @@ export type CrudOp = (typeof CRUD_OPS)[number]
 /** A row as it is served everywhere: the store's id and version, then the fields (encoded, JSON-shaped). */
 export type Row<A = Record<string, unknown>> = { readonly id: string; readonly version: number } & A
 
-/** Returned by a method's `apply` to refuse the command, with a message the caller sees. */
+/**
+ * Returned by a method's `apply` to refuse the command: the domain's own answer (REST 422 `Rejected`, MCP
+ * isError), with a code a client can branch on and a message it can show.
+ */
 export interface Rejection {
   readonly _tag: "Rejection"
+  readonly code: string
   readonly message: string
 }
 
-/** Refuse a method call: `apply: (row, p) => p.price > row.price * 10 ? reject("too steep") : { price: p.price }` */
-export const reject = (message: string): Rejection => ({ _tag: "Rejection", message })
+/** The code of a refusal made with `reject(message)` alone. */
+export const DEFAULT_REJECTION_CODE = "rejected"
+
+/**
+ * Refuse a method call with a code and a message:
+ * `apply: (book) => book.available === 0 ? reject("no_copies", "no copies available") : { available: book.available - 1 }`.
+ * `reject(message)` alone refuses with the code "rejected".
+ */
+export function reject(message: string): Rejection
+export function reject(code: string, message: string): Rejection
+export function reject(codeOrMessage: string, message?: string): Rejection {
+  return message === undefined
+    ? { _tag: "Rejection", code: DEFAULT_REJECTION_CODE, message: codeOrMessage }
+    : { _tag: "Rejection", code: codeOrMessage, message }
+}
 
 export const isRejection = (u: unknown): u is Rejection =>
   typeof u === "object" && u !== null && (u as { _tag?: unknown })._tag === "Rejection"

@@ -4,9 +4,9 @@
  * fiber calls `decide`, and every projection (live, recovery, `wo replay`) folds `evolve`.
  */
 import { Either } from "effect"
-import { isRejection, type Row } from "./catalog.ts"
+import { DEFAULT_REJECTION_CODE, isRejection, type Row } from "./catalog.ts"
 import type { CompiledMethod, CompiledType } from "./compile.ts"
-import { NotFound, ValidationFailed, VersionConflict, type CommandError, type FieldIssue } from "./errors.ts"
+import { NotFound, Rejected, ValidationFailed, VersionConflict, type CommandError, type FieldIssue } from "./errors.ts"
 import type { EventKind, StoredEvent } from "./events.ts"
 import { describeThrown, issuesText, notPlainObject, plainData, runUserCode, userCodeFailure, type UserCodeFailure } from "./user-code.ts"
 
@@ -33,17 +33,25 @@ const applyMethod = (
   method: CompiledMethod,
   row: Row,
   params: Record<string, unknown>
-): Either.Either<Record<string, unknown>, ValidationFailed | UserCodeFailure> => {
+): Either.Either<Record<string, unknown>, Rejected | UserCodeFailure> => {
   const applied = runUserCode(() => method.spec.apply(row as never, params))
   if (Either.isLeft(applied)) return Either.left(applied.left)
   const returned = (issues: ReadonlyArray<FieldIssue>) =>
     userCodeFailure(`it returned ${issuesText(issues)}`)
   // Reading the result is reading user data: a getter or a Proxy may throw here too.
-  const checked = runUserCode((): Either.Either<Record<string, unknown>, ValidationFailed | UserCodeFailure> => {
+  const checked = runUserCode((): Either.Either<Record<string, unknown>, Rejected | UserCodeFailure> => {
     const change = applied.right
     if (isRejection(change)) {
+      // The domain's own answer; what a hand-made Rejection holds is described, never trusted to be a string.
+      const code: unknown = change.code
       const message: unknown = change.message
-      return Either.left(new ValidationFailed({ type: type.name, issues: [{ path: [], message: typeof message === "string" ? message : describeThrown(message) }] }))
+      return Either.left(new Rejected({
+        type: type.name,
+        id: String(row.id),
+        operation: method.name,
+        code: typeof code === "string" && code.length > 0 ? code : DEFAULT_REJECTION_CODE,
+        reason: typeof message === "string" ? message : describeThrown(message)
+      }))
     }
     // A Map, a Date or a class instance would pass as an empty change.
     const shape = notPlainObject(change)

@@ -121,7 +121,25 @@ export class MethodFailed extends Data.TaggedError("MethodFailed")<{
   }
 }
 
-export type CommandError = ValidationFailed | NotFound | VersionConflict | MethodFailed | StoreUnavailable
+/**
+ * The domain refused the command: a method's `reject(code, message)`. Not malformed input (that is
+ * ValidationFailed) and not the author's bug (MethodFailed). REST 422 with the code; MCP isError with
+ * `structuredContent: {error, code, message}`.
+ */
+export class Rejected extends Data.TaggedError("Rejected")<{
+  readonly type: string
+  readonly id: string
+  /** The method's name. */
+  readonly operation: string
+  readonly code: string
+  readonly reason: string
+}> {
+  override get message() {
+    return this.reason
+  }
+}
+
+export type CommandError = ValidationFailed | NotFound | VersionConflict | Rejected | MethodFailed | StoreUnavailable
 
 /** The app definition is invalid; the message names the type and the field. */
 export class CatalogError extends Data.TaggedError("CatalogError")<{ readonly problems: ReadonlyArray<string> }> {

@@ -25,6 +25,8 @@ export const errorResponse = (error: CommandError | NotFound | ValidationFailed,
       return errorJson(404, error._tag, error.message)
     case "VersionConflict":
       return errorJson(ifMatch ? 412 : 409, error._tag, error.message, { expected: error.expected, actual: error.actual })
+    case "Rejected":
+      return errorJson(422, error._tag, error.message, { code: error.code })
     case "MethodFailed":
       return errorJson(500, error._tag, error.message)
     case "StoreUnavailable":

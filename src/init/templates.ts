@@ -53,7 +53,7 @@ export default defineApp({
         complete: {
           description: "Mark the task as done.",
           params: {},
-          apply: (task) => (task.done ? reject("the task is already done") : { done: true })
+          apply: (task) => (task.done ? reject("already_done", "the task is already done") : { done: true })
         }
       }
     })
@@ -83,7 +83,7 @@ spec("an open task can be completed", () =>
 spec("a done task cannot be completed again", () =>
   given([created({ title: "Write the README", done: false }), invoked("complete", { done: true })])
     .when(invoke("complete"))
-    .thenFails("ValidationFailed", "already done"))
+    .thenRejects("already_done", "already done"))
 
 spec("a task needs a title", () =>
   given([])
@@ -139,18 +139,13 @@ content-type: application/json
 
 {}
 
---> 400
+--> 422
 content-type: application/json
 
 {
-  "error": "ValidationFailed",
-  "message": "invalid tasks: the task is already done",
-  "issues": [
-    {
-      "path": [],
-      "message": "the task is already done"
-    }
-  ]
+  "error": "Rejected",
+  "message": "the task is already done",
+  "code": "already_done"
 }
 
 ### the list shows it done

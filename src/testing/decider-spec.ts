@@ -170,6 +170,11 @@ export interface WhenResult<E extends EntityDef = EntityDef> {
    * `MethodFailed`) when given, and a message containing `message` (or matching it) when given.
    */
   readonly thenFails: (tag?: CommandError["_tag"], message?: string | RegExp) => void
+  /**
+   * Asserts the domain refused the command (a method's `reject(code, message)`): `Rejected` with this code, and a
+   * message containing `message` (or matching it) when given.
+   */
+  readonly thenRejects: (code: string, message?: string | RegExp) => void
 }
 
 export interface Given<E extends EntityDef = EntityDef> {
@@ -334,6 +339,19 @@ export const DeciderSpecification = {
             const messageOk = message === undefined || (typeof message === "string" ? error.message.includes(message) : message.test(error.message))
             if ((tag !== undefined && error._tag !== tag) || !messageOk) {
               throw new SpecFailed({ message: `expected ${wanted}, got ${error._tag}: ${error.message}` })
+            }
+          },
+          thenRejects: (code, message) => {
+            const result = decided()
+            const wanted = `Rejected with code ${JSON.stringify(code)}${message === undefined ? "" : ` and a message ${typeof message === "string" ? `containing ${JSON.stringify(message)}` : `matching ${message}`}`}`
+            if (Either.isRight(result)) {
+              throw new SpecFailed({ message: [`expected ${wanted}, but the command decided:`, ...pretty([shape(result.right, true)]).map((l) => `  ${l}`)].join("\n") })
+            }
+            const error = result.left
+            const messageOk = message === undefined || (typeof message === "string" ? error.message.includes(message) : message.test(error.message))
+            if (error._tag !== "Rejected" || error.code !== code || !messageOk) {
+              const got = error._tag === "Rejected" ? `Rejected with code ${JSON.stringify(error.code)}` : error._tag
+              throw new SpecFailed({ message: `expected ${wanted}, got ${got}: ${error.message}` })
             }
           }
         }

@@ -39,6 +39,7 @@ export type CallToolResult = {
   readonly content: ReadonlyArray<{ readonly type: "text"; readonly text: string }>
   readonly structuredContent?: unknown
   readonly isError?: boolean
+  readonly _meta?: Readonly<Record<string, unknown>>
 }
 
 /**
@@ -56,8 +57,16 @@ export interface Tool {
 }
 
 const success = (text: string, structuredContent: unknown): ToolResult => ({ result: { content: [{ type: "text", text }], structuredContent } })
+/** The `_meta` key of a tool result refused by the domain: `{error: "Rejected", code, message}`. */
+export const REFUSAL_META = "writeonce/refusal"
+
 const failure = (error: CommandError | NotFound | ValidationFailed): ToolResult => ({
-  result: { content: [{ type: "text", text: error.message }], isError: true }
+  result: error._tag === "Rejected"
+    // The domain's refusal carries its code, as REST's 422 body does, for an agent to branch on. In `_meta`, not
+    // `structuredContent`: SDK v1's client checks structuredContent against the tool's outputSchema (the row)
+    // even on an isError result, and would throw instead of returning the refusal.
+    ? { content: [{ type: "text", text: error.message }], isError: true, _meta: { [REFUSAL_META]: { error: error._tag, code: error.code, message: error.message } } }
+    : { content: [{ type: "text", text: error.message }], isError: true }
 })
 /** Hot path (bench: MCP get): the row is serialised once, or not at all when the store already did it. */
 const rowResult = (row: Row, rowJson: string = JSON.stringify(row)): ToolResult => ({
