@@ -79,8 +79,9 @@ describe("REST over a real server", () => {
     const set = await http(`${pricing.url}/api/products/${p.id}/set_price`, { method: "POST", body: { price: 4 } })
     expect(set.json).toMatchObject({ id: p.id, version: 2, price: 4 })
     const refused = await http(`${pricing.url}/api/products/${p.id}/set_price`, { method: "POST", body: { price: 0 } })
-    expect(refused.status).toBe(400)
-    expect(refused.json.message).toContain("price must be a positive number")
+    // The method's own refusal (the params schema takes any number): the domain's answer, with its code.
+    expect(refused.status).toBe(422)
+    expect(refused.json).toEqual({ error: "Rejected", message: "price must be a positive number", code: "not_positive" })
   })
 
   it("serialises 100 concurrent set_price calls on one product: distinct versions, final 101", async () => {

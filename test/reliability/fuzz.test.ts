@@ -32,7 +32,7 @@ const RANDOM_SEED = process.env.FUZZ_SEED !== undefined ? Number(process.env.FUZ
 const RUNS = { envelope: [3600, 1400], tools: [3200, 1200], raw: [600, 200] } as const
 const BODY_LIMIT = 16 * 1024
 const MAX_DEPTH = 16
-const ALLOWED = new Set([200, 202, 400, 401, 403, 404, 405, 406, 409, 412, 413, 415, 429, 503])
+const ALLOWED = new Set([200, 202, 400, 401, 403, 404, 405, 406, 409, 412, 413, 415, 422, 429, 503])
 
 type Server = Awaited<ReturnType<typeof startServer>>
 interface Target {
@@ -658,7 +658,7 @@ describe("fuzzing a live server (fast-check)", () => {
       if (moved !== (ok && mutating ? 1 : 0)) fail(`the log moved by ${moved}`, label, answer)
       toolStats[!ok ? "refused" : mutating ? "writes" : "reads"]++
       if (!ok) {
-        if (c.transport === "rest" && ![400, 404, 409, 412].includes(answer.status)) fail("a REST refusal must be 400, 404, 409 or 412", label, answer)
+        if (c.transport === "rest" && ![400, 404, 409, 412, 422].includes(answer.status)) fail("a REST refusal must be 400, 404, 409, 412 or 422", label, answer)
         return
       }
       if (op === "create") {

@@ -62,7 +62,7 @@ describe("DeciderSpecification", () => {
 
   it("says what happened instead of the expected events or error", () => {
     expect(failure(() => given([pen]).when(invoke("set_price", { price: -1 })).then([invoked("set_price", { price: -1 })])))
-      .toContain("but the command failed: ValidationFailed: invalid products: price must be a positive number")
+      .toContain("but the command failed: Rejected: price must be a positive number")
     expect(failure(() => given([pen]).when(invoke("set_price", { price: 3 })).thenFails("ValidationFailed")))
       .toMatch(/expected ValidationFailed, but the command decided:\n[\s\S]*"price": 3/)
     expect(failure(() => given([]).when(invoke("set_price", { price: 3 })).thenFails("ValidationFailed")))
