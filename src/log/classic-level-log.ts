@@ -15,7 +15,7 @@ import { ACCEPTED_LOSS_FILE, acceptedGap, appendAcceptedLoss, countSeqs, describ
 import { checkAckedHead } from "./acked-check.ts"
 import { ACKED_FILE, openAckedHead, readAckedRecord, type AckedHeadWriter } from "./acked-head.ts"
 import { EventLog, type AppendBatch, type LogHead, type StoredRow, type StoredView } from "./event-log.ts"
-import { DATA_LOSS_MARKER, LevelDb, type Db, type LevelDbShape } from "./level-db.ts"
+import { DATA_LOSS_MARKER, LevelDb, storeError, type Db, type LevelDbShape } from "./level-db.ts"
 import * as K from "./log-keys.ts"
 import { surveyLoss } from "./loss-survey.ts"
 import { RecordCorrupt, seal, unseal, unsealJson } from "./record.ts"
@@ -262,7 +262,7 @@ export const makeClassicLevelLog = (h: LevelDbShape, mode: LogMode = {}) =>
         const at: number = opened.full.lastSeq
         const writing: AckedHeadWriter = yield* Effect.try({
           try: () => openAckedHead(h.dir, at, counters, recreate),
-          catch: (e) => new StoreUnavailable({ reason: `cannot write the acknowledged-head record ${ACKED_FILE}: ${e instanceof Error ? e.message : String(e)}` })
+          catch: storeError(`cannot write the acknowledged-head record ${ACKED_FILE}`)
         })
         record = writing
         // Graceful shutdown: the last acknowledged seq is recorded before the store closes.
@@ -307,7 +307,7 @@ export const makeClassicLevelLog = (h: LevelDbShape, mode: LogMode = {}) =>
             // No ack unless the record is written too (the batch landed: the writer re-reads the head and applies it).
             yield* Effect.tryPromise({
               try: () => writing.acknowledged(end, batch.counters),
-              catch: (e) => new StoreUnavailable({ reason: `write failed: cannot write the acknowledged-head record: ${e instanceof Error ? e.message : String(e)}` })
+              catch: storeError("write failed: cannot write the acknowledged-head record")
             })
           }
           for (const [type, n] of counts) rowCounts.set(type, n)
