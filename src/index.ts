@@ -1,5 +1,5 @@
 /** The library entry point: the catalog API for app authors, and the runtime Layer for Effect programs. */
-export { CRUD_OPS, defineApp, entity, reject, view, type AppDef, type Change, type CrudOp, type Entity, type EntityDef, type FieldsNotInferred, type MethodSpec, type Migration, type Migrations, type Row, type ViewChange, type ViewDef, type ViewSpec } from "./domain/catalog.ts"
+export { CRUD_OPS, defineApp, entity, reject, view, type App, type AppDef, type AppInput, type Change, type CommandChange, type CommandContext, type CommandDef, type CommandSpec, type InvariantSpec, type CrudOp, type Entity, type EntityDef, type FieldsNotInferred, type MethodSpec, type Migration, type Migrations, type Row, type ViewChange, type ViewDef, type ViewSpec } from "./domain/catalog.ts"
 export { Views, ViewFailed } from "./projections/views.ts"
 export { mapField, MigrationFailed, renameField } from "./domain/migrations.ts"
 export { SchemaMismatch } from "./projections/schema-check.ts"
@@ -13,3 +13,4 @@ export { HttpServer } from "./http/server.ts"
 export { WoConfig, loadSettings, type Settings } from "./config.ts"
 export { coreLayer, writeOnceLayer } from "./runtime.ts"
 export { AppLoadError, loadApp } from "./load-app.ts"
+export { ref } from "./domain/refs.ts"

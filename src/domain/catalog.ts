@@ -60,10 +60,28 @@ export interface MethodSpec<F extends Schema.Struct.Fields, P extends Schema.Str
   readonly apply: (row: Row<FieldValues<F>>, params: Schema.Struct.Type<P>) => Change<F> | Rejection
 }
 
+/**
+ * A rule that holds for every row of a type, checked in the writer on the row after every command of that type
+ * (create, update, method, app command) before anything is appended. Its key in `invariants` is the refusal's code.
+ */
+export interface InvariantSpec<F extends Schema.Struct.Fields> {
+  /** True when the row is valid. `row` is decoded, as a method sees it. */
+  readonly check: (row: Row<FieldValues<F>>) => boolean
+  /** What the refusal says when `check` is false. */
+  readonly message: string
+}
+
 export interface EntitySpec<F extends Schema.Struct.Fields, M extends Record<string, Schema.Struct.Fields>> {
   readonly description?: string
   readonly fields: F
   readonly methods?: { readonly [K in keyof M]: MethodSpec<F, M[K]> }
+  /**
+   * Fields only methods change: the generic update refuses them (422, naming the methods), its tool's
+   * inputSchema leaves them out, and a create sets them from their default.
+   */
+  readonly guarded?: ReadonlyArray<Extract<keyof F, string>>
+  /** Rules every row of the type obeys, by code: `invariants: { in_stock: { check: (b) => b.available >= 0, message: "..." } }`. */
+  readonly invariants?: { readonly [code: string]: InvariantSpec<F> }
   /** Operations served at /api/<type>. Absent: every CRUD op and every method. */
   readonly rest?: ReadonlyArray<CrudOp | Extract<keyof M, string>>
   /** Operations served as MCP tools. Absent: the same as `rest`. */
@@ -88,6 +106,8 @@ export interface EntityDef {
   readonly description?: string
   readonly fields: Schema.Struct.Fields
   readonly methods: Readonly<Record<string, MethodSpec<any, any>>>
+  readonly guarded?: ReadonlyArray<string>
+  readonly invariants?: Readonly<Record<string, InvariantSpec<any>>>
   readonly rest?: ReadonlyArray<string>
   readonly mcp?: ReadonlyArray<string>
   readonly version?: number
@@ -114,6 +134,63 @@ export interface AppDef {
   readonly retired?: ReadonlyArray<string>
   /** Declared projections (read models), by name: see `view`. */
   readonly views?: Readonly<Record<string, ViewDef>>
+  /** Commands across entity types, each one atomic: see `CommandSpec`. */
+  readonly commands?: Readonly<Record<string, CommandDef>>
+}
+
+// --- Commands across entities ------------------------------------------------------------------------------------
+
+/**
+ * One change a command makes, built with the context's `create`, `update`, `remove` and `invoke`. Inputs are
+ * what a client would send to the same operation (encoded, JSON-shaped); they go through the same Schema decode.
+ */
+export type CommandChange =
+  | { readonly _tag: "Create"; readonly type: string; readonly input: Readonly<Record<string, unknown>> }
+  | { readonly _tag: "Update"; readonly type: string; readonly id: string; readonly input: Readonly<Record<string, unknown>> }
+  | { readonly _tag: "Delete"; readonly type: string; readonly id: string }
+  | { readonly _tag: "Invoke"; readonly type: string; readonly id: string; readonly method: string; readonly input: Readonly<Record<string, unknown>> }
+
+type EntityFields<E extends EntityDef> = E["fields"]
+type EntityMethods<E extends EntityDef> = E["methods"]
+type MethodParams<E extends EntityDef, K extends keyof EntityMethods<E>> = EntityMethods<E>[K] extends MethodSpec<any, infer P> ? P : never
+
+/** What a command's `decide` reads rows with and builds its changes with, typed from the app's entity types. */
+export interface CommandContext<E extends Readonly<Record<string, EntityDef>>> {
+  /** The row as it is now (decoded, as a method sees it; changes made earlier in this command are not visible), or undefined. */
+  readonly get: <T extends Extract<keyof E, string>>(type: T, id: string) => Row<FieldValues<EntityFields<E[T]>>> | undefined
+  readonly create: <T extends Extract<keyof E, string>>(type: T, input: Schema.Struct.Encoded<EntityFields<E[T]>>) => CommandChange
+  readonly update: <T extends Extract<keyof E, string>>(type: T, id: string, input: Partial<Schema.Struct.Encoded<EntityFields<E[T]>>>) => CommandChange
+  readonly remove: <T extends Extract<keyof E, string>>(type: T, id: string) => CommandChange
+  readonly invoke: <T extends Extract<keyof E, string>, K extends Extract<keyof EntityMethods<E[T]>, string>>(
+    type: T,
+    id: string,
+    method: K,
+    ...params: keyof MethodParams<E[T], K> extends never ? [] : [Schema.Struct.Encoded<MethodParams<E[T], K>>]
+  ) => CommandChange
+}
+
+/**
+ * A command across entity types: `decide` reads rows and returns the changes to make (at most one per row), or
+ * a refusal. All of its events land in one atomic write; each carries the command's name and one correlation id.
+ * Served as `POST /api/_commands/<name>` and as the MCP tool `<name>`.
+ */
+export interface CommandSpec<E extends Readonly<Record<string, EntityDef>>, P extends Schema.Struct.Fields> {
+  readonly description?: string
+  readonly params: P
+  readonly decide: (ctx: CommandContext<E>, params: Schema.Struct.Type<P>) => ReadonlyArray<CommandChange> | Rejection
+  /** Served over REST (default true). */
+  readonly rest?: boolean
+  /** Served as an MCP tool (default: as `rest`). */
+  readonly mcp?: boolean
+}
+
+/** The erased form the runtime works with. */
+export interface CommandDef {
+  readonly description?: string
+  readonly params: Schema.Struct.Fields
+  readonly decide: (ctx: CommandContext<any>, params: any) => ReadonlyArray<CommandChange> | Rejection
+  readonly rest?: boolean
+  readonly mcp?: boolean
 }
 
 /**
@@ -140,18 +217,36 @@ export const entity = <
   description: spec.description,
   fields: spec.fields,
   methods: (spec.methods ?? {}) as Entity<F, M>["methods"],
+  guarded: spec.guarded,
+  invariants: spec.invariants,
   rest: spec.rest,
   mcp: spec.mcp,
   version: spec.version,
   migrations: spec.migrations
 })
 
+/** An app as `defineApp` takes it: `commands` are typed from `entities` (see `CommandSpec`). */
+export type AppInput<E extends Readonly<Record<string, EntityDef>>, C extends Record<string, Schema.Struct.Fields>> =
+  & Omit<AppDef, "entities" | "commands">
+  & {
+    readonly entities: E
+    readonly commands?: { readonly [K in keyof C]: CommandSpec<E, C[K]> }
+  }
+
+/** An app as `defineApp` returns it: an `AppDef` that keeps its entity types and commands in its type. */
+export type App<E extends Readonly<Record<string, EntityDef>>, C extends Record<string, Schema.Struct.Fields>> =
+  & Omit<AppDef, "entities" | "commands">
+  & { readonly entities: E; readonly commands: { readonly [K in keyof C]: CommandSpec<E, C[K]> } }
+
 /**
- * Declare an app. The result keeps the app's type (entity names, fields, methods and their params), so that
- * the decider specs check names and values; it is still an `AppDef`. Validation happens when the runtime loads
- * it (see `compileApp`).
+ * Declare an app. The result keeps the app's type (entity names, fields, methods and their params, commands),
+ * so that commands and the decider specs check names and values; it is still an `AppDef`. Validation happens
+ * when the runtime loads it (see `compileApp`).
  */
-export const defineApp = <const A extends AppDef>(app: A): A => app
+export const defineApp = <
+  const E extends Readonly<Record<string, EntityDef>>,
+  const C extends Record<string, Schema.Struct.Fields> = {}
+>(app: AppInput<E, C>): App<E, C> => ({ ...app, commands: (app.commands ?? {}) as App<E, C>["commands"] })
 
 /** What a view's `evolve` folds: one committed event, with its row just before and just after it. */
 export interface ViewChange {

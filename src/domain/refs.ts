@@ -1,0 +1,16 @@
+/**
+ * References between entity types: a field declared `ref("books")` holds the id of a live `books` row. The
+ * writer checks it on every write that sets it, and refuses to delete a row that live rows still reference.
+ */
+import { Option, Schema, SchemaAST } from "effect"
+
+/** The annotation that marks a string field as a reference, with the referenced type as its value. */
+export const RefTypeId: unique symbol = Symbol.for("writeonce/ref")
+
+/** A field holding the id of a row of `type`: `book: ref("books")` (optional: `ref("books").pipe(Schema.optional)`). */
+export const ref = <T extends string>(type: T) =>
+  Schema.String.annotations({ [RefTypeId]: type, description: `the id of a ${type} row` })
+
+/** The type a schema references, when it is a `ref` (also through NullOr/optional wrappers: see compile). */
+export const refTarget = (ast: SchemaAST.AST): string | undefined =>
+  Option.getOrUndefined(SchemaAST.getAnnotation<string>(ast, RefTypeId))
