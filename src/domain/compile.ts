@@ -10,6 +10,7 @@ import { filterableFields, type FilterableField } from "./filterable.ts"
 import { compileViews, typeToolNames, type CompiledView } from "./compile-views.ts"
 import { toJsonSchema, type JsonSchema } from "./json-schema.ts"
 import { compileMigrations, type Upcast } from "./migrations.ts"
+import { compileRules, type TypeRules } from "./rules.ts"
 import { describeThrown } from "./user-code.ts"
 
 const TYPE_NAME = /^[a-z][a-z0-9_]*$/
@@ -53,6 +54,8 @@ export interface CompiledType {
   readonly methods: ReadonlyMap<string, CompiledMethod>
   readonly rest: ReadonlySet<string>
   readonly mcp: ReadonlySet<string>
+  /** Invariants, guarded fields and references (rules.ts). */
+  readonly rules: TypeRules
 }
 
 export interface CompiledApp {
@@ -122,6 +125,7 @@ export const compileApp = (app: AppDef): Either.Either<CompiledApp, CatalogError
     const rest = exposure(def.rest, "rest") ?? known
     const mcp = exposure(def.mcp, "mcp") ?? rest
     const { version, upcast } = compileMigrations(name, def, problems)
+    const rules = compileRules(name, def, app.entities, problems)
     if (problems.length > 0) continue // the schemas below may not even be schemas
     const struct = Schema.Struct(fields)
     const data = asData(struct)
@@ -149,7 +153,8 @@ export const compileApp = (app: AppDef): Either.Either<CompiledApp, CatalogError
       filterable: filterableFields(fields),
       methods,
       rest,
-      mcp
+      mcp,
+      rules
     })
   }
   const retired = new Set<string>()
