@@ -101,6 +101,15 @@ describe("an app command over REST", () => {
     expect(loanIds[1]).toBe(loanIds[0] + 1)
   })
 
+  it("decide throwing is the author's bug: 500 MethodFailed naming the command, nothing written", async () => {
+    const b = await book(1)
+    const before = await events()
+    const failed = await post("/api/_commands/broken", { book: b })
+    expect(failed.status).toBe(500)
+    expect(failed.json).toEqual({ error: "MethodFailed", message: "broken failed: cannot lend b1" })
+    expect(await events()).toEqual(before)
+  })
+
   it("400 for params that do not decode, 404 for an unknown command or one not served over REST, 405 for GET", async () => {
     const bad = await post("/api/_commands/lend", { book: 1 })
     expect(bad.status).toBe(400)
