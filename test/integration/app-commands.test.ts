@@ -3,6 +3,8 @@
  * `<name>` (legacy and modern eras) answer the same bytes; a refusal, bad params or an unknown command write
  * nothing; every event of a command carries its name and one correlation, in one atomic write.
  */
+import { Client } from "@modelcontextprotocol/sdk/client/index.js"
+import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js"
 import { Chunk, Effect, Stream } from "effect"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { EventLog } from "../../src/log/event-log.ts"
@@ -159,6 +161,24 @@ describe("an app command over MCP", () => {
       expect(await events(), era).toEqual(before)
       const invalid = (await call({ book: 5 })).json.result
       expect(invalid.isError, era).toBe(true)
+    }
+  })
+
+  it("the official SDK v1 client calls it: the result matches the tool's outputSchema, a refusal is returned", async () => {
+    const b = await book(1)
+    const m = await member()
+    const client = new Client({ name: "commands-test", version: "1.0.0" })
+    await client.connect(new StreamableHTTPClientTransport(new URL(`${server.url}/mcp`)))
+    try {
+      await client.listTools()
+      const lent = await client.callTool({ name: "lend", arguments: { book: b, member: m } })
+      expect(lent.isError).toBeFalsy()
+      expect((lent.structuredContent as any).changes.map((c: any) => c.type)).toEqual(["books", "loans"])
+      const refused = await client.callTool({ name: "lend", arguments: { book: b, member: m } })
+      expect(refused.isError).toBe(true)
+      expect((refused._meta as Record<string, unknown>)["writeonce/refusal"]).toMatchObject({ code: "no_copies" })
+    } finally {
+      await client.close()
     }
   })
 })
