@@ -9,7 +9,7 @@ import { Chunk, Effect, Stream } from "effect"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { EventLog } from "../../src/log/event-log.ts"
 import type { StoredEvent } from "../../src/domain/events.ts"
-import { openSession, rawMcp } from "../support/mcp.ts"
+import { openSession, rawMcp, rpc } from "../support/mcp.ts"
 import { MODERN_META, modernHeaders } from "../support/modern.ts"
 import { http, rawRequest, startServer } from "../support/server.ts"
 import { library } from "../support/library-app.ts"
@@ -180,5 +180,20 @@ describe("an app command over MCP", () => {
     } finally {
       await client.close()
     }
+  })
+
+  it("the catalog describes the commands: the resource wo://schema/_commands and the server's instructions", async () => {
+    const listed = (await rpc(server.url, "resources/list")).json.result.resources as Array<{ uri: string }>
+    expect(listed.map((r) => r.uri)).toContain("wo://schema/_commands")
+    const read = (await rpc(server.url, "resources/read", { uri: "wo://schema/_commands" })).json.result.contents[0]
+    const { commands } = JSON.parse(read.text)
+    expect(commands.map((c: any) => c.name)).toEqual(["lend", "lend_pair", "return_book", "broken"])
+    expect(commands[0]).toMatchObject({ tool: "lend", rest: "POST /api/_commands/lend", jsonSchema: { required: ["book", "member"] } })
+    const init = await http(`${server.url}/mcp`, {
+      method: "POST",
+      headers: { accept: "application/json, text/event-stream" },
+      body: { jsonrpc: "2.0", id: 1, method: "initialize", params: { protocolVersion: "2025-11-25", capabilities: {}, clientInfo: { name: "t", version: "1" } } }
+    })
+    expect(init.json.result.instructions).toMatch(/tools lend, lend_pair, return_book, broken\./)
   })
 })
