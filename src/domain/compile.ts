@@ -8,6 +8,7 @@ import { asData, patchCodecs, rowNormaliser, storableDecoder, typedDecoder } fro
 import { CatalogError, type FieldIssue } from "./errors.ts"
 import { filterableFields, type FilterableField } from "./filterable.ts"
 import { compileViews, typeToolNames, type CompiledView } from "./compile-views.ts"
+import { compileCommands, type CompiledCommand } from "./compile-commands.ts"
 import { toJsonSchema, type JsonSchema } from "./json-schema.ts"
 import { compileMigrations, type Upcast } from "./migrations.ts"
 import { compileRules, type TypeRules } from "./rules.ts"
@@ -66,6 +67,8 @@ export interface CompiledApp {
   readonly retired: ReadonlySet<string>
   /** Declared projections, by name (see compile-views.ts). */
   readonly views: ReadonlyMap<string, CompiledView>
+  /** Commands across entity types, by name (see compile-commands.ts). */
+  readonly commands: ReadonlyMap<string, CompiledCommand>
 }
 
 const jsonSchemaOrProblem = (schema: Schema.Schema.Any, where: string, problems: Array<string>): JsonSchema => {
@@ -169,7 +172,8 @@ export const compileApp = (app: AppDef): Either.Either<CompiledApp, CatalogError
   }
   const typeMethods = new Map(entries.map(([name, def]) => [name, new Set(Object.keys(def?.methods ?? {}))] as const))
   const views = compileViews(app, typeMethods, typeToolNames(typeMethods), problems)
+  const commands = compileCommands(app, new Set(typeMethods.keys()), typeToolNames(typeMethods), problems)
   return problems.length > 0
     ? Either.left(new CatalogError({ problems }))
-    : Either.right({ name: app.name, description: app.description, types, retired, views })
+    : Either.right({ name: app.name, description: app.description, types, retired, views, commands })
 }
