@@ -1,0 +1,161 @@
+/**
+ * Decider specs for an app command (a command across entity types): given the events of rows of several types,
+ * when the command arrives with its params, then the events it decides on each row, or the refusal or error.
+ * The command is decided by the same pure core as the server's writer (src/domain/command-decider.ts): its
+ * params go through the same Schema decode, each change through the same decode and entity Decider (invariants
+ * and guarded fields included). Nothing is stored and no server runs.
+ *
+ *   const lend = DeciderSpecification.forCommand(app, "lend")
+ *
+ *   spec("lending takes a copy off the shelf and opens a loan", () =>
+ *     lend({ books: { "1": [dune, invoked("add_copies", { copies: 1, available: 1 })] }, members: { "1": ann } })
+ *       .when({ book: "1", member: "1" })
+ *       .then({ books: { "1": invoked("check_out", { available: 0 }) }, loans: { "1": created({ book: "1", member: "1", status: "out" }) } }))
+ *
+ * Rows are keyed by type, then id; a row created by the command takes the next id of its type after the highest
+ * given one. `then` names every row the command changes (a row it does not name must not change).
+ */
+import { Either } from "effect"
+import type { Schema } from "effect"
+import type { AppDef, Row } from "../domain/catalog.ts"
+import { decideCommand, type CommandEventDraft } from "../domain/command-decider.ts"
+import { MethodFailed, ValidationFailed, type CommandError } from "../domain/errors.ts"
+import { describeThrown } from "../domain/user-code.ts"
+import type { OlderEvent, SpecEventOf } from "./decider-spec.ts"
+import { assertFails, assertRejects, assertSameEvents, comparesParams, compile, pretty, shape, SpecFailed, stateOf, type Fields, type SpecEvent } from "./spec-support.ts"
+
+// --- Types from the declaration ----------------------------------------------------------------------------------
+// `defineApp` keeps its commands' names and params in its type: an unknown command, type or field, or a param of
+// the wrong type, is a compile error at the spot. An app typed as `AppDef` (erased) takes any name.
+
+type TypeName<A extends AppDef> = Extract<keyof A["entities"], string>
+type Commands<A extends AppDef> = NonNullable<A["commands"]>
+/** The names of the app's commands. */
+export type CommandName<A extends AppDef> = Extract<keyof Commands<A>, string>
+/** A command's params as a client sends them (encoded). */
+export type CommandParams<A extends AppDef, K extends CommandName<A>> = string extends CommandName<A> ? Fields
+  : Schema.Struct.Encoded<Commands<A>[K]["params"]>
+
+/** The given rows: by type, then by id, the events each row already has. */
+export type GivenRows<A extends AppDef> = {
+  readonly [T in TypeName<A>]?: {
+    readonly [id: string]: SpecEventOf<A["entities"][T]> | OlderEvent | ReadonlyArray<SpecEventOf<A["entities"][T]> | OlderEvent>
+  }
+}
+
+/** The events a command decides: by type, then by id, the events of each row it changes. */
+export type DecidedRows<A extends AppDef> = {
+  readonly [T in TypeName<A>]?: {
+    readonly [id: string]: SpecEventOf<A["entities"][T]> | ReadonlyArray<SpecEventOf<A["entities"][T]>>
+  }
+}
+
+export interface CommandWhenResult<A extends AppDef> {
+  /** Asserts the command decided exactly these events, on exactly these rows. */
+  readonly then: (expected: DecidedRows<A>) => void
+  /**
+   * Asserts the command failed: with this error tag (`ValidationFailed`, `NotFound`, `VersionConflict`,
+   * `MethodFailed`, `Rejected`) when given, and a message containing `message` (or matching it) when given.
+   */
+  readonly thenFails: (tag?: CommandError["_tag"], message?: string | RegExp) => void
+  /** Asserts the domain refused the command (a `reject(code, ...)` of the command, a method or an invariant). */
+  readonly thenRejects: (code: string, message?: string | RegExp) => void
+}
+
+export interface GivenCommand<A extends AppDef, K extends CommandName<A>> {
+  readonly when: (...params: {} extends CommandParams<A, K> ? [params?: CommandParams<A, K>] : [params: CommandParams<A, K>]) => CommandWhenResult<A>
+}
+
+/** The specs of one app command: `given(rows)`, then `.when(params)`. */
+export type GivenRowsOf<A extends AppDef, K extends CommandName<A>> = (rows?: GivenRows<A>) => GivenCommand<A, K>
+
+// ---------------------------------------------------------------------------------------------------------------
+
+type Rows = Readonly<Record<string, Readonly<Record<string, SpecEvent | ReadonlyArray<SpecEvent>>>>>
+
+const list = (events: SpecEvent | ReadonlyArray<SpecEvent>): ReadonlyArray<SpecEvent> =>
+  Array.isArray(events) ? events : [events as SpecEvent]
+
+/** A store id: what the command's creates count on from. */
+const STORE_ID = /^[1-9][0-9]*$/
+
+/**
+ * The decided events grouped by type and id, in the form they are compared; `expected`, when given, says where
+ * params are compared (only on the invoked events that give them).
+ */
+const grouped = (drafts: ReadonlyArray<CommandEventDraft>, expected?: Rows) => {
+  const byRow: Record<string, Record<string, Array<ReturnType<typeof shape>>>> = {}
+  for (const { type, id, draft } of drafts) {
+    const events = ((byRow[type] ??= {})[id] ??= [])
+    const want = expected?.[type]?.[id]
+    events.push(shape(draft, expected === undefined || comparesParams(want === undefined ? undefined : list(want)[events.length])))
+  }
+  return byRow
+}
+
+/**
+ * Specs for one command of `app`: `given(rows).when(params).then(rows)`, `.thenRejects(code)` or
+ * `.thenFails(tag, message)`. Throws the app's CatalogError if the app is invalid, and SpecFailed if it has no
+ * such command.
+ */
+export const forCommand = <const A extends AppDef, const K extends CommandName<A>>(app: A, name: K): GivenRowsOf<A, K> => {
+  const catalog = compile(app)
+  const command = catalog.commands.get(name)
+  if (command === undefined) {
+    const names = [...catalog.commands.keys()]
+    throw new SpecFailed({ message: `app "${catalog.name}" has no command "${name}" (${names.length === 0 ? "it has none" : `it has: ${names.join(", ")}`})` })
+  }
+  const given = (rows: Rows = {}) => ({
+    when: (params: unknown = {}) => {
+      const decided = (): Either.Either<ReadonlyArray<CommandEventDraft>, CommandError> => {
+        const states = new Map<string, Map<string, Row | undefined>>()
+        const lastIds = new Map<string, number>()
+        for (const [typeName, byId] of Object.entries(rows)) {
+          const type = catalog.types.get(typeName)
+          if (type === undefined) {
+            throw new SpecFailed({ message: `given rows of "${typeName}": app "${catalog.name}" has no such type (it has: ${[...catalog.types.keys()].join(", ")})` })
+          }
+          const rowsOfType = new Map<string, Row | undefined>()
+          states.set(typeName, rowsOfType)
+          for (const [id, events] of Object.entries(byId ?? {})) {
+            rowsOfType.set(id, stateOf(type, id, list(events), ` of ${typeName} ${id}`))
+            if (STORE_ID.test(id)) lastIds.set(typeName, Math.max(lastIds.get(typeName) ?? 0, Number(id)))
+          }
+        }
+        const decoded = command.decodeParams(params)
+        if (Either.isLeft(decoded)) return Either.left(new ValidationFailed({ type: name, issues: decoded.left }))
+        try {
+          return decideCommand(catalog, command, decoded.right, (type, id) => states.get(type)?.get(id), (type) => lastIds.get(type) ?? 0)
+        } catch (e) {
+          // The core isolates the author's code; this is for a bug of the harness's own, told as the writer would.
+          return Either.left(new MethodFailed({ type: name, id: "", operation: name, reason: describeThrown(e) }))
+        }
+      }
+      const render = (drafts: unknown) => pretty(grouped(drafts as ReadonlyArray<CommandEventDraft>))
+      return {
+        then: (expected: Rows) => {
+          const result = decided()
+          if (Either.isLeft(result)) {
+            throw new SpecFailed({ message: `expected events, but the command failed: ${result.left._tag}: ${result.left.message}` })
+          }
+          const wanted = Object.fromEntries(Object.entries(expected).map(([type, byId]) => [
+            type,
+            Object.fromEntries(Object.entries(byId ?? {}).map(([id, events]) => [id, list(events).map((e) => shape(e, true))]))
+          ]))
+          assertSameEvents(canonicalRows(wanted), canonicalRows(grouped(result.right, expected)))
+        },
+        thenFails: (tag?: CommandError["_tag"], message?: string | RegExp) => assertFails(decided(), render, tag, message),
+        thenRejects: (code: string, message?: string | RegExp) => assertRejects(decided(), render, code, message)
+      }
+    }
+  })
+  // The types come from the declaration; the runtime checks the same things again (for untyped callers).
+  return given as unknown as GivenRowsOf<A, K>
+}
+
+/** Types and ids in a stable order (numeric ids by number), so that a diff shows only real differences. */
+const canonicalRows = (rows: Record<string, Record<string, unknown>>) =>
+  Object.fromEntries(Object.keys(rows).sort().map((type) => [
+    type,
+    Object.fromEntries(Object.keys(rows[type]).sort((a, b) => Number(a) - Number(b) || a.localeCompare(b)).map((id) => [id, rows[type][id]]))
+  ]))
