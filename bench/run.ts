@@ -3,7 +3,7 @@
 //   npm run bench                        full run, a few minutes on 2 cores
 //   npm run bench -- --quick             under a minute (shorter windows, 100k-event replay)
 //   npm run bench -- --smoke --out DIR   seconds: one level, a subset, tiny sizes (what npm run bench:smoke checks)
-// Options: --out DIR (default bench/results for a full run, .data/bench-<mode> otherwise), --only load,notify,readers,amplify,stall,replay,sessions,cqrs,scaleout (default: all; smoke runs leave scaleout out).
+// Options: --out DIR (default bench/results for a full run, .data/bench-<mode> otherwise), --only load,notify,readers,amplify,stall,replay,sessions,cqrs,scaleout,commands (default: all; smoke runs leave scaleout out).
 // Env: BENCH_DATA_DIR (data dirs and the fsync probe; default <repo>/.data/bench-run).
 // Scenarios: bench/scenarios/*.ts; the kit they share: bench/lib/*.ts; the report: bench/report.ts.
 // Every server is spawned here on 127.0.0.1 (port 0) and stopped before the run ends.
@@ -26,6 +26,7 @@ import { runStall, type StallOptions } from './scenarios/stall.ts';
 import { runReaders, type ReadersOptions } from './scenarios/readers.ts';
 import { runAmplify, type AmplifyOptions } from './scenarios/amplify.ts';
 import { renderScaleOut, runScaleOut, type ScaleOutOptions, type ScaleOutResult } from './scenarios/scale-out.ts';
+import { renderCommands, runCommands, type CommandsOptions, type CommandsResult } from './scenarios/commands.ts';
 
 // ---------------------------------------------------------------------------------------------------
 // Arguments and modes
@@ -40,7 +41,7 @@ const option = (name: string): string | undefined => {
 const mode: Mode = flag('smoke') ? 'smoke' : flag('quick') ? 'quick' : 'full';
 // Only a full run replaces the committed results; shorter runs go under .data (not committed).
 const outDir = resolve(option('out') ?? (mode === 'full' ? join(repoRoot, 'bench', 'results') : join(repoRoot, '.data', `bench-${mode}`)));
-const PARTS = ['load', 'notify', 'readers', 'amplify', 'stall', 'replay', 'sessions', 'cqrs', 'scaleout'] as const;
+const PARTS = ['load', 'notify', 'readers', 'amplify', 'stall', 'replay', 'sessions', 'cqrs', 'scaleout', 'commands'] as const;
 type Part = (typeof PARTS)[number];
 // scaleout starts a PostgreSQL cluster: not in smoke runs unless asked for.
 const only = option('only')?.split(',').map((s) => s.trim()) ?? PARTS.filter((p) => p !== 'scaleout' || mode !== 'smoke');
@@ -61,6 +62,8 @@ interface Settings {
   cqrs: CqrsOptions;
   /** issue 14: 3 nodes on PostgreSQL against one embedded node */
   scaleOut: ScaleOutOptions;
+  /** issue 21: a two-entity app command (lend) against one set_price */
+  commands: CommandsOptions;
   /** Scenarios that run on the load matrix's group-commit-on server instead of a fresh one of their own
    *  (saves server starts; full runs give every scenario a fresh server). */
   shareServer: { notify: boolean; stall: boolean; sessions: boolean };
@@ -80,6 +83,7 @@ const SETTINGS: Record<Mode, Settings> = {
     sessions: { count: 10_000, warm: 1000, settleMs: 1000 },
     cqrs: { rows: 100_000, names: 100, liveQueries: 1000, windowMs: 1500, rounds: 3, warmMaxMs: 4000, warmChunkMs: 500, warmMinCalls: 3000, listConcurrency: 8, writeConcurrency: 16 },
     scaleOut: { inFlight: [32, 256], windowMs: 8000, products: 1000, notifyCommits: 200 },
+    commands: { books: 100, products: 100, windowMs: 1500, rounds: 3, warmMaxMs: 4000, warmChunkMs: 500, warmMinCalls: 3000, concurrency: 16 },
     shareServer: { notify: false, stall: false, sessions: false },
     notifyFloor: true,
   },
@@ -94,6 +98,7 @@ const SETTINGS: Record<Mode, Settings> = {
     sessions: { count: 10_000, warm: 300, settleMs: 300 },
     cqrs: { rows: 100_000, names: 100, liveQueries: 1000, windowMs: 500, rounds: 2, warmMaxMs: 1500, warmChunkMs: 250, warmMinCalls: 1000, listConcurrency: 8, writeConcurrency: 16 },
     scaleOut: { inFlight: [32, 256], windowMs: 3000, products: 1000, notifyCommits: 100 },
+    commands: { books: 100, products: 100, windowMs: 600, rounds: 2, warmMaxMs: 1500, warmChunkMs: 250, warmMinCalls: 1000, concurrency: 16 },
     shareServer: { notify: false, stall: true, sessions: false },
     notifyFloor: true,
   },
@@ -108,6 +113,7 @@ const SETTINGS: Record<Mode, Settings> = {
     sessions: { count: 200, warm: 10, settleMs: 100 },
     cqrs: { rows: 5000, names: 100, liveQueries: 1000, windowMs: 200, rounds: 1, warmMaxMs: 300, warmChunkMs: 150, warmMinCalls: 100, listConcurrency: 4, writeConcurrency: 4 },
     scaleOut: { inFlight: [8], windowMs: 300, products: 20, notifyCommits: 5 },
+    commands: { books: 10, products: 10, windowMs: 200, rounds: 1, warmMaxMs: 300, warmChunkMs: 150, warmMinCalls: 100, concurrency: 4 },
     shareServer: { notify: true, stall: true, sessions: true },
     notifyFloor: true,
   },
@@ -219,6 +225,8 @@ const sharing = (['notify', 'stall', 'sessions'] as const).filter((p) => S.share
 let shared: { server: SpawnedServer; dir: string } | undefined;
 /** issue 14's scale-out section (reported after the rest, in its own file too). */
 let scaleOut: ScaleOutResult | undefined;
+/** issue 21's app commands section (reported after the rest, in its own file too). */
+let commands: CommandsResult | undefined;
 const startedEarly: SpawnedServer[] = [];
 const startEarly = async (label: string, env: Record<string, string>, seed: number): Promise<{ server: SpawnedServer; dir: string }> => {
   const dir = freshDataDir(dataRoot, label);
@@ -291,6 +299,7 @@ try {
   }
   if (wanted('cqrs')) report.cqrs = await runCqrs(ctx, S.cqrs);
   if (wanted('scaleout')) scaleOut = await runScaleOut(ctx, S.scaleOut);
+  if (wanted('commands')) commands = await runCommands(ctx, S.commands);
 } finally {
   await Promise.allSettled([sharedStart, sessionsStart]);
   for (const s of startedEarly) await s.stop();
@@ -315,9 +324,10 @@ report.ratios = computeRatios(report);
 report.budgets = evaluateBudgets(report, report.ratios);
 report.wallMs = performance.now() - wallStart;
 
-const md = renderMarkdown(report) + (scaleOut ? `\n${renderScaleOut(scaleOut)}` : '');
+const md = renderMarkdown(report) + (scaleOut ? `\n${renderScaleOut(scaleOut)}` : '') + (commands ? `\n${renderCommands(commands)}\n` : '');
 mkdirSync(outDir, { recursive: true });
 if (scaleOut) writeFileSync(join(outDir, 'scale-out.json'), `${JSON.stringify(scaleOut, null, 2)}\n`);
+if (commands) writeFileSync(join(outDir, 'commands.json'), `${JSON.stringify(commands, null, 2)}\n`);
 writeFileSync(join(outDir, 'latest.json'), `${JSON.stringify(report, (_k, v) => (typeof v === 'number' && !Number.isFinite(v) ? null : v), 2)}\n`);
 writeFileSync(join(outDir, 'latest.md'), md);
 writeFileSync(join(outDir, 'latest.svg'), renderSvg(report));

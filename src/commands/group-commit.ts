@@ -16,7 +16,9 @@
  */
 import { Cause, Context, Deferred, Effect, Either, Exit, Fiber, Layer, Option, Stream } from "effect"
 import type { Row } from "../domain/catalog.ts"
-import type { CompiledType } from "../domain/compile.ts"
+import type { CompiledApp, CompiledType } from "../domain/compile.ts"
+import type { CompiledCommand } from "../domain/compile-commands.ts"
+import { commandFailed, planCommand } from "../domain/command-decider.ts"
 import { decide, evolve, type Intent } from "../domain/decider.ts"
 import { MethodFailed, StoreUnavailable, type CommandError } from "../domain/errors.ts"
 import { streamKey, type Change, type StoredEvent } from "../domain/events.ts"
@@ -49,7 +51,29 @@ export interface Committed {
   readonly rowJson: string | null
 }
 
+/**
+ * An app command (a command across entity types): decided whole in the writer, against the batch so far, and
+ * appended whole or not at all; each of its events carries its name and correlation.
+ */
+export interface CommandSubmission {
+  readonly app: CompiledApp
+  readonly command: CompiledCommand
+  /** Decoded already (`command.decodeParams`). */
+  readonly params: Record<string, unknown>
+  /** One id for this execution, on each of its events (kept when it is decided again). */
+  readonly correlation: string
+  readonly onStage?: (stage: Stage) => void
+}
+
+/** An app command's events, in the order of its changes, each with its row after it. */
+export interface CommandCommitted {
+  readonly command: string
+  readonly correlation: string
+  readonly changes: ReadonlyArray<Committed>
+}
+
 interface Pending extends Submission {
+  readonly kind?: undefined
   readonly resume: (exit: Exit.Exit<Committed, CommandError>) => void
   /** The caller went away before the writer took the command: skip it. */
   cancelled: boolean
@@ -59,12 +83,25 @@ interface Pending extends Submission {
   recheck: boolean
 }
 
+interface PendingCommand extends CommandSubmission {
+  readonly kind: "command"
+  readonly resume: (exit: Exit.Exit<ReadonlyArray<Committed>, CommandError>) => void
+  cancelled: boolean
+  attempts: number
+  recheck: boolean
+}
+
+/** What the writer's queue holds: a single-row write or an app command. */
+type Queued = Pending | PendingCommand
+
 /** Shared log: how often one command may be refused as stale (other nodes keep writing its entity) before it fails. */
 const MAX_ATTEMPTS = 64
 
 export interface GroupCommitShape {
   /** Queues the command and waits until its event is durable (or it is refused). */
   readonly submit: (submission: Submission) => Effect.Effect<Committed, CommandError>
+  /** Queues an app command and waits until all of its events are durable (or it is refused, and none written). */
+  readonly submitCommand: (submission: CommandSubmission) => Effect.Effect<CommandCommitted, CommandError>
   /**
    * Completes if the writer dies from a bug of ours. Every command then fails fast with StoreUnavailable; the
    * process should exit non-zero so that a supervisor restarts it (`wo run` does).
@@ -93,11 +130,11 @@ export const makeGroupCommit = Effect.gen(function* () {
   let lastSeq = head.lastSeq
   const counters = new Map(head.counters)
   // A plain array and one wake-up callback: per command, no queue or deferred allocation and no fiber hop.
-  let pending: Array<Pending> = []
+  let pending: Array<Queued> = []
   let wake: (() => void) | undefined
   let closing = false
   // The batch being committed: if the writer dies in it, its callers are failed too.
-  let inFlight: ReadonlyArray<Pending> = []
+  let inFlight: ReadonlyArray<Queued> = []
   let deathReason: string | undefined
   const death = yield* Deferred.make<string>()
 
@@ -195,26 +232,32 @@ export const makeGroupCommit = Effect.gen(function* () {
     outcomes: ReadonlyArray<AppendEntry | Stale>,
     head: number,
     changes: ReadonlyArray<Decided>,
-    waiters: ReadonlyArray<Pending>,
+    waiters: ReadonlyArray<Queued>,
+    spans: ReadonlyArray<number>,
     prepared: PreparedViews | undefined
   ) =>
     Effect.gen(function* () {
       const written: Array<Decided> = []
-      const answered: Array<Pending> = []
-      const again: Array<Pending> = []
-      for (let i = 0; i < waiters.length; i++) {
-        const o = outcomes[i]
-        const p = waiters[i]
-        if (o === Stale) {
+      const answered: Array<{ readonly p: Queued; readonly from: number; readonly to: number }> = []
+      const again: Array<Queued> = []
+      for (let w = 0, i = 0; w < waiters.length; i += spans[w], w++) {
+        const p = waiters[w]
+        // An app command's entries are written all or none (the log refuses the whole group): it is decided again.
+        if (outcomes[i] === Stale) {
           if (++p.attempts >= MAX_ATTEMPTS) {
-            p.resume(Exit.fail(new StoreUnavailable({ reason: `${p.type.name} ${p.id ?? ""} kept changing on other nodes (${MAX_ATTEMPTS} attempts); retry` })))
+            const what = p.kind === "command" ? `the command ${p.command.name}'s rows` : `${p.type.name} ${p.id ?? ""}`
+            p.resume(Exit.fail(new StoreUnavailable({ reason: `${what} kept changing on other nodes (${MAX_ATTEMPTS} attempts); retry` })))
           } else again.push(p)
           continue
         }
-        const c = changes[i]
-        written.push(o.event === c.event ? c : { event: o.event, row: o.row, rowJson: o.rowJson ?? null, before: c.before, uri: rowUri(o.event.type, o.event.id) })
-        answered.push(p)
-        if (o.event.kind === "created") counters.set(o.event.type, Math.max(counters.get(o.event.type) ?? 0, Number(o.event.id)))
+        const from = written.length
+        for (let k = i; k < i + spans[w]; k++) {
+          const o = outcomes[k] as AppendEntry
+          const c = changes[k]
+          written.push(o.event === c.event ? c : { event: o.event, row: o.row, rowJson: o.rowJson ?? null, before: c.before, uri: rowUri(o.event.type, o.event.id) })
+          if (o.event.kind === "created") counters.set(o.event.type, Math.max(counters.get(o.event.type) ?? 0, Number(o.event.id)))
+        }
+        answered.push({ p, from, to: written.length })
       }
       lastSeq = Math.max(lastSeq, head)
       if (tailer !== undefined && tailer.following) {
@@ -228,13 +271,17 @@ export const makeGroupCommit = Effect.gen(function* () {
         yield* logViewFailures(prepared)
       }
       if (again.length > 0) pending = [...again, ...pending]
-      for (let i = 0; i < answered.length; i++) {
-        answered[i].onStage?.("durable")
-        answered[i].resume(Exit.succeed(written[i]))
-      }
+      for (const { p, from, to } of answered) answerWith(p, written, from, to)
     })
 
-  const commitBatch = (batch: ReadonlyArray<Pending>) =>
+  /** Answers a waiter with its change (a single-row write) or its changes (an app command), `from` to `to`. */
+  const answerWith = (p: Queued, written: ReadonlyArray<Decided>, from: number, to: number) => {
+    p.onStage?.("durable")
+    if (p.kind === "command") p.resume(Exit.succeed(written.slice(from, to)))
+    else p.resume(Exit.succeed(written[from]))
+  }
+
+  const commitBatch = (batch: ReadonlyArray<Queued>) =>
     Effect.gen(function* () {
       inFlight = batch
       if (resync) {
@@ -253,14 +300,70 @@ export const makeGroupCommit = Effect.gen(function* () {
       const overlay = new Map<string, Row | null>()
       const moved = new Map<string, number>()
       const changes: Array<Decided> = []
-      const waiters: Array<Pending> = []
+      const waiters: Array<Queued> = []
+      // How many of `changes` each waiter has: 1 for a single-row write, one per change for an app command.
+      const spans: Array<number> = []
       // Shared log: commands to decide in the next batch, and the entities created in this one.
-      const again: Array<Pending> = []
+      const again: Array<Queued> = []
       const createdHere = new Set<string>()
       const firstSeq = lastSeq
       const at = Date.now()
+      /** The row as the batch left it so far (what a command's `ctx.get` and its changes are decided against). */
+      const lookup = (type: string, id: string) => {
+        const key = streamKey(type, id)
+        return overlay.has(key) ? overlay.get(key) ?? undefined : rows.get(type, id)
+      }
+      /** Decides an app command whole: all of its changes join the batch, or none of them (the overlay untouched). */
+      const decideCommandInBatch = (p: PendingCommand) => {
+        const refused = (error: CommandError) => {
+          if (shared && !p.recheck && (error._tag === "NotFound" || error._tag === "VersionConflict" || error._tag === "Rejected")) {
+            // This node's rows may not have another node's latest write yet: decide once more, caught up.
+            p.recheck = true
+            catchUp = true
+            again.push(p)
+          } else p.resume(Exit.fail(error))
+        }
+        const planned = planCommand(p.app, p.command, p.params, lookup)
+        if (Either.isLeft(planned)) {
+          const e = planned.left
+          if (e._tag !== "UserCodeFailure") return refused(e)
+          const error = commandFailed(p.command, e)
+          failures.push({ error, stack: e.trace })
+          return p.resume(Exit.fail(error))
+        }
+        const decided: Array<Decided> = []
+        const ids = new Map<string, number>()
+        for (const change of planned.right) {
+          const type = change.type.name
+          const create = change.intent._tag === "Create"
+          const id = create ? String((ids.get(type) ?? moved.get(type) ?? counters.get(type) ?? 0) + 1) : change.id!
+          if (create) ids.set(type, Number(id))
+          // The log may give this batch's creates other ids: a command on one of them waits for the next batch.
+          if (shared && !create && createdHere.has(streamKey(type, id))) return again.push(p)
+          // Each change is decided as the single-row write would be, with the same checks.
+          const entry: Pending = { type: change.type, id, intent: change.intent, resume: () => undefined, cancelled: false, attempts: 0, recheck: false }
+          const one = decideOne(entry, id, create ? undefined : lookup(type, id), lastSeq + 1 + decided.length, at)
+          if (Either.isLeft(one)) return refused(one.left)
+          decided.push({ ...one.right, event: { ...one.right.event, command: p.command.name, correlation: p.correlation } })
+        }
+        if (decided.length === 0) return p.resume(Exit.succeed([]))
+        for (const d of decided) {
+          lastSeq++
+          overlay.set(streamKey(d.event.type, d.event.id), d.row)
+          if (shared && d.event.kind === "created") createdHere.add(streamKey(d.event.type, d.event.id))
+          changes.push(d)
+        }
+        for (const [type, n] of ids) moved.set(type, n)
+        waiters.push(p)
+        spans.push(decided.length)
+        p.onStage?.("decided")
+      }
       for (const p of batch) {
         if (p.cancelled) continue
+        if (p.kind === "command") {
+          decideCommandInBatch(p)
+          continue
+        }
         const type = p.type.name
         let id = p.id ?? ""
         if (p.intent._tag === "Create") id = String((moved.get(type) ?? counters.get(type) ?? 0) + 1)
@@ -291,6 +394,7 @@ export const makeGroupCommit = Effect.gen(function* () {
         overlay.set(key, decided.right.row)
         changes.push(decided.right)
         waiters.push(p)
+        spans.push(1)
         p.onStage?.("decided")
       }
       if (failures.length > 0) {
@@ -322,13 +426,10 @@ export const makeGroupCommit = Effect.gen(function* () {
         rows.apply(changes)
         feed.publish(changes, prepared?.commit() ?? [])
         yield* logViewFailures(prepared)
-        for (let i = 0; i < waiters.length; i++) {
-          waiters[i].onStage?.("durable")
-          waiters[i].resume(Exit.succeed(changes[i]))
-        }
+        for (let w = 0, i = 0; w < waiters.length; i += spans[w], w++) answerWith(waiters[w], changes, i, i + spans[w])
         return
       }
-      yield* settleShared(result.outcomes, result.lastSeq, changes, waiters, prepared)
+      yield* settleShared(result.outcomes, result.lastSeq, changes, waiters, spans, prepared)
     }).pipe(
       // Cleared only when the batch ends normally: if the writer dies in it, onDeath still sees its callers.
       Effect.tap(() => {
@@ -342,7 +443,7 @@ export const makeGroupCommit = Effect.gen(function* () {
     pending = pending.length <= maxBatch ? [] : pending.slice(maxBatch)
     return batch
   }
-  const nextBatch = Effect.async<ReadonlyArray<Pending>>((resume) => {
+  const nextBatch = Effect.async<ReadonlyArray<Queued>>((resume) => {
     if (pending.length > 0) return resume(Effect.sync(takeBatch))
     log.settle?.() // idle: the log records its last acknowledged seq, off the hot path
     wake = () => {
@@ -397,6 +498,29 @@ export const makeGroupCommit = Effect.gen(function* () {
         pending.push(p)
         wake?.()
         // An interrupted caller (client gone) is skipped if the writer has not taken its command yet.
+        return Effect.sync(() => {
+          p.cancelled = true
+        })
+      }),
+    submitCommand: (submission) =>
+      Effect.async<CommandCommitted, CommandError>((resume) => {
+        if (closing) return resume(Effect.fail(new StoreUnavailable({ reason: "the server is shutting down" })))
+        if (deathReason !== undefined) {
+          return resume(Effect.fail(new StoreUnavailable({ reason: `the writer stopped after an internal error (${deathReason}); restart the server` })))
+        }
+        if (pending.length >= maxPending) return resume(Effect.fail(new StoreUnavailable({ reason: "too many commands queued; retry" })))
+        const p: PendingCommand = {
+          ...submission,
+          kind: "command",
+          resume: (exit) =>
+            resume(Exit.map(exit, (changes) => ({ command: submission.command.name, correlation: submission.correlation, changes }))),
+          cancelled: false,
+          attempts: 0,
+          recheck: false
+        }
+        submission.onStage?.("accepted")
+        pending.push(p)
+        wake?.()
         return Effect.sync(() => {
           p.cancelled = true
         })

@@ -20,6 +20,10 @@ export interface StoredEvent {
   readonly params?: Record<string, unknown>
   /** created: all fields; updated and invoked: the changed fields; deleted: {}. Always encoded (JSON) form. */
   readonly data: Record<string, unknown>
+  /** Written by an app command (a command across entity types): its name. Absent for a single-row write. */
+  readonly command?: string
+  /** With `command`: one id per execution of the command, on each of its events, so a reader can regroup them. */
+  readonly correlation?: string
 }
 
 /** What a committed event did to its row; the registry routes these by URI. */

@@ -13,6 +13,10 @@ import { errorJson, jsonText, type EdgeRequest, type EdgeResponse } from "./edge
 import { describeBodyProblem, isJsonContentType, parseJsonBody } from "./json-body.ts"
 import { deletedBody, listBody } from "./bodies.ts"
 import { fromQueryString } from "../domain/list-request.ts"
+import { commandBody } from "./command-body.ts"
+
+/** App commands (commands across entity types): `POST /api/_commands/<name>` (see command-body.ts). */
+export const COMMANDS_PREFIX = "/api/_commands/"
 
 
 /** The status and JSON body for a command or read failure. `ifMatch`: the version came from If-Match. */
@@ -133,8 +137,20 @@ export const makeRestRoutes = (catalog: CompiledApp, commands: CommandsShape, qu
           committedRow(200, c))))
   }
 
+  /** `POST /api/_commands/<name>`: 200 with every change, 422 refused, 400 bad params, 404 no such command. */
+  const appCommand = (name: string, request: EdgeRequest): Effect.Effect<EdgeResponse> => {
+    const command = catalog.commands.get(name)
+    if (command === undefined || !command.rest) return Effect.succeed(notFound(request))
+    if (request.method !== "POST") return Effect.succeed(methodNotAllowed(["POST"]))
+    return withBody(request, (input) =>
+      commands.executeAppCommand(name, input).pipe(
+        Effect.match({ onFailure: (e) => errorResponse(e), onSuccess: (c) => jsonText(200, commandBody(c)) })
+      ))
+  }
+
   /** Routes a request whose path starts with /api/. */
   return (request: EdgeRequest): Effect.Effect<EdgeResponse> => {
+    if (request.path.startsWith(COMMANDS_PREFIX)) return appCommand(safeDecode(request.path.slice(COMMANDS_PREFIX.length)), request)
     const parts = request.path.slice("/api/".length).split("/").map(safeDecode)
     const type = catalog.types.get(parts[0])
     if (type === undefined || parts.length > 3 || parts.some((p) => p === "")) return Effect.succeed(notFound(request))

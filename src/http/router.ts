@@ -4,7 +4,7 @@ import { json, type EdgeRequest, type EdgeResponse } from "./edge-types.ts"
 import { WWW_AUTHENTICATE } from "./auth.ts"
 import type { Guards } from "./guards.ts"
 import { edgeError } from "./edge-error.ts"
-import { notFound } from "./rest.ts"
+import { COMMANDS_PREFIX, notFound } from "./rest.ts"
 
 export interface Routes {
   readonly rest: (request: EdgeRequest) => Effect.Effect<EdgeResponse>
@@ -38,6 +38,8 @@ export const makeRouter = (guards: Guards, routes: Routes, authorized: (authoriz
   if (request.path === "/mcp" && routes.mcp) return routes.mcp(request)
   // `/api/_...` is never a type (type names start with a letter): the console's read-only endpoints.
   if (request.path.startsWith("/api/") && !request.path.startsWith("/api/_")) return routes.rest(request)
+  // App commands (commands across entity types) are writes: REST's, like the types' routes.
+  if (request.path.startsWith(COMMANDS_PREFIX)) return routes.rest(request)
   if (request.path === "/healthz") return Effect.succeed(json(200, { status: "ok" }))
   return routes.extra?.(request) ?? Effect.succeed(notFound(request))
 }

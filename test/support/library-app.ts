@@ -35,6 +35,16 @@ export const library = defineApp({
         return [ctx.invoke("books", p.book, "check_out"), ctx.create("loans", { book: p.book, member: p.member, status: "out" })]
       }
     },
+    lend_pair: {
+      description: "Lend two books at once, or neither.",
+      params: { book: Schema.String, other: Schema.String, member: Schema.String },
+      decide: (ctx, p) => [
+        ctx.invoke("books", p.book, "check_out"),
+        ctx.create("loans", { book: p.book, member: p.member, status: "out" }),
+        ctx.invoke("books", p.other, "check_out"),
+        ctx.create("loans", { book: p.other, member: p.member, status: "out" })
+      ]
+    },
     return_book: {
       params: { loan: Schema.String },
       decide: (ctx, p) => {

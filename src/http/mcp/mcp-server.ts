@@ -28,7 +28,7 @@ import { makeResources } from "./resources.ts"
 import { describeServer } from "./server-info.ts"
 import { makeSessionStream } from "./session-stream.ts"
 import { Sessions } from "./sessions.ts"
-import { makeTools } from "./tools.ts"
+import { makeCommandTools, makeTools } from "./tools.ts"
 import { makeMcpTransport } from "./transport.ts"
 
 export const makeMcpRoute = Effect.gen(function* () {
@@ -39,7 +39,8 @@ export const makeMcpRoute = Effect.gen(function* () {
   const queries = yield* Queries
   const sessions = yield* Sessions
   const streams = yield* OpenStreams
-  const tools = makeTools(catalog, yield* Commands, queries, settings.maxPageSize, views)
+  const commands = yield* Commands
+  const tools = [...makeTools(catalog, commands, queries, settings.maxPageSize, views), ...makeCommandTools(catalog, commands)]
   const server = describeServer(catalog, tools.map((t) => t.definition.name))
   const dispatcher = makeDispatcher({
     catalog,

@@ -18,9 +18,18 @@ export const instructions = (catalog: CompiledApp, toolNames: ReadonlyArray<stri
   return [
     `This is the "${catalog.name}" app${catalog.description ? `: ${catalog.description.replace(/\.$/, "")}` : ""}.`,
     `Its types are ${described.join("; ")}.`,
+    ...commandsSentence(catalog),
     `Every row is {id, version, ...fields}; read one as the resource ${types[0] ? rowUriTemplate(types[0].name) : "wo://<type>/{id}"} and a type's schema as ${types[0] ? schemaUri(types[0].name) : "wo://schema/<type>"}.`,
     `Writes are answered only once durable; pass expectedVersion to an update or method to refuse it if the row changed since you read it.`
   ].join(" ")
+}
+
+/** The app commands served as tools, if any: each changes rows of several types at once, atomically. */
+const commandsSentence = (catalog: CompiledApp): ReadonlyArray<string> => {
+  const served = [...catalog.commands.values()].filter((c) => c.mcp)
+  return served.length === 0
+    ? []
+    : [`Its commands, each changing rows of several types atomically (all or nothing), are the tools ${served.map((c) => c.name).join(", ")}.`]
 }
 
 export interface ServerDescription {

@@ -16,6 +16,7 @@ import { deletedBody, listBody, viewBody } from "../bodies.ts"
 import type { CompiledView } from "../../domain/compile-views.ts"
 import { ViewFailed, type ViewsShape } from "../../projections/views.ts"
 import { fromArguments, orderChoices } from "../../domain/list-request.ts"
+import { commandBody } from "../command-body.ts"
 
 export interface ToolAnnotations {
   readonly title: string
@@ -356,5 +357,52 @@ const targeted = (
     onRight: ({ id, expectedVersion }) => {
       const { id: _id, expectedVersion: _v, ...rest } = args
       return f(id, expectedVersion, rest)
+    }
+  })
+
+// --- App commands (commands across entity types) ---------------------------------------------------------------
+
+const COMMAND_RESULT: JsonSchema = objectSchema({
+  command: { type: "string" },
+  correlation: { type: "string", description: "one id for this execution, on each of its events in the log" },
+  changes: {
+    type: "array",
+    description: "one per event the command wrote, in order: the row after it (null for a delete)",
+    items: objectSchema({
+      type: { type: "string" },
+      id: { type: "string" },
+      kind: { type: "string", enum: ["created", "updated", "deleted", "invoked"] },
+      version: { type: "integer", minimum: 1 },
+      row: { anyOf: [{ type: "object" }, { type: "null" }] }
+    }, ["type", "id", "kind", "version", "row"], false)
+  }
+}, ["command", "correlation", "changes"], false)
+
+/**
+ * The tool `<name>` of each app command served over MCP: its params as arguments, its answer the same JSON as
+ * `POST /api/_commands/<name>` (command-body.ts), a refusal the same isError result as a method's.
+ */
+export const makeCommandTools = (catalog: CompiledApp, commands: CommandsShape): ReadonlyArray<Tool> =>
+  [...catalog.commands.values()].filter((c) => c.mcp).map((command): Tool => {
+    const params = command.paramsJsonSchema
+    return {
+      definition: {
+        name: command.name,
+        title: command.name,
+        description: `${command.description ?? `Run the command ${command.name}.`} All of its changes are written atomically, or none.`,
+        inputSchema: objectSchema(propertiesOf(params), requiredOf(params)),
+        outputSchema: COMMAND_RESULT,
+        annotations: { title: command.name, readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: false }
+      },
+      call: (args, options) =>
+        commands.executeAppCommand(command.name, args, options).pipe(
+          Effect.match({
+            onFailure: failure,
+            onSuccess: (c) => {
+              const body = commandBody(c)
+              return { ...success(body, JSON.parse(body)), json: `{"content":[{"type":"text","text":${JSON.stringify(body)}}],"structuredContent":${body}}` }
+            }
+          })
+        )
     }
   })

@@ -5,6 +5,8 @@
  *   2. assign the batch's seqs from the head on, and each create its type's next id (the row rewritten to it);
  *      check each entry's version against its entity's stored version: an entry decided against a row another
  *      node has since moved on is left out as `Stale` (and so is every later entry of that entity in the batch);
+ *      an app command's entries (one correlation) are one group: if one of them is stale, or one of its creates
+ *      would get another id than the one it was decided with, every entry of the group is `Stale`;
  *   3. one statement writes the rest: the events (one multi-row insert), the rows after them (the inline
  *      projection), the id counters and row counts, the views, the new head, and `pg_notify` of that head;
  *   4. commit: with `synchronous_commit=on` and `ANY 1 (s1, s2)`, it returns once the batch is fsynced on the
@@ -27,10 +29,10 @@ import { HEAD_CHANNEL, SCHEMA } from "./schema.ts"
 const WRITE = `
 with
   e as (
-    insert into ${SCHEMA}.events (seq, type, id, version, kind, schema, at, method, params, data, checksum)
-    select seq, type, id, version, kind, schema, at, method, params::json, data::json, checksum
-    from unnest($1::bigint[], $2::text[], $3::text[], $4::int[], $5::text[], $6::int[], $7::bigint[], $8::text[], $9::text[], $10::text[], $11::text[])
-      as t(seq, type, id, version, kind, schema, at, method, params, data, checksum)
+    insert into ${SCHEMA}.events (seq, type, id, version, kind, schema, at, method, params, data, checksum, command, correlation)
+    select seq, type, id, version, kind, schema, at, method, params::json, data::json, checksum, command, correlation
+    from unnest($1::bigint[], $2::text[], $3::text[], $4::int[], $5::text[], $6::int[], $7::bigint[], $8::text[], $9::text[], $10::text[], $11::text[], $26::text[], $27::text[])
+      as t(seq, type, id, version, kind, schema, at, method, params, data, checksum, command, correlation)
   ),
   r as (
     insert into ${SCHEMA}.rows (type, id, version, schema, row, checksum)
@@ -110,56 +112,103 @@ export const appendBatch = (conn: PgConnectionShape, batch: AppendBatch): Effect
       }
       for (const type of touched) if (!counts.has(type)) counts.set(type, { lastId: 0, rowCount: 0 })
 
-      const ev = { seq: [] as Array<number>, type: [] as Array<string>, id: [] as Array<string>, version: [] as Array<number>, kind: [] as Array<string>, schema: [] as Array<number>, at: [] as Array<number>, method: [] as Array<string | null>, params: [] as Array<string | null>, data: [] as Array<string>, checksum: [] as Array<string> }
+      const ev = { seq: [] as Array<number>, type: [] as Array<string>, id: [] as Array<string>, version: [] as Array<number>, kind: [] as Array<string>, schema: [] as Array<number>, at: [] as Array<number>, method: [] as Array<string | null>, params: [] as Array<string | null>, data: [] as Array<string>, checksum: [] as Array<string>, command: [] as Array<string | null>, correlation: [] as Array<string | null> }
       // The row after the batch, per entity (the last entry wins: one upsert per row).
       const rowsAfter = new Map<string, { type: string; id: string; version: number; schema: number; row: string | null }>()
       const outcomes: Array<AppendEntry | Stale> = []
       // Entities whose chain in this batch is broken (an earlier entry was stale, or its create got another id).
       const broken = new Set<string>()
       let seq = head
-      for (const entry of entries) {
-        let { event, row, rowJson } = entry
-        let key = streamKey(event.type, event.id)
-        if (event.kind === "created" && event.version !== 1) {
-          // A create decided against a row (a bug of the writer's): never write it.
-          outcomes.push(Stale)
-          continue
-        } else if (event.kind === "created") {
-          // The next id of the type in the shared log, whatever this node thought it was.
-          const count = counts.get(event.type)!
-          const id = String(count.lastId + 1)
-          if (id !== event.id) {
-            broken.add(key)
-            event = { ...event, id }
-            row = row === null ? null : ({ ...row, id } as Row)
-            rowJson = row === null ? null : JSON.stringify(row)
-            key = streamKey(event.type, id)
+      // An app command's entries (consecutive, one correlation) are one group: all of them are written, or none.
+      for (let start = 0; start < entries.length;) {
+        const correlation = entries[start].event.correlation
+        let end = start + 1
+        if (correlation !== undefined) while (end < entries.length && entries[end].event.correlation === correlation) end++
+        const group = correlation !== undefined
+        // What the group changes, to undo it when one of its entries cannot be written.
+        const undo: Array<() => void> = []
+        const evLength = ev.seq.length
+        const seqBefore = seq
+        const setVersion = (key: string, version: number) => {
+          const had = versions.has(key)
+          const before = versions.get(key)
+          undo.push(() => (had ? versions.set(key, before!) : versions.delete(key)))
+          versions.set(key, version)
+        }
+        const countOf = (type: string) => {
+          const count = counts.get(type)!
+          const before = { ...count }
+          undo.push(() => Object.assign(count, before))
+          return count
+        }
+        const written: Array<AppendEntry> = []
+        let failed = false
+        for (let i = start; i < end && !failed; i++) {
+          let { event, row, rowJson } = entries[i]
+          let key = streamKey(event.type, event.id)
+          if (event.kind === "created" && event.version !== 1) {
+            // A create decided against a row (a bug of the writer's): never write it.
+            failed = true
+            break
+          } else if (event.kind === "created") {
+            // The next id of the type in the shared log, whatever this node thought it was.
+            const count = countOf(event.type)
+            const id = String(count.lastId + 1)
+            if (id !== event.id) {
+              if (group) {
+                // The command was decided with other ids: it is decided again.
+                failed = true
+                break
+              }
+              broken.add(key)
+              event = { ...event, id }
+              row = row === null ? null : ({ ...row, id } as Row)
+              rowJson = row === null ? null : JSON.stringify(row)
+              key = streamKey(event.type, id)
+            }
+            count.lastId++
+            count.rowCount++
+            setVersion(key, 0)
+          } else if (broken.has(key) || event.version !== versions.get(key)! + 1) {
+            failed = true
+            break
+          } else if (event.kind === "deleted") countOf(event.type).rowCount--
+          setVersion(key, event.version)
+          event = { ...event, seq: ++seq } satisfies StoredEvent
+          const json = row === null ? null : rowJson ?? JSON.stringify(row)
+          written.push({ event, row, rowJson: json })
+        }
+        if (failed) {
+          for (let u = undo.length - 1; u >= 0; u--) undo[u]()
+          seq = seqBefore
+          for (let i = start; i < end; i++) {
+            const { event } = entries[i]
+            // Later entries of these entities were decided on top of this one: stale too.
+            if (event.kind !== "created") broken.add(streamKey(event.type, event.id))
+            outcomes.push(Stale)
           }
-          count.lastId++
-          count.rowCount++
-          versions.set(key, 0)
-        } else if (broken.has(key) || event.version !== versions.get(key)! + 1) {
-          broken.add(key)
-          outcomes.push(Stale)
-          continue
-        } else if (event.kind === "deleted") counts.get(event.type)!.rowCount--
-        versions.set(key, event.version)
-        event = { ...event, seq: ++seq } satisfies StoredEvent
-        const c = eventColumns(event)
-        ev.seq.push(c.seq)
-        ev.type.push(c.type)
-        ev.id.push(c.id)
-        ev.version.push(c.version)
-        ev.kind.push(c.kind)
-        ev.schema.push(c.schema)
-        ev.at.push(c.at)
-        ev.method.push(c.method)
-        ev.params.push(c.params)
-        ev.data.push(c.data)
-        ev.checksum.push(c.checksum)
-        const json = row === null ? null : rowJson ?? JSON.stringify(row)
-        rowsAfter.set(key, { type: event.type, id: event.id, version: event.version, schema: event.schema ?? 1, row: json })
-        outcomes.push({ event, row, rowJson: json })
+        } else {
+          for (const entry of written) {
+            const { event } = entry
+            const c = eventColumns(event)
+            ev.seq.push(c.seq)
+            ev.type.push(c.type)
+            ev.id.push(c.id)
+            ev.version.push(c.version)
+            ev.kind.push(c.kind)
+            ev.schema.push(c.schema)
+            ev.at.push(c.at)
+            ev.method.push(c.method)
+            ev.params.push(c.params)
+            ev.data.push(c.data)
+            ev.checksum.push(c.checksum)
+            ev.command.push(c.command)
+            ev.correlation.push(c.correlation)
+            rowsAfter.set(streamKey(event.type, event.id), { type: event.type, id: event.id, version: event.version, schema: event.schema ?? 1, row: entry.rowJson ?? null })
+            outcomes.push(entry)
+          }
+        }
+        start = end
       }
       if (seq === head) {
         // Everything was stale: nothing to write.
@@ -184,7 +233,9 @@ export const appendBatch = (conn: PgConnectionShape, batch: AppendBatch): Effect
         [...views.keys()],
         [...views.values()],
         [...views].map(([name, json]) => checksum(viewKey(name), json)),
-        seq
+        seq,
+        ev.command,
+        ev.correlation
       ])
       yield* q("the commit failed (its outcome is unknown until the log is read again)", "commit")
       if (localOnly !== undefined) {

@@ -72,7 +72,13 @@ export const eventPayload = (e: {
   readonly method: string | null
   readonly params: string | null
   readonly data: string
-}) => `${JSON.stringify([e.type, e.id, e.version, e.kind, e.schema, e.at, e.method])}\n${e.params ?? ""}\n${e.data}`
+  readonly command: string | null
+  readonly correlation: string | null
+}) =>
+  `${JSON.stringify([e.type, e.id, e.version, e.kind, e.schema, e.at, e.method])}\n${e.params ?? ""}\n${e.data}` +
+  // An app command's name and correlation, after the data (JSON text has no raw newline); events without them
+  // (every event of a store written before them) keep the payload, and so the checksum, they had.
+  (e.command === null && e.correlation === null ? "" : `\n${JSON.stringify([e.command, e.correlation])}`)
 
 /** The columns of an event, as the append writes them. */
 export const eventColumns = (event: StoredEvent) => {
@@ -86,7 +92,9 @@ export const eventColumns = (event: StoredEvent) => {
     at: event.at,
     method: event.method ?? null,
     params: event.params === undefined ? null : JSON.stringify(event.params),
-    data: JSON.stringify(event.data)
+    data: JSON.stringify(event.data),
+    command: event.command ?? null,
+    correlation: event.correlation ?? null
   }
   return { ...columns, checksum: checksum(eventKey(event.seq), eventPayload(columns)) }
 }
@@ -95,7 +103,7 @@ export const eventColumns = (event: StoredEvent) => {
  * The select list that reads an event row as `EventRow` expects it. It renames seq to text: order by the
  * table's column (`from events e ... order by e.seq`), never by the output name (text order puts 100 before 99).
  */
-export const EVENT_COLUMNS = "seq::text as seq, type, id, version, kind, schema, at::text as at, method, params::text as params, data::text as data, checksum"
+export const EVENT_COLUMNS = "seq::text as seq, type, id, version, kind, schema, at::text as at, method, params::text as params, data::text as data, checksum, command, correlation"
 
 const EventRow = Schema.Struct({
   seq: BigIntText,
@@ -108,7 +116,9 @@ const EventRow = Schema.Struct({
   method: Schema.NullOr(Schema.String),
   params: Schema.NullOr(Schema.String),
   data: Schema.String,
-  checksum: Schema.String
+  checksum: Schema.String,
+  command: Schema.NullOr(Schema.String),
+  correlation: Schema.NullOr(Schema.String)
 })
 const decodeEventRow = decoder(EventRow, "the events row")
 
@@ -127,7 +137,9 @@ export const decodeEvent = (raw: { readonly seq?: unknown }): StoredEvent => {
     kind: e.kind,
     ...(e.method === null ? {} : { method: e.method }),
     ...(e.params === null ? {} : { params: parseJson<Record<string, unknown>>(key, e.params) }),
-    data: parseJson<Record<string, unknown>>(key, e.data)
+    data: parseJson<Record<string, unknown>>(key, e.data),
+    ...(e.command === null ? {} : { command: e.command }),
+    ...(e.correlation === null ? {} : { correlation: e.correlation })
   }
   return event
 }

@@ -13,6 +13,9 @@
  *   sessions  legacy MCP sessions, shared by every node (format 2; until format 3 with their subscriptions inline)
  *   session_subscriptions  one row per subscription of a session, so that a subscribe writes one row (format 3)
  *
+ * Format 4 adds the nullable `events.command` and `events.correlation` (an app command's name and the id shared by
+ * its events); older events keep NULL there and their checksums (records.ts).
+ *
  * `data`, `params` and `row` are `json`, not `jsonb`: json keeps the text exactly as written, so the checksum
  * (records.ts) covers the bytes the writer produced; jsonb would reorder keys and reformat numbers.
  */
@@ -82,6 +85,9 @@ const STEPS: ReadonlyArray<string> = [
       from ${SCHEMA}.sessions s, json_each_text(s.record::json -> 'subscriptions') e
     on conflict do nothing;
   update ${SCHEMA}.sessions set record = (record::jsonb - 'subscriptions')::text where record::jsonb ? 'subscriptions';
+  `,
+  `
+  alter table ${SCHEMA}.events add column if not exists command text, add column if not exists correlation text;
   `
 ]
 
