@@ -7,6 +7,7 @@ import { randomUUID } from "node:crypto"
 import { Catalog } from "../domain/app-catalog.ts"
 import type { CompiledType } from "../domain/compile.ts"
 import type { Intent } from "../domain/decider.ts"
+import { guardedRefusal } from "../domain/guarded.ts"
 import { NotFound, ValidationFailed, type CommandError, type FieldIssue } from "../domain/errors.ts"
 import { inputIssues } from "../domain/input-rules.ts"
 import { GroupCommit, type CommandCommitted, type Committed, type Stage } from "./group-commit.ts"
@@ -49,6 +50,11 @@ export const toIntent = (type: CompiledType, command: Command): Either.Either<In
   if (command._tag !== "Delete") {
     const issues = inputIssues(command.input)
     if (issues.length > 0) return Either.left(invalid(type)(issues))
+  }
+  // Fields only methods change: refused whoever sends the body (REST, MCP, an app command, a spec).
+  if (command._tag === "Create" || command._tag === "Update") {
+    const guarded = guardedRefusal(type, command._tag === "Create" ? "create" : "update", command._tag === "Update" ? command.id : "", command.input)
+    if (guarded !== undefined) return Either.left(guarded)
   }
   switch (command._tag) {
     case "Create":

@@ -25,6 +25,7 @@ import { streamKey, type Change, type StoredEvent } from "../domain/events.ts"
 import { rowUri } from "../domain/uri.ts"
 import { describeThrown, traceOf } from "../domain/user-code.ts"
 import { WoConfig } from "../config.ts"
+import { referenceRefusal, type Overlay } from "./reference-check.ts"
 import { ChangeFeed } from "../projections/change-feed.ts"
 import { Rows } from "../projections/rows.ts"
 import { Views, type PreparedViews } from "../projections/views.ts"
@@ -149,7 +150,8 @@ export const makeGroupCommit = Effect.gen(function* () {
     id: string,
     current: Row | undefined,
     seq: number,
-    at: number
+    at: number,
+    overlay: Overlay
   ): Either.Either<Decided, CommandError> => {
     const failed = (reason: string, trace: string) => {
       const error = new MethodFailed({ type: p.type.name, id, operation: operationOf(p), reason })
@@ -163,6 +165,8 @@ export const makeGroupCommit = Effect.gen(function* () {
         // A method threw or returned what cannot be stored: the author's bug, answered 500 and logged.
         return refused._tag === "UserCodeFailure" ? failed(refused.reason, refused.trace) : Either.left(refused)
       }
+      const dangling = referenceRefusal(p.type, id, operationOf(p), decision.right, rows, overlay)
+      if (dangling !== undefined) return Either.left(dangling)
       const event: StoredEvent = {
         seq,
         at,
@@ -342,7 +346,7 @@ export const makeGroupCommit = Effect.gen(function* () {
           if (shared && !create && createdHere.has(streamKey(type, id))) return again.push(p)
           // Each change is decided as the single-row write would be, with the same checks.
           const entry: Pending = { type: change.type, id, intent: change.intent, resume: () => undefined, cancelled: false, attempts: 0, recheck: false }
-          const one = decideOne(entry, id, create ? undefined : lookup(type, id), lastSeq + 1 + decided.length, at)
+          const one = decideOne(entry, id, create ? undefined : lookup(type, id), lastSeq + 1 + decided.length, at, overlay)
           if (Either.isLeft(one)) return refused(one.left)
           decided.push({ ...one.right, event: { ...one.right.event, command: p.command.name, correlation: p.correlation } })
         }
@@ -375,7 +379,7 @@ export const makeGroupCommit = Effect.gen(function* () {
         }
         // A create starts a new entity (on a shared log this node's counter may lag: the log picks the id).
         const current = p.intent._tag === "Create" ? undefined : overlay.has(key) ? overlay.get(key) ?? undefined : rows.get(type, id)
-        const decided = decideOne(p, id, current, lastSeq + 1, at)
+        const decided = decideOne(p, id, current, lastSeq + 1, at, overlay)
         if (Either.isLeft(decided)) {
           const tag = decided.left._tag
           if (shared && !p.recheck && (tag === "NotFound" || tag === "VersionConflict" || tag === "Rejected") && !overlay.has(key)) {

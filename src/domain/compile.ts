@@ -11,6 +11,7 @@ import { compileViews, typeToolNames, type CompiledView } from "./compile-views.
 import { compileCommands, type CompiledCommand } from "./compile-commands.ts"
 import { toJsonSchema, type JsonSchema } from "./json-schema.ts"
 import { compileMigrations, type Upcast } from "./migrations.ts"
+import { compileRules, type TypeRules } from "./rules.ts"
 import { describeThrown } from "./user-code.ts"
 
 const TYPE_NAME = /^[a-z][a-z0-9_]*$/
@@ -54,6 +55,8 @@ export interface CompiledType {
   readonly methods: ReadonlyMap<string, CompiledMethod>
   readonly rest: ReadonlySet<string>
   readonly mcp: ReadonlySet<string>
+  /** Invariants, guarded fields and references (rules.ts). */
+  readonly rules: TypeRules
 }
 
 export interface CompiledApp {
@@ -125,6 +128,7 @@ export const compileApp = (app: AppDef): Either.Either<CompiledApp, CatalogError
     const rest = exposure(def.rest, "rest") ?? known
     const mcp = exposure(def.mcp, "mcp") ?? rest
     const { version, upcast } = compileMigrations(name, def, problems)
+    const rules = compileRules(name, def, app.entities, problems)
     if (problems.length > 0) continue // the schemas below may not even be schemas
     const struct = Schema.Struct(fields)
     const data = asData(struct)
@@ -152,7 +156,8 @@ export const compileApp = (app: AppDef): Either.Either<CompiledApp, CatalogError
       filterable: filterableFields(fields),
       methods,
       rest,
-      mcp
+      mcp,
+      rules
     })
   }
   const retired = new Set<string>()

@@ -8,6 +8,7 @@ import { DEFAULT_REJECTION_CODE, isRejection, type Row } from "./catalog.ts"
 import type { CompiledMethod, CompiledType } from "./compile.ts"
 import { NotFound, Rejected, ValidationFailed, VersionConflict, type CommandError, type FieldIssue } from "./errors.ts"
 import type { EventKind, StoredEvent } from "./events.ts"
+import { checkInvariants, decodedRow } from "./invariants.ts"
 import { describeThrown, issuesText, notPlainObject, plainData, runUserCode, userCodeFailure, type UserCodeFailure } from "./user-code.ts"
 
 /** A command whose payload has already been decoded against the type's schema. */
@@ -76,28 +77,39 @@ export const decide = (
   intent: Intent,
   expectedVersion: number | undefined
 ): Either.Either<EventDraft, CommandError | UserCodeFailure> => {
-  if (intent._tag === "Create") return Either.right({ kind: "created", data: intent.fields })
+  if (intent._tag === "Create") return checked(type, "create", { kind: "created", data: intent.fields }, () => decodedRow(type, id, 1, intent.fields))
   if (state === undefined) return Either.left(new NotFound({ type: type.name, id }))
   if (expectedVersion !== undefined && expectedVersion !== state.version) {
     return Either.left(new VersionConflict({ type: type.name, id, expected: expectedVersion, actual: state.version }))
   }
+  const { id: _id, version, ...stored } = state
   switch (intent._tag) {
     case "Update":
       return Object.keys(intent.patch).length === 0
         ? Either.left(new ValidationFailed({ type: type.name, issues: [{ path: [], message: "no fields to update" }] }))
-        : Either.right({ kind: "updated", data: intent.patch })
+        : checked(type, "update", { kind: "updated", data: intent.patch }, () => decodedRow(type, id, version + 1, { ...stored, ...intent.patch }))
     case "Delete":
       return Either.right({ kind: "deleted", data: {} })
     case "Invoke": {
-      const { id: _id, version: _v, ...stored } = state
-      const row = { id, version: state.version, ...type.decodeStored(stored) }
-      return Either.map(
+      const row = decodedRow(type, id, version, stored)
+      return Either.flatMap(
         applyMethod(type, intent.method, row, intent.params),
-        (data): EventDraft => ({ kind: "invoked", method: intent.method.name, params: intent.params, data })
+        (data) =>
+          checked(type, intent.method.name, { kind: "invoked", method: intent.method.name, params: intent.params, data }, () =>
+            decodedRow(type, id, version + 1, { ...stored, ...data }))
       )
     }
   }
 }
+
+/** The draft, once the row after it holds every invariant of its type (none declared: nothing to decode). */
+const checked = (
+  type: CompiledType,
+  operation: string,
+  draft: EventDraft,
+  rowAfter: () => Row
+): Either.Either<EventDraft, Rejected | UserCodeFailure> =>
+  type.rules.invariants.length === 0 ? Either.right(draft) : Either.map(checkInvariants(type, operation, rowAfter()), () => draft)
 
 /** Folds one event into the row. Key order is stable ({id, version, ...fields}) so JSON bodies are too. */
 export const evolve = (state: Row | undefined, event: StoredEvent): Row | undefined => {

@@ -25,3 +25,15 @@ const inlineRefs = (node: unknown, defs: Record<string, unknown>, seen: Readonly
   for (const [k, v] of Object.entries(node)) out[k] = inlineRefs(v, defs, seen)
   return out
 }
+
+/** An object schema without some of its properties (a create's or update's input without the guarded fields). */
+export const withoutProperties = (schema: JsonSchema, names: ReadonlySet<string>): JsonSchema => {
+  if (names.size === 0) return schema
+  const properties = (schema.properties ?? {}) as Record<string, unknown>
+  const required = schema.required as ReadonlyArray<string> | undefined
+  return {
+    ...schema,
+    properties: Object.fromEntries(Object.entries(properties).filter(([k]) => !names.has(k))),
+    ...(required === undefined ? {} : { required: required.filter((k) => !names.has(k)) })
+  }
+}

@@ -120,6 +120,14 @@ export class RowTable {
     return this.orderedWalk(index, where, order.descending, after, limit)
   }
 
+  /**
+   * The ids of the rows whose `field` equals `value`, ascending, from the field's equality index (built on the
+   * first call, maintained on every write after it): how a delete finds the rows that still reference it.
+   */
+  idsWhere(field: string, value: unknown): ReadonlyArray<number> {
+    return this.equalityOn(field).bucket(value)
+  }
+
   private equalityOn(field: string): EqualityIndex {
     let index = this.equality.get(field)
     if (index === undefined) {

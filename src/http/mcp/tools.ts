@@ -8,7 +8,7 @@ import type { Row } from "../../domain/catalog.ts"
 import type { CompiledApp, CompiledType } from "../../domain/compile.ts"
 import { andMore, ValidationFailed, type CommandError, type NotFound } from "../../domain/errors.ts"
 import { issuesOf } from "../../domain/codecs.ts"
-import { toJsonSchema, type JsonSchema } from "../../domain/json-schema.ts"
+import { toJsonSchema, withoutProperties, type JsonSchema } from "../../domain/json-schema.ts"
 import type { Command, CommandsShape, ExecuteOptions } from "../../commands/commands.ts"
 import type { Committed } from "../../commands/group-commit.ts"
 import type { QueriesShape } from "../../projections/queries.ts"
@@ -223,6 +223,8 @@ const viewTool = (view: CompiledView, views: ViewsShape): Tool => ({
 const typeTools = (type: CompiledType, commands: CommandsShape, queries: QueriesShape, maxPageSize: number): Array<Tool> => {
   const t = type.name
   const fields = type.fieldsJsonSchema
+  // What a create or update may set: guarded fields are changed by methods only.
+  const input = withoutProperties(fields, type.rules.guarded)
   const rowSchema = objectSchema({ ...ROW_KEYS.properties, ...propertiesOf(fields) }, [...ROW_KEYS.required, ...requiredOf(fields)], false)
   const PageArgs = pageArgs(maxPageSize)
   const PAGE = derived(PageArgs)
@@ -285,7 +287,7 @@ const typeTools = (type: CompiledType, commands: CommandsShape, queries: Queries
         name: `${t}_create`,
         title: `Create one of ${t}`,
         description: `Create a row in ${t}; the store assigns its id. Answered once the write is durable.${about}`,
-        inputSchema: fields,
+        inputSchema: input,
         outputSchema: rowSchema,
         annotations: { title: `Create one of ${t}`, readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: false }
       },
@@ -298,7 +300,7 @@ const typeTools = (type: CompiledType, commands: CommandsShape, queries: Queries
         name: `${t}_update`,
         title: `Update one of ${t}`,
         description: `Change some fields of a row in ${t}. Pass expectedVersion to refuse the change if someone else changed the row first.`,
-        inputSchema: objectSchema({ ...TARGET.properties, ...propertiesOf(fields) }, TARGET.required),
+        inputSchema: objectSchema({ ...TARGET.properties, ...propertiesOf(input) }, TARGET.required),
         outputSchema: rowSchema,
         annotations: { title: `Update one of ${t}`, readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: false }
       },

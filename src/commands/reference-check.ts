@@ -1,0 +1,84 @@
+/**
+ * References, checked in the writer against live rows (this batch's earlier decisions first, then the rows):
+ * an event that sets a `ref("books")` field to an id of no live `books` row is refused (`missing_reference`),
+ * and so is the delete of a row that live rows still reference (`still_referenced`, naming the first few).
+ * The referencing rows are found through the equality index of the referencing field, so a delete reads only
+ * the rows that hold its id.
+ */
+import type { Row } from "../domain/catalog.ts"
+import type { CompiledType } from "../domain/compile.ts"
+import type { EventDraft } from "../domain/decider.ts"
+import { Rejected } from "../domain/errors.ts"
+import { streamKey } from "../domain/events.ts"
+import type { RowsShape } from "../projections/rows.ts"
+
+export const MISSING_REFERENCE = "missing_reference"
+export const STILL_REFERENCED = "still_referenced"
+
+/** How many referencing rows a `still_referenced` refusal names. */
+const NAMED = 3
+
+/** The rows decided earlier in the batch, by streamKey: the row after them, null when deleted. */
+export type Overlay = ReadonlyMap<string, Row | null>
+
+const live = (rows: RowsShape, overlay: Overlay, type: string, id: string): Row | undefined => {
+  const key = streamKey(type, id)
+  return overlay.has(key) ? overlay.get(key) ?? undefined : rows.get(type, id)
+}
+
+/** The refusal of an event that breaks a reference, or undefined. Cheap when the type has no references. */
+export const referenceRefusal = (
+  type: CompiledType,
+  id: string,
+  operation: string,
+  draft: EventDraft,
+  rows: RowsShape,
+  overlay: Overlay
+): Rejected | undefined => {
+  const { refs, referencedBy } = type.rules
+  if (draft.kind === "deleted") {
+    return referencedBy.length === 0 ? undefined : stillReferenced(type, id, operation, rows, overlay)
+  }
+  if (refs.size === 0) return undefined
+  for (const [field, target] of refs) {
+    const value = draft.data[field]
+    if (value === undefined || value === null) continue
+    // A row may reference itself; the event being decided is what creates or keeps it.
+    if (target === type.name && value === id) continue
+    if (live(rows, overlay, target, String(value)) === undefined) {
+      return new Rejected({ type: type.name, id, operation, code: MISSING_REFERENCE, reason: `${target} ${String(value)} does not exist` })
+    }
+  }
+  return undefined
+}
+
+/** Live rows that reference `type` `id`: the indexed rows as the overlay has them now, plus rows set in this batch. */
+const stillReferenced = (type: CompiledType, id: string, operation: string, rows: RowsShape, overlay: Overlay): Rejected | undefined => {
+  const found: Array<string> = []
+  let count = 0
+  const note = (referencing: string, referencingId: string) => {
+    count++
+    if (found.length < NAMED) found.push(`${referencing} ${referencingId}`)
+  }
+  for (const { type: referencing, field } of type.rules.referencedBy) {
+    const seen = new Set<string>()
+    for (const n of rows.table(referencing).idsWhere(field, id)) {
+      const rid = String(n)
+      seen.add(rid)
+      if (referencing === type.name && rid === id) continue
+      const row = live(rows, overlay, referencing, rid)
+      if (row !== undefined && row[field] === id) note(referencing, rid)
+    }
+    // Rows this batch created or moved onto `id` are not in the index yet.
+    if (overlay.size === 0) continue
+    const prefix = `${referencing}/`
+    for (const [key, row] of overlay) {
+      if (row === null || !key.startsWith(prefix) || row[field] !== id || seen.has(row.id)) continue
+      if (referencing === type.name && row.id === id) continue
+      note(referencing, row.id)
+    }
+  }
+  if (count === 0) return undefined
+  const named = count > found.length ? `${found.join(", ")} and ${count - found.length} more` : found.join(", ")
+  return new Rejected({ type: type.name, id, operation, code: STILL_REFERENCED, reason: `${named} ${count === 1 ? "still references" : "still reference"} ${type.name} ${id}` })
+}
