@@ -6,6 +6,8 @@ import { defineApp, entity } from "../../src/domain/catalog.ts"
 import { compileApp } from "../../src/domain/compile.ts"
 import library from "../../examples/library/app.ts"
 import pricing from "../../examples/pricing/app.ts"
+import { rpc } from "../support/mcp.ts"
+import { http, startServer } from "../support/server.ts"
 
 const viewOf = (app: Parameters<typeof compileApp>[0]) => catalogView(Either.getOrThrow(compileApp(app)), "0.0.0", () => [])
 
@@ -46,5 +48,21 @@ describe("the console's catalog view", () => {
       { name: "rest_only", params: [{ name: "n", required: false, summary: "integer" }], rest: "POST /api/_commands/rest_only" }
     ])
     expect(viewOf(pricing).commands).toEqual([])
+  })
+
+  it("served at /api/_catalog, names exactly the command tools tools/list answers", async () => {
+    const server = await startServer(library)
+    try {
+      const catalog = (await http(`${server.url}/api/_catalog`)).json
+      const tools: Array<string> = (await rpc(server.url, "tools/list")).json.result.tools.map((t: { name: string }) => t.name)
+      expect(catalog.commands.map((c: { tool?: string }) => c.tool)).toEqual(["lend", "return"])
+      for (const tool of ["lend", "return"]) expect(tools).toContain(tool)
+      // The types' own tools are still listed per type: loans are read-only on MCP.
+      const loans = catalog.types.find((t: { name: string }) => t.name === "loans")
+      expect(loans.operations.filter((o: { tool?: string }) => o.tool).map((o: { tool: string }) => o.tool)).toEqual(["loans_list", "loans_get"])
+      expect(tools.filter((t) => t.startsWith("loans_"))).toEqual(["loans_list", "loans_get"])
+    } finally {
+      await server.close()
+    }
   })
 })
