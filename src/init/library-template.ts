@@ -287,7 +287,8 @@ spec("a loan that does not exist cannot be returned", () =>
     `# app: library
 # A loan's life over REST: a book gets a copy, a member borrows it through the lend command (the copy off the
 # shelf and the loan opened in one atomic write), a second lend of the same book is refused with its code, and
-# return gives it back. Around it, what callers cannot do: set \`available\` themselves, or create a loan. Recorded
+# return gives it back. Around it, what callers cannot do: set \`available\` themselves, create a loan, or lend to
+# a member who does not exist (refused whole: nothing of the command is written). Recorded
 # with \`npx wo run . --record\`, then given titles. The format is described in writeonce's docs/transcripts.md.
 
 ### add a book: copies and available start at 0
@@ -386,6 +387,24 @@ allow: GET
 {
   "error": "MethodNotAllowed",
   "message": "allowed here: GET"
+}
+
+### a lend to a member who does not exist is refused whole: the book keeps its copy (its version stays 2)
+POST /api/_commands/lend
+content-type: application/json
+
+{
+  "book": "{{books_1}}",
+  "member": "99"
+}
+
+--> 422
+content-type: application/json
+
+{
+  "error": "Rejected",
+  "message": "members 99 does not exist",
+  "code": "missing_reference"
 }
 
 ### lend the book: the copy leaves the shelf and a loan opens, in one command

@@ -11,7 +11,7 @@ import { ROOT, runWo, tempDir } from "../support/server.ts"
 const okLines = (tap: string) => tap.split("\n").filter((l) => l.startsWith("ok "))
 
 describe("the library sample", () => {
-  it("wo test examples/library: typecheck, every spec and the transcript pass", async () => {
+  it("wo test examples/library: typecheck, every spec and the transcript pass", { timeout: 180_000 }, async () => {
     const ran = await runWo(["test", path.join(ROOT, "examples/library")])
     expect(ran.code, ran.stdout).toBe(0)
     expect(ran.stdout).toMatch(/^ok 1 - typecheck$/m)
@@ -23,7 +23,7 @@ describe("the library sample", () => {
     expect(ran.stdout).toMatch(/^# fail 0$/m)
   })
 
-  it("an app made by wo init --template library passes its own tests under its own name", async () => {
+  it("an app made by wo init --template library passes its own tests under its own name", { timeout: 180_000 }, async () => {
     const dir = path.join(tempDir("wo-library-"), "branch-library")
     expect((await runWo(["init", "--template", "library", dir])).code).toBe(0)
     // Installed as an app would have it: writeonce (this checkout), effect and the Node types.

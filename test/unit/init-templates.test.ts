@@ -44,7 +44,7 @@ describe("wo init --template library", () => {
     expect(read(dir, "app.ts").replace(`name: "branch-library",`, `name: "library",`)).toBe(read(SAMPLE, "app.ts"))
   })
 
-  it("the default is still the tasks app; an unknown template is refused, naming the choices; --help says them", async () => {
+  it("the default is still the tasks app; an unknown template is refused, naming the choices; --help says them", { timeout: 120_000 }, async () => {
     const dir = path.join(tempDir("wo-init-"), "shop")
     expect((await runWo(["init", dir])).code).toBe(0)
     expect(fs.existsSync(path.join(dir, "specs/tasks.spec.ts"))).toBe(true)
