@@ -285,11 +285,12 @@ spec("a loan that does not exist cannot be returned", () =>
   [
     "transcripts/library.http",
     `# app: library
-# A loan's life over REST: a book gets a copy, a member borrows it through the lend command (the copy off the
-# shelf and the loan opened in one atomic write), a second lend of the same book is refused with its code, and
-# return gives it back. Around it, what callers cannot do: set \`available\` themselves, create a loan, or lend to
-# a member who does not exist (refused whole: nothing of the command is written). Recorded
-# with \`npx wo run . --record\`, then given titles. The format is described in writeonce's docs/transcripts.md.
+# A loan's life: a book gets a copy, a member borrows it through the lend command (the copy off the shelf and
+# the loan opened in one atomic write), a second lend of the same book is refused with its code, over REST and
+# over MCP alike, and return gives it back. Around it, what callers cannot do: set \`available\` themselves, create
+# a loan, or lend to a member who does not exist (refused whole: nothing of the command is written). Recorded
+# with \`npx wo run . --record\`, then given titles and placeholders for the generated ids. The format is
+# described in writeonce's docs/transcripts.md.
 
 ### add a book: copies and available start at 0
 POST /api/books
@@ -469,6 +470,57 @@ content-type: application/json
   "error": "Rejected",
   "message": "no copy of \\"Dune\\" is available",
   "code": "no_copies"
+}
+
+### an agent's lend over MCP (2026-07-28) gets the same refusal, code included
+POST /mcp
+content-type: application/json
+accept: application/json, text/event-stream
+mcp-protocol-version: 2026-07-28
+mcp-method: tools/call
+mcp-name: lend
+
+{
+  "jsonrpc": "2.0",
+  "id": 1,
+  "method": "tools/call",
+  "params": {
+    "name": "lend",
+    "arguments": {
+      "book": "{{books_1}}",
+      "member": "{{members_1}}"
+    },
+    "_meta": {
+      "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+      "io.modelcontextprotocol/clientCapabilities": {}
+    }
+  }
+}
+
+--> 200
+content-type: application/json
+
+{
+  "jsonrpc": "2.0",
+  "id": 1,
+  "result": {
+    "content": [
+      {
+        "type": "text",
+        "text": "no copy of \\"Dune\\" is available"
+      }
+    ],
+    "isError": true,
+    "_meta": {
+      "writeonce/refusal": {
+        "error": "Rejected",
+        "code": "no_copies",
+        "message": "no copy of \\"Dune\\" is available"
+      },
+      "io.modelcontextprotocol/serverInfo": "{{*}}"
+    },
+    "resultType": "complete"
+  }
 }
 
 ### the member's loans (a view is keyed by member id: a fresh server's first member is 1)
