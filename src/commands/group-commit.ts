@@ -13,6 +13,12 @@
  * found or conflicting is also decided once more against a caught-up row before it is answered. The tailer,
  * not the writer, applies every commit to the rows and the change feed; a caller is answered once this node's
  * rows include its write (read-your-writes).
+ *
+ * An app command (a command across entity types) is one submission: the writer runs its `decide` against the
+ * batch so far (command-decider.ts), decides each of its changes as the single-row write would (`decideOne`), and
+ * adds all of its events to the batch or none (a refusal leaves the batch untouched). One batch is one atomic
+ * write, so they land together; a shared log refuses the command's entries as one group, and the writer then
+ * decides the whole command again once caught up.
  */
 import { Cause, Context, Deferred, Effect, Either, Exit, Fiber, Layer, Option, Stream } from "effect"
 import type { Row } from "../domain/catalog.ts"
@@ -246,8 +252,15 @@ export const makeGroupCommit = Effect.gen(function* () {
       const again: Array<Queued> = []
       for (let w = 0, i = 0; w < waiters.length; i += spans[w], w++) {
         const p = waiters[w]
+        let stale = 0
+        for (let k = i; k < i + spans[w]; k++) if (outcomes[k] === Stale) stale++
+        if (stale > 0 && stale < spans[w]) {
+          // A log that breaks the contract (a command's entries all written or all stale): never answer it as done.
+          p.resume(Exit.fail(new StoreUnavailable({ reason: `the log wrote ${spans[w] - stale} of the ${spans[w]} events of one command` })))
+          continue
+        }
         // An app command's entries are written all or none (the log refuses the whole group): it is decided again.
-        if (outcomes[i] === Stale) {
+        if (stale > 0) {
           if (++p.attempts >= MAX_ATTEMPTS) {
             const what = p.kind === "command" ? `the command ${p.command.name}'s rows` : `${p.type.name} ${p.id ?? ""}`
             p.resume(Exit.fail(new StoreUnavailable({ reason: `${what} kept changing on other nodes (${MAX_ATTEMPTS} attempts); retry` })))

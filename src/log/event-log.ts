@@ -76,7 +76,8 @@ export type Stale = typeof Stale
 export interface AppendResult {
   /**
    * Per entry of the batch, in order: the entry as written (the seq, and for a create the id, assigned by the
-   * log; the row rewritten to match) or `Stale`. Written entries have consecutive seqs in this order.
+   * log; the row rewritten to match) or `Stale`. Written entries have consecutive seqs in this order. The entries
+   * of one app command (consecutive, one `event.correlation`) are all written or all `Stale`: a command is atomic.
    */
   readonly outcomes: ReadonlyArray<AppendEntry | Stale>
   /** The log's head after the commit: every entry refused as stale was decided against a row older than it. */

@@ -3,11 +3,13 @@
  * `<name>` (legacy and modern eras) answer the same bytes; a refusal, bad params or an unknown command write
  * nothing; every event of a command carries its name and one correlation, in one atomic write.
  */
+import { Client } from "@modelcontextprotocol/sdk/client/index.js"
+import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js"
 import { Chunk, Effect, Stream } from "effect"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { EventLog } from "../../src/log/event-log.ts"
 import type { StoredEvent } from "../../src/domain/events.ts"
-import { openSession, rawMcp } from "../support/mcp.ts"
+import { openSession, rawMcp, rpc } from "../support/mcp.ts"
 import { MODERN_META, modernHeaders } from "../support/modern.ts"
 import { http, rawRequest, startServer } from "../support/server.ts"
 import { library } from "../support/library-app.ts"
@@ -101,6 +103,15 @@ describe("an app command over REST", () => {
     expect(loanIds[1]).toBe(loanIds[0] + 1)
   })
 
+  it("decide throwing is the author's bug: 500 MethodFailed naming the command, nothing written", async () => {
+    const b = await book(1)
+    const before = await events()
+    const failed = await post("/api/_commands/broken", { book: b })
+    expect(failed.status).toBe(500)
+    expect(failed.json).toEqual({ error: "MethodFailed", message: "broken failed: cannot lend b1" })
+    expect(await events()).toEqual(before)
+  })
+
   it("400 for params that do not decode, 404 for an unknown command or one not served over REST, 405 for GET", async () => {
     const bad = await post("/api/_commands/lend", { book: 1 })
     expect(bad.status).toBe(400)
@@ -151,5 +162,38 @@ describe("an app command over MCP", () => {
       const invalid = (await call({ book: 5 })).json.result
       expect(invalid.isError, era).toBe(true)
     }
+  })
+
+  it("the official SDK v1 client calls it: the result matches the tool's outputSchema, a refusal is returned", async () => {
+    const b = await book(1)
+    const m = await member()
+    const client = new Client({ name: "commands-test", version: "1.0.0" })
+    await client.connect(new StreamableHTTPClientTransport(new URL(`${server.url}/mcp`)))
+    try {
+      await client.listTools()
+      const lent = await client.callTool({ name: "lend", arguments: { book: b, member: m } })
+      expect(lent.isError).toBeFalsy()
+      expect((lent.structuredContent as any).changes.map((c: any) => c.type)).toEqual(["books", "loans"])
+      const refused = await client.callTool({ name: "lend", arguments: { book: b, member: m } })
+      expect(refused.isError).toBe(true)
+      expect((refused._meta as Record<string, unknown>)["writeonce/refusal"]).toMatchObject({ code: "no_copies" })
+    } finally {
+      await client.close()
+    }
+  })
+
+  it("the catalog describes the commands: the resource wo://schema/_commands and the server's instructions", async () => {
+    const listed = (await rpc(server.url, "resources/list")).json.result.resources as Array<{ uri: string }>
+    expect(listed.map((r) => r.uri)).toContain("wo://schema/_commands")
+    const read = (await rpc(server.url, "resources/read", { uri: "wo://schema/_commands" })).json.result.contents[0]
+    const { commands } = JSON.parse(read.text)
+    expect(commands.map((c: any) => c.name)).toEqual(["lend", "lend_pair", "return_book", "broken"])
+    expect(commands[0]).toMatchObject({ tool: "lend", rest: "POST /api/_commands/lend", jsonSchema: { required: ["book", "member"] } })
+    const init = await http(`${server.url}/mcp`, {
+      method: "POST",
+      headers: { accept: "application/json, text/event-stream" },
+      body: { jsonrpc: "2.0", id: 1, method: "initialize", params: { protocolVersion: "2025-11-25", capabilities: {}, clientInfo: { name: "t", version: "1" } } }
+    })
+    expect(init.json.result.instructions).toMatch(/tools lend, lend_pair, return_book, broken\./)
   })
 })

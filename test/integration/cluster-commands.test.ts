@@ -9,6 +9,10 @@ import * as path from "node:path"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { PgConnection, pgConnectionLayer } from "../../src/log/postgres/connection.ts"
 import { ensureSchema } from "../../src/log/postgres/schema.ts"
+import { appendBatch } from "../../src/log/postgres/append.ts"
+import { Stale, type AppendEntry } from "../../src/log/event-log.ts"
+import type { Row } from "../../src/domain/catalog.ts"
+import type { StoredEvent } from "../../src/domain/events.ts"
 import { writeAppDir } from "../support/app-dir.ts"
 import { http, ROOT, tempDir } from "../support/server.ts"
 import { runWo, spawnWo, type Spawned } from "../../testkit/spawn.ts"
@@ -81,6 +85,45 @@ describe.skipIf(!haveBinaries)("app commands on one PostgreSQL log, two nodes", 
        from writeonce.rows b where b.type = 'books'`)
     for (const b of perBook) expect(b.loans, `book ${b.id}`).toBe(b.lent)
     expect(perBook.filter((b) => books.includes(b.id)).map((b) => b.lent).sort()).toEqual([10, 7])
+  })
+
+  it("the append writes a command's entries all or none: a stale entry, or a create given another id, refuses the whole group", async () => {
+    const [b1, b2, b3] = [await book(5), await book(5), await book(5)]
+    const row = async (id: string) => (await cluster.sql<{ row: Row }>("wo_cmds", "select row from writeonce.rows where type = 'books' and id = $1", [id]))[0].row
+    const [r1, r2, r3] = [await row(b1), await row(b2), await row(b3)]
+    const [{ last }] = await cluster.sql<{ last: number }>("wo_cmds", "select last_id::int as last from writeonce.types where type = 'loans'")
+    const checkOut = (r: Row, version: number, correlation?: string): AppendEntry => {
+      const after = { ...r, version, available: (r.available as number) - 1 }
+      const event: StoredEvent = {
+        seq: 0, at: Date.now(), type: "books", id: r.id, version, schema: 1, kind: "invoked", method: "check_out", params: {}, data: { available: after.available },
+        ...(correlation === undefined ? {} : { command: "lend", correlation })
+      }
+      return { event, row: after }
+    }
+    const loan = (id: string, book: string, correlation: string): AppendEntry => {
+      const data = { book, member: "1", status: "out" }
+      return { event: { seq: 0, at: Date.now(), type: "loans", id, version: 1, schema: 1, kind: "created", data, command: "lend", correlation }, row: { id, version: 1, ...data } }
+    }
+    const runtime = ManagedRuntime.make(pgConnectionLayer(store))
+    try {
+      const append = (entries: ReadonlyArray<AppendEntry>) => runtime.runPromise(Effect.flatMap(PgConnection, (conn) => appendBatch(conn, { entries, counters: new Map() })))
+      // b1 is current, b2 stale (decided at a version another node has passed): neither is written; b3 alone is.
+      const first = await append([checkOut(r1, r1.version + 1, "g1"), checkOut(r2, r2.version + 3, "g1"), checkOut(r3, r3.version + 1)])
+      expect(first.outcomes.map((o) => (o === Stale ? "stale" : `${o.event.type}/${o.event.id}@${o.event.version}`))).toEqual(["stale", "stale", `books/${b3}@${r3.version + 1}`])
+      // The loan's create was decided with an id the log has handed out meanwhile: the book's change is not written either.
+      const second = await append([checkOut(r1, r1.version + 1, "g2"), loan(String(last + 7), b1, "g2")])
+      expect(second.outcomes).toEqual([Stale, Stale])
+      expect((await row(b1)).version).toBe(r1.version)
+      expect((await row(b2)).version).toBe(r2.version)
+      expect(await cluster.sql("wo_cmds", "select count(*)::int as n from writeonce.events where correlation in ('g1', 'g2')")).toEqual([{ n: 0 }])
+      // Decided right, the group is written whole, its seqs consecutive.
+      const third = await append([checkOut(r1, r1.version + 1, "g3"), loan(String(last + 1), b1, "g3")])
+      const written = third.outcomes.filter((o): o is AppendEntry => o !== Stale)
+      expect(written.map((o) => `${o.event.type}/${o.event.id}`)).toEqual([`books/${b1}`, `loans/${last + 1}`])
+      expect(written[1].event.seq).toBe(written[0].event.seq + 1)
+    } finally {
+      await runtime.dispose()
+    }
   })
 
   it("wo verify --store and wo replay --app --store accept a log with commands", async () => {

@@ -54,7 +54,9 @@ export const library = defineApp({
         return [ctx.update("loans", p.loan, { status: "returned" }), ctx.invoke("books", loan.book, "give_back")]
       }
     },
-    hidden: { params: {}, rest: false, mcp: false, decide: () => [] }
+    hidden: { params: {}, rest: false, mcp: false, decide: () => [] },
+    /** The author's bug: decide throws after reading a row. */
+    broken: { params: { book: Schema.String }, decide: (ctx, p) => { throw new Error(`cannot lend ${ctx.get("books", p.book)?.title}`) } }
   }
 })
 

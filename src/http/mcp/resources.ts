@@ -2,7 +2,8 @@
  * MCP resources generated from the catalog: `wo://schema/<type>` (fields and JSON Schema), `wo://<type>/<id>`
  * (one row, the same bytes as the REST GET), `wo://views/<name>` (a view's value, the same bytes as
  * `GET /api/_views/<name>`) and `wo://<type>?<query>` (a filtered list's first page, the same bytes as
- * `GET /api/<type>?<query>`). Listing walks schemas and views, then each type's rows in id order, with opaque
+ * `GET /api/<type>?<query>`), and, when the app serves commands over MCP, `wo://schema/_commands` (each app command's
+ * name, description and params JSON Schema). Listing walks schemas and views, then each type's rows in id order, with opaque
  * cursors; rows created during a walk appear later in it, and nothing repeats.
  */
 import { Effect, Either, Option } from "effect"
@@ -48,6 +49,8 @@ export interface ResourceSources {
 }
 
 const NOT_FOUND: ReadProblem = { _tag: "NotFound" }
+/** The resource describing the app commands (`_commands` is never a type name). */
+export const COMMANDS_URI = "wo://schema/_commands"
 
 export const makeResources = (catalog: CompiledApp, { queries, views }: ResourceSources, pageSize: number): Resources => {
   const exposed = [...catalog.types.values()].filter((t) => t.mcp.size > 0)
@@ -79,8 +82,19 @@ export const makeResources = (catalog: CompiledApp, { queries, views }: Resource
     description: description ?? `The value of the view ${name}`,
     mimeType: "application/json"
   })
-  // The catalog's fixed entries, listed first: each type's schema, then each view.
-  const fixed = [...exposed.map(schemaEntry), ...[...catalog.views.values()].map((v) => viewEntry(v.name, v.description))]
+  // App commands served as tools: one resource describes them all (their tools are `<name>`).
+  const commands = [...catalog.commands.values()].filter((c) => c.mcp)
+  const commandsEntry: ReadonlyArray<ResourceEntry> = commands.length === 0 ? [] : [{
+    uri: COMMANDS_URI,
+    name: "schema/_commands",
+    title: "App commands",
+    description: "The app's commands across types (each atomic: all of its changes or none): name, description and params JSON Schema",
+    mimeType: "application/json"
+  }]
+  const commandsText = () =>
+    JSON.stringify({ commands: commands.map((c) => ({ name: c.name, description: c.description, tool: c.name, rest: c.rest ? `POST /api/_commands/${c.name}` : undefined, jsonSchema: c.paramsJsonSchema })) })
+  // The catalog's fixed entries, listed first: each type's schema, the app commands, then each view.
+  const fixed = [...exposed.map(schemaEntry), ...commandsEntry, ...[...catalog.views.values()].map((v) => viewEntry(v.name, v.description))]
 
   /** Every entry after position (p0, a0), in listing order. */
   function* entriesAfter(p0: number, a0: number): Generator<readonly [{ p: number; a: number }, ResourceEntry]> {
@@ -127,6 +141,7 @@ export const makeResources = (catalog: CompiledApp, { queries, views }: Resource
         if (view === undefined) return Effect.fail(NOT_FOUND)
         return view.failed !== undefined ? Effect.fail({ _tag: "Failed", message: view.failed }) : Effect.succeed(contents(uri, viewBody(view)))
       }
+      if (parsed._tag === "Schema" && uri === COMMANDS_URI) return commands.length === 0 ? Effect.fail(NOT_FOUND) : Effect.succeed(contents(uri, commandsText()))
       const type = catalog.types.get(parsed.type)
       if (type === undefined || type.mcp.size === 0) return Effect.fail(NOT_FOUND)
       switch (parsed._tag) {
