@@ -143,6 +143,7 @@ describe("guarded fields", () => {
       expect(Object.keys(tool("books_update").inputSchema.properties).sort(), era).toEqual(["copies", "expectedVersion", "id", "title"])
       expect(Object.keys(tool("books_create").inputSchema.properties).sort(), era).toEqual(["copies", "title"])
       expect(tool("books_create").inputSchema.required, era).not.toContain("available")
+      expect((tool("books_update") as any).description, era).toContain("available: changed by methods only.")
       // The row they answer with still has the field.
       expect(Object.keys((tool("books_update") as any).outputSchema.properties), era).toContain("available")
     }

@@ -225,6 +225,7 @@ const typeTools = (type: CompiledType, commands: CommandsShape, queries: Queries
   const fields = type.fieldsJsonSchema
   // What a create or update may set: guarded fields are changed by methods only.
   const input = withoutProperties(fields, type.rules.guarded)
+  const guardedNote = type.rules.guarded.size === 0 ? "" : ` ${[...type.rules.guarded].join(", ")}: changed by methods only.`
   const rowSchema = objectSchema({ ...ROW_KEYS.properties, ...propertiesOf(fields) }, [...ROW_KEYS.required, ...requiredOf(fields)], false)
   const PageArgs = pageArgs(maxPageSize)
   const PAGE = derived(PageArgs)
@@ -299,7 +300,7 @@ const typeTools = (type: CompiledType, commands: CommandsShape, queries: Queries
       definition: {
         name: `${t}_update`,
         title: `Update one of ${t}`,
-        description: `Change some fields of a row in ${t}. Pass expectedVersion to refuse the change if someone else changed the row first.`,
+        description: `Change some fields of a row in ${t}. Pass expectedVersion to refuse the change if someone else changed the row first.${guardedNote}`,
         inputSchema: objectSchema({ ...TARGET.properties, ...propertiesOf(input) }, TARGET.required),
         outputSchema: rowSchema,
         annotations: { title: `Update one of ${t}`, readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: false }
