@@ -17,10 +17,16 @@
  */
 import { Either } from "effect"
 import type { Schema } from "effect"
+import { referenceRefusal } from "../commands/reference-check.ts"
 import type { AppDef, Row } from "../domain/catalog.ts"
 import { decideCommand, type CommandEventDraft } from "../domain/command-decider.ts"
+import type { CompiledApp } from "../domain/compile.ts"
+import { evolve } from "../domain/decider.ts"
+import { streamKey, type StoredEvent } from "../domain/events.ts"
 import { MethodFailed, ValidationFailed, type CommandError } from "../domain/errors.ts"
 import { describeThrown } from "../domain/user-code.ts"
+import { RowTable } from "../projections/row-table.ts"
+import { makeRows, type RowsShape } from "../projections/rows.ts"
 import type { OlderEvent, SpecEventOf } from "./decider-spec.ts"
 import { assertFails, assertRejects, assertSameEvents, comparesParams, compile, pretty, shape, SpecFailed, stateOf, type Fields, type SpecEvent } from "./spec-support.ts"
 
@@ -93,6 +99,59 @@ const grouped = (drafts: ReadonlyArray<CommandEventDraft>, expected?: Rows) => {
   return byRow
 }
 
+/** The given rows as the store would hold them: folded from their events, in the store's row tables. */
+const givenRows = (catalog: CompiledApp, rows: Rows): RowsShape => {
+  const tables = new Map<string, RowTable>()
+  for (const [typeName, byId] of Object.entries(rows)) {
+    const type = catalog.types.get(typeName)
+    if (type === undefined) {
+      throw new SpecFailed({ message: `given rows of "${typeName}": app "${catalog.name}" has no such type (it has: ${[...catalog.types.keys()].join(", ")})` })
+    }
+    const table = new RowTable()
+    tables.set(typeName, table)
+    for (const [id, events] of Object.entries(byId ?? {})) {
+      if (!STORE_ID.test(id)) throw new SpecFailed({ message: `given row ${typeName} ${JSON.stringify(id)}: ids are the store's, positive integers ("1", "2", ...)` })
+      const row = stateOf(type, id, list(events), ` of ${typeName} ${id}`)
+      if (row !== undefined) table.set(row)
+      // A deleted row keeps its id taken: a create takes the next one after it.
+      highestGiven.set(table, Math.max(highestGiven.get(table) ?? 0, Number(id)))
+    }
+  }
+  return makeRows(tables, 0, { rows: 0, events: 0, tailEvents: 0, millis: 0 })
+}
+
+/** The highest id given per table, deleted rows included (a table does not keep the ids of deleted rows). */
+const highestGiven = new WeakMap<RowTable, number>()
+
+/** The highest id handed out for `type`: the command's creates take the next ones. */
+const lastId = (rows: RowsShape, type: string) => highestGiven.get(rows.table(type)) ?? 0
+
+/** The operation a refusal names, by event kind (a method's event names the method). */
+const OPERATION = { created: "create", updated: "update", deleted: "delete" } as const
+
+/**
+ * References, as the writer checks them (src/commands/reference-check.ts), against the given rows and the
+ * command's own earlier changes. (The writer checks each change as it decides it; here they are checked once
+ * the core has decided them all, so when a change breaks a reference and a later one is refused too, the spec
+ * reports the later refusal.)
+ */
+const checkReferences = (
+  catalog: CompiledApp,
+  drafts: ReadonlyArray<CommandEventDraft>,
+  rows: RowsShape
+): Either.Either<ReadonlyArray<CommandEventDraft>, CommandError> => {
+  const overlay = new Map<string, Row | null>()
+  for (const { type, id, current, draft } of drafts) {
+    const compiled = catalog.types.get(type)!
+    const operation = draft.kind === "invoked" ? draft.method ?? "invoked" : OPERATION[draft.kind]
+    const refused = referenceRefusal(compiled, id, operation, draft, rows, overlay)
+    if (refused !== undefined) return Either.left(refused)
+    const event: StoredEvent = { seq: 0, at: 0, type, id, version: (current?.version ?? 0) + 1, ...draft }
+    overlay.set(streamKey(type, id), evolve(current, event) ?? null)
+  }
+  return Either.right(drafts)
+}
+
 /**
  * Specs for one command of `app`: `given(rows).when(params).then(rows)`, `.thenRejects(code)` or
  * `.thenFails(tag, message)`. Throws the app's CatalogError if the app is invalid, and SpecFailed if it has no
@@ -108,24 +167,12 @@ export const forCommand = <const A extends AppDef, const K extends CommandName<A
   const given = (rows: Rows = {}) => ({
     when: (params: unknown = {}) => {
       const decided = (): Either.Either<ReadonlyArray<CommandEventDraft>, CommandError> => {
-        const states = new Map<string, Map<string, Row | undefined>>()
-        const lastIds = new Map<string, number>()
-        for (const [typeName, byId] of Object.entries(rows)) {
-          const type = catalog.types.get(typeName)
-          if (type === undefined) {
-            throw new SpecFailed({ message: `given rows of "${typeName}": app "${catalog.name}" has no such type (it has: ${[...catalog.types.keys()].join(", ")})` })
-          }
-          const rowsOfType = new Map<string, Row | undefined>()
-          states.set(typeName, rowsOfType)
-          for (const [id, events] of Object.entries(byId ?? {})) {
-            rowsOfType.set(id, stateOf(type, id, list(events), ` of ${typeName} ${id}`))
-            if (STORE_ID.test(id)) lastIds.set(typeName, Math.max(lastIds.get(typeName) ?? 0, Number(id)))
-          }
-        }
+        const live = givenRows(catalog, rows)
         const decoded = command.decodeParams(params)
         if (Either.isLeft(decoded)) return Either.left(new ValidationFailed({ type: name, issues: decoded.left }))
         try {
-          return decideCommand(catalog, command, decoded.right, (type, id) => states.get(type)?.get(id), (type) => lastIds.get(type) ?? 0)
+          const drafts = decideCommand(catalog, command, decoded.right, live.get, (type) => lastId(live, type))
+          return Either.flatMap(drafts, (ds) => checkReferences(catalog, ds, live))
         } catch (e) {
           // The core isolates the author's code; this is for a bug of the harness's own, told as the writer would.
           return Either.left(new MethodFailed({ type: name, id: "", operation: name, reason: describeThrown(e) }))

@@ -5,6 +5,7 @@
 import { Schema } from "effect"
 import { describe, expect, it } from "vitest"
 import { defineApp, entity, reject } from "../../src/domain/catalog.ts"
+import { ref } from "../../src/domain/refs.ts"
 import { created, DeciderSpecification, type EventOf, invoked, SpecFailed, updated } from "../../src/testing/index.ts"
 import library from "../../examples/library/app.ts"
 
@@ -86,6 +87,35 @@ describe("DeciderSpecification.forCommand", () => {
       .toBe("expected NotFound, got Rejected: no note 1")
   })
 
+  it("checks references as the writer does, against the given rows and the command's own earlier changes", () => {
+    lend({ books: { "1": oneCopy } }).when({ book: "1", member: "9" }).thenRejects("missing_reference", "members 9 does not exist")
+    // A member deleted before is no member either.
+    lend({ books: { "1": oneCopy }, members: { "9": [ann, { kind: "deleted" }] } })
+      .when({ book: "1", member: "9" })
+      .thenRejects("missing_reference", "members 9 does not exist")
+    // A row the command creates can be referenced by a later change of the same command.
+    const shelf = defineApp({
+      name: "shelf",
+      entities: {
+        shelves: entity({ fields: { name: Schema.String } }),
+        books: entity({ fields: { title: Schema.String, shelf: ref("shelves") } })
+      },
+      commands: {
+        shelve: {
+          params: { title: Schema.String },
+          decide: (ctx, { title }) => [ctx.create("shelves", { name: "new" }), ctx.create("books", { title, shelf: "3" })]
+        }
+      }
+    })
+    DeciderSpecification.forCommand(shelf, "shelve")({ shelves: { "2": created({ name: "old" }) } })
+      .when({ title: "Dune" })
+      .then({ shelves: { "3": created({ name: "new" }) }, books: { "1": created({ title: "Dune", shelf: "3" }) } })
+    // With no shelf given, the new one is shelf 1, and shelf 3 does not exist.
+    DeciderSpecification.forCommand(shelf, "shelve")()
+      .when({ title: "Dune" })
+      .thenRejects("missing_reference", "shelves 3 does not exist")
+  })
+
   it("checks the given rows against their types, and names what the app does not have", () => {
     expect(failure(() =>
       // @ts-expect-error: a created member needs a name; the runtime checks for untyped callers
@@ -95,6 +125,8 @@ describe("DeciderSpecification.forCommand", () => {
       // @ts-expect-error: no type "bokos"
       lend({ bokos: { "1": dune } }).when({ book: "1", member: "1" }).thenFails()
     )).toBe(`given rows of "bokos": app "library" has no such type (it has: books, members, loans)`)
+    expect(failure(() => lend({ members: { ann } }).when({ book: "1", member: "1" }).thenFails()))
+      .toBe(`given row members "ann": ids are the store's, positive integers ("1", "2", ...)`)
     // @ts-expect-error: no command "lned"
     expect(() => DeciderSpecification.forCommand(library, "lned")).toThrow(`app "library" has no command "lned" (it has: lend, return)`)
   })

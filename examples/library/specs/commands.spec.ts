@@ -37,6 +37,11 @@ spec("a book with no copy on the shelf is not lent, and no loan opens", () =>
     .when({ book: "1", member: "1" })
     .thenRejects("no_copies", "Dune"))
 
+spec("a book is lent only to a member who exists: the loan's reference is checked", () =>
+  lend({ books: { "1": oneCopy }, members: { "1": ann } })
+    .when({ book: "1", member: "2" })
+    .thenRejects("missing_reference", "members 2 does not exist"))
+
 spec("a book that does not exist is not lent", () =>
   lend({ members: { "1": ann } })
     .when({ book: "9", member: "1" })
