@@ -417,7 +417,7 @@ export const makeGroupCommit = Effect.gen(function* () {
       if (failures.length > 0) {
         for (const { error, stack } of failures.splice(0)) {
           // A stack when the user code threw an Error; a value that is not one has only its description.
-          yield* Effect.logError(`${error.type} ${error.id}: ${error.message} (nothing was written for it)${stack === error.reason ? "" : `\n${stack}`}`)
+          yield* Effect.logError(`${error.type}${error.id === "" ? "" : ` ${error.id}`}: ${error.message} (nothing was written for it)${stack === error.reason ? "" : `\n${stack}`}`)
         }
       }
       if (again.length > 0) pending = [...again, ...pending]

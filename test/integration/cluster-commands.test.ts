@@ -10,6 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { PgConnection, pgConnectionLayer } from "../../src/log/postgres/connection.ts"
 import { ensureSchema } from "../../src/log/postgres/schema.ts"
 import { appendBatch } from "../../src/log/postgres/append.ts"
+import { checksum, eventColumns, rowKey, rowPayload, typeKey, typePayload } from "../../src/log/postgres/records.ts"
 import { Stale, type AppendEntry } from "../../src/log/event-log.ts"
 import type { Row } from "../../src/domain/catalog.ts"
 import type { StoredEvent } from "../../src/domain/events.ts"
@@ -42,6 +43,14 @@ describe.skipIf(!haveBinaries)("app commands on one PostgreSQL log, two nodes", 
     await runtime.dispose()
     await cluster.sql("wo_cmds", "alter table writeonce.events drop column command, drop column correlation")
     await cluster.sql("wo_cmds", "update writeonce.log_head set store_version = 3")
+    // One book written by that release: its event has no command columns, and its checksum stays valid after the upgrade.
+    const old = { title: "Old", copies: 1, available: 1 }
+    const e = eventColumns({ seq: 1, at: 1, type: "books", id: "1", version: 1, schema: 1, kind: "created", data: old })
+    await cluster.sql("wo_cmds", "insert into writeonce.events (seq, type, id, version, kind, schema, at, method, params, data, checksum) values (1, 'books', '1', 1, 'created', 1, 1, null, null, $1::json, $2)", [e.data, e.checksum])
+    const rowJson = JSON.stringify({ id: "1", version: 1, ...old })
+    await cluster.sql("wo_cmds", "insert into writeonce.rows (type, id, version, schema, row, checksum) values ('books', '1', 1, 1, $1::json, $2)", [rowJson, checksum(rowKey("books", "1"), rowPayload(1, 1, rowJson))])
+    await cluster.sql("wo_cmds", "insert into writeonce.types (type, last_id, row_count, checksum) values ('books', 1, 1, $1)", [checksum(typeKey("books"), typePayload(1, 1))])
+    await cluster.sql("wo_cmds", "update writeonce.log_head set seq = 1")
     const start = () => spawnWo(["run", appDir, "--listen", "127.0.0.1:0", "--data", tempDir("wo-node-"), "--store", store], { env: { WO_MAX_PAGE_SIZE: "100000" } })
     nodes.push(...(await Promise.all([start(), start()])))
   }, 120_000)
@@ -51,8 +60,13 @@ describe.skipIf(!haveBinaries)("app commands on one PostgreSQL log, two nodes", 
     cluster?.stop()
   })
 
-  it("upgrades the store to format 4 in place", async () => {
+  it("upgrades the store to format 4 in place, its old events still read", async () => {
     expect(await cluster.sql("wo_cmds", "select store_version from writeonce.log_head")).toEqual([{ store_version: 4 }])
+    // The book the previous release wrote is served, and lent by a command like any other.
+    expect((await http(`${url(1)}/api/books/1`)).json).toEqual({ id: "1", version: 1, title: "Old", copies: 1, available: 1 })
+    const m = (await post(0, "/api/members", { name: "Cy" })).json.id
+    const lent = await post(0, "/api/_commands/lend", { book: "1", member: m })
+    expect(lent.status, lent.text).toBe(200)
   })
 
   it("two nodes racing lend on the last copy: exactly one wins, the other gets 422 no_copies, 30 rounds", async () => {

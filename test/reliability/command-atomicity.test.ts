@@ -117,6 +117,7 @@ describe("an app command in the store", () => {
 
     // 16 clients lend in a loop; the kill comes right after the 60th acknowledged lend, the others in flight.
     const acked: Array<{ loan: string; book: string }> = []
+    const unexpected: Array<string> = []
     let killed = false
     let n = 0
     const killAt = 60
@@ -126,6 +127,8 @@ describe("an app command in the store", () => {
         try {
           const res = await post("/api/_commands/lend", { book, member: "1" })
           if (res.status === 200) acked.push({ loan: res.json.changes[1].id, book })
+          else unexpected.push(`${res.status} ${res.text}`)
+          if (unexpected.length > 0) return
           if (acked.length >= killAt && !killed) {
             killed = true
             await server.stop("SIGKILL")
@@ -136,6 +139,7 @@ describe("an app command in the store", () => {
       }
     }
     await Promise.all(Array.from({ length: 16 }, client))
+    expect(unexpected).toEqual([])
     expect(killed).toBe(true)
 
     const snapshot = await readStore(dataDir)

@@ -47,7 +47,10 @@ describe("decideCommand", () => {
         unknown_get: { params: {}, decide: (ctx) => (ctx.get("nope" as never, "1") ? [] : []) },
         function_input: { params: {}, decide: (ctx) => [ctx.create("items", { n: (() => 1) as never })] },
         bad_input: { params: {}, decide: (ctx) => [ctx.create("items", { n: "x" as never })] },
-        refuses: { params: {}, decide: () => reject("nope") }
+        refuses: { params: {}, decide: () => reject("nope") },
+        revoked: { params: {}, decide: () => { const { proxy, revoke } = Proxy.revocable([], {}); revoke(); return proxy } },
+        getter: { params: {}, decide: () => [{ get _tag(): string { throw new Error("read me not") }, type: "items", input: {} }] as never },
+        promise: { params: {}, decide: (() => Promise.resolve([])) as never }
       }
     })
     const c = Either.getOrThrow(compileApp(app))
@@ -61,6 +64,10 @@ describe("decideCommand", () => {
     expect(error("function_input")).toMatchObject({ _tag: "MethodFailed", reason: expect.stringContaining("not JSON data") })
     expect(error("bad_input")).toMatchObject({ _tag: "ValidationFailed", type: "items" })
     expect(error("refuses")).toMatchObject({ _tag: "Rejected", code: "rejected", message: "nope" })
+    // Hostile returns: whatever decide gives back is read isolated, never throws out of the Decider.
+    expect(error("revoked")).toMatchObject({ _tag: "MethodFailed", type: "revoked" })
+    expect(error("getter")).toMatchObject({ _tag: "MethodFailed", reason: "read me not" })
+    expect(error("promise")).toMatchObject({ _tag: "MethodFailed", reason: expect.stringContaining("Promise") })
   })
 
   it("compile refuses bad command names, clashes with tools and types, reserved params", () => {
