@@ -3,7 +3,8 @@
  * when the command arrives with its params, then the events it decides on each row, or the refusal or error.
  * The command is decided by the same pure core as the server's writer (src/domain/command-decider.ts): its
  * params go through the same Schema decode, each change through the same decode and entity Decider (invariants
- * and guarded fields included). Nothing is stored and no server runs.
+ * and guarded fields included), and references are checked as the writer checks them, against the given rows.
+ * Nothing is stored and no server runs.
  *
  *   const lend = DeciderSpecification.forCommand(app, "lend")
  *
@@ -82,7 +83,7 @@ type Rows = Readonly<Record<string, Readonly<Record<string, SpecEvent | Readonly
 const list = (events: SpecEvent | ReadonlyArray<SpecEvent>): ReadonlyArray<SpecEvent> =>
   Array.isArray(events) ? events : [events as SpecEvent]
 
-/** A store id: what the command's creates count on from. */
+/** A row id as the store assigns them: a positive integer, per type. */
 const STORE_ID = /^[1-9][0-9]*$/
 
 /**
