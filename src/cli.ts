@@ -31,7 +31,7 @@ import { writeOnceLayer } from "./runtime.ts"
 import { Catalog } from "./domain/app-catalog.ts"
 import { VERSION } from "./version.ts"
 import { StoreUnavailable } from "./domain/errors.ts"
-import { nextSteps, scaffoldApp } from "./init/scaffold.ts"
+import { nextSteps, scaffoldApp, TEMPLATES } from "./init/scaffold.ts"
 import { testApp } from "./testing/app-tests.ts"
 import { junitXml, tapHeader, tapResult, tapSummary } from "./testing/reporters.ts"
 
@@ -230,13 +230,22 @@ const repairCurrentCommand = Command.make(
 
 const initCommand = Command.make(
   "init",
-  { dir: Args.directory({ name: "dir" }).pipe(Args.withDescription("the new app's folder: missing or empty")) },
-  ({ dir }) =>
+  {
+    dir: Args.directory({ name: "dir" }).pipe(Args.withDescription("the new app's folder: missing or empty")),
+    template: Options.choice("template", TEMPLATES).pipe(
+      Options.withDescription(
+        "the app to start from: tasks (a to-do list, one type) or library (books, members and loans, with invariants, " +
+          "guarded fields, references, a view and the lend and return commands across types)"
+      ),
+      Options.withDefault("tasks" as const)
+    )
+  },
+  ({ dir, template }) =>
     Effect.gen(function* () {
-      const made = yield* scaffoldApp(dir)
+      const made = yield* scaffoldApp(dir, template)
       yield* Console.log(nextSteps(made))
     })
-).pipe(Command.withDescription("start a new app: app.ts, a decider spec, a recorded transcript, package.json, README"))
+).pipe(Command.withDescription("start a new app (--template tasks or library): app.ts, decider specs, a recorded transcript, package.json, README"))
 
 const junitOption = Options.file("junit").pipe(
   Options.withDescription("also write the results as JUnit XML to this file, for CI"),

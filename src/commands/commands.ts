@@ -5,25 +5,13 @@
 import { Context, Effect, Either, Layer } from "effect"
 import { randomUUID } from "node:crypto"
 import { Catalog } from "../domain/app-catalog.ts"
-import type { CompiledType } from "../domain/compile.ts"
-import type { Intent } from "../domain/decider.ts"
-import { guardedRefusal } from "../domain/guarded.ts"
-import { NotFound, ValidationFailed, type CommandError, type FieldIssue } from "../domain/errors.ts"
+import { NotFound, ValidationFailed, type CommandError } from "../domain/errors.ts"
 import { inputIssues } from "../domain/input-rules.ts"
+import { toIntent, type Command } from "../domain/intent.ts"
 import { GroupCommit, type CommandCommitted, type Committed, type Stage } from "./group-commit.ts"
 
-export type Command =
-  | { readonly _tag: "Create"; readonly type: string; readonly input: unknown }
-  | { readonly _tag: "Update"; readonly type: string; readonly id: string; readonly expectedVersion?: number; readonly input: unknown }
-  | { readonly _tag: "Delete"; readonly type: string; readonly id: string; readonly expectedVersion?: number }
-  | {
-    readonly _tag: "Invoke"
-    readonly type: string
-    readonly id: string
-    readonly method: string
-    readonly expectedVersion?: number
-    readonly input: unknown
-  }
+// Where they were before app commands needed them in the domain.
+export { toIntent, type Command }
 
 export interface ExecuteOptions {
   readonly onStage?: (stage: Stage) => void
@@ -41,46 +29,6 @@ export interface CommandsShape {
 }
 
 export class Commands extends Context.Tag("writeonce/Commands")<Commands, CommandsShape>() {}
-
-const invalid = (type: CompiledType) => (issues: ReadonlyArray<FieldIssue>) => new ValidationFailed({ type: type.name, issues })
-
-/** A command decoded into the intent the Decider takes (the Schema decode REST, MCP and decider specs share). */
-export const toIntent = (type: CompiledType, command: Command): Either.Either<Intent, CommandError> => {
-  // Before the Schema decode: it accepts Infinity (the log would store null), and its Record copies drop `__proto__`.
-  if (command._tag !== "Delete") {
-    const issues = inputIssues(command.input)
-    if (issues.length > 0) return Either.left(invalid(type)(issues))
-  }
-  // Fields only methods change: refused whoever sends the body (REST, MCP, an app command, a spec).
-  if (command._tag === "Create" || command._tag === "Update") {
-    const guarded = guardedRefusal(type, command._tag === "Create" ? "create" : "update", command._tag === "Update" ? command.id : "", command.input)
-    if (guarded !== undefined) return Either.left(guarded)
-  }
-  switch (command._tag) {
-    case "Create":
-      return Either.mapBoth(type.decodeCreate(command.input ?? {}), {
-        onLeft: invalid(type),
-        onRight: (fields) => ({ _tag: "Create" as const, fields })
-      })
-    case "Update":
-      return Either.mapBoth(type.decodePatch(command.input ?? {}), {
-        onLeft: invalid(type),
-        onRight: (patch) => ({ _tag: "Update" as const, patch })
-      })
-    case "Delete":
-      return Either.right({ _tag: "Delete" })
-    case "Invoke": {
-      const method = type.methods.get(command.method)
-      if (method === undefined) {
-        return Either.left(new ValidationFailed({ type: type.name, issues: [{ path: [], message: `no method ${command.method}` }] }))
-      }
-      return Either.mapBoth(method.decodeParams(command.input ?? {}), {
-        onLeft: invalid(type),
-        onRight: (params) => ({ _tag: "Invoke" as const, method, params })
-      })
-    }
-  }
-}
 
 export const CommandsLive = Layer.effect(
   Commands,

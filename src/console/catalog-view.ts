@@ -1,9 +1,12 @@
-/** The catalog as the console shows it: each type's fields, and each operation's REST route and MCP tool. */
+/**
+ * The catalog as the console shows it: each type's fields, and each operation's REST route and MCP tool; the
+ * views; the app's commands across types with their params, route and tool.
+ */
 import { CRUD_OPS } from "../domain/catalog.ts"
 import type { CompiledApp, CompiledType } from "../domain/compile.ts"
 import type { JsonSchema } from "../domain/json-schema.ts"
 import { rowUriTemplate, viewUri } from "../domain/uri.ts"
-import type { CatalogView, FieldView, OperationView, TypeView } from "./wire.ts"
+import type { CatalogView, CommandView, FieldView, OperationView, TypeView } from "./wire.ts"
 
 /** The REST route of each operation, as rest.ts serves it. */
 const restRoute = (type: string, op: string): string => {
@@ -52,10 +55,11 @@ export const summarize = (schema: JsonSchema): string => {
   return constraints.length === 0 ? base : numeric ? `${base} ${constraints.join(", ")}` : `${base}, ${constraints.join(", ")}`
 }
 
-const fieldsOf = (type: CompiledType): ReadonlyArray<FieldView> => {
-  const properties = (type.fieldsJsonSchema.properties ?? {}) as Record<string, JsonSchema>
-  const required = new Set((type.fieldsJsonSchema.required ?? []) as Array<string>)
-  return type.fieldNames.map((name) => ({ name, required: required.has(name), summary: summarize(properties[name] ?? {}) }))
+/** The properties of an object's JSON Schema, read for people (`names`: in this order; default: the schema's). */
+const fieldsOf = (schema: JsonSchema, names?: ReadonlyArray<string>): ReadonlyArray<FieldView> => {
+  const properties = (schema.properties ?? {}) as Record<string, JsonSchema>
+  const required = new Set((schema.required ?? []) as Array<string>)
+  return (names ?? Object.keys(properties)).map((name) => ({ name, required: required.has(name), summary: summarize(properties[name] ?? {}) }))
 }
 
 /**
@@ -84,7 +88,7 @@ export const catalogView = (
     return {
       name: type.name,
       ...(type.description ? { description: type.description } : {}),
-      fields: fieldsOf(type),
+      fields: fieldsOf(type.fieldsJsonSchema, type.fieldNames),
       operations: [
         ...CRUD_OPS.map((op) => operation(op, "crud")),
         ...[...type.methods.values()].map((m) => operation(m.name, "method", m.description))
@@ -99,5 +103,13 @@ export const catalogView = (
     rest: `GET /api/_views/${view.name}`,
     resource: viewUri(view.name),
     tool: `view_${view.name}`
+  })),
+  commands: [...catalog.commands.values()].map((command): CommandView => ({
+    name: command.name,
+    ...(command.description ? { description: command.description } : {}),
+    params: fieldsOf(command.paramsJsonSchema),
+    ...(command.rest ? { rest: `POST /api/_commands/${command.name}` } : {}),
+    // An app command's MCP tool is named as the command (see mcp/tools.ts).
+    ...(command.mcp ? { tool: command.name } : {})
   }))
 })

@@ -13,6 +13,20 @@ export interface CatalogView {
   readonly types: ReadonlyArray<TypeView>
   /** The declared views (projections), in catalog order. */
   readonly views: ReadonlyArray<ViewInfo>
+  /** The app's commands across entity types, in catalog order. */
+  readonly commands: ReadonlyArray<CommandView>
+}
+
+/** An app command (a command across entity types) and where it is served. */
+export interface CommandView {
+  readonly name: string
+  readonly description?: string
+  /** Its params, read as the fields are. */
+  readonly params: ReadonlyArray<FieldView>
+  /** `POST /api/_commands/<name>`, or absent when REST does not serve it. */
+  readonly rest?: string
+  /** The MCP tool, named as the command, or absent when MCP does not expose it. */
+  readonly tool?: string
 }
 
 export interface ViewInfo {

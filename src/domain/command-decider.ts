@@ -18,7 +18,7 @@ import type { CompiledCommand } from "./compile-commands.ts"
 import { decide, type EventDraft, type Intent } from "./decider.ts"
 import { MethodFailed, Rejected, type CommandError } from "./errors.ts"
 import { describeThrown, issuesText, notPlainObject, plainData, runUserCode, userCodeFailure, type UserCodeFailure } from "./user-code.ts"
-import { toIntent, type Command } from "../commands/commands.ts"
+import { toIntent, type Command } from "./intent.ts"
 
 /** A row as the command's reads see it: as stored before the command (undefined when there is none). */
 export type RowLookup = (type: string, id: string) => Row | undefined

@@ -1,11 +1,14 @@
 /**
  * `wo init <dir>`: writes a new app that runs (`wo run .`) and passes its own tests (`wo test .`) as it is. It
- * refuses a folder that holds anything, so that it never overwrites a file.
+ * refuses a folder that holds anything, so that it never overwrites a file. `--template` chooses the app: a
+ * to-do list (`tasks`, the default) or the library sample (`library`: books, members, loans and the commands
+ * across them).
  */
 import { Data, Effect } from "effect"
 import * as fs from "node:fs"
 import * as path from "node:path"
 import pkg from "../../package.json" with { type: "json" }
+import { libraryFiles } from "./library-template.ts"
 import { appTs, gitignore, packageJson, readme, specTs, tsconfig, transcriptHttp, type TemplateInput } from "./templates.ts"
 
 export class InitError extends Data.TaggedError("InitError")<{ readonly message: string }> {}
@@ -17,6 +20,21 @@ export interface Scaffolded {
   /** The writeonce dependency written into package.json. */
   readonly writeonce: string
 }
+
+/** The apps `wo init --template` can write. */
+export const TEMPLATES = ["tasks", "library"] as const
+export type Template = (typeof TEMPLATES)[number]
+
+/** A template's own files: the app, its specs, its transcripts and its README. */
+const templateFiles = (template: Template, input: TemplateInput): ReadonlyArray<readonly [string, string]> =>
+  template === "library"
+    ? libraryFiles(input)
+    : [
+      ["app.ts", appTs(input)],
+      ["specs/tasks.spec.ts", specTs()],
+      ["transcripts/tasks.http", transcriptHttp(input)],
+      ["README.md", readme(input)]
+    ]
 
 /** This package's own folder (dist/init/ or src/init/ lie two levels below it). */
 const PACKAGE_ROOT = path.resolve(import.meta.dirname, "../..")
@@ -51,7 +69,7 @@ export const writeonceDependency = (appDir: string): string => {
 }
 
 /** Writes the app into `dir` (created if missing); fails if `dir` is a file or holds anything. */
-export const scaffoldApp = (target: string) =>
+export const scaffoldApp = (target: string, template: Template = "tasks") =>
   Effect.gen(function* () {
     const dir = path.resolve(target)
     if (fs.existsSync(dir)) {
@@ -72,10 +90,7 @@ export const scaffoldApp = (target: string) =>
     }
     const files: ReadonlyArray<readonly [string, string]> = [
       ["package.json", packageJson(input)],
-      ["app.ts", appTs(input)],
-      ["specs/tasks.spec.ts", specTs()],
-      ["transcripts/tasks.http", transcriptHttp(input)],
-      ["README.md", readme(input)],
+      ...templateFiles(template, input),
       ["tsconfig.json", tsconfig()],
       [".gitignore", gitignore()]
     ]

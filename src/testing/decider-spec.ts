@@ -13,39 +13,18 @@
  *
  * `then` and `thenFails` throw a `SpecFailed` with a readable diff, so a spec also runs inside any test framework.
  */
-import { Data, Either } from "effect"
-import { toIntent } from "../commands/commands.ts"
+import { Either } from "effect"
 import type { Schema } from "effect"
+import { toIntent } from "../domain/intent.ts"
 import type { AppDef, EntityDef, MethodSpec, Row } from "../domain/catalog.ts"
-import { compileApp, type CompiledApp, type CompiledType } from "../domain/compile.ts"
-import { decide, evolve, type EventDraft } from "../domain/decider.ts"
-import { MethodFailed, type CommandError, type FieldIssue } from "../domain/errors.ts"
-import type { StoredEvent } from "../domain/events.ts"
+import type { CompiledType } from "../domain/compile.ts"
+import { decide, type EventDraft } from "../domain/decider.ts"
+import { MethodFailed, type CommandError } from "../domain/errors.ts"
 import { describeThrown } from "../domain/user-code.ts"
-import { lineDiff } from "./line-diff.ts"
+import { forCommand } from "./command-spec.ts"
+import { assertFails, assertRejects, assertSameEvents, comparesParams, compile, pretty, shape, SpecFailed, stateOf, type Fields, type SpecEvent } from "./spec-support.ts"
 
-/** A decider spec did not hold; the message says how, with a diff where there is one. */
-export class SpecFailed extends Data.TaggedError("SpecFailed")<{ readonly message: string }> {}
-
-type Fields = Readonly<Record<string, unknown>>
-
-/**
- * An event as a spec writes it: fields in their JSON (encoded) form, as the log stores them. `schema` is the
- * schema version it was written with (absent: the type's current version); a given event written at an older
- * version goes through the type's migrations first, as every read of the log does.
- */
-export type SpecEvent =
-  | { readonly kind: "created"; readonly data: Fields; readonly schema?: number }
-  | { readonly kind: "updated"; readonly data: Fields; readonly schema?: number }
-  | { readonly kind: "deleted"; readonly data?: Fields; readonly schema?: number }
-  | {
-    readonly kind: "invoked"
-    readonly method: string
-    readonly data: Fields
-    /** Compared only when given. */
-    readonly params?: Fields
-    readonly schema?: number
-  }
+export { SpecFailed, type SpecEvent } from "./spec-support.ts"
 
 /** A command as REST and MCP send it, for the row under test; `input` is what a client would send. */
 export type SpecCommand =
@@ -189,77 +168,6 @@ export type GivenEvents<E extends EntityDef = EntityDef> = (
 /** The id of the row under test. */
 const ID = "1"
 
-// ---------------------------------------------------------------------------------------------------------------
-
-const canonical = (value: unknown): unknown => {
-  if (Array.isArray(value)) return value.map(canonical)
-  if (value !== null && typeof value === "object") {
-    return Object.fromEntries(Object.keys(value).sort().map((k) => [k, canonical((value as Record<string, unknown>)[k])]))
-  }
-  return value
-}
-const pretty = (value: unknown) => JSON.stringify(value, null, 2).split("\n")
-const issuesText = (issues: ReadonlyArray<FieldIssue>) =>
-  issues.map((i) => (i.path.length ? `${i.path.join(".")}: ${i.message}` : i.message)).join("; ")
-
-/** The events in the form they are compared: kind, method, params (only where expected), data. */
-const shape = (e: SpecEvent | EventDraft, withParams: boolean) => {
-  const { kind, method, params, data } = e as EventDraft
-  // Field order inside data and params does not matter: sorted, so that the diff shows only real differences.
-  return {
-    kind,
-    ...(kind === "invoked" ? { method } : {}),
-    ...(withParams && params !== undefined ? { params: canonical(params) } : {}),
-    data: canonical(data ?? {})
-  }
-}
-
-/**
- * A given event's fields in the type's current schema version: one written at an older version (`schema: n`)
- * goes through the type's migrations, as every read of the log does (src/projections/upcasting-log.ts).
- */
-const upcastGiven = (type: CompiledType, event: SpecEvent, k: number): Fields => {
-  const from = event.schema ?? type.version
-  const where = `given event ${k + 1} (${event.kind})`
-  if (!Number.isSafeInteger(from) || from < 1 || from > type.version) {
-    throw new SpecFailed({ message: `${where}: schema ${String(from)} is not a version of ${type.name} (1 to ${type.version})` })
-  }
-  if (event.kind === "deleted" || from === type.version) return event.data ?? {}
-  try {
-    return type.upcast({ ...event.data }, from)
-  } catch (e) {
-    throw new SpecFailed({ message: `${where}: the migration from schema ${from} failed: ${e instanceof Error ? e.message : String(e)}` })
-  }
-}
-
-/** Folds the given events into the row, checking each against the type's schema as the store would. */
-const stateOf = (type: CompiledType, events: ReadonlyArray<SpecEvent>): Row | undefined => {
-  let state: Row | undefined
-  events.forEach((event, k) => {
-    const data = upcastGiven(type, event, k)
-    const decoded = event.kind === "created"
-      ? type.decodeCreate(data)
-      : event.kind === "deleted"
-      ? Either.right({})
-      : type.decodePatch(data)
-    if (Either.isLeft(decoded)) {
-      throw new SpecFailed({ message: `given event ${k + 1} (${event.kind}) does not fit ${type.name}: ${issuesText(decoded.left)}` })
-    }
-    const stored: StoredEvent = {
-      seq: k + 1,
-      at: 0,
-      type: type.name,
-      id: ID,
-      version: k + 1,
-      kind: event.kind,
-      ...(event.kind === "invoked" ? { method: event.method, params: { ...event.params } } : {}),
-      data: decoded.right
-    }
-    state = evolve(state, stored)
-  })
-  return state
-}
-
 /**
  * Decides like the writer does (src/commands/group-commit.ts): a method that throws, or returns a value the log
  * cannot store, fails its own command with MethodFailed.
@@ -277,17 +185,6 @@ const decideCommand = (type: CompiledType, state: Row | undefined, command: Spec
   } catch (e) {
     return failed(describeThrown(e))
   }
-}
-
-const compiled = new WeakMap<AppDef, CompiledApp>()
-
-const compile = (app: AppDef): CompiledApp => {
-  const known = compiled.get(app)
-  if (known !== undefined) return known
-  const result = compileApp(app)
-  if (Either.isLeft(result)) throw result.left
-  compiled.set(app, result.right)
-  return result.right
 }
 
 export const DeciderSpecification = {
@@ -308,7 +205,8 @@ export const DeciderSpecification = {
       when: (typed) => {
         const command = typed as SpecCommand
         const history: ReadonlyArray<SpecEvent> = Array.isArray(events) ? events : [events as SpecEvent]
-        const decided = () => decideCommand(type, stateOf(type, history), command)
+        const decided = () => decideCommand(type, stateOf(type, ID, history), command)
+        const render = (draft: unknown) => pretty([shape(draft as EventDraft, true)])
         return {
           then: (expected) => {
             const want: ReadonlyArray<SpecEvent> = Array.isArray(expected) ? expected : [expected as SpecEvent]
@@ -318,46 +216,15 @@ export const DeciderSpecification = {
                 message: `expected ${want.length} event(s), but the command failed: ${result.left._tag}: ${result.left.message}`
               })
             }
-            const actual = [result.right]
-            const wanted = want.map((e) => shape(e, true))
-            const got = actual.map((e, k) => shape(e, want[k]?.kind === "invoked" && want[k].params !== undefined))
-            const expectedLines = pretty(wanted)
-            const actualLines = pretty(got)
-            if (expectedLines.join("\n") !== actualLines.join("\n")) {
-              throw new SpecFailed({
-                message: ["the decided events differ (- expected, + actual):", ...lineDiff(expectedLines, actualLines).map((l) => `  ${l}`)].join("\n")
-              })
-            }
+            assertSameEvents(want.map((e) => shape(e, true)), [result.right].map((e, k) => shape(e, comparesParams(want[k]))))
           },
-          thenFails: (tag, message) => {
-            const result = decided()
-            const wanted = `${tag ?? "an error"}${message === undefined ? "" : ` with a message ${typeof message === "string" ? `containing ${JSON.stringify(message)}` : `matching ${message}`}`}`
-            if (Either.isRight(result)) {
-              throw new SpecFailed({ message: [`expected ${wanted}, but the command decided:`, ...pretty([shape(result.right, true)]).map((l) => `  ${l}`)].join("\n") })
-            }
-            const error = result.left
-            const messageOk = message === undefined || (typeof message === "string" ? error.message.includes(message) : message.test(error.message))
-            if ((tag !== undefined && error._tag !== tag) || !messageOk) {
-              throw new SpecFailed({ message: `expected ${wanted}, got ${error._tag}: ${error.message}` })
-            }
-          },
-          thenRejects: (code, message) => {
-            const result = decided()
-            const wanted = `Rejected with code ${JSON.stringify(code)}${message === undefined ? "" : ` and a message ${typeof message === "string" ? `containing ${JSON.stringify(message)}` : `matching ${message}`}`}`
-            if (Either.isRight(result)) {
-              throw new SpecFailed({ message: [`expected ${wanted}, but the command decided:`, ...pretty([shape(result.right, true)]).map((l) => `  ${l}`)].join("\n") })
-            }
-            const error = result.left
-            const messageOk = message === undefined || (typeof message === "string" ? error.message.includes(message) : message.test(error.message))
-            if (error._tag !== "Rejected" || error.code !== code || !messageOk) {
-              const got = error._tag === "Rejected" ? `Rejected with code ${JSON.stringify(error.code)}` : error._tag
-              throw new SpecFailed({ message: `expected ${wanted}, got ${got}: ${error.message}` })
-            }
-          }
+          thenFails: (tag, message) => assertFails(decided(), render, tag, message),
+          thenRejects: (code, message) => assertRejects(decided(), render, code, message)
         }
       }
     })
     // The types come from the declaration; the runtime checks the same things again (for untyped callers).
     return given as GivenEvents<any> as GivenEvents<A["entities"][T]>
-  }
+  },
+  forCommand
 }

@@ -26,6 +26,15 @@ export {
   type WhenResult,
   type Written
 } from "./decider-spec.ts"
+export {
+  type CommandName,
+  type CommandParams,
+  type CommandWhenResult,
+  type DecidedRows,
+  type GivenCommand,
+  type GivenRows,
+  type GivenRowsOf
+} from "./command-spec.ts"
 export { spec, type Spec } from "./spec.ts"
 export {
   matchJson,

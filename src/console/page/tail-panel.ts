@@ -1,4 +1,7 @@
-/** The event-log card: the newest events first, each with its sequence, time, kind, row and a compact diff. */
+/**
+ * The event-log card: the newest events first, each with its sequence, time, kind, row and a compact diff; an
+ * event written by an app command is tagged with the command (its correlation id in the tooltip).
+ */
 import type { StoredEvent } from "../wire.ts"
 import { fill, h } from "./dom.ts"
 import { showChanges, showTime, type FieldChange } from "./format.ts"
@@ -26,7 +29,9 @@ export class TailPanel {
       h("tr", { "data-seq": String(event.seq), class: "fresh" },
         h("td", { class: "num" }, event.seq),
         h("td", { class: "time" }, showTime(event.at)),
-        h("td", {}, h("span", { class: `kind kind-${event.kind}` }, kind)),
+        h("td", {},
+          h("span", { class: `kind kind-${event.kind}` }, kind),
+          event.command === undefined ? null : h("span", { class: "tag", title: `correlation ${event.correlation ?? ""}` }, `by ${event.command}`)),
         h("td", { class: "row" }, h("code", {}, `${event.type}/${event.id}`), h("span", { class: "muted" }, ` v${event.version}`)),
         h("td", { class: "diff" }, showChanges(event, changes))))
     while (this.body.childElementCount > KEEP) this.body.lastElementChild!.remove()

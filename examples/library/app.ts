@@ -1,0 +1,123 @@
+/**
+ * The library sample: books, members and loans. The rules live in the declaration and no caller can go around
+ * them: `available` and `copies` change only through the books' methods, an invariant keeps `available` between 0
+ * and `copies`, loans reference live books and members, and lending or returning a book is one command across
+ * two entity types, written atomically.
+ */
+import { Schema } from "effect"
+import { defineApp, entity, ref, reject, view } from "writeonce"
+
+const books = entity({
+  description: "A book the library owns: how many copies, and how many are on the shelf.",
+  fields: {
+    title: Schema.String.pipe(Schema.minLength(1)),
+    author: Schema.String.pipe(Schema.minLength(1)),
+    copies: Schema.Int.pipe(Schema.optionalWith({ default: () => 0 })),
+    available: Schema.Int.pipe(Schema.optionalWith({ default: () => 0 }))
+  },
+  // Only the methods below change these: a create starts them at 0, and a PATCH naming them is refused.
+  guarded: ["copies", "available"],
+  invariants: {
+    available_in_range: {
+      check: (book) => book.available >= 0 && book.available <= book.copies,
+      message: "available must stay between 0 and the number of copies"
+    }
+  },
+  methods: {
+    add_copies: {
+      description: "Add copies of the book to the shelf.",
+      params: { n: Schema.Int.pipe(Schema.positive()) },
+      apply: (book, { n }) => ({ copies: book.copies + n, available: book.available + n })
+    },
+    check_out: {
+      description: "Take one copy off the shelf.",
+      params: {},
+      apply: (book) =>
+        book.available === 0 ? reject("no_copies", `no copy of "${book.title}" is available`) : { available: book.available - 1 }
+    },
+    check_in: {
+      description: "Put one copy back on the shelf.",
+      params: {},
+      // No check here: a copy the library does not own coming back breaks the invariant, which refuses it.
+      apply: (book) => ({ available: book.available + 1 })
+    }
+  },
+  // Books are checked out and in only through the lend and return commands, which also keep the loans.
+  rest: ["list", "get", "create", "update", "add_copies"],
+  mcp: ["list", "get", "create", "add_copies"]
+})
+
+const members = entity({
+  description: "Someone who borrows books.",
+  fields: { name: Schema.String.pipe(Schema.minLength(1)) },
+  rest: ["list", "get", "create", "update"],
+  mcp: ["list", "get", "create"]
+})
+
+const loans = entity({
+  description: "A book lent to a member.",
+  fields: {
+    book: ref("books"),
+    member: ref("members"),
+    status: Schema.Literal("out", "returned").pipe(Schema.optionalWith({ default: () => "out" as const }))
+  },
+  guarded: ["status"],
+  methods: {
+    close: {
+      description: "Mark the loan returned.",
+      params: {},
+      apply: (loan) => (loan.status === "returned" ? reject("already_returned", "the loan is already returned") : { status: "returned" as const })
+    }
+  },
+  // Read-only from outside: loans are opened by lend and closed by return.
+  rest: ["list", "get"],
+  mcp: ["list", "get"]
+})
+
+export default defineApp({
+  name: "library",
+  description: "A lending library: books, members and their loans.",
+  entities: { books, members, loans },
+  commands: {
+    lend: {
+      description: "Lend a book to a member: one copy leaves the shelf and a loan opens, in one atomic write.",
+      params: { book: ref("books"), member: ref("members") },
+      decide: (ctx, { book, member }) => [
+        ctx.invoke("books", book, "check_out"),
+        ctx.create("loans", { book, member })
+      ]
+    },
+    return: {
+      description: "Take a lent book back: the loan is closed and the copy is back on the shelf, in one atomic write.",
+      params: { loan: ref("loans") },
+      decide: (ctx, { loan }) => {
+        const lent = ctx.get("loans", loan)
+        if (lent === undefined) return reject("missing_reference", `loans ${loan} does not exist`)
+        return [ctx.invoke("loans", loan, "close"), ctx.invoke("books", lent.book, "check_in")]
+      }
+    }
+  },
+  views: {
+    // Per member, the ids of the loans still out. A loan moves out of the list when it is returned.
+    loans_by_member: view({
+      description: "The loans each member still has out, by member id.",
+      schema: Schema.Record({ key: Schema.String, value: Schema.Array(Schema.String) }),
+      initial: {},
+      on: { loans: ["created", "updated", "invoked", "deleted"] },
+      evolve: (byMember, { before, after }) => {
+        const next: Record<string, ReadonlyArray<string>> = { ...byMember }
+        if (before !== null && before.status === "out") {
+          const member = String(before.member)
+          const left = (next[member] ?? []).filter((id) => id !== before.id)
+          if (left.length === 0) delete next[member]
+          else next[member] = left
+        }
+        if (after !== null && after.status === "out") {
+          const member = String(after.member)
+          next[member] = [...(next[member] ?? []), after.id]
+        }
+        return next
+      }
+    })
+  }
+})

@@ -1,0 +1,47 @@
+/**
+ * The library sample (issue 21, item 5) as an app author runs it: `wo test examples/library` (typecheck, the
+ * decider specs of its types and commands, its transcript) and a new app made by `wo init --template library`,
+ * under another name, passing its own tests. Real `wo` processes.
+ */
+import * as fs from "node:fs"
+import * as path from "node:path"
+import { describe, expect, it } from "vitest"
+import { ROOT, runWo, tempDir } from "../support/server.ts"
+
+const okLines = (tap: string) => tap.split("\n").filter((l) => l.startsWith("ok "))
+
+describe("the library sample", () => {
+  it("wo test examples/library: typecheck, every spec and the transcript pass", { timeout: 180_000 }, async () => {
+    const ran = await runWo(["test", path.join(ROOT, "examples/library")])
+    expect(ran.code, ran.stdout).toBe(0)
+    expect(ran.stdout).toMatch(/^ok 1 - typecheck$/m)
+    const passed = okLines(ran.stdout)
+    expect(passed.some((l) => l.endsWith("specs/commands.spec.ts > lending takes a copy off the shelf and opens a loan, in one command"))).toBe(true)
+    expect(passed.some((l) => l.endsWith("specs/books.spec.ts > a copy the library does not own cannot come back: the invariant refuses it"))).toBe(true)
+    expect(passed.some((l) => l.endsWith("specs/books.spec.ts > available changes only through the methods"))).toBe(true)
+    expect(passed.some((l) => l.endsWith("transcripts/library.http"))).toBe(true)
+    expect(ran.stdout).toMatch(/^# fail 0$/m)
+  })
+
+  it("an app made by wo init --template library passes its own tests under its own name", { timeout: 180_000 }, async () => {
+    const dir = path.join(tempDir("wo-library-"), "branch-library")
+    expect((await runWo(["init", "--template", "library", dir])).code).toBe(0)
+    // Installed as an app would have it: writeonce (this checkout), effect and the Node types.
+    fs.mkdirSync(path.join(dir, "node_modules"))
+    fs.symlinkSync(ROOT, path.join(dir, "node_modules/writeonce"))
+    fs.symlinkSync(path.join(ROOT, "node_modules/effect"), path.join(dir, "node_modules/effect"))
+    fs.symlinkSync(path.join(ROOT, "node_modules/@types"), path.join(dir, "node_modules/@types"))
+    // This checkout ships sources, not dist/: the writeonce-source condition points the types at them.
+    const tsconfig = JSON.parse(fs.readFileSync(path.join(dir, "tsconfig.json"), "utf8"))
+    fs.writeFileSync(path.join(dir, "tsconfig.json"), JSON.stringify({
+      ...tsconfig,
+      compilerOptions: { ...tsconfig.compilerOptions, customConditions: ["writeonce-source"] }
+    }))
+    const ran = await runWo(["test", dir])
+    expect(ran.code, ran.stdout).toBe(0)
+    expect(ran.stdout).toMatch(/^ok 1 - typecheck$/m)
+    // The transcript names the app it was made for: "# app: branch-library", as app.ts does.
+    expect(ran.stdout).toMatch(/^ok \d+ - transcripts\/library\.http$/m)
+    expect(ran.stdout).toMatch(/^# fail 0$/m)
+  })
+})
