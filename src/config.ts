@@ -72,6 +72,13 @@ export interface Settings {
    * `postgres://user@host:port[,host:port...]/db` URL, the PostgreSQL log at its writable primary.
    */
   readonly store?: string
+  /** Serve `GET /metrics` and count what the runtime does (`WO_METRICS=0|1`, default 1). Off: no counting at all. */
+  readonly metrics: boolean
+  /**
+   * On a shared log (PostgreSQL), how many events this node's tailer may be behind the log's head while
+   * `/readyz` still says ready (`WO_READY_MAX_LAG`, default 1000).
+   */
+  readonly readyMaxLag: number
 }
 
 export class WoConfig extends Context.Tag("writeonce/Config")<WoConfig, Settings>() {}
@@ -145,7 +152,12 @@ export const loadSettings = (defaults: { readonly dataDir: string }, overrides: 
       insecure: yield* Config.boolean("WO_INSECURE").pipe(Config.withDefault(false)),
       acceptDataLoss: yield* Config.boolean("WO_ACCEPT_DATA_LOSS").pipe(Config.withDefault(false)),
       recordFile: yield* Config.string("WO_RECORD").pipe(Config.option, Config.map(Option.getOrUndefined)),
-      store: yield* Config.string("WO_STORE").pipe(Config.option, Config.map((o) => Option.getOrUndefined(Option.filter(o, (s) => s.trim().length > 0))))
+      store: yield* Config.string("WO_STORE").pipe(Config.option, Config.map((o) => Option.getOrUndefined(Option.filter(o, (s) => s.trim().length > 0)))),
+      metrics: yield* Config.string("WO_METRICS").pipe(
+        Config.withDefault("1"),
+        Config.map((s) => !["off", "0", "false", "no"].includes(s.toLowerCase()))
+      ),
+      readyMaxLag: yield* positiveInt("WO_READY_MAX_LAG", 1000)
     }
     return { ...settings, ...overrides }
   })

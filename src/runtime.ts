@@ -26,6 +26,8 @@ import { ClassicLevelSessionStore, postgresSessionStoreLayer } from "./http/mcp/
 import { SessionsLive } from "./http/mcp/sessions.ts"
 import { OpenStreamsLive } from "./http/open-streams.ts"
 import { RegistryLive } from "./projections/registry.ts"
+import { metricsLayer } from "./metrics/metrics.ts"
+import { observedLog, WriteHealthLive } from "./metrics/observed-log.ts"
 
 /**
  * The event log for these settings: embedded classic-level in the data dir, or PostgreSQL with `--store` (legacy
@@ -47,7 +49,8 @@ export interface CoreOptions {
 export const coreLayer = (app: AppDef, settings: Settings, options: CoreOptions = {}) => {
   const config = Layer.succeed(WoConfig, settings)
   // Every reader of the log gets it upcast to the app's schema versions (projections/upcasting-log.ts).
-  const log = UpcastingLog.pipe(Layer.provide(options.log ?? storeLogLayer(settings)))
+  // Observed: whether the last durable write failed (readiness), and with metrics on, each write's size and time.
+  const log = UpcastingLog.pipe(Layer.provide(observedLog(options.log ?? storeLogLayer(settings))))
   // The projections recovered from the store: rows, and the declared views.
   // Rows and views recovered up to one seq (on a shared log, the tailer follows from there: pinned-log.ts).
   const store = Layer.mergeAll(RowsLive, ViewsLive).pipe(Layer.provide(PinnedLog), Layer.provideMerge(log), Layer.provideMerge(levelDbLayer(settings.dataDir, { acceptDataLoss: settings.acceptDataLoss })))
@@ -58,7 +61,9 @@ export const coreLayer = (app: AppDef, settings: Settings, options: CoreOptions 
     Layer.provideMerge(Layer.mergeAll(RegistryLive, sessionStoreLayer(settings), OpenStreamsLive)),
     Layer.provideMerge(services)
   )
-  return sessions.pipe(Layer.provideMerge(Catalog.layer(app)), Layer.provideMerge(config))
+  // One metrics registry per runtime (several servers in one process count apart).
+  const observing = Layer.mergeAll(metricsLayer(settings.metrics), WriteHealthLive)
+  return sessions.pipe(Layer.provideMerge(Catalog.layer(app)), Layer.provideMerge(config), Layer.provideMerge(observing))
 }
 
 /** The runtime serving HTTP on `settings.host:port`. */

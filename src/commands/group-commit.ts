@@ -37,6 +37,7 @@ import { Rows } from "../projections/rows.ts"
 import { Views, type PreparedViews } from "../projections/views.ts"
 import { EventLog, Stale, type AppendEntry } from "../log/event-log.ts"
 import { Tailer } from "../projections/tailer.ts"
+import { Metrics, metricsOff } from "../metrics/metrics.ts"
 
 /** Where a command is, reported to callers that stream progress (MCP progressToken). */
 export type Stage = "accepted" | "decided" | "durable"
@@ -114,6 +115,8 @@ export interface GroupCommitShape {
    * process should exit non-zero so that a supervisor restarts it (`wo run` does).
    */
   readonly died: Effect.Effect<string>
+  /** Commands queued, not yet taken into a batch (metrics). */
+  readonly queueDepth: () => number
 }
 
 /** The operation a command runs, as MethodFailed names it. */
@@ -131,6 +134,8 @@ export const makeGroupCommit = Effect.gen(function* () {
   // A shared log has a tailer that applies every node's commits; without one the writer applies its own.
   const tailer = Option.getOrUndefined(yield* Effect.serviceOption(Tailer))
   const shared = tailer !== undefined && tailer.following
+  // Metrics: each answer counted as it is given (a plain increment; see metrics.ts).
+  const metrics = Option.getOrElse(yield* Effect.serviceOption(Metrics), () => metricsOff)
   const maxBatch = settings.groupCommit ? settings.maxBatch : 1
   const maxPending = Math.max(1024, maxBatch * 16)
   const head = yield* log.head
@@ -529,7 +534,16 @@ export const makeGroupCommit = Effect.gen(function* () {
           return resume(Effect.fail(new StoreUnavailable({ reason: `the writer stopped after an internal error (${deathReason}); restart the server` })))
         }
         if (pending.length >= maxPending) return resume(Effect.fail(new StoreUnavailable({ reason: "too many commands queued; retry" })))
-        const p: Pending = { ...submission, resume: (exit) => resume(exit), cancelled: false, attempts: 0, recheck: false }
+        const p: Pending = {
+          ...submission,
+          resume: (exit) => {
+            metrics.answered(exit)
+            resume(exit)
+          },
+          cancelled: false,
+          attempts: 0,
+          recheck: false
+        }
         submission.onStage?.("accepted")
         pending.push(p)
         wake?.()
@@ -548,8 +562,10 @@ export const makeGroupCommit = Effect.gen(function* () {
         const p: PendingCommand = {
           ...submission,
           kind: "command",
-          resume: (exit) =>
-            resume(Exit.map(exit, (changes) => ({ command: submission.command.name, correlation: submission.correlation, changes }))),
+          resume: (exit) => {
+            metrics.answered(exit)
+            resume(Exit.map(exit, (changes) => ({ command: submission.command.name, correlation: submission.correlation, changes })))
+          },
           cancelled: false,
           attempts: 0,
           recheck: false
@@ -561,7 +577,8 @@ export const makeGroupCommit = Effect.gen(function* () {
           p.cancelled = true
         })
       }),
-    died: Deferred.await(death)
+    died: Deferred.await(death),
+    queueDepth: () => pending.length
   })
 })
 

@@ -35,6 +35,10 @@ export interface SocketLike {
 export interface SinkHub {
   readonly dirty: (sink: PushSink) => void
   readonly backlogged: (sink: PushSink, on: boolean) => void
+  /** Counting (metrics): frames written to the socket, frames dropped, the stream's close. Once per flush, not per frame. */
+  readonly wrote?: (frames: number) => void
+  readonly lost?: (frames: number) => void
+  readonly closed?: (reason: CloseReason) => void
 }
 
 export interface PushSink {
@@ -114,6 +118,7 @@ export const makePushSink = (socket: SocketLike, limit: number, hub: SinkHub): P
   const flush = () => {
     if (blocked || frames === 0 || reason !== undefined) return
     lastWrite = Date.now()
+    hub.wrote?.(frames)
     if (!socket.write(take())) block()
   }
 
@@ -122,15 +127,20 @@ export const makePushSink = (socket: SocketLike, limit: number, hub: SinkHub): P
     reason = why
     socket.off("drain", onDrain)
     hub.backlogged(sink, false)
+    hub.closed?.(why)
     if (why === "memory" || why === "client") {
       // Free what the stream holds at once: the client resumes, or re-listens, from what it got.
+      if (frames > 0) hub.lost?.(frames)
       parts = []
       frames = 0
       bytes = 0
       socket.destroy()
     } else if (!socket.destroyed) {
       // Bounded by `limit` frames: hand them over, then end (a stalled client's socket then times out).
-      if (frames > 0) socket.write(take())
+      if (frames > 0) {
+        hub.wrote?.(frames)
+        socket.write(take())
+      }
       const final = last ?? lastWords?.(why)
       if (final !== undefined) socket.write(final)
       socket.end()
@@ -143,6 +153,7 @@ export const makePushSink = (socket: SocketLike, limit: number, hub: SinkHub): P
     if (reason !== undefined) return false
     if (frames >= limit) {
       close("overflow")
+      hub.lost?.(1)
       return false
     }
     for (const p of frame) {

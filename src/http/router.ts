@@ -1,16 +1,28 @@
-/** The top-level routes: Host validation for everything, then /api/* (REST) and /mcp. */
+/**
+ * The top-level routes: the health probes first (open to anyone, even without a known Host: a load balancer
+ * probes by address; they tell nothing about the data), then Host validation for everything else, then
+ * /api/* (REST), /mcp and /metrics, behind the bearer token when one is set.
+ */
 import { Effect } from "effect"
 import { json, type EdgeRequest, type EdgeResponse } from "./edge-types.ts"
 import { WWW_AUTHENTICATE } from "./auth.ts"
 import type { Guards } from "./guards.ts"
 import { edgeError } from "./edge-error.ts"
 import { COMMANDS_PREFIX, notFound } from "./rest.ts"
+import { HEALTH_PATHS } from "./health.ts"
+import { METRICS_PATH } from "./metrics-route.ts"
 
 export interface Routes {
   readonly rest: (request: EdgeRequest) => Effect.Effect<EdgeResponse>
   readonly mcp?: (request: EdgeRequest) => Effect.Effect<EdgeResponse>
   readonly extra?: (request: EdgeRequest) => Effect.Effect<EdgeResponse> | undefined
+  /** /livez, /readyz, /healthz (health.ts); without it /healthz and /livez answer 200. */
+  readonly health?: (request: EdgeRequest) => Effect.Effect<EdgeResponse>
+  /** GET /metrics (metrics-route.ts). */
+  readonly metrics?: (request: EdgeRequest) => Effect.Effect<EdgeResponse>
 }
+
+const LIVE = json(200, { status: "ok" })
 
 const forbidden = (request: EdgeRequest, message: string) => edgeError(request.path, 403, "Forbidden", message)
 
@@ -26,6 +38,10 @@ export const makeRouter = (guards: Guards, routes: Routes, authorized: (authoriz
     return Effect.succeed(edgeError(incoming.path, 405, "MethodNotAllowed", "HEAD is not supported on /mcp", { allow: "GET, POST, DELETE" }))
   }
   const request = incoming.method === "HEAD" ? { ...incoming, method: "GET" } : incoming
+  if (HEALTH_PATHS.has(request.path)) {
+    if (routes.health) return routes.health(request)
+    if (request.path !== "/readyz") return Effect.succeed(LIVE)
+  }
   if (!guards.hostAllowed(request.headers.host)) {
     return Effect.succeed(forbidden(request, `Host ${request.headers.host ?? "(none)"} is not this server (see WO_HOSTS)`))
   }
@@ -33,13 +49,13 @@ export const makeRouter = (guards: Guards, routes: Routes, authorized: (authoriz
   if (!guards.originAllowed(origin)) {
     return Effect.succeed(forbidden(request, `Origin ${origin} is not allowed (see WO_MCP_ORIGINS)`))
   }
-  const protectedPath = request.path === "/mcp" || request.path.startsWith("/api/")
+  const protectedPath = request.path === "/mcp" || request.path.startsWith("/api/") || request.path === METRICS_PATH
   if (protectedPath && !authorized(request.headers.authorization)) return Effect.succeed(unauthorized(request))
   if (request.path === "/mcp" && routes.mcp) return routes.mcp(request)
   // `/api/_...` is never a type (type names start with a letter): the console's read-only endpoints.
   if (request.path.startsWith("/api/") && !request.path.startsWith("/api/_")) return routes.rest(request)
   // App commands (commands across entity types) are writes: REST's, like the types' routes.
   if (request.path.startsWith(COMMANDS_PREFIX)) return routes.rest(request)
-  if (request.path === "/healthz") return Effect.succeed(json(200, { status: "ok" }))
+  if (request.path === METRICS_PATH && routes.metrics) return routes.metrics(request)
   return routes.extra?.(request) ?? Effect.succeed(notFound(request))
 }

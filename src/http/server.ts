@@ -14,6 +14,8 @@ import { makeGuards } from "./guards.ts"
 import { makeRestRoutes } from "./rest.ts"
 import { makeRouter } from "./router.ts"
 import { makeViewRoutes } from "./view-routes.ts"
+import { makeHealthRoutes } from "./health.ts"
+import { makeMetricsRoute } from "./metrics-route.ts"
 import { Views } from "../projections/views.ts"
 
 export class HttpServer extends Context.Tag("writeonce/HttpServer")<HttpServer, { readonly url: string }>() {}
@@ -32,10 +34,13 @@ export const HttpServerLive = Layer.scoped(
     }
     const consoleRoutes = yield* makeConsoleRoutes
     const viewRoutes = makeViewRoutes(yield* Views)
+    const metrics = yield* makeMetricsRoute
     const router = makeRouter(makeGuards(settings), {
       rest: makeRestRoutes(catalog, commands, queries, settings.maxJsonDepth),
       mcp: yield* makeMcpRoute,
-      extra: (request) => viewRoutes(request) ?? consoleRoutes.handle(request)
+      extra: (request) => viewRoutes(request) ?? consoleRoutes.handle(request),
+      health: yield* makeHealthRoutes,
+      metrics: metrics.route
     }, makeAuthCheck(settings.authToken))
     const streams = yield* OpenStreams
     const handler = settings.recordFile === undefined ? router : recordTo(settings.recordFile, { app: catalog.name })(router)
@@ -44,6 +49,7 @@ export const HttpServerLive = Layer.scoped(
     // requests can drain.
     const onShutdown = Effect.zipRight(Effect.sync(() => streams.closeAll("shutdown")), consoleRoutes.shutdown)
     const edge = yield* startEdge(handler, { ...settings, onShutdown })
+    metrics.observeStreams(edge.streams)
     return { url: edge.url }
   })
 )

@@ -4,8 +4,17 @@
  * backlogs, and the shared heartbeat.
  */
 import { makeHeartbeat, type Heartbeat } from "./heartbeat.ts"
-import { makePushSink, type PushSink, type SocketLike } from "./push-sink.ts"
+import { makePushSink, type CloseReason, type PushSink, type SinkHub, type SocketLike } from "./push-sink.ts"
 import { makeStreamBudget, type StreamBudget } from "./stream-budget.ts"
+
+/** What the hub reports to metrics (src/metrics/metrics.ts implements it). */
+export interface StreamObserver {
+  readonly notified: (frames: number) => void
+  readonly dropped: (frames: number) => void
+  readonly streamClosed: (reason: CloseReason) => void
+  /** A delivery's frames were handed to the sockets. */
+  readonly flushed: () => void
+}
 
 export interface StreamHub {
   /** A sink over `socket`, at most `limit` frames waiting; beats every `heartbeatMs` when given. */
@@ -16,6 +25,8 @@ export interface StreamHub {
   readonly budget: StreamBudget
   /** Sinks open now. */
   readonly count: () => number
+  /** Reports frames written and dropped and streams closed to `observer` from now on (metrics). */
+  readonly observe: (observer: StreamObserver) => void
 }
 
 /** Default WO_STREAM_MEMORY: 64 MiB of unread stream bytes in all. */
@@ -28,12 +39,14 @@ export const makeStreamHub = (memoryLimit: number = DEFAULT_STREAM_MEMORY): Stre
   let dirty: Array<PushSink> = []
   let check = false
   let scheduled = false
+  let observer: StreamObserver | undefined
 
   const run = () => {
     scheduled = false
     const sinks = dirty
     dirty = []
     for (const s of sinks) s.flush()
+    observer?.flushed()
     if (check) {
       check = false
       budget.enforce()
@@ -45,7 +58,10 @@ export const makeStreamHub = (memoryLimit: number = DEFAULT_STREAM_MEMORY): Stre
       queueMicrotask(run)
     }
   }
-  const hub = {
+  const hub: SinkHub = {
+    wrote: (frames) => observer?.notified(frames),
+    lost: (frames) => observer?.dropped(frames),
+    closed: (reason) => observer?.streamClosed(reason),
     dirty: (sink: PushSink) => {
       dirty.push(sink)
       schedule()
@@ -72,6 +88,7 @@ export const makeStreamHub = (memoryLimit: number = DEFAULT_STREAM_MEMORY): Stre
     },
     heartbeat,
     budget,
-    count: () => stops.size
+    count: () => stops.size,
+    observe: (o) => void (observer = o)
   }
 }

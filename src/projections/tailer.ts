@@ -20,6 +20,7 @@ import { EventLog } from "../log/event-log.ts"
 import { ChangeFeed } from "./change-feed.ts"
 import { Rows } from "./rows.ts"
 import { Views } from "./views.ts"
+import { Metrics, metricsOff } from "../metrics/metrics.ts"
 
 export interface TailerShape {
   /** Whether this node follows a shared log (false: the writer applies its own commits). */
@@ -52,6 +53,7 @@ export const makeTailer = Effect.gen(function* () {
   const feed = yield* ChangeFeed
   const catalog = yield* Catalog
   const views = Option.getOrUndefined(yield* Effect.serviceOption(Views))
+  const metrics = Option.getOrElse(yield* Effect.serviceOption(Metrics), () => metricsOff)
   // The rows and views were recovered up to the same seq (projections/pinned-log.ts): follow from there.
   let applied = rows.checkpoint()
   // Writers waiting for a seq, resolved in seq order as it is applied.
@@ -98,7 +100,9 @@ export const makeTailer = Effect.gen(function* () {
     Effect.forever(
       followOnce.pipe(
         Effect.catchTag("StoreUnavailable", (e) =>
-          Effect.logWarning(`tailer: cannot follow the shared log (${e.reason}); following again from seq ${applied}`)),
+          Effect.logWarning(`tailer: cannot follow the shared log (${e.reason}); following again from seq ${applied}`).pipe(
+            Effect.tap(() => metrics.tailerRestarted())
+          )),
         Effect.zipRight(Effect.sleep(RETRY_AFTER))
       )
     ).pipe(
