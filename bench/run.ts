@@ -3,7 +3,7 @@
 //   npm run bench                        full run, a few minutes on 2 cores
 //   npm run bench -- --quick             under a minute (shorter windows, 100k-event replay)
 //   npm run bench -- --smoke --out DIR   seconds: one level, a subset, tiny sizes (what npm run bench:smoke checks)
-// Options: --out DIR (default bench/results for a full run, .data/bench-<mode> otherwise), --only load,notify,readers,amplify,stall,replay,sessions,cqrs,invariant,scaleout,commands (default: all; smoke runs leave scaleout out).
+// Options: --out DIR (default bench/results for a full run, .data/bench-<mode> otherwise), --only load,notify,readers,amplify,stall,replay,sessions,cqrs,invariant,scaleout,commands,metrics (default: all; smoke runs leave scaleout out).
 // Env: BENCH_DATA_DIR (data dirs and the fsync probe; default <repo>/.data/bench-run).
 // Scenarios: bench/scenarios/*.ts; the kit they share: bench/lib/*.ts; the report: bench/report.ts.
 // Every server is spawned here on 127.0.0.1 (port 0) and stopped before the run ends.
@@ -28,6 +28,7 @@ import { runAmplify, type AmplifyOptions } from './scenarios/amplify.ts';
 import { renderScaleOut, runScaleOut, type ScaleOutOptions, type ScaleOutResult } from './scenarios/scale-out.ts';
 import { renderInvariant, runInvariant, type InvariantResult } from './scenarios/invariant.ts';
 import { renderCommands, runCommands, type CommandsOptions, type CommandsResult } from './scenarios/commands.ts';
+import { renderMetricsCost, runMetricsCost, type MetricsCostResult } from './scenarios/metrics-cost.ts';
 
 // ---------------------------------------------------------------------------------------------------
 // Arguments and modes
@@ -42,7 +43,7 @@ const option = (name: string): string | undefined => {
 const mode: Mode = flag('smoke') ? 'smoke' : flag('quick') ? 'quick' : 'full';
 // Only a full run replaces the committed results; shorter runs go under .data (not committed).
 const outDir = resolve(option('out') ?? (mode === 'full' ? join(repoRoot, 'bench', 'results') : join(repoRoot, '.data', `bench-${mode}`)));
-const PARTS = ['load', 'notify', 'readers', 'amplify', 'stall', 'replay', 'sessions', 'cqrs', 'invariant', 'scaleout', 'commands'] as const;
+const PARTS = ['load', 'notify', 'readers', 'amplify', 'stall', 'replay', 'sessions', 'cqrs', 'invariant', 'scaleout', 'commands', 'metrics'] as const;
 type Part = (typeof PARTS)[number];
 // scaleout starts a PostgreSQL cluster: not in smoke runs unless asked for.
 const only = option('only')?.split(',').map((s) => s.trim()) ?? PARTS.filter((p) => p !== 'scaleout' || mode !== 'smoke');
@@ -230,6 +231,8 @@ let scaleOut: ScaleOutResult | undefined;
 let invariantCost: InvariantResult | undefined;
 /** issue 21's app commands section (reported after the rest, in its own file too). */
 let commands: CommandsResult | undefined;
+/** issue 23's metrics cost (reported after the rest). */
+let metricsCost: MetricsCostResult | undefined;
 const startedEarly: SpawnedServer[] = [];
 const startEarly = async (label: string, env: Record<string, string>, seed: number): Promise<{ server: SpawnedServer; dir: string }> => {
   const dir = freshDataDir(dataRoot, label);
@@ -304,6 +307,7 @@ try {
   if (wanted('invariant')) invariantCost = await runInvariant(ctx);
   if (wanted('scaleout')) scaleOut = await runScaleOut(ctx, S.scaleOut);
   if (wanted('commands')) commands = await runCommands(ctx, S.commands);
+  if (wanted('metrics')) metricsCost = await runMetricsCost(ctx);
 } finally {
   await Promise.allSettled([sharedStart, sessionsStart]);
   for (const s of startedEarly) await s.stop();
@@ -326,10 +330,11 @@ if (report.loadavg.after[0] > cores * 0.75 && mode !== 'smoke') {
 }
 report.ratios = computeRatios(report);
 if (invariantCost) report.ratios.setPriceCpuInvariantOverPlain = invariantCost.cpuRatio;
+if (metricsCost) report.ratios.setPriceCpuMetricsOnOverOff = metricsCost.cpuRatio;
 report.budgets = evaluateBudgets(report, report.ratios);
 report.wallMs = performance.now() - wallStart;
 
-const md = renderMarkdown(report) + (invariantCost ? `\n${renderInvariant(invariantCost)}` : '') + (scaleOut ? `\n${renderScaleOut(scaleOut)}` : '') + (commands ? `\n${renderCommands(commands)}\n` : '');
+const md = renderMarkdown(report) + (invariantCost ? `\n${renderInvariant(invariantCost)}` : '') + (scaleOut ? `\n${renderScaleOut(scaleOut)}` : '') + (commands ? `\n${renderCommands(commands)}\n` : '') + (metricsCost ? `\n${renderMetricsCost(metricsCost)}\n` : '');
 mkdirSync(outDir, { recursive: true });
 if (scaleOut) writeFileSync(join(outDir, 'scale-out.json'), `${JSON.stringify(scaleOut, null, 2)}\n`);
 if (commands) writeFileSync(join(outDir, 'commands.json'), `${JSON.stringify(commands, null, 2)}\n`);
