@@ -34,6 +34,7 @@ export const makeMetricsRoute = Effect.gen(function* () {
     metrics.gauge("wo_tailer_lag_events", "Shared log: how many events this node's tailer is behind the log's head (read at scrape time).", () =>
       Effect.runPromise(Effect.match(log.head, { onFailure: () => undefined, onSuccess: (head) => Math.max(0, head.lastSeq - tailer.applied()) })))
   }
+  if (log.failovers !== undefined) metrics.counterOf("wo_store_failovers_total", "PostgreSQL: times this node found another writable primary (a failover) since it started.", log.failovers)
 
   const route = (request: EdgeRequest): Effect.Effect<EdgeResponse> => {
     if (request.method !== "GET") return Effect.succeed(errorJson(405, "MethodNotAllowed", "GET /metrics only", {}, { allow: "GET" }))

@@ -115,6 +115,8 @@ export interface EventLogShape {
    * calls it when it has nothing queued, to record the last acknowledged seq off the hot path.
    */
   readonly settle?: () => void
+  /** Present on a log with failover (PostgreSQL): how many times its primary changed since it was opened (metrics). */
+  readonly failovers?: () => number
 }
 
 export class EventLog extends Context.Tag("writeonce/EventLog")<EventLog, EventLogShape>() {}

@@ -64,6 +64,7 @@ describe.skipIf(!haveBinaries)("readiness of a node on a shared PostgreSQL log",
       const metrics = parsePrometheusText((await http(`${url}/metrics`)).text)
       expect(metrics.value("wo_tailer_lag_events")).toBe(0)
       expect(metrics.value("wo_tailer_applied_seq")).toBe(5)
+      expect(metrics.value("wo_store_failovers_total")).toBe(0)
     } finally {
       await runtime.dispose()
     }

@@ -137,6 +137,7 @@ export const makePostgresLog = Effect.gen(function* () {
     head,
     readFrom,
     follow: follow.events,
+    failovers: conn.generation,
     storedRows,
     stats: Effect.sync(() => ({ syncWrites, eventsWritten }))
   })
