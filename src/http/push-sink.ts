@@ -118,6 +118,7 @@ export const makePushSink = (socket: SocketLike, limit: number, hub: SinkHub): P
   const flush = () => {
     if (blocked || frames === 0 || reason !== undefined) return
     lastWrite = Date.now()
+    // Hand-tuned: counted once per flush (one delivery to this stream), never per frame.
     hub.wrote?.(frames)
     if (!socket.write(take())) block()
   }

@@ -29,8 +29,8 @@ export interface MetricsShape {
   readonly streamClosed: (reason: string) => void
   /** Called when a delivery's frames are handed to the sockets: observes the lag from the last durable write. */
   readonly flushed: () => void
-  /** A retried idempotent write answered from its stored answer. */
-  readonly idempotentReplay: () => void
+  /** `wo_idempotent_replays_total`: call `inc()` when a retried write is answered from its key's stored answer. */
+  readonly idempotentReplays: { readonly inc: () => void }
   /** Tailer (shared log): it lost the log and follows again. */
   readonly tailerRestarted: () => void
   /** A gauge read at scrape time (a sync or async reading; undefined: not reported). */
@@ -56,7 +56,7 @@ export const metricsOff: MetricsShape = {
   dropped: noop,
   streamClosed: noop,
   flushed: noop,
-  idempotentReplay: noop,
+  idempotentReplays: { inc: noop },
   tailerRestarted: noop,
   gauge: noop,
   gauges: noop,
@@ -165,8 +165,10 @@ export const makeMetrics = (): MetricsShape => {
         lag.observe((performance.now() - durableAt) / 1000)
       }
     },
-    idempotentReplay: () => {
-      replays++
+    idempotentReplays: {
+      inc: () => {
+        replays++
+      }
     },
     tailerRestarted: () => {
       tailerRestarts++
