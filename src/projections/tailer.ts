@@ -101,7 +101,7 @@ export const makeTailer = Effect.gen(function* () {
       followOnce.pipe(
         Effect.catchTag("StoreUnavailable", (e) =>
           Effect.logWarning(`tailer: cannot follow the shared log (${e.reason}); following again from seq ${applied}`).pipe(
-            Effect.tap(() => metrics.tailerRestarted())
+            Effect.zipLeft(Effect.sync(() => metrics.tailerRestarted()))
           )),
         Effect.zipRight(Effect.sleep(RETRY_AFTER))
       )
