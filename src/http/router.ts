@@ -5,11 +5,14 @@ import { WWW_AUTHENTICATE } from "./auth.ts"
 import type { Guards } from "./guards.ts"
 import { edgeError } from "./edge-error.ts"
 import { COMMANDS_PREFIX, notFound } from "./rest.ts"
+import { BACKUP_PATH } from "../backup/control.ts"
 
 export interface Routes {
   readonly rest: (request: EdgeRequest) => Effect.Effect<EdgeResponse>
   readonly mcp?: (request: EdgeRequest) => Effect.Effect<EdgeResponse>
   readonly extra?: (request: EdgeRequest) => Effect.Effect<EdgeResponse> | undefined
+  /** `wo backup`'s endpoint (backup/control.ts): its own token, this machine only. */
+  readonly backup?: (request: EdgeRequest) => Effect.Effect<EdgeResponse>
 }
 
 const forbidden = (request: EdgeRequest, message: string) => edgeError(request.path, 403, "Forbidden", message)
@@ -40,6 +43,7 @@ export const makeRouter = (guards: Guards, routes: Routes, authorized: (authoriz
   if (request.path.startsWith("/api/") && !request.path.startsWith("/api/_")) return routes.rest(request)
   // App commands (commands across entity types) are writes: REST's, like the types' routes.
   if (request.path.startsWith(COMMANDS_PREFIX)) return routes.rest(request)
+  if (request.path === BACKUP_PATH && routes.backup) return routes.backup(request)
   if (request.path === "/healthz") return Effect.succeed(json(200, { status: "ok" }))
   return routes.extra?.(request) ?? Effect.succeed(notFound(request))
 }

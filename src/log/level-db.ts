@@ -112,7 +112,7 @@ const openChecked = async (dir: string, options: OpenOptions, afterFailedWrite: 
   if (!options.acceptDataLoss && fs.existsSync(marker)) {
     throw new StoreUnavailable({
       reason: `an earlier open of ${dir} found that LevelDB dropped data:\n${fs.readFileSync(marker, "utf8").trim()}\n` +
-        "Restore the data dir from a backup, or start with --accept-data-loss to serve what is left."
+        "Restore the data dir from a backup (`wo restore <backup> <new-data-dir>`, a backup taken by `wo backup`), or start with --accept-data-loss to serve what is left."
     })
   }
   const stamp = new Date().toISOString().replace(/[:.]/g, "-")
@@ -121,7 +121,7 @@ const openChecked = async (dir: string, options: OpenOptions, afterFailedWrite: 
   if (silent.length > 0 && !options.acceptDataLoss && !keep) {
     throw new StoreUnavailable({
       reason: `LevelDB would drop acknowledged writes while opening ${dir}:\n${silent.join("\n")}${unchanged}\n` +
-        "Restore the data dir from a backup, or start with --accept-data-loss to serve what is left."
+        "Restore the data dir from a backup (`wo restore <backup> <new-data-dir>`, a backup taken by `wo backup`), or start with --accept-data-loss to serve what is left."
     })
   }
   if (silent.length > 0 && !options.acceptDataLoss) {
@@ -135,7 +135,7 @@ const openChecked = async (dir: string, options: OpenOptions, afterFailedWrite: 
     fs.writeFileSync(marker, `${report}\n`)
     throw new StoreUnavailable({
       reason: `LevelDB would drop acknowledged writes while opening ${dir}:\n${report}\n` +
-        "Restore the data dir from a backup, or start with --accept-data-loss to serve what is left."
+        "Restore the data dir from a backup (`wo restore <backup> <new-data-dir>`, a backup taken by `wo backup`), or start with --accept-data-loss to serve what is left."
     })
   }
   // Evidence for the acknowledged-head check (classic-level-log.ts), which can only run once the store is open.
@@ -152,7 +152,7 @@ const openChecked = async (dir: string, options: OpenOptions, afterFailedWrite: 
     await db.close()
     throw new StoreUnavailable({
       reason: `LevelDB drops data while opening ${dir}; acknowledged writes may be lost:\n${dropped.join("\n")}${unchanged}\n` +
-        "Restore the data dir from a backup, or start with --accept-data-loss to serve what is left."
+        "Restore the data dir from a backup (`wo restore <backup> <new-data-dir>`, a backup taken by `wo backup`), or start with --accept-data-loss to serve what is left."
     })
   }
   const evidence = path.join(dir, `wo-evidence-${stamp}.LOG`)
@@ -166,7 +166,7 @@ const openChecked = async (dir: string, options: OpenOptions, afterFailedWrite: 
   await db.close()
   throw new StoreUnavailable({
     reason: `LevelDB dropped data while opening ${dir}; acknowledged writes may be lost:\n${report}\n` +
-      "Restore the data dir from a backup, or start with --accept-data-loss to serve what is left."
+      "Restore the data dir from a backup (`wo restore <backup> <new-data-dir>`, a backup taken by `wo backup`), or start with --accept-data-loss to serve what is left."
   })
 }
 
