@@ -245,8 +245,8 @@ const backupCommand = Command.make(
       if (Option.isNone(dataDir) || Option.isNone(dest)) return yield* fatal("usage: wo backup <data-dir> <dest> (see wo backup --help)")
       const taken = yield* takeBackup(dataDir.value, dest.value)
       yield* Console.log(
-        `backed up seq ${taken.seq} (${taken.events} events, ${taken.keys} records) of ${taken.source} into ${path.resolve(dest.value)} ` +
-          `in ${taken.millis} ms, ${taken.server === undefined ? "from the stopped data dir" : `from the running server (pid ${taken.server})`}\n` +
+        `backed up seq ${taken.seq} of ${taken.source} into ${path.resolve(dest.value)} (${(taken.bytes / 2 ** 20).toFixed(1)} MiB) ` +
+          `in ${taken.millis} ms, ${taken.server === undefined ? "from the stopped data dir" : `from the running server (pid ${taken.server}; writes held ${taken.heldMillis} ms)`}\n` +
           `check it: wo verify ${path.resolve(dest.value)}   restore it: wo restore ${path.resolve(dest.value)} <new-data-dir>`
       )
     })

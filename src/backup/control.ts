@@ -71,7 +71,9 @@ export const makeBackupControl = (db: LevelDbShape, host: string) =>
         if (problem !== undefined) return json(409, { error: problem })
         if (running) return json(409, { error: "a backup of this data dir is already running" })
         running = true
-        const taken = yield* db.read("cannot take the backup", (d) => copyStore(d, db.dir, dest)).pipe(
+        const hold = db.whileNoWrites
+        if (hold === undefined) return json(500, { error: "this store cannot hold its writes for a backup" })
+        const taken = yield* copyStore(db.dir, dest, hold).pipe(
           Effect.ensuring(Effect.sync(() => {
             running = false
           })),
@@ -81,7 +83,7 @@ export const makeBackupControl = (db: LevelDbShape, host: string) =>
           yield* Effect.logError(`backup to ${dest} failed: ${taken.left.reason}`)
           return json(500, { error: taken.left.reason })
         }
-        yield* Effect.logInfo(`backup to ${dest}: seq ${taken.right.seq} (${taken.right.events} events) in ${taken.right.millis} ms`)
+        yield* Effect.logInfo(`backup to ${dest}: seq ${taken.right.seq} in ${taken.right.millis} ms (writes held ${taken.right.heldMillis} ms)`)
         return json(200, taken.right)
       })
 

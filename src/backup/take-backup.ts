@@ -63,22 +63,24 @@ const askServer = (control: ControlRecord, dest: string) =>
     req.end(body)
   })
 
-/** A copy of a dir no server holds, from a private copy of it (the dir itself is never written). */
+/** A copy of a dir no server holds: nothing writes it, so its files are pinned without a hold. */
 const copyStopped = (dir: string, dest: string) =>
   Effect.gen(function* () {
-    const h = yield* openReadOnly(dir)
-    const info = yield* h.read("cannot take the backup", (db) => copyStore(db, dir, dest))
+    const info = yield* copyStore(dir, dest, (f) => Effect.tryPromise({ try: f, catch: (e) => unavailable(`cannot read ${dir}: ${String(e)}`) }))
+    const holder = lockHolder(dir)
     // A store that lost acknowledged writes is not backed up as if whole: the copy would hide the loss.
     const found = readAckedRecord(dir)
-    if (found._tag === "Found" && found.record.acked > info.seq) {
-      fs.rmSync(dest, { recursive: true, force: true })
+    const lost = found._tag === "Found" && found.record.acked > info.seq
+    if (holder !== undefined || lost) fs.rmSync(dest, { recursive: true, force: true })
+    if (holder !== undefined) return yield* unavailable(`a server (pid ${holder}) started on ${dir} during the backup; nothing was backed up: try again`)
+    if (lost) {
       return yield* unavailable(
-        `${dir} ends at seq ${info.seq} but seqs up to ${found.record.acked} were acknowledged: it lost acknowledged writes. ` +
-          `Nothing was backed up; run \`wo verify ${dir}\``
+        `${dir} ends at seq ${info.seq} but seqs up to ${(found as { record: { acked: number } }).record.acked} were acknowledged: ` +
+          `it lost acknowledged writes. Nothing was backed up; run \`wo verify ${dir}\``
       )
     }
     return info
-  }).pipe(Effect.scoped)
+  })
 
 export const takeBackup = (dataDir: string, destination: string): Effect.Effect<TakenBackup, StoreUnavailable> =>
   Effect.gen(function* () {

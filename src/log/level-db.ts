@@ -58,6 +58,11 @@ export interface LevelDbShape {
   readonly ensureWritable: Effect.Effect<void, StoreUnavailable>
   /** How many times the store was reopened after a failed write. */
   readonly reopens: () => number
+  /**
+   * Runs `f` once no write is in flight, holding new writes until it returns (`wo backup` pins the files of one
+   * state: backup/pin-files.ts). `f` must be brief.
+   */
+  readonly whileNoWrites?: <A>(f: () => Promise<A>) => Effect.Effect<A, StoreUnavailable>
 }
 
 export class LevelDb extends Context.Tag("writeonce/LevelDb")<LevelDb, LevelDbShape>() {}
@@ -227,6 +232,30 @@ export const openDb = (dir: string, options: OpenOptions = {}) =>
 
     yield* Effect.addFinalizer(() => Effect.promise(() => db?.close().catch(() => undefined) ?? Promise.resolve()))
 
+    // Writes in flight, and the hold of `whileNoWrites` (new writes wait for it).
+    let inFlight = 0
+    let held: Promise<void> | undefined
+    let drained: (() => void) | undefined
+    const enter: Effect.Effect<void> = Effect.suspend(() =>
+      held === undefined ? Effect.sync(() => void inFlight++) : Effect.zipRight(Effect.promise(() => held!), enter))
+    const leave = Effect.sync(() => {
+      if (--inFlight === 0) drained?.()
+    })
+    const whileNoWrites = <A>(f: () => Promise<A>): Effect.Effect<A, StoreUnavailable> =>
+      Effect.suspend(() => {
+        if (held !== undefined) return Effect.zipRight(Effect.promise(() => held!), whileNoWrites(f))
+        let release!: () => void
+        held = new Promise<void>((resolve) => (release = resolve))
+        const idle = inFlight === 0 ? Promise.resolve() : new Promise<void>((resolve) => (drained = resolve))
+        return Effect.tryPromise({ try: () => idle.then(f), catch: storeError("cannot hold the writes") }).pipe(
+          Effect.ensuring(Effect.sync(() => {
+            drained = undefined
+            held = undefined
+            release()
+          }))
+        )
+      })
+
     return LevelDb.of({
       dir,
       read: (what, f) =>
@@ -236,15 +265,17 @@ export const openDb = (dir: string, options: OpenOptions = {}) =>
           return Effect.tryPromise({ try: () => f(current), catch: storeError(what) })
         }),
       write: (what, f) =>
-        Effect.flatMap(ensureWritable, () =>
-          Effect.tryPromise({
-            try: () => f(db!),
-            catch: (e) => {
-              // From here on nothing is written to this write-ahead log: it may end in a torn record.
-              broken ??= messageOf(e)
-              return storeError(what)(e)
-            }
-          })),
+        Effect.acquireUseRelease(enter, () =>
+          Effect.flatMap(ensureWritable, () =>
+            Effect.tryPromise({
+              try: () => f(db!),
+              catch: (e) => {
+                // From here on nothing is written to this write-ahead log: it may end in a torn record.
+                broken ??= messageOf(e)
+                return storeError(what)(e)
+              }
+            })), () => leave),
+      whileNoWrites,
       ensureWritable,
       reopens: () => reopens
     })

@@ -89,7 +89,7 @@ describe("wo backup of a running server under load", () => {
   it("copies from the running server and records the seq it holds", () => {
     expect(backupRun.stderr).toBe("")
     expect(backupRun.code).toBe(0)
-    expect(backupRun.stdout).toMatch(/from the running server \(pid \d+\)/)
+    expect(backupRun.stdout).toMatch(/from the running server \(pid \d+; writes held \d+ ms\)/)
     const seq = seqOfOutput(backupRun.stdout)
     expect(backupInfo(backup).seq).toBe(seq)
     // Every write acknowledged before it started is below its seq; writes went on while it ran.
