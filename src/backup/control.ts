@@ -73,7 +73,9 @@ export const makeBackupControl = (db: LevelDbShape, host: string) =>
         running = true
         const hold = db.whileNoWrites
         if (hold === undefined) return json(500, { error: "this store cannot hold its writes for a backup" })
+        // Not cut short by a client that goes away: a backup is finished or removed, never left half-built.
         const taken = yield* copyStore(db.dir, dest, hold).pipe(
+          Effect.uninterruptible,
           Effect.ensuring(Effect.sync(() => {
             running = false
           })),

@@ -19,7 +19,7 @@
  * - `WO-ACCEPTED-LOSS`, if the source has one (losses accepted earlier, which `wo verify` reads as accepted);
  * - `WO-BACKUP`: the seq it holds, when and from where it was taken.
  */
-import { Effect } from "effect"
+import { Effect, Exit } from "effect"
 import * as fs from "node:fs"
 import * as path from "node:path"
 import { StoreUnavailable } from "../domain/errors.ts"
@@ -139,7 +139,7 @@ export const copyStore = (
         catch: fail
       })
       return info
-    }).pipe(Effect.tapError(() => Effect.sync(() => fs.rmSync(building, { recursive: true, force: true }))))
+    }).pipe(Effect.onExit((exit) => (Exit.isSuccess(exit) ? Effect.void : Effect.sync(() => fs.rmSync(building, { recursive: true, force: true })))))
   })
 
 /** What a backup says about itself, or undefined for a dir that is not one. */
