@@ -14,6 +14,7 @@ import { runWo } from "../../testkit/spawn.ts"
 import { readAckedRecord } from "../../src/log/acked-head.ts"
 import { BACKUP_PATH, CONTROL_FILE, readControlRecord, TOKEN_HEADER } from "../../src/backup/control.ts"
 import { BACKUP_FILE } from "../../src/backup/copy-store.ts"
+import { buildAckedStore, writeAheadLog } from "../support/acked-store.ts"
 import { canonical, eventsByRow, foldRow, readStore } from "../support/log-reader.ts"
 import { http, rawRequest, ROOT, spawnServer, tempDir, type SpawnedServer } from "../support/server.ts"
 
@@ -181,6 +182,17 @@ describe("wo backup of a stopped data dir, and wo restore", () => {
 })
 
 describe("refusals and help", () => {
+  it("refuses a stopped dir that lost acknowledged writes (an older write-ahead log put back), backing up nothing", async () => {
+    const store = await buildAckedStore(200)
+    fs.writeFileSync(writeAheadLog(store.dataDir), store.olderLog)
+    const dest = path.join(tempDir("wo-backup-lost-"), "copy")
+    const result = await wo(["backup", store.dataDir, dest])
+    expect(result.code).toBe(1)
+    expect(result.stderr).toContain(`were acknowledged: it lost acknowledged writes`)
+    expect(fs.existsSync(dest)).toBe(false)
+    expect(fs.readdirSync(path.dirname(dest))).toEqual([])
+  }, SLOW)
+
   it("refuses a destination that is not empty, and leaves it as it was", async () => {
     const dest = tempDir("wo-backup-full-")
     fs.writeFileSync(path.join(dest, "keep.txt"), "mine")
