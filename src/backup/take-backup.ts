@@ -2,8 +2,8 @@
  * `wo backup <data-dir> <dest>` and `wo restore <backup> <data-dir>`.
  *
  * A running server holds LevelDB's lock on its data dir: it is asked for the backup through the endpoint its
- * control file names (control.ts), and reads its own snapshot while it goes on writing. A dir no server holds is
- * copied from a read-only open (read-only-db.ts: a private copy; the dir is never written).
+ * control file names (control.ts), and copies the files of one state while it goes on writing (copy-store.ts). A
+ * dir no server holds is copied the same way without a hold; it is only read, never written.
  */
 import { Effect } from "effect"
 import * as fs from "node:fs"
