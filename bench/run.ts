@@ -3,7 +3,7 @@
 //   npm run bench                        full run, a few minutes on 2 cores
 //   npm run bench -- --quick             under a minute (shorter windows, 100k-event replay)
 //   npm run bench -- --smoke --out DIR   seconds: one level, a subset, tiny sizes (what npm run bench:smoke checks)
-// Options: --out DIR (default bench/results for a full run, .data/bench-<mode> otherwise), --only load,notify,readers,amplify,stall,replay,sessions,cqrs,invariant,scaleout,commands,metrics (default: all; smoke runs leave scaleout out).
+// Options: --out DIR (default bench/results for a full run, .data/bench-<mode> otherwise), --only load,notify,readers,amplify,stall,replay,sessions,cqrs,invariant,scaleout,commands,metrics,backup (default: all; smoke runs leave scaleout out).
 // Env: BENCH_DATA_DIR (data dirs and the fsync probe; default <repo>/.data/bench-run).
 // Scenarios: bench/scenarios/*.ts; the kit they share: bench/lib/*.ts; the report: bench/report.ts.
 // Every server is spawned here on 127.0.0.1 (port 0) and stopped before the run ends.
@@ -29,6 +29,7 @@ import { renderScaleOut, runScaleOut, type ScaleOutOptions, type ScaleOutResult 
 import { renderInvariant, runInvariant, type InvariantResult } from './scenarios/invariant.ts';
 import { renderCommands, runCommands, type CommandsOptions, type CommandsResult } from './scenarios/commands.ts';
 import { renderMetricsCost, runMetricsCost, type MetricsCostResult } from './scenarios/metrics-cost.ts';
+import { renderBackup, runBackup, type BackupOptions, type BackupResult } from './scenarios/backup.ts';
 
 // ---------------------------------------------------------------------------------------------------
 // Arguments and modes
@@ -43,7 +44,7 @@ const option = (name: string): string | undefined => {
 const mode: Mode = flag('smoke') ? 'smoke' : flag('quick') ? 'quick' : 'full';
 // Only a full run replaces the committed results; shorter runs go under .data (not committed).
 const outDir = resolve(option('out') ?? (mode === 'full' ? join(repoRoot, 'bench', 'results') : join(repoRoot, '.data', `bench-${mode}`)));
-const PARTS = ['load', 'notify', 'readers', 'amplify', 'stall', 'replay', 'sessions', 'cqrs', 'invariant', 'scaleout', 'commands', 'metrics'] as const;
+const PARTS = ['load', 'notify', 'readers', 'amplify', 'stall', 'replay', 'sessions', 'cqrs', 'invariant', 'scaleout', 'commands', 'metrics', 'backup'] as const;
 type Part = (typeof PARTS)[number];
 // scaleout starts a PostgreSQL cluster: not in smoke runs unless asked for.
 const only = option('only')?.split(',').map((s) => s.trim()) ?? PARTS.filter((p) => p !== 'scaleout' || mode !== 'smoke');
@@ -66,6 +67,8 @@ interface Settings {
   scaleOut: ScaleOutOptions;
   /** issue 21: a two-entity app command (lend) against one set_price */
   commands: CommandsOptions;
+  /** issue 23: wo backup of a big log while writes run */
+  backup: BackupOptions;
   /** Scenarios that run on the load matrix's group-commit-on server instead of a fresh one of their own
    *  (saves server starts; full runs give every scenario a fresh server). */
   shareServer: { notify: boolean; stall: boolean; sessions: boolean };
@@ -86,6 +89,7 @@ const SETTINGS: Record<Mode, Settings> = {
     cqrs: { rows: 100_000, names: 100, liveQueries: 1000, windowMs: 1500, rounds: 3, warmMaxMs: 4000, warmChunkMs: 500, warmMinCalls: 3000, listConcurrency: 8, writeConcurrency: 16 },
     scaleOut: { inFlight: [32, 256], windowMs: 8000, products: 1000, notifyCommits: 200 },
     commands: { books: 100, products: 100, windowMs: 1500, rounds: 3, warmMaxMs: 4000, warmChunkMs: 500, warmMinCalls: 3000, concurrency: 16 },
+    backup: { events: 1_000_000, products: 1000, concurrency: 16, warmMs: 1000, baselineMs: 3000 },
     shareServer: { notify: false, stall: false, sessions: false },
     notifyFloor: true,
   },
@@ -101,6 +105,7 @@ const SETTINGS: Record<Mode, Settings> = {
     cqrs: { rows: 100_000, names: 100, liveQueries: 1000, windowMs: 500, rounds: 2, warmMaxMs: 1500, warmChunkMs: 250, warmMinCalls: 1000, listConcurrency: 8, writeConcurrency: 16 },
     scaleOut: { inFlight: [32, 256], windowMs: 3000, products: 1000, notifyCommits: 100 },
     commands: { books: 100, products: 100, windowMs: 600, rounds: 2, warmMaxMs: 1500, warmChunkMs: 250, warmMinCalls: 1000, concurrency: 16 },
+    backup: { events: 100_000, products: 1000, concurrency: 16, warmMs: 500, baselineMs: 1500 },
     shareServer: { notify: false, stall: true, sessions: false },
     notifyFloor: true,
   },
@@ -116,6 +121,7 @@ const SETTINGS: Record<Mode, Settings> = {
     cqrs: { rows: 5000, names: 100, liveQueries: 1000, windowMs: 200, rounds: 1, warmMaxMs: 300, warmChunkMs: 150, warmMinCalls: 100, listConcurrency: 4, writeConcurrency: 4 },
     scaleOut: { inFlight: [8], windowMs: 300, products: 20, notifyCommits: 5 },
     commands: { books: 10, products: 10, windowMs: 200, rounds: 1, warmMaxMs: 300, warmChunkMs: 150, warmMinCalls: 100, concurrency: 4 },
+    backup: { events: 10_000, products: 100, concurrency: 4, warmMs: 200, baselineMs: 300 },
     shareServer: { notify: true, stall: true, sessions: true },
     notifyFloor: true,
   },
@@ -233,6 +239,8 @@ let invariantCost: InvariantResult | undefined;
 let commands: CommandsResult | undefined;
 /** issue 23's metrics cost (reported after the rest). */
 let metricsCost: MetricsCostResult | undefined;
+/** issue 23's backup budget (reported after the rest, in its own file too). */
+let backup: BackupResult | undefined;
 const startedEarly: SpawnedServer[] = [];
 const startEarly = async (label: string, env: Record<string, string>, seed: number): Promise<{ server: SpawnedServer; dir: string }> => {
   const dir = freshDataDir(dataRoot, label);
@@ -308,6 +316,7 @@ try {
   if (wanted('scaleout')) scaleOut = await runScaleOut(ctx, S.scaleOut);
   if (wanted('commands')) commands = await runCommands(ctx, S.commands);
   if (wanted('metrics')) metricsCost = await runMetricsCost(ctx);
+  if (wanted('backup')) backup = await runBackup(ctx, S.backup);
 } finally {
   await Promise.allSettled([sharedStart, sessionsStart]);
   for (const s of startedEarly) await s.stop();
@@ -334,10 +343,11 @@ if (metricsCost) report.ratios.setPriceCpuMetricsOnOverOff = metricsCost.cpuRati
 report.budgets = evaluateBudgets(report, report.ratios);
 report.wallMs = performance.now() - wallStart;
 
-const md = renderMarkdown(report) + (invariantCost ? `\n${renderInvariant(invariantCost)}` : '') + (scaleOut ? `\n${renderScaleOut(scaleOut)}` : '') + (commands ? `\n${renderCommands(commands)}\n` : '') + (metricsCost ? `\n${renderMetricsCost(metricsCost)}\n` : '');
+const md = renderMarkdown(report) + (invariantCost ? `\n${renderInvariant(invariantCost)}` : '') + (scaleOut ? `\n${renderScaleOut(scaleOut)}` : '') + (commands ? `\n${renderCommands(commands)}\n` : '') + (metricsCost ? `\n${renderMetricsCost(metricsCost)}\n` : '') + (backup ? `\n${renderBackup(backup)}\n` : '');
 mkdirSync(outDir, { recursive: true });
 if (scaleOut) writeFileSync(join(outDir, 'scale-out.json'), `${JSON.stringify(scaleOut, null, 2)}\n`);
 if (commands) writeFileSync(join(outDir, 'commands.json'), `${JSON.stringify(commands, null, 2)}\n`);
+if (backup) writeFileSync(join(outDir, 'backup.json'), `${JSON.stringify(backup, null, 2)}\n`);
 writeFileSync(join(outDir, 'latest.json'), `${JSON.stringify(report, (_k, v) => (typeof v === 'number' && !Number.isFinite(v) ? null : v), 2)}\n`);
 writeFileSync(join(outDir, 'latest.md'), md);
 writeFileSync(join(outDir, 'latest.svg'), renderSvg(report));

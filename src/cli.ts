@@ -15,6 +15,7 @@ import { exitWhenTheWriterDies } from "./commands/writer-watch.ts"
 import { openReadOnly } from "./log/read-only-db.ts"
 import { planCurrentRepair, writeCurrent } from "./log/repair-current.ts"
 import { verifyStore } from "./log/verify.ts"
+import { restoreBackup, takeBackup } from "./backup/take-backup.ts"
 import { EventLog, type EventLogShape } from "./log/event-log.ts"
 import { PgConnection, pgConnectionLayer } from "./log/postgres/connection.ts"
 import { postgresLogLayer } from "./log/postgres/postgres-log.ts"
@@ -228,6 +229,55 @@ const repairCurrentCommand = Command.make(
   "rebuild a missing or damaged CURRENT from the newest MANIFEST that opens whole (tried on a private copy); writes only with --write"
 ))
 
+const backupCommand = Command.make(
+  "backup",
+  {
+    dataDir: Args.text({ name: "data-dir" }).pipe(Args.withDescription("the data directory to back up (a server may be running on it)"), Args.optional),
+    dest: Args.text({ name: "dest" }).pipe(Args.withDescription("where the backup goes: a new or empty directory"), Args.optional),
+    store: Options.text("store").pipe(
+      Options.withDescription("a PostgreSQL store: not copied by writeonce; prints how to back it up with PostgreSQL's own tools"),
+      Options.optional
+    )
+  },
+  ({ dataDir, dest, store }) =>
+    Effect.gen(function* () {
+      if (Option.isSome(store)) return yield* fatal(POSTGRES_BACKUP)
+      if (Option.isNone(dataDir) || Option.isNone(dest)) return yield* fatal("usage: wo backup <data-dir> <dest> (see wo backup --help)")
+      const taken = yield* takeBackup(dataDir.value, dest.value)
+      yield* Console.log(
+        `backed up seq ${taken.seq} of ${taken.source} into ${path.resolve(dest.value)} (${(taken.bytes / 2 ** 20).toFixed(1)} MiB) ` +
+          `in ${taken.millis} ms, ${taken.server === undefined ? "from the stopped data dir" : `from the running server (pid ${taken.server}; writes held ${taken.heldMillis} ms)`}\n` +
+          `check it: wo verify ${path.resolve(dest.value)}   restore it: wo restore ${path.resolve(dest.value)} <new-data-dir>`
+      )
+    })
+).pipe(Command.withDescription(
+  "take a consistent copy of a data dir while its server runs and writes (or of a stopped one); it records the seq it holds in WO-BACKUP"
+))
+
+const restoreCommand = Command.make(
+  "restore",
+  {
+    backup: Args.text({ name: "backup" }).pipe(Args.withDescription("a backup taken by wo backup")),
+    dataDir: Args.text({ name: "data-dir" }).pipe(Args.withDescription("the data directory to create: new or empty"))
+  },
+  ({ backup, dataDir }) =>
+    Effect.gen(function* () {
+      const restored = yield* restoreBackup(backup, dataDir)
+      yield* Console.log(
+        `restored seq ${restored.info.seq} (${restored.events} events, verified; backup taken ${restored.info.takenAt}) into ${path.resolve(dataDir)}\n` +
+          `start on it: wo run <app-dir> --data ${path.resolve(dataDir)}`
+      )
+    })
+).pipe(Command.withDescription("verify a backup, then copy it into a new or empty data dir (the backup is left as it is)"))
+
+/** `wo backup --store`: PostgreSQL's own tools do this better than a copy through writeonce could. */
+const POSTGRES_BACKUP =
+  "wo backup does not copy a PostgreSQL store: use PostgreSQL's own tools. For a consistent physical copy of a " +
+  "running cluster, `pg_basebackup -D <dest> -X stream -c fast` (with WAL archiving, archive_mode=on and " +
+  "archive_command, it is also the base for point-in-time recovery: restore it and set recovery_target_time). " +
+  "For a logical copy of the one database, `pg_dump -Fc <db>` (one snapshot: consistent while nodes write). " +
+  "See the README, \"Backup and restore\"."
+
 const initCommand = Command.make(
   "init",
   {
@@ -276,7 +326,7 @@ const testCommand = Command.make(
 
 const wo = Command.make("wo").pipe(
   Command.withDescription("writeonce: declare your domain once; serve REST and MCP from an event-sourced store"),
-  Command.withSubcommands([run, initCommand, testCommand, replayCommand, verifyCommand, repairCurrentCommand])
+  Command.withSubcommands([run, initCommand, testCommand, replayCommand, verifyCommand, repairCurrentCommand, backupCommand, restoreCommand])
 )
 
 const cli = Command.run(wo, { name: "writeonce", version: VERSION })

@@ -11,6 +11,7 @@ import { edgeError } from "./edge-error.ts"
 import { COMMANDS_PREFIX, notFound } from "./rest.ts"
 import { HEALTH_PATHS } from "./health.ts"
 import { METRICS_PATH } from "./metrics-route.ts"
+import { BACKUP_PATH } from "../backup/control.ts"
 
 export interface Routes {
   readonly rest: (request: EdgeRequest) => Effect.Effect<EdgeResponse>
@@ -20,6 +21,8 @@ export interface Routes {
   readonly health?: (request: EdgeRequest) => Effect.Effect<EdgeResponse>
   /** GET /metrics (metrics-route.ts). */
   readonly metrics?: (request: EdgeRequest) => Effect.Effect<EdgeResponse>
+  /** `wo backup`'s endpoint (backup/control.ts): its own token, this machine only. */
+  readonly backup?: (request: EdgeRequest) => Effect.Effect<EdgeResponse>
 }
 
 const LIVE = json(200, { status: "ok" })
@@ -57,5 +60,6 @@ export const makeRouter = (guards: Guards, routes: Routes, authorized: (authoriz
   // App commands (commands across entity types) are writes: REST's, like the types' routes.
   if (request.path.startsWith(COMMANDS_PREFIX)) return routes.rest(request)
   if (request.path === METRICS_PATH && routes.metrics) return routes.metrics(request)
+  if (request.path === BACKUP_PATH && routes.backup) return routes.backup(request)
   return routes.extra?.(request) ?? Effect.succeed(notFound(request))
 }

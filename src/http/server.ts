@@ -1,5 +1,7 @@
 /** The HTTP server as a scoped service: the edge listening, with REST and MCP routed behind it. */
-import { Context, Effect, Layer } from "effect"
+import { Context, Effect, Layer, Option } from "effect"
+import { makeBackupControl } from "../backup/control.ts"
+import { LevelDb } from "../log/level-db.ts"
 import { Catalog } from "../domain/app-catalog.ts"
 import { Commands } from "../commands/commands.ts"
 import { WoConfig } from "../config.ts"
@@ -35,12 +37,16 @@ export const HttpServerLive = Layer.scoped(
     const consoleRoutes = yield* makeConsoleRoutes
     const viewRoutes = makeViewRoutes(yield* Views)
     const metrics = yield* makeMetricsRoute
+    // The embedded store's backup endpoint (`wo backup`); a PostgreSQL store is backed up with PostgreSQL's tools.
+    const levelDb = settings.store === undefined ? yield* Effect.serviceOption(LevelDb) : Option.none()
+    const control = Option.isSome(levelDb) ? yield* makeBackupControl(levelDb.value, settings.host) : undefined
     const router = makeRouter(makeGuards(settings), {
       rest: makeRestRoutes(catalog, commands, queries, settings.maxJsonDepth),
       mcp: yield* makeMcpRoute,
       extra: (request) => viewRoutes(request) ?? consoleRoutes.handle(request),
       health: yield* makeHealthRoutes,
-      metrics: metrics.route
+      metrics: metrics.route,
+      backup: control?.backup
     }, makeAuthCheck(settings.authToken))
     const streams = yield* OpenStreams
     const handler = settings.recordFile === undefined ? router : recordTo(settings.recordFile, { app: catalog.name })(router)
@@ -50,6 +56,7 @@ export const HttpServerLive = Layer.scoped(
     const onShutdown = Effect.zipRight(Effect.sync(() => streams.closeAll("shutdown")), consoleRoutes.shutdown)
     const edge = yield* startEdge(handler, { ...settings, onShutdown })
     metrics.observeStreams(edge.streams)
+    if (control !== undefined) yield* control.publish(edge.url)
     return { url: edge.url }
   })
 )

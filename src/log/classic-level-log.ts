@@ -191,7 +191,7 @@ const maxCounters = (...maps: ReadonlyArray<ReadonlyMap<string, number>>) => {
   return out
 }
 
-const REFUSAL_ADVICE = "Restore the data dir from a backup, or start with --accept-data-loss to serve what is left " +
+const REFUSAL_ADVICE = "Restore the data dir from a backup (`wo restore <backup> <new-data-dir>`, a backup taken by `wo backup`), or start with --accept-data-loss to serve what is left " +
   "(the ids of lost rows are never handed out again)."
 
 /** Refuses a store that lost acknowledged writes: the evidence is kept and the marker makes every later open refuse. */

@@ -69,7 +69,7 @@ export const headless = (dir: string, state: Extract<DataDirState, { _tag: "Head
   new StoreUnavailable({
     reason: `the data dir ${dir} is not empty (${listed(state.files)}) but ${state.problem}, so LevelDB cannot find its data; ` +
       `nothing was changed. To recover: \`wo repair-current ${dir}\` shows how CURRENT would be rebuilt from the newest MANIFEST ` +
-      `(add --write to do it), then run \`wo verify ${dir}\`; or restore the dir from a backup.`
+      `(add --write to do it), then run \`wo verify ${dir}\`; or restore the dir from a backup (\`wo restore <backup> <new-data-dir>\`).`
   })
 
 /**

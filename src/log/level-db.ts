@@ -58,6 +58,11 @@ export interface LevelDbShape {
   readonly ensureWritable: Effect.Effect<void, StoreUnavailable>
   /** How many times the store was reopened after a failed write. */
   readonly reopens: () => number
+  /**
+   * Runs `f` once no write is in flight, holding new writes until it returns (`wo backup` pins the files of one
+   * state: backup/pin-files.ts). `f` must be brief.
+   */
+  readonly whileNoWrites?: <A>(f: () => Promise<A>) => Effect.Effect<A, StoreUnavailable>
 }
 
 export class LevelDb extends Context.Tag("writeonce/LevelDb")<LevelDb, LevelDbShape>() {}
@@ -112,7 +117,7 @@ const openChecked = async (dir: string, options: OpenOptions, afterFailedWrite: 
   if (!options.acceptDataLoss && fs.existsSync(marker)) {
     throw new StoreUnavailable({
       reason: `an earlier open of ${dir} found that LevelDB dropped data:\n${fs.readFileSync(marker, "utf8").trim()}\n` +
-        "Restore the data dir from a backup, or start with --accept-data-loss to serve what is left."
+        "Restore the data dir from a backup (`wo restore <backup> <new-data-dir>`, a backup taken by `wo backup`), or start with --accept-data-loss to serve what is left."
     })
   }
   const stamp = new Date().toISOString().replace(/[:.]/g, "-")
@@ -121,7 +126,7 @@ const openChecked = async (dir: string, options: OpenOptions, afterFailedWrite: 
   if (silent.length > 0 && !options.acceptDataLoss && !keep) {
     throw new StoreUnavailable({
       reason: `LevelDB would drop acknowledged writes while opening ${dir}:\n${silent.join("\n")}${unchanged}\n` +
-        "Restore the data dir from a backup, or start with --accept-data-loss to serve what is left."
+        "Restore the data dir from a backup (`wo restore <backup> <new-data-dir>`, a backup taken by `wo backup`), or start with --accept-data-loss to serve what is left."
     })
   }
   if (silent.length > 0 && !options.acceptDataLoss) {
@@ -135,7 +140,7 @@ const openChecked = async (dir: string, options: OpenOptions, afterFailedWrite: 
     fs.writeFileSync(marker, `${report}\n`)
     throw new StoreUnavailable({
       reason: `LevelDB would drop acknowledged writes while opening ${dir}:\n${report}\n` +
-        "Restore the data dir from a backup, or start with --accept-data-loss to serve what is left."
+        "Restore the data dir from a backup (`wo restore <backup> <new-data-dir>`, a backup taken by `wo backup`), or start with --accept-data-loss to serve what is left."
     })
   }
   // Evidence for the acknowledged-head check (classic-level-log.ts), which can only run once the store is open.
@@ -152,7 +157,7 @@ const openChecked = async (dir: string, options: OpenOptions, afterFailedWrite: 
     await db.close()
     throw new StoreUnavailable({
       reason: `LevelDB drops data while opening ${dir}; acknowledged writes may be lost:\n${dropped.join("\n")}${unchanged}\n` +
-        "Restore the data dir from a backup, or start with --accept-data-loss to serve what is left."
+        "Restore the data dir from a backup (`wo restore <backup> <new-data-dir>`, a backup taken by `wo backup`), or start with --accept-data-loss to serve what is left."
     })
   }
   const evidence = path.join(dir, `wo-evidence-${stamp}.LOG`)
@@ -166,7 +171,7 @@ const openChecked = async (dir: string, options: OpenOptions, afterFailedWrite: 
   await db.close()
   throw new StoreUnavailable({
     reason: `LevelDB dropped data while opening ${dir}; acknowledged writes may be lost:\n${report}\n` +
-      "Restore the data dir from a backup, or start with --accept-data-loss to serve what is left."
+      "Restore the data dir from a backup (`wo restore <backup> <new-data-dir>`, a backup taken by `wo backup`), or start with --accept-data-loss to serve what is left."
   })
 }
 
@@ -227,6 +232,30 @@ export const openDb = (dir: string, options: OpenOptions = {}) =>
 
     yield* Effect.addFinalizer(() => Effect.promise(() => db?.close().catch(() => undefined) ?? Promise.resolve()))
 
+    // Writes in flight, and the hold of `whileNoWrites` (new writes wait for it).
+    let inFlight = 0
+    let held: Promise<void> | undefined
+    let drained: (() => void) | undefined
+    const enter: Effect.Effect<void> = Effect.suspend(() =>
+      held === undefined ? Effect.sync(() => void inFlight++) : Effect.zipRight(Effect.promise(() => held!), enter))
+    const leave = Effect.sync(() => {
+      if (--inFlight === 0) drained?.()
+    })
+    const whileNoWrites = <A>(f: () => Promise<A>): Effect.Effect<A, StoreUnavailable> =>
+      Effect.suspend(() => {
+        if (held !== undefined) return Effect.zipRight(Effect.promise(() => held!), whileNoWrites(f))
+        let release!: () => void
+        held = new Promise<void>((resolve) => (release = resolve))
+        const idle = inFlight === 0 ? Promise.resolve() : new Promise<void>((resolve) => (drained = resolve))
+        return Effect.tryPromise({ try: () => idle.then(f), catch: storeError("cannot hold the writes") }).pipe(
+          Effect.ensuring(Effect.sync(() => {
+            drained = undefined
+            held = undefined
+            release()
+          }))
+        )
+      })
+
     return LevelDb.of({
       dir,
       read: (what, f) =>
@@ -236,15 +265,17 @@ export const openDb = (dir: string, options: OpenOptions = {}) =>
           return Effect.tryPromise({ try: () => f(current), catch: storeError(what) })
         }),
       write: (what, f) =>
-        Effect.flatMap(ensureWritable, () =>
-          Effect.tryPromise({
-            try: () => f(db!),
-            catch: (e) => {
-              // From here on nothing is written to this write-ahead log: it may end in a torn record.
-              broken ??= messageOf(e)
-              return storeError(what)(e)
-            }
-          })),
+        Effect.acquireUseRelease(enter, () =>
+          Effect.flatMap(ensureWritable, () =>
+            Effect.tryPromise({
+              try: () => f(db!),
+              catch: (e) => {
+                // From here on nothing is written to this write-ahead log: it may end in a torn record.
+                broken ??= messageOf(e)
+                return storeError(what)(e)
+              }
+            })), () => leave),
+      whileNoWrites,
       ensureWritable,
       reopens: () => reopens
     })

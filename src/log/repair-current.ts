@@ -58,7 +58,7 @@ export const planCurrentRepair = (dir: string): Effect.Effect<CurrentRepair, Sto
     const manifests = manifestsNewestFirst(dir)
     if (manifests.length === 0) {
       return yield* new StoreUnavailable({
-        reason: `${dir}: ${state.problem}, and no MANIFEST file is left to name in it; restore the dir from a backup`
+        reason: `${dir}: ${state.problem}, and no MANIFEST file is left to name in it; restore the dir from a backup (\`wo restore <backup> <new-data-dir>\`)`
       })
     }
     const rejected: Array<string> = []
@@ -68,7 +68,7 @@ export const planCurrentRepair = (dir: string): Effect.Effect<CurrentRepair, Sto
       rejected.push(`${manifest}: ${opened.left.reason}`)
     }
     return yield* new StoreUnavailable({
-      reason: `${dir}: ${state.problem}, and no MANIFEST opens whole:\n${rejected.join("\n")}\nNothing was written; restore the dir from a backup`
+      reason: `${dir}: ${state.problem}, and no MANIFEST opens whole:\n${rejected.join("\n")}\nNothing was written; restore the dir from a backup (\`wo restore <backup> <new-data-dir>\`)`
     })
   }).pipe(Effect.catchAllDefect((e) => Effect.fail(new StoreUnavailable({ reason: `cannot read the data dir ${dir}: ${String(e)}` }))))
 
