@@ -61,7 +61,7 @@ describe.skipIf(!haveBinaries)("app commands on one PostgreSQL log, two nodes", 
   })
 
   it("upgrades the store to format 4 in place, its old events still read", async () => {
-    expect(await cluster.sql("wo_cmds", "select store_version from writeonce.log_head")).toEqual([{ store_version: 4 }])
+    expect(await cluster.sql("wo_cmds", "select store_version from writeonce.log_head")).toEqual([{ store_version: 5 }])
     // The book the previous release wrote is served, and lent by a command like any other.
     expect((await http(`${url(1)}/api/books/1`)).json).toEqual({ id: "1", version: 1, title: "Old", copies: 1, available: 1 })
     const m = (await post(0, "/api/members", { name: "Cy" })).json.id
