@@ -63,15 +63,19 @@ export class KeyedClient {
     return answer
   }
 
-  /** Retries every pending write against `bases` (in turn) until all are answered or `rounds` pass; the keys left. */
-  async retryPending(bases: ReadonlyArray<string>, rounds = 50): Promise<ReadonlyArray<string>> {
-    for (let round = 0; round < rounds && this.pending.size > 0; round++) {
-      const keys = [...this.pending]
+  /**
+   * Retries the pending writes (all, or those of `only`) against `bases` in turn until they are answered or `rounds`
+   * pass; the keys left.
+   */
+  async retryPending(bases: ReadonlyArray<string>, rounds = 50, only?: ReadonlyArray<string>): Promise<ReadonlyArray<string>> {
+    const left = () => (only === undefined ? [...this.pending] : only.filter((k) => this.pending.has(k)))
+    for (let round = 0; round < rounds && left().length > 0; round++) {
+      const keys = left()
       const answers = await Promise.all(keys.map((key, i) => this.send(bases[(i + round) % bases.length], this.intended.get(key)!)))
       this.landedUnanswered += answers.filter((a) => a?.replayed === true).length
-      if (this.pending.size > 0) await new Promise((r) => setTimeout(r, 100))
+      if (left().length > 0) await new Promise((r) => setTimeout(r, 100))
     }
-    return [...this.pending]
+    return left()
   }
 
   /** Sends every answered write again: each answer must equal the first (checked by `send`) and be a replay. */
