@@ -38,3 +38,6 @@ export const keyTimeKey = (at: number, key: string) => `t!${String(at).padStart(
 /** The key a `t!` record names. */
 export const keyOfTimeKey = (timeKey: string) => timeKey.slice(2 + 16 + 1)
 export const KEY_TIMES_START = "t!"
+/** The `k!` range: `"` is the character after `!`, so keys holding any visible character (`~` too) are inside. */
+export const KEYS_START = "k!"
+export const KEYS_END = 'k"'

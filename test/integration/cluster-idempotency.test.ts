@@ -5,7 +5,11 @@
  * retried on the other node, and then the primary killed with -9 and a standby promoted under the same traffic:
  * every intended write is in the log exactly once, and every retry is answered as the first time.
  */
+import { Effect, ManagedRuntime } from "effect"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { PgConnection, pgConnectionLayer } from "../../src/log/postgres/connection.ts"
+import { appendBatch } from "../../src/log/postgres/append.ts"
+import { Duplicate, type AppendBatch, type AppendEntry } from "../../src/log/event-log.ts"
 import { KeyedClient, type KeyedWrite } from "../support/keyed-client.ts"
 import { http } from "../support/server.ts"
 import type { Spawned } from "../../testkit/spawn.ts"
@@ -75,6 +79,39 @@ describe.skipIf(!haveBinaries)("idempotency keys on one PostgreSQL log, two node
     }
     const perKey = await eventsPerKey(prices)
     expect([...prices.values()].map((k) => `${k}: ${perKey.get(k)}`)).toEqual([...prices.values()].map((k) => `${k}: 1`))
+  })
+
+  it("the append leaves out a submission whose key is stored already (Duplicate, with the stored answer) and writes the rest", async () => {
+    const created = (name: string): AppendEntry => {
+      const data = { name, price: 3, currency: "USD" }
+      return { event: { seq: 0, at: Date.now(), type: "products", id: "999999", version: 1, schema: 1, kind: "created", data }, row: { id: "999999", version: 1, ...data } }
+    }
+    const runtime = ManagedRuntime.make(pgConnectionLayer(store))
+    try {
+      const append = (batch: AppendBatch) => runtime.runPromise(Effect.flatMap(PgConnection, (conn) => appendBatch(conn, batch)))
+      const first = await append({ entries: [created("dup-a")], counters: new Map(), keys: [{ key: "dup-a", fingerprint: "f1", at: 1, first: 0, count: 1 }] })
+      const written = first.outcomes[0] as AppendEntry
+      // The log gave the create its own id: the stored answer holds the entry as written.
+      expect(written.event.id).not.toBe("999999")
+      const second = await append({
+        entries: [created("dup-a"), created("dup-b")],
+        counters: new Map(),
+        keys: [{ key: "dup-a", fingerprint: "f1", at: 2, first: 0, count: 1 }, { key: "dup-b", fingerprint: "f2", at: 2, first: 1, count: 1 }]
+      })
+      expect(second.outcomes[0]).toBe(Duplicate)
+      expect((second.outcomes[1] as AppendEntry).event.data.name).toBe("dup-b")
+      const stored = second.replays?.get("dup-a")
+      expect(stored).toMatchObject({ key: "dup-a", fingerprint: "f1", at: 1 })
+      expect(stored!.entries.map((e) => [e.event.seq, e.event.id, e.rowJson])).toEqual([[written.event.seq, written.event.id, written.rowJson]])
+      expect(await cluster.sql(DB, "select data->>'name' as name, count(*)::int as n from writeonce.events where data->>'name' like 'dup-%' group by 1 order by 1"))
+        .toEqual([{ name: "dup-a", n: 1 }, { name: "dup-b", n: 1 }])
+      // A damaged key record is refused by name, never answered.
+      await cluster.sql(DB, "update writeonce.idempotency_keys set result = replace(result, 'dup-b', 'dup-c') where key = 'dup-b'")
+      await expect(append({ entries: [created("dup-b")], counters: new Map(), keys: [{ key: "dup-b", fingerprint: "f2", at: 3, first: 0, count: 1 }] }))
+        .rejects.toThrow(/corrupt record at key k!dup-b: checksum mismatch/)
+    } finally {
+      await runtime.dispose()
+    }
   })
 
   it("retry storm: a node killed with -9, then the primary killed with -9 and a standby promoted; every keyed write lands once", async () => {
