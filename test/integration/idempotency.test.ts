@@ -6,7 +6,11 @@
  */
 import { Effect } from "effect"
 import { afterEach, describe, expect, it } from "vitest"
+import { ClassicLevel } from "classic-level"
 import { EventLog } from "../../src/log/event-log.ts"
+import { openDb } from "../../src/log/level-db.ts"
+import * as K from "../../src/log/log-keys.ts"
+import { verifyStore } from "../../src/log/verify.ts"
 import { IDEMPOTENCY_KEY_META, IDEMPOTENT_REPLAY_META } from "../../src/commands/idempotency.ts"
 import { MCP_HEADERS, rpc } from "../support/mcp.ts"
 import { MODERN_META, modernHeaders } from "../support/modern.ts"
@@ -119,6 +123,23 @@ describe("REST Idempotency-Key", () => {
     expect([created2, priced2].map((r) => r.headers.get("idempotent-replayed"))).toEqual(["true", "true"])
     expect((await http(`${server.url}/api/products/${created.json.id}`)).json.version).toBe(2)
     expect((await http(`${server.url}/api/products`)).json.items).toHaveLength(1)
+  })
+
+  it("wo verify checks the stored keys: a whole store passes, a damaged key record is named", async () => {
+    const dataDir = tempDir()
+    server = await startServer(apps.pricing, { dataDir })
+    const created = await post(`${server.url}/api/products`, product, "v-1")
+    await post(`${server.url}/api/products/${created.json.id}/set_price`, { price: 3 }, "v~2")
+    await server.close()
+    server = undefined
+    const verify = () => Effect.runPromise(Effect.scoped(Effect.flatMap(openDb(dataDir), verifyStore)))
+    expect(await verify()).toMatchObject({ events: 2, problems: [] })
+    const db = new ClassicLevel<string, string>(dataDir, { keyEncoding: "utf8", valueEncoding: "utf8" })
+    await db.open()
+    const value = (await db.get(K.idempotencyKey("v~2")))!
+    await db.put(K.idempotencyKey("v~2"), value.replace('"price":3', '"price":4'))
+    await db.close()
+    expect((await verify()).problems).toEqual(["corrupt record at key k!v~2: checksum mismatch"])
   })
 
   it("answers a retried app command with its first answer (same correlation), one loan", async () => {
