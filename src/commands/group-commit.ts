@@ -343,6 +343,20 @@ export const makeGroupCommit = Effect.gen(function* () {
         const caught = yield* Effect.either(Effect.flatMap(log.head, (h) => tailer.reached(h.lastSeq)))
         if (Either.isLeft(caught)) yield* Effect.logWarning(`cannot catch up with the shared log before deciding again: ${caught.left.reason}`)
       }
+      // Keyed submissions whose key is stored already (a retry after a restart or a kill, or of a write another node
+      // made) are answered from the store, not decided: one read for the batch's keys.
+      const settled = new Set<Queued>()
+      const keyed = log.storedKeys === undefined ? [] : batch.filter((p) => !p.cancelled && p.idempotency !== undefined)
+      if (keyed.length > 0) {
+        const found = yield* Effect.either(log.storedKeys!(keyed.map((p) => p.idempotency!.key)))
+        for (const p of keyed) {
+          const stored = Either.isRight(found) ? found.right.get(p.idempotency!.key) : undefined
+          if (Either.isLeft(found)) p.resume(Exit.fail(found.left))
+          else if (stored !== undefined) answerFromStored(p, stored)
+          else continue
+          settled.add(p)
+        }
+      }
       const overlay = new Map<string, Row | null>()
       const moved = new Map<string, number>()
       const changes: Array<Decided> = []
@@ -424,7 +438,7 @@ export const makeGroupCommit = Effect.gen(function* () {
         p.onStage?.("decided")
       }
       for (const p of batch) {
-        if (p.cancelled) continue
+        if (p.cancelled || settled.has(p)) continue
         if (p.kind === "command") {
           decideCommandInBatch(p)
           continue

@@ -7,8 +7,8 @@
  * a replay; the same key with another request is refused (IdempotencyKeyReused).
  *
  * On one node a key is decided once: the first request with it owns it until answered, and any other with the
- * same key waits for that answer (`flights`). The owner first reads the key from the store, so retries after a
- * restart, a kill -9 or on another node are answered from it. Across nodes of a shared log, the log itself checks
+ * same key waits for that answer (`flights`). The writer reads the keys of each batch from the store before
+ * deciding it (one read per batch), so retries after a restart, a kill -9 or on another node are answered from it. Across nodes of a shared log, the log itself checks
  * the batch's keys under its head lock (postgres/append.ts): a key another node stored meanwhile makes the entries
  * `Duplicate`, answered with the stored record.
  *
@@ -83,7 +83,7 @@ export const commandFromChanges = (changes: ReadonlyArray<Committed>, replayed: 
 
 export interface IdempotencyShape {
   /**
-   * Runs `attempt` once per key: answered from the store when the key is stored, else by `attempt`; a request with
+   * Runs `attempt` once per key (the writer answers it from the store when the key is stored); a request with
    * the same key meanwhile waits for that answer (flagged replayed by `asReplay`), one with another request is refused.
    */
   readonly run: <A>(
@@ -112,9 +112,8 @@ export const makeIdempotency = (log: EventLogShape): IdempotencyShape => {
         }
         const done = Deferred.unsafeMake<unknown, CommandError>(FiberId.none)
         flights.set(keyed.key, { fingerprint: keyed.fingerprint, done })
+        // The writer reads the batch's keys from the store before deciding (one read per batch, group-commit.ts).
         const decided: Effect.Effect<A, CommandError> = Effect.gen(function* () {
-          const stored = yield* lookup(keyed.key)
-          if (stored !== undefined) return yield* fromStored(stored)
           const first = yield* Effect.either(attempt)
           if (Either.isRight(first) || first.left._tag === "IdempotencyKeyReused") return yield* first
           // Refused: on a shared log another node may have committed this key meanwhile (and moved the row this
@@ -122,14 +121,13 @@ export const makeIdempotency = (log: EventLogShape): IdempotencyShape => {
           const after = yield* Effect.orElseSucceed(lookup(keyed.key), () => undefined)
           return after !== undefined ? yield* fromStored(after) : yield* first
         })
-        // Decided on a fiber of its own: a caller that goes away (and is interrupted) leaves the waiters an answer.
-        const settle = Effect.exit(decided).pipe(
-          Effect.flatMap((exit) => {
+        // Uninterruptible: a caller that goes away leaves the write to finish and the waiters an answer.
+        return Effect.uninterruptible(
+          Effect.flatMap(Effect.exit(decided), (exit) => {
             flights.delete(keyed.key)
-            return Deferred.done(done, exit)
+            return Effect.zipRight(Deferred.done(done, exit), exit)
           })
         )
-        return Effect.zipRight(Effect.forkDaemon(settle), Deferred.await(done) as Effect.Effect<A, CommandError>)
       })
   }
 }

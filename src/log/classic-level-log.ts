@@ -14,7 +14,7 @@ import type { StoredEvent } from "../domain/events.ts"
 import { ACCEPTED_LOSS_FILE, acceptedGap, appendAcceptedLoss, countSeqs, describeIds, describeRanges, readAcceptedLosses, type SeqRanges } from "./accepted-loss.ts"
 import { checkAckedHead } from "./acked-check.ts"
 import { ACKED_FILE, openAckedHead, readAckedRecord, type AckedHeadWriter } from "./acked-head.ts"
-import { EventLog, type AppendBatch, type LogHead, type StoredRow, type StoredView } from "./event-log.ts"
+import { EventLog, type AppendBatch, type LogHead, type StoredKey, type StoredRow, type StoredView } from "./event-log.ts"
 import { DATA_LOSS_MARKER, LevelDb, storeError, type Db, type LevelDbShape } from "./level-db.ts"
 import * as K from "./log-keys.ts"
 import { surveyLoss } from "./loss-survey.ts"
@@ -333,6 +333,16 @@ export const makeClassicLevelLog = (h: LevelDbShape, mode: LogMode = {}) =>
           const where = K.idempotencyKey(key)
           const value = await db.get(where)
           return value === undefined ? undefined : decodeKeyPayload(key, unseal(where, value), where)
+        }),
+      storedKeys: (keys) =>
+        h.read("cannot read the idempotency keys", async (db) => {
+          const where = keys.map(K.idempotencyKey)
+          const values = await db.getMany(where)
+          const found = new Map<string, StoredKey>()
+          values.forEach((value, i) => {
+            if (value !== undefined) found.set(keys[i], decodeKeyPayload(keys[i], unseal(where[i], value), where[i]))
+          })
+          return found
         }),
       pruneKeys: (before, limit) =>
         h.write("cannot prune idempotency keys", async (db) => {

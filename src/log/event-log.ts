@@ -150,6 +150,8 @@ export interface EventLogShape {
   readonly settle?: () => void
   /** The stored idempotency key, if any (read from the store, so it holds across restarts and nodes). */
   readonly storedKey?: (key: string) => Effect.Effect<StoredKey | undefined, StoreUnavailable>
+  /** The stored idempotency keys among `keys`, in one read: the writer asks once per batch. */
+  readonly storedKeys?: (keys: ReadonlyArray<string>) => Effect.Effect<ReadonlyMap<string, StoredKey>, StoreUnavailable>
   /** Deletes up to `limit` idempotency keys committed before `before` (ms); answers how many. Off the writer's path. */
   readonly pruneKeys?: (before: number, limit: number) => Effect.Effect<number, StoreUnavailable>
 }

@@ -145,6 +145,11 @@ export const makePostgresLog = Effect.gen(function* () {
         conn.query("cannot read the idempotency key", `select ${KEY_COLUMNS} from ${SCHEMA}.idempotency_keys where key = $1`, [key]),
         (r) => Effect.map(decodeAll(r.rows, decodeStoredKey), (found) => found[0])
       ),
+    storedKeys: (keys) =>
+      Effect.flatMap(
+        conn.query("cannot read the idempotency keys", `select ${KEY_COLUMNS} from ${SCHEMA}.idempotency_keys where key = any($1::text[])`, [keys]),
+        (r) => Effect.map(decodeAll(r.rows, decodeStoredKey), (found) => new Map(found.map((k) => [k.key, k])))
+      ),
     // Every node prunes; `skip locked` keeps two nodes from waiting on each other's rows.
     pruneKeys: (before, limit) =>
       Effect.map(
