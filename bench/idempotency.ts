@@ -97,6 +97,6 @@ if (!QUICK) {
     srvCores: s.total.srvCores,
     otherCores: s.total.otherCores,
   });
-  const result = { at: new Date().toISOString(), concurrency: CONCURRENCY, createsRatio, cpuRatio, withRecord: summary(withRecord), without: summary(without) };
+  const result = { at: new Date().toISOString(), concurrency: CONCURRENCY, createsRatio, cpuRatio, withKeys: summary(withRecord), without: summary(without) };
   writeFileSync(file, `${JSON.stringify(result, null, 2)}\n`);
 }
