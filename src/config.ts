@@ -79,6 +79,11 @@ export interface Settings {
    * `/readyz` still says ready (`WO_READY_MAX_LAG`, default 1000).
    */
   readonly readyMaxLag: number
+  /**
+   * How long an idempotency key, and the answer stored with it, is kept (`WO_IDEMPOTENCY_TTL`: seconds, or a
+   * number with ms, s, m, h or d; default 24h). A retry within it gets the first answer; older keys are pruned.
+   */
+  readonly idempotencyTtlMs: number
 }
 
 export class WoConfig extends Context.Tag("writeonce/Config")<WoConfig, Settings>() {}
@@ -110,6 +115,27 @@ const positiveInt = (name: string, fallback: number) =>
   Config.integer(name).pipe(
     Config.withDefault(fallback),
     Config.validate({ message: `${name} must be a positive integer`, validation: (n) => n > 0 })
+  )
+
+const DURATION_UNITS: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 }
+
+/** `90` (seconds), `500ms`, `30s`, `15m`, `24h`, `7d` -> milliseconds; undefined when it is none of these. */
+export const parseDurationMs = (value: string): number | undefined => {
+  const m = /^(\d{1,12})\s*(ms|s|m|h|d)?$/.exec(value.trim())
+  if (!m) return undefined
+  const ms = Number(m[1]) * DURATION_UNITS[m[2] ?? "s"]
+  return ms > 0 && Number.isSafeInteger(ms) ? ms : undefined
+}
+
+const durationMs = (name: string, fallback: string) =>
+  Config.string(name).pipe(
+    Config.withDefault(fallback),
+    Config.mapOrFail((s) => {
+      const ms = parseDurationMs(s)
+      return ms !== undefined
+        ? Either.right(ms)
+        : Either.left(ConfigError.InvalidData([name], `expected a positive duration such as 24h, 30m, 90s or 500ms, got "${s}"`))
+    })
   )
 
 /** Reads the settings from Config; `overrides` (CLI flags) win over the environment. */
@@ -152,6 +178,7 @@ export const loadSettings = (defaults: { readonly dataDir: string }, overrides: 
       insecure: yield* Config.boolean("WO_INSECURE").pipe(Config.withDefault(false)),
       acceptDataLoss: yield* Config.boolean("WO_ACCEPT_DATA_LOSS").pipe(Config.withDefault(false)),
       recordFile: yield* Config.string("WO_RECORD").pipe(Config.option, Config.map(Option.getOrUndefined)),
+      idempotencyTtlMs: yield* durationMs("WO_IDEMPOTENCY_TTL", "24h"),
       store: yield* Config.string("WO_STORE").pipe(Config.option, Config.map((o) => Option.getOrUndefined(Option.filter(o, (s) => s.trim().length > 0)))),
       metrics: yield* Config.string("WO_METRICS").pipe(
         Config.withDefault("1"),

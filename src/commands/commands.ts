@@ -2,19 +2,28 @@
  * The command handlers: one entry point for every write, whatever surface it came from (REST or MCP).
  * Each decodes its payload through the type's Schema, then hands the intent to the group-commit writer.
  */
-import { Context, Effect, Either, Layer } from "effect"
+import { Context, Effect, Either, Layer, Option } from "effect"
+import { WoConfig } from "../config.ts"
+import { EventLog } from "../log/event-log.ts"
 import { randomUUID } from "node:crypto"
 import { Catalog } from "../domain/app-catalog.ts"
 import { NotFound, ValidationFailed, type CommandError } from "../domain/errors.ts"
 import { inputIssues } from "../domain/input-rules.ts"
 import { toIntent, type Command } from "../domain/intent.ts"
 import { GroupCommit, type CommandCommitted, type Committed, type Stage } from "./group-commit.ts"
+import { commandFromChanges, fingerprintOf, keyProblem, makeIdempotency, pruneExpiredKeys, storedChanges, type Keyed } from "./idempotency.ts"
+import { Metrics, metricsOff } from "../metrics/metrics.ts"
 
 // Where they were before app commands needed them in the domain.
 export { toIntent, type Command }
 
 export interface ExecuteOptions {
   readonly onStage?: (stage: Stage) => void
+  /**
+   * The client's idempotency key (checked by the surface with `keyProblem`): the write is done once per key, and a
+   * retry gets the first answer back, flagged `replayed` (idempotency.ts).
+   */
+  readonly idempotencyKey?: string
 }
 
 export interface CommandsShape {
@@ -30,11 +39,40 @@ export interface CommandsShape {
 
 export class Commands extends Context.Tag("writeonce/Commands")<Commands, CommandsShape>() {}
 
-export const CommandsLive = Layer.effect(
+/** The key checked again (a surface that forgot to would otherwise store any string). */
+const keyedBy = (key: string | undefined, request: ReadonlyArray<unknown>): Either.Either<Keyed | undefined, ValidationFailed> => {
+  if (key === undefined) return Either.right(undefined)
+  const problem = keyProblem(key)
+  return problem === undefined
+    ? Either.right({ key, fingerprint: fingerprintOf(request) })
+    : Either.left(new ValidationFailed({ type: "request", issues: [{ path: ["Idempotency-Key"], message: problem }] }))
+}
+
+/** What identifies a row write for its key: the operation, its target and its body. */
+const requestOf = (command: Command): ReadonlyArray<unknown> => [
+  command._tag,
+  command.type,
+  command._tag === "Create" ? null : command.id,
+  command._tag === "Invoke" ? command.method : null,
+  command._tag === "Create" ? null : command.expectedVersion ?? null,
+  command._tag === "Delete" ? null : command.input ?? null
+]
+
+export const CommandsLive = Layer.scoped(
   Commands,
   Effect.gen(function* () {
     const catalog = yield* Catalog
     const writer = yield* GroupCommit
+    const log = yield* EventLog
+    const settings = yield* WoConfig
+    const idempotency = makeIdempotency(log)
+    const metrics = Option.getOrElse(yield* Effect.serviceOption(Metrics), () => metricsOff)
+    // A retried write answered from its key's stored answer (or from the attempt it waited for).
+    const countReplay = <A extends { readonly replayed?: true }>(a: A) => {
+      if (a.replayed === true) metrics.idempotentReplays.inc()
+    }
+    // Expired keys are pruned in the background, never by the writer.
+    yield* Effect.forkScoped(pruneExpiredKeys(log, settings.idempotencyTtlMs))
     return Commands.of({
       execute: (command, options) =>
         Effect.suspend(() => {
@@ -42,13 +80,20 @@ export const CommandsLive = Layer.effect(
           if (type === undefined) return Effect.fail(new NotFound({ type: command.type, id: "id" in command ? command.id : "" }))
           const intent = toIntent(type, command)
           if (Either.isLeft(intent)) return Effect.fail(intent.left)
-          return writer.submit({
+          const keyed = keyedBy(options?.idempotencyKey, requestOf(command))
+          if (Either.isLeft(keyed)) return Effect.fail(keyed.left)
+          const submit = writer.submit({
             type,
             id: command._tag === "Create" ? undefined : command.id,
             intent: intent.right,
             expectedVersion: command._tag === "Create" ? undefined : command.expectedVersion,
-            onStage: options?.onStage
+            onStage: options?.onStage,
+            ...(keyed.right === undefined ? {} : { idempotency: keyed.right })
           })
+          if (keyed.right === undefined) return submit
+          const fingerprint = keyed.right.fingerprint
+          return idempotency.run(keyed.right, submit, (stored) => Either.map(storedChanges(stored, fingerprint), (changes) => changes[0]), (c): Committed =>
+            ({ ...c, replayed: true })).pipe(Effect.tap(countReplay))
         }),
       executeAppCommand: (name, input, options) =>
         Effect.suspend(() => {
@@ -58,7 +103,20 @@ export const CommandsLive = Layer.effect(
           if (issues.length > 0) return Effect.fail(new ValidationFailed({ type: name, issues }))
           const params = command.decodeParams(input ?? {})
           if (Either.isLeft(params)) return Effect.fail(new ValidationFailed({ type: name, issues: params.left }))
-          return writer.submitCommand({ app: catalog, command, params: params.right, correlation: randomUUID(), onStage: options?.onStage })
+          const keyed = keyedBy(options?.idempotencyKey, ["Command", name, input ?? {}])
+          if (Either.isLeft(keyed)) return Effect.fail(keyed.left)
+          const submit = writer.submitCommand({
+            app: catalog,
+            command,
+            params: params.right,
+            correlation: randomUUID(),
+            onStage: options?.onStage,
+            ...(keyed.right === undefined ? {} : { idempotency: keyed.right })
+          })
+          if (keyed.right === undefined) return submit
+          const fingerprint = keyed.right.fingerprint
+          return idempotency.run(keyed.right, submit, (stored) => Either.map(storedChanges(stored, fingerprint), (changes) => commandFromChanges(changes, true)), (c): CommandCommitted =>
+            ({ ...c, replayed: true })).pipe(Effect.tap(countReplay))
         })
     })
   })

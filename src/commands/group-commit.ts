@@ -35,7 +35,8 @@ import { referenceRefusal, type Overlay } from "./reference-check.ts"
 import { ChangeFeed } from "../projections/change-feed.ts"
 import { Rows } from "../projections/rows.ts"
 import { Views, type PreparedViews } from "../projections/views.ts"
-import { EventLog, Stale, type AppendEntry } from "../log/event-log.ts"
+import { Duplicate, EventLog, Stale, type AppendEntry, type KeyClaim, type StoredKey } from "../log/event-log.ts"
+import { commandFromChanges, storedChanges, type Keyed } from "./idempotency.ts"
 import { Tailer } from "../projections/tailer.ts"
 import { Metrics, metricsOff } from "../metrics/metrics.ts"
 
@@ -49,6 +50,8 @@ export interface Submission {
   readonly intent: Intent
   readonly expectedVersion?: number
   readonly onStage?: (stage: Stage) => void
+  /** Its idempotency key: stored with its event, in the same atomic write (idempotency.ts). */
+  readonly idempotency?: Keyed
 }
 
 export interface Committed {
@@ -57,6 +60,8 @@ export interface Committed {
   readonly row: Row | null
   /** The row serialised once, for the store and for the response alike. */
   readonly rowJson: string | null
+  /** The answer was given before: this is its retry, answered from the stored idempotency key. */
+  readonly replayed?: true
 }
 
 /**
@@ -71,6 +76,7 @@ export interface CommandSubmission {
   /** One id for this execution, on each of its events (kept when it is decided again). */
   readonly correlation: string
   readonly onStage?: (stage: Stage) => void
+  readonly idempotency?: Keyed
 }
 
 /** An app command's events, in the order of its changes, each with its row after it. */
@@ -78,6 +84,7 @@ export interface CommandCommitted {
   readonly command: string
   readonly correlation: string
   readonly changes: ReadonlyArray<Committed>
+  readonly replayed?: true
 }
 
 interface Pending extends Submission {
@@ -93,7 +100,7 @@ interface Pending extends Submission {
 
 interface PendingCommand extends CommandSubmission {
   readonly kind: "command"
-  readonly resume: (exit: Exit.Exit<ReadonlyArray<Committed>, CommandError>) => void
+  readonly resume: (exit: Exit.Exit<CommandCommitted, CommandError>) => void
   cancelled: boolean
   attempts: number
   recheck: boolean
@@ -244,12 +251,13 @@ export const makeGroupCommit = Effect.gen(function* () {
    * head the append saw; written ones are answered once the tailer has applied them (read-your-writes).
    */
   const settleShared = (
-    outcomes: ReadonlyArray<AppendEntry | Stale>,
+    outcomes: ReadonlyArray<AppendEntry | Stale | Duplicate>,
     head: number,
     changes: ReadonlyArray<Decided>,
     waiters: ReadonlyArray<Queued>,
     spans: ReadonlyArray<number>,
-    prepared: PreparedViews | undefined
+    prepared: PreparedViews | undefined,
+    replays: ReadonlyMap<string, StoredKey> | undefined
   ) =>
     Effect.gen(function* () {
       const written: Array<Decided> = []
@@ -258,7 +266,19 @@ export const makeGroupCommit = Effect.gen(function* () {
       for (let w = 0, i = 0; w < waiters.length; i += spans[w], w++) {
         const p = waiters[w]
         let stale = 0
-        for (let k = i; k < i + spans[w]; k++) if (outcomes[k] === Stale) stale++
+        let duplicate = 0
+        for (let k = i; k < i + spans[w]; k++) {
+          if (outcomes[k] === Stale) stale++
+          else if (outcomes[k] === Duplicate) duplicate++
+        }
+        if (duplicate > 0) {
+          // Its key was stored meanwhile (another node, or an attempt that failed here but landed): that answer stands.
+          const stored = p.idempotency === undefined ? undefined : replays?.get(p.idempotency.key)
+          if (stored === undefined || duplicate < spans[w]) {
+            p.resume(Exit.fail(new StoreUnavailable({ reason: "the log refused a write as a duplicate without its stored answer" })))
+          } else answerFromStored(p, stored)
+          continue
+        }
         if (stale > 0 && stale < spans[w]) {
           // A log that breaks the contract (a command's entries all written or all stale): never answer it as done.
           p.resume(Exit.fail(new StoreUnavailable({ reason: `the log wrote ${spans[w] - stale} of the ${spans[w]} events of one command` })))
@@ -299,8 +319,17 @@ export const makeGroupCommit = Effect.gen(function* () {
   /** Answers a waiter with its change (a single-row write) or its changes (an app command), `from` to `to`. */
   const answerWith = (p: Queued, written: ReadonlyArray<Decided>, from: number, to: number) => {
     p.onStage?.("durable")
-    if (p.kind === "command") p.resume(Exit.succeed(written.slice(from, to)))
+    if (p.kind === "command") p.resume(Exit.succeed({ command: p.command.name, correlation: p.correlation, changes: written.slice(from, to) }))
     else p.resume(Exit.succeed(written[from]))
+  }
+
+  /** Answers a keyed waiter with the answer stored with its key (or IdempotencyKeyReused for another request). */
+  const answerFromStored = (p: Queued, stored: StoredKey) => {
+    const changes = storedChanges(stored, p.idempotency!.fingerprint)
+    if (Either.isLeft(changes)) return p.resume(Exit.fail(changes.left))
+    p.onStage?.("durable")
+    if (p.kind === "command") p.resume(Exit.succeed(commandFromChanges(changes.right, true)))
+    else p.resume(Exit.succeed(changes.right[0]))
   }
 
   const commitBatch = (batch: ReadonlyArray<Queued>) =>
@@ -318,6 +347,20 @@ export const makeGroupCommit = Effect.gen(function* () {
         catchUp = false
         const caught = yield* Effect.either(Effect.flatMap(log.head, (h) => tailer.reached(h.lastSeq)))
         if (Either.isLeft(caught)) yield* Effect.logWarning(`cannot catch up with the shared log before deciding again: ${caught.left.reason}`)
+      }
+      // Keyed submissions whose key is stored already (a retry after a restart or a kill, or of a write another node
+      // made) are answered from the store, not decided: one read for the batch's keys.
+      const settled = new Set<Queued>()
+      const keyed = log.storedKeys === undefined ? [] : batch.filter((p) => !p.cancelled && p.idempotency !== undefined)
+      if (keyed.length > 0) {
+        const found = yield* Effect.either(log.storedKeys!(keyed.map((p) => p.idempotency!.key)))
+        for (const p of keyed) {
+          const stored = Either.isRight(found) ? found.right.get(p.idempotency!.key) : undefined
+          if (Either.isLeft(found)) p.resume(Exit.fail(found.left))
+          else if (stored !== undefined) answerFromStored(p, stored)
+          else continue
+          settled.add(p)
+        }
       }
       const overlay = new Map<string, Row | null>()
       const moved = new Map<string, number>()
@@ -388,7 +431,7 @@ export const makeGroupCommit = Effect.gen(function* () {
           overlay.set(key, one.right.row)
           decided.push({ ...one.right, event: { ...one.right.event, command: p.command.name, correlation: p.correlation } })
         }
-        if (decided.length === 0) return p.resume(Exit.succeed([]))
+        if (decided.length === 0) return p.resume(Exit.succeed({ command: p.command.name, correlation: p.correlation, changes: [] }))
         for (const d of decided) {
           lastSeq++
           if (shared && d.event.kind === "created") createdHere.add(streamKey(d.event.type, d.event.id))
@@ -400,7 +443,7 @@ export const makeGroupCommit = Effect.gen(function* () {
         p.onStage?.("decided")
       }
       for (const p of batch) {
-        if (p.cancelled) continue
+        if (p.cancelled || settled.has(p)) continue
         if (p.kind === "command") {
           decideCommandInBatch(p)
           continue
@@ -450,7 +493,18 @@ export const makeGroupCommit = Effect.gen(function* () {
       // On a shared log each node's tailer folds them instead (a node's views may lag the log).
       const prepared = shared ? undefined : views?.prepare(changes)
       const viewRecords = prepared?.records ?? []
-      const written = yield* Effect.either(log.append({ entries: changes, counters: moved, ...(viewRecords.length > 0 ? { views: viewRecords } : {}) }))
+      // Each keyed submission's key is stored with its entries, in the same atomic write.
+      const keys: Array<KeyClaim> = []
+      for (let w = 0, i = 0; w < waiters.length; i += spans[w], w++) {
+        const keyed = waiters[w].idempotency
+        if (keyed !== undefined) keys.push({ key: keyed.key, fingerprint: keyed.fingerprint, at, first: i, count: spans[w] })
+      }
+      const written = yield* Effect.either(log.append({
+        entries: changes,
+        counters: moved,
+        ...(viewRecords.length > 0 ? { views: viewRecords } : {}),
+        ...(keys.length > 0 ? { keys } : {})
+      }))
       if (Either.isLeft(written)) {
         // No ack without durability: the whole batch fails. The next batch first re-reads the head.
         lastSeq = firstSeq
@@ -470,7 +524,7 @@ export const makeGroupCommit = Effect.gen(function* () {
         for (let w = 0, i = 0; w < waiters.length; i += spans[w], w++) answerWith(waiters[w], changes, i, i + spans[w])
         return
       }
-      yield* settleShared(result.outcomes, result.lastSeq, changes, waiters, spans, prepared)
+      yield* settleShared(result.outcomes, result.lastSeq, changes, waiters, spans, prepared, result.replays)
     }).pipe(
       // Cleared only when the batch ends normally: if the writer dies in it, onDeath still sees its callers.
       Effect.tap(() => {
@@ -564,7 +618,7 @@ export const makeGroupCommit = Effect.gen(function* () {
           kind: "command",
           resume: (exit) => {
             metrics.answered(exit)
-            resume(Exit.map(exit, (changes) => ({ command: submission.command.name, correlation: submission.correlation, changes })))
+            resume(exit)
           },
           cancelled: false,
           attempts: 0,

@@ -139,7 +139,17 @@ export class Rejected extends Data.TaggedError("Rejected")<{
   }
 }
 
-export type CommandError = ValidationFailed | NotFound | VersionConflict | Rejected | MethodFailed | StoreUnavailable
+/**
+ * An idempotency key came back with another request than the one it was first used for (another operation,
+ * target or body). Nothing is done for it. REST 422; MCP isError with `_meta["writeonce/refusal"]`.
+ */
+export class IdempotencyKeyReused extends Data.TaggedError("IdempotencyKeyReused")<{ readonly key: string }> {
+  override get message() {
+    return `the idempotency key ${JSON.stringify(this.key)} was already used for another request; send a new key with a new request`
+  }
+}
+
+export type CommandError = ValidationFailed | NotFound | VersionConflict | Rejected | MethodFailed | StoreUnavailable | IdempotencyKeyReused
 
 /** The app definition is invalid; the message names the type and the field. */
 export class CatalogError extends Data.TaggedError("CatalogError")<{ readonly problems: ReadonlyArray<string> }> {

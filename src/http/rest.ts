@@ -6,7 +6,7 @@ import { Effect, Either } from "effect"
 import type { Row } from "../domain/catalog.ts"
 import type { CompiledApp, CompiledType } from "../domain/compile.ts"
 import type { CommandError, NotFound, ValidationFailed } from "../domain/errors.ts"
-import type { Command, CommandsShape } from "../commands/commands.ts"
+import type { Command, CommandsShape, ExecuteOptions } from "../commands/commands.ts"
 import type { Committed } from "../commands/group-commit.ts"
 import type { QueriesShape } from "../projections/queries.ts"
 import { errorJson, jsonText, type EdgeRequest, type EdgeResponse } from "./edge-types.ts"
@@ -14,6 +14,7 @@ import { describeBodyProblem, isJsonContentType, parseJsonBody } from "./json-bo
 import { deletedBody, listBody } from "./bodies.ts"
 import { fromQueryString } from "../domain/list-request.ts"
 import { commandBody } from "./command-body.ts"
+import { IDEMPOTENCY_KEY_HEADER, keyProblem, REPLAYED_HEADER } from "../commands/idempotency.ts"
 
 /** App commands (commands across entity types): `POST /api/_commands/<name>` (see command-body.ts). */
 export const COMMANDS_PREFIX = "/api/_commands/"
@@ -35,6 +36,8 @@ export const errorResponse = (error: CommandError | NotFound | ValidationFailed,
       return errorJson(500, error._tag, error.message)
     case "StoreUnavailable":
       return errorJson(503, error._tag, error.message, {}, { "retry-after": "1" })
+    case "IdempotencyKeyReused":
+      return errorJson(422, error._tag, error.message, { key: error.key })
   }
 }
 
@@ -43,9 +46,12 @@ const etag = (row: Row) => `"${row.version}"`
 const rowResponse = (status: number, row: Row, extra: Record<string, string> = {}, json = JSON.stringify(row)) =>
   jsonText(status, json, { etag: etag(row), ...extra })
 
+/** `Idempotent-Replayed: true` on an answer given again for a retried idempotency key. */
+const replayHeader = (replayed: boolean | undefined): Record<string, string> => (replayed ? { [REPLAYED_HEADER]: "true" } : {})
+
 /** A committed row, answered with the serialisation the store already made. */
 const committedRow = (status: number, c: Committed, extra: Record<string, string> = {}) =>
-  rowResponse(status, c.row!, extra, c.rowJson ?? undefined)
+  rowResponse(status, c.row!, { ...extra, ...replayHeader(c.replayed) }, c.rowJson ?? undefined)
 
 /** If-Match `"3"` or `3` -> 3; Left when present but not a version (weak tags never match, RFC 9110). */
 const parseIfMatch = (value: string | undefined): Either.Either<number | undefined, string> => {
@@ -72,9 +78,23 @@ const readBody = (request: EdgeRequest, maxDepth: number): Either.Either<unknown
   )
 }
 
+/** The request's `Idempotency-Key`, when it sends one: Left with the 400 answer when it is not a usable key. */
+const idempotencyKeyOf = (request: EdgeRequest): Either.Either<string | undefined, EdgeResponse> => {
+  const key = request.headers[IDEMPOTENCY_KEY_HEADER]
+  if (key === undefined) return Either.right(undefined)
+  const problem = keyProblem(key)
+  return problem === undefined
+    ? Either.right(key as string)
+    : Either.left(errorJson(400, "ValidationFailed", `Idempotency-Key: ${problem}`, { issues: [{ path: ["Idempotency-Key"], message: problem }] }))
+}
+
 export const makeRestRoutes = (catalog: CompiledApp, commands: CommandsShape, queries: QueriesShape, maxJsonDepth: number) => {
-  const run = (command: Command, ifMatch: boolean, onSuccess: (c: Committed) => EdgeResponse) =>
-    commands.execute(command).pipe(Effect.match({ onFailure: (e) => errorResponse(e, ifMatch), onSuccess }))
+  /** Runs a write with the request's idempotency key, if any (a bad key is 400, nothing done). */
+  const withKey = (request: EdgeRequest, f: (options: ExecuteOptions) => Effect.Effect<EdgeResponse>) =>
+    Either.match(idempotencyKeyOf(request), { onLeft: Effect.succeed, onRight: (key) => f(key === undefined ? {} : { idempotencyKey: key }) })
+
+  const run = (request: EdgeRequest, command: Command, ifMatch: boolean, onSuccess: (c: Committed) => EdgeResponse) =>
+    withKey(request, (options) => commands.execute(command, options).pipe(Effect.match({ onFailure: (e) => errorResponse(e, ifMatch), onSuccess })))
 
   const withBody = (request: EdgeRequest, f: (body: unknown) => Effect.Effect<EdgeResponse>) =>
     Either.match(readBody(request, maxJsonDepth), { onLeft: Effect.succeed, onRight: f })
@@ -102,7 +122,7 @@ export const makeRestRoutes = (catalog: CompiledApp, commands: CommandsShape, qu
     }
     if (request.method === "POST" && type.rest.has("create")) {
       return withBody(request, (input) =>
-        run({ _tag: "Create", type: type.name, input }, false, (c) =>
+        run(request, { _tag: "Create", type: type.name, input }, false, (c) =>
           committedRow(201, c, { location: `/api/${type.name}/${c.event.id}` })))
     }
     return Effect.succeed(allow.length ? methodNotAllowed(allow) : notFound(request))
@@ -117,13 +137,13 @@ export const makeRestRoutes = (catalog: CompiledApp, commands: CommandsShape, qu
     if (request.method === "PATCH" && type.rest.has("update")) {
       return withVersion(request, (expectedVersion) =>
         withBody(request, (input) =>
-          run({ _tag: "Update", type: type.name, id, expectedVersion, input }, expectedVersion !== undefined, (c) =>
+          run(request, { _tag: "Update", type: type.name, id, expectedVersion, input }, expectedVersion !== undefined, (c) =>
             committedRow(200, c))))
     }
     if (request.method === "DELETE" && type.rest.has("delete")) {
       return withVersion(request, (expectedVersion) =>
-        run({ _tag: "Delete", type: type.name, id, expectedVersion }, expectedVersion !== undefined, (c) =>
-          jsonText(200, JSON.stringify(deletedBody(c.event)))))
+        run(request, { _tag: "Delete", type: type.name, id, expectedVersion }, expectedVersion !== undefined, (c) =>
+          jsonText(200, JSON.stringify(deletedBody(c.event)), replayHeader(c.replayed))))
     }
     return Effect.succeed(allow.length ? methodNotAllowed(allow) : notFound(request))
   }
@@ -133,7 +153,7 @@ export const makeRestRoutes = (catalog: CompiledApp, commands: CommandsShape, qu
     if (request.method !== "POST") return Effect.succeed(methodNotAllowed(["POST"]))
     return withVersion(request, (expectedVersion) =>
       withBody(request, (input) =>
-        run({ _tag: "Invoke", type: type.name, id, method: name, expectedVersion, input }, expectedVersion !== undefined, (c) =>
+        run(request, { _tag: "Invoke", type: type.name, id, method: name, expectedVersion, input }, expectedVersion !== undefined, (c) =>
           committedRow(200, c))))
   }
 
@@ -143,9 +163,10 @@ export const makeRestRoutes = (catalog: CompiledApp, commands: CommandsShape, qu
     if (command === undefined || !command.rest) return Effect.succeed(notFound(request))
     if (request.method !== "POST") return Effect.succeed(methodNotAllowed(["POST"]))
     return withBody(request, (input) =>
-      commands.executeAppCommand(name, input).pipe(
-        Effect.match({ onFailure: (e) => errorResponse(e), onSuccess: (c) => jsonText(200, commandBody(c)) })
-      ))
+      withKey(request, (options) =>
+        commands.executeAppCommand(name, input, options).pipe(
+          Effect.match({ onFailure: (e) => errorResponse(e), onSuccess: (c) => jsonText(200, commandBody(c), replayHeader(c.replayed)) })
+        )))
   }
 
   /** Routes a request whose path starts with /api/. */

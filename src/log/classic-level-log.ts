@@ -14,10 +14,11 @@ import type { StoredEvent } from "../domain/events.ts"
 import { ACCEPTED_LOSS_FILE, acceptedGap, appendAcceptedLoss, countSeqs, describeIds, describeRanges, readAcceptedLosses, type SeqRanges } from "./accepted-loss.ts"
 import { checkAckedHead } from "./acked-check.ts"
 import { ACKED_FILE, openAckedHead, readAckedRecord, type AckedHeadWriter } from "./acked-head.ts"
-import { EventLog, type AppendBatch, type LogHead, type StoredRow, type StoredView } from "./event-log.ts"
+import { EventLog, type AppendBatch, type LogHead, type StoredKey, type StoredRow, type StoredView } from "./event-log.ts"
 import { DATA_LOSS_MARKER, LevelDb, storeError, type Db, type LevelDbShape } from "./level-db.ts"
 import * as K from "./log-keys.ts"
 import { surveyLoss } from "./loss-survey.ts"
+import { decodeKeyPayload, keyPayload } from "./key-record.ts"
 import { RecordCorrupt, seal, unseal, unsealJson } from "./record.ts"
 import { checkRowCounts } from "./row-counts.ts"
 import { keptWriteAheadLogs } from "./wal-hold.ts"
@@ -289,6 +290,12 @@ export const makeClassicLevelLog = (h: LevelDbShape, mode: LogMode = {}) =>
         for (const [type, n] of batch.counters) chained.put(K.counterKey(type), seal(K.counterKey(type), String(n)))
         for (const { name, json } of batch.views ?? []) chained.put(K.viewKey(name), seal(K.viewKey(name), json))
         for (const [type, n] of counts) chained.put(K.rowCountKey(type), seal(K.rowCountKey(type), String(n)))
+        for (const { key, fingerprint, at, first, count } of batch.keys ?? []) {
+          const keyKey = K.idempotencyKey(key)
+          chained.put(keyKey, seal(keyKey, keyPayload(fingerprint, at, batch.entries.slice(first, first + count))))
+          const timeKey = K.keyTimeKey(at, key)
+          chained.put(timeKey, seal(timeKey, key))
+        }
         chained.put(K.CHECKPOINT_KEY, seal(K.CHECKPOINT_KEY, String(last)))
         if (!formatted) chained.put(K.FORMAT_KEY, seal(K.FORMAT_KEY, K.FORMAT))
         if (!recordKeyWritten && record !== undefined) chained.put(K.ACKED_RECORD_KEY, seal(K.ACKED_RECORD_KEY, "1"))
@@ -321,6 +328,36 @@ export const makeClassicLevelLog = (h: LevelDbShape, mode: LogMode = {}) =>
       readFrom: (fromSeq) => readEvents(h, fromSeq, accepted),
       storedRows: readStoredRows(h),
       storedViews: readStoredViews(h),
+      storedKey: (key) =>
+        h.read("cannot read the idempotency key", async (db) => {
+          const where = K.idempotencyKey(key)
+          const value = await db.get(where)
+          return value === undefined ? undefined : decodeKeyPayload(key, unseal(where, value), where)
+        }),
+      storedKeys: (keys) =>
+        h.read("cannot read the idempotency keys", async (db) => {
+          const where = keys.map(K.idempotencyKey)
+          const values = await db.getMany(where)
+          const found = new Map<string, StoredKey>()
+          values.forEach((value, i) => {
+            if (value !== undefined) found.set(keys[i], decodeKeyPayload(keys[i], unseal(where[i], value), where[i]))
+          })
+          return found
+        }),
+      pruneKeys: (before, limit) =>
+        h.write("cannot prune idempotency keys", async (db) => {
+          const chained = db.batch()
+          let n = 0
+          for await (const timeKey of db.keys({ gte: K.KEY_TIMES_START, lt: K.keyTimeKey(before, ""), limit })) {
+            chained.del(timeKey)
+            chained.del(K.idempotencyKey(K.keyOfTimeKey(timeKey)))
+            n++
+          }
+          // Not synced: a key that comes back after a crash is pruned again on the next round.
+          if (n > 0) await chained.write()
+          else await chained.close()
+          return n
+        }),
       stats: Effect.sync(() => ({ syncWrites, eventsWritten }))
     })
   })

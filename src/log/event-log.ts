@@ -30,6 +30,30 @@ export interface AppendBatch {
   readonly counters: ReadonlyMap<string, number>
   /** Views whose state this batch changed (or rebuilt): stored in the same atomic write. */
   readonly views?: ReadonlyArray<ViewRecord>
+  /**
+   * The idempotency keys of this batch's keyed submissions: each is stored in the same atomic write, with the
+   * entries it covers as written (its answer), so that a retry with the key gets that answer back.
+   */
+  readonly keys?: ReadonlyArray<KeyClaim>
+}
+
+/** A keyed submission in a batch: its key, the fingerprint of its request, and its entries (`first`, `count`). */
+export interface KeyClaim {
+  readonly key: string
+  /** sha256 of the request (operation, target, canonical body): the same key with another request is refused. */
+  readonly fingerprint: string
+  /** When it was committed (ms since the epoch): keys are pruned once older than the window. */
+  readonly at: number
+  readonly first: number
+  readonly count: number
+}
+
+/** A stored idempotency key: the request's fingerprint and the entries it wrote, as written (the answer to give again). */
+export interface StoredKey {
+  readonly key: string
+  readonly fingerprint: string
+  readonly at: number
+  readonly entries: ReadonlyArray<{ readonly event: StoredEvent; readonly rowJson: string | null }>
 }
 
 /** A view's stored state: its name and the JSON text the views projection wrote (see view-record.ts). */
@@ -72,6 +96,13 @@ export interface EventLogStats {
 export const Stale = "stale" as const
 export type Stale = typeof Stale
 
+/**
+ * An entry the shared log did not write because its submission's idempotency key was already stored (another node,
+ * or an earlier attempt, committed it): the submission is answered with the stored answer (`AppendResult.replays`).
+ */
+export const Duplicate = "duplicate" as const
+export type Duplicate = typeof Duplicate
+
 /** What a shared log wrote. */
 export interface AppendResult {
   /**
@@ -79,9 +110,11 @@ export interface AppendResult {
    * log; the row rewritten to match) or `Stale`. Written entries have consecutive seqs in this order. The entries
    * of one app command (consecutive, one `event.correlation`) are all written or all `Stale`: a command is atomic.
    */
-  readonly outcomes: ReadonlyArray<AppendEntry | Stale>
+  readonly outcomes: ReadonlyArray<AppendEntry | Stale | Duplicate>
   /** The log's head after the commit: every entry refused as stale was decided against a row older than it. */
   readonly lastSeq: number
+  /** The stored keys, by key, of the submissions whose entries are `Duplicate`. */
+  readonly replays?: ReadonlyMap<string, StoredKey>
 }
 
 /**
@@ -117,6 +150,12 @@ export interface EventLogShape {
   readonly settle?: () => void
   /** Present on a log with failover (PostgreSQL): how many times its primary changed since it was opened (metrics). */
   readonly failovers?: () => number
+  /** The stored idempotency key, if any (read from the store, so it holds across restarts and nodes). */
+  readonly storedKey?: (key: string) => Effect.Effect<StoredKey | undefined, StoreUnavailable>
+  /** The stored idempotency keys among `keys`, in one read: the writer asks once per batch. */
+  readonly storedKeys?: (keys: ReadonlyArray<string>) => Effect.Effect<ReadonlyMap<string, StoredKey>, StoreUnavailable>
+  /** Deletes up to `limit` idempotency keys committed before `before` (ms); answers how many. Off the writer's path. */
+  readonly pruneKeys?: (before: number, limit: number) => Effect.Effect<number, StoreUnavailable>
 }
 
 export class EventLog extends Context.Tag("writeonce/EventLog")<EventLog, EventLogShape>() {}

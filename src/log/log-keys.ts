@@ -9,6 +9,9 @@
  *   m!format              the record format (2: every value is a checksummed record, see record.ts)
  *   m!acked-record        present once the store keeps an acknowledged-head record beside it (acked-head.ts)
  *   v!<name>              a view's state (projections/view-record.ts), written in the batch that changed it
+ *   k!<key>               an idempotency key: its request's fingerprint and answer (key-record.ts), written in
+ *                         the batch of the submission it names
+ *   t!<at:16>!<key>       the same key by commit time, so that expired keys are pruned in order (payload: the key)
  */
 export const eventKey = (seq: number) => `e!${String(seq).padStart(16, "0")}`
 export const EVENTS_START = "e!"
@@ -30,3 +33,11 @@ export const viewKey = (name: string) => `v!${name}`
 export const nameOfViewKey = (key: string) => key.slice(2)
 export const VIEWS_START = "v!"
 export const VIEWS_END = "v!~"
+export const idempotencyKey = (key: string) => `k!${key}`
+export const keyTimeKey = (at: number, key: string) => `t!${String(at).padStart(16, "0")}!${key}`
+/** The key a `t!` record names. */
+export const keyOfTimeKey = (timeKey: string) => timeKey.slice(2 + 16 + 1)
+export const KEY_TIMES_START = "t!"
+/** The `k!` range: `"` is the character after `!`, so keys holding any visible character (`~` too) are inside. */
+export const KEYS_START = "k!"
+export const KEYS_END = 'k"'

@@ -19,6 +19,7 @@ import { decodeEvent, decodeRow, READ_BATCH } from "./classic-level-log.ts"
 import type { Db, LevelDbShape } from "./level-db.ts"
 import * as K from "./log-keys.ts"
 import { unseal, unsealJson } from "./record.ts"
+import { decodeKeyPayload } from "./key-record.ts"
 import { parseViewRecord } from "../projections/view-record.ts"
 import { acceptedGap, describeIds, lossBetween, readAcceptedLosses } from "./accepted-loss.ts"
 import { checkAckedHead } from "./acked-check.ts"
@@ -197,6 +198,16 @@ export const verifyStore = (h: LevelDbShape): Effect.Effect<VerifyReport, StoreU
       }
       if (Either.isLeft(record)) return problem(`corrupt record at key ${key}: not a view record (${record.left})`)
       if (record.right.seq > checkpoint) problem(`view ${K.nameOfViewKey(key)} last changed at ${record.right.seq}, after the checkpoint ${checkpoint}`)
+    })
+    // Idempotency keys: each record's checksum and shape, and its entries within the log.
+    await forEachRecord(db, K.KEYS_START, K.KEYS_END, (key, value) => {
+      try {
+        const stored = decodeKeyPayload(key.slice(2), unseal(key, value), key)
+        const beyond = stored.entries.find((e) => e.event.seq > lastSeq)
+        if (beyond !== undefined) problem(`idempotency key ${key.slice(2)} answers with event ${beyond.event.seq}, past the last event ${lastSeq}`)
+      } catch (e) {
+        problem(describe(e))
+      }
     })
     // The acknowledged head: every seq the writer acknowledged is still in the store.
     const verdict = checkAckedHead({ lastSeq, hadRecord: (await db.get(K.ACKED_RECORD_KEY)) !== undefined }, readAckedRecord(h.dir))

@@ -5,7 +5,7 @@
  */
 import { Context, Effect, Exit, Layer } from "effect"
 import type { StoreUnavailable } from "../domain/errors.ts"
-import { EventLog, Stale, type AppendBatch, type AppendEntry, type AppendResult } from "../log/event-log.ts"
+import { Duplicate, EventLog, Stale, type AppendBatch, type AppendEntry, type AppendResult } from "../log/event-log.ts"
 import { Metrics } from "./metrics.ts"
 
 export interface WriteHealthShape {
@@ -21,12 +21,12 @@ export const WriteHealthLive = Layer.sync(WriteHealth, () => {
   return { failure: () => failure, record: (f) => void (failure = f) }
 })
 
-/** Events by type: the batch's, or of a shared log's answer those it wrote (not the ones refused as stale). */
-const typesOf = (entries: ReadonlyArray<AppendEntry | Stale>) => {
+/** Events by type: the batch's, or of a shared log's answer those it wrote (not the ones refused as stale, nor a retry's already stored). */
+const typesOf = (entries: ReadonlyArray<AppendEntry | Stale | Duplicate>) => {
   const types = new Map<string, number>()
   let n = 0
   for (const entry of entries) {
-    if (entry === Stale) continue
+    if (entry === Stale || entry === Duplicate) continue
     types.set(entry.event.type, (types.get(entry.event.type) ?? 0) + 1)
     n++
   }

@@ -7,6 +7,7 @@
  */
 import { Data, Effect, Either, Option, Schema } from "effect"
 import type { Stage } from "../../commands/group-commit.ts"
+import { IDEMPOTENCY_KEY_META, keyProblem } from "../../commands/idempotency.ts"
 import type { Settings } from "../../config.ts"
 import type { CompiledApp } from "../../domain/compile.ts"
 import { ToolsCursor } from "../../projections/cursor.ts"
@@ -269,15 +270,20 @@ export const makeDispatcher = ({ catalog, tools, resources, sessions, server, ch
         fromEither(callParams(request.params), ({ name, args }) => {
           const tool = byName.get(name)
           if (tool === undefined) return Effect.fail(invalidParams(`Unknown tool: ${name}`))
+          // A write's idempotency key (idempotency.ts); reads ignore it.
+          const key = context.meta?.[IDEMPOTENCY_KEY_META]
+          const problem = key === undefined ? undefined : keyProblem(key)
+          if (problem !== undefined) return Effect.fail(invalidParams(`_meta["${IDEMPOTENCY_KEY_META}"]: ${problem}`))
+          const keyed = key === undefined ? {} : { idempotencyKey: key as string }
           const token = progressTokenOf(context.meta)
           if (token !== undefined) {
             return Effect.succeed<Answer>({
               _tag: "Progress",
               token,
-              run: (onStage) => Effect.map(tool.call(args, { onStage }), (r): Outcome => ({ result: r.result, json: r.json }))
+              run: (onStage) => Effect.map(tool.call(args, { onStage, ...keyed }), (r): Outcome => ({ result: r.result, json: r.json }))
             })
           }
-          return Effect.map(tool.call(args, {}), (r) => result({ result: r.result, json: r.json }))
+          return Effect.map(tool.call(args, keyed), (r) => result({ result: r.result, json: r.json }))
         })
     }],
     [Method.resourcesList, {

@@ -17,6 +17,7 @@ import type { CompiledView } from "../../domain/compile-views.ts"
 import { ViewFailed, type ViewsShape } from "../../projections/views.ts"
 import { fromArguments, orderChoices } from "../../domain/list-request.ts"
 import { commandBody } from "../command-body.ts"
+import { IDEMPOTENT_REPLAY_META } from "../../commands/idempotency.ts"
 
 export interface ToolAnnotations {
   readonly title: string
@@ -62,13 +63,21 @@ const success = (text: string, structuredContent: unknown): ToolResult => ({ res
 export const REFUSAL_META = "writeonce/refusal"
 
 const failure = (error: CommandError | NotFound | ValidationFailed): ToolResult => ({
-  result: error._tag === "Rejected"
+  result: error._tag === "IdempotencyKeyReused"
+    ? { content: [{ type: "text", text: error.message }], isError: true, _meta: { [REFUSAL_META]: { error: error._tag, key: error.key, message: error.message } } }
+    : error._tag === "Rejected"
     // The domain's refusal carries its code, as REST's 422 body does, for an agent to branch on. In `_meta`, not
     // `structuredContent`: SDK v1's client checks structuredContent against the tool's outputSchema (the row)
     // even on an isError result, and would throw instead of returning the refusal.
     ? { content: [{ type: "text", text: error.message }], isError: true, _meta: { [REFUSAL_META]: { error: error._tag, code: error.code, message: error.message } } }
     : { content: [{ type: "text", text: error.message }], isError: true }
 })
+/**
+ * A write's answer given again for a retried idempotency key: the same result, flagged in `_meta`. Without the
+ * prepared JSON text (which carries no `_meta`), so that each era adds its own `_meta` beside the flag.
+ */
+const asReplay = (answer: ToolResult): ToolResult => ({ result: { ...answer.result, _meta: { ...answer.result._meta, [IDEMPOTENT_REPLAY_META]: true } } })
+
 /** Hot path (bench: MCP get): the row is serialised once, or not at all when the store already did it. */
 const rowResult = (row: Row, rowJson: string = JSON.stringify(row)): ToolResult => ({
   result: { content: [{ type: "text", text: rowJson }], structuredContent: row },
@@ -233,7 +242,7 @@ const typeTools = (type: CompiledType, commands: CommandsShape, queries: Queries
   const about = type.description ? ` ${type.description}` : ""
   const tools: Array<Tool> = []
   const execute = (command: Command, options: ExecuteOptions, onSuccess: (c: Committed) => ToolResult) =>
-    commands.execute(command, options).pipe(Effect.match({ onFailure: failure, onSuccess }))
+    commands.execute(command, options).pipe(Effect.match({ onFailure: failure, onSuccess: (c) => (c.replayed ? asReplay(onSuccess(c)) : onSuccess(c)) }))
   const committedRow = (c: Committed) => rowResult(c.row!, c.rowJson ?? undefined)
 
   if (type.mcp.has("list")) {
@@ -403,7 +412,8 @@ export const makeCommandTools = (catalog: CompiledApp, commands: CommandsShape):
             onFailure: failure,
             onSuccess: (c) => {
               const body = commandBody(c)
-              return { ...success(body, JSON.parse(body)), json: `{"content":[{"type":"text","text":${JSON.stringify(body)}}],"structuredContent":${body}}` }
+              const answer = { ...success(body, JSON.parse(body)), json: `{"content":[{"type":"text","text":${JSON.stringify(body)}}],"structuredContent":${body}}` }
+              return c.replayed ? asReplay(answer) : answer
             }
           })
         )

@@ -2,13 +2,16 @@
  * One group-commit batch, appended in one transaction. Several nodes append to the same log:
  *
  *   1. lock the log_head row (every writer, on any node, queues here: seq order is commit order, without gaps);
+ *      read the batch's idempotency keys: a submission whose key is stored already (another node, or an attempt
+ *      whose commit failed but landed, wrote it) is left out as `Duplicate`, answered with what is stored;
  *   2. assign the batch's seqs from the head on, and each create its type's next id (the row rewritten to it);
  *      check each entry's version against its entity's stored version: an entry decided against a row another
  *      node has since moved on is left out as `Stale` (and so is every later entry of that entity in the batch);
  *      an app command's entries (one correlation) are one group: if one of them is stale, or one of its creates
  *      would get another id than the one it was decided with, every entry of the group is `Stale`;
  *   3. one statement writes the rest: the events (one multi-row insert), the rows after them (the inline
- *      projection), the id counters and row counts, the views, the new head, and `pg_notify` of that head;
+ *      projection), the id counters and row counts, the views, the keys of the submissions written (with their
+ *      entries as written: the answer), the new head, and `pg_notify` of that head;
  *   4. commit: with `synchronous_commit=on` and `ANY 1 (s1, s2)`, it returns once the batch is fsynced on the
  *      primary and on at least one standby.
  *
@@ -21,9 +24,24 @@ import type { StoredEvent } from "../../domain/events.ts"
 import type pg from "pg"
 import { StoreUnavailable } from "../../domain/errors.ts"
 import { streamKey } from "../../domain/events.ts"
-import { Stale, type AppendBatch, type AppendEntry, type AppendResult } from "../event-log.ts"
+import { Duplicate, Stale, type AppendBatch, type AppendEntry, type AppendResult, type StoredKey } from "../event-log.ts"
+import { keyPayload } from "../key-record.ts"
 import type { PgConnectionShape } from "./connection.ts"
-import { checksum, decodeOrFail, decodeType, eventColumns, rowKey, rowPayload, TYPE_COLUMNS, typeKey, typePayload, viewKey } from "./records.ts"
+import {
+  checksum,
+  decodeOrFail,
+  decodeStoredKey,
+  decodeType,
+  eventColumns,
+  idempotencyKeyOf,
+  KEY_COLUMNS,
+  rowKey,
+  rowPayload,
+  TYPE_COLUMNS,
+  typeKey,
+  typePayload,
+  viewKey
+} from "./records.ts"
 import { HEAD_CHANNEL, SCHEMA } from "./schema.ts"
 
 const WRITE = `
@@ -51,6 +69,10 @@ with
     select * from unnest($22::text[], $23::text[], $24::text[])
     on conflict (name) do update set record = excluded.record, checksum = excluded.checksum
   ),
+  k as (
+    insert into ${SCHEMA}.idempotency_keys (key, at, result, checksum)
+    select * from unnest($28::text[], $29::bigint[], $30::text[], $31::text[])
+  ),
   h as (update ${SCHEMA}.log_head set seq = $25::bigint)
 select pg_notify('${HEAD_CHANNEL}', $25::bigint::text)`
 
@@ -76,6 +98,24 @@ export const appendBatch = (conn: PgConnectionShape, batch: AppendBatch): Effect
       yield* q("cannot begin the append", "begin")
       const headRows = yield* q<{ seq: string }>("cannot lock the log head", `select seq::text as seq from ${SCHEMA}.log_head for update`)
       const head = Number(headRows.rows[0]?.seq)
+
+      // Idempotency keys: under the head lock, so that of two nodes writing one key, the second sees the first's.
+      const claims = batch.keys ?? []
+      const replays = new Map<string, StoredKey>()
+      const duplicates = new Set<number>()
+      if (claims.length > 0) {
+        const found = yield* q<{ key: string; result: string; checksum: string }>(
+          "cannot read the idempotency keys",
+          `select ${KEY_COLUMNS} from ${SCHEMA}.idempotency_keys where key = any($1::text[])`,
+          [claims.map((c) => c.key)]
+        )
+        for (const raw of found.rows) {
+          const stored = decodeOrFail(() => decodeStoredKey(raw))
+          if (Either.isLeft(stored)) return yield* stored.left
+          replays.set(raw.key, stored.right)
+        }
+        for (const c of claims) if (replays.has(c.key)) for (let i = c.first; i < c.first + c.count; i++) duplicates.add(i)
+      }
 
       // Versions: one past the entity's stored version (0: never written), chained within the batch.
       const entityTypes: Array<string> = []
@@ -115,7 +155,7 @@ export const appendBatch = (conn: PgConnectionShape, batch: AppendBatch): Effect
       const ev = { seq: [] as Array<number>, type: [] as Array<string>, id: [] as Array<string>, version: [] as Array<number>, kind: [] as Array<string>, schema: [] as Array<number>, at: [] as Array<number>, method: [] as Array<string | null>, params: [] as Array<string | null>, data: [] as Array<string>, checksum: [] as Array<string>, command: [] as Array<string | null>, correlation: [] as Array<string | null> }
       // The row after the batch, per entity (the last entry wins: one upsert per row).
       const rowsAfter = new Map<string, { type: string; id: string; version: number; schema: number; row: string | null }>()
-      const outcomes: Array<AppendEntry | Stale> = []
+      const outcomes: Array<AppendEntry | Stale | Duplicate> = []
       // Entities whose chain in this batch is broken (an earlier entry was stale, or its create got another id).
       const broken = new Set<string>()
       let seq = head
@@ -125,6 +165,16 @@ export const appendBatch = (conn: PgConnectionShape, batch: AppendBatch): Effect
         let end = start + 1
         if (correlation !== undefined) while (end < entries.length && entries[end].event.correlation === correlation) end++
         const group = correlation !== undefined
+        if (duplicates.has(start)) {
+          // Answered with the stored key; later entries of its entities were decided on top of it: stale.
+          for (let i = start; i < end; i++) {
+            const { event } = entries[i]
+            if (event.kind !== "created") broken.add(streamKey(event.type, event.id))
+            outcomes.push(Duplicate)
+          }
+          start = end
+          continue
+        }
         // What the group changes, to undo it when one of its entries cannot be written.
         const undo: Array<() => void> = []
         const evLength = ev.seq.length
@@ -213,7 +263,18 @@ export const appendBatch = (conn: PgConnectionShape, batch: AppendBatch): Effect
       if (seq === head) {
         // Everything was stale: nothing to write.
         yield* q("cannot end the append", "rollback")
-        return { outcomes, lastSeq: head }
+        return { outcomes, lastSeq: head, ...(replays.size > 0 ? { replays } : {}) }
+      }
+      // The keys of the submissions written, each with its entries as written (seqs and ids the log assigned).
+      const keys = { key: [] as Array<string>, at: [] as Array<number>, result: [] as Array<string>, checksum: [] as Array<string> }
+      for (const c of claims) {
+        const written = outcomes.slice(c.first, c.first + c.count)
+        if (written.length === 0 || written.some((o) => typeof o === "string")) continue
+        const result = keyPayload(c.fingerprint, c.at, written as ReadonlyArray<AppendEntry>)
+        keys.key.push(c.key)
+        keys.at.push(c.at)
+        keys.result.push(result)
+        keys.checksum.push(checksum(idempotencyKeyOf(c.key), result))
       }
       const rows = [...rowsAfter.values()]
       const types = [...counts]
@@ -235,7 +296,11 @@ export const appendBatch = (conn: PgConnectionShape, batch: AppendBatch): Effect
         [...views].map(([name, json]) => checksum(viewKey(name), json)),
         seq,
         ev.command,
-        ev.correlation
+        ev.correlation,
+        keys.key,
+        keys.at,
+        keys.result,
+        keys.checksum
       ])
       yield* q("the commit failed (its outcome is unknown until the log is read again)", "commit")
       if (localOnly !== undefined) {
@@ -243,6 +308,6 @@ export const appendBatch = (conn: PgConnectionShape, batch: AppendBatch): Effect
           reason: `the batch committed on the primary, but no standby confirmed it (${localOnly}); not acknowledged`
         })
       }
-      return { outcomes, lastSeq: seq }
+      return { outcomes, lastSeq: seq, ...(replays.size > 0 ? { replays } : {}) }
     })
   )

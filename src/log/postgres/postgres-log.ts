@@ -12,7 +12,7 @@
 import { Chunk, Effect, Either, Layer, Option, Stream } from "effect"
 import { StoreUnavailable } from "../../domain/errors.ts"
 import type { StoredEvent } from "../../domain/events.ts"
-import { EventLog, Stale, type LogHead, type StoredRow } from "../event-log.ts"
+import { EventLog, type LogHead, type StoredRow } from "../event-log.ts"
 import { RecordCorrupt } from "../record.ts"
 import { appendBatch } from "./append.ts"
 import { makeFollow } from "./follow.ts"
@@ -22,9 +22,11 @@ import {
   decodeHead,
   decodeOrFail,
   decodeRow,
+  decodeStoredKey,
   decodeType,
   EVENT_COLUMNS,
   HEAD_QUERY,
+  KEY_COLUMNS,
   ROW_COLUMNS,
   TYPE_COLUMNS
 } from "./records.ts"
@@ -129,7 +131,7 @@ export const makePostgresLog = Effect.gen(function* () {
     append: (batch) =>
       Effect.map(appendBatch(conn, batch), (result) => {
         syncWrites++
-        eventsWritten += result.outcomes.filter((o) => o !== Stale).length
+        eventsWritten += result.outcomes.filter((o) => typeof o !== "string").length
         // This node's tailer need not wait for the notification's round trip.
         follow.wake()
         return result
@@ -139,6 +141,27 @@ export const makePostgresLog = Effect.gen(function* () {
     follow: follow.events,
     failovers: conn.generation,
     storedRows,
+    storedKey: (key) =>
+      Effect.flatMap(
+        conn.query("cannot read the idempotency key", `select ${KEY_COLUMNS} from ${SCHEMA}.idempotency_keys where key = $1`, [key]),
+        (r) => Effect.map(decodeAll(r.rows, decodeStoredKey), (found) => found[0])
+      ),
+    storedKeys: (keys) =>
+      Effect.flatMap(
+        conn.query("cannot read the idempotency keys", `select ${KEY_COLUMNS} from ${SCHEMA}.idempotency_keys where key = any($1::text[])`, [keys]),
+        (r) => Effect.map(decodeAll(r.rows, decodeStoredKey), (found) => new Map(found.map((k) => [k.key, k])))
+      ),
+    // Every node prunes; `skip locked` keeps two nodes from waiting on each other's rows.
+    pruneKeys: (before, limit) =>
+      Effect.map(
+        conn.query(
+          "cannot prune idempotency keys",
+          `delete from ${SCHEMA}.idempotency_keys where key in
+             (select key from ${SCHEMA}.idempotency_keys where at < $1 order by at limit $2 for update skip locked)`,
+          [before, limit]
+        ),
+        (r) => r.rowCount ?? 0
+      ),
     stats: Effect.sync(() => ({ syncWrites, eventsWritten }))
   })
 })

@@ -10,6 +10,8 @@ import type { Row } from "../../domain/catalog.ts"
 import { StoreUnavailable } from "../../domain/errors.ts"
 import type { EventKind, StoredEvent } from "../../domain/events.ts"
 import { RecordCorrupt, seal, unseal } from "../record.ts"
+import type { StoredKey } from "../event-log.ts"
+import { decodeKeyPayload } from "../key-record.ts"
 
 const HEX = 8
 
@@ -224,4 +226,15 @@ export const decodeHead = (raw: unknown) => {
   const max = h.max_seq ?? 0
   if (max !== h.seq) throw new RecordCorrupt(`corrupt store: log_head is at seq ${h.seq}, but the last event is ${max}`)
   return h.seq
+}
+
+// ---- idempotency keys
+
+export const idempotencyKeyOf = (key: string) => `k!${key}`
+export const KEY_COLUMNS = "key, result, checksum"
+
+/** A stored idempotency key: the checksum over its result verified, the result decoded (log/key-record.ts). */
+export const decodeStoredKey = (raw: { readonly key: string; readonly result: string; readonly checksum: string }): StoredKey => {
+  const where = idempotencyKeyOf(raw.key)
+  return decodeKeyPayload(raw.key, verify(where, raw.checksum, raw.result), where)
 }

@@ -16,6 +16,10 @@
  * Format 4 adds the nullable `events.command` and `events.correlation` (an app command's name and the id shared by
  * its events); older events keep NULL there and their checksums (records.ts).
  *
+ * Format 5 adds `idempotency_keys`: one row per idempotency key a write carried, inserted in that write's
+ * transaction: when (`at`, ms, for pruning), and its request's fingerprint and answer (`result`, log/key-record.ts),
+ * checksummed under `k!<key>`. The append reads the batch's keys under the head lock (append.ts).
+ *
  * `data`, `params` and `row` are `json`, not `jsonb`: json keeps the text exactly as written, so the checksum
  * (records.ts) covers the bytes the writer produced; jsonb would reorder keys and reformat numbers.
  */
@@ -88,6 +92,15 @@ const STEPS: ReadonlyArray<string> = [
   `,
   `
   alter table ${SCHEMA}.events add column if not exists command text, add column if not exists correlation text;
+  `,
+  `
+  create table if not exists ${SCHEMA}.idempotency_keys (
+    key text primary key,
+    at bigint not null,
+    result text not null,
+    checksum text not null
+  );
+  create index if not exists idempotency_keys_by_time on ${SCHEMA}.idempotency_keys (at);
   `
 ]
 

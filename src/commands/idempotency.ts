@@ -1,0 +1,155 @@
+/**
+ * Exactly-once writes: idempotency keys.
+ *
+ * A write may carry a key (REST `Idempotency-Key`, MCP `_meta["writeonce/idempotencyKey"]`). The writer stores
+ * the key, with the request's fingerprint and the entries it wrote, in the same atomic write as its events
+ * (EventLog `AppendBatch.keys`). A retry with the key is answered from that record, byte for byte, and flagged as
+ * a replay; the same key with another request is refused (IdempotencyKeyReused).
+ *
+ * On one node a key is decided once: the first request with it owns it until answered, and any other with the
+ * same key waits for that answer (`flights`). The writer reads the keys of each batch from the store before
+ * deciding it (one read per batch), so retries after a restart, a kill -9 or on another node are answered from it. Across nodes of a shared log, the log itself checks
+ * the batch's keys under its head lock (postgres/append.ts): a key another node stored meanwhile makes the entries
+ * `Duplicate`, answered with the stored record.
+ *
+ * Only committed writes are recorded: a refusal (422, 404, 409, ...) or a failure writes nothing, so a retry of
+ * a refused request is decided again.
+ */
+import { Deferred, Duration, Effect, Either, FiberId, Schedule } from "effect"
+import { createHash } from "node:crypto"
+import type { Row } from "../domain/catalog.ts"
+import { IdempotencyKeyReused, type CommandError } from "../domain/errors.ts"
+import type { EventLogShape, StoredKey } from "../log/event-log.ts"
+import type { CommandCommitted, Committed } from "./group-commit.ts"
+
+/** The REST request header carrying a key (as Node lowercases it). */
+export const IDEMPOTENCY_KEY_HEADER = "idempotency-key"
+/** The REST response header on an answer given again. */
+export const REPLAYED_HEADER = "idempotent-replayed"
+/** The MCP `tools/call` `params._meta` key carrying a key. */
+export const IDEMPOTENCY_KEY_META = "writeonce/idempotencyKey"
+/** The MCP result `_meta` key on an answer given again. */
+export const IDEMPOTENT_REPLAY_META = "writeonce/idempotentReplay"
+export const MAX_KEY_LENGTH = 255
+
+/** A submission's key and the fingerprint of its request. */
+export interface Keyed {
+  readonly key: string
+  readonly fingerprint: string
+}
+
+/** Why a key is not acceptable (1 to 255 visible ASCII characters, no spaces), or undefined when it is. */
+export const keyProblem = (key: unknown): string | undefined => {
+  if (typeof key !== "string") return "an idempotency key must be a string"
+  if (key.length === 0 || key.length > MAX_KEY_LENGTH) return `an idempotency key has 1 to ${MAX_KEY_LENGTH} characters, got ${key.length}`
+  if (!/^[\x21-\x7e]+$/.test(key)) return "an idempotency key is visible ASCII (letters, digits, punctuation; no spaces)"
+  return undefined
+}
+
+/** JSON with object keys sorted at every level: one text per value, whatever the order a client sent. */
+const canonicalJson = (value: unknown): string => {
+  if (Array.isArray(value)) return `[${value.map((v) => (v === undefined ? "null" : canonicalJson(v))).join(",")}]`
+  if (value !== null && typeof value === "object") {
+    const record = value as Record<string, unknown>
+    // Written out, never rebuilt as an object: an own `__proto__` key stays a key.
+    const fields = Object.keys(record).sort().filter((k) => record[k] !== undefined).map((k) => `${JSON.stringify(k)}:${canonicalJson(record[k])}`)
+    return `{${fields.join(",")}}`
+  }
+  return JSON.stringify(value) ?? "null"
+}
+
+/** The fingerprint of a request: sha256 of its operation, target and body, canonical. */
+export const fingerprintOf = (request: ReadonlyArray<unknown>): string =>
+  createHash("sha256").update(canonicalJson(request)).digest("hex")
+
+/** The stored answer as committed changes, flagged as replayed; refused when the key was used for another request. */
+export const storedChanges = (stored: StoredKey, fingerprint: string): Either.Either<ReadonlyArray<Committed>, IdempotencyKeyReused> =>
+  stored.fingerprint !== fingerprint
+    ? Either.left(new IdempotencyKeyReused({ key: stored.key }))
+    : Either.right(stored.entries.map(({ event, rowJson }) => ({
+      event,
+      row: rowJson === null ? null : (JSON.parse(rowJson) as Row),
+      rowJson,
+      replayed: true as const
+    })))
+
+/** An app command's answer from its stored changes (its name and correlation are on each of its events). */
+export const commandFromChanges = (changes: ReadonlyArray<Committed>, replayed: boolean): CommandCommitted => ({
+  command: changes[0]?.event.command ?? "",
+  correlation: changes[0]?.event.correlation ?? "",
+  changes,
+  ...(replayed ? { replayed: true as const } : {})
+})
+
+export interface IdempotencyShape {
+  /**
+   * Runs `attempt` once per key (the writer answers it from the store when the key is stored); a request with
+   * the same key meanwhile waits for that answer (flagged replayed by `asReplay`), one with another request is refused.
+   */
+  readonly run: <A>(
+    keyed: Keyed,
+    attempt: Effect.Effect<A, CommandError>,
+    fromStored: (stored: StoredKey) => Either.Either<A, IdempotencyKeyReused>,
+    asReplay: (a: A) => A
+  ) => Effect.Effect<A, CommandError>
+}
+
+export const makeIdempotency = (log: EventLogShape): IdempotencyShape => {
+  const flights = new Map<string, { readonly fingerprint: string; readonly done: Deferred.Deferred<unknown, CommandError> }>()
+  const lookup = (key: string): Effect.Effect<StoredKey | undefined, CommandError> => log.storedKey?.(key) ?? Effect.succeed(undefined)
+  return {
+    run: <A>(
+      keyed: Keyed,
+      attempt: Effect.Effect<A, CommandError>,
+      fromStored: (stored: StoredKey) => Either.Either<A, IdempotencyKeyReused>,
+      asReplay: (a: A) => A
+    ) =>
+      Effect.suspend(() => {
+        const flight = flights.get(keyed.key)
+        if (flight !== undefined) {
+          if (flight.fingerprint !== keyed.fingerprint) return Effect.fail(new IdempotencyKeyReused({ key: keyed.key }))
+          return Effect.map(Deferred.await(flight.done), (a) => asReplay(a as A))
+        }
+        const done = Deferred.unsafeMake<unknown, CommandError>(FiberId.none)
+        flights.set(keyed.key, { fingerprint: keyed.fingerprint, done })
+        // The writer reads the batch's keys from the store before deciding (one read per batch, group-commit.ts).
+        const decided: Effect.Effect<A, CommandError> = Effect.gen(function* () {
+          const first = yield* Effect.either(attempt)
+          if (Either.isRight(first) || first.left._tag === "IdempotencyKeyReused") return yield* first
+          // Refused: on a shared log another node may have committed this key meanwhile (and moved the row this
+          // attempt was decided against). The stored answer wins.
+          const after = yield* Effect.orElseSucceed(lookup(keyed.key), () => undefined)
+          return after !== undefined ? yield* fromStored(after) : yield* first
+        })
+        // Uninterruptible: a caller that goes away leaves the write to finish and the waiters an answer.
+        return Effect.uninterruptible(
+          Effect.flatMap(Effect.exit(decided), (exit) => {
+            flights.delete(keyed.key)
+            return Effect.zipRight(Deferred.done(done, exit), exit)
+          })
+        )
+      })
+  }
+}
+
+/** How many expired keys one prune step deletes: small, so that it never holds the store long. */
+const PRUNE_BATCH = 500
+
+/**
+ * Deletes the keys older than `ttlMs`, in small steps, every `ttlMs / 4` (at most a minute, at least a second),
+ * forever; a failed round is logged and tried again at the next one. Off the writer's path.
+ */
+export const pruneExpiredKeys = (log: EventLogShape, ttlMs: number) => {
+  const prune = log.pruneKeys
+  if (prune === undefined) return Effect.void
+  const round = Effect.gen(function* () {
+    const before = Date.now() - ttlMs
+    for (;;) {
+      const n = yield* prune(before, PRUNE_BATCH)
+      if (n < PRUNE_BATCH) return
+      yield* Effect.yieldNow()
+    }
+  }).pipe(Effect.catchAll((e) => Effect.logWarning(`cannot prune expired idempotency keys (trying again later): ${e.reason}`)))
+  const every = Duration.millis(Math.min(60_000, Math.max(1_000, Math.floor(ttlMs / 4))))
+  return Effect.repeat(round, Schedule.spaced(every)).pipe(Effect.asVoid)
+}
