@@ -19,7 +19,7 @@ afterAll(() => {
   fs.rmSync(data, { recursive: true, force: true })
 })
 
-const runSmoke = () => runNode("bench/run.ts", ["--smoke", "--out", out], { importTsx: true, env: { BENCH_DATA_DIR: data }, timeoutMs: 110_000 })
+const runSmoke = () => runNode("bench/run.ts", ["--smoke", "--out", out], { importTsx: true, env: { BENCH_DATA_DIR: data }, timeoutMs: 240_000 })
 
 /** Tag balance and a single root: enough to catch a truncated or mis-nested SVG without an XML parser. */
 const checkWellFormed = (xml: string): void => {
