@@ -656,6 +656,13 @@ curl -s -XPOST localhost:8080/api/_commands/return -H 'content-type: application
 curl -s localhost:8080/api/_views/loans_by_member
 \`\`\`
 
+Every write here is safe to retry with an idempotency key (see "Retries: idempotency keys" in the main README): a
+\`lend\` whose answer was lost, sent again with the same key, is answered with the first loan, not a second one.
+
+\`\`\`sh
+curl -s -i -XPOST localhost:8080/api/_commands/lend -H 'content-type: application/json' -H 'Idempotency-Key: lend-ann-dune-1' -d '{"book":"1","member":"1"}'
+\`\`\`
+
 - \`app.ts\`: the app. Methods and commands are pure decisions over the current rows.
 - \`specs/*.spec.ts\`: decider specs, for one type (\`DeciderSpecification.for(app, "books")\`) and for a command
   (\`DeciderSpecification.forCommand(app, "lend")\`): given events, when a command, then events or a refusal.
