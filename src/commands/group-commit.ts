@@ -580,57 +580,42 @@ export const makeGroupCommit = Effect.gen(function* () {
       while (pending.length > 0) yield* commitBatch(takeBatch())
     }))
 
+  /**
+   * Queues a write (a single-row one or an app command) unless the writer cannot take it, and answers its caller
+   * through `resume`, counted by the metrics. An interrupted caller (client gone) is skipped if the writer has not
+   * taken its command yet.
+   */
+  const enqueue = <A>(
+    submission: Omit<Pending, "resume" | "cancelled" | "attempts" | "recheck"> | Omit<PendingCommand, "resume" | "cancelled" | "attempts" | "recheck">,
+    resume: (effect: Effect.Effect<A, CommandError>) => void
+  ) => {
+    if (closing) return resume(Effect.fail(new StoreUnavailable({ reason: "the server is shutting down" })))
+    if (deathReason !== undefined) {
+      return resume(Effect.fail(new StoreUnavailable({ reason: `the writer stopped after an internal error (${deathReason}); restart the server` })))
+    }
+    if (pending.length >= maxPending) return resume(Effect.fail(new StoreUnavailable({ reason: "too many commands queued; retry" })))
+    const p = {
+      ...submission,
+      resume: (exit: Exit.Exit<A, CommandError>) => {
+        metrics.answered(exit)
+        resume(exit)
+      },
+      cancelled: false,
+      attempts: 0,
+      recheck: false
+    } as Queued
+    submission.onStage?.("accepted")
+    pending.push(p)
+    wake?.()
+    return Effect.sync(() => {
+      p.cancelled = true
+    })
+  }
+
   return GroupCommit.of({
-    submit: (submission) =>
-      Effect.async<Committed, CommandError>((resume) => {
-        if (closing) return resume(Effect.fail(new StoreUnavailable({ reason: "the server is shutting down" })))
-        if (deathReason !== undefined) {
-          return resume(Effect.fail(new StoreUnavailable({ reason: `the writer stopped after an internal error (${deathReason}); restart the server` })))
-        }
-        if (pending.length >= maxPending) return resume(Effect.fail(new StoreUnavailable({ reason: "too many commands queued; retry" })))
-        const p: Pending = {
-          ...submission,
-          resume: (exit) => {
-            metrics.answered(exit)
-            resume(exit)
-          },
-          cancelled: false,
-          attempts: 0,
-          recheck: false
-        }
-        submission.onStage?.("accepted")
-        pending.push(p)
-        wake?.()
-        // An interrupted caller (client gone) is skipped if the writer has not taken its command yet.
-        return Effect.sync(() => {
-          p.cancelled = true
-        })
-      }),
+    submit: (submission) => Effect.async<Committed, CommandError>((resume) => enqueue({ ...submission }, resume)),
     submitCommand: (submission) =>
-      Effect.async<CommandCommitted, CommandError>((resume) => {
-        if (closing) return resume(Effect.fail(new StoreUnavailable({ reason: "the server is shutting down" })))
-        if (deathReason !== undefined) {
-          return resume(Effect.fail(new StoreUnavailable({ reason: `the writer stopped after an internal error (${deathReason}); restart the server` })))
-        }
-        if (pending.length >= maxPending) return resume(Effect.fail(new StoreUnavailable({ reason: "too many commands queued; retry" })))
-        const p: PendingCommand = {
-          ...submission,
-          kind: "command",
-          resume: (exit) => {
-            metrics.answered(exit)
-            resume(exit)
-          },
-          cancelled: false,
-          attempts: 0,
-          recheck: false
-        }
-        submission.onStage?.("accepted")
-        pending.push(p)
-        wake?.()
-        return Effect.sync(() => {
-          p.cancelled = true
-        })
-      }),
+      Effect.async<CommandCommitted, CommandError>((resume) => enqueue({ ...submission, kind: "command" as const }, resume)),
     died: Deferred.await(death),
     queueDepth: () => pending.length
   })
