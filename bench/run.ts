@@ -338,8 +338,8 @@ if (report.loadavg.after[0] > cores * 0.75 && mode !== 'smoke') {
   ctx.warn(`1-minute loadavg at the end was ${report.loadavg.after[0].toFixed(2)} on ${cores} cores (the harness itself keeps about 1.5 busy)`);
 }
 report.ratios = computeRatios(report);
-if (invariantCost) report.ratios.setPriceCpuInvariantOverPlain = invariantCost.cpuRatio;
-if (metricsCost) report.ratios.setPriceCpuMetricsOnOverOff = metricsCost.cpuRatio;
+if (invariantCost) report.ratios.setPriceCpuInvariantOverPlain = invariantCost.medianRatio;
+if (metricsCost) report.ratios.setPriceCpuMetricsOnOverOff = metricsCost.medianRatio;
 report.budgets = evaluateBudgets(report, report.ratios);
 report.wallMs = performance.now() - wallStart;
 

@@ -22,7 +22,7 @@ export const WriteHealthLive = Layer.sync(WriteHealth, () => {
 })
 
 /** Events by type: the batch's, or of a shared log's answer those it wrote (not the ones refused as stale, nor a retry's already stored). */
-const typesOf = (entries: ReadonlyArray<AppendEntry | Stale | Duplicate>) => {
+export const typesOf = (entries: ReadonlyArray<AppendEntry | Stale | Duplicate>) => {
   const types = new Map<string, number>()
   let n = 0
   for (const entry of entries) {
