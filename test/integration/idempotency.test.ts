@@ -2,7 +2,7 @@
  * Idempotency keys on a real server (port 0, a temp classic-level dir): a retry with the key gets the first answer
  * back byte for byte, flagged as a replay, after a restart too; the same key with another request is 422; two
  * identical keyed requests at once write once; a refusal is not recorded; both MCP eras carry the key in `_meta`;
- * expired keys are pruned.
+ * expired keys are pruned; a damaged key record is named by `wo verify` and refuses its retry (503) without deciding it again.
  */
 import { Effect } from "effect"
 import { afterEach, describe, expect, it } from "vitest"
@@ -140,6 +140,16 @@ describe("REST Idempotency-Key", () => {
     await db.put(K.idempotencyKey("v~2"), value.replace('"price":3', '"price":4'))
     await db.close()
     expect((await verify()).problems).toEqual(["corrupt record at key k!v~2: checksum mismatch"])
+
+    // A retry under the damaged key is neither answered with the altered bytes nor decided again: it is refused,
+    // naming the record, and nothing is written; other keys and writes go on.
+    server = await startServer(apps.pricing, { dataDir })
+    const retried = await post(`${server.url}/api/products/${created.json.id}/set_price`, { price: 3 }, "v~2")
+    expect(retried.status).toBe(503)
+    expect(retried.text).toContain("k!v~2")
+    expect(retried.text).not.toContain('"price":4')
+    expect((await http(`${server.url}/api/products/${created.json.id}`)).json.version).toBe(2)
+    expect((await post(`${server.url}/api/products/${created.json.id}/set_price`, { price: 5 }, "v~3")).status).toBe(200)
   })
 
   it("answers a retried app command with its first answer (same correlation), one loan", async () => {

@@ -1,7 +1,7 @@
 /**
  * The tools that check never write, and no open creates a database over data it cannot find (issue 20, finding 1):
- * every file of the data dir (name, size, sha256) is the same before and after `wo verify`, `wo replay` and each
- * refused `wo run`, on a whole dir and on damaged ones. A lost CURRENT is refused with the way back, and
+ * every file of the data dir (name, size, sha256) is the same before and after `wo verify`, `wo replay`, each
+ * refused `wo run`, and `wo backup` of a stopped dir (and a backup's after `wo restore`), on a whole dir and on damaged ones. A lost CURRENT is refused with the way back, and
  * `wo repair-current --write` brings every row back. A data dir that is a file gets one line.
  */
 import { createHash } from "node:crypto"
@@ -139,6 +139,26 @@ describe("wo verify and wo replay never write the data dir", () => {
     } finally {
       await server.stop()
     }
+  }, SLOW)
+})
+
+describe("wo backup and wo restore never write what they copy", () => {
+  it("leaves a stopped data dir as it was when backing it up, and the backup as it was when restoring it", async () => {
+    const dataDir = store()
+    const before = filesOf(dataDir)
+    const backup = path.join(tempDir("wo-read-only-backup-"), "copy")
+    const taken = await wo(["backup", dataDir, backup])
+    expect(taken.stdout).toMatch(/backed up seq 1803/)
+    expect(taken.code).toBe(0)
+    expect(filesOf(dataDir)).toEqual(before)
+
+    const backupBefore = filesOf(backup)
+    const target = path.join(tempDir("wo-read-only-restore-"), "data")
+    const restored = await wo(["restore", backup, target])
+    expect(restored.stdout).toMatch(/restored seq 1803/)
+    expect(restored.code).toBe(0)
+    expect(filesOf(backup)).toEqual(backupBefore)
+    expect((await verify(target)).stdout).toMatch(/verified 1803 events and 1800 rows/)
   }, SLOW)
 })
 
