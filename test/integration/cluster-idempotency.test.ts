@@ -12,7 +12,7 @@ import { appendBatch } from "../../src/log/postgres/append.ts"
 import { Duplicate, type AppendBatch, type AppendEntry } from "../../src/log/event-log.ts"
 import { KeyedClient, type KeyedWrite } from "../support/keyed-client.ts"
 import { http } from "../support/server.ts"
-import type { Spawned } from "../../testkit/spawn.ts"
+import { runWo, type Spawned } from "../../testkit/spawn.ts"
 import { haveBinaries, startCluster, startNode, warnIfSkipped, type PgCluster } from "../cluster/pg-cluster.ts"
 
 warnIfSkipped("the idempotency cluster tests")
@@ -61,6 +61,24 @@ describe.skipIf(!haveBinaries)("idempotency keys on one PostgreSQL log, two node
     expect(reused.status).toBe(422)
     expect(reused.json.error).toBe("IdempotencyKeyReused")
     expect(await cluster.sql(DB, "select count(*)::int as n from writeonce.events where data->>'name' = 'x-1'")).toEqual([{ n: 1 }])
+  })
+
+  it("wo verify --store checks the stored keys: a whole store passes, a damaged key is named", async () => {
+    const verify = () => runWo(["verify", "--store", store], { timeoutMs: 60_000 })
+    const whole = await verify()
+    expect(whole.stderr).not.toMatch(/PROBLEMS/)
+    expect(whole.code).toBe(0)
+    const original = await cluster.sql<{ result: string }>(DB, "select result from writeonce.idempotency_keys where key = 'x-1'")
+    expect(original).toHaveLength(1)
+    await cluster.sql(DB, `update writeonce.idempotency_keys set result = replace(result, '"price":5', '"price":9') where key = 'x-1'`)
+    try {
+      const damaged = await verify()
+      expect(damaged.code).toBe(1)
+      expect(damaged.stderr).toMatch(/corrupt record at key k!x-1: checksum mismatch/)
+    } finally {
+      await cluster.sql(DB, "update writeonce.idempotency_keys set result = $1 where key = 'x-1'", [original[0]!.result])
+    }
+    expect((await verify()).code).toBe(0)
   })
 
   it("the same keyed request sent to both nodes at once writes one event, 20 rounds; both answers are equal", async () => {

@@ -5,7 +5,8 @@
  * - seq continuity from 1 to the head (log_head);
  * - version continuity per entity (1 for the create, then +1; nothing after a delete);
  * - each stored row at its entity's last version (a tombstone for a deleted one), and a row for every entity;
- * - id counters at or above the highest id used, and row counts as recorded.
+ * - id counters at or above the highest id used, and row counts as recorded;
+ * - every idempotency key's checksum and shape, and its answer within the log.
  * Several nodes may be writing: the whole check reads one snapshot (a repeatable-read transaction).
  */
 import { Effect } from "effect"
@@ -13,7 +14,7 @@ import { StoreUnavailable } from "../../domain/errors.ts"
 import { streamKey } from "../../domain/events.ts"
 import { makeProblems, type VerifyReport } from "../verify.ts"
 import type { PgConnectionShape } from "./connection.ts"
-import { decodeEvent, decodeRow, decodeType, EVENT_COLUMNS, ROW_COLUMNS, TYPE_COLUMNS } from "./records.ts"
+import { decodeEvent, decodeRow, decodeStoredKey, decodeType, EVENT_COLUMNS, KEY_COLUMNS, ROW_COLUMNS, TYPE_COLUMNS } from "./records.ts"
 import { SCHEMA } from "./schema.ts"
 
 const BATCH = 5000
@@ -121,6 +122,25 @@ export const verifyPostgresStore = (conn: PgConnectionShape): Effect.Effect<Veri
       for (const type of new Set([...recorded.keys(), ...livePerType.keys()])) {
         if ((recorded.get(type)?.rowCount ?? 0) !== (livePerType.get(type) ?? 0)) {
           problem(`${livePerType.get(type) ?? 0} rows of ${type} are stored, the store recorded ${recorded.get(type)?.rowCount ?? 0}`)
+        }
+      }
+      // Idempotency keys: each one's checksum and shape, and its answer's events within the log.
+      let keyCursor = ""
+      for (;;) {
+        const page = yield* q(
+          "cannot read the idempotency keys",
+          `select ${KEY_COLUMNS} from ${SCHEMA}.idempotency_keys where key > $1 order by key limit $2`,
+          [keyCursor, BATCH]
+        )
+        if (page.rows.length === 0) break
+        for (const raw of page.rows) {
+          keyCursor = raw.key
+          try {
+            const beyond = decodeStoredKey(raw).entries.find((e) => e.event.seq > lastSeq)
+            if (beyond !== undefined) problem(`idempotency key ${raw.key} answers with event ${beyond.event.seq}, past the last event ${lastSeq}`)
+          } catch (e) {
+            problem(describe(e))
+          }
         }
       }
       yield* q("cannot end", "commit")
