@@ -71,10 +71,13 @@ export const REPORT_KEYS = [
 export const BUDGET = {
   sdkCpu: 5,
   sdkRate: 2,
-  createsOverFsync: 10,
+  /** issue 25: ours / the durable-write floor (bench/peers/durable-floor.ts): CPU per write at most, writes/s at least */
+  writeFloorCpu: 1.5,
+  writeFloorRate: 0.67,
   getP99DeltaMs: 1,
   notifyP99Ms: 5,
-  edgeCpu: 2,
+  edgeCpu: 1.3,
+  mcpGetCpuOverRest: 1.25,
   restartMs: 2000,
   verifyEventsPerSec: 200_000,
   /** issue 13: ours / the fan-out floor at 1,000 streams (p99, CPU per notification, RSS per stream) */
@@ -140,6 +143,10 @@ export function computeRatios(r: Pick<RunReport, 'load' | 'fsync' | 'notify'> & 
     setPriceLegacyGcOnOverOffRate: rate(L('wo.mcp.set_price.legacy.on', c), L('wo.mcp.set_price.legacy.off', c)),
     createsOverFsync: r.fsync ? (L('wo.rest.create.on', BUDGET_LEVEL.creates)?.callsPerSec ?? Number.NaN) / r.fsync.meanPerSec : Number.NaN,
     createsGcOnOverOff: rate(L('wo.rest.create.on', BUDGET_LEVEL.creates), L('wo.rest.create.off', BUDGET_LEVEL.creates)),
+    createCpuOverFloor: cpu(L('wo.rest.create.on', BUDGET_LEVEL.creates), L('floor.rest.create', BUDGET_LEVEL.creates)),
+    createRateOverFloor: rate(L('wo.rest.create.on', BUDGET_LEVEL.creates), L('floor.rest.create', BUDGET_LEVEL.creates)),
+    setPriceCpuOverFloor: cpu(L('wo.rest.set_price.on', BUDGET_LEVEL.creates), L('floor.rest.set_price', BUDGET_LEVEL.creates)),
+    setPriceRateOverFloor: rate(L('wo.rest.set_price.on', BUDGET_LEVEL.creates), L('floor.rest.set_price', BUDGET_LEVEL.creates)),
     mcpGetModernMinusRestP99Ms: (L('wo.mcp.get.modern', BUDGET_LEVEL.get)?.p99Ms ?? Number.NaN) - (L('wo.rest.get', BUDGET_LEVEL.get)?.p99Ms ?? Number.NaN),
     mcpGetLegacyMinusRestP99Ms: (L('wo.mcp.get.legacy', BUDGET_LEVEL.get)?.p99Ms ?? Number.NaN) - (L('wo.rest.get', BUDGET_LEVEL.get)?.p99Ms ?? Number.NaN),
     restGetCpuOverPlain: cpu(L('wo.rest.get', BUDGET_LEVEL.edge), L('plain.echo', BUDGET_LEVEL.edge)),
@@ -222,16 +229,25 @@ export function evaluateBudgets(r: Pick<RunReport, 'load' | 'fsync' | 'notify' |
       sdkDetail('legacy (2025-11-25 sessions)', 'wo.mcp.set_price.legacy.on', 'sdk-v2.set_price.legacy')),
     b('sdkRateLegacy', 'MCP set_price calls/s: ours / SDK v2, legacy', '>=', BUDGET.sdkRate, ratios.oursRateOverSdkV2Legacy, 'x',
       sdkDetail('legacy (2025-11-25 sessions)', 'wo.mcp.set_price.legacy.on', 'sdk-v2.set_price.legacy')),
-    b('createsOverFsync', 'durable REST creates/s (group commit on) / raw fsync rate', '>=', BUDGET.createsOverFsync, ratios.createsOverFsync, 'x',
-      create && r.fsync
-        ? `${at('wo.rest.create.on', BUDGET_LEVEL.creates)} in flight: ${create.callsPerSec.toFixed(0)} creates/s at ${create.srvCpuUsPerCall.toFixed(0)} µs/create, server ${create.srvCores.toFixed(2)} cores busy ` +
-          `(CPU-bound: one JS thread); fsync ${r.fsync.meanPerSec.toFixed(0)}/s (mean of before ${r.fsync.beforePerSec.toFixed(0)} and after ${r.fsync.afterPerSec.toFixed(0)}); ` +
-          `10x that needs <= ${(1e6 / (BUDGET.createsOverFsync * r.fsync.meanPerSec)).toFixed(0)} µs of server CPU per create`
-        : 'not measured in this run'),
+    ...(['create', 'set_price'] as const).flatMap((op) => {
+      const ours = L(`wo.rest.${op}.on`, BUDGET_LEVEL.creates);
+      const floor = L(`floor.rest.${op}`, BUDGET_LEVEL.creates);
+      const detail = ours && floor
+        ? `${at(`wo.rest.${op}.on`, BUDGET_LEVEL.creates)} in flight: ours ${ours.srvCpuUsPerCall.toFixed(0)} µs/call, ${ours.callsPerSec.toFixed(0)}/s (server ${ours.srvCores.toFixed(2)} cores); ` +
+          `floor ${floor.srvCpuUsPerCall.toFixed(0)} µs/call, ${floor.callsPerSec.toFixed(0)}/s (${floor.srvCores.toFixed(2)} cores)`
+        : 'not measured in this run';
+      const key = op === 'create' ? 'create' : 'setPrice';
+      return [
+        b(`${key}CpuOverFloor`, `durable REST ${op} server CPU/call: ours / the durable-write floor`, '<=', BUDGET.writeFloorCpu, ratios[`${key}CpuOverFloor`], 'x', detail),
+        b(`${key}RateOverFloor`, `durable REST ${op} calls/s: ours / the durable-write floor`, '>=', BUDGET.writeFloorRate, ratios[`${key}RateOverFloor`], 'x', detail),
+      ];
+    }),
     b('getP99Modern', 'MCP products_get p99 - REST GET p99, modern', '<=', BUDGET.getP99DeltaMs, ratios.mcpGetModernMinusRestP99Ms, ' ms',
       get && mget ? `${at('wo.rest.get', BUDGET_LEVEL.get)} in flight: MCP ${mget.p99Ms.toFixed(2)} ms, REST ${get.p99Ms.toFixed(2)} ms` : 'not measured in this run'),
     b('getP99Legacy', 'MCP products_get p99 - REST GET p99, legacy', '<=', BUDGET.getP99DeltaMs, ratios.mcpGetLegacyMinusRestP99Ms, ' ms',
       get && lget ? `${at('wo.rest.get', BUDGET_LEVEL.get)} in flight: MCP ${lget.p99Ms.toFixed(2)} ms, REST ${get.p99Ms.toFixed(2)} ms` : 'not measured in this run'),
+    b('mcpGetCpu', 'MCP products_get server CPU/call / REST GET, modern', '<=', BUDGET.mcpGetCpuOverRest, ratios.mcpGetModernCpuOverRest, 'x',
+      get && mget ? `${at('wo.rest.get', BUDGET_LEVEL.get)} in flight: MCP ${mget.srvCpuUsPerCall.toFixed(0)} µs/call, REST ${get.srvCpuUsPerCall.toFixed(0)} µs/call` : 'not measured in this run'),
     b('notifyP99', 'commit-to-notification p99, 1,000 subscribers on one resource', '<=', BUDGET.notifyP99Ms, ratios.notifyP99Ms1000, ' ms',
       n1000 ? `${n1000.samples} samples (${n1000.repeats} commits x 1,000 listen streams), from just before the set_price request; p50 ${n1000.p50Ms.toFixed(2)} ms` +
         (floor1000 ? `; the plain node:http floor: p50 ${floor1000.p50Ms.toFixed(2)} ms, p99 ${floor1000.p99Ms.toFixed(2)} ms` : '') : 'not measured in this run (1,000 subscribers)'),

@@ -9,10 +9,10 @@ import { runLoad } from '../lib/load.ts';
 import { combine, measure, watched, type Load, type Measured } from '../lib/measure.ts';
 import { spawnPeer, type SpawnedServer } from '../lib/wo.ts';
 import { warmUntilStable, type WarmupResult } from '../lib/warmup.ts';
-import { freshDataDir, isRow, mcpCall, plainEcho, restCreate, restGet, seedProducts, startWo } from '../lib/wo.ts';
+import { freshDataDir, isRow, mcpCall, plainEcho, restCreate, restGet, restSetPrice, seedProducts, startWo } from '../lib/wo.ts';
 import type { BenchContext } from './context.ts';
 
-export type ServerKey = 'plain' | 'sdk-v2' | 'sdk-v1' | 'wo-on' | 'wo-off' | 'wo-create';
+export type ServerKey = 'plain' | 'floor' | 'sdk-v2' | 'sdk-v1' | 'wo-on' | 'wo-off' | 'wo-create';
 
 export interface ScenarioDef {
   id: string;
@@ -231,11 +231,51 @@ export function scenarioDefs(mode: BenchContext['mode']): ScenarioDef[] {
       prepare: async () => ({ makeRequest: (i) => restCreate(1_000_000 + i) }),
       check: (s, b) => isRow(s, b, 201),
     },
+    // The durable-write floor (bench/peers/durable-floor.ts) and ours on the same requests (issue 25).
+    {
+      id: 'floor.rest.create',
+      label: 'floor: node:http + classic-level group commit, create',
+      server: 'floor',
+      peer: true,
+      kind: 'create',
+      wire: 'rest',
+      durable: true,
+      groupCommit: 'on',
+      levels: p.create,
+      prepare: async () => ({ makeRequest: (i) => restCreate(1_000_000 + i) }),
+      check: (s, b) => isRow(s, b, 201),
+    },
+    {
+      id: 'floor.rest.set_price',
+      label: 'floor: node:http + classic-level group commit, set_price',
+      server: 'floor',
+      peer: true,
+      kind: 'set_price',
+      wire: 'rest',
+      durable: true,
+      groupCommit: 'on',
+      levels: p.create,
+      prepare: async () => ({ makeRequest: (i, w) => restSetPrice(1 + (w % SEEDED), 1 + (i % 500)) }),
+      check: (s, b) => isRow(s, b, 200),
+    },
+    {
+      id: 'wo.rest.set_price.on',
+      label: 'wo REST set_price, durable, GC on',
+      server: 'wo-on',
+      peer: false,
+      kind: 'set_price',
+      wire: 'rest',
+      durable: true,
+      groupCommit: 'on',
+      levels: p.create,
+      prepare: async () => ({ makeRequest: (i, w) => restSetPrice(1 + (w % SEEDED), 1 + (i % 500)) }),
+      check: (s, b) => isRow(s, b, 200),
+    },
   ];
   // --quick: group commit off once (modern), not per era and for creates too.
   if (mode === 'quick') return defs.filter((d) => d.id !== 'wo.mcp.set_price.legacy.off' && d.id !== 'wo.rest.create.off');
   if (mode !== 'smoke') return defs;
-  const smoke = new Set(['plain.echo', 'wo.rest.get', 'wo.mcp.get.modern', 'wo.mcp.get.legacy', 'wo.mcp.set_price.modern.on', 'wo.mcp.set_price.legacy.on', 'wo.rest.create.on']);
+  const smoke = new Set(['plain.echo', 'wo.rest.get', 'wo.mcp.get.modern', 'wo.mcp.get.legacy', 'wo.mcp.set_price.modern.on', 'wo.mcp.set_price.legacy.on', 'wo.rest.create.on', 'floor.rest.create', 'wo.rest.set_price.on', 'floor.rest.set_price']);
   return defs.filter((d) => smoke.has(d.id));
 }
 
@@ -261,6 +301,19 @@ async function startServer(ctx: BenchContext, key: ServerKey, ready: () => void)
   switch (key) {
     case 'plain':
       return peer('bench/peers/plain-http.ts');
+    case 'floor': {
+      const dir = freshDataDir(ctx.dataRoot, key);
+      ctx.track(dir);
+      const server = await spawnPeer('bench/peers/durable-floor.ts', { env: { DATA_DIR: dir } });
+      ready();
+      try {
+        await seedProducts(server.url, SEEDED);
+      } catch (err) {
+        await server.stop();
+        throw err;
+      }
+      return server;
+    }
     case 'sdk-v2':
       return peer('bench/peers/sdk-v2-server.ts');
     case 'sdk-v1':
