@@ -79,6 +79,8 @@ export const BUDGET = {
   edgeCpu: 1.3,
   mcpGetCpuOverRest: 1.25,
   restartMs: 2000,
+  /** issue 22: `wo run` spawn to ready on an empty dir */
+  spawnToReadyMs: 1000,
   verifyEventsPerSec: 200_000,
   /** issue 13: ours / the fan-out floor at 1,000 streams (p99, CPU per notification, RSS per stream) */
   streamsOverFloor: 1.5,
@@ -161,19 +163,22 @@ export function computeRatios(r: Pick<RunReport, 'load' | 'fsync' | 'notify'> & 
   return out;
 }
 
+/** One budget's row: PASS or MISS against `threshold`, n/a when the value was not measured (NaN). */
+export const budget = (id: string, name: string, want: '>=' | '<=', threshold: number, value: number, unit: string, detail: string): Budget => ({
+  id,
+  name,
+  want: `${want} ${threshold}${unit}`,
+  value,
+  unit,
+  result: verdict(fin(value) ? (want === '>=' ? value >= threshold : value <= threshold) : undefined),
+  detail: fin(value) ? detail : 'not measured in this run',
+});
+
 export function evaluateBudgets(r: Pick<RunReport, 'load' | 'fsync' | 'notify' | 'notifyFloor' | 'replay'> & Partial<Pick<RunReport, 'notifyLegacy' | 'notifyFloorLegacy' | 'readers' | 'amplify'>>, ratios: Record<string, number>): Budget[] {
   const L = (id: string, c: number) => levelAt(r.load, id, c);
   const at = (id: string, c: number) => L(id, c)?.concurrency ?? c;
   const c = BUDGET_LEVEL.sdk;
-  const b = (id: string, name: string, want: '>=' | '<=', threshold: number, value: number, unit: string, detail: string): Budget => ({
-    id,
-    name,
-    want: `${want} ${threshold}${unit}`,
-    value,
-    unit,
-    result: verdict(fin(value) ? (want === '>=' ? value >= threshold : value <= threshold) : undefined),
-    detail,
-  });
+  const b = budget;
   const sdkDetail = (era: string, ours: string, peer: string) => {
     const o = L(ours, c);
     const p = L(peer, c);
@@ -255,6 +260,8 @@ export function evaluateBudgets(r: Pick<RunReport, 'load' | 'fsync' | 'notify' |
       get && plain ? `${at('wo.rest.get', BUDGET_LEVEL.edge)} in flight: ${get.srvCpuUsPerCall.toFixed(0)} vs ${plain.srvCpuUsPerCall.toFixed(0)} µs/call` : 'not measured in this run'),
     b('restart', 'restart (`wo run` spawn to ready) on the replay log, checks included', '<=', BUDGET.restartMs, r.replay?.restartMs ?? Number.NaN, ' ms',
       r.replay ? `${r.replay.events.toLocaleString('en-US')} events; ${r.replay.emptyStartMs.toFixed(0)} ms on an empty dir` : 'not measured in this run'),
+    b('spawnToReady', '`wo run` spawn to ready on an empty dir', '<=', BUDGET.spawnToReadyMs, r.replay?.emptyStartMs ?? Number.NaN, ' ms',
+      r.replay ? `${r.replay.emptyStartNote ?? 'alone'}` : 'not measured in this run'),
     b('verifyRate', '`wo verify` events/s (checksums, sequence and version continuity)', '>=', BUDGET.verifyEventsPerSec, r.replay?.verifyEventsPerSec ?? Number.NaN, '',
       r.replay ? `${r.replay.verifyOk ? 'OK' : 'NOT OK'} on ${r.replay.events.toLocaleString('en-US')} events in ${r.replay.verifyMs} ms` : 'not measured in this run'),
   ];

@@ -15,7 +15,7 @@ import { measureFsyncRate } from './fsync.ts';
 import { cpuBetween, sampleSystemCpu } from './lib/cpu.ts';
 import type { SpawnedServer } from './lib/wo.ts';
 import { freshDataDir, repoRoot, seedProducts, startWo } from './lib/wo.ts';
-import { computeRatios, evaluateBudgets, renderMarkdown, renderSvg, type RunReport } from './report.ts';
+import { budget, computeRatios, evaluateBudgets, renderMarkdown, renderSvg, type RunReport } from './report.ts';
 import type { BenchContext, Mode } from './scenarios/context.ts';
 import { runMatrix, scenarioDefs, SEEDED, woMatrixEnv, type MatrixTimings } from './scenarios/load-matrix.ts';
 import { NOTIFY_ENV, runNotify, type NotifyOptions } from './scenarios/notify.ts';
@@ -25,10 +25,10 @@ import { runSessions, SESSIONS_ENV, type SessionsOptions } from './scenarios/ses
 import { runStall, type StallOptions } from './scenarios/stall.ts';
 import { runReaders, type ReadersOptions } from './scenarios/readers.ts';
 import { runAmplify, type AmplifyOptions } from './scenarios/amplify.ts';
-import { renderScaleOut, runScaleOut, type ScaleOutOptions, type ScaleOutResult } from './scenarios/scale-out.ts';
-import { renderInvariant, runInvariant, type InvariantResult } from './scenarios/invariant.ts';
+import { renderScaleOut, runScaleOut, scaleOutBudgets, type ScaleOutOptions, type ScaleOutResult } from './scenarios/scale-out.ts';
+import { INVARIANT_BUDGET, renderInvariant, runInvariant, type InvariantResult } from './scenarios/invariant.ts';
 import { renderCommands, runCommands, type CommandsOptions, type CommandsResult } from './scenarios/commands.ts';
-import { renderMetricsCost, runMetricsCost, type MetricsCostResult } from './scenarios/metrics-cost.ts';
+import { METRICS_BUDGET, renderMetricsCost, runMetricsCost, type MetricsCostResult } from './scenarios/metrics-cost.ts';
 import { renderBackup, runBackup, type BackupOptions, type BackupResult } from './scenarios/backup.ts';
 
 // ---------------------------------------------------------------------------------------------------
@@ -340,7 +340,18 @@ if (report.loadavg.after[0] > cores * 0.75 && mode !== 'smoke') {
 report.ratios = computeRatios(report);
 if (invariantCost) report.ratios.setPriceCpuInvariantOverPlain = invariantCost.medianRatio;
 if (metricsCost) report.ratios.setPriceCpuMetricsOnOverOff = metricsCost.medianRatio;
-report.budgets = evaluateBudgets(report, report.ratios);
+// The sections' budgets join the table, so that one run shows every budget (issues 21-23 and 25).
+report.budgets = [
+  ...evaluateBudgets(report, report.ratios),
+  ...(invariantCost ? [budget('invariantCpu', 'durable set_price server CPU with one invariant / without (median of paired rounds)', '<=', INVARIANT_BUDGET, invariantCost.medianRatio, 'x', `${invariantCost.b.srvCpuUsPerCall.toFixed(0)} against ${invariantCost.a.srvCpuUsPerCall.toFixed(0)} µs/call; see "Invariant cost"`)] : []),
+  ...(metricsCost ? [budget('metricsCpu', 'durable set_price server CPU with metrics on / off (median of paired rounds)', '<=', METRICS_BUDGET, metricsCost.medianRatio, 'x', `${metricsCost.b.srvCpuUsPerCall.toFixed(0)} against ${metricsCost.a.srvCpuUsPerCall.toFixed(0)} µs/call; the hooks alone ${metricsCost.hookUsPerCall.toFixed(2)} µs/call; see "Metrics cost"`)] : []),
+  ...(commands ? [budget('lendCpu', 'app command `lend` (two entities) server CPU / set_price', '<=', commands.budget, commands.ratio, 'x', `${commands.lend.srvCpuUsPerCall.toFixed(0)} against ${commands.setPrice.srvCpuUsPerCall.toFixed(0)} µs/call`)] : []),
+  ...(backup ? [
+    budget('backupP99', 'write p99 during `wo backup` / before it', '<=', 2, backup.p99Ratio, 'x', `${backup.events.toLocaleString('en-US')} events; see "Online backup"`),
+    budget('backupTime', '`wo backup` time / `wo verify` time on the same log', '<=', 2, backup.timeRatio, 'x', `${backup.backupMs} against ${backup.verifyMs} ms`),
+  ] : []),
+  ...(scaleOut && !scaleOut.skipped ? scaleOutBudgets(scaleOut) : []),
+];
 report.wallMs = performance.now() - wallStart;
 
 const md = renderMarkdown(report) + (invariantCost ? `\n${renderInvariant(invariantCost)}` : '') + (scaleOut ? `\n${renderScaleOut(scaleOut)}` : '') + (commands ? `\n${renderCommands(commands)}\n` : '') + (metricsCost ? `\n${renderMetricsCost(metricsCost)}\n` : '') + (backup ? `\n${renderBackup(backup)}\n` : '');

@@ -1,8 +1,10 @@
-// Scale-out (issue 14): writeonce nodes sharing one PostgreSQL log, against one embedded node, side by side.
+// Scale-out (issues 14 and 22): writeonce nodes sharing one PostgreSQL log, against one embedded node, side by side.
 //  - a PostgreSQL primary and two synchronous standbys on loopback (scripts/pg-cluster.sh, ANY 1 of 2: an ack is
-//    fsynced on the primary and on one standby), and 3 `wo run --store` nodes over it;
-//  - durable creates/s and set_price/s at 32 and 256 in flight: through the 3 nodes (the load split evenly, one
-//    closed-loop generator per node) against one embedded node; ack p50/p99 from the merged histograms;
+//    fsynced on the primary and on one standby), and 1, then 3 `wo run --store` nodes over it;
+//  - the floor on the same cluster: bench/peers/pg-floor.ts, plain `pg` doing the same batched inserts (one
+//    statement per group of waiting requests) behind the same HTTP shape;
+//  - durable creates/s and set_price/s at 32 and 256 in flight: one embedded node, the floor, 1 node and 3 nodes on
+//    PostgreSQL (the load split evenly, one closed-loop generator per node); ack p50/p99 from the merged histograms;
 //  - CPU per write: the writeonce nodes' (summed), and PostgreSQL's (every postgres process of the cluster);
 //  - commit to notification: one set_price at a time through node A, timed from just before the request to the
 //    notification on a listen stream on node C (another node: through the log, the notification and C's
@@ -16,7 +18,8 @@ import { clockTicksPerSecond, cpuBetween, sampleCpu, type CpuSample } from '../l
 import { LatencyHistogram } from '../lib/histogram.ts';
 import { runLoad, type LoadResult } from '../lib/load.ts';
 import { openListen } from '../lib/subscribers.ts';
-import { freshDataDir, isRow, repoRoot, restCreate, restSetPrice, seedProducts, startWo, type SpawnedServer } from '../lib/wo.ts';
+import { freshDataDir, isRow, repoRoot, restCreate, restSetPrice, seedProducts, spawnPeer, startWo, type SpawnedServer } from '../lib/wo.ts';
+import { budget, type Budget } from '../report.ts';
 import { spawnWo } from '../../testkit/spawn.ts';
 import type { BenchContext } from './context.ts';
 
@@ -29,8 +32,10 @@ export interface ScaleOutOptions {
   notifyCommits: number;
 }
 
+export type Setup = 'embedded x1' | 'pg floor x1' | 'postgres x1' | 'postgres x3';
+
 export interface ScaleOutWindow {
-  setup: 'embedded x1' | 'postgres x3';
+  setup: Setup;
   op: 'create' | 'set_price';
   inFlight: number;
   calls: number;
@@ -38,7 +43,7 @@ export interface ScaleOutWindow {
   callsPerSec: number;
   p50Ms: number;
   p99Ms: number;
-  /** the writeonce processes' CPU per write, summed over the nodes */
+  /** the writeonce processes' CPU per write, summed over the nodes (the floor's process for the floor) */
   woCpuUsPerWrite: number;
   /** PostgreSQL's CPU per write (every server process of the cluster); 0 for the embedded node */
   pgCpuUsPerWrite: number;
@@ -192,13 +197,25 @@ export async function runScaleOut(ctx: BenchContext, o: ScaleOutOptions): Promis
   ctx.phase('scale-out: starting a PostgreSQL primary and two synchronous standbys');
   const url = execFileSync('bash', [SCRIPT, 'start', pgDir, String(base)], { encoding: 'utf8' }).trim().split('\n').pop()!;
   const nodes: SpawnedServer[] = [];
+  const startNode = async (k: number) => {
+    const data = freshDataDir(ctx.dataRoot, `scaleout-node${k}`);
+    ctx.track(data);
+    nodes.push(await spawnWo(['run', 'examples/pricing', '--data', data, '--listen', '127.0.0.1:0', '--store', url], { readyTimeoutMs: 30_000, stopTimeoutMs: 5000, env: { WO_LOG_LEVEL: 'Info' } }));
+  };
   try {
-    for (let k = 0; k < 3; k++) {
-      const data = freshDataDir(ctx.dataRoot, `scaleout-node${k}`);
-      ctx.track(data);
-      nodes.push(await spawnWo(['run', 'examples/pricing', '--data', data, '--listen', '127.0.0.1:0', '--store', url], { readyTimeoutMs: 30_000, stopTimeoutMs: 5000, env: { WO_LOG_LEVEL: 'Info' } }));
+    // The floor first, alone with the cluster (its tables are its own).
+    ctx.phase('scale-out: the plain pg floor on the same cluster');
+    const floor = await spawnPeer('bench/peers/pg-floor.ts', { env: { STORE_URL: url } });
+    try {
+      await seedProducts(floor.url, o.products);
+      windows.push(...(await measureSetup(ctx, 'pg floor x1', [floor], o, 1)));
+    } finally {
+      await floor.stop();
     }
+    await startNode(0);
     await seedProducts(nodes[0].url, o.products);
+    windows.push(...(await measureSetup(ctx, 'postgres x1', nodes, o, 1)));
+    await Promise.all([startNode(1), startNode(2)]);
     windows.push(...(await measureSetup(ctx, 'postgres x3', nodes, o, 1)));
     ctx.phase('scale-out: commit to notification, node A to a listen stream on node C, and on node A');
     const otherNode = await notifyLatency(nodes[0], nodes[2], 1, o.notifyCommits);
@@ -210,6 +227,38 @@ export async function runScaleOut(ctx: BenchContext, o: ScaleOutOptions): Promis
   }
 }
 
+/** Issue 22's budgets (architecture.md), judged on this run's windows: PASS, MISS, or n/a when a side is missing. */
+export const SCALE_OUT_BUDGET = { cpuOverEmbedded: 1.5, rateOverFloor: 0.8, threeOverOne: 1, notifyOtherOverSame: 1.5 } as const;
+
+export function scaleOutBudgets(r: ScaleOutResult): Budget[] {
+  const w = (setup: Setup, op: ScaleOutWindow['op'], inFlight: number) => r.windows.find((x) => x.setup === setup && x.op === op && x.inFlight === inFlight);
+  const out: Budget[] = [];
+  const add = (id: string, name: string, want: '<=' | '>=', threshold: number, value: number | undefined, detail: string) =>
+    out.push(budget(id, name, want, threshold, value ?? Number.NaN, 'x', detail));
+  const f = (n: number) => n.toFixed(0);
+  for (const op of ['create', 'set_price'] as const) {
+    for (const inFlight of [32, 256]) {
+      const emb = w('embedded x1', op, inFlight);
+      const one = w('postgres x1', op, inFlight);
+      const three = w('postgres x3', op, inFlight);
+      const floor = w('pg floor x1', op, inFlight);
+      add(`pgCpu.${op}.${inFlight}`, `wo CPU per durable ${op}, 1 node on PostgreSQL / embedded, ${inFlight} in flight`, '<=', SCALE_OUT_BUDGET.cpuOverEmbedded,
+        one && emb ? one.woCpuUsPerWrite / emb.woCpuUsPerWrite : undefined, one && emb ? `${f(one.woCpuUsPerWrite)} against ${f(emb.woCpuUsPerWrite)} µs/write` : '');
+      if (inFlight === 256) {
+        add(`pgRateOverFloor.${op}`, `${op}s/s, 1 node on PostgreSQL / the plain pg floor, 256 in flight`, '>=', SCALE_OUT_BUDGET.rateOverFloor,
+          one && floor ? one.callsPerSec / floor.callsPerSec : undefined, one && floor ? `${f(one.callsPerSec)} against ${f(floor.callsPerSec)}/s (floor ${f(floor.woCpuUsPerWrite)} µs/write of its own CPU)` : '');
+      }
+      add(`threeOverOne.${op}.${inFlight}`, `${op}s/s, 3 nodes / 1 node on PostgreSQL, ${inFlight} in flight`, '>=', SCALE_OUT_BUDGET.threeOverOne,
+        three && one ? three.callsPerSec / one.callsPerSec : undefined,
+        three && one ? `${f(three.callsPerSec)} against ${f(one.callsPerSec)}/s; wo CPU ${f(three.woCpuUsPerWrite)} against ${f(one.woCpuUsPerWrite)} µs/write (3 nodes share 2 cores)` : '');
+    }
+  }
+  const n = r.notify;
+  add('notifyOtherNode', 'commit to notification p99, subscriber on another node / on the writing node', '<=', SCALE_OUT_BUDGET.notifyOtherOverSame,
+    n.commits > 0 ? n.otherNode.p99Ms / n.sameNode.p99Ms : undefined, `${n.otherNode.p99Ms.toFixed(1)} against ${n.sameNode.p99Ms.toFixed(1)} ms over ${n.commits} commits`);
+  return out;
+}
+
 /** The section of the report. */
 export function renderScaleOut(r: ScaleOutResult): string {
   if (r.skipped) return `## Scale-out (PostgreSQL, 3 nodes)\n\nskipped: ${r.skipped}\n`;
@@ -218,13 +267,17 @@ export function renderScaleOut(r: ScaleOutResult): string {
   return [
     '## Scale-out (PostgreSQL, 3 nodes)',
     '',
-    'Durable writes through 3 `wo run --store` nodes on a primary and two synchronous standbys (ANY 1), against one embedded node; all on this machine.',
+    'Durable writes through 1 and 3 `wo run --store` nodes on a primary and two synchronous standbys (ANY 1), against one embedded node and the plain `pg` floor (bench/peers/pg-floor.ts) on the same cluster; all on this machine. For the floor, "wo CPU" is the floor process\'s.',
     '',
     '| setup | op | in flight | writes/s | ack p50 ms | ack p99 ms | wo CPU µs/write | PostgreSQL CPU µs/write | errors |',
     '|---|---|---:|---:|---:|---:|---:|---:|---:|',
     ...rows,
     '',
     `Commit to notification (${r.notify.commits} commits, one at a time, from before the request): subscriber on another node p50 ${f(r.notify.otherNode.p50Ms, 1)} ms, p99 ${f(r.notify.otherNode.p99Ms, 1)} ms; on the writing node p50 ${f(r.notify.sameNode.p50Ms, 1)} ms, p99 ${f(r.notify.sameNode.p99Ms, 1)} ms.`,
+    '',
+    '| budget (issue 22) | measured | want | verdict | how |',
+    '|---|---:|---:|---|---|',
+    ...scaleOutBudgets(r).map((b) => `| ${b.name} | ${Number.isFinite(b.value) ? `${b.value.toFixed(2)}x` : '-'} | ${b.want} | **${b.result}** | ${b.detail} |`),
     '',
   ].join('\n');
 }
