@@ -162,6 +162,8 @@ describe.skipIf(!haveBinaries)("the PostgreSQL store under a paused primary, a p
     nodes.push(fresh)
     expect(fresh.output()).toMatch(/2 writable PostgreSQL servers/)
     expect(fresh.output()).toContain(`PostgreSQL primary 127.0.0.1:${cluster.port(cluster.primary())}`)
+    // One connection for the log, its tailer and the session store: the primary is found (and logged) once.
+    expect(fresh.output().match(/store: PostgreSQL primary /g)).toHaveLength(1)
     // It serves the promoted primary's log (the old one lacks the writes made since the promotion)...
     expect(await convergeOn(fresh.loopbackUrl, await latestRows(cluster, DB))).toEqual([])
     // ...and writes to it.
