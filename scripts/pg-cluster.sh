@@ -2,12 +2,16 @@
 # A PostgreSQL primary and two synchronous standbys on loopback, for tests and demos of `wo run --store`.
 #
 #   scripts/pg-cluster.sh start <dir> [base-port]   primary on base-port (default 54320), standbys s1, s2 on the next two;
-#                                                   on a cluster already made, starts whatever is not running
+#                                                   on a cluster already made, starts whatever is not running: the
+#                                                   current primary as it is, every other node as its standby (an old
+#                                                   primary is first rewound onto the new primary's timeline with
+#                                                   pg_rewind; one that cannot be is left stopped, never writable)
 #   scripts/pg-cluster.sh stop <dir>                stops whatever of the three is running (idempotent)
 #   scripts/pg-cluster.sh kill <dir> <node>         kill -9 of one server's postmaster (primary, s1 or s2): a crash
 #   scripts/pg-cluster.sh promote <dir> [node]      failover after the primary is lost (and fenced): promotes the
 #                                                   standby given, else the one that received the most WAL, and
 #                                                   points the other standby at it; prints the promoted node
+#                                                   (recorded in <dir>/primary-node for `start`)
 #
 # `start` prints the connection string (every host listed; writeonce finds the writable one) as its last line.
 # The primary runs with synchronous_commit=on and synchronous_standby_names='ANY 1 (s1, s2)': a commit returns
@@ -76,6 +80,54 @@ running() { # node
   as_pg "$BIN/pg_ctl" -D "$dir/$1" status >/dev/null 2>&1
 }
 
+# The node that takes writes: the one promoted last (recorded by `promote`), else the first primary.
+current_primary() {
+  if [ -f "$dir/primary-node" ]; then cat "$dir/primary-node"; else echo primary; fi
+}
+
+# The two nodes other than the given one.
+others_of() { # node
+  local n
+  for n in "${NODES[@]}"; do [ "$n" = "$1" ] || echo "$n"; done
+}
+
+stop_node() { # node
+  as_pg "$BIN/pg_ctl" -D "$dir/$1" -m fast -w -t 30 stop >/dev/null 2>&1 \
+    || as_pg "$BIN/pg_ctl" -D "$dir/$1" -m immediate -w stop >/dev/null 2>&1 || true
+}
+
+# Makes `node` a standby of `primary` (its slot there, its conninfo, standby.signal) and starts it. A node without
+# standby.signal was a primary: it may hold commits the new primary never had (never acknowledged: an ack needed a
+# standby), so it is first rewound to the point where the timelines forked. Fails (leaving it stopped) if it cannot be.
+as_standby() { # node primary
+  local node=$1 primary=$2 pport
+  pport=$(port_of "$primary")
+  if [ ! -f "$dir/$node/standby.signal" ]; then
+    if running "$node"; then stop_node "$node"; fi
+    echo "pg-cluster: $node was a primary; rewinding it onto $primary's timeline" >&2
+    # pg_rewind reads the source's timeline from its control file, updated by the first checkpoint after promotion.
+    sql "$pport" "checkpoint" >/dev/null
+    as_pg "$BIN/pg_rewind" -D "$dir/$node" --source-server="host=127.0.0.1 port=$pport user=postgres dbname=postgres" \
+      >"$dir/$node.rewind.log" 2>&1 || { cat "$dir/$node.rewind.log" >&2; return 1; }
+  fi
+  sql "$pport" "select pg_create_physical_replication_slot('$node') where not exists (select 1 from pg_replication_slots where slot_name = '$node')" >/dev/null
+  if ! running "$node"; then
+    # pg_rewind copies the source's configuration: the node's own port and names go last (the last setting wins).
+    cat >>"$dir/$node/postgresql.auto.conf" <<EOF
+port = $(port_of "$node")
+primary_conninfo = 'host=127.0.0.1 port=$pport user=postgres application_name=$node'
+primary_slot_name = '$node'
+EOF
+    as_pg touch "$dir/$node/standby.signal"
+    start_node "$node"
+  fi
+}
+
+# Whether the node's server takes writes (running and not in recovery).
+writable() { # node
+  [ "$(sql "$(port_of "$1")" "select not pg_is_in_recovery()" 2>/dev/null || true)" = t ]
+}
+
 case "$cmd" in
   stop)
     stop_cluster
@@ -112,6 +164,11 @@ case "$cmd" in
       [ "$(sql "$new_port" "select pg_is_in_recovery()")" = f ] && break
       sleep 0.1
     done
+    echo "$node" >"$dir/primary-node"
+    # Quorum of the two other nodes (the old primary counts once it is rejoined by `start`).
+    names=$(others_of "$node" | paste -sd, - | sed 's/,/, /')
+    sql "$new_port" "alter system set synchronous_standby_names = 'ANY 1 ($names)'" >/dev/null
+    sql "$new_port" "select pg_reload_conf()" >/dev/null
     other=s1
     [ "$node" = s1 ] && other=s2
     if running "$other"; then
@@ -139,9 +196,11 @@ case "$cmd" in
       chown postgres: "$dir"
     fi
     if [ -f "$dir/primary/PG_VERSION" ]; then
-      # Already made: start what is not running.
-      for node in "${NODES[@]}"; do
-        as_pg "$BIN/pg_ctl" -D "$dir/$node" status >/dev/null 2>&1 || start_node "$node"
+      # Already made: the current primary as it is, every other node as its standby (never a second writable server).
+      primary=$(current_primary)
+      running "$primary" || start_node "$primary"
+      for node in $(others_of "$primary"); do
+        as_standby "$node" "$primary" || { stop_node "$node"; echo "pg-cluster: could not rejoin $node as a standby of $primary; left stopped" >&2; }
       done
     else
       echo "$base" >"$dir/base-port"
@@ -162,6 +221,8 @@ synchronous_commit = on
 synchronous_standby_names = 'ANY 1 (s1, s2)'
 wal_keep_size = '256MB'
 max_connections = 200
+# pg_rewind (an old primary rejoins as a standby after a promotion) needs hint bits WAL-logged.
+wal_log_hints = on
 EOF
       echo "host replication all 127.0.0.1/32 trust" >>"$dir/primary/pg_hba.conf"
       start_node primary
@@ -181,17 +242,24 @@ EOF
     fi
     # Ready once both standbys stream as quorum members; then the database (its commit needs one of them).
     # A node killed just before may still have looked alive above (its postmaster not yet reaped): start it now.
+    primary=$(current_primary)
+    pport=$(port_of "$primary")
     for i in $(seq 1 300); do
-      n=$(sql "${ports[0]}" "select count(*) from pg_stat_replication where sync_state = 'quorum' and state = 'streaming'" 2>/dev/null || echo 0)
+      n=$(sql "$pport" "select count(*) from pg_stat_replication where sync_state = 'quorum' and state = 'streaming'" 2>/dev/null || echo 0)
       [ "$n" = 2 ] && break
       if [ $((i % 20)) = 0 ]; then
-        for node in s1 s2; do running "$node" || start_node "$node"; done
+        for node in $(others_of "$primary"); do running "$node" || as_standby "$node" "$primary" || stop_node "$node"; done
       fi
       sleep 0.1
     done
-    [ "$n" = 2 ] || { echo "pg-cluster: the standbys did not start streaming (see $dir/*.log)" >&2; exit 1; }
-    if [ "$(sql "${ports[0]}" "select count(*) from pg_database where datname = 'writeonce'")" = 0 ]; then
-      sql "${ports[0]}" "create database writeonce" >/dev/null
+    if [ "$n" != 2 ]; then
+      # Giving up: whatever runs besides the primary must not take writes.
+      for node in $(others_of "$primary"); do if writable "$node"; then stop_node "$node"; fi; done
+      echo "pg-cluster: the standbys did not start streaming (see $dir/*.log)" >&2
+      exit 1
+    fi
+    if [ "$(sql "$pport" "select count(*) from pg_database where datname = 'writeonce'")" = 0 ]; then
+      sql "$pport" "create database writeonce" >/dev/null
     fi
     echo "$url"
     ;;

@@ -84,6 +84,12 @@ export interface Settings {
    * number with ms, s, m, h or d; default 24h). A retry within it gets the first answer; older keys are pruned.
    */
   readonly idempotencyTtlMs: number
+  /**
+   * On PostgreSQL, how long a statement or a durable write may wait for the primary before it fails with 503
+   * (`WO_STORE_TIMEOUT`: seconds, or a number with ms, s, m, h or d; default 5s). A paused primary then fails
+   * writes instead of holding them; reads of this node's rows go on.
+   */
+  readonly storeTimeoutMs: number
 }
 
 export class WoConfig extends Context.Tag("writeonce/Config")<WoConfig, Settings>() {}
@@ -184,7 +190,8 @@ export const loadSettings = (defaults: { readonly dataDir: string }, overrides: 
         Config.withDefault("1"),
         Config.map((s) => !["off", "0", "false", "no"].includes(s.toLowerCase()))
       ),
-      readyMaxLag: yield* positiveInt("WO_READY_MAX_LAG", 1000)
+      readyMaxLag: yield* positiveInt("WO_READY_MAX_LAG", 1000),
+      storeTimeoutMs: yield* durationMs("WO_STORE_TIMEOUT", "5s")
     }
     return { ...settings, ...overrides }
   })

@@ -34,11 +34,11 @@ import { observedLog, WriteHealthLive } from "./metrics/observed-log.ts"
  * MCP sessions then live in PostgreSQL too, so that any node serves any session).
  */
 export const storeLogLayer = (settings: Settings): Layer.Layer<EventLog, StoreUnavailable, LevelDb> =>
-  settings.store === undefined ? ClassicLevelLog : postgresLogLayer(settings.store)
+  settings.store === undefined ? ClassicLevelLog : postgresLogLayer(settings.store, { timeoutMs: settings.storeTimeoutMs })
 
 /** Where legacy MCP sessions live: the data dir, or with `--store` the PostgreSQL store every node shares. */
 const sessionStoreLayer = (settings: Settings) =>
-  settings.store === undefined ? ClassicLevelSessionStore : postgresSessionStoreLayer(settings.store)
+  settings.store === undefined ? ClassicLevelSessionStore : postgresSessionStoreLayer(settings.store, { timeoutMs: settings.storeTimeoutMs })
 
 export interface CoreOptions {
   /** The event log (default: `storeLogLayer(settings)`); a layer that decorates it (metrics, test faults) goes here. */

@@ -47,8 +47,15 @@ export interface PgCluster {
   readonly sql: <A extends pg.QueryResultRow = any>(database: string, text: string, values?: Array<unknown>) => Promise<Array<A>>
   /** kill -9 of the node's postmaster. */
   readonly kill: (node: PgNode) => void
-  /** Starts whatever is not running (a killed standby comes back and catches up). */
+  /**
+   * `pg-cluster.sh start`: starts whatever is not running (a killed standby comes back and catches up), every
+   * node but the current primary as its standby (an old primary rewound first).
+   */
   readonly restart: () => void
+  /** Starts the node's server as it is, bypassing the script: an old primary comes back writable (the operator's mistake). */
+  readonly startAsIs: (node: PgNode) => void
+  /** SIGSTOP (true) or SIGCONT (false) to every process of the node's server: a paused primary, not a dead one. */
+  readonly pause: (node: PgNode, paused: boolean) => void
   /** Promotes the most advanced standby and points the other at it; returns the promoted node. */
   readonly promote: () => PgNode
   readonly stop: () => void
@@ -89,6 +96,24 @@ export const startCluster = async (): Promise<PgCluster> => {
     sql,
     kill: (node) => void run("kill", dir, node),
     restart: () => void run("start", dir),
+    startAsIs: (node) => {
+      const bin = fs.readdirSync("/usr/lib/postgresql").sort().map((v) => `/usr/lib/postgresql/${v}/bin/pg_ctl`).filter((f) => fs.existsSync(f)).pop() ?? "pg_ctl"
+      const args = ["-D", path.join(dir, node), "-l", path.join(dir, `${node}.log`), "-w", "-t", "60", "start"]
+      if (process.getuid?.() === 0) execFileSync("runuser", ["-u", "postgres", "--", bin, ...args], { stdio: "ignore" })
+      else execFileSync(bin, args, { stdio: "ignore" })
+    },
+    pause: (node, paused) => {
+      // The postmaster and its children (backends, walsenders): stopping the postmaster alone leaves backends answering.
+      const postmaster = Number(fs.readFileSync(path.join(dir, node, "postmaster.pid"), "utf8").split("\n")[0])
+      const children = fs.readdirSync("/proc").filter((p) => /^\d+$/.test(p)).filter((p) => {
+        try {
+          return Number(fs.readFileSync(`/proc/${p}/stat`, "utf8").replace(/^.*\) /, "").split(" ")[1]) === postmaster
+        } catch {
+          return false // exited meanwhile
+        }
+      })
+      for (const pid of [postmaster, ...children.map(Number)]) process.kill(pid, paused ? "SIGSTOP" : "SIGCONT")
+    },
     promote: () => (primary = run("promote", dir).trim().split("\n").pop() as PgNode),
     stop: () => {
       run("stop", dir)

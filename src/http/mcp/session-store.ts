@@ -15,7 +15,7 @@
  */
 import { Context, Effect, Layer, Schema } from "effect"
 import { type Db, LevelDb } from "../../log/level-db.ts"
-import { PgConnection, pgConnectionLayer } from "../../log/postgres/connection.ts"
+import { PgConnection, pgConnectionLayer, type PgConnectionOptions } from "../../log/postgres/connection.ts"
 import { SCHEMA } from "../../log/postgres/schema.ts"
 import { StoreUnavailable } from "../../domain/errors.ts"
 
@@ -195,5 +195,9 @@ export const PostgresSessionStore = Layer.effect(
     }))
 )
 
-/** The shared session store of the PostgreSQL store at `url`, over a small pool of its own. */
-export const postgresSessionStoreLayer = (url: string) => PostgresSessionStore.pipe(Layer.provide(pgConnectionLayer(url)))
+/**
+ * The shared session store of the PostgreSQL store at `url`, over the runtime's one connection to it (the log's:
+ * `pgConnectionLayer` gives the same layer for the same URL), so session reads follow a failover with the log.
+ */
+export const postgresSessionStoreLayer = (url: string, options: PgConnectionOptions = {}) =>
+  PostgresSessionStore.pipe(Layer.provide(pgConnectionLayer(url, options)))

@@ -1,6 +1,15 @@
 /**
  * The connection to the PostgreSQL store: the writable primary among the listed hosts, and a small pool to it
- * that closes with the scope. Every failure is a StoreUnavailable naming what failed.
+ * that closes with the scope. Every failure is a StoreUnavailable naming what failed. One per runtime: the log,
+ * its tailer and the legacy session store share it (`pgConnectionLayer` is memoised by URL), so they all follow
+ * a failover at once.
+ *
+ * Fencing: of the writable hosts, the one on the highest timeline wins, then the one furthest in its WAL (see
+ * `choosePrimary`); a host on a lower timeline than one this node already used is never taken.
+ *
+ * Bounded stalls: every statement, and every append as a whole, fails after `timeoutMs` (WO_STORE_TIMEOUT) when
+ * the primary does not answer (stopped, partitioned); the failure starts a search for the primary, which finds
+ * the same one again once it answers.
  *
  * Each pooled connection runs with `synchronous_commit=on` whatever the server's or role's default, so a commit
  * returns only once it is durable as the server's `synchronous_standby_names` requires (the cluster script asks
@@ -21,6 +30,10 @@ export interface PgConnectionShape {
   readonly primary: () => StoreHost
   /** How many times the primary changed since this connection was made. */
   readonly generation: () => number
+  /** How long a statement, or an append as a whole, may wait for the primary (WO_STORE_TIMEOUT). */
+  readonly timeoutMs: number
+  /** The effect, failed as the primary's loss (a search starts) when it takes longer than `timeoutMs`. */
+  readonly bounded: <A, R>(what: string, effect: Effect.Effect<A, StoreUnavailable, R>) => Effect.Effect<A, StoreUnavailable, R>
   readonly database: string
   /** Runs one statement on any pooled connection. */
   readonly query: <R extends pg.QueryResultRow = pg.QueryResultRow>(
@@ -41,7 +54,15 @@ export interface PgConnectionShape {
 
 export class PgConnection extends Context.Tag("writeonce/PgConnection")<PgConnection, PgConnectionShape>() {}
 
-const clientConfig = (target: StoreTarget, host: StoreHost): pg.ClientConfig => ({
+/** The store's bound on a wait for the primary when none is configured (WO_STORE_TIMEOUT's default). */
+export const DEFAULT_STORE_TIMEOUT_MS = 5000
+
+export interface PgConnectionOptions {
+  /** WO_STORE_TIMEOUT: how long a statement or an append may wait for the primary. */
+  readonly timeoutMs?: number
+}
+
+const clientConfig = (target: StoreTarget, host: StoreHost, timeoutMs: number): pg.ClientConfig => ({
   host: host.host,
   port: host.port,
   ...(target.user !== undefined ? { user: target.user } : {}),
@@ -50,6 +71,9 @@ const clientConfig = (target: StoreTarget, host: StoreHost): pg.ClientConfig => 
   ...(target.ssl ? { ssl: true } : {}),
   application_name: target.applicationName,
   connectionTimeoutMillis: target.connectTimeout * 1000,
+  // Client-side: a stopped server enforces no statement_timeout. The connection is then discarded.
+  query_timeout: timeoutMs,
+  keepAlive: true,
   options: "-c synchronous_commit=on"
 })
 
@@ -62,10 +86,17 @@ const lostPrimary = (e: unknown) => {
   return typeof code !== "string" || /^(08|57P|53|58)/.test(code) || code === "25006" || !/^[0-9A-Z]{5}$/.test(code)
 }
 
-/** Whether the host is a writable primary (not in recovery, not read-only); a string says why it cannot be used. */
-const probe = (target: StoreTarget, host: StoreHost) =>
-  Effect.promise(async (): Promise<true | string> => {
-    const client = new pg.Client(clientConfig(target, host))
+/** A writable host as probed: its timeline and its WAL position (bytes since 0/0). */
+export interface Writable {
+  readonly host: StoreHost
+  readonly timeline: number
+  readonly lsn: bigint
+}
+
+/** Whether the host is a writable primary (not in recovery, not read-only), with its timeline; a string says why not. */
+const probe = (target: StoreTarget, host: StoreHost, timeoutMs: number) =>
+  Effect.promise(async (): Promise<Writable | string> => {
+    const client = new pg.Client(clientConfig(target, host, timeoutMs))
     client.on("error", () => undefined)
     try {
       await client.connect()
@@ -74,42 +105,78 @@ const probe = (target: StoreTarget, host: StoreHost) =>
       )
       if (rows[0].standby) return "a standby"
       if (rows[0].read_only === "on") return "read-only"
-      return true
+      // The timeline this server writes on now: the first 8 hex digits of its current WAL file's name
+      // (pg_control_checkpoint() only shows the new timeline after the checkpoint that follows a promotion).
+      const at = await client.query<{ timeline: string; lsn: string }>(
+        "select substr(pg_walfile_name(pg_current_wal_lsn()), 1, 8) as timeline, (pg_current_wal_lsn() - '0/0'::pg_lsn)::text as lsn"
+      )
+      return { host, timeline: parseInt(at.rows[0].timeline, 16), lsn: BigInt(at.rows[0].lsn.replace(/\..*$/, "")) }
     } catch (e) {
       return describe(e)
     } finally {
-      await client.end().catch(() => undefined)
+      client.end().catch(() => undefined)
     }
   })
 
-/** The first writable host of the list, as libpq's `target_session_attrs=read-write` picks it. */
-export const findPrimary = (target: StoreTarget) =>
+const describeWritable = (w: Writable) => `${describeHost(w.host)} (timeline ${w.timeline}, WAL at ${w.lsn})`
+
+/**
+ * Fencing: which writable host is the primary. Every promotion starts a new timeline, so an old primary that
+ * came back writable (or a standby promoted by mistake from an older state) is on a lower timeline than the one
+ * promoted after it, whatever its WAL position: it is behind, or has diverged. So the highest timeline wins, and
+ * between two on one timeline (two standbys of one primary both promoted), the one furthest in its WAL. A host
+ * below `floor` (the timeline this node used last) is refused even when it is the only one writable: the newer
+ * primary is down, and the old one would serve a past that was overwritten. No table or extra step at promotion
+ * is needed: PostgreSQL records the timeline itself.
+ */
+export const choosePrimary = (writable: ReadonlyArray<Writable>, floor: number): { readonly chosen?: Writable; readonly refused: ReadonlyArray<Writable> } => {
+  const ranked = [...writable].sort((a, b) => b.timeline - a.timeline || (b.lsn > a.lsn ? 1 : b.lsn < a.lsn ? -1 : 0))
+  const chosen = ranked[0] !== undefined && ranked[0].timeline >= floor ? ranked[0] : undefined
+  return { ...(chosen !== undefined ? { chosen } : {}), refused: chosen === undefined ? ranked : ranked.slice(1) }
+}
+
+/**
+ * The primary among the store's hosts (all probed at once), chosen by `choosePrimary`. Several writable hosts
+ * are logged as an error: all but the chosen one must be fenced by the operator.
+ */
+export const findPrimary = (target: StoreTarget, options: { readonly timeoutMs?: number; readonly floor?: number } = {}) =>
   Effect.gen(function* () {
-    const refused: Array<string> = []
-    for (const host of target.hosts) {
-      const answer = yield* probe(target, host)
-      if (answer === true) return host
-      refused.push(`${describeHost(host)}: ${answer}`)
+    const timeoutMs = options.timeoutMs ?? DEFAULT_STORE_TIMEOUT_MS
+    const floor = options.floor ?? 0
+    const answers = yield* Effect.all(target.hosts.map((host) => probe(target, host, timeoutMs)), { concurrency: "unbounded" })
+    const writable = answers.filter((a): a is Writable => typeof a !== "string")
+    const { chosen, refused } = choosePrimary(writable, floor)
+    if (writable.length > 1 || (chosen === undefined && writable.length > 0)) {
+      yield* Effect.logError(
+        `store: ${writable.length} writable PostgreSQL servers: ${writable.map(describeWritable).join(", ")}. ` +
+          (chosen !== undefined ? `Using ${describeHost(chosen.host)}; ` : `This node already used timeline ${floor}; `) +
+          `refusing ${refused.map((w) => describeHost(w.host)).join(", ")} (behind or diverged: stop it, or rejoin it as a standby with pg_rewind)`
+      )
     }
-    return yield* new StoreUnavailable({ reason: `no writable PostgreSQL primary among the store's hosts (${refused.join("; ")})` })
+    if (chosen !== undefined) return chosen
+    const why = answers.map((a, i) => `${describeHost(target.hosts[i])}: ${typeof a === "string" ? a : `stale (timeline ${a.timeline} < ${floor})`}`)
+    return yield* new StoreUnavailable({ reason: `no writable PostgreSQL primary among the store's hosts (${why.join("; ")})` })
   })
 
 /**
  * The connection for a `--store` URL: its primary found, a pool opened, closed when the scope closes. When the
- * primary is lost, the hosts are probed again (at most once at a time) and a new pool opened to the writable one:
- * a node carries on after a standby is promoted.
+ * primary is lost (or stops answering), the hosts are probed again (at most once at a time) and a new pool opened
+ * to the primary then: a node carries on after a standby is promoted, and on the same pool when the primary
+ * merely paused.
  */
-export const makePgConnection = (url: string) =>
+export const makePgConnection = (url: string, options: PgConnectionOptions = {}) =>
   Effect.gen(function* () {
     const target = yield* Effect.mapError(parseStoreUrl(url), (reason) => new StoreUnavailable({ reason }))
+    const timeoutMs = options.timeoutMs ?? DEFAULT_STORE_TIMEOUT_MS
     const openPool = (host: StoreHost) => {
-      const p = new pg.Pool({ ...clientConfig(target, host), max: POOL_SIZE, idleTimeoutMillis: 60_000 })
+      // Waiting for a pooled connection is bounded too (all of them may be stuck on a paused primary).
+      const p = new pg.Pool({ ...clientConfig(target, host, timeoutMs), connectionTimeoutMillis: Math.min(timeoutMs, target.connectTimeout * 1000), max: POOL_SIZE, idleTimeoutMillis: 60_000 })
       // An idle connection that dies (the server restarted) must not crash the process: the pool drops it.
       p.on("error", () => undefined)
       return p
     }
-    let current = { primary: yield* findPrimary(target), pool: undefined as unknown as pg.Pool }
-    current.pool = openPool(current.primary)
+    const first = yield* findPrimary(target, { timeoutMs })
+    let current = { primary: first.host, timeline: first.timeline, pool: openPool(first.host) }
     let closed = false
     let generation = 0
     yield* Effect.addFinalizer(() =>
@@ -117,7 +184,7 @@ export const makePgConnection = (url: string) =>
         closed = true
         return current.pool.end().catch(() => undefined)
       }))
-    yield* Effect.logInfo(`store: PostgreSQL primary ${describeHost(current.primary)} (${redactStoreUrl(url)})`)
+    yield* Effect.logInfo(`store: PostgreSQL primary ${describeWritable(first)} (${redactStoreUrl(url)})`)
 
     // Re-finding the primary: one search at a time; failures while one runs just wait for its outcome.
     let searching: Promise<void> | undefined
@@ -125,16 +192,19 @@ export const makePgConnection = (url: string) =>
       if (searching !== undefined || closed || lost !== current.pool) return
       searching = (async () => {
         for (let attempt = 0; !closed && lost === current.pool; attempt++) {
-          const found = await Effect.runPromise(Effect.either(findPrimary(target)))
+          // Never back to an older timeline than the one in use (fencing).
+          const found = await Effect.runPromise(Effect.either(findPrimary(target, { timeoutMs, floor: current.timeline })))
           if (found._tag === "Right") {
+            const now = found.right
+            if (now.host === current.primary && now.timeline === current.timeline) return // it only paused, or restarted
             const old = current.pool
-            current = { primary: found.right, pool: openPool(found.right) }
+            current = { primary: now.host, timeline: now.timeline, pool: openPool(now.host) }
             generation++
             old.end().catch(() => undefined)
-            await Effect.runPromise(Effect.logWarning(`store: the primary changed; now ${describeHost(found.right)}`))
+            await Effect.runPromise(Effect.logWarning(`store: the primary changed; now ${describeWritable(now)}`))
             return
           }
-          // Nothing writable yet (a promotion is under way): look again shortly.
+          // Nothing writable yet (a promotion is under way, or the primary is paused): look again shortly.
           await new Promise((r) => setTimeout(r, Math.min(1000, 100 * (attempt + 1))))
         }
       })().finally(() => {
@@ -145,10 +215,18 @@ export const makePgConnection = (url: string) =>
       if (lostPrimary(e)) search(pool)
       return new StoreUnavailable({ reason: `${what}: ${describe(e)}` })
     }
+    const bounded: PgConnectionShape["bounded"] = (what, effect) =>
+      Effect.suspend(() => {
+        const pool = current.pool
+        return Effect.timeoutFail(effect, {
+          duration: timeoutMs,
+          onTimeout: () => failedOn(pool)(what, new Error(`the primary did not answer within ${timeoutMs} ms (WO_STORE_TIMEOUT)`))
+        })
+      })
     const query: PgConnectionShape["query"] = (what, text, values) =>
       Effect.suspend(() => {
         const pool = current.pool
-        return Effect.tryPromise({ try: () => pool.query(text, values as Array<unknown> | undefined), catch: (e) => failedOn(pool)(what, e) })
+        return bounded(what, Effect.tryPromise({ try: () => pool.query(text, values as Array<unknown> | undefined), catch: (e) => failedOn(pool)(what, e) }))
       })
     const client = Effect.acquireRelease(
       Effect.suspend(() => {
@@ -168,7 +246,7 @@ export const makePgConnection = (url: string) =>
     const dedicated = Effect.acquireRelease(
       Effect.suspend(() => {
         const pool = current.pool
-        const c = new pg.Client(clientConfig(target, current.primary))
+        const c = new pg.Client(clientConfig(target, current.primary, timeoutMs))
         c.on("error", ignore)
         return Effect.as(Effect.tryPromise({ try: () => c.connect(), catch: (e) => failedOn(pool)("cannot connect to the store", e) }), c)
       }),
@@ -177,6 +255,8 @@ export const makePgConnection = (url: string) =>
     return PgConnection.of({
       primary: () => current.primary,
       generation: () => generation,
+      timeoutMs,
+      bounded,
       database: target.database ?? target.user ?? "postgres",
       query,
       client,
@@ -188,4 +268,17 @@ export const makePgConnection = (url: string) =>
 /** A checked-out connection that loses its server reports it through its next query; the event itself is ignored. */
 const ignore = () => undefined
 
-export const pgConnectionLayer = (url: string) => Layer.scoped(PgConnection, makePgConnection(url))
+// One layer value per URL and bound: Effect builds a layer value once per runtime, so the log, its tailer and the
+// session store of one runtime share one connection (and one failover), while two runtimes get one each.
+const layers = new Map<string, Layer.Layer<PgConnection, StoreUnavailable>>()
+
+/** The connection layer for `url`: the same value for the same URL and options, so one runtime builds it once. */
+export const pgConnectionLayer = (url: string, options: PgConnectionOptions = {}) => {
+  const key = `${options.timeoutMs ?? DEFAULT_STORE_TIMEOUT_MS} ${url}`
+  let layer = layers.get(key)
+  if (layer === undefined) {
+    layer = Layer.scoped(PgConnection, makePgConnection(url, options))
+    layers.set(key, layer)
+  }
+  return layer
+}

@@ -16,7 +16,7 @@ import { EventLog, type LogHead, type StoredRow } from "../event-log.ts"
 import { RecordCorrupt } from "../record.ts"
 import { appendBatch } from "./append.ts"
 import { makeFollow } from "./follow.ts"
-import { PgConnection, pgConnectionLayer } from "./connection.ts"
+import { PgConnection, pgConnectionLayer, type PgConnectionOptions } from "./connection.ts"
 import {
   decodeEvent,
   decodeHead,
@@ -129,7 +129,9 @@ export const makePostgresLog = Effect.gen(function* () {
 
   return EventLog.of({
     append: (batch) =>
-      Effect.map(appendBatch(conn, batch), (result) => {
+      // Bounded as a whole: a paused primary fails the batch (503) instead of holding every writer. Whether a batch
+      // cut off after its commit was sent landed is settled by the log: the tailer applies it if it did.
+      Effect.map(conn.bounded("cannot append to the log", appendBatch(conn, batch)), (result) => {
         syncWrites++
         eventsWritten += result.outcomes.filter((o) => typeof o !== "string").length
         // This node's tailer need not wait for the notification's round trip.
@@ -166,5 +168,6 @@ export const makePostgresLog = Effect.gen(function* () {
   })
 })
 
-/** The EventLog on the PostgreSQL store at `url` (several hosts allowed: the writable primary is used). */
-export const postgresLogLayer = (url: string) => Layer.scoped(EventLog, makePostgresLog).pipe(Layer.provide(pgConnectionLayer(url)))
+/** The EventLog on the PostgreSQL store at `url` (several hosts allowed: the primary is chosen, connection.ts). */
+export const postgresLogLayer = (url: string, options: PgConnectionOptions = {}) =>
+  Layer.scoped(EventLog, makePostgresLog).pipe(Layer.provide(pgConnectionLayer(url, options)))
