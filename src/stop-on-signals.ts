@@ -7,6 +7,27 @@ import { Effect, Exit, Layer, Runtime, Scope } from "effect"
 
 const SIGNALS = ["SIGINT", "SIGTERM"] as const
 
+/** How to shut down each runtime of this process that is still up; one listener per signal serves them all. */
+const running = new Set<() => Promise<void>>()
+let stopping = false
+
+const onSignal = (signal: NodeJS.Signals) => {
+  if (process.listenerCount(signal) > 1) return
+  if (stopping) process.exit(130) // a second Ctrl-C: stop now
+  stopping = true
+  void Promise.allSettled([...running].map((stop) => stop())).then(() => process.exit(0))
+}
+
+const enlist = (stop: () => Promise<void>) => {
+  if (running.size === 0) SIGNALS.forEach((s) => process.on(s, onSignal))
+  running.add(stop)
+}
+
+const discharge = (stop: () => Promise<void>) => {
+  running.delete(stop)
+  if (running.size === 0) SIGNALS.forEach((s) => process.off(s, onSignal))
+}
+
 /** `layer`, built in a scope of its own that a signal closes (and then the process exits 0). */
 export const stopOnSignals = <A, E>(layer: Layer.Layer<A, E>): Layer.Layer<A, E> =>
   Layer.scopedContext(
@@ -15,18 +36,9 @@ export const stopOnSignals = <A, E>(layer: Layer.Layer<A, E>): Layer.Layer<A, E>
       yield* Effect.addFinalizer((exit) => Scope.close(own, exit))
       const context = yield* Layer.buildWithScope(layer, own)
       // The finalizers log through the program's runtime (its logger), not a default one.
-      const runFork = Runtime.runFork(yield* Effect.runtime<never>())
-      let stopping = false
-      const onSignal = (signal: NodeJS.Signals) => {
-        if (process.listenerCount(signal) > 1) return
-        if (stopping) process.exit(130) // a second Ctrl-C: stop now
-        stopping = true
-        runFork(Effect.ensuring(Scope.close(own, Exit.void), Effect.sync(() => process.exit(0))))
-      }
-      yield* Effect.acquireRelease(
-        Effect.sync(() => SIGNALS.forEach((s) => process.on(s, onSignal))),
-        () => Effect.sync(() => SIGNALS.forEach((s) => process.off(s, onSignal)))
-      )
+      const runPromise = Runtime.runPromise(yield* Effect.runtime<never>())
+      const stop = () => runPromise(Scope.close(own, Exit.void))
+      yield* Effect.acquireRelease(Effect.sync(() => enlist(stop)), () => Effect.sync(() => discharge(stop)))
       return context
     })
   )
