@@ -314,7 +314,7 @@ const wo = Command.make("wo").pipe(
 
 const cli = Command.run(wo, { name: "writeonce", version: VERSION })
 
-/** Expected failures print one clear line and exit 1; anything else is a bug and prints its cause. */
+/** Expected failures print one clear line and exit 1 (or `code`); anything else is a bug and prints its cause. */
 const fatal = (message: string, code = 1) => Effect.zipRight(Console.error(`wo: ${message}`), Effect.sync(() => process.exit(code)))
 /** A wrong command line: one line, exit 2 (as a shell's builtins and most CLIs do). */
 const usage = (message: string) => fatal(message, 2)
