@@ -3,6 +3,8 @@
  * projection can be rebuilt from the log, `wo verify <data-dir>` checks the store (neither writes the data dir),
  * `wo repair-current <data-dir>` brings back a lost CURRENT; `wo init <dir>` starts an app and `wo test <app-dir>`
  * tests one (src/init, src/testing). A thin shell over `writeOnceLayer`.
+ *
+ * Exit codes: 0 done, 1 the command failed (one `wo: ...` line), 2 the command line was wrong (one line naming what).
  */
 import { Args, Command, Options, ValidationError } from "@effect/cli"
 import * as NodeContext from "@effect/platform-node/NodeContext"
@@ -21,15 +23,13 @@ import { PgConnection, pgConnectionLayer } from "./log/postgres/connection.ts"
 import { postgresLogLayer } from "./log/postgres/postgres-log.ts"
 import { verifyPostgresStore } from "./log/postgres/verify.ts"
 import { loadSettings, parseListen, type Settings } from "./config.ts"
-import { HttpServer } from "./http/server.ts"
 import { loadApp } from "./load-app.ts"
 import { LoggerLive } from "./logger.ts"
+import { PlainConsoleLive } from "./plain-console.ts"
 import { replay } from "./projections/replay.ts"
 import { upcastingLog } from "./projections/upcasting-log.ts"
 import { compileApp } from "./domain/compile.ts"
-import { Rows } from "./projections/rows.ts"
 import { writeOnceLayer } from "./runtime.ts"
-import { Catalog } from "./domain/app-catalog.ts"
 import { VERSION } from "./version.ts"
 import { StoreUnavailable } from "./domain/errors.ts"
 import { nextSteps, scaffoldApp, TEMPLATES } from "./init/scaffold.ts"
@@ -49,23 +49,6 @@ const dataOption = Options.text("data").pipe(
 const listenOption = Options.text("listen").pipe(
   Options.withDescription("HOST:PORT to listen on (default: 127.0.0.1:8080, or WO_LISTEN)"),
   Options.optional
-)
-
-/** Prints the startup summary once everything is listening. */
-const announce = Layer.scopedDiscard(
-  Effect.gen(function* () {
-    const { url } = yield* HttpServer
-    const catalog = yield* Catalog
-    const { recovered } = yield* Rows
-    yield* Effect.logInfo(
-      `writeonce ${VERSION} serving app "${catalog.name}" (${[...catalog.types.keys()].join(", ")}) at ${url}`
-    )
-    yield* Effect.logInfo(
-      `recovered ${recovered.events} events (${recovered.rows} rows, ${recovered.tailEvents} tail events) in ${recovered.millis} ms`
-    )
-    yield* Effect.logInfo(`REST ${url}/api/<type>   MCP ${url}/mcp   console ${url}/`)
-    yield* Effect.addFinalizer(() => Effect.logInfo("shutting down: flushing the last batch and closing the store"))
-  })
 )
 
 const recordOption = Options.file("record").pipe(
@@ -102,7 +85,7 @@ const run = Command.make(
     }
     const settings = yield* loadSettings({ dataDir: path.join(dir, ".data") }, overrides)
     return yield* Layer.launch(
-      Layer.mergeAll(announce, exitWhenTheWriterDies).pipe(Layer.provideMerge(writeOnceLayer(app, settings)))
+      exitWhenTheWriterDies.pipe(Layer.provideMerge(writeOnceLayer(app, settings)))
     )
   })).pipe(Command.withDescription("serve an app: REST at /api, MCP at /mcp"))
 
@@ -116,7 +99,7 @@ const chooseStore = (dataDir: Option.Option<string>, store: Option.Option<string
   Effect.gen(function* () {
     const url = Option.isSome(store) ? store.value : process.env.WO_STORE !== undefined && process.env.WO_STORE !== "" ? process.env.WO_STORE : undefined
     if (url !== undefined) return { url } as const
-    if (Option.isNone(dataDir)) return yield* fatal("name a data dir, or a PostgreSQL store with --store (or WO_STORE)")
+    if (Option.isNone(dataDir)) return yield* new UsageError({ message: "name a data dir, or a PostgreSQL store with --store (or WO_STORE)" })
     return { dataDir: dataDir.value } as const
   })
 
@@ -242,7 +225,7 @@ const backupCommand = Command.make(
   ({ dataDir, dest, store }) =>
     Effect.gen(function* () {
       if (Option.isSome(store)) return yield* fatal(POSTGRES_BACKUP)
-      if (Option.isNone(dataDir) || Option.isNone(dest)) return yield* fatal("usage: wo backup <data-dir> <dest> (see wo backup --help)")
+      if (Option.isNone(dataDir) || Option.isNone(dest)) return yield* new UsageError({ message: "usage: wo backup <data-dir> <dest> (see wo backup --help)" })
       const taken = yield* takeBackup(dataDir.value, dest.value)
       yield* Console.log(
         `backed up seq ${taken.seq} of ${taken.source} into ${path.resolve(dest.value)} (${(taken.bytes / 2 ** 20).toFixed(1)} MiB) ` +
@@ -331,8 +314,10 @@ const wo = Command.make("wo").pipe(
 
 const cli = Command.run(wo, { name: "writeonce", version: VERSION })
 
-/** Expected failures print one clear line and exit 1; anything else is a bug and prints its cause. */
-const fatal = (message: string) => Effect.zipRight(Console.error(`wo: ${message}`), Effect.sync(() => process.exit(1)))
+/** Expected failures print one clear line and exit 1 (or `code`); anything else is a bug and prints its cause. */
+const fatal = (message: string, code = 1) => Effect.zipRight(Console.error(`wo: ${message}`), Effect.sync(() => process.exit(code)))
+/** A wrong command line: one line, exit 2 (as a shell's builtins and most CLIs do). */
+const usage = (message: string) => fatal(message, 2)
 
 cli(process.argv).pipe(
   Effect.catchTags({
@@ -342,13 +327,13 @@ cli(process.argv).pipe(
     StoreUnavailable: (e) => fatal(e.message)
   }),
   Effect.catchTags({
-    UsageError: (e) => fatal(e.message),
+    UsageError: (e) => usage(e.message),
     InitError: (e) => fatal(e.message),
     ListenError: (e) => fatal(e.message),
     ConfigError: (e) => fatal(`configuration: ${String(e)}`)
   }),
-  // @effect/cli has already printed what was wrong with the command line (and the help where useful).
-  Effect.catchIf(ValidationError.isValidationError, () => Effect.sync(() => process.exit(1))),
-  Effect.provide(Layer.merge(NodeContext.layer, LoggerLive)),
+  // @effect/cli has already printed what was wrong with the command line, in one line (plain-console.ts).
+  Effect.catchIf(ValidationError.isValidationError, () => Effect.sync(() => process.exit(2))),
+  Effect.provide(Layer.mergeAll(NodeContext.layer, LoggerLive, PlainConsoleLive)),
   NodeRuntime.runMain({ disablePrettyLogger: true })
 )

@@ -101,26 +101,50 @@ export const parseListen = (value: string): { host: string; port: number } | und
   return port <= 65535 ? { host: m[1].replace(/^\[|\]$/g, ""), port } : undefined
 }
 
-const list = (name: string) =>
+/**
+ * Settings as a program or the command line gives them: any of `Settings`, and `listen: "HOST:PORT"` for `host`
+ * and `port`. A key that is none of these is refused, not ignored.
+ */
+export type SettingsInput = Partial<Settings> & { readonly listen?: string }
+
+const list = (name: string, fallback: ReadonlyArray<string>) =>
   Config.string(name).pipe(
-    Config.withDefault(""),
-    Config.map((s) => s.split(",").map((x) => x.trim()).filter((x) => x.length > 0))
+    Config.option,
+    Config.map(Option.match({
+      onNone: () => fallback,
+      onSome: (s) => s.split(",").map((x) => x.trim()).filter((x) => x.length > 0)
+    }))
   )
 
-const listenConfig = Config.string("WO_LISTEN").pipe(
-  Config.withDefault("127.0.0.1:8080"),
-  Config.mapOrFail((s) => {
-    const parsed = parseListen(s)
-    return parsed
-      ? Either.right(parsed)
-      : Either.left(ConfigError.InvalidData(["WO_LISTEN"], `expected HOST:PORT, got "${s}"`))
-  })
-)
+const listenConfig = (fallback: string) =>
+  Config.string("WO_LISTEN").pipe(
+    Config.withDefault(fallback),
+    Config.mapOrFail((s) => {
+      const parsed = parseListen(s)
+      return parsed
+        ? Either.right(parsed)
+        : Either.left(ConfigError.InvalidData(["WO_LISTEN"], `expected HOST:PORT, got "${s}"`))
+    })
+  )
 
 const positiveInt = (name: string, fallback: number) =>
   Config.integer(name).pipe(
     Config.withDefault(fallback),
     Config.validate({ message: `${name} must be a positive integer`, validation: (n) => n > 0 })
+  )
+
+/** `WO_GROUP_COMMIT=off` and the like: off, 0, false or no turn it off; anything else on. */
+const onOff = (name: string, fallback: boolean) =>
+  Config.string(name).pipe(
+    Config.option,
+    Config.map(Option.match({ onNone: () => fallback, onSome: (s) => !["off", "0", "false", "no"].includes(s.toLowerCase()) }))
+  )
+
+/** A string setting where empty means unset. */
+const optionalString = (name: string, fallback: string | undefined) =>
+  Config.string(name).pipe(
+    Config.option,
+    Config.map((o) => Option.getOrElse(Option.filter(o, (s) => s.trim().length > 0), () => fallback))
   )
 
 const DURATION_UNITS: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 }
@@ -133,69 +157,104 @@ export const parseDurationMs = (value: string): number | undefined => {
   return ms > 0 && Number.isSafeInteger(ms) ? ms : undefined
 }
 
-const durationMs = (name: string, fallback: string) =>
+const durationMs = (name: string, fallbackMs: number) =>
   Config.string(name).pipe(
-    Config.withDefault(fallback),
-    Config.mapOrFail((s) => {
-      const ms = parseDurationMs(s)
-      return ms !== undefined
-        ? Either.right(ms)
-        : Either.left(ConfigError.InvalidData([name], `expected a positive duration such as 24h, 30m, 90s or 500ms, got "${s}"`))
-    })
+    Config.option,
+    Config.mapOrFail(Option.match({
+      onNone: () => Either.right(fallbackMs),
+      onSome: (s) => {
+        const ms = parseDurationMs(s)
+        return ms !== undefined
+          ? Either.right(ms)
+          : Either.left(ConfigError.InvalidData([name], `expected a positive duration such as 24h, 30m, 90s or 500ms, got "${s}"`))
+      }
+    }))
   )
 
-/** Reads the settings from Config; `overrides` (CLI flags) win over the environment. */
-export const loadSettings = (defaults: { readonly dataDir: string }, overrides: Partial<Settings> = {}) =>
+/** The settings the environment sets, each falling back to `d` and then to writeonce's default. */
+const fromEnvironment = (d: Partial<Settings>) =>
   Effect.gen(function* () {
-    const listen = yield* listenConfig
+    const listen = yield* listenConfig(`${d.host ?? "127.0.0.1"}:${d.port ?? 8080}`)
     const settings: Settings = {
       host: listen.host,
       port: listen.port,
-      dataDir: yield* Config.string("WO_DATA").pipe(Config.withDefault(defaults.dataDir)),
-      groupCommit: yield* Config.string("WO_GROUP_COMMIT").pipe(
-        Config.withDefault("on"),
-        Config.map((s) => !["off", "0", "false", "no"].includes(s.toLowerCase()))
+      dataDir: yield* Config.string("WO_DATA").pipe(Config.withDefault(d.dataDir ?? ".data")),
+      groupCommit: yield* onOff("WO_GROUP_COMMIT", d.groupCommit ?? true),
+      ackedRecord: yield* onOff("WO_ACKED_RECORD", d.ackedRecord ?? true),
+      maxBatch: yield* positiveInt("WO_MAX_BATCH", d.maxBatch ?? 1024),
+      bodyLimit: yield* positiveInt("WO_BODY_LIMIT", d.bodyLimit ?? 4 * 1024 * 1024),
+      defaultPageSize: yield* positiveInt("WO_PAGE_SIZE", d.defaultPageSize ?? 50),
+      maxPageSize: yield* positiveInt("WO_MAX_PAGE_SIZE", d.maxPageSize ?? 1000),
+      mcpOrigins: yield* list("WO_MCP_ORIGINS", d.mcpOrigins ?? []),
+      allowedHosts: yield* list("WO_HOSTS", d.allowedHosts ?? []),
+      requestTimeoutMs: yield* positiveInt("WO_REQUEST_TIMEOUT_MS", d.requestTimeoutMs ?? 30_000),
+      maxSessions: yield* positiveInt("WO_MAX_SESSIONS", d.maxSessions ?? 10_000),
+      sessionIdleMs: yield* positiveInt("WO_SESSION_IDLE_MS", d.sessionIdleMs ?? 30 * 60_000),
+      streamBuffer: yield* positiveInt("WO_STREAM_BUFFER", d.streamBuffer ?? 1024),
+      heartbeatMs: yield* positiveInt("WO_HEARTBEAT_MS", d.heartbeatMs ?? 15_000),
+      maxSubscriptions: yield* positiveInt("WO_MAX_SUBSCRIPTIONS", d.maxSubscriptions ?? 1000),
+      maxUriLength: yield* positiveInt("WO_MAX_URI_LENGTH", d.maxUriLength ?? 2048),
+      maxSubscriptionBytes: yield* positiveInt("WO_MAX_SUBSCRIPTION_BYTES", d.maxSubscriptionBytes ?? 1024 * 1024),
+      maxJsonDepth: yield* positiveInt("WO_MAX_JSON_DEPTH", d.maxJsonDepth ?? 64),
+      maxListensPerClient: yield* positiveInt("WO_MAX_LISTENS_PER_CLIENT", d.maxListensPerClient ?? 64),
+      maxListenStreams: yield* positiveInt("WO_MAX_LISTEN_STREAMS", d.maxListenStreams ?? 10_000),
+      streamMemory: yield* positiveInt("WO_STREAM_MEMORY", d.streamMemory ?? 64 * 1024 * 1024),
+      maxEventTailsPerClient: yield* positiveInt("WO_MAX_EVENT_TAILS_PER_CLIENT", d.maxEventTailsPerClient ?? 16),
+      maxEventTails: yield* positiveInt("WO_MAX_EVENT_TAILS", d.maxEventTails ?? 128),
+      authToken: yield* Config.string("WO_AUTH_TOKEN").pipe(
+        Config.option,
+        Config.map((o) => Option.getOrElse(Option.filter(o, (t) => t.length > 0), () => d.authToken))
       ),
-      ackedRecord: yield* Config.string("WO_ACKED_RECORD").pipe(
-        Config.withDefault("on"),
-        Config.map((s) => !["off", "0", "false", "no"].includes(s.toLowerCase()))
-      ),
-      maxBatch: yield* positiveInt("WO_MAX_BATCH", 1024),
-      bodyLimit: yield* positiveInt("WO_BODY_LIMIT", 4 * 1024 * 1024),
-      defaultPageSize: yield* positiveInt("WO_PAGE_SIZE", 50),
-      maxPageSize: yield* positiveInt("WO_MAX_PAGE_SIZE", 1000),
-      mcpOrigins: yield* list("WO_MCP_ORIGINS"),
-      allowedHosts: yield* list("WO_HOSTS"),
-      requestTimeoutMs: yield* positiveInt("WO_REQUEST_TIMEOUT_MS", 30_000),
-      maxSessions: yield* positiveInt("WO_MAX_SESSIONS", 10_000),
-      sessionIdleMs: yield* positiveInt("WO_SESSION_IDLE_MS", 30 * 60_000),
-      streamBuffer: yield* positiveInt("WO_STREAM_BUFFER", 1024),
-      heartbeatMs: yield* positiveInt("WO_HEARTBEAT_MS", 15_000),
-      maxSubscriptions: yield* positiveInt("WO_MAX_SUBSCRIPTIONS", 1000),
-      maxUriLength: yield* positiveInt("WO_MAX_URI_LENGTH", 2048),
-      maxSubscriptionBytes: yield* positiveInt("WO_MAX_SUBSCRIPTION_BYTES", 1024 * 1024),
-      maxJsonDepth: yield* positiveInt("WO_MAX_JSON_DEPTH", 64),
-      maxListensPerClient: yield* positiveInt("WO_MAX_LISTENS_PER_CLIENT", 64),
-      maxListenStreams: yield* positiveInt("WO_MAX_LISTEN_STREAMS", 10_000),
-      streamMemory: yield* positiveInt("WO_STREAM_MEMORY", 64 * 1024 * 1024),
-      maxEventTailsPerClient: yield* positiveInt("WO_MAX_EVENT_TAILS_PER_CLIENT", 16),
-      maxEventTails: yield* positiveInt("WO_MAX_EVENT_TAILS", 128),
-      authToken: yield* Config.string("WO_AUTH_TOKEN").pipe(Config.option, Config.map((o) => Option.getOrUndefined(Option.filter(o, (t) => t.length > 0)))),
-      insecure: yield* Config.boolean("WO_INSECURE").pipe(Config.withDefault(false)),
-      acceptDataLoss: yield* Config.boolean("WO_ACCEPT_DATA_LOSS").pipe(Config.withDefault(false)),
-      recordFile: yield* Config.string("WO_RECORD").pipe(Config.option, Config.map(Option.getOrUndefined)),
-      idempotencyTtlMs: yield* durationMs("WO_IDEMPOTENCY_TTL", "24h"),
-      store: yield* Config.string("WO_STORE").pipe(Config.option, Config.map((o) => Option.getOrUndefined(Option.filter(o, (s) => s.trim().length > 0)))),
-      metrics: yield* Config.string("WO_METRICS").pipe(
-        Config.withDefault("1"),
-        Config.map((s) => !["off", "0", "false", "no"].includes(s.toLowerCase()))
-      ),
-      readyMaxLag: yield* positiveInt("WO_READY_MAX_LAG", 1000),
-      storeTimeoutMs: yield* durationMs("WO_STORE_TIMEOUT", "5s")
+      insecure: yield* Config.boolean("WO_INSECURE").pipe(Config.withDefault(d.insecure ?? false)),
+      acceptDataLoss: yield* Config.boolean("WO_ACCEPT_DATA_LOSS").pipe(Config.withDefault(d.acceptDataLoss ?? false)),
+      recordFile: yield* Config.string("WO_RECORD").pipe(Config.option, Config.map((o) => Option.getOrElse(o, () => d.recordFile))),
+      idempotencyTtlMs: yield* durationMs("WO_IDEMPOTENCY_TTL", d.idempotencyTtlMs ?? 24 * 3_600_000),
+      store: yield* optionalString("WO_STORE", d.store),
+      metrics: yield* onOff("WO_METRICS", d.metrics ?? true),
+      readyMaxLag: yield* positiveInt("WO_READY_MAX_LAG", d.readyMaxLag ?? 1000),
+      storeTimeoutMs: yield* durationMs("WO_STORE_TIMEOUT", d.storeTimeoutMs ?? 5000)
     }
-    return { ...settings, ...overrides }
+    return settings
+  })
+
+/** Every key a SettingsInput may have (a Record, so that a new setting cannot be left out). */
+const KNOWN_KEYS: ReadonlySet<string> = new Set(Object.keys({
+  listen: true, host: true, port: true, dataDir: true, groupCommit: true, ackedRecord: true, maxBatch: true,
+  bodyLimit: true, defaultPageSize: true, maxPageSize: true, mcpOrigins: true, allowedHosts: true,
+  requestTimeoutMs: true, maxSessions: true, sessionIdleMs: true, streamBuffer: true, heartbeatMs: true,
+  maxSubscriptions: true, maxUriLength: true, maxSubscriptionBytes: true, maxJsonDepth: true,
+  maxListensPerClient: true, maxListenStreams: true, streamMemory: true, maxEventTailsPerClient: true,
+  maxEventTails: true, authToken: true, insecure: true, acceptDataLoss: true, recordFile: true,
+  idempotencyTtlMs: true, store: true, metrics: true, readyMaxLag: true, storeTimeoutMs: true
+} satisfies Record<keyof SettingsInput, true>))
+
+/** `input` as Settings fields: an unknown key or a malformed `listen` is a ConfigError naming it. */
+const checkInput = (input: SettingsInput, what: string): Either.Either<Partial<Settings>, ConfigError.ConfigError> => {
+  const unknown = Object.keys(input).filter((k) => !KNOWN_KEYS.has(k))
+  if (unknown.length > 0) {
+    return Either.left(ConfigError.InvalidData(
+      [unknown[0]],
+      `loadSettings: unknown ${what} ${unknown.map((k) => `"${k}"`).join(", ")}; the settings are ${[...KNOWN_KEYS].join(", ")}`
+    ))
+  }
+  const { listen, ...rest } = input
+  if (listen === undefined) return Either.right(rest)
+  const parsed = parseListen(listen)
+  return parsed === undefined
+    ? Either.left(ConfigError.InvalidData(["listen"], `loadSettings: listen expects HOST:PORT, got "${listen}"`))
+    : Either.right({ ...rest, ...parsed })
+}
+
+/**
+ * Reads the settings from Config (the WO_* environment variables). `defaults` (the program's own settings) apply
+ * where the environment sets nothing; `overrides` (command-line flags) win over the environment.
+ */
+export const loadSettings = (defaults: SettingsInput & { readonly dataDir: string }, overrides: SettingsInput = {}) =>
+  Effect.gen(function* () {
+    const settings = yield* fromEnvironment(yield* checkInput(defaults, "default"))
+    return { ...settings, ...(yield* checkInput(overrides, "override")) }
   })
 
 /** The settings as a layer, for composing the runtime. */
-export const settingsLayer = (defaults: { readonly dataDir: string }, overrides: Partial<Settings> = {}) =>
+export const settingsLayer = (defaults: SettingsInput & { readonly dataDir: string }, overrides: SettingsInput = {}) =>
   Layer.effect(WoConfig, loadSettings(defaults, overrides))

@@ -22,6 +22,9 @@ import { TailerLive } from "./projections/tailer.ts"
 import { ViewsLive } from "./projections/views.ts"
 import { UpcastingLog } from "./projections/upcasting-log.ts"
 import { HttpServerLive } from "./http/server.ts"
+import { announce } from "./announce.ts"
+import { LoggerLive } from "./logger.ts"
+import { stopOnSignals } from "./stop-on-signals.ts"
 import { ClassicLevelSessionStore, postgresSessionStoreLayer } from "./http/mcp/session-store.ts"
 import { SessionsLive } from "./http/mcp/sessions.ts"
 import { OpenStreamsLive } from "./http/open-streams.ts"
@@ -66,6 +69,22 @@ export const coreLayer = (app: AppDef, settings: Settings, options: CoreOptions 
   return sessions.pipe(Layer.provideMerge(Catalog.layer(app)), Layer.provideMerge(config), Layer.provideMerge(observing))
 }
 
-/** The runtime serving HTTP on `settings.host:port`. */
-export const writeOnceLayer = (app: AppDef, settings: Settings, options: CoreOptions = {}) =>
-  HttpServerLive.pipe(Layer.provideMerge(coreLayer(app, settings, options)))
+export interface ServeOptions extends CoreOptions {
+  /**
+   * Log as `wo run` does: one line per message, `WO_LOG_LEVEL` its floor (default true). false: the program's own
+   * logger gets the same messages.
+   */
+  readonly logger?: boolean
+  /**
+   * On SIGINT or SIGTERM that nothing else in the process handles, shut down as `wo run` does and exit 0
+   * (default true; stop-on-signals.ts).
+   */
+  readonly signals?: boolean
+}
+
+/** The runtime serving HTTP on `settings.host:port`, announcing itself as `wo run` does (announce.ts). */
+export const writeOnceLayer = (app: AppDef, settings: Settings, options: ServeOptions = {}) => {
+  const served = announce.pipe(Layer.provideMerge(HttpServerLive), Layer.provideMerge(coreLayer(app, settings, options)))
+  const stopping = options.signals === false ? served : stopOnSignals(served)
+  return options.logger === false ? stopping : stopping.pipe(Layer.provide(LoggerLive))
+}

@@ -50,7 +50,7 @@ export const runTranscript = async (
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), "wo-transcript-"))
   try {
     const settings = await Effect.runPromise(settingsForRun(env, dataDir))
-    const runtime = ManagedRuntime.make(writeOnceLayer(app, settings).pipe(Layer.provide(options.logger ?? stderrLogger)))
+    const runtime = ManagedRuntime.make(writeOnceLayer(app, settings, { logger: false }).pipe(Layer.provide(options.logger ?? stderrLogger)))
     try {
       const { url } = await runtime.runPromise(HttpServer)
       return await replayTranscript(transcript, url, options)

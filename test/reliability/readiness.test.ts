@@ -7,13 +7,12 @@
 import { Effect, Layer } from "effect"
 import { execFileSync, spawn } from "node:child_process"
 import * as fs from "node:fs"
-import * as net from "node:net"
 import * as path from "node:path"
 import { afterAll, describe, expect, it } from "vitest"
 import { writeProducts } from "../../bench/lib/row-writer.ts"
 import { environment, WO_BIN } from "../../testkit/spawn.ts"
 import { LogFaults } from "../support/log-faults.ts"
-import { apps, http, rawRequest, ROOT, spawnServer, startServer, tempDir } from "../support/server.ts"
+import { apps, freePort, http, rawRequest, ROOT, spawnServer, startServer, tempDir } from "../support/server.ts"
 
 const pricing = path.join(ROOT, "examples/pricing")
 const TOKEN = "ready-test-token"
@@ -70,17 +69,6 @@ describe("health endpoints", () => {
     }
   })
 })
-
-/** A port free now (the OS picked it); the recovering server binds it itself. */
-const freePort = () =>
-  new Promise<number>((resolve, reject) => {
-    const s = net.createServer()
-    s.once("error", reject)
-    s.listen(0, "127.0.0.1", () => {
-      const port = (s.address() as net.AddressInfo).port
-      s.close(() => resolve(port))
-    })
-  })
 
 /** Spawns `wo run` and resolves once its output matches `pattern` (before it serves: no URL to wait for). */
 const spawnUntil = (args: ReadonlyArray<string>, pattern: RegExp) =>

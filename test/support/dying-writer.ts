@@ -1,13 +1,13 @@
 /**
  * The child side of the writer-death test (test/reliability/user-code.test.ts): `wo run`'s composition (the
  * runtime plus exitWhenTheWriterDies) over a log whose first append dies, as a bug of ours would. It announces
- * itself like `wo run` does. Run as `node --import tsx test/support/dying-writer.ts <data-dir>`.
+ * itself as `wo run` does (writeOnceLayer logs the same lines). Run as
+ * `node --import tsx test/support/dying-writer.ts <data-dir>`.
  */
 import { Effect, Layer } from "effect"
 import pricing from "../../examples/pricing/app.ts"
 import { exitWhenTheWriterDies } from "../../src/commands/writer-watch.ts"
 import { loadSettings } from "../../src/config.ts"
-import { HttpServer } from "../../src/http/server.ts"
 import { ClassicLevelLog } from "../../src/log/classic-level-log.ts"
 import { EventLog } from "../../src/log/event-log.ts"
 import { writeOnceLayer } from "../../src/runtime.ts"
@@ -18,7 +18,4 @@ const dyingLog = Layer.effect(
 ).pipe(Layer.provide(ClassicLevelLog))
 
 const settings = await Effect.runPromise(loadSettings({ dataDir: process.argv[2] }, { host: "127.0.0.1", port: 0 }))
-const announce = Layer.effectDiscard(
-  Effect.flatMap(HttpServer, ({ url }) => Effect.sync(() => console.log(`serving app "pricing" (products) at ${url}`)))
-)
-Effect.runFork(Layer.launch(Layer.mergeAll(announce, exitWhenTheWriterDies).pipe(Layer.provideMerge(writeOnceLayer(pricing, settings, { log: dyingLog })))))
+Effect.runFork(Layer.launch(exitWhenTheWriterDies.pipe(Layer.provideMerge(writeOnceLayer(pricing, settings, { log: dyingLog })))))

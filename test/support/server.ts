@@ -2,6 +2,7 @@
 import { Effect, Layer, ManagedRuntime } from "effect"
 import * as fs from "node:fs"
 import * as nodeHttp from "node:http"
+import * as net from "node:net"
 import * as os from "node:os"
 import * as path from "node:path"
 import type { AppDef } from "../../src/domain/catalog.ts"
@@ -50,6 +51,17 @@ export const spawnServer = (appDir: string, dataDir: string, env: Record<string,
 /** Runs the `wo` binary to completion, with no deadline. */
 export const runWo = (args: ReadonlyArray<string>): Promise<{ code: number | null; stdout: string; stderr: string }> =>
   runWoProcess(args, { timeoutMs: Infinity })
+
+/** A port free now (the OS picked it), for a process that must bind a port it was told. */
+export const freePort = () =>
+  new Promise<number>((resolve, reject) => {
+    const s = net.createServer()
+    s.once("error", reject)
+    s.listen(0, "127.0.0.1", () => {
+      const port = (s.address() as net.AddressInfo).port
+      s.close(() => resolve(port))
+    })
+  })
 
 /** A JSON request helper over fetch. */
 export const http = async (url: string, init: { method?: string; body?: unknown; headers?: Record<string, string> } = {}) => {

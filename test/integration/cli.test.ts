@@ -1,0 +1,86 @@
+/**
+ * The command line as people use it, in real `wo` processes: a wrong command line gets one plain line and exit 2,
+ * help piped into another program carries no terminal styles, `--version` prints the version. And the runtime
+ * embedded in a plain Node program (test/support/embedded.mjs) behaves as `wo run` does: it logs, binds the
+ * `listen` it was given, and stops on SIGTERM with the flush message and exit 0.
+ */
+import { Effect, Either } from "effect"
+import * as path from "node:path"
+import { describe, expect, it } from "vitest"
+import { loadSettings } from "../../src/config.ts"
+import { VERSION } from "../../src/version.ts"
+import { spawnNode, WO_READY } from "../../testkit/spawn.ts"
+import { freePort, http, ROOT, runWo, tempDir } from "../support/server.ts"
+
+const ESC = "\x1b"
+
+describe("wo's command line", () => {
+  it.concurrent.each([
+    { args: ["run"], says: /Missing argument <app-dir>/ },
+    { args: ["init"], says: /Missing argument <dir>/ },
+    { args: ["tets"], says: /Invalid subcommand for wo - use one of 'run', 'init'/ },
+    { args: ["run", "examples/blog", "--port", "1"], says: /unknown argument: '--port'/ },
+    { args: ["run", "examples/blog", "--listen", "1"], says: /^wo: --listen expects HOST:PORT, got "1"$/ },
+    { args: ["run", "no/such/app"], says: /no\/such\/app/ },
+    { args: ["init", "--template", "shop", "x"], says: /tasks.*library/ },
+    { args: ["verify"], says: /^wo: name a data dir, or a PostgreSQL store with --store/ },
+    { args: ["backup"], says: /^wo: usage: wo backup <data-dir> <dest>/ }
+  ])("wo $args: one plain line on stderr, exit 2", async ({ args, says }) => {
+    const ran = await runWo(args)
+    expect(ran.code, ran.stderr).toBe(2)
+    expect(ran.stdout).toBe("")
+    const lines = ran.stderr.trimEnd().split("\n")
+    expect(lines, ran.stderr).toHaveLength(1)
+    expect(lines[0]).toMatch(says)
+    expect(ran.stderr).not.toContain(ESC)
+    expect(ran.stderr).not.toContain("_tag")
+  })
+
+  it("prints help without terminal styles when piped, and exits 0", async () => {
+    for (const args of [["--help"], ["run", "--help"]]) {
+      const ran = await runWo(args)
+      expect(ran.code).toBe(0)
+      expect(ran.stdout).toContain("USAGE")
+      expect(ran.stdout).not.toContain(ESC)
+    }
+  })
+
+  it("wo --version prints the version alone", async () => {
+    const ran = await runWo(["--version"])
+    expect(ran.code).toBe(0)
+    expect(ran.stdout).toBe(`${VERSION}\n`)
+  })
+})
+
+describe("loadSettings", () => {
+  const load = (input: Parameters<typeof loadSettings>[0]) => Effect.runPromise(Effect.either(loadSettings(input)))
+
+  it("takes listen, and every setting, from the one object", async () => {
+    const settings = await load({ dataDir: "/tmp/unused", listen: "127.0.0.1:8092", maxBatch: 7 })
+    expect(Either.getOrThrow(settings)).toMatchObject({ host: "127.0.0.1", port: 8092, maxBatch: 7, dataDir: "/tmp/unused" })
+  })
+
+  it("refuses an unknown key, and a listen that is not HOST:PORT, naming them", async () => {
+    const unknown = await load({ dataDir: "/tmp/unused", lisen: "127.0.0.1:8092" } as never)
+    expect(Either.isLeft(unknown) && String(unknown.left)).toMatch(/unknown default "lisen"/)
+    const malformed = await load({ dataDir: "/tmp/unused", listen: "8092" })
+    expect(Either.isLeft(malformed) && String(malformed.left)).toMatch(/listen expects HOST:PORT, got "8092"/)
+  })
+})
+
+describe("writeonce embedded in a plain Node program", () => {
+  it("logs as wo run does, binds the listen it was given, and stops on SIGTERM with the flush and exit 0", async () => {
+    const port = await freePort()
+    const server = await spawnNode(path.join(ROOT, "test/support/embedded.mjs"), [tempDir("wo-embedded-"), `127.0.0.1:${port}`], {
+      importTsx: true,
+      ready: WO_READY
+    })
+    expect(server.url).toBe(`http://127.0.0.1:${port}`)
+    const created = await http(`${server.url}/api/notes`, { method: "POST", body: { text: "hi" } })
+    expect(created.status).toBe(201)
+    expect(await server.stop("SIGTERM")).toBe(0)
+    const lines = server.stdout().trimEnd().split("\n")
+    expect(lines[0]).toMatch(/^\S+Z INFO {2}writeonce \S+ serving app "embedded" \(notes\) at http:\/\/127\.0\.0\.1:\d+$/)
+    expect(lines.at(-1)).toMatch(/ INFO {2}shutting down: flushing the last batch and closing the store$/)
+  })
+})
