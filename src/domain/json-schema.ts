@@ -17,16 +17,23 @@ export const toJsonSchema = (schema: Schema.Schema.Any): JsonSchema => {
 }
 
 /**
- * The wire value of a field's default, or nothing: the field alone decoded from `{}` and encoded back. A default
- * computed from the clock is shown as computed when the catalog compiles.
+ * The wire value of a field's default, or nothing: the field alone decoded from `{}` and encoded back, as plain
+ * JSON. A default computed from the clock is shown as computed when the catalog compiles. The default is user
+ * code: one that throws, or makes no JSON, is left out here (a write that needs it reports it).
  */
 const defaultOf = (name: string, field: Schema.Struct.Fields[string]): { readonly value: unknown } | undefined => {
-  // Catalog fields need no services (compile.ts checks them); decoding `{}` runs no user code but the default.
-  const alone = Schema.Struct({ [name]: field }) as unknown as Schema.Schema<Record<string, unknown>, Record<string, unknown>>
-  const decoded = Schema.decodeUnknownEither(alone)({})
-  if (Either.isLeft(decoded) || !Object.hasOwn(decoded.right, name)) return undefined
-  const encoded = Schema.encodeEither(alone)(decoded.right)
-  return Either.isRight(encoded) && Object.hasOwn(encoded.right, name) ? { value: (encoded.right as Record<string, unknown>)[name] } : undefined
+  try {
+    // Catalog fields need no services (compile.ts checks them); decoding `{}` runs no user code but the default.
+    const alone = Schema.Struct({ [name]: field }) as unknown as Schema.Schema<Record<string, unknown>, Record<string, unknown>>
+    const decoded = Schema.decodeUnknownEither(alone)({})
+    if (Either.isLeft(decoded) || !Object.hasOwn(decoded.right, name)) return undefined
+    const encoded = Schema.encodeEither(alone)(decoded.right)
+    if (Either.isLeft(encoded) || !Object.hasOwn(encoded.right, name)) return undefined
+    const json = JSON.stringify(encoded.right[name])
+    return json === undefined ? undefined : { value: JSON.parse(json) }
+  } catch {
+    return undefined
+  }
 }
 
 /** A struct's JSON Schema with each defaulted field's `default`. */

@@ -52,6 +52,14 @@ describe("field defaults and types", () => {
     expect(library_.types.find((t) => t.name === "books")!.fields.find((f) => f.name === "copies")!.summary).toBe("integer, default 0")
   })
 
+  it("leaves out a default that throws (user code): the catalog still compiles", () => {
+    const flaky = { name: Schema.optionalWith(Schema.String, { default: (): string => { throw new Error("no default today") } }) }
+    const compiled = compileApp(defineApp({ name: "flaky", entities: { notes: entity({ fields: flaky }) } }))
+    expect(Either.isRight(compiled)).toBe(true)
+    const view = catalogView(Either.getOrThrow(compiled), "0.0.0", () => [])
+    expect(view.types[0].fields).toEqual([{ name: "name", required: false, summary: "string" }])
+  })
+
   it("tools/list and the schema resource carry each default, in its wire form", async () => {
     const server = await startServer(app)
     try {
