@@ -74,6 +74,9 @@ describe("field defaults and types", () => {
       expect(create.properties.copies).toMatchObject({ type: "integer", exclusiveMinimum: 0 })
       expect(create.required).toEqual(["title", "copies"])
       expect(tools.find((t) => t.name === "loans_get")!.outputSchema.properties.shelf.default).toBe("new arrivals")
+      // A default applies on create only: an update or a filter that filled it in would change what was asked.
+      expect(tools.find((t) => t.name === "loans_update")!.inputSchema.properties.shelf).toEqual({ type: "string" })
+      expect(tools.find((t) => t.name === "loans_list")!.inputSchema.properties.where.properties.status).not.toHaveProperty("default")
       expect(tools.find((t) => t.name === "renew")!.inputSchema.properties.times).toMatchObject({ type: "integer", default: 1 })
       const read = await rpc(server.url, "resources/read", { uri: schemaUri("loans") })
       const schema = JSON.parse(read.json.result.contents[0].text).jsonSchema
