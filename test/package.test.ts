@@ -106,6 +106,15 @@ describe("the packed package", () => {
     expect(JSON.parse(fs.readFileSync(path.join(project, "package.json"), "utf8")).type).toBe("commonjs")
   })
 
+  it("ships a manifest without scripts (npm 11 warns about install-time ones), and leaves the checkout's in place", () => {
+    const installed = JSON.parse(fs.readFileSync(path.join(project, "node_modules/writeonce/package.json"), "utf8"))
+    expect(installed.scripts).toBeUndefined()
+    expect(installed.bin).toEqual(pkg.bin)
+    // postpack put the checkout's package.json back, `prepare` (the build on `npm ci`) included.
+    expect(JSON.parse(fs.readFileSync(path.join(ROOT, "package.json"), "utf8")).scripts.prepare).toBe("node scripts/build.mjs")
+    expect(fs.existsSync(path.join(ROOT, ".package.json.unpacked"))).toBe(false)
+  })
+
   it("npx wo --help lists every command", async () => {
     const help = must(await run("npx", ["wo", "--help"], project), "npx wo --help")
     for (const command of ["run", "init", "test", "replay", "verify"]) expect(help.stdout).toMatch(new RegExp(`- ${command} .*\\S`))

@@ -26,8 +26,18 @@ const restRoute = (type: string, op: string): string => {
   }
 }
 
-/** A one-line reading of a JSON Schema, for people: `"USD" | "EUR"`, `number > 0`, `string[]`, `{ name, email? }`. */
-export const summarize = (schema: JsonSchema): string => {
+/**
+ * A one-line reading of a JSON Schema, for people: `"USD" | "EUR"`, `number > 0`, `string[]`, `{ name, email? }`,
+ * `integer ≥ 0, default 0`.
+ */
+export const summarize = (schema: JsonSchema): string =>
+  "default" in schema ? `${summarizeType(schema)}, default ${JSON.stringify(schema.default)}` : summarizeType(schema)
+
+const summarizeType = (schema: JsonSchema): string => {
+  if (Array.isArray(schema.allOf)) {
+    const { allOf, ...rest } = schema
+    return summarizeType((allOf as Array<JsonSchema>).reduce((merged, part) => ({ ...merged, ...part }), rest))
+  }
   if (Array.isArray(schema.enum)) return schema.enum.map((v) => JSON.stringify(v)).join(" | ")
   if (Array.isArray(schema.anyOf)) return (schema.anyOf as Array<JsonSchema>).map(summarize).join(" | ")
   const constraints: Array<string> = []

@@ -7,6 +7,7 @@ import type { AppDef, CommandDef } from "./catalog.ts"
 import { asData, typedDecoder } from "./codecs.ts"
 import type { FieldIssue } from "./errors.ts"
 import { toJsonSchema, type JsonSchema } from "./json-schema.ts"
+import { refFields } from "./rules.ts"
 import { describeThrown } from "./user-code.ts"
 
 const COMMAND_NAME = /^[a-z][a-z0-9_]*$/
@@ -20,6 +21,8 @@ export interface CompiledCommand {
   /** The params as a client sends them, decoded to the values `decide` sees; unknown keys refused. */
   readonly decodeParams: (u: unknown) => Either.Either<Record<string, unknown>, ReadonlyArray<FieldIssue>>
   readonly paramsJsonSchema: JsonSchema
+  /** Params that reference rows: param -> referenced type. */
+  readonly refs: ReadonlyMap<string, string>
   /** Served as `POST /api/_commands/<name>`. */
   readonly rest: boolean
   /** Served as the MCP tool `<name>`. */
@@ -82,6 +85,7 @@ export const compileCommands = (
       decide: def.decide,
       decodeParams: typedDecoder(asData(struct)),
       paramsJsonSchema,
+      refs: refFields(params as Schema.Struct.Fields),
       rest,
       mcp: def.mcp ?? rest
     })

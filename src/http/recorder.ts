@@ -4,10 +4,9 @@
  * client thereby becomes a regression test: move the file into the app's transcripts/ (this project's:
  * test/transcripts/), trim it, give the exchanges titles.
  *
- * Values the server generates are written as placeholders so the replay captures them instead of pinning them:
- * an `mcp-session-id` becomes `{{session}}` (wherever that value reappears: headers, whole JSON strings), and a
- * row announced by a `location: /api/<type>/<id>` header becomes `{{<type>_<id>}}` in that header, in later
- * `/api/<type>/<id>` paths, and as the `id` of JSON bodies on `/api/<type>...`. Anything else stays literal.
+ * Values the server generates are written as placeholders so the replay captures them instead of pinning them
+ * (recorded-values.ts): sessions, ids of rows created in the transcript, view seqs and ETags, correlations,
+ * timestamps. Anything else stays literal.
  *
  * Exchanges are written when they complete (a stream when it ends or its client goes away), so concurrent
  * exchanges appear in completion order. This is a debug feature: one synchronous append per exchange.
@@ -17,6 +16,7 @@ import * as fs from "node:fs"
 import type { EdgeHandler } from "./edge.ts"
 import type { EdgeRequest, EdgeResponse, Headers } from "./edge-types.ts"
 import type { PushSink } from "./push-sink.ts"
+import { namesIn, RecordedValues, safeDecode, type RecordedRefs } from "./recorded-values.ts"
 
 /** Request headers a replay needs; the replayer supplies Content-Length, and Host unless it was unusual. */
 const REQUEST_HEADERS = [
@@ -97,70 +97,6 @@ export const formatSseEvent = (event: SseEvent, transform?: (value: unknown) => 
 }
 
 // ---------------------------------------------------------------------------------------------------------------
-// Placeholders for generated values.
-
-const PLACEHOLDER_NAME = /\{\{([A-Za-z_][\w.-]*)\}\}/g
-
-/** Names the recording has given to generated values; names already in the file are never reused. */
-class GeneratedValues {
-  private readonly names = new Map<string, string>()
-  constructor(private readonly taken: Set<string>) {}
-
-  /** The placeholder for `key`, naming it `base` (or `base_2`, ...) the first time. */
-  name(key: string, base: string): string {
-    const known = this.names.get(key)
-    if (known !== undefined) return known
-    let name = base
-    for (let n = 2; this.taken.has(name); n++) name = `${base}_${n}`
-    this.taken.add(name)
-    this.names.set(key, name)
-    return name
-  }
-
-  lookup(key: string): string | undefined {
-    return this.names.get(key)
-  }
-}
-
-const sessionKey = (value: string) => `session:${value}`
-const rowKey = (type: string, id: string) => `row:${type}/${id}`
-const placeholder = (name: string) => `{{${name}}}`
-
-const safeDecode = (segment: string) => {
-  try {
-    return decodeURIComponent(segment)
-  } catch {
-    return segment
-  }
-}
-
-/** `/api/<type>/<id>/...` with a known row id replaced by its placeholder. */
-const pathWithPlaceholders = (path: string, values: GeneratedValues) => {
-  const parts = path.split("/")
-  if (parts[1] !== "api" || parts.length < 4) return path
-  const name = values.lookup(rowKey(safeDecode(parts[2]), safeDecode(parts[3])))
-  if (name !== undefined) parts[3] = placeholder(name)
-  return parts.join("/")
-}
-
-/** A JSON value with known sessions (any whole string) and row ids (`id` keys, for `type`) as placeholders. */
-const jsonWithPlaceholders = (values: GeneratedValues, type: string | undefined) => {
-  const walk = (value: unknown, key: string | undefined): unknown => {
-    if (typeof value === "string") {
-      const name = values.lookup(sessionKey(value)) ??
-        (key === "id" && type !== undefined ? values.lookup(rowKey(type, value)) : undefined)
-      return name === undefined ? value : placeholder(name)
-    }
-    if (Array.isArray(value)) return value.map((v) => walk(v, undefined))
-    if (value !== null && typeof value === "object") {
-      return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, walk(v, k)]))
-    }
-    return value
-  }
-  return (value: unknown) => walk(value, undefined)
-}
-
-// ---------------------------------------------------------------------------------------------------------------
 // Formatting one exchange.
 
 const headerOf = (headers: Headers | EdgeRequest["headers"], name: string): string | undefined => {
@@ -173,50 +109,48 @@ const headerOf = (headers: Headers | EdgeRequest["headers"], name: string): stri
 const isJson = (contentType: string | undefined) => contentType !== undefined && /^application\/([\w.+-]+\+)?json\b/i.test(contentType)
 const isEventStream = (contentType: string | undefined) => contentType !== undefined && /^text\/event-stream\b/i.test(contentType)
 
-const restType = (path: string) => (path.startsWith("/api/") ? safeDecode(path.split("/")[2] ?? "") : undefined)
+const rpcOf = (request: EdgeRequest): unknown => {
+  try {
+    return JSON.parse(request.body.toString("utf8"))
+  } catch {
+    return undefined
+  }
+}
 
 const titleOf = (request: EdgeRequest) => {
-  let rpcMethod: unknown
-  try {
-    rpcMethod = (JSON.parse(request.body.toString("utf8")) as { method?: unknown })?.method
-  } catch {
-    rpcMethod = undefined
-  }
+  const rpcMethod = (rpcOf(request) as { method?: unknown } | undefined)?.method
   return `${request.method} ${request.path}${typeof rpcMethod === "string" ? ` ${rpcMethod}` : ""}`
 }
 
 /** A loopback Host says nothing (the replayer sends its own server's); any other may be why the server refused. */
 const LOOPBACK_HOST = /^(localhost|127\.0\.0\.1|\[::1\])(:\d+)?$/i
 
-const formatRequest = (request: EdgeRequest, values: GeneratedValues) => {
+const formatRequest = (request: EdgeRequest, values: RecordedValues) => {
   const query = request.query.toString()
-  const lines = [`### ${titleOf(request)}`, `${request.method} ${pathWithPlaceholders(request.path, values)}${query ? `?${query}` : ""}`]
+  const lines = [`### ${titleOf(request)}`, `${request.method} ${values.path(request.path)}${query ? `?${query}` : ""}`]
   const host = headerOf(request.headers, "host")
   if (host !== undefined && !LOOPBACK_HOST.test(host)) lines.push(`host: ${host}`)
   for (const name of REQUEST_HEADERS) {
     const value = headerOf(request.headers, name)
     if (value === undefined) continue
-    const session = values.lookup(sessionKey(value))
-    lines.push(`${name}: ${session === undefined ? value : placeholder(session)}`)
+    lines.push(`${name}: ${values.text(value)}`)
   }
   lines.push("")
   const body = request.body.toString("utf8")
   if (body.length > 0) {
     const contentType = headerOf(request.headers, "content-type")
-    lines.push(isJson(contentType) ? prettyIfJson(body, jsonWithPlaceholders(values, restType(request.path))) : body, "")
+    const context = values.contextOf(request, rpcOf(request))
+    lines.push(isJson(contentType) ? prettyIfJson(body, (v) => values.json(v, context, false)) : body, "")
   }
   return lines
 }
 
-const formatResponseHeader = (name: string, value: string, values: GeneratedValues) => {
-  if (name === "mcp-session-id") return placeholder(values.name(sessionKey(value), "session"))
+const formatResponseHeader = (request: EdgeRequest, name: string, value: string, values: RecordedValues) => {
+  if (name === "mcp-session-id") return values.session(value)
   const row = name === "location" ? /^\/api\/([^/?#]+)\/([^/?#]+)$/.exec(value) : null
-  if (row) {
-    const [type, id] = [safeDecode(row[1]), safeDecode(row[2])]
-    return `/api/${row[1]}/${placeholder(values.name(rowKey(type, id), `${type}_${id.replace(/\W/g, "_")}`))}`
-  }
-  const session = values.lookup(sessionKey(value))
-  return session === undefined ? value : placeholder(session)
+  if (row) return `/api/${row[1]}/${values.created(safeDecode(row[1]), safeDecode(row[2]))}`
+  if (name === "etag" && request.path.startsWith("/api/_views/")) return values.etag(value)
+  return values.text(value)
 }
 
 /**
@@ -228,18 +162,23 @@ const formatResponse = (
   status: number,
   headers: Headers,
   body: string,
-  values: GeneratedValues,
+  values: RecordedValues,
   unfinishedEvents?: number
 ) => {
   const lines = [`--> ${status}`]
   if (unfinishedEvents !== undefined) lines.push(`# read: ${unfinishedEvents} ${unfinishedEvents === 1 ? "event" : "events"}`)
   for (const name of RESPONSE_HEADERS) {
     const value = headerOf(headers, name)
-    if (value !== undefined) lines.push(`${name}: ${formatResponseHeader(name, value, values)}`)
+    if (value !== undefined) lines.push(`${name}: ${formatResponseHeader(request, name, value, values)}`)
   }
   lines.push("")
-  // Registered above, so the body's own occurrences already use the new names.
-  const transform = jsonWithPlaceholders(values, restType(request.path))
+  // Registered above (and created rows below, before the walk), so the body's own occurrences use the new names.
+  const rpc = rpcOf(request)
+  const context = values.contextOf(request, rpc)
+  const transform = (value: unknown) => {
+    values.registerCreated(request, rpc, context, value)
+    return values.json(value, context, true)
+  }
   const contentType = headerOf(headers, "content-type")
   if (isEventStream(contentType)) {
     const { events } = splitSseEvents(body)
@@ -255,6 +194,8 @@ const formatResponse = (
 export interface RecorderOptions {
   /** The app name for the `# app:` line a replay needs. */
   readonly app?: string
+  /** The catalog's reference fields and params, so ids of created rows are found where they are referenced. */
+  readonly refs?: RecordedRefs
 }
 
 const readIfExists = (file: string) => {
@@ -271,7 +212,7 @@ const readIfExists = (file: string) => {
  */
 export const recordTo = (file: string, options: RecorderOptions = {}) => {
   const existing = readIfExists(file)
-  const values = new GeneratedValues(new Set([...existing.matchAll(PLACEHOLDER_NAME)].map((m) => m[1])))
+  const values = new RecordedValues(namesIn(existing), options.refs)
   let preamble = existing.trim() === ""
     ? `# app: ${options.app ?? "(set the app name)"}\n# recorded by writeonce (wo run --record, or WO_RECORD); replayed by wo test (docs/transcripts.md)\n\n`
     : ""

@@ -12,6 +12,7 @@ import { isLoopback, makeAuthCheck } from "./auth.ts"
 import { ListenError, startEdge } from "./edge.ts"
 import { OpenStreams } from "./open-streams.ts"
 import { recordTo } from "./recorder.ts"
+import { recordedRefs, recordingOverData } from "./recording-setup.ts"
 import { makeGuards } from "./guards.ts"
 import { makeRestRoutes } from "./rest.ts"
 import { makeRouter } from "./router.ts"
@@ -19,6 +20,7 @@ import { makeViewRoutes } from "./view-routes.ts"
 import { makeHealthRoutes } from "./health.ts"
 import { makeMetricsRoute } from "./metrics-route.ts"
 import { Views } from "../projections/views.ts"
+import { Rows } from "../projections/rows.ts"
 
 export class HttpServer extends Context.Tag("writeonce/HttpServer")<HttpServer, { readonly url: string }>() {}
 
@@ -49,8 +51,12 @@ export const HttpServerLive = Layer.scoped(
       backup: control?.backup
     }, makeAuthCheck(settings.authToken))
     const streams = yield* OpenStreams
-    const handler = settings.recordFile === undefined ? router : recordTo(settings.recordFile, { app: catalog.name })(router)
-    if (settings.recordFile !== undefined) yield* Effect.logInfo(`recording every HTTP exchange to ${settings.recordFile}`)
+    const handler = settings.recordFile === undefined ? router : recordTo(settings.recordFile, { app: catalog.name, refs: recordedRefs(catalog) })(router)
+    if (settings.recordFile !== undefined) {
+      yield* Effect.logInfo(`recording every HTTP exchange to ${settings.recordFile}`)
+      const { recovered } = yield* Rows
+      if (recovered.events > 0) yield* Effect.logWarning(recordingOverData(settings, recovered.rows))
+    }
     // At shutdown, streams end first (listen streams with their graceful result, event tails) so in-flight
     // requests can drain.
     const onShutdown = Effect.zipRight(Effect.sync(() => streams.closeAll("shutdown")), consoleRoutes.shutdown)

@@ -212,6 +212,14 @@ const deepEqual = (a: unknown, b: unknown): boolean => {
   return false
 }
 
+/**
+ * A captured value against a later occurrence: deep equality, except that a value captured from text (a header,
+ * part of a string) equals a number or boolean written the same (an ETag's `"{{seq}}"`, then `"seq": "{{seq}}"`).
+ */
+const sameCapture = (captured: unknown, actual: unknown) =>
+  deepEqual(captured, actual) ||
+  (typeof captured === "string" && (typeof actual === "number" || typeof actual === "boolean") && captured === String(actual))
+
 /** An expected JSON value with captured placeholders filled in, for messages and diffs. */
 const resolveJson = (expected: unknown, vars: Vars): unknown => {
   if (typeof expected === "string") {
@@ -246,7 +254,7 @@ export const matchJson = (expected: unknown, actual: unknown, vars: Vars, root =
           vars.set(name, act)
           return act
         }
-        if (deepEqual(vars.get(name), act)) return act
+        if (sameCapture(vars.get(name), act)) return act
         problems.push(`${path}: expected {{${name}}} = ${show(vars.get(name))}, got ${show(act)}`)
         return vars.get(name)
       }
@@ -274,9 +282,12 @@ export const matchJson = (expected: unknown, actual: unknown, vars: Vars, root =
         problems.push(`${path}: expected an object, got ${show(act)}`)
         return resolveJson(exp, vars)
       }
-      const open = OPEN in exp
+      // A key may name a captured value (a view keyed by row ids): it is resolved, never captured.
+      const keyed: Record<string, unknown> = Object.fromEntries(
+        Object.entries(exp).map(([key, value]) => [hasPlaceholder(key) ? resolveText(key, vars) : key, value]))
+      const open = OPEN in keyed
       const matched: Record<string, unknown> = {}
-      for (const [key, value] of Object.entries(exp)) {
+      for (const [key, value] of Object.entries(keyed)) {
         if (key === OPEN) continue
         if (key in act) matched[key] = walk(value, act[key], `${path}.${key}`)
         else problems.push(`${path}: missing key "${key}" (expected ${show(resolveJson(value, vars))})`)
@@ -287,7 +298,7 @@ export const matchJson = (expected: unknown, actual: unknown, vars: Vars, root =
         else if (open) projected[key] = act[key]
         else problems.push(`${path}: unexpected key "${key}" = ${show(act[key])}`)
       }
-      for (const key of Object.keys(exp)) if (key !== OPEN && !(key in act)) projected[key] = resolveJson(exp[key], vars)
+      for (const key of Object.keys(keyed)) if (key !== OPEN && !(key in act)) projected[key] = resolveJson(keyed[key], vars)
       return projected
     }
     if (exp === act) return act

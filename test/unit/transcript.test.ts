@@ -125,6 +125,24 @@ describe("matchJson", () => {
     ])
   })
 
+  it("a value captured from text equals the number written the same; a number captured as JSON is not a string", () => {
+    const v = vars({ seq: "12", n: 12 })
+    expect(matchJson({ seq: "{{seq}}" }, { seq: 12 }, v).problems).toEqual([])
+    expect(matchJson({ seq: "{{seq}}" }, { seq: 13 }, v).problems).toEqual(['$.seq: expected {{seq}} = "12", got 13'])
+    expect(matchJson({ n: "{{n}}" }, { n: "12" }, v).problems).toEqual(['$.n: expected {{n}} = 12, got "12"'])
+  })
+
+  it("resolves placeholders in keys to their captured values, and never captures there", () => {
+    const v = vars({ member: "5" })
+    expect(matchJson({ "{{member}}": ["1"] }, { "5": ["1"] }, v).problems).toEqual([])
+    expect(matchJson({ "{{member}}": ["1"] }, { "6": ["1"] }, v).problems).toEqual([
+      '$: missing key "5" (expected ["1"])',
+      '$: unexpected key "6" = ["1"]'
+    ])
+    expect(matchJson({ "{{other}}": 1 }, { "7": 1 }, v).problems).toContain('$: missing key "{{other}}" (expected 1)')
+    expect(v.has("other")).toBe(false)
+  })
+
   it("ignores key order but reports missing and unexpected keys by path", () => {
     const v = vars()
     expect(matchJson({ a: 1, b: { c: [1, 2] } }, { b: { c: [1, 2] }, a: 1 }, v).problems).toEqual([])

@@ -172,11 +172,18 @@ const ROW_KEYS = derived(RowKeys)
 const DELETED = derived(Deleted)
 
 /**
+ * Properties without their `default`: a field's default applies when a row is created, never to a filter or to a
+ * change (a client that fills defaults into a form must not reset a field on update).
+ */
+const withoutDefaults = (properties: Record<string, JsonSchema>): Record<string, JsonSchema> =>
+  Object.fromEntries(Object.entries(properties).map(([name, { default: _default, ...property }]) => [name, property]))
+
+/**
  * The list tool's `where` and `order` properties, from the catalog: `where` has one property per filterable
  * field, with that field's own JSON Schema; `order` names each filterable field, ascending or with `-`.
  */
 export const listFilterSchemas = (type: CompiledType): Record<string, JsonSchema> => {
-  const properties = propertiesOf(type.fieldsJsonSchema)
+  const properties = withoutDefaults(propertiesOf(type.fieldsJsonSchema))
   const filterable = [...type.filterable.keys()]
   return {
     where: {
@@ -310,7 +317,7 @@ const typeTools = (type: CompiledType, commands: CommandsShape, queries: Queries
         name: `${t}_update`,
         title: `Update one of ${t}`,
         description: `Change some fields of a row in ${t}. Pass expectedVersion to refuse the change if someone else changed the row first.${guardedNote}`,
-        inputSchema: objectSchema({ ...TARGET.properties, ...propertiesOf(input) }, TARGET.required),
+        inputSchema: objectSchema({ ...TARGET.properties, ...withoutDefaults(propertiesOf(input)) }, TARGET.required),
         outputSchema: rowSchema,
         annotations: { title: `Update one of ${t}`, readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: false }
       },
