@@ -210,7 +210,7 @@ describe("the packed package", () => {
     expect(fail.stdout).toMatch(/^\s+- +"done": false$/m)
     expect(fail.stdout).toMatch(/^\s+\+ +"done": true$/m)
     expect(fs.readFileSync(junit, "utf8")).toMatch(/<failure message="exchange 2 &quot;complete it&quot;/)
-  })
+  }, 300_000) // four `wo test` runs, each type-checking: a hang guard for a loaded 2-core machine
 
   it("runs an app.ts that lives in the CommonJS project itself", async () => {
     fs.mkdirSync(path.join(project, "notes"))
