@@ -1,5 +1,5 @@
 /**
- * The `wo` command line: `wo run <app-dir>` serves an app, `wo replay [--app <app-dir>] <data-dir>` proves the
+ * The `wo` command line: `wo run <app-dir>` serves an app (`wo dev <app-dir>` reloads it live), `wo replay [--app <app-dir>] <data-dir>` proves the
  * projection can be rebuilt from the log, `wo verify <data-dir>` checks the store (neither writes the data dir),
  * `wo repair-current <data-dir>` brings back a lost CURRENT; `wo init <dir>` starts an app and `wo test <app-dir>`
  * tests one (src/init, src/testing). A thin shell over `writeOnceLayer`.
@@ -29,6 +29,7 @@ import { upcastingLog } from "./projections/upcasting-log.ts"
 import { compileApp } from "./domain/compile.ts"
 import { Rows } from "./projections/rows.ts"
 import { writeOnceLayer } from "./runtime.ts"
+import { devServer } from "./dev/dev-server.ts"
 import { Catalog } from "./domain/app-catalog.ts"
 import { VERSION } from "./version.ts"
 import { StoreUnavailable } from "./domain/errors.ts"
@@ -105,6 +106,25 @@ const run = Command.make(
       Layer.mergeAll(announce, exitWhenTheWriterDies).pipe(Layer.provideMerge(writeOnceLayer(app, settings)))
     )
   })).pipe(Command.withDescription("serve an app: REST at /api, MCP at /mcp"))
+
+const dev = Command.make(
+  "dev",
+  { appDir, data: dataOption, listen: listenOption, insecure: insecureOption },
+  ({ appDir, data, listen, insecure }) =>
+    Effect.gen(function* () {
+      const { app, dir } = yield* loadApp(appDir)
+      const parsed = Option.map(listen, parseListen)
+      if (Option.isSome(parsed) && parsed.value === undefined) {
+        return yield* new UsageError({ message: `--listen expects HOST:PORT, got "${Option.getOrElse(listen, () => "")}"` })
+      }
+      const settings = yield* loadSettings({ dataDir: path.join(dir, ".data") }, {
+        ...(Option.isSome(data) ? { dataDir: path.resolve(data.value) } : {}),
+        ...(insecure ? { insecure: true } : {}),
+        ...Option.getOrUndefined(parsed)
+      })
+      return yield* Effect.zipRight(devServer(dir, app, settings), Effect.never).pipe(Effect.scoped)
+    })
+).pipe(Command.withDescription("serve an app like run, and reload it live on every change of its folder (tools and resource lists announced to MCP clients)"))
 
 const replayAppOption = Options.directory("app", { exists: "yes" }).pipe(
   Options.withDescription("the app folder (app.ts): compare after its migrations and defaults; needed once the schema changed"),
@@ -326,7 +346,7 @@ const testCommand = Command.make(
 
 const wo = Command.make("wo").pipe(
   Command.withDescription("writeonce: declare your domain once; serve REST and MCP from an event-sourced store"),
-  Command.withSubcommands([run, initCommand, testCommand, replayCommand, verifyCommand, repairCurrentCommand, backupCommand, restoreCommand])
+  Command.withSubcommands([run, dev, initCommand, testCommand, replayCommand, verifyCommand, repairCurrentCommand, backupCommand, restoreCommand])
 )
 
 const cli = Command.run(wo, { name: "writeonce", version: VERSION })

@@ -67,6 +67,8 @@ export interface Settings {
   readonly acceptDataLoss: boolean
   /** When set (`WO_RECORD=<file>`), every HTTP exchange is appended to that transcript file. */
   readonly recordFile?: string
+  /** Set by `wo dev`: the catalog may change while serving, so list changes are announced and nothing catalog-derived is cached. */
+  readonly catalogReloads?: boolean
   /**
    * The event store (`--store`, `WO_STORE`): unset, the embedded classic-level log in the data dir; a
    * `postgres://user@host:port[,host:port...]/db` URL, the PostgreSQL log at its writable primary.
