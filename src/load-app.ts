@@ -24,7 +24,7 @@ export const loadApp = (appDir: string, reload?: number) =>
       try: () => import(reload === undefined ? pathToFileURL(file).href : reloadUrl(file, dir, reload)) as Promise<{ default?: AppDef; app?: AppDef }>,
       catch: (e) =>
         new AppLoadError({
-          message: `cannot load ${file}: ${e instanceof Error ? e.message : String(e)}` +
+          message: `cannot load ${file}: ${e instanceof Error ? e.message : String(e)}${whereInApp(dir, e)}` +
             ((e as { code?: unknown })?.code === "ERR_UNKNOWN_FILE_EXTENSION"
               ? " (plain Node runs no TypeScript: run it with `wo`, or register a loader such as tsx first)"
               : "")
@@ -40,4 +40,15 @@ const reloadUrl = (file: string, dir: string, reload: number) => {
   url.searchParams.set(RELOAD_PARAM, String(reload))
   url.searchParams.set(RELOAD_ROOT_PARAM, pathToFileURL(dir + path.sep).pathname)
   return url.href
+}
+
+/** Where an error thrown while importing the app points into the app folder, as ` (at file:line:col)`. */
+const whereInApp = (dir: string, error: unknown) => {
+  const stack = error instanceof Error ? error.stack ?? "" : ""
+  for (const line of stack.split("\n")) {
+    // `at f (/dir/app.ts:3:7)`, `at /dir/app.ts:3:7` or `at file:///dir/app.ts?wo-reload=2&…:3:7`
+    const at = /^\s*at (?:.*\()?(?:file:\/\/)?(\/[^?)]*?)(?:\?[^)]*?)?(:\d+:\d+)\)?$/.exec(line)
+    if (at !== null && at[1].startsWith(dir + path.sep)) return ` (at ${decodeURIComponent(at[1])}${at[2]})`
+  }
+  return ""
 }

@@ -18,7 +18,6 @@
  * in 5 (a view's evolve throwing on old events, say) starts the old app again.
  */
 import { Console, Context, Effect, Exit, Layer, Scope, Stream } from "effect"
-import * as path from "node:path"
 import type { AppDef } from "../domain/catalog.ts"
 import { Catalog } from "../domain/app-catalog.ts"
 import { compileApp, type CompiledApp } from "../domain/compile.ts"
@@ -71,27 +70,20 @@ const startGeneration = (app: AppDef, settings: Settings) =>
     }).pipe(Effect.onError(() => Scope.close(scope, Exit.void)))
   })
 
-/** Where an error thrown while importing the app points into the app folder, as ` (at file:line:col)`. */
-const whereInApp = (dir: string, error: unknown) => {
-  const stack = error instanceof Error ? error.stack ?? "" : ""
-  const frame = stack.split("\n").map((l) => /\((file:\/\/[^)]+|\/[^)]+)\)$|at (file:\/\/\S+|\/\S+)$/.exec(l.trim())).find((m) => m !== null)
-  const at = frame?.[1] ?? frame?.[2]
-  if (at === undefined) return ""
-  const file = at.replace(/^file:\/\//, "").replace(/\?[^:]*/, "")
-  return file.startsWith(dir + path.sep) ? ` (at ${path.relative(process.cwd(), file)})` : ""
-}
-
-/** Loads and compiles the app anew, then checks the stored rows against it: what a restart would check. */
-const prepare = (dir: string, reload: number, current: Generation) =>
+/** Loads and compiles the app anew, in isolation: nothing served changes. */
+const prepare = (dir: string, reload: number) =>
   Effect.gen(function* () {
-    const { app } = yield* loadApp(dir, reload).pipe(
-      Effect.catchAllDefect((e) => Effect.fail({ _tag: "AppLoadError" as const, message: `cannot load ${dir}: ${String(e)}${whereInApp(dir, e)}` }))
-    )
-    const catalog = yield* compileApp(app)
-    yield* Effect.scoped(Effect.flatMap(makeClassicLevelLog(Context.get(current.context, LevelDb)), (log) =>
-      recoverRows(upcastingLog(log, catalog), catalog)))
-    return app
+    const { app } = yield* loadApp(dir, reload)
+    return { app, catalog: yield* compileApp(app) }
   })
+
+/**
+ * The startup check of the stored rows against the new catalog (recovery.ts), read-only, on the current store.
+ * Run while requests are held: with no write in flight, the store and its acknowledged head agree.
+ */
+const checkStoredRows = (current: Generation, catalog: CompiledApp) =>
+  Effect.scoped(Effect.flatMap(makeClassicLevelLog(Context.get(current.context, LevelDb)), (log) =>
+    recoverRows(upcastingLog(log, catalog), catalog)))
 
 export interface DevServer {
   readonly url: string
@@ -123,16 +115,18 @@ export const devServer = (dir: string, app: AppDef, settings: Settings) =>
     let reloads = 0
     const reload = Effect.gen(function* () {
       const started = Date.now()
-      const next = yield* prepare(dir, ++reloads, current).pipe(Effect.either)
-      if (next._tag === "Left") {
-        return yield* Console.error(`wo dev: the app did not reload; still serving the previous one.\nwo: ${next.left.message}`)
-      }
+      const refuse = (e: { readonly message: string }) =>
+        Console.error(`wo dev: the app did not reload; still serving the previous one.\nwo: ${e.message}`)
+      const next = yield* prepare(dir, ++reloads).pipe(Effect.either)
+      if (next._tag === "Left") return yield* refuse(next.left)
       yield* gate.hold
+      const checked = yield* checkStoredRows(current, next.right.catalog).pipe(Effect.either)
+      if (checked._tag === "Left") return yield* Effect.zipRight(gate.release, refuse(checked.left))
       const old = current
       old.streams.announceCatalogChange()
       yield* old.onShutdown
       yield* Scope.close(old.scope, Exit.void)
-      const swapped = yield* startGeneration(next.right, reloading).pipe(Effect.either)
+      const swapped = yield* startGeneration(next.right.app, reloading).pipe(Effect.either)
       if (swapped._tag === "Left") {
         yield* Console.error(`wo dev: the app did not start; starting the previous one again.\nwo: ${swapped.left.message}`)
         current = yield* startGeneration(old.app, reloading).pipe(Effect.orDie)
