@@ -9,6 +9,7 @@ import { StreamableHTTPClientTransport as TransportV1 } from "@modelcontextproto
 import { ResourceListChangedNotificationSchema, ToolListChangedNotificationSchema } from "@modelcontextprotocol/sdk/types.js"
 import * as fs from "node:fs"
 import * as path from "node:path"
+import { chromium } from "playwright-core"
 import { afterEach, describe, expect, it } from "vitest"
 import { spawnWo, type Spawned } from "../../testkit/spawn.ts"
 import { writeAppDir } from "../support/app-dir.ts"
@@ -181,5 +182,33 @@ describe("wo dev", () => {
     } while (cursor)
     expect(new Set(rows.map((r) => r.id))).toEqual(new Set(acked))
     expect(rows.every((r) => r.pinned === false)).toBe(true)
+  })
+})
+
+// The page runs in the browser; the test program itself has no DOM types.
+declare const document: any
+const CHROMIUM = "/usr/bin/chromium"
+
+describe.skipIf(!fs.existsSync(CHROMIUM))("wo dev and the console in headless Chromium", () => {
+  it("the console shows the edited catalog without a manual reload", async () => {
+    const { server, appFile } = await startDev(notesApp())
+    const profile = tempDir("wo-chromium-")
+    const browser = await chromium.launchPersistentContext(profile, {
+      executablePath: CHROMIUM,
+      headless: true,
+      args: ["--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+    })
+    try {
+      const page = browser.pages()[0] ?? (await browser.newPage())
+      await page.goto(`${server.url}/`)
+      await page.waitForFunction(() => /notes/.test(document.querySelector("#catalog")?.textContent ?? ""), undefined, { timeout: BOUND })
+      expect(await page.evaluate(() => document.querySelector("#catalog").textContent)).not.toMatch(/pinned/)
+      fs.writeFileSync(appFile, EDITED)
+      await page.waitForFunction(() => /pinned/.test(document.querySelector("#catalog")?.textContent ?? ""), undefined, { timeout: BOUND })
+      expect(await page.evaluate(() => document.querySelector("#catalog").textContent)).toMatch(/pin/)
+    } finally {
+      await browser.close()
+      fs.rmSync(profile, { recursive: true, force: true })
+    }
   })
 })
