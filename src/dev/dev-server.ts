@@ -6,16 +6,17 @@
  * goes through (`current`), read once per request behind the gate (request-gate.ts).
  *
  * A reload, step by step:
- *  1. load the app afresh (load-app.ts tags its modules with the reload) and compile it;
- *  2. check the stored rows against it, as startup does (recovery.ts, read-only);
- *  3. hold new requests and let those in flight finish: every write they made is acknowledged by the old writer;
+ *  1. load the app afresh (load-app.ts tags its modules with the reload) and compile it, serving on meanwhile;
+ *  2. hold new requests and let those in flight finish: every write they made is acknowledged by the old writer;
+ *  3. check the stored rows against the new app, as startup does (recovery.ts, read-only; no write is in flight);
  *  4. the old generation's streams announce the change (tools and resources list_changed), then close (a legacy
  *     client resumes its GET stream with Last-Event-ID; a listener gets its graceful result and may listen again);
  *  5. close the old generation (its writer flushes, the store closes) and start the new one on the same data dir
  *     (views whose declaration changed are folded again there);
  *  6. let the held requests on, to the new catalog.
- * A failure in 1 or 2 keeps the old generation serving untouched, and is printed as startup prints it. A failure
- * in 5 (a view's evolve throwing on old events, say) starts the old app again.
+ * A failure in 1 or 3 keeps the old generation serving untouched (3 releases the held requests to it), and is
+ * printed as startup prints it. A failure in 5 (a view's evolve throwing on old events, say) starts the old app again.
+ * `wo dev` serves the embedded store only (no --store): a swap reopens its data dir.
  */
 import { Console, Context, Effect, Exit, Layer, Scope, Stream } from "effect"
 import type { AppDef } from "../domain/catalog.ts"
