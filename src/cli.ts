@@ -122,6 +122,7 @@ const dev = Command.make(
         ...(insecure ? { insecure: true } : {}),
         ...Option.getOrUndefined(parsed)
       })
+      if (settings.store !== undefined) return yield* new UsageError({ message: "wo dev serves the embedded store only (a reload reopens the data dir): unset WO_STORE" })
       return yield* Effect.zipRight(devServer(dir, app, settings), Effect.never).pipe(Effect.scoped)
     })
 ).pipe(Command.withDescription("serve an app like run, and reload it live on every change of its folder (tools and resource lists announced to MCP clients)"))
