@@ -3,7 +3,7 @@
 //   npm run bench                        full run, a few minutes on 2 cores
 //   npm run bench -- --quick             under a minute (shorter windows, 100k-event replay)
 //   npm run bench -- --smoke --out DIR   seconds: one level, a subset, tiny sizes (what npm run bench:smoke checks)
-// Options: --out DIR (default bench/results for a full run, .data/bench-<mode> otherwise), --only load,notify,readers,amplify,stall,replay,sessions,cqrs,invariant,scaleout,commands,metrics,backup (default: all; smoke runs leave scaleout out).
+// Options: --out DIR (default bench/results for a full run, .data/bench-<mode> otherwise), --only load,notify,readers,amplify,stall,replay,sessions,cqrs,invariant,scaleout,commands,metrics,backup,devreload (default: all; smoke runs leave scaleout out).
 // Env: BENCH_DATA_DIR (data dirs and the fsync probe; default <repo>/.data/bench-run).
 // Scenarios: bench/scenarios/*.ts; the kit they share: bench/lib/*.ts; the report: bench/report.ts.
 // Every server is spawned here on 127.0.0.1 (port 0) and stopped before the run ends.
@@ -30,6 +30,7 @@ import { INVARIANT_BUDGET, renderInvariant, runInvariant, type InvariantResult }
 import { renderCommands, runCommands, type CommandsOptions, type CommandsResult } from './scenarios/commands.ts';
 import { METRICS_BUDGET, renderMetricsCost, runMetricsCost, type MetricsCostResult } from './scenarios/metrics-cost.ts';
 import { renderBackup, runBackup, type BackupOptions, type BackupResult } from './scenarios/backup.ts';
+import { renderDevReload, runDevReload, type DevReloadResult } from './dev-reload.ts';
 
 // ---------------------------------------------------------------------------------------------------
 // Arguments and modes
@@ -44,7 +45,7 @@ const option = (name: string): string | undefined => {
 const mode: Mode = flag('smoke') ? 'smoke' : flag('quick') ? 'quick' : 'full';
 // Only a full run replaces the committed results; shorter runs go under .data (not committed).
 const outDir = resolve(option('out') ?? (mode === 'full' ? join(repoRoot, 'bench', 'results') : join(repoRoot, '.data', `bench-${mode}`)));
-const PARTS = ['load', 'notify', 'readers', 'amplify', 'stall', 'replay', 'sessions', 'cqrs', 'invariant', 'scaleout', 'commands', 'metrics', 'backup'] as const;
+const PARTS = ['load', 'notify', 'readers', 'amplify', 'stall', 'replay', 'sessions', 'cqrs', 'invariant', 'scaleout', 'commands', 'metrics', 'backup', 'devreload'] as const;
 type Part = (typeof PARTS)[number];
 // scaleout starts a PostgreSQL cluster: not in smoke runs unless asked for.
 const only = option('only')?.split(',').map((s) => s.trim()) ?? PARTS.filter((p) => p !== 'scaleout' || mode !== 'smoke');
@@ -241,6 +242,8 @@ let commands: CommandsResult | undefined;
 let metricsCost: MetricsCostResult | undefined;
 /** issue 23's backup budget (reported after the rest, in its own file too). */
 let backup: BackupResult | undefined;
+/** issue 26's wo dev reload latency (reported after the rest, in its own file too). */
+let devReload: DevReloadResult | undefined;
 const startedEarly: SpawnedServer[] = [];
 const startEarly = async (label: string, env: Record<string, string>, seed: number): Promise<{ server: SpawnedServer; dir: string }> => {
   const dir = freshDataDir(dataRoot, label);
@@ -317,6 +320,7 @@ try {
   if (wanted('commands')) commands = await runCommands(ctx, S.commands);
   if (wanted('metrics')) metricsCost = await runMetricsCost(ctx);
   if (wanted('backup')) backup = await runBackup(ctx, S.backup);
+  if (wanted('devreload')) devReload = await runDevReload({ rounds: mode === 'full' ? 10 : 2, rows: mode === 'smoke' ? 50 : 2000, dataRoot });
 } finally {
   await Promise.allSettled([sharedStart, sessionsStart]);
   for (const s of startedEarly) await s.stop();
@@ -354,11 +358,12 @@ report.budgets = [
 ];
 report.wallMs = performance.now() - wallStart;
 
-const md = renderMarkdown(report) + (invariantCost ? `\n${renderInvariant(invariantCost)}` : '') + (scaleOut ? `\n${renderScaleOut(scaleOut)}` : '') + (commands ? `\n${renderCommands(commands)}\n` : '') + (metricsCost ? `\n${renderMetricsCost(metricsCost)}\n` : '') + (backup ? `\n${renderBackup(backup)}\n` : '');
+const md = renderMarkdown(report) + (invariantCost ? `\n${renderInvariant(invariantCost)}` : '') + (scaleOut ? `\n${renderScaleOut(scaleOut)}` : '') + (commands ? `\n${renderCommands(commands)}\n` : '') + (metricsCost ? `\n${renderMetricsCost(metricsCost)}\n` : '') + (backup ? `\n${renderBackup(backup)}\n` : '') + (devReload ? `\n${renderDevReload(devReload)}\n` : '');
 mkdirSync(outDir, { recursive: true });
 if (scaleOut) writeFileSync(join(outDir, 'scale-out.json'), `${JSON.stringify(scaleOut, null, 2)}\n`);
 if (commands) writeFileSync(join(outDir, 'commands.json'), `${JSON.stringify(commands, null, 2)}\n`);
 if (backup) writeFileSync(join(outDir, 'backup.json'), `${JSON.stringify(backup, null, 2)}\n`);
+if (devReload) writeFileSync(join(outDir, 'dev-reload.json'), `${JSON.stringify(devReload, null, 2)}\n`);
 writeFileSync(join(outDir, 'latest.json'), `${JSON.stringify(report, (_k, v) => (typeof v === 'number' && !Number.isFinite(v) ? null : v), 2)}\n`);
 writeFileSync(join(outDir, 'latest.md'), md);
 writeFileSync(join(outDir, 'latest.svg'), renderSvg(report));

@@ -7,6 +7,7 @@
  */
 import { register } from "node:module"
 import { register as registerTsx } from "tsx/esm/api"
+import { RELOAD_PARAM, RELOAD_ROOT_PARAM } from "./reload-tag.ts"
 
 /**
  * The export condition under which `writeonce` and `writeonce/testing` resolve to this checkout's TypeScript
@@ -21,8 +22,18 @@ const TYPESCRIPT = /\\.(ts|tsx|mts)$/
 export async function resolve(specifier, context, next) {
   const resolved = await next(specifier, extra.length === 0 ? context : { ...context, conditions: [...context.conditions, ...extra] })
   if (!resolved.url.startsWith("file:")) return resolved
-  const { pathname } = new URL(resolved.url)
-  return TYPESCRIPT.test(pathname) && !pathname.includes("/node_modules/") ? { ...resolved, format: "module" } : resolved
+  const url = new URL(resolved.url)
+  const own = TYPESCRIPT.test(url.pathname) && !url.pathname.includes("/node_modules/")
+  // wo dev: a reloaded app's own files carry its reload tag, so each reload imports them afresh.
+  const tag = reloadTag(context.parentURL)
+  if (tag !== undefined && !url.search && url.pathname.startsWith(tag.root)) url.search = tag.search
+  return own ? { ...resolved, url: url.href, format: "module" } : { ...resolved, url: url.href }
+}
+function reloadTag(parent) {
+  if (parent === undefined || !parent.includes("${RELOAD_PARAM}=")) return undefined
+  const url = new URL(parent)
+  const root = url.searchParams.get("${RELOAD_ROOT_PARAM}")
+  return root === null ? undefined : { root, search: url.search }
 }
 `
 

@@ -1,5 +1,5 @@
 /**
- * The `wo` command line: `wo run <app-dir>` serves an app, `wo replay [--app <app-dir>] <data-dir>` proves the
+ * The `wo` command line: `wo run <app-dir>` serves an app (`wo dev <app-dir>` reloads it live), `wo replay [--app <app-dir>] <data-dir>` proves the
  * projection can be rebuilt from the log, `wo verify <data-dir>` checks the store (neither writes the data dir),
  * `wo repair-current <data-dir>` brings back a lost CURRENT; `wo init <dir>` starts an app and `wo test <app-dir>`
  * tests one (src/init, src/testing). A thin shell over `writeOnceLayer`.
@@ -30,6 +30,8 @@ import { replay } from "./projections/replay.ts"
 import { upcastingLog } from "./projections/upcasting-log.ts"
 import { compileApp } from "./domain/compile.ts"
 import { writeOnceLayer } from "./runtime.ts"
+import { devServer } from "./dev/dev-server.ts"
+import { Catalog } from "./domain/app-catalog.ts"
 import { VERSION } from "./version.ts"
 import { StoreUnavailable } from "./domain/errors.ts"
 import { nextSteps, scaffoldApp, TEMPLATES } from "./init/scaffold.ts"
@@ -88,6 +90,26 @@ const run = Command.make(
       exitWhenTheWriterDies.pipe(Layer.provideMerge(writeOnceLayer(app, settings)))
     )
   })).pipe(Command.withDescription("serve an app: REST at /api, MCP at /mcp"))
+
+const dev = Command.make(
+  "dev",
+  { appDir, data: dataOption, listen: listenOption, insecure: insecureOption },
+  ({ appDir, data, listen, insecure }) =>
+    Effect.gen(function* () {
+      const { app, dir } = yield* loadApp(appDir)
+      const parsed = Option.map(listen, parseListen)
+      if (Option.isSome(parsed) && parsed.value === undefined) {
+        return yield* new UsageError({ message: `--listen expects HOST:PORT, got "${Option.getOrElse(listen, () => "")}"` })
+      }
+      const settings = yield* loadSettings({ dataDir: path.join(dir, ".data") }, {
+        ...(Option.isSome(data) ? { dataDir: path.resolve(data.value) } : {}),
+        ...(insecure ? { insecure: true } : {}),
+        ...Option.getOrUndefined(parsed)
+      })
+      if (settings.store !== undefined) return yield* new UsageError({ message: "wo dev serves the embedded store only (a reload reopens the data dir): unset WO_STORE" })
+      return yield* Effect.zipRight(devServer(dir, app, settings), Effect.never).pipe(Effect.scoped)
+    })
+).pipe(Command.withDescription("serve an app like run, and reload it live on every change of its folder (tools and resource lists announced to MCP clients)"))
 
 const replayAppOption = Options.directory("app", { exists: "yes" }).pipe(
   Options.withDescription("the app folder (app.ts): compare after its migrations and defaults; needed once the schema changed"),
@@ -309,7 +331,7 @@ const testCommand = Command.make(
 
 const wo = Command.make("wo").pipe(
   Command.withDescription("writeonce: declare your domain once; serve REST and MCP from an event-sourced store"),
-  Command.withSubcommands([run, initCommand, testCommand, replayCommand, verifyCommand, repairCurrentCommand, backupCommand, restoreCommand])
+  Command.withSubcommands([run, dev, initCommand, testCommand, replayCommand, verifyCommand, repairCurrentCommand, backupCommand, restoreCommand])
 )
 
 const cli = Command.run(wo, { name: "writeonce", version: VERSION })

@@ -67,6 +67,8 @@ export interface Settings {
   readonly acceptDataLoss: boolean
   /** When set (`WO_RECORD=<file>`), every HTTP exchange is appended to that transcript file. */
   readonly recordFile?: string
+  /** Set by `wo dev`: the catalog may change while serving, so list changes are announced and nothing catalog-derived is cached. */
+  readonly catalogReloads?: boolean
   /**
    * The event store (`--store`, `WO_STORE`): unset, the embedded classic-level log in the data dir; a
    * `postgres://user@host:port[,host:port...]/db` URL, the PostgreSQL log at its writable primary.
@@ -225,7 +227,7 @@ const KNOWN_KEYS: ReadonlySet<string> = new Set(Object.keys({
   maxSubscriptions: true, maxUriLength: true, maxSubscriptionBytes: true, maxJsonDepth: true,
   maxListensPerClient: true, maxListenStreams: true, streamMemory: true, maxEventTailsPerClient: true,
   maxEventTails: true, authToken: true, insecure: true, acceptDataLoss: true, recordFile: true,
-  idempotencyTtlMs: true, store: true, metrics: true, readyMaxLag: true, storeTimeoutMs: true
+  idempotencyTtlMs: true, store: true, metrics: true, readyMaxLag: true, storeTimeoutMs: true, catalogReloads: true
 } satisfies Record<keyof SettingsInput, true>))
 
 /** `input` as Settings fields: an unknown key or a malformed `listen` is a ConfigError naming it. */

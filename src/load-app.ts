@@ -7,19 +7,24 @@ import * as fs from "node:fs"
 import * as path from "node:path"
 import { pathToFileURL } from "node:url"
 import type { AppDef } from "./domain/catalog.ts"
+import { RELOAD_PARAM, RELOAD_ROOT_PARAM } from "./reload-tag.ts"
 
 export class AppLoadError extends Data.TaggedError("AppLoadError")<{ readonly message: string }> {}
 
-export const loadApp = (appDir: string) =>
+/**
+ * Loads the app; with `reload` (wo dev), its own modules are imported afresh under that tag (app-loader.ts
+ * carries the tag on to every file under the app folder), so an edit anywhere in the folder is seen.
+ */
+export const loadApp = (appDir: string, reload?: number) =>
   Effect.gen(function* () {
     const dir = path.resolve(appDir)
     const file = ["app.ts", "app.mts", "app.js", "app.mjs"].map((f) => path.join(dir, f)).find((f) => fs.existsSync(f))
     if (file === undefined) return yield* new AppLoadError({ message: `no app.ts in ${dir}` })
     const mod = yield* Effect.tryPromise({
-      try: () => import(pathToFileURL(file).href) as Promise<{ default?: AppDef; app?: AppDef }>,
+      try: () => import(reload === undefined ? pathToFileURL(file).href : reloadUrl(file, dir, reload)) as Promise<{ default?: AppDef; app?: AppDef }>,
       catch: (e) =>
         new AppLoadError({
-          message: `cannot load ${file}: ${e instanceof Error ? e.message : String(e)}` +
+          message: `cannot load ${file}: ${e instanceof Error ? e.message : String(e)}${whereInApp(dir, e)}` +
             ((e as { code?: unknown })?.code === "ERR_UNKNOWN_FILE_EXTENSION"
               ? " (plain Node runs no TypeScript: run it with `wo`, or register a loader such as tsx first)"
               : "")
@@ -29,3 +34,21 @@ export const loadApp = (appDir: string) =>
     if (app === undefined) return yield* new AppLoadError({ message: `${file} must export the app (export default defineApp({...}))` })
     return { app, dir, file }
   })
+
+const reloadUrl = (file: string, dir: string, reload: number) => {
+  const url = pathToFileURL(file)
+  url.searchParams.set(RELOAD_PARAM, String(reload))
+  url.searchParams.set(RELOAD_ROOT_PARAM, pathToFileURL(dir + path.sep).pathname)
+  return url.href
+}
+
+/** Where an error thrown while importing the app points into the app folder, as ` (at file:line:col)`. */
+const whereInApp = (dir: string, error: unknown) => {
+  const stack = error instanceof Error ? error.stack ?? "" : ""
+  for (const line of stack.split("\n")) {
+    // `at f (/dir/app.ts:3:7)`, `at /dir/app.ts:3:7` or `at file:///dir/app.ts?wo-reload=2&…:3:7`
+    const at = /^\s*at (?:.*\()?(?:file:\/\/)?(\/[^?)]*?)(?:\?[^)]*?)?(:\d+:\d+)\)?$/.exec(line)
+    if (at !== null && at[1].startsWith(dir + path.sep)) return ` (at ${decodeURIComponent(at[1])}${at[2]})`
+  }
+  return ""
+}

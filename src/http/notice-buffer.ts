@@ -10,4 +10,6 @@ export type EndReason = "overflow" | "shutdown" | "replaced" | "terminated"
 export interface NoticeBuffer extends Sink {
   readonly close: (reason: EndReason) => void
   readonly isClosed: () => boolean
+  /** wo dev swapped the catalog: tell the client its lists changed, as far as it asked (legacy: always). */
+  readonly catalogChanged?: () => void
 }

@@ -18,6 +18,8 @@ export interface OpenStreamsShape {
   /** Tracks the stream for the current scope. */
   readonly track: (info: StreamInfo, buffer: NoticeBuffer) => Effect.Effect<void, never, Scope.Scope>
   readonly closeAll: (reason: EndReason) => void
+  /** wo dev: every open stream tells its client that the catalog changed (tools and resource lists). */
+  readonly announceCatalogChange: () => void
   readonly list: () => ReadonlyArray<StreamInfo>
 }
 
@@ -30,6 +32,9 @@ export const OpenStreamsLive = Layer.sync(OpenStreams, () => {
       Effect.acquireRelease(Effect.sync(() => open.set(buffer, info)), () => Effect.sync(() => open.delete(buffer))).pipe(Effect.asVoid),
     closeAll: (reason) => {
       for (const buffer of open.keys()) buffer.close(reason)
+    },
+    announceCatalogChange: () => {
+      for (const buffer of open.keys()) buffer.catalogChanged?.()
     },
     list: () => [...open.values()]
   }

@@ -9,7 +9,7 @@ import { Queries } from "../projections/queries.ts"
 import { makeConsoleRoutes } from "./console-routes.ts"
 import { makeMcpRoute } from "./mcp/mcp-server.ts"
 import { isLoopback, makeAuthCheck } from "./auth.ts"
-import { ListenError, startEdge } from "./edge.ts"
+import { ListenError, startEdge, type RunningEdge } from "./edge.ts"
 import { OpenStreams } from "./open-streams.ts"
 import { recordTo } from "./recorder.ts"
 import { recordedRefs, recordingOverData } from "./recording-setup.ts"
@@ -24,45 +24,60 @@ import { Rows } from "../projections/rows.ts"
 
 export class HttpServer extends Context.Tag("writeonce/HttpServer")<HttpServer, { readonly url: string }>() {}
 
+/**
+ * The app's routes as one edge handler, over the services in context, and what shutdown must do for them.
+ * `wo run` serves it on its own edge; `wo dev` builds one per catalog behind one edge (src/dev/dev-server.ts).
+ */
+export const makeAppHandler = Effect.gen(function* () {
+  const settings = yield* WoConfig
+  const catalog = yield* Catalog
+  const commands = yield* Commands
+  const queries = yield* Queries
+  if (!isLoopback(settings.host) && settings.authToken === undefined && !settings.insecure) {
+    return yield* new ListenError({
+      message: `refusing to listen on ${settings.host} without WO_AUTH_TOKEN: anyone who can reach it could write. Set a token, or pass --insecure (WO_INSECURE=1) to do it anyway`
+    })
+  }
+  const consoleRoutes = yield* makeConsoleRoutes
+  const viewRoutes = makeViewRoutes(yield* Views)
+  const metrics = yield* makeMetricsRoute
+  // The embedded store's backup endpoint (`wo backup`); a PostgreSQL store is backed up with PostgreSQL's tools.
+  const levelDb = settings.store === undefined ? yield* Effect.serviceOption(LevelDb) : Option.none()
+  const control = Option.isSome(levelDb) ? yield* makeBackupControl(levelDb.value, settings.host) : undefined
+  const router = makeRouter(makeGuards(settings), {
+    rest: makeRestRoutes(catalog, commands, queries, settings.maxJsonDepth),
+    mcp: yield* makeMcpRoute,
+    extra: (request) => viewRoutes(request) ?? consoleRoutes.handle(request),
+    health: yield* makeHealthRoutes,
+    metrics: metrics.route,
+    backup: control?.backup
+  }, makeAuthCheck(settings.authToken))
+  const streams = yield* OpenStreams
+  const handler = settings.recordFile === undefined ? router : recordTo(settings.recordFile, { app: catalog.name, refs: recordedRefs(catalog) })(router)
+  if (settings.recordFile !== undefined) {
+    yield* Effect.logInfo(`recording every HTTP exchange to ${settings.recordFile}`)
+    const { recovered } = yield* Rows
+    if (recovered.events > 0) yield* Effect.logWarning(recordingOverData(settings, recovered.rows))
+  }
+  // At shutdown, streams end first (listen streams with their graceful result, event tails) so in-flight
+  // requests can drain.
+  const onShutdown = Effect.zipRight(Effect.sync(() => streams.closeAll("shutdown")), consoleRoutes.shutdown)
+  /** Once the edge listens: its streams counted in the metrics, its address published for `wo backup`. */
+  const served = (edge: RunningEdge) =>
+    Effect.gen(function* () {
+      metrics.observeStreams(edge.streams)
+      if (control !== undefined) yield* control.publish(edge.url)
+    })
+  return { handler, onShutdown, served }
+})
+
 export const HttpServerLive = Layer.scoped(
   HttpServer,
   Effect.gen(function* () {
     const settings = yield* WoConfig
-    const catalog = yield* Catalog
-    const commands = yield* Commands
-    const queries = yield* Queries
-    if (!isLoopback(settings.host) && settings.authToken === undefined && !settings.insecure) {
-      return yield* new ListenError({
-        message: `refusing to listen on ${settings.host} without WO_AUTH_TOKEN: anyone who can reach it could write. Set a token, or pass --insecure (WO_INSECURE=1) to do it anyway`
-      })
-    }
-    const consoleRoutes = yield* makeConsoleRoutes
-    const viewRoutes = makeViewRoutes(yield* Views)
-    const metrics = yield* makeMetricsRoute
-    // The embedded store's backup endpoint (`wo backup`); a PostgreSQL store is backed up with PostgreSQL's tools.
-    const levelDb = settings.store === undefined ? yield* Effect.serviceOption(LevelDb) : Option.none()
-    const control = Option.isSome(levelDb) ? yield* makeBackupControl(levelDb.value, settings.host) : undefined
-    const router = makeRouter(makeGuards(settings), {
-      rest: makeRestRoutes(catalog, commands, queries, settings.maxJsonDepth),
-      mcp: yield* makeMcpRoute,
-      extra: (request) => viewRoutes(request) ?? consoleRoutes.handle(request),
-      health: yield* makeHealthRoutes,
-      metrics: metrics.route,
-      backup: control?.backup
-    }, makeAuthCheck(settings.authToken))
-    const streams = yield* OpenStreams
-    const handler = settings.recordFile === undefined ? router : recordTo(settings.recordFile, { app: catalog.name, refs: recordedRefs(catalog) })(router)
-    if (settings.recordFile !== undefined) {
-      yield* Effect.logInfo(`recording every HTTP exchange to ${settings.recordFile}`)
-      const { recovered } = yield* Rows
-      if (recovered.events > 0) yield* Effect.logWarning(recordingOverData(settings, recovered.rows))
-    }
-    // At shutdown, streams end first (listen streams with their graceful result, event tails) so in-flight
-    // requests can drain.
-    const onShutdown = Effect.zipRight(Effect.sync(() => streams.closeAll("shutdown")), consoleRoutes.shutdown)
-    const edge = yield* startEdge(handler, { ...settings, onShutdown })
-    metrics.observeStreams(edge.streams)
-    if (control !== undefined) yield* control.publish(edge.url)
+    const app = yield* makeAppHandler
+    const edge = yield* startEdge(app.handler, { ...settings, onShutdown: app.onShutdown })
+    yield* app.served(edge)
     return { url: edge.url }
   })
 )

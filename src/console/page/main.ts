@@ -1,6 +1,7 @@
 /**
  * The console page: it loads the catalog and a rows snapshot, then follows the event log from a little
- * before the snapshot, so the tail opens with recent history and the tables stay current without a reload.
+ * before the snapshot, so the tail opens with recent history and the tables stay current without a reload. When
+ * the app itself changes (`wo dev`), the page reloads to show the new catalog.
  */
 import type { AgentsView, CatalogView, RowsSnapshot } from "../wire.ts"
 import { getJson, getToken, setToken, takeTokenFromUrl, Unauthorized } from "./api.ts"
@@ -47,6 +48,18 @@ const pollAgents = async () => {
   setTimeout(pollAgents, AGENTS_EVERY_MS)
 }
 
+/**
+ * After the event stream reconnects (a restart, or `wo dev` swapping in the edited app), a changed catalog reloads
+ * the page, which then renders the new types, fields, views and tools from scratch.
+ */
+const reloadIfCatalogChanged = async (loaded: string) => {
+  try {
+    if (JSON.stringify(await getJson<CatalogView>("/api/_catalog")) !== loaded) location.reload()
+  } catch {
+    // The next reconnect tries again.
+  }
+}
+
 const start = async () => {
   takeTokenFromUrl()
   const catalog = await getJson<CatalogView>("/api/_catalog")
@@ -65,6 +78,8 @@ const start = async () => {
   void pollAgents()
 
   let head = snapshot.seq
+  const loaded = JSON.stringify(catalog)
+  let reconnecting = false
   await followEvents(Math.max(1, snapshot.seq - HISTORY + 1), {
     onEvent: (event) => {
       // History before the snapshot goes to the tail only; the rows already include it.
@@ -77,8 +92,14 @@ const start = async () => {
       setStatus("live", `live · seq ${head}`)
     },
     onState: (state) => {
-      if (state === "live") setStatus("live", `live · seq ${head}`)
-      else if (state === "reconnecting") setStatus("reconnecting", "reconnecting…")
+      if (state === "live") {
+        setStatus("live", `live · seq ${head}`)
+        if (reconnecting) void reloadIfCatalogChanged(loaded)
+        reconnecting = false
+      } else if (state === "reconnecting") {
+        reconnecting = true
+        setStatus("reconnecting", "reconnecting…")
+      }
       else {
         setStatus("unauthorized", "token needed")
         showTokenForm("The server refused the token: paste the right one.")

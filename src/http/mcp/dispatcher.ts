@@ -46,6 +46,8 @@ export interface CacheHint {
 }
 /** Catalog-derived results (tools, templates, schemas, discover): fixed until a restart, so five minutes. */
 export const CATALOG_CACHE: CacheHint = { ttlMs: 300_000, cacheScope: "public" }
+/** The same under wo dev, where the catalog changes on every save. */
+const DEV_CATALOG_CACHE: CacheHint = { ttlMs: 0, cacheScope: "public" }
 /** Row-derived results (rows, resource lists): always re-read. */
 export const ROW_CACHE: CacheHint = { ttlMs: 0, cacheScope: "private" }
 
@@ -166,6 +168,8 @@ export const makeDispatcher = ({ catalog, tools, resources, sessions, server, ch
   const byName = new Map(tools.map((t) => [t.definition.name, t]))
   const definitions = tools.map((t) => t.definition)
   const storeDown = (e: { readonly message: string }) => new Unavailable({ message: e.message })
+  // Under wo dev the catalog changes whenever the app does: nothing catalog-derived may be cached.
+  const catalogCache = settings.catalogReloads === true ? DEV_CATALOG_CACHE : CATALOG_CACHE
 
   /** A live query naming a bad field would never notify: refuse it, naming the field. */
   const badLiveQuery = (uri: string): RpcError | undefined => {
@@ -221,7 +225,7 @@ export const makeDispatcher = ({ catalog, tools, resources, sessions, server, ch
     [Method.discover, {
       eras: MODERN,
       handle: () =>
-        succeed({ supportedVersions: [...MODERN_VERSIONS], capabilities: server.modernCapabilities, instructions: server.instructions }, CATALOG_CACHE)
+        succeed({ supportedVersions: [...MODERN_VERSIONS], capabilities: server.modernCapabilities, instructions: server.instructions }, catalogCache)
     }],
     [Method.listen, {
       // M6: the ack first, then only the requested notice types; the stream itself is listen-stream.ts's.
@@ -247,8 +251,13 @@ export const makeDispatcher = ({ catalog, tools, resources, sessions, server, ch
           if (refused !== undefined) return Effect.fail(refused)
         }
         const lists = notifications.resourcesListChanged === true
-        const honoured = { ...(uris.length ? { resourceSubscriptions: uris } : {}), ...(lists ? { resourcesListChanged: true } : {}) }
-        return Effect.succeed<Answer>({ _tag: "Listen", listen: { id: request.id, client, uris, listChanges: lists, honoured } })
+        const tools = notifications.toolsListChanged === true && settings.catalogReloads === true
+        const honoured = {
+          ...(uris.length ? { resourceSubscriptions: uris } : {}),
+          ...(lists ? { resourcesListChanged: true } : {}),
+          ...(tools ? { toolsListChanged: true } : {})
+        }
+        return Effect.succeed<Answer>({ _tag: "Listen", listen: { id: request.id, client, uris, listChanges: lists, toolsListChanges: tools, honoured } })
       }
     }],
     [Method.toolsList, {
@@ -260,8 +269,8 @@ export const makeDispatcher = ({ catalog, tools, resources, sessions, server, ch
           const from = start.value
           const page = definitions.slice(from, from + TOOLS_PAGE)
           return from + TOOLS_PAGE < definitions.length
-            ? succeed({ tools: page, nextCursor: ToolsCursor.encode(from + TOOLS_PAGE) }, CATALOG_CACHE)
-            : succeed({ tools: page }, CATALOG_CACHE)
+            ? succeed({ tools: page, nextCursor: ToolsCursor.encode(from + TOOLS_PAGE) }, catalogCache)
+            : succeed({ tools: page }, catalogCache)
         })
     }],
     [Method.toolsCall, {
@@ -294,7 +303,7 @@ export const makeDispatcher = ({ catalog, tools, resources, sessions, server, ch
           return page === undefined ? Effect.fail(invalidParams("invalid cursor")) : succeed({ ...page }, ROW_CACHE)
         })
     }],
-    [Method.resourceTemplatesList, { eras: BOTH, handle: () => succeed({ resourceTemplates: resources.templates }, CATALOG_CACHE) }],
+    [Method.resourceTemplatesList, { eras: BOTH, handle: () => succeed({ resourceTemplates: resources.templates }, catalogCache) }],
     [Method.resourcesRead, {
       eras: BOTH,
       handle: (request) =>
@@ -304,7 +313,7 @@ export const makeDispatcher = ({ catalog, tools, resources, sessions, server, ch
           return resources.read(uri).pipe(
             Effect.mapBoth({
               onFailure: (problem) => readFailure(uri, problem),
-              onSuccess: (contents) => result({ result: { contents: [contents] }, cache: uri.startsWith("wo://schema/") ? CATALOG_CACHE : ROW_CACHE })
+              onSuccess: (contents) => result({ result: { contents: [contents] }, cache: uri.startsWith("wo://schema/") ? catalogCache : ROW_CACHE })
             })
           )
         })

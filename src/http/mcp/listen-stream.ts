@@ -14,7 +14,7 @@ import type { OpenStreamsShape } from "../open-streams.ts"
 import { SSE_HEADERS, sseFrame } from "../sse.ts"
 import { makeClientSlots } from "../client-slots.ts"
 import { modernParts, modernSplice, subscriptionIdBytes } from "./notice-frames.ts"
-import { ErrorCode, META, resultMessage, RpcError, type RpcId } from "./protocol.ts"
+import { ErrorCode, META, Notification, resultMessage, RpcError, type RpcId } from "./protocol.ts"
 
 export interface ListenRequest {
   readonly id: RpcId
@@ -22,6 +22,8 @@ export interface ListenRequest {
   readonly client: string
   readonly uris: ReadonlyArray<string>
   readonly listChanges: boolean
+  /** Asked for notifications/tools/list_changed, and honoured (only wo dev ever changes the tools). */
+  readonly toolsListChanges?: boolean
   /** What the ack says was honoured. */
   readonly honoured: object
 }
@@ -38,7 +40,7 @@ export interface ListenStreamDeps {
 export const makeListenStreams = ({ registry, rows, streams, settings, resultMeta }: ListenStreamDeps) => {
   const slots = makeClientSlots(settings.maxListensPerClient, settings.maxListenStreams)
 
-  return ({ id, client, uris, listChanges, honoured }: ListenRequest): Either.Either<EdgeResponse, RpcError> => {
+  return ({ id, client, uris, listChanges, toolsListChanges, honoured }: ListenRequest): Either.Either<EdgeResponse, RpcError> => {
     if (slots.full(client)) {
       return Either.left(new RpcError({
         code: ErrorCode.InvalidRequest,
@@ -48,13 +50,21 @@ export const makeListenStreams = ({ registry, rows, streams, settings, resultMet
     const start: Extract<EdgeResponse, { _tag: "Push" }>["start"] = (sink) =>
       Effect.gen(function* () {
         const idBytes = subscriptionIdBytes(id as string | number)
+        const notify = (method: string) => {
+          const [prefix, suffix] = modernSplice(method, {})
+          sink.enqueue(prefix, idBytes, suffix)
+        }
         const buffer: NoticeBuffer = {
           deliver: (notice) => {
             const [prefix, suffix] = modernParts(notice)
             sink.enqueue(prefix, idBytes, suffix)
           },
           close: sink.close,
-          isClosed: sink.isClosed
+          isClosed: sink.isClosed,
+          catalogChanged: () => {
+            if (toolsListChanges === true) notify(Notification.toolListChanged)
+            if (listChanges) notify(Notification.resourceListChanged)
+          }
         }
         // A graceful close (shutdown) ends with the listen request's result; overflow just closes.
         sink.farewell((reason) =>

@@ -41,7 +41,7 @@ export const makeMcpRoute = Effect.gen(function* () {
   const streams = yield* OpenStreams
   const commands = yield* Commands
   const tools = [...makeTools(catalog, commands, queries, settings.maxPageSize, views), ...makeCommandTools(catalog, commands)]
-  const server = describeServer(catalog, tools.map((t) => t.definition.name))
+  const server = describeServer(catalog, tools.map((t) => t.definition.name), settings.catalogReloads)
   const dispatcher = makeDispatcher({
     catalog,
     tools,

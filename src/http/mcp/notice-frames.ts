@@ -8,7 +8,7 @@
  */
 import type { Notice } from "../../projections/registry.ts"
 import { positionId } from "../../projections/resumption.ts"
-import { META } from "./protocol.ts"
+import { META, Notification } from "./protocol.ts"
 
 export const frameBuilds = { legacy: 0, modern: 0 }
 
@@ -30,6 +30,13 @@ export const legacyFrame = (notice: Notice & { readonly _tag: "Updated" }): Buff
   }
   return frame
 }
+
+/** wo dev's catalog change on a legacy GET stream: the tool and resource lists changed (no id: not a log position). */
+export const legacyCatalogChangedFrames: Buffer = Buffer.from(
+  [Notification.toolListChanged, Notification.resourceListChanged]
+    .map((method) => `event: message\ndata: ${JSON.stringify({ jsonrpc: "2.0", method })}\n\n`)
+    .join("")
+)
 
 const SUBSCRIPTION_ID = JSON.stringify(META.subscriptionId)
 

@@ -60,6 +60,7 @@ export const Notification = {
   progress: "notifications/progress",
   resourceUpdated: "notifications/resources/updated",
   resourceListChanged: "notifications/resources/list_changed",
+  toolListChanged: "notifications/tools/list_changed",
   subscriptionsAcknowledged: "notifications/subscriptions/acknowledged"
 } as const
 

@@ -37,13 +37,16 @@ export interface ServerDescription {
   readonly instructions: string
   /** L1: declared honestly; a legacy session subscribes row by row. */
   readonly legacyCapabilities: object
-  /** Rows can be watched one by one and as lists; the tool list never changes while we run. */
+  /** Rows can be watched one by one and as lists; the tool list changes only under wo dev. */
   readonly modernCapabilities: object
 }
 
-export const describeServer = (catalog: CompiledApp, toolNames: ReadonlyArray<string>): ServerDescription => ({
+/** With `catalogReloads` (wo dev), the tool and resource lists change on a reload, and the streams say so. */
+export const describeServer = (catalog: CompiledApp, toolNames: ReadonlyArray<string>, catalogReloads = false): ServerDescription => ({
   info: serverInfo(catalog),
   instructions: instructions(catalog, toolNames),
-  legacyCapabilities: { tools: {}, resources: { subscribe: true } },
-  modernCapabilities: { tools: {}, resources: { subscribe: true, listChanged: true } }
+  legacyCapabilities: catalogReloads
+    ? { tools: { listChanged: true }, resources: { subscribe: true, listChanged: true } }
+    : { tools: {}, resources: { subscribe: true } },
+  modernCapabilities: { tools: catalogReloads ? { listChanged: true } : {}, resources: { subscribe: true, listChanged: true } }
 })

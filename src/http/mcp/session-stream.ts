@@ -16,7 +16,7 @@ import type { EdgeResponse } from "../edge-types.ts"
 import type { NoticeBuffer } from "../notice-buffer.ts"
 import type { OpenStreamsShape } from "../open-streams.ts"
 import { SSE_HEADERS } from "../sse.ts"
-import { legacyFrame, legacyUpdatedFrame } from "./notice-frames.ts"
+import { legacyCatalogChangedFrames, legacyFrame, legacyUpdatedFrame } from "./notice-frames.ts"
 import type { Session, SessionsShape } from "./sessions.ts"
 
 /**
@@ -52,7 +52,8 @@ export const makeSessionStream = ({ catalog, sessions, log, rows, views, streams
             else if (!sink.isClosed()) held.push(notice)
           },
           close: (reason) => sink.close(reason),
-          isClosed: sink.isClosed
+          isClosed: sink.isClosed,
+          catalogChanged: () => sink.enqueue(legacyCatalogChangedFrames)
         }
         // Live delivery starts before the replay reads the log, so nothing falls between the two.
         yield* Effect.acquireRelease(Effect.sync(() => sessions.attach(session, buffer)), () => Effect.sync(() => sessions.detach(session, buffer)))

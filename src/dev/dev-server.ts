@@ -1,0 +1,148 @@
+/**
+ * `wo dev <app-dir>`: serves the app as `wo run` does, and swaps in its new catalog whenever the app folder changes.
+ *
+ * One edge listens throughout. Behind it runs one generation per catalog: the store, the writer, the projections
+ * and the routes, exactly `wo run`'s (runtime.ts, server.ts). The current generation is the one seam every request
+ * goes through (`current`), read once per request behind the gate (request-gate.ts).
+ *
+ * A reload, step by step:
+ *  1. load the app afresh (load-app.ts tags its modules with the reload) and compile it, serving on meanwhile;
+ *  2. hold new requests and let those in flight finish: every write they made is acknowledged by the old writer;
+ *  3. check the stored rows against the new app, as startup does (recovery.ts, read-only; no write is in flight);
+ *  4. the old generation's streams announce the change (tools and resources list_changed), then close (a legacy
+ *     client resumes its GET stream with Last-Event-ID; a listener gets its graceful result and may listen again);
+ *  5. close the old generation (its writer flushes, the store closes) and start the new one on the same data dir
+ *     (views whose declaration changed are folded again there);
+ *  6. let the held requests on, to the new catalog.
+ * A failure in 1 or 3 keeps the old generation serving untouched (3 releases the held requests to it), and is
+ * printed as startup prints it. A failure in 5 (a view's evolve throwing on old events, say) starts the old app again.
+ * `wo dev` serves the embedded store only (no --store): a swap reopens its data dir.
+ */
+import { Console, Context, Effect, Exit, Layer, Scope, Stream } from "effect"
+import type { AppDef } from "../domain/catalog.ts"
+import { Catalog } from "../domain/app-catalog.ts"
+import { compileApp, type CompiledApp } from "../domain/compile.ts"
+import { exitWhenTheWriterDies } from "../commands/writer-watch.ts"
+import type { Settings } from "../config.ts"
+import { startEdge, type EdgeHandler } from "../http/edge.ts"
+import { makeAppHandler } from "../http/server.ts"
+import { OpenStreams, type OpenStreamsShape } from "../http/open-streams.ts"
+import { loadApp } from "../load-app.ts"
+import { makeClassicLevelLog } from "../log/classic-level-log.ts"
+import { LevelDb } from "../log/level-db.ts"
+import { recoverRows } from "../projections/recovery.ts"
+import { Rows } from "../projections/rows.ts"
+import { upcastingLog } from "../projections/upcasting-log.ts"
+import { coreLayer } from "../runtime.ts"
+import { VERSION } from "../version.ts"
+import { watchApp } from "./app-watcher.ts"
+import { makeRequestGate } from "./request-gate.ts"
+
+/** How long the folder must be quiet before a reload (an editor's save is several events). */
+const QUIET_MS = 50
+
+interface Generation {
+  readonly app: AppDef
+  readonly catalog: CompiledApp
+  readonly handler: EdgeHandler<never>
+  readonly streams: OpenStreamsShape
+  /** Ends the generation's streams and console tails (as `wo run`'s shutdown does). */
+  readonly onShutdown: Effect.Effect<void>
+  readonly context: Context.Context<LevelDb | Rows>
+  readonly scope: Scope.CloseableScope
+}
+
+/** Starts `wo run`'s runtime for `app`, minus the edge, in a scope of its own. */
+const startGeneration = (app: AppDef, settings: Settings) =>
+  Effect.gen(function* () {
+    const scope = yield* Scope.make()
+    return yield* Effect.gen(function* () {
+      const context = yield* Layer.buildWithScope(exitWhenTheWriterDies.pipe(Layer.provideMerge(coreLayer(app, settings))), scope)
+      const made = yield* makeAppHandler.pipe(Effect.provide(context), Scope.extend(scope))
+      return {
+        app,
+        catalog: Context.get(context, Catalog),
+        handler: made.handler as EdgeHandler<never>,
+        streams: Context.get(context, OpenStreams),
+        onShutdown: made.onShutdown,
+        context,
+        scope
+      } satisfies Generation
+    }).pipe(Effect.onError(() => Scope.close(scope, Exit.void)))
+  })
+
+/** Loads and compiles the app anew, in isolation: nothing served changes. */
+const prepare = (dir: string, reload: number) =>
+  Effect.gen(function* () {
+    const { app } = yield* loadApp(dir, reload)
+    return { app, catalog: yield* compileApp(app) }
+  })
+
+/**
+ * The startup check of the stored rows against the new catalog (recovery.ts), read-only, on the current store.
+ * Run while requests are held: with no write in flight, the store and its acknowledged head agree.
+ */
+const checkStoredRows = (current: Generation, catalog: CompiledApp) =>
+  Effect.scoped(Effect.flatMap(makeClassicLevelLog(Context.get(current.context, LevelDb)), (log) =>
+    recoverRows(upcastingLog(log, catalog), catalog)))
+
+export interface DevServer {
+  readonly url: string
+}
+
+/** Serves `dir`'s app on `settings` and reloads it on every change, until the scope closes. */
+export const devServer = (dir: string, app: AppDef, settings: Settings) =>
+  Effect.gen(function* () {
+    const reloading = { ...settings, catalogReloads: true }
+    const gate = yield* makeRequestGate
+    let current = yield* startGeneration(app, reloading)
+    // Closed after the edge (finalizers run in reverse): the edge drains its requests into this generation first.
+    yield* Effect.addFinalizer(() => Scope.close(current.scope, Exit.void))
+    const edge = yield* startEdge((request) => gate.pass(Effect.suspend(() => current.handler(request))), {
+      ...reloading,
+      onShutdown: Effect.suspend(() => current.onShutdown)
+    })
+    const announce = (g: Generation) => {
+      const { recovered } = Context.get(g.context, Rows)
+      return Effect.logInfo(
+        `writeonce ${VERSION} serving app "${g.catalog.name}" (${[...g.catalog.types.keys()].join(", ")}) at ${edge.url}` +
+          ` (recovered ${recovered.rows} rows, ${recovered.events} events)`
+      )
+    }
+    yield* announce(current)
+    yield* Effect.logInfo(`REST ${edge.url}/api/<type>   MCP ${edge.url}/mcp   console ${edge.url}/`)
+    yield* Effect.logInfo(`wo dev: watching ${dir} for changes`)
+
+    let reloads = 0
+    const reload = Effect.gen(function* () {
+      const started = Date.now()
+      const refuse = (e: { readonly message: string }) =>
+        Console.error(`wo dev: the app did not reload; still serving the previous one.\nwo: ${e.message}`)
+      const next = yield* prepare(dir, ++reloads).pipe(Effect.either)
+      if (next._tag === "Left") return yield* refuse(next.left)
+      yield* gate.hold
+      const checked = yield* checkStoredRows(current, next.right.catalog).pipe(Effect.either)
+      if (checked._tag === "Left") return yield* Effect.zipRight(gate.release, refuse(checked.left))
+      const old = current
+      old.streams.announceCatalogChange()
+      yield* old.onShutdown
+      yield* Scope.close(old.scope, Exit.void)
+      const swapped = yield* startGeneration(next.right.app, reloading).pipe(Effect.either)
+      if (swapped._tag === "Left") {
+        yield* Console.error(`wo dev: the app did not start; starting the previous one again.\nwo: ${swapped.left.message}`)
+        current = yield* startGeneration(old.app, reloading).pipe(Effect.orDie)
+      } else {
+        current = swapped.right
+      }
+      yield* gate.release
+      if (swapped._tag === "Right") {
+        yield* announce(current)
+        yield* Effect.logInfo(`wo dev: reloaded in ${Date.now() - started} ms`)
+      }
+    })
+    yield* watchApp(dir, { quietMs: QUIET_MS, dataDir: settings.dataDir }).pipe(
+      Stream.runForEach(() => reload),
+      Effect.forkScoped
+    )
+    return { url: edge.url } satisfies DevServer
+  })
