@@ -1,15 +1,13 @@
 /** What `wo run` (and every embedding of writeOnceLayer) logs once it listens, and again as it shuts down. */
-import { Effect, Layer } from "effect"
+import { type Context, Effect, Layer } from "effect"
 import { Catalog } from "./domain/app-catalog.ts"
 import { HttpServer } from "./http/server.ts"
 import { Rows } from "./projections/rows.ts"
 import { VERSION } from "./version.ts"
 
-export const announce = Layer.scopedDiscard(
+/** The lines saying what serves where and what was recovered (`wo dev` logs them again after each reload). */
+export const announceServing = (url: string, catalog: Context.Tag.Service<Catalog>, recovered: Context.Tag.Service<Rows>["recovered"]) =>
   Effect.gen(function* () {
-    const { url } = yield* HttpServer
-    const catalog = yield* Catalog
-    const { recovered } = yield* Rows
     yield* Effect.logInfo(
       `writeonce ${VERSION} serving app "${catalog.name}" (${[...catalog.types.keys()].join(", ")}) at ${url}`
     )
@@ -17,6 +15,14 @@ export const announce = Layer.scopedDiscard(
       `recovered ${recovered.events} events (${recovered.rows} rows, ${recovered.tailEvents} tail events) in ${recovered.millis} ms`
     )
     yield* Effect.logInfo(`REST ${url}/api/<type>   MCP ${url}/mcp   console ${url}/`)
-    yield* Effect.addFinalizer(() => Effect.logInfo("shutting down: flushing the last batch and closing the store"))
+  })
+
+export const SHUTTING_DOWN = "shutting down: flushing the last batch and closing the store"
+
+export const announce = Layer.scopedDiscard(
+  Effect.gen(function* () {
+    const { url } = yield* HttpServer
+    yield* announceServing(url, yield* Catalog, (yield* Rows).recovered)
+    yield* Effect.addFinalizer(() => Effect.logInfo(SHUTTING_DOWN))
   })
 )

@@ -97,15 +97,15 @@ const dev = Command.make(
   ({ appDir, data, listen, insecure }) =>
     Effect.gen(function* () {
       const { app, dir } = yield* loadApp(appDir)
-      const parsed = Option.map(listen, parseListen)
-      if (Option.isSome(parsed) && parsed.value === undefined) {
-        return yield* new UsageError({ message: `--listen expects HOST:PORT, got "${Option.getOrElse(listen, () => "")}"` })
+      const overrides: Partial<Settings> = {}
+      if (Option.isSome(data)) Object.assign(overrides, { dataDir: path.resolve(data.value) })
+      if (insecure) Object.assign(overrides, { insecure: true })
+      if (Option.isSome(listen)) {
+        const parsed = parseListen(listen.value)
+        if (parsed === undefined) return yield* new UsageError({ message: `--listen expects HOST:PORT, got "${listen.value}"` })
+        Object.assign(overrides, parsed)
       }
-      const settings = yield* loadSettings({ dataDir: path.join(dir, ".data") }, {
-        ...(Option.isSome(data) ? { dataDir: path.resolve(data.value) } : {}),
-        ...(insecure ? { insecure: true } : {}),
-        ...Option.getOrUndefined(parsed)
-      })
+      const settings = yield* loadSettings({ dataDir: path.join(dir, ".data") }, overrides)
       if (settings.store !== undefined) return yield* new UsageError({ message: "wo dev serves the embedded store only (a reload reopens the data dir): unset WO_STORE" })
       return yield* Effect.zipRight(devServer(dir, app, settings), Effect.never).pipe(Effect.scoped)
     })

@@ -34,7 +34,7 @@ import { recoverRows } from "../projections/recovery.ts"
 import { Rows } from "../projections/rows.ts"
 import { upcastingLog } from "../projections/upcasting-log.ts"
 import { coreLayer } from "../runtime.ts"
-import { VERSION } from "../version.ts"
+import { announceServing, SHUTTING_DOWN } from "../announce.ts"
 import { watchApp } from "./app-watcher.ts"
 import { makeRequestGate } from "./request-gate.ts"
 
@@ -102,15 +102,9 @@ export const devServer = (dir: string, app: AppDef, settings: Settings) =>
       ...reloading,
       onShutdown: Effect.suspend(() => current.onShutdown)
     })
-    const announce = (g: Generation) => {
-      const { recovered } = Context.get(g.context, Rows)
-      return Effect.logInfo(
-        `writeonce ${VERSION} serving app "${g.catalog.name}" (${[...g.catalog.types.keys()].join(", ")}) at ${edge.url}` +
-          ` (recovered ${recovered.rows} rows, ${recovered.events} events)`
-      )
-    }
+    const announce = (g: Generation) => announceServing(edge.url, g.catalog, Context.get(g.context, Rows).recovered)
     yield* announce(current)
-    yield* Effect.logInfo(`REST ${edge.url}/api/<type>   MCP ${edge.url}/mcp   console ${edge.url}/`)
+    yield* Effect.addFinalizer(() => Effect.logInfo(SHUTTING_DOWN))
     yield* Effect.logInfo(`wo dev: watching ${dir} for changes`)
 
     let reloads = 0
