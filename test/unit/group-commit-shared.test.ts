@@ -15,7 +15,7 @@ import type { Change } from "../../src/domain/events.ts"
 import { Stale } from "../../src/log/event-log.ts"
 import { ChangeFeed, ChangeFeedLive } from "../../src/projections/change-feed.ts"
 import { makeRows, Rows } from "../../src/projections/rows.ts"
-import { TailerLive } from "../../src/projections/tailer.ts"
+import { SharedCommit } from "../../src/commands/commit-mode.ts"
 import { SharedMemoryLog, SharedMemoryLogLive } from "./memory-log.ts"
 
 const EmptyRows = Layer.sync(Rows, () => makeRows(new Map(), 0, { rows: 0, events: 0, tailEvents: 0, millis: 0 }))
@@ -23,7 +23,7 @@ const settings = Layer.effect(WoConfig, loadSettings({ dataDir: "/nonexistent" }
 
 const node = CommandsLive.pipe(
   Layer.provideMerge(GroupCommitLive),
-  Layer.provideMerge(TailerLive),
+  Layer.provideMerge(SharedCommit),
   Layer.provideMerge(Layer.mergeAll(EmptyRows, ChangeFeedLive, SharedMemoryLogLive)),
   Layer.provideMerge(Catalog.layer(pricing)),
   Layer.provideMerge(settings)
