@@ -10,7 +10,12 @@ import type { CompiledCommand } from "../domain/compile-commands.ts"
 import type { Intent } from "../domain/decider.ts"
 import type { CommandError } from "../domain/errors.ts"
 import type { Change, StoredEvent } from "../domain/events.ts"
-import type { Keyed } from "./idempotency.ts"
+
+/** A submission's idempotency key and the fingerprint of its request (idempotency.ts). */
+export interface Keyed {
+  readonly key: string
+  readonly fingerprint: string
+}
 
 /** Where a command is, reported to callers that stream progress (MCP progressToken). */
 export type Stage = "accepted" | "decided" | "durable"
