@@ -161,7 +161,10 @@ export const makeSharedMode = Effect.gen(function* () {
       Effect.gen(function* () {
         if (result === undefined) return yield* Effect.dieMessage("the Shared commit mode needs a log that answers what it wrote")
         const settled = settleOutcomes(batch, result)
-        const caught = yield* Effect.either(tailer.reached(settled.head))
+        // Nothing of another node's came before this batch: apply it here, without waiting to read it back.
+        const { written, head } = settled
+        if (written.length > 0 && written[written.length - 1].event.seq === head && (yield* tailer.applyOwn(written))) return settled
+        const caught = yield* Effect.either(tailer.reached(head))
         // The writes are durable whatever happens here: they are acknowledged, without read-your-writes this once.
         if (Either.isLeft(caught)) yield* Effect.logWarning(`acknowledging durable writes this node has not applied yet: ${caught.left.reason}`)
         return settled

@@ -32,6 +32,12 @@ export interface ProjectorShape {
    * logs the views that failed. Callers are answered only after this (read-your-writes).
    */
   readonly apply: (changes: ReadonlyArray<Change>, prepared?: PreparedViews) => Effect.Effect<void>
+  /**
+   * `apply` in one synchronous step, for a caller that must apply and record how far it applied with nothing in
+   * between (the tailer); answers what to log (`logFailures`).
+   */
+  readonly applyNow: (changes: ReadonlyArray<Change>, prepared?: PreparedViews) => PreparedViews["failures"]
+  readonly logFailures: (failures: PreparedViews["failures"]) => Effect.Effect<void>
 }
 
 /** A view's evolve is user code: its failure fails the view alone (views.ts), logged once the batch is durable. */
@@ -62,14 +68,17 @@ export const makeProjector = Effect.gen(function* () {
 
   const prepare = (changes: ReadonlyArray<Change>) => views?.prepare(changes)
 
+  const noFailures: PreparedViews["failures"] = []
+  const applyNow = (changes: ReadonlyArray<Change>, prepared?: PreparedViews) => {
+    if (changes.length === 0) return noFailures
+    rows.apply(changes)
+    const folded = prepared ?? views?.prepare(changes)
+    feed.publish(changes, folded?.commit() ?? [])
+    return folded?.failures ?? noFailures
+  }
+  const logFailures = (failures: PreparedViews["failures"]) => (failures.length === 0 ? Effect.void : logViewFailures(failures))
   const apply = (changes: ReadonlyArray<Change>, prepared?: PreparedViews): Effect.Effect<void> =>
-    Effect.suspend(() => {
-      if (changes.length === 0) return Effect.void
-      rows.apply(changes)
-      const folded = prepared ?? views?.prepare(changes)
-      feed.publish(changes, folded?.commit() ?? [])
-      return folded === undefined || folded.failures.length === 0 ? Effect.void : logViewFailures(folded.failures)
-    })
+    Effect.suspend(() => logFailures(applyNow(changes, prepared)))
 
-  return { fold, prepare, apply } satisfies ProjectorShape
+  return { fold, prepare, apply, applyNow, logFailures } satisfies ProjectorShape
 })

@@ -11,7 +11,7 @@
 import { Deferred, Duration, Effect, Option, Stream } from "effect"
 import type { Chunk } from "effect"
 import { StoreUnavailable } from "../domain/errors.ts"
-import type { StoredEvent } from "../domain/events.ts"
+import type { Change, StoredEvent } from "../domain/events.ts"
 import { EventLog } from "../log/event-log.ts"
 import { makeProjector } from "./projector.ts"
 import { Rows } from "./rows.ts"
@@ -20,6 +20,12 @@ import { Metrics, metricsOff } from "../metrics/metrics.ts"
 export interface TailerShape {
   /** The last seq this node's rows include. */
   readonly applied: () => number
+  /**
+   * Applies this node's own batch, just written to the log as consecutive seqs, now, if this node stands at the
+   * seq just before it (nothing of another node's is missing in between); the tailer then skips it when the log
+   * delivers it. False when the node is elsewhere: the caller waits for the tailer (`reached`).
+   */
+  readonly applyOwn: (changes: ReadonlyArray<Change>) => Effect.Effect<boolean>
   /** Waits until this node's rows include `seq`; fails when that takes longer than READ_BACK_LIMIT. */
   readonly reached: (seq: number) => Effect.Effect<void, StoreUnavailable>
   /**
@@ -46,21 +52,35 @@ export const makeTailer = Effect.gen(function* () {
   // Writers waiting for a seq, resolved in seq order as it is applied.
   let waiters: Array<{ readonly seq: number; readonly done: () => void }> = []
 
+  /** Applies changes up to `last` and records it, in one synchronous step: the writer's `applyOwn` cannot come between. */
+  const advance = (changes: ReadonlyArray<Change>, last: number) => {
+    const failures = projector.applyNow(changes)
+    applied = last
+    if (waiters.length > 0) {
+      const ready = waiters.filter((w) => w.seq <= applied)
+      if (ready.length > 0) {
+        waiters = waiters.filter((w) => w.seq > applied)
+        for (const w of ready) w.done()
+      }
+    }
+    return projector.logFailures(failures)
+  }
+
+  // Events up to `applied` are skipped: this node applied them already (its own batches, through `applyOwn`).
   const applyChunk = (events: Chunk.Chunk<StoredEvent>) =>
     Effect.suspend(() => {
       const fresh: Array<StoredEvent> = []
       for (const event of events) if (event.seq > applied && (fresh.length === 0 || event.seq > fresh[fresh.length - 1].seq)) fresh.push(event)
       if (fresh.length === 0) return Effect.void
-      return Effect.zipRight(projector.apply(projector.fold(fresh)), Effect.sync(() => {
-        applied = fresh[fresh.length - 1].seq
-        if (waiters.length > 0) {
-          const ready = waiters.filter((w) => w.seq <= applied)
-          if (ready.length > 0) {
-            waiters = waiters.filter((w) => w.seq > applied)
-            for (const w of ready) w.done()
-          }
-        }
-      }))
+      return advance(projector.fold(fresh), fresh[fresh.length - 1].seq)
+    })
+
+  const applyOwn = (changes: ReadonlyArray<Change>) =>
+    Effect.suspend(() => {
+      const first = changes[0]?.event.seq
+      if (first === undefined || first !== applied + 1) return Effect.succeed(false)
+      for (let i = 1; i < changes.length; i++) if (changes[i].event.seq !== first + i) return Effect.succeed(false)
+      return Effect.as(advance(changes, first + changes.length - 1), true)
     })
 
   const diverged = yield* Deferred.make<string>()
@@ -99,5 +119,5 @@ export const makeTailer = Effect.gen(function* () {
       })
     )
 
-  return { applied: () => applied, reached, diverged: Deferred.await(diverged) } satisfies TailerShape
+  return { applied: () => applied, applyOwn, reached, diverged: Deferred.await(diverged) } satisfies TailerShape
 })
