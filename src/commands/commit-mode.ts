@@ -4,8 +4,10 @@
  *   - Local (classic-level: this process is the only writer): the log writes the batch exactly as decided; the
  *     writer applies it through the projector (with the view records it stored beside it) and answers.
  *   - Shared (PostgreSQL: several nodes append): the log assigns seqs and create ids and refuses, entry by entry,
- *     what was decided against a stale row. A tailer applies every node's commits, this one's included; the writer
- *     answers a written command once the tailer has applied it (read-your-writes) and decides stale ones again.
+ *     what was decided against a stale row. A tailer applies every node's commits. When nothing of another node's
+ *     came before a written batch (the tailer stands at its predecessor), the writer applies it at once and the
+ *     tailer skips it; otherwise the writer answers once the tailer has applied it (read-your-writes). Stale
+ *     commands are decided again.
  */
 import { Context, Effect, Either, Layer, Stream } from "effect"
 import { StoreUnavailable } from "../domain/errors.ts"
