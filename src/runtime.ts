@@ -13,14 +13,14 @@ import { postgresLogLayer } from "./log/postgres/postgres-log.ts"
 import { CommandsLive } from "./commands/commands.ts"
 import { LogAuditLive } from "./log/log-audit.ts"
 import { GroupCommitLive } from "./commands/group-commit.ts"
+import { CommitMode, LocalCommit, SharedCommit } from "./commands/commit-mode.ts"
 import { WoConfig, type Settings } from "./config.ts"
-import { ChangeFeedLive } from "./projections/change-feed.ts"
+import { ChangeFeed, ChangeFeedLive } from "./projections/change-feed.ts"
 import { QueriesLive } from "./projections/queries.ts"
-import { RowsLive } from "./projections/rows.ts"
-import { PinnedLog } from "./projections/pinned-log.ts"
-import { TailerLive } from "./projections/tailer.ts"
+import { Rows, RowsLive } from "./projections/rows.ts"
+import { PinnedLog } from "./log/pinned-log.ts"
 import { ViewsLive } from "./projections/views.ts"
-import { UpcastingLog } from "./projections/upcasting-log.ts"
+import { UpcastingLog } from "./log/upcasting-log.ts"
 import { HttpServerLive } from "./http/server.ts"
 import { announce } from "./announce.ts"
 import { LoggerLive } from "./logger.ts"
@@ -51,14 +51,21 @@ export interface CoreOptions {
 /** Everything but the HTTP server: the store and the command and query services over it. */
 export const coreLayer = (app: AppDef, settings: Settings, options: CoreOptions = {}) => {
   const config = Layer.succeed(WoConfig, settings)
-  // Every reader of the log gets it upcast to the app's schema versions (projections/upcasting-log.ts).
+  // Every reader of the log gets it upcast to the app's schema versions (log/upcasting-log.ts).
   // Observed: whether the last durable write failed (readiness), and with metrics on, each write's size and time.
   const log = UpcastingLog.pipe(Layer.provide(observedLog(options.log ?? storeLogLayer(settings))))
-  // The projections recovered from the store: rows, and the declared views.
-  // Rows and views recovered up to one seq (on a shared log, the tailer follows from there: pinned-log.ts).
-  const store = Layer.mergeAll(RowsLive, ViewsLive).pipe(Layer.provide(PinnedLog), Layer.provideMerge(log), Layer.provideMerge(levelDbLayer(settings.dataDir, { acceptDataLoss: settings.acceptDataLoss })))
-  // On a shared log the tailer applies every node's commits; the writer answers once it has applied its own.
-  const writer = GroupCommitLive.pipe(Layer.provideMerge(TailerLive), Layer.provideMerge(Layer.mergeAll(store, ChangeFeedLive)))
+  // The commit mode, chosen here once: this process is the log's only writer (Local), or several nodes share a
+  // PostgreSQL log (Shared: the tailer applies every node's commits; the writer answers once it has applied its own).
+  const shared = settings.store !== undefined
+  // The projections recovered from the store: rows, and the declared views. On a shared log both are recovered
+  // up to one seq, from which the tailer follows (log/pinned-log.ts).
+  const recovered = shared ? Layer.mergeAll(RowsLive, ViewsLive).pipe(Layer.provide(PinnedLog)) : Layer.mergeAll(RowsLive, ViewsLive)
+  const store = recovered.pipe(
+    Layer.provideMerge(log),
+    Layer.provideMerge(levelDbLayer(settings.dataDir, { acceptDataLoss: settings.acceptDataLoss }))
+  )
+  const mode: Layer.Layer<CommitMode, never, EventLog | Rows | ChangeFeed | Catalog> = shared ? SharedCommit : LocalCommit
+  const writer = GroupCommitLive.pipe(Layer.provideMerge(mode), Layer.provideMerge(Layer.mergeAll(store, ChangeFeedLive)))
   const services = Layer.mergeAll(CommandsLive, QueriesLive, LogAuditLive).pipe(Layer.provideMerge(writer))
   const sessions = SessionsLive.pipe(
     Layer.provideMerge(Layer.mergeAll(RegistryLive, sessionStoreLayer(settings), OpenStreamsLive)),

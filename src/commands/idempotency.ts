@@ -20,7 +20,9 @@ import { createHash } from "node:crypto"
 import type { Row } from "../domain/catalog.ts"
 import { IdempotencyKeyReused, type CommandError } from "../domain/errors.ts"
 import type { EventLogShape, StoredKey } from "../log/event-log.ts"
-import type { CommandCommitted, Committed } from "./group-commit.ts"
+import type { CommandCommitted, Committed, Keyed } from "./submission.ts"
+
+export type { Keyed } from "./submission.ts"
 
 /** The REST request header carrying a key (as Node lowercases it). */
 export const IDEMPOTENCY_KEY_HEADER = "idempotency-key"
@@ -32,11 +34,6 @@ export const IDEMPOTENCY_KEY_META = "writeonce/idempotencyKey"
 export const IDEMPOTENT_REPLAY_META = "writeonce/idempotentReplay"
 export const MAX_KEY_LENGTH = 255
 
-/** A submission's key and the fingerprint of its request. */
-export interface Keyed {
-  readonly key: string
-  readonly fingerprint: string
-}
 
 /** Why a key is not acceptable (1 to 255 visible ASCII characters, no spaces), or undefined when it is. */
 export const keyProblem = (key: unknown): string | undefined => {

@@ -7,12 +7,12 @@
  */
 import { Console, Effect, Layer } from "effect"
 import { GroupCommit } from "./group-commit.ts"
-import { Tailer } from "../projections/tailer.ts"
+import { CommitMode } from "./commit-mode.ts"
 
 export const exitWhenTheWriterDies = Layer.scopedDiscard(
   Effect.gen(function* () {
     const writer = yield* GroupCommit
-    const tailer = yield* Tailer
+    const mode = yield* CommitMode
     yield* Effect.forkScoped(
       Effect.flatMap(writer.died, (reason) =>
         Effect.zipRight(
@@ -20,8 +20,9 @@ export const exitWhenTheWriterDies = Layer.scopedDiscard(
           Effect.sync(() => process.exit(1))
         ))
     )
+    if (mode._tag === "Local") return
     yield* Effect.forkScoped(
-      Effect.flatMap(tailer.diverged, (reason) =>
+      Effect.flatMap(mode.tailer.diverged, (reason) =>
         Effect.zipRight(
           Console.error(`wo: ${reason}; exiting so that a supervisor restarts the server from the store`),
           Effect.sync(() => process.exit(1))

@@ -19,7 +19,7 @@ import { GroupCommit } from "../commands/group-commit.ts"
 import { WoConfig } from "../config.ts"
 import { EventLog } from "../log/event-log.ts"
 import { WriteHealth } from "../metrics/observed-log.ts"
-import { Tailer } from "../projections/tailer.ts"
+import { CommitMode } from "../commands/commit-mode.ts"
 import { json, type EdgeRequest, type EdgeResponse } from "./edge-types.ts"
 
 const LIVE = json(200, { status: "ok" })
@@ -52,13 +52,13 @@ const probeDisk = (dataDir: string) =>
 export const makeHealthRoutes = Effect.gen(function* () {
   const settings = yield* WoConfig
   const writer = yield* GroupCommit
-  const tailer = yield* Tailer
+  const mode = yield* CommitMode
   const log = yield* EventLog
   const writes = yield* WriteHealth
   let writerDied = false
   let diverged = false
   yield* Effect.forkScoped(Effect.flatMap(writer.died, () => Effect.sync(() => void (writerDied = true))))
-  yield* Effect.forkScoped(Effect.flatMap(tailer.diverged, () => Effect.sync(() => void (diverged = true))))
+  if (mode._tag === "Shared") yield* Effect.forkScoped(Effect.flatMap(mode.tailer.diverged, () => Effect.sync(() => void (diverged = true))))
 
   // After a failed durable write: the store is writable again once a probe passes (or a write succeeds).
   let probedAt = 0
@@ -78,9 +78,9 @@ export const makeHealthRoutes = Effect.gen(function* () {
   })
 
   const tailerLag = Effect.suspend(() =>
-    tailer.following
+    mode._tag === "Shared"
       ? Effect.map(Effect.either(Effect.timeout(log.head, STORE_TIMEOUT)), (head) =>
-        Either.isRight(head) ? Math.max(0, head.right.lastSeq - tailer.applied()) : undefined)
+        Either.isRight(head) ? Math.max(0, head.right.lastSeq - mode.tailer.applied()) : undefined)
       : Effect.succeed(0))
 
   const readiness: Effect.Effect<EdgeResponse> = Effect.gen(function* () {

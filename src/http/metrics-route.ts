@@ -7,7 +7,7 @@ import { Effect } from "effect"
 import { GroupCommit } from "../commands/group-commit.ts"
 import { EventLog } from "../log/event-log.ts"
 import { Metrics } from "../metrics/metrics.ts"
-import { Tailer } from "../projections/tailer.ts"
+import { CommitMode } from "../commands/commit-mode.ts"
 import { errorJson, type EdgeRequest, type EdgeResponse } from "./edge-types.ts"
 import { Sessions } from "./mcp/sessions.ts"
 import { OpenStreams } from "./open-streams.ts"
@@ -20,7 +20,7 @@ export const makeMetricsRoute = Effect.gen(function* () {
   const writer = yield* GroupCommit
   const streams = yield* OpenStreams
   const sessions = yield* Sessions
-  const tailer = yield* Tailer
+  const mode = yield* CommitMode
   const log = yield* EventLog
   metrics.gauge("wo_writer_queue_depth", "Commands queued for the writer, not yet in a batch.", () => writer.queueDepth())
   metrics.gauges("wo_open_streams", "Open MCP streams, by kind (session: a legacy session's GET stream; listen: a modern subscriptions/listen).", "kind", () => {
@@ -29,7 +29,8 @@ export const makeMetricsRoute = Effect.gen(function* () {
     return byKind
   })
   metrics.gauge("wo_sessions", "Live legacy MCP sessions.", () => sessions.list().length)
-  if (tailer.following) {
+  if (mode._tag === "Shared") {
+    const tailer = mode.tailer
     metrics.gauge("wo_tailer_applied_seq", "Shared log: the last seq this node's rows include.", () => tailer.applied())
     metrics.gauge("wo_tailer_lag_events", "Shared log: how many events this node's tailer is behind the log's head (read at scrape time).", () =>
       Effect.runPromise(Effect.match(log.head, { onFailure: () => undefined, onSuccess: (head) => Math.max(0, head.lastSeq - tailer.applied()) })))

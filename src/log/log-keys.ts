@@ -8,7 +8,7 @@
  *   m!rows!<type>         how many rows of the type are stored (a row whose key is damaged is then missed)
  *   m!format              the record format (2: every value is a checksummed record, see record.ts)
  *   m!acked-record        present once the store keeps an acknowledged-head record beside it (acked-head.ts)
- *   v!<name>              a view's state (projections/view-record.ts), written in the batch that changed it
+ *   v!<name>              a view's state (log/view-record.ts), written in the batch that changed it
  *   k!<key>               an idempotency key: its request's fingerprint and answer (key-record.ts), written in
  *                         the batch of the submission it names
  *   t!<at:16>!<key>       the same key by commit time, so that expired keys are pruned in order (payload: the key)

@@ -1,7 +1,7 @@
 /**
  * The change feed: committed, durable changes, in log order, to whoever listens (the subscription registry,
- * the console's event tail). Listeners are called synchronously by the writer and must not block: each routes
- * into its own bounded buffers. This is the seam a multi-node feed (a tailer of the shared log) would replace.
+ * the console's event tail). Listeners are called synchronously by the projector and must not block: each routes
+ * into its own bounded buffers. The projector publishes to it: the writer's batches, and on a shared log every node's.
  */
 import { Context, Effect, Layer, type Scope } from "effect"
 import type { Change } from "../domain/events.ts"

@@ -4,7 +4,7 @@
  * Without the app it compares the data as written: events carry their data, and `evolve` is the same for every
  * type. That proves a log whose schema never changed. Once it has (migrations, defaults, removed fields), the
  * stored rows hold the current form and the fold needs the app to get there: given the app (and a log that
- * upcasts, see upcasting-log.ts), both sides are compared after migrations and normalisation.
+ * upcasts, see log/upcasting-log.ts), both sides are compared after migrations and normalisation.
  */
 import { Effect, Either, Stream } from "effect"
 import { createHash } from "node:crypto"

@@ -13,7 +13,7 @@ import { RowTable } from "./row-table.ts"
 export interface RowsShape {
   readonly get: (type: string, id: string) => Row | undefined
   readonly table: (type: string) => RowTable
-  /** Applies committed changes; called by the group-commit fiber once they are durable. */
+  /** Applies committed changes; called by the projector (projector.ts) once they are durable. */
   readonly apply: (changes: ReadonlyArray<Change>) => void
   /** The log sequence these rows include. */
   readonly checkpoint: () => number

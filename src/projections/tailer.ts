@@ -6,27 +6,26 @@
  *
  * If the store cannot be read (the primary died, a promotion is under way), the tailer logs it and follows again
  * from what it applied, so nothing is skipped or applied twice. On a single-writer log there is nothing to
- * follow: the writer applies its own commits, and `following` is false.
+ * follow: the writer applies its own commits (commands/commit-mode.ts runs a tailer only in the Shared mode).
  */
-import { Context, Deferred, Duration, Effect, Layer, Option, Stream } from "effect"
+import { Deferred, Duration, Effect, Option, Stream } from "effect"
 import type { Chunk } from "effect"
-import { Catalog } from "../domain/app-catalog.ts"
-import { evolve } from "../domain/decider.ts"
 import { StoreUnavailable } from "../domain/errors.ts"
-import { streamKey, type Change, type StoredEvent } from "../domain/events.ts"
-import { rowUri } from "../domain/uri.ts"
-import type { Row } from "../domain/catalog.ts"
+import type { Change, StoredEvent } from "../domain/events.ts"
 import { EventLog } from "../log/event-log.ts"
-import { ChangeFeed } from "./change-feed.ts"
+import { makeProjector } from "./projector.ts"
 import { Rows } from "./rows.ts"
-import { Views } from "./views.ts"
 import { Metrics, metricsOff } from "../metrics/metrics.ts"
 
 export interface TailerShape {
-  /** Whether this node follows a shared log (false: the writer applies its own commits). */
-  readonly following: boolean
   /** The last seq this node's rows include. */
   readonly applied: () => number
+  /**
+   * Applies this node's own batch, just written to the log as consecutive seqs, now, if this node stands at the
+   * seq just before it (nothing of another node's is missing in between); the tailer then skips it when the log
+   * delivers it. False when the node is elsewhere: the caller waits for the tailer (`reached`).
+   */
+  readonly applyOwn: (changes: ReadonlyArray<Change>) => Effect.Effect<boolean>
   /** Waits until this node's rows include `seq`; fails when that takes longer than READ_BACK_LIMIT. */
   readonly reached: (seq: number) => Effect.Effect<void, StoreUnavailable>
   /**
@@ -36,8 +35,6 @@ export interface TailerShape {
   readonly diverged: Effect.Effect<string>
 }
 
-export class Tailer extends Context.Tag("writeonce/Tailer")<Tailer, TailerShape>() {}
-
 /** How long a writer waits for its own commit to come back through the tailer before it says so. */
 const READ_BACK_LIMIT = Duration.seconds(30)
 /** The pause before following again after the store could not be read. */
@@ -46,52 +43,44 @@ const RETRY_AFTER = Duration.millis(200)
 export const makeTailer = Effect.gen(function* () {
   const log = yield* EventLog
   const rows = yield* Rows
-  if (log.follow === undefined) {
-    return Tailer.of({ following: false, applied: () => rows.checkpoint(), reached: () => Effect.void, diverged: Effect.never })
-  }
   const follow = log.follow
-  const feed = yield* ChangeFeed
-  const catalog = yield* Catalog
-  const views = Option.getOrUndefined(yield* Effect.serviceOption(Views))
+  if (follow === undefined) return yield* Effect.dieMessage("the Shared commit mode needs a log that can be followed (PostgreSQL)")
+  const projector = yield* makeProjector
   const metrics = Option.getOrElse(yield* Effect.serviceOption(Metrics), () => metricsOff)
-  // The rows and views were recovered up to the same seq (projections/pinned-log.ts): follow from there.
+  // The rows and views were recovered up to the same seq (log/pinned-log.ts): follow from there.
   let applied = rows.checkpoint()
   // Writers waiting for a seq, resolved in seq order as it is applied.
   let waiters: Array<{ readonly seq: number; readonly done: () => void }> = []
 
+  /** Applies changes up to `last` and records it, in one synchronous step: the writer's `applyOwn` cannot come between. */
+  const advance = (changes: ReadonlyArray<Change>, last: number) => {
+    const failures = projector.applyNow(changes)
+    applied = last
+    if (waiters.length > 0) {
+      const ready = waiters.filter((w) => w.seq <= applied)
+      if (ready.length > 0) {
+        waiters = waiters.filter((w) => w.seq > applied)
+        for (const w of ready) w.done()
+      }
+    }
+    return projector.logFailures(failures)
+  }
+
+  // Events up to `applied` are skipped: this node applied them already (its own batches, through `applyOwn`).
   const applyChunk = (events: Chunk.Chunk<StoredEvent>) =>
     Effect.suspend(() => {
-      const changes: Array<Change> = []
-      // A chunk may hold several events of one entity: each is folded over the one before.
-      const latest = new Map<string, Row | null>()
-      let last = applied
-      for (const event of events) {
-        if (event.seq <= last) continue
-        last = event.seq
-        // A type this app does not declare (retired) is skipped, as recovery skips it.
-        if (!catalog.types.has(event.type)) continue
-        const key = streamKey(event.type, event.id)
-        const before = latest.has(key) ? latest.get(key) ?? undefined : rows.get(event.type, event.id)
-        const row = evolve(before, event) ?? null
-        latest.set(key, row)
-        changes.push({ event, uri: rowUri(event.type, event.id), row, before: before ?? null })
-      }
-      if (last === applied) return Effect.void
-      rows.apply(changes)
-      const prepared = changes.length > 0 ? views?.prepare(changes) : undefined
-      if (changes.length > 0) feed.publish(changes, prepared?.commit() ?? [])
-      applied = last
-      const failures = prepared?.failures ?? []
-      if (waiters.length > 0) {
-        const ready = waiters.filter((w) => w.seq <= applied)
-        if (ready.length > 0) {
-          waiters = waiters.filter((w) => w.seq > applied)
-          for (const w of ready) w.done()
-        }
-      }
-      return failures.length === 0
-        ? Effect.void
-        : Effect.forEach(failures, ({ message, stack }) => Effect.logError(`${message}; the view is served as failed until the next start\n${stack}`), { discard: true })
+      const fresh: Array<StoredEvent> = []
+      for (const event of events) if (event.seq > applied && (fresh.length === 0 || event.seq > fresh[fresh.length - 1].seq)) fresh.push(event)
+      if (fresh.length === 0) return Effect.void
+      return advance(projector.fold(fresh), fresh[fresh.length - 1].seq)
+    })
+
+  const applyOwn = (changes: ReadonlyArray<Change>) =>
+    Effect.suspend(() => {
+      const first = changes[0]?.event.seq
+      if (first === undefined || first !== applied + 1) return Effect.succeed(false)
+      for (let i = 1; i < changes.length; i++) if (changes[i].event.seq !== first + i) return Effect.succeed(false)
+      return Effect.as(advance(changes, first + changes.length - 1), true)
     })
 
   const diverged = yield* Deferred.make<string>()
@@ -130,7 +119,5 @@ export const makeTailer = Effect.gen(function* () {
       })
     )
 
-  return Tailer.of({ following: true, applied: () => applied, reached, diverged: Deferred.await(diverged) })
+  return { applied: () => applied, applyOwn, reached, diverged: Deferred.await(diverged) } satisfies TailerShape
 })
-
-export const TailerLive = Layer.scoped(Tailer, makeTailer)

@@ -8,7 +8,7 @@ import { Effect, Either } from "effect"
 import type { EventLogShape } from "../log/event-log.ts"
 import type { CompiledApp } from "../domain/compile.ts"
 import { foldViews } from "./view-fold.ts"
-import { parseViewRecord, viewDefinition } from "./view-record.ts"
+import { parseViewRecord, viewDefinition } from "../log/view-record.ts"
 
 export interface ViewComparison {
   readonly name: string

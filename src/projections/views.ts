@@ -24,7 +24,7 @@ import type { Change } from "../domain/events.ts"
 import { viewUri } from "../domain/uri.ts"
 import { runUserCode } from "../domain/user-code.ts"
 import { foldViews, misfitFailure, viewFailure } from "./view-fold.ts"
-import { parseViewRecord, viewDefinition, viewRecordJson } from "./view-record.ts"
+import { parseViewRecord, viewDefinition, viewRecordJson } from "../log/view-record.ts"
 
 /** A view whose evolve failed: served as an error naming it, until a restart folds it again. REST 500. */
 export class ViewFailed extends Data.TaggedError("ViewFailed")<{ readonly name: string; readonly reason: string }> {

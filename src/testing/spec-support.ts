@@ -64,7 +64,7 @@ export const comparesParams = (expected: SpecEvent | undefined) => expected?.kin
 
 /**
  * A given event's fields in the type's current schema version: one written at an older version (`schema: n`)
- * goes through the type's migrations, as every read of the log does (src/projections/upcasting-log.ts).
+ * goes through the type's migrations, as every read of the log does (src/log/upcasting-log.ts).
  */
 const upcastGiven = (type: CompiledType, event: SpecEvent, where: string): Fields => {
   const from = event.schema ?? type.version

@@ -11,6 +11,7 @@ import { ClassicLevelLog } from "../../src/log/classic-level-log.ts"
 import { Commands, CommandsLive } from "../../src/commands/commands.ts"
 import { EventLog } from "../../src/log/event-log.ts"
 import { GroupCommitLive } from "../../src/commands/group-commit.ts"
+import { LocalCommit } from "../../src/commands/commit-mode.ts"
 import { levelDbLayer } from "../../src/log/level-db.ts"
 import { loadSettings, WoConfig } from "../../src/config.ts"
 import { Catalog } from "../../src/domain/app-catalog.ts"
@@ -41,6 +42,7 @@ describe("a failed write that reached the disk anyway", () => {
     const store = RowsLive.pipe(Layer.provideMerge(landingButFailing(state)), Layer.provideMerge(levelDbLayer(dataDir)))
     const layer = CommandsLive.pipe(
       Layer.provideMerge(GroupCommitLive),
+      Layer.provideMerge(LocalCommit),
       Layer.provideMerge(Layer.mergeAll(store, ChangeFeedLive)),
       Layer.provideMerge(Catalog.layer(apps.pricing)),
       Layer.provideMerge(Layer.succeed(WoConfig, settings))

@@ -15,7 +15,7 @@ import type { Change } from "../../src/domain/events.ts"
 import { Stale } from "../../src/log/event-log.ts"
 import { ChangeFeed, ChangeFeedLive } from "../../src/projections/change-feed.ts"
 import { makeRows, Rows } from "../../src/projections/rows.ts"
-import { TailerLive } from "../../src/projections/tailer.ts"
+import { SharedCommit } from "../../src/commands/commit-mode.ts"
 import { SharedMemoryLog, SharedMemoryLogLive } from "./memory-log.ts"
 
 const EmptyRows = Layer.sync(Rows, () => makeRows(new Map(), 0, { rows: 0, events: 0, tailEvents: 0, millis: 0 }))
@@ -23,7 +23,7 @@ const settings = Layer.effect(WoConfig, loadSettings({ dataDir: "/nonexistent" }
 
 const node = CommandsLive.pipe(
   Layer.provideMerge(GroupCommitLive),
-  Layer.provideMerge(TailerLive),
+  Layer.provideMerge(SharedCommit),
   Layer.provideMerge(Layer.mergeAll(EmptyRows, ChangeFeedLive, SharedMemoryLogLive)),
   Layer.provideMerge(Catalog.layer(pricing)),
   Layer.provideMerge(settings)
@@ -76,6 +76,26 @@ describe("group commit on a shared log", () => {
       // A command that fails on caught-up rows fails for real.
       const missing = yield* Effect.either(execute(setPrice("99", 1)))
       expect(Either.isLeft(missing) && missing.left._tag).toBe("NotFound")
+    }).pipe(Effect.scoped, Effect.provide(node)))
+
+  it.effect("applies its own batch at once when nothing of another node's came before it; the tailer skips it", () =>
+    Effect.gen(function* () {
+      const log = yield* SharedMemoryLog
+      const published: Array<Change> = []
+      yield* (yield* ChangeFeed).listen((changes) => void published.push(...changes))
+      log.pauseFollow()
+      // Answered while this node reads nothing back from the log: the writer applied its batch itself.
+      const created = yield* execute(create("mine"))
+      expect(created.event).toMatchObject({ seq: 1, id: "1" })
+      expect((yield* Rows).get("products", "1")).toMatchObject({ name: "mine", version: 1 })
+      log.foreign("products", "1", { price: 5 }) // seq 2, another node's
+      log.resumeFollow()
+      yield* until(() => published.length === 2)
+      // The next write stands after the other node's: applied at once again, on the caught-up row.
+      expect((yield* execute(setPrice("1", 7))).event).toMatchObject({ seq: 3, version: 3 })
+      // Every commit published once, in log order: the tailer skipped seq 1, which this node had applied.
+      expect(published.map((c) => c.event.seq)).toEqual([1, 2, 3])
+      expect((yield* Rows).get("products", "1")).toMatchObject({ version: 3, price: 7 })
     }).pipe(Effect.scoped, Effect.provide(node)))
 
   it.effect("a create takes the id the log assigns, even when this node's counter lags", () =>

@@ -10,6 +10,7 @@ import pricing from "../../examples/pricing/app.ts"
 import { Commands, CommandsLive, type Command } from "../../src/commands/commands.ts"
 import { create, setPrice } from "./pricing-commands.ts"
 import { GroupCommitLive } from "../../src/commands/group-commit.ts"
+import { LocalCommit } from "../../src/commands/commit-mode.ts"
 import { loadSettings, WoConfig } from "../../src/config.ts"
 import { Catalog } from "../../src/domain/app-catalog.ts"
 import type { Change } from "../../src/domain/events.ts"
@@ -29,6 +30,7 @@ const settingsFrom = (env: Record<string, string>) =>
 const writer = (env: Record<string, string> = {}) =>
   CommandsLive.pipe(
     Layer.provideMerge(GroupCommitLive),
+    Layer.provideMerge(LocalCommit),
     Layer.provideMerge(Layer.mergeAll(EmptyRows, ChangeFeedLive, MemoryLogLive)),
     Layer.provideMerge(Catalog.layer(pricing)),
     Layer.provideMerge(settingsFrom(env))

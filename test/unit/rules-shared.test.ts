@@ -10,7 +10,7 @@ import { loadSettings, WoConfig } from "../../src/config.ts"
 import { Catalog } from "../../src/domain/app-catalog.ts"
 import { ChangeFeedLive } from "../../src/projections/change-feed.ts"
 import { makeRows, Rows } from "../../src/projections/rows.ts"
-import { TailerLive } from "../../src/projections/tailer.ts"
+import { SharedCommit } from "../../src/commands/commit-mode.ts"
 import { library } from "../support/library-rules.ts"
 import { SharedMemoryLog, SharedMemoryLogLive } from "./memory-log.ts"
 
@@ -19,7 +19,7 @@ const settings = Layer.effect(WoConfig, loadSettings({ dataDir: "/nonexistent" }
 
 const node = CommandsLive.pipe(
   Layer.provideMerge(GroupCommitLive),
-  Layer.provideMerge(TailerLive),
+  Layer.provideMerge(SharedCommit),
   Layer.provideMerge(Layer.mergeAll(EmptyRows, ChangeFeedLive, SharedMemoryLogLive)),
   Layer.provideMerge(Catalog.layer(library)),
   Layer.provideMerge(settings)

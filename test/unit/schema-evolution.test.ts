@@ -11,7 +11,7 @@ import { compileApp, type CompiledType } from "../../src/domain/compile.ts"
 import { decide } from "../../src/domain/decider.ts"
 import type { StoredEvent } from "../../src/domain/events.ts"
 import { mapField, renameField } from "../../src/domain/migrations.ts"
-import { upcastEvent, upcastingLog, upcastRow } from "../../src/projections/upcasting-log.ts"
+import { upcastEvent, upcastingLog, upcastRow } from "../../src/log/upcasting-log.ts"
 
 const evolving = defineApp({
   name: "shop",

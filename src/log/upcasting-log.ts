@@ -8,7 +8,7 @@
  * version 1 gets the store's EventLog itself: nothing to do, nothing to pay.
  */
 import { Chunk, Effect, Layer, Stream } from "effect"
-import { EventLog, type EventLogShape, type StoredRow } from "../log/event-log.ts"
+import { EventLog, type EventLogShape, type StoredRow } from "./event-log.ts"
 import { Catalog } from "../domain/app-catalog.ts"
 import type { CompiledApp } from "../domain/compile.ts"
 import { StoreUnavailable } from "../domain/errors.ts"
