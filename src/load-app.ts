@@ -48,7 +48,11 @@ const whereInApp = (dir: string, error: unknown) => {
   for (const line of stack.split("\n")) {
     // `at f (/dir/app.ts:3:7)`, `at /dir/app.ts:3:7` or `at file:///dir/app.ts?wo-reload=2&…:3:7`
     const at = /^\s*at (?:.*\()?(?:file:\/\/)?(\/[^?)]*?)(?:\?[^)]*?)?(:\d+:\d+)\)?$/.exec(line)
-    if (at !== null && at[1].startsWith(dir + path.sep)) return ` (at ${decodeURIComponent(at[1])}${at[2]})`
+    // The app's own files only: not its node_modules (a syntax error's stack is esbuild's, and its message already
+    // names the place).
+    if (at !== null && at[1].startsWith(dir + path.sep) && !at[1].slice(dir.length).includes(`${path.sep}node_modules${path.sep}`)) {
+      return ` (at ${decodeURIComponent(at[1])}${at[2]})`
+    }
   }
   return ""
 }
