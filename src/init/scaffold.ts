@@ -119,6 +119,7 @@ export const nextSteps = (made: Scaffolded) => {
     ...(cd === "." ? [] : [`  cd ${cd}`]),
     `  npm install`,
     `  npx wo run .      # serve it on http://127.0.0.1:8080`,
+    `  npx wo dev .      # the same, reloaded live on every save (agents are told the tools changed)`,
     `  npx wo test .     # run its specs and transcripts`
   ].join("\n")
 }

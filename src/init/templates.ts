@@ -175,6 +175,7 @@ and writeonce serves them as a REST API at \`/api\` and an MCP server at \`/mcp\
 \`\`\`sh
 npm install
 npx wo run .       # serve on http://127.0.0.1:8080 (data in .data/)
+npx wo dev .       # the same, reloaded live on every save (agents are told the tools changed)
 npx wo test .      # run the decider specs and replay the transcripts
 \`\`\`
 
