@@ -18,7 +18,7 @@ describe("wo's command line", () => {
   it.concurrent.each([
     { args: ["run"], says: /Missing argument <app-dir>/ },
     { args: ["init"], says: /Missing argument <dir>/ },
-    { args: ["tets"], says: /Invalid subcommand for wo - use one of 'run', 'init'/ },
+    { args: ["tets"], says: /Invalid subcommand for wo - use one of 'run', 'dev', 'init'/ },
     { args: ["run", "examples/blog", "--port", "1"], says: /unknown argument: '--port'/ },
     { args: ["run", "examples/blog", "--listen", "1"], says: /^wo: --listen expects HOST:PORT, got "1"$/ },
     { args: ["run", "no/such/app"], says: /no\/such\/app/ },

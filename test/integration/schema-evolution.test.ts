@@ -148,10 +148,10 @@ describe("schema evolution over one data dir", () => {
       expect((await http(`${server.url}/api/products`)).json.items.map((r: any) => r.sku)).toEqual(["none", "none", "none"])
       const got = await callTool(server.url, "products_get", { id: "3" })
       expect(got.structuredContent).toEqual({ id: "3", version: 1, name: "Pad", price: 3, currency: "USD", sku: "none" })
-      // The tools' schemas do not require the field with a default.
+      // The tools' schemas do not require the field with a default, and name the default.
       const tools = (await rpc(server.url, "tools/list")).json.result.tools as Array<any>
       const get = tools.find((t) => t.name === "products_get")
-      expect(get.outputSchema.properties.sku).toEqual({ type: "string" })
+      expect(get.outputSchema.properties.sku).toEqual({ type: "string", default: "none" })
       expect(get.outputSchema.required).toEqual(["id", "version", "name", "price", "currency"])
 
       const repriced = await http(`${server.url}/api/products/1/set_price`, { method: "POST", body: { price: 4 } })

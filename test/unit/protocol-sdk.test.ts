@@ -104,6 +104,7 @@ describe("protocol constants against the official SDKs", () => {
       progress: methodOf(v1.ProgressNotificationSchema),
       resourceUpdated: methodOf(v1.ResourceUpdatedNotificationSchema),
       resourceListChanged: methodOf(v1.ResourceListChangedNotificationSchema),
+      toolListChanged: methodOf(v1.ToolListChangedNotificationSchema),
       subscriptionsAcknowledged: v2Method("SubscriptionsAcknowledgedNotification")
     })
   })
