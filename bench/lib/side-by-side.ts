@@ -12,7 +12,8 @@ import { warmUntilStable } from './warmup.ts';
 import { freshDataDir, isRow, repoRoot, restSetPrice, seedProducts, type SpawnedServer } from './wo.ts';
 import type { BenchContext, Mode } from '../scenarios/context.ts';
 
-interface Options {
+/** Sizes and times of a side-by-side measurement (also those of bench/scenarios/commands.ts). */
+export interface MeasureOptions {
   products: number;
   windowMs: number;
   rounds: number;
@@ -22,7 +23,7 @@ interface Options {
   concurrency: number;
 }
 
-const OPTIONS: Record<Mode, Options> = {
+const OPTIONS: Record<Mode, MeasureOptions> = {
   full: { products: 1000, windowMs: 1500, rounds: 7, warmMaxMs: 4000, warmChunkMs: 500, warmMinCalls: 5000, concurrency: 16 },
   quick: { products: 200, windowMs: 600, rounds: 5, warmMaxMs: 1500, warmChunkMs: 250, warmMinCalls: 1000, concurrency: 16 },
   smoke: { products: 20, windowMs: 200, rounds: 1, warmMaxMs: 300, warmChunkMs: 150, warmMinCalls: 100, concurrency: 4 },

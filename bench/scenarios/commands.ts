@@ -7,17 +7,11 @@ import { ROOT, spawnWo } from '../../testkit/spawn.ts';
 import { combine, measure, type Measured } from '../lib/measure.ts';
 import { warmUntilStable } from '../lib/warmup.ts';
 import { freshDataDir } from '../lib/wo.ts';
+import type { MeasureOptions } from '../lib/side-by-side.ts';
 import type { BenchContext } from './context.ts';
 
-export interface CommandsOptions {
+export interface CommandsOptions extends MeasureOptions {
   books: number;
-  products: number;
-  windowMs: number;
-  rounds: number;
-  warmMaxMs: number;
-  warmChunkMs: number;
-  warmMinCalls: number;
-  concurrency: number;
 }
 
 export interface CommandsResult {

@@ -147,6 +147,16 @@ function woTool(
   };
 }
 
+/** A durable REST write (create or set_price) on `server`: a peer when it is the floor. */
+function durableRest(id: string, label: string, server: ServerKey, kind: 'create' | 'set_price', levels: number[], make: (i: number, worker: number) => LoadRequest, groupCommit: 'on' | 'off' = 'on'): ScenarioDef {
+  const status = kind === 'create' ? 201 : 200;
+  return {
+    id, label, server, peer: server === 'floor', kind, wire: 'rest', durable: true, groupCommit, levels,
+    prepare: async () => ({ makeRequest: make }),
+    check: (s, b) => isRow(s, b, status),
+  };
+}
+
 /** The concurrency levels per group of scenarios, per mode. */
 interface Plan {
   main: number[];
@@ -205,72 +215,12 @@ export function scenarioDefs(mode: BenchContext['mode']): ScenarioDef[] {
     woTool('wo.mcp.set_price.legacy.hot', 'wo MCP set_price, legacy, GC on, hot row', 'wo-on', 'legacy', 'products_set_price', p.hot, { hotRow: true }),
     woTool('wo.mcp.set_price.modern.off', 'wo MCP set_price, modern, durable, GC off', 'wo-off', 'modern', 'products_set_price', p.gcOff),
     woTool('wo.mcp.set_price.legacy.off', 'wo MCP set_price, legacy, durable, GC off', 'wo-off', 'legacy', 'products_set_price', p.gcOff),
-    {
-      id: 'wo.rest.create.on',
-      label: 'wo REST create, durable, GC on',
-      server: createServer,
-      peer: false,
-      kind: 'create',
-      wire: 'rest',
-      durable: true,
-      groupCommit: 'on',
-      levels: p.create,
-      prepare: async () => ({ makeRequest: (i) => restCreate(i) }),
-      check: (s, b) => isRow(s, b, 201),
-    },
-    {
-      id: 'wo.rest.create.off',
-      label: 'wo REST create, durable, GC off',
-      server: 'wo-off',
-      peer: false,
-      kind: 'create',
-      wire: 'rest',
-      durable: true,
-      groupCommit: 'off',
-      levels: p.createOff,
-      prepare: async () => ({ makeRequest: (i) => restCreate(1_000_000 + i) }),
-      check: (s, b) => isRow(s, b, 201),
-    },
+    durableRest('wo.rest.create.on', 'wo REST create, durable, GC on', createServer, 'create', p.create, (i) => restCreate(i)),
+    durableRest('wo.rest.create.off', 'wo REST create, durable, GC off', 'wo-off', 'create', p.createOff, (i) => restCreate(1_000_000 + i), 'off'),
     // The durable-write floor (bench/peers/durable-floor.ts) and ours on the same requests (issue 25).
-    {
-      id: 'floor.rest.create',
-      label: 'floor: node:http + classic-level group commit, create',
-      server: 'floor',
-      peer: true,
-      kind: 'create',
-      wire: 'rest',
-      durable: true,
-      groupCommit: 'on',
-      levels: p.create,
-      prepare: async () => ({ makeRequest: (i) => restCreate(1_000_000 + i) }),
-      check: (s, b) => isRow(s, b, 201),
-    },
-    {
-      id: 'floor.rest.set_price',
-      label: 'floor: node:http + classic-level group commit, set_price',
-      server: 'floor',
-      peer: true,
-      kind: 'set_price',
-      wire: 'rest',
-      durable: true,
-      groupCommit: 'on',
-      levels: p.create,
-      prepare: async () => ({ makeRequest: (i, w) => restSetPrice(1 + (w % SEEDED), 1 + (i % 500)) }),
-      check: (s, b) => isRow(s, b, 200),
-    },
-    {
-      id: 'wo.rest.set_price.on',
-      label: 'wo REST set_price, durable, GC on',
-      server: 'wo-on',
-      peer: false,
-      kind: 'set_price',
-      wire: 'rest',
-      durable: true,
-      groupCommit: 'on',
-      levels: p.create,
-      prepare: async () => ({ makeRequest: (i, w) => restSetPrice(1 + (w % SEEDED), 1 + (i % 500)) }),
-      check: (s, b) => isRow(s, b, 200),
-    },
+    durableRest('floor.rest.create', 'floor: node:http + classic-level group commit, create', 'floor', 'create', p.create, (i) => restCreate(1_000_000 + i)),
+    durableRest('floor.rest.set_price', 'floor: node:http + classic-level group commit, set_price', 'floor', 'set_price', p.create, (i, w) => restSetPrice(1 + (w % SEEDED), 1 + (i % 500))),
+    durableRest('wo.rest.set_price.on', 'wo REST set_price, durable, GC on', 'wo-on', 'set_price', p.create, (i, w) => restSetPrice(1 + (w % SEEDED), 1 + (i % 500))),
   ];
   // --quick: group commit off once (modern), not per era and for creates too.
   if (mode === 'quick') return defs.filter((d) => d.id !== 'wo.mcp.set_price.legacy.off' && d.id !== 'wo.rest.create.off');
