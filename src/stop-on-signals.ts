@@ -3,7 +3,7 @@
  * flushes the last batch, closes the store and exits 0. Only when nothing else in the process handles the signal:
  * under NodeRuntime.runMain (`wo run`), or with the program's own handler, they decide, as they would without us.
  */
-import { Effect, Exit, Layer, Runtime, Scope } from "effect"
+import { Deferred, Effect, Exit, Layer, Runtime, Scope } from "effect"
 
 const SIGNALS = ["SIGINT", "SIGTERM"] as const
 
@@ -34,11 +34,13 @@ export const stopOnSignals = <A, E>(layer: Layer.Layer<A, E>): Layer.Layer<A, E>
     Effect.gen(function* () {
       const own = yield* Scope.make()
       yield* Effect.addFinalizer((exit) => Scope.close(own, exit))
-      const context = yield* Layer.buildWithScope(layer, own)
       // The finalizers log through the program's runtime (its logger), not a default one.
       const runPromise = Runtime.runPromise(yield* Effect.runtime<never>())
-      const stop = () => runPromise(Scope.close(own, Exit.void))
+      // Enlisted before the build: the ready line is logged while building, and a signal sent on seeing it must
+      // find the handler in place (else Node's default kills the process). Such a signal waits for the build.
+      const built = yield* Deferred.make<void>()
+      const stop = () => runPromise(Effect.zipRight(Deferred.await(built), Scope.close(own, Exit.void)))
       yield* Effect.acquireRelease(Effect.sync(() => enlist(stop)), () => Effect.sync(() => discharge(stop)))
-      return context
+      return yield* Effect.ensuring(Layer.buildWithScope(layer, own), Deferred.succeed(built, undefined))
     })
   )

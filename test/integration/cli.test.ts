@@ -83,4 +83,18 @@ describe("writeonce embedded in a plain Node program", () => {
     expect(lines[0]).toMatch(/^\S+Z INFO {2}writeonce \S+ serving app "embedded" \(notes\) at http:\/\/127\.0\.0\.1:\d+$/)
     expect(lines.at(-1)).toMatch(/ INFO {2}shutting down: flushing the last batch and closing the store$/)
   })
+
+  it("handles a SIGTERM sent the moment the ready line appears (the handler is in place before the line), 4 times", async () => {
+    // On a loaded machine the old code, which enlisted its handler after the build, was killed by Node's default
+    // action in most rounds (exit by signal, no flush).
+    const codes: Array<number | null> = []
+    for (let round = 0; round < 4; round++) {
+      const server = await spawnNode(path.join(ROOT, "test/support/embedded.mjs"), [tempDir("wo-embedded-"), `127.0.0.1:${await freePort()}`], {
+        importTsx: true,
+        ready: WO_READY
+      })
+      codes.push(await server.stop("SIGTERM"))
+    }
+    expect(codes).toEqual([0, 0, 0, 0])
+  })
 })
