@@ -24,6 +24,7 @@ import { makeFuzzClient, sendRawBytes, type FuzzAnswer, type FuzzRequest } from 
 import { invalid, valid, type JsonSchema } from "../support/json-schema-arb.ts"
 import { canonical } from "../support/log-reader.ts"
 import { MCP_HEADERS, openSession } from "../support/mcp.ts"
+import { encodeHeaderValue } from "../../testkit/mcp.ts"
 import { MODERN_META, MODERN_VERSION } from "../support/modern.ts"
 import { apps, http, startServer } from "../support/server.ts"
 
@@ -159,9 +160,6 @@ const baseArb = (era: Era): fc.Arbitrary<Base> =>
   )
 
 const idArb = fc.oneof(fc.integer({ min: 0, max: 1000 }), fc.string({ minLength: 1, maxLength: 8 }))
-const b64 = (s: string) => `=?base64?${Buffer.from(s, "utf8").toString("base64")}?=`
-/** A header value for `s`: itself when plain printable ASCII, else the base64 sentinel (M2). */
-const headerSafe = (s: string) => (/^[\x20-\x7e]*$/.test(s) && !s.startsWith("=?") ? s : b64(s))
 const decodedName = (v: string) => (v.startsWith("=?base64?") ? Buffer.from(v.slice(9, -2), "base64").toString("utf8") : v)
 
 /** Headers of a valid request of the era, with the name encoded as base64 when it is not plain ASCII. */
@@ -171,7 +169,7 @@ const headersOf = (era: Era, base: Base, session: string): Record<string, string
   else {
     h["mcp-protocol-version"] = MODERN_VERSION
     h["mcp-method"] = base.method
-    if (base.name !== undefined) h["mcp-name"] = headerSafe(base.name)
+    if (base.name !== undefined) h["mcp-name"] = encodeHeaderValue(base.name)
   }
   return h
 }
@@ -299,7 +297,7 @@ const faults: Record<string, { eras: ReadonlyArray<Era>; weight: number; make: F
       ]
       if (base.name !== undefined) {
         const name = base.name
-        options.push(fc.constantFrom(undefined, headerSafe(`${name}x`), "=?base64?%%%?=", "=?base64?YWJj?=", b64(`${name} `))
+        options.push(fc.constantFrom(undefined, encodeHeaderValue(`${name}x`), "=?base64?%%%?=", "=?base64?YWJj?=", encodeHeaderValue(`${name} `))
           .filter((v) => v === undefined || v.startsWith("=?base64?%") || decodedName(v) !== name)
           .map((v) => ({ "mcp-name": v })))
       }
