@@ -33,7 +33,7 @@ import { writeOnceLayer } from "./runtime.ts"
 import { devServer } from "./dev/dev-server.ts"
 import { Catalog } from "./domain/app-catalog.ts"
 import { VERSION } from "./version.ts"
-import { StoreUnavailable } from "./domain/errors.ts"
+import { isStoreError, StoreFailed } from "./domain/errors.ts"
 import { nextSteps, scaffoldApp, TEMPLATES } from "./init/scaffold.ts"
 import { testApp } from "./testing/app-tests.ts"
 import { junitXml, tapHeader, tapResult, tapSummary } from "./testing/reporters.ts"
@@ -223,7 +223,7 @@ const repairCurrentCommand = Command.make(
       }
       const kept = yield* Effect.try({
         try: () => writeCurrent(dir, plan.manifest),
-        catch: (e) => new StoreUnavailable({ reason: `cannot write ${dir}/CURRENT: ${e instanceof Error ? e.message : String(e)}` })
+        catch: (e) => new StoreFailed({ reason: `cannot write ${dir}/CURRENT: ${e instanceof Error ? e.message : String(e)}` })
       })
       yield* Console.log(
         `wrote ${dir}/CURRENT naming ${plan.manifest}${kept === undefined ? "" : ` (the damaged one is kept as ${kept})`}; ` +
@@ -345,9 +345,9 @@ cli(process.argv).pipe(
   Effect.catchTags({
     AppLoadError: (e) => fatal(e.message),
     CatalogError: (e) => fatal(e.message),
-    SchemaMismatch: (e) => fatal(e.message),
-    StoreUnavailable: (e) => fatal(e.message)
+    SchemaMismatch: (e) => fatal(e.message)
   }),
+  Effect.catchIf(isStoreError, (e) => fatal(e.message)),
   Effect.catchTags({
     UsageError: (e) => usage(e.message),
     InitError: (e) => fatal(e.message),

@@ -8,7 +8,7 @@ import { Catalog } from "./domain/app-catalog.ts"
 import { ClassicLevelLog } from "./log/classic-level-log.ts"
 import { levelDbLayer, type LevelDb } from "./log/level-db.ts"
 import type { EventLog } from "./log/event-log.ts"
-import type { StoreUnavailable } from "./domain/errors.ts"
+import type { StoreError } from "./domain/errors.ts"
 import { postgresLogLayer } from "./log/postgres/postgres-log.ts"
 import { CommandsLive } from "./commands/commands.ts"
 import { LogAuditLive } from "./log/log-audit.ts"
@@ -36,7 +36,7 @@ import { observedLog, WriteHealthLive } from "./metrics/observed-log.ts"
  * The event log for these settings: embedded classic-level in the data dir, or PostgreSQL with `--store` (legacy
  * MCP sessions then live in PostgreSQL too, so that any node serves any session).
  */
-export const storeLogLayer = (settings: Settings): Layer.Layer<EventLog, StoreUnavailable, LevelDb> =>
+export const storeLogLayer = (settings: Settings): Layer.Layer<EventLog, StoreError, LevelDb> =>
   settings.store === undefined ? ClassicLevelLog : postgresLogLayer(settings.store, { timeoutMs: settings.storeTimeoutMs })
 
 /** Where legacy MCP sessions live: the data dir, or with `--store` the PostgreSQL store every node shares. */
@@ -45,7 +45,7 @@ const sessionStoreLayer = (settings: Settings) =>
 
 export interface CoreOptions {
   /** The event log (default: `storeLogLayer(settings)`); a layer that decorates it (metrics, test faults) goes here. */
-  readonly log?: Layer.Layer<EventLog, StoreUnavailable, LevelDb>
+  readonly log?: Layer.Layer<EventLog, StoreError, LevelDb>
 }
 
 /** Everything but the HTTP server: the store and the command and query services over it. */

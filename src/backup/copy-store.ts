@@ -22,7 +22,7 @@
 import { Effect, Exit } from "effect"
 import * as fs from "node:fs"
 import * as path from "node:path"
-import { StoreUnavailable } from "../domain/errors.ts"
+import { type StoreError, StoreFailed, withReason } from "../domain/errors.ts"
 import { ACCEPTED_LOSS_FILE } from "../log/accepted-loss.ts"
 import { openAckedHead } from "../log/acked-head.ts"
 import { openDb, storeError } from "../log/level-db.ts"
@@ -93,11 +93,11 @@ const readHead = (dir: string) =>
 export const copyStore = (
   sourceDir: string,
   dest: string,
-  pin: (f: () => Promise<Array<PinnedFile>>) => Effect.Effect<Array<PinnedFile>, StoreUnavailable>
-): Effect.Effect<BackupInfo, StoreUnavailable> =>
+  pin: (f: () => Promise<Array<PinnedFile>>) => Effect.Effect<Array<PinnedFile>, StoreError>
+): Effect.Effect<BackupInfo, StoreError> =>
   Effect.gen(function* () {
     const problem = checkDestination(dest)
-    if (problem !== undefined) return yield* new StoreUnavailable({ reason: problem })
+    if (problem !== undefined) return yield* new StoreFailed({ reason: problem })
     const started = Date.now()
     const building = `${dest}.partial-${process.pid}-${Date.now()}`
     const fail = storeError(`cannot back up ${sourceDir} to ${dest}`)
@@ -115,7 +115,7 @@ export const copyStore = (
       const heldMillis = Date.now() - holdStart
       yield* Effect.tryPromise({ try: () => copyPinned(files, building), catch: fail })
       const { seq, counters } = yield* readHead(building).pipe(
-        Effect.mapError((e) => new StoreUnavailable({ reason: e.reason.replaceAll(building, `the copy of ${sourceDir}`) }))
+        Effect.mapError((e) => withReason(e, e.reason.replaceAll(building, `the copy of ${sourceDir}`)))
       )
       const info: BackupInfo = {
         seq,

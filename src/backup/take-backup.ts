@@ -9,7 +9,7 @@ import { Effect } from "effect"
 import * as fs from "node:fs"
 import * as http from "node:http"
 import * as path from "node:path"
-import { StoreUnavailable } from "../domain/errors.ts"
+import { type StoreError, StoreFailed } from "../domain/errors.ts"
 import { readAckedRecord } from "../log/acked-head.ts"
 import { openReadOnly, requireStore } from "../log/read-only-db.ts"
 import { lockHolder } from "../log/snapshot.ts"
@@ -22,7 +22,7 @@ export interface TakenBackup extends BackupInfo {
   readonly server?: number
 }
 
-const unavailable = (reason: string) => new StoreUnavailable({ reason })
+const unavailable = (reason: string) => new StoreFailed({ reason })
 
 const alive = (pid: number) => {
   try {
@@ -35,7 +35,7 @@ const alive = (pid: number) => {
 
 /** POSTs to the server's backup endpoint; no timeout (a large store takes a while), the answer says how it went. */
 const askServer = (control: ControlRecord, dest: string) =>
-  Effect.async<BackupInfo, StoreUnavailable | "unreachable">((resume) => {
+  Effect.async<BackupInfo, StoreError | "unreachable">((resume) => {
     const body = JSON.stringify({ dest })
     const req = http.request(new URL(BACKUP_PATH, control.url), {
       method: "POST",
@@ -82,7 +82,7 @@ const copyStopped = (dir: string, dest: string) =>
     return info
   })
 
-export const takeBackup = (dataDir: string, destination: string): Effect.Effect<TakenBackup, StoreUnavailable> =>
+export const takeBackup = (dataDir: string, destination: string): Effect.Effect<TakenBackup, StoreError> =>
   Effect.gen(function* () {
     const dir = path.resolve(dataDir)
     const dest = path.resolve(destination)

@@ -10,7 +10,7 @@
  *     commands are decided again.
  */
 import { Context, Effect, Either, Layer, Stream } from "effect"
-import { StoreUnavailable } from "../domain/errors.ts"
+import { type StoreError, StoreFailed, Contended } from "../domain/errors.ts"
 import { rowUri } from "../domain/uri.ts"
 import { Duplicate, EventLog, Stale, type AppendEntry, type AppendResult, type StoredKey } from "../log/event-log.ts"
 import { makeProjector } from "../projections/projector.ts"
@@ -29,7 +29,7 @@ export interface Settled {
   readonly answered: ReadonlyArray<{ readonly p: Queued; readonly from: number; readonly to: number }>
   /** Answered from the idempotency key another writer stored meanwhile. */
   readonly replayed: ReadonlyArray<readonly [Queued, StoredKey]>
-  readonly failed: ReadonlyArray<readonly [Queued, StoreUnavailable]>
+  readonly failed: ReadonlyArray<readonly [Queued, StoreError]>
   /** Decided again, first in the next batch. */
   readonly again: ReadonlyArray<Queued>
   /** The highest id per type among the creates written. */
@@ -44,7 +44,7 @@ interface Mode {
   /** The batch is durable: make it visible on this node and say who gets which answer. */
   readonly settle: (batch: DecidedBatch, result: AppendResult | void, prepared: PreparedViews | undefined) => Effect.Effect<Settled>
   /** After a failed write: apply what the log holds beyond `afterSeq` (a failed batch that landed after all). */
-  readonly resync: (afterSeq: number) => Effect.Effect<void, StoreUnavailable>
+  readonly resync: (afterSeq: number) => Effect.Effect<void, StoreError>
   /** Before deciding commands refused against rows that may lag: bring the rows to the log's head. */
   readonly catchUp: Effect.Effect<void>
 }
@@ -107,7 +107,7 @@ export const settleOutcomes = (batch: DecidedBatch, result: AppendResult) => {
   const written: Array<Decided> = []
   const answered: Array<{ readonly p: Queued; readonly from: number; readonly to: number }> = []
   const replayed: Array<readonly [Queued, StoredKey]> = []
-  const failed: Array<readonly [Queued, StoreUnavailable]> = []
+  const failed: Array<readonly [Queued, StoreError]> = []
   const again: Array<Queued> = []
   const counters = new Map<string, number>()
   const { waiters, spans, changes } = batch
@@ -123,20 +123,20 @@ export const settleOutcomes = (batch: DecidedBatch, result: AppendResult) => {
       // Its key was stored meanwhile (another node, or an attempt that failed here but landed): that answer stands.
       const stored = p.idempotency === undefined ? undefined : replays?.get(p.idempotency.key)
       if (stored === undefined || duplicate < spans[w]) {
-        failed.push([p, new StoreUnavailable({ reason: "the log refused a write as a duplicate without its stored answer" })])
+        failed.push([p, new StoreFailed({ reason: "the log refused a write as a duplicate without its stored answer" })])
       } else replayed.push([p, stored])
       continue
     }
     if (stale > 0 && stale < spans[w]) {
       // A log that breaks the contract (a command's entries all written or all stale): never answer it as done.
-      failed.push([p, new StoreUnavailable({ reason: `the log wrote ${spans[w] - stale} of the ${spans[w]} events of one command` })])
+      failed.push([p, new StoreFailed({ reason: `the log wrote ${spans[w] - stale} of the ${spans[w]} events of one command` })])
       continue
     }
     // An app command's entries are written all or none (the log refuses the whole group): it is decided again.
     if (stale > 0) {
       if (++p.attempts >= MAX_ATTEMPTS) {
         const what = p.kind === "command" ? `the command ${p.command.name}'s rows` : `${p.type.name} ${p.id ?? ""}`
-        failed.push([p, new StoreUnavailable({ reason: `${what} kept changing on other nodes (${MAX_ATTEMPTS} attempts); retry` })])
+        failed.push([p, new Contended({ reason: `${what} kept changing on other nodes (${MAX_ATTEMPTS} attempts); retry` })])
       } else again.push(p)
       continue
     }

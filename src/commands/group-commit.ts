@@ -20,7 +20,7 @@
  * decides the whole command again once caught up.
  */
 import { Cause, Context, Deferred, Effect, Either, Exit, Fiber, Layer, Option } from "effect"
-import { StoreUnavailable, type CommandError } from "../domain/errors.ts"
+import { Overloaded, ShuttingDown, storeErrorPolicy, WriterStopped, type CommandError } from "../domain/errors.ts"
 import { describeThrown } from "../domain/user-code.ts"
 import { WoConfig } from "../config.ts"
 import { Rows } from "../projections/rows.ts"
@@ -39,7 +39,7 @@ export interface GroupCommitShape {
   /** Queues an app command and waits until all of its events are durable (or it is refused, and none written). */
   readonly submitCommand: (submission: CommandSubmission) => Effect.Effect<CommandCommitted, CommandError>
   /**
-   * Completes if the writer dies from a bug of ours. Every command then fails fast with StoreUnavailable; the
+   * Completes if the writer dies from a bug of ours. Every command then fails fast with StoreError; the
    * process should exit non-zero so that a supervisor restarts it (`wo run` does).
    */
   readonly died: Effect.Effect<string>
@@ -68,7 +68,8 @@ export const makeGroupCommit = Effect.gen(function* () {
   let closing = false
   // The batch being committed: if the writer dies in it, its callers are failed too.
   let inFlight: ReadonlyArray<Queued> = []
-  let deathReason: string | undefined
+  /** Set once the writer died: what every later command fails with. */
+  let stopped: WriterStopped | undefined
   const death = yield* Deferred.make<string>()
 
   /**
@@ -170,7 +171,7 @@ export const makeGroupCommit = Effect.gen(function* () {
         lastSeq = firstSeq
         resync = true
         prepared?.discard()
-        yield* Effect.logError(`durable write failed for ${changes.length} events: ${written.left.reason}`)
+        yield* Effect.logWithLevel(storeErrorPolicy(written.left).log, `durable write failed for ${changes.length} events: ${written.left.reason}`)
         for (const p of waiters) p.resume(Exit.fail(written.left))
         return
       }
@@ -211,15 +212,14 @@ export const makeGroupCommit = Effect.gen(function* () {
   const onDeath = (cause: Cause.Cause<unknown>) =>
     Effect.gen(function* () {
       const reason = describeThrown(Cause.squash(cause))
-      deathReason = reason
+      const error = new WriterStopped({ reason: `the writer stopped after an internal error (${reason}); restart the server` })
+      stopped = error
       const stranded = [...inFlight, ...pending]
       pending = []
-      const error = new StoreUnavailable({ reason: `the writer stopped after an internal error (${reason}); restart the server` })
       for (const p of stranded) p.resume(Exit.fail(error))
       yield* Deferred.succeed(death, reason)
-      yield* Effect.logError(`the group-commit writer died (${reason}): every command now fails with 503; restart the server`, cause).pipe(
-        Effect.catchAllDefect(() => Effect.logError(`the group-commit writer died (${reason}): every command now fails with 503; restart the server`))
-      )
+      const said = `the group-commit writer died (${reason}): every command now fails with 503; restart the server`
+      yield* Effect.logError(said, cause).pipe(Effect.catchAllDefect(() => Effect.logError(said)))
     })
 
   const writer = yield* Effect.forkDaemon(
@@ -245,11 +245,9 @@ export const makeGroupCommit = Effect.gen(function* () {
     submission: Omit<Pending, "resume" | "cancelled" | "attempts" | "recheck"> | Omit<PendingCommand, "resume" | "cancelled" | "attempts" | "recheck">,
     resume: (effect: Effect.Effect<A, CommandError>) => void
   ) => {
-    if (closing) return resume(Effect.fail(new StoreUnavailable({ reason: "the server is shutting down" })))
-    if (deathReason !== undefined) {
-      return resume(Effect.fail(new StoreUnavailable({ reason: `the writer stopped after an internal error (${deathReason}); restart the server` })))
-    }
-    if (pending.length >= maxPending) return resume(Effect.fail(new StoreUnavailable({ reason: "too many commands queued; retry" })))
+    if (closing) return resume(Effect.fail(new ShuttingDown({ reason: "the server is shutting down" })))
+    if (stopped !== undefined) return resume(Effect.fail(stopped))
+    if (pending.length >= maxPending) return resume(Effect.fail(new Overloaded({ reason: "too many commands queued; retry" })))
     const p = {
       ...submission,
       resume: (exit: Exit.Exit<A, CommandError>) => {

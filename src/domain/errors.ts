@@ -3,6 +3,7 @@
  * so the two surfaces never word a failure differently.
  */
 import { Data } from "effect"
+import type { StoreError } from "./store-errors.ts"
 
 export interface FieldIssue {
   readonly path: ReadonlyArray<string | number>
@@ -98,12 +99,9 @@ export class VersionConflict extends Data.TaggedError("VersionConflict")<{
   }
 }
 
-/** The log could not make the write durable; nothing of the batch was acknowledged. REST 503. */
-export class StoreUnavailable extends Data.TaggedError("StoreUnavailable")<{ readonly reason: string }> {
-  override get message() {
-    return `the store is unavailable: ${this.reason}`
-  }
-}
+export * from "./store-errors.ts"
+/** The store errors by their old single name, for signatures not yet renamed: use StoreError. */
+export type StoreUnavailable = StoreError
 
 /**
  * A method's `apply` (user code) threw, or a row could not be decoded or encoded inside the writer. Only this
@@ -149,7 +147,7 @@ export class IdempotencyKeyReused extends Data.TaggedError("IdempotencyKeyReused
   }
 }
 
-export type CommandError = ValidationFailed | NotFound | VersionConflict | Rejected | MethodFailed | StoreUnavailable | IdempotencyKeyReused
+export type CommandError = ValidationFailed | NotFound | VersionConflict | Rejected | MethodFailed | StoreError | IdempotencyKeyReused
 
 /** The app definition is invalid; the message names the type and the field. */
 export class CatalogError extends Data.TaggedError("CatalogError")<{ readonly problems: ReadonlyArray<string> }> {

@@ -15,7 +15,7 @@
  */
 import { Chunk, Effect, Either, Option, Stream } from "effect"
 import type { EventLogShape } from "../log/event-log.ts"
-import type { StoreUnavailable } from "../domain/errors.ts"
+import type { StoreError } from "../domain/errors.ts"
 import type { StoredEvent } from "../domain/events.ts"
 import type { ChangeFeedShape } from "../projections/change-feed.ts"
 import type { RowsShape } from "../projections/rows.ts"
@@ -74,7 +74,7 @@ export const makeEventTail = ({ log, feed, rows, capacity, heartbeatMs, stopped,
   const slots = makeClientSlots(maxPerClient, maxTotal)
 
   /** Events `from..to` from the durable log, a batch per write; false when the stream closed meanwhile. */
-  const replay = (sink: PushSink, from: number, to: number): Effect.Effect<boolean, StoreUnavailable> =>
+  const replay = (sink: PushSink, from: number, to: number): Effect.Effect<boolean, StoreError> =>
     from > to ? Effect.succeed(true) : Effect.scoped(Effect.gen(function* () {
       const pull = yield* Stream.toPull(log.readFrom(from).pipe(Stream.takeWhile((e) => e.seq <= to)))
       for (;;) {

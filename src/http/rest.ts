@@ -5,7 +5,7 @@
 import { Effect, Either } from "effect"
 import type { Row } from "../domain/catalog.ts"
 import type { CompiledApp, CompiledType } from "../domain/compile.ts"
-import type { CommandError, NotFound, ValidationFailed } from "../domain/errors.ts"
+import { STORE_UNAVAILABLE, storeErrorPolicy, type CommandError, type NotFound, type StoreError, type ValidationFailed } from "../domain/errors.ts"
 import type { Command, CommandsShape, ExecuteOptions } from "../commands/commands.ts"
 import type { Committed } from "../commands/group-commit.ts"
 import type { QueriesShape } from "../projections/queries.ts"
@@ -34,11 +34,17 @@ export const errorResponse = (error: CommandError | NotFound | ValidationFailed,
       return errorJson(422, error._tag, error.message, { code: error.code })
     case "MethodFailed":
       return errorJson(500, error._tag, error.message)
-    case "StoreUnavailable":
-      return errorJson(503, error._tag, error.message, {}, { "retry-after": "1" })
     case "IdempotencyKeyReused":
       return errorJson(422, error._tag, error.message, { key: error.key })
+    default:
+      return storeErrorResponse(error)
   }
+}
+
+/** A store error as STORE_ERRORS says: its status, Retry-After when a retry can help, named `StoreUnavailable`. */
+const storeErrorResponse = (error: StoreError): EdgeResponse => {
+  const { status, retryAfter } = storeErrorPolicy(error)
+  return errorJson(status, STORE_UNAVAILABLE, error.message, {}, retryAfter === undefined ? {} : { "retry-after": String(retryAfter) })
 }
 
 const etag = (row: Row) => `"${row.version}"`

@@ -9,10 +9,11 @@ import * as fs from "node:fs"
 import * as path from "node:path"
 import { WoConfig } from "../config.ts"
 import type { Row } from "../domain/catalog.ts"
-import { StoreUnavailable } from "../domain/errors.ts"
+import { type StoreUnavailable, DataCorrupt } from "../domain/errors.ts"
 import type { StoredEvent } from "../domain/events.ts"
 import { ACCEPTED_LOSS_FILE, acceptedGap, appendAcceptedLoss, countSeqs, describeIds, describeRanges, readAcceptedLosses, type SeqRanges } from "./accepted-loss.ts"
 import { checkAckedHead } from "./acked-check.ts"
+import { readFailed } from "./record.ts"
 import { ACKED_FILE, openAckedHead, readAckedRecord, type AckedHeadWriter } from "./acked-head.ts"
 import { EventLog, type AppendBatch, type LogHead, type StoredKey, type StoredRow, type StoredView } from "./event-log.ts"
 import { DATA_LOSS_MARKER, LevelDb, storeError, type Db, type LevelDbShape } from "./level-db.ts"
@@ -27,7 +28,7 @@ import { keptWriteAheadLogs } from "./wal-hold.ts"
 export const READ_BATCH = 1000
 
 const corrupt = (e: unknown) =>
-  new StoreUnavailable({ reason: e instanceof RecordCorrupt ? e.message : `cannot read the store: ${e instanceof Error ? e.message : String(e)}` })
+  readFailed(e)
 
 /** The stored row record: the row as served, with the schema version of its type it was written with. */
 interface RowRecord {
@@ -211,7 +212,7 @@ const refuseLoss = (dir: string, reason: string) => {
   if (wal !== undefined) kept.push(`${wal} (the write-ahead logs as they were before this open)`)
   const report = `${reason}\n(evidence kept: ${kept.length > 0 ? kept.join(", ") : "none"})`
   fs.writeFileSync(path.join(dir, DATA_LOSS_MARKER), `${report}\n`)
-  return new StoreUnavailable({ reason: `acknowledged writes are lost in ${dir}:\n${report}\n${REFUSAL_ADVICE}` })
+  return new DataCorrupt({ reason: `acknowledged writes are lost in ${dir}:\n${report}\n${REFUSAL_ADVICE}` })
 }
 
 /** The EventLog over the shared LevelDb handle. */
@@ -248,7 +249,7 @@ export const makeClassicLevelLog = (h: LevelDbShape, mode: LogMode = {}) =>
     const writer = mode.writer
     if (writer === undefined) {
       // A check tool: it reports, and writes nothing.
-      if (verdict._tag === "Lost" || verdict._tag === "Unknown") return yield* new StoreUnavailable({ reason: `${verdict.reason}. Run \`wo verify\`` })
+      if (verdict._tag === "Lost" || verdict._tag === "Unknown") return yield* new DataCorrupt({ reason: `${verdict.reason}. Run \`wo verify\`` })
     } else {
       if ((verdict._tag === "Lost" || verdict._tag === "Unknown") && !writer.acceptDataLoss) return yield* Effect.sync(() => refuseLoss(h.dir, verdict.reason)).pipe(Effect.flatMap(Effect.fail))
       floor = verdict._tag === "Whole" || verdict._tag === "Lost" ? verdict.counters : new Map()

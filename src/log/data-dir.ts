@@ -8,7 +8,7 @@
 import * as fs from "node:fs"
 import * as path from "node:path"
 import { HELD_WRITE_AHEAD_LOGS } from "./wal-hold.ts"
-import { StoreUnavailable } from "../domain/errors.ts"
+import { StoreFailed } from "../domain/errors.ts"
 
 export type DataDirState =
   | { readonly _tag: "Absent" }
@@ -62,11 +62,11 @@ export const manifestsNewestFirst = (dir: string): ReadonlyArray<string> =>
 const listed = (files: ReadonlyArray<string>) =>
   `${files.length} file${files.length === 1 ? "" : "s"}: ${files.slice(0, 8).join(", ")}${files.length > 8 ? ", ..." : ""}`
 
-export const notADirectory = (dir: string) => new StoreUnavailable({ reason: `the data dir ${dir} is a file, not a directory` })
+export const notADirectory = (dir: string) => new StoreFailed({ reason: `the data dir ${dir} is a file, not a directory` })
 
 /** The refusal of a dir that holds files but no usable `CURRENT`, with the way back. */
 export const headless = (dir: string, state: Extract<DataDirState, { _tag: "Headless" }>) =>
-  new StoreUnavailable({
+  new StoreFailed({
     reason: `the data dir ${dir} is not empty (${listed(state.files)}) but ${state.problem}, so LevelDB cannot find its data; ` +
       `nothing was changed. To recover: \`wo repair-current ${dir}\` shows how CURRENT would be rebuilt from the newest MANIFEST ` +
       `(add --write to do it), then run \`wo verify ${dir}\`; or restore the dir from a backup (\`wo restore <backup> <new-data-dir>\`).`

@@ -13,7 +13,7 @@
  */
 import { Context, Data, type Effect, type Stream } from "effect"
 import type { Row } from "../domain/catalog.ts"
-import type { StoreUnavailable } from "../domain/errors.ts"
+import type { StoreError } from "../domain/errors.ts"
 import type { StoredEvent } from "../domain/events.ts"
 
 export interface AppendEntry {
@@ -93,15 +93,21 @@ export interface EventLogStats {
  * An entry the shared log refused: its entity moved on in the log (another node wrote it) after the writer
  * decided it. Nothing of it was written; the writer re-decides it against the fresh row.
  */
-export const Stale = "stale" as const
+export const Stale: { readonly _tag: "Stale" } = Object.freeze({ _tag: "Stale" })
 export type Stale = typeof Stale
 
 /**
  * An entry the shared log did not write because its submission's idempotency key was already stored (another node,
  * or an earlier attempt, committed it): the submission is answered with the stored answer (`AppendResult.replays`).
  */
-export const Duplicate = "duplicate" as const
+export const Duplicate: { readonly _tag: "Duplicate" } = Object.freeze({ _tag: "Duplicate" })
 export type Duplicate = typeof Duplicate
+
+/** What a shared log did with one entry of a batch: wrote it, or left it out (Stale, Duplicate). */
+export type AppendOutcome = AppendEntry | Stale | Duplicate
+
+/** The entry was written (not left out as Stale or Duplicate). */
+export const isWritten = (outcome: AppendOutcome): outcome is AppendEntry => !("_tag" in outcome)
 
 /** What a shared log wrote. */
 export interface AppendResult {
@@ -110,7 +116,7 @@ export interface AppendResult {
    * log; the row rewritten to match) or `Stale`. Written entries have consecutive seqs in this order. The entries
    * of one app command (consecutive, one `event.correlation`) are all written or all `Stale`: a command is atomic.
    */
-  readonly outcomes: ReadonlyArray<AppendEntry | Stale | Duplicate>
+  readonly outcomes: ReadonlyArray<AppendOutcome>
   /** The log's head after the commit: every entry refused as stale was decided against a row older than it. */
   readonly lastSeq: number
   /** The stored keys, by key, of the submissions whose entries are `Duplicate`. */
@@ -129,19 +135,19 @@ export interface EventLogShape {
    * Writes the batch atomically with one durable commit; succeeds only once it is durable. A single-writer log
    * writes every entry as given and answers `void`; a shared log answers an `AppendResult`.
    */
-  readonly append: (batch: AppendBatch) => Effect.Effect<AppendResult | void, StoreUnavailable>
+  readonly append: (batch: AppendBatch) => Effect.Effect<AppendResult | void, StoreError>
   /**
    * Present on a shared log: the events after `afterSeq`, in order, forever (woken by the store's notifications,
    * polling when they are lost). It fails when the store cannot be read; the follower resumes from what it applied.
    */
-  readonly follow?: (afterSeq: number) => Stream.Stream<StoredEvent, StoreUnavailable | LogDiverged>
-  readonly head: Effect.Effect<LogHead, StoreUnavailable>
+  readonly follow?: (afterSeq: number) => Stream.Stream<StoredEvent, StoreError | LogDiverged>
+  readonly head: Effect.Effect<LogHead, StoreError>
   /** Events with `seq >= fromSeq`, in order, up to the head at the time of reading. */
-  readonly readFrom: (fromSeq: number) => Stream.Stream<StoredEvent, StoreUnavailable>
+  readonly readFrom: (fromSeq: number) => Stream.Stream<StoredEvent, StoreError>
   /** The inline row state as stored, by type then id. */
-  readonly storedRows: Stream.Stream<StoredRow, StoreUnavailable>
+  readonly storedRows: Stream.Stream<StoredRow, StoreError>
   /** The stored view records, verified; absent for a log that stores none (views are then rebuilt). */
-  readonly storedViews?: Effect.Effect<ReadonlyArray<StoredView>, StoreUnavailable>
+  readonly storedViews?: Effect.Effect<ReadonlyArray<StoredView>, StoreError>
   readonly stats: Effect.Effect<EventLogStats>
   /**
    * Present on a log that records its acknowledged head beside the store (classic-level: acked-head.ts): the writer
@@ -151,11 +157,11 @@ export interface EventLogShape {
   /** Present on a log with failover (PostgreSQL): how many times its primary changed since it was opened (metrics). */
   readonly failovers?: () => number
   /** The stored idempotency key, if any (read from the store, so it holds across restarts and nodes). */
-  readonly storedKey?: (key: string) => Effect.Effect<StoredKey | undefined, StoreUnavailable>
+  readonly storedKey?: (key: string) => Effect.Effect<StoredKey | undefined, StoreError>
   /** The stored idempotency keys among `keys`, in one read: the writer asks once per batch. */
-  readonly storedKeys?: (keys: ReadonlyArray<string>) => Effect.Effect<ReadonlyMap<string, StoredKey>, StoreUnavailable>
+  readonly storedKeys?: (keys: ReadonlyArray<string>) => Effect.Effect<ReadonlyMap<string, StoredKey>, StoreError>
   /** Deletes up to `limit` idempotency keys committed before `before` (ms); answers how many. Off the writer's path. */
-  readonly pruneKeys?: (before: number, limit: number) => Effect.Effect<number, StoreUnavailable>
+  readonly pruneKeys?: (before: number, limit: number) => Effect.Effect<number, StoreError>
 }
 
 export class EventLog extends Context.Tag("writeonce/EventLog")<EventLog, EventLogShape>() {}

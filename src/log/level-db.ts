@@ -16,7 +16,7 @@ import { ClassicLevel } from "classic-level"
 import { Context, Effect, Layer } from "effect"
 import * as fs from "node:fs"
 import * as path from "node:path"
-import { StoreUnavailable } from "../domain/errors.ts"
+import { DataCorrupt, isStoreError, StoreFailed, type StoreError } from "../domain/errors.ts"
 import { prepareDataDir } from "./data-dir.ts"
 import { silentWalDamage } from "./wal-check.ts"
 import { holdWriteAheadLogs } from "./wal-hold.ts"
@@ -24,7 +24,7 @@ import { holdWriteAheadLogs } from "./wal-hold.ts"
 export type Db = ClassicLevel<string, string>
 
 export const storeError = (what: string) => (e: unknown) =>
-  new StoreUnavailable({ reason: `${what}: ${e instanceof Error ? e.message : String(e)}` })
+  new StoreFailed({ reason: `${what}: ${e instanceof Error ? e.message : String(e)}` })
 
 export interface OpenOptions {
   /** Serve what is left after LevelDB dropped data at open (and clear an earlier refusal's marker). */
@@ -47,22 +47,22 @@ const DROPPED = /dropping|corruption|ignoring error|lost|missing files/i
 
 export interface LevelDbShape {
   readonly dir: string
-  /** Runs a read on the open database (a StoreUnavailable while it is closed for a reopen). */
-  readonly read: <A>(what: string, f: (db: Db) => Promise<A>) => Effect.Effect<A, StoreUnavailable>
+  /** Runs a read on the open database (a StoreError while it is closed for a reopen). */
+  readonly read: <A>(what: string, f: (db: Db) => Promise<A>) => Effect.Effect<A, StoreError>
   /**
    * Runs a write. The first failure marks the store unwritable: every later write first reopens it (a fresh
    * write-ahead log), and fails fast while that is not possible (the disk is still full).
    */
-  readonly write: <A>(what: string, f: (db: Db) => Promise<A>) => Effect.Effect<A, StoreUnavailable>
+  readonly write: <A>(what: string, f: (db: Db) => Promise<A>) => Effect.Effect<A, StoreError>
   /** Reopens the store if a write failed since the last open; succeeds at once otherwise. */
-  readonly ensureWritable: Effect.Effect<void, StoreUnavailable>
+  readonly ensureWritable: Effect.Effect<void, StoreError>
   /** How many times the store was reopened after a failed write. */
   readonly reopens: () => number
   /**
    * Runs `f` once no write is in flight, holding new writes until it returns (`wo backup` pins the files of one
    * state: backup/pin-files.ts). `f` must be brief.
    */
-  readonly whileNoWrites?: <A>(f: () => Promise<A>) => Effect.Effect<A, StoreUnavailable>
+  readonly whileNoWrites?: <A>(f: () => Promise<A>) => Effect.Effect<A, StoreError>
 }
 
 export class LevelDb extends Context.Tag("writeonce/LevelDb")<LevelDb, LevelDbShape>() {}
@@ -72,20 +72,20 @@ const messageOf = (e: unknown): string => {
   return cause?.message ?? (e instanceof Error ? e.message : String(e))
 }
 
-const explainOpenFailure = (dir: string, e: unknown): StoreUnavailable => {
-  if (e instanceof StoreUnavailable) return e
+const explainOpenFailure = (dir: string, e: unknown): StoreError => {
+  if (isStoreError(e)) return e
   const code = (e as { cause?: { code?: string }; code?: string })?.cause?.code ?? (e as { code?: string })?.code
   const message = messageOf(e)
   if (/read-only file system|EROFS/i.test(message) || code === "EROFS") {
-    return new StoreUnavailable({ reason: `the data dir ${dir} is on a read-only file system; writeonce must write there` })
+    return new StoreFailed({ reason: `the data dir ${dir} is on a read-only file system; writeonce must write there` })
   }
   if (/permission denied|EACCES|EPERM/i.test(message) || code === "EACCES" || code === "EPERM") {
-    return new StoreUnavailable({ reason: `no permission to write in the data dir ${dir}: ${message}` })
+    return new StoreFailed({ reason: `no permission to write in the data dir ${dir}: ${message}` })
   }
   if (code === "LEVEL_LOCKED") {
-    return new StoreUnavailable({ reason: `the data dir ${dir} is in use by another process (is a server already running on it?)` })
+    return new StoreFailed({ reason: `the data dir ${dir} is in use by another process (is a server already running on it?)` })
   }
-  return new StoreUnavailable({ reason: `cannot open the data dir ${dir}: ${message}` })
+  return new StoreFailed({ reason: `cannot open the data dir ${dir}: ${message}` })
 }
 
 const readLog = (dir: string) => {
@@ -115,7 +115,7 @@ const openChecked = async (dir: string, options: OpenOptions, afterFailedWrite: 
   const keep = !options.checkOnly
   const unchanged = options.checkOnly ? " (found on a private copy: nothing in the data dir was changed)" : ""
   if (!options.acceptDataLoss && fs.existsSync(marker)) {
-    throw new StoreUnavailable({
+    throw new DataCorrupt({
       reason: `an earlier open of ${dir} found that LevelDB dropped data:\n${fs.readFileSync(marker, "utf8").trim()}\n` +
         "Restore the data dir from a backup (`wo restore <backup> <new-data-dir>`, a backup taken by `wo backup`), or start with --accept-data-loss to serve what is left."
     })
@@ -124,7 +124,7 @@ const openChecked = async (dir: string, options: OpenOptions, afterFailedWrite: 
   // Checked before the open, which would delete the damaged log: it is kept as evidence instead.
   const silent = afterFailedWrite ? [] : silentWalDamage(dir)
   if (silent.length > 0 && !options.acceptDataLoss && !keep) {
-    throw new StoreUnavailable({
+    throw new DataCorrupt({
       reason: `LevelDB would drop acknowledged writes while opening ${dir}:\n${silent.join("\n")}${unchanged}\n` +
         "Restore the data dir from a backup (`wo restore <backup> <new-data-dir>`, a backup taken by `wo backup`), or start with --accept-data-loss to serve what is left."
     })
@@ -138,7 +138,7 @@ const openChecked = async (dir: string, options: OpenOptions, afterFailedWrite: 
     })
     const report = `${silent.join("\n")}\n(the damaged logs are kept as ${kept.join(", ")})`
     fs.writeFileSync(marker, `${report}\n`)
-    throw new StoreUnavailable({
+    throw new DataCorrupt({
       reason: `LevelDB would drop acknowledged writes while opening ${dir}:\n${report}\n` +
         "Restore the data dir from a backup (`wo restore <backup> <new-data-dir>`, a backup taken by `wo backup`), or start with --accept-data-loss to serve what is left."
     })
@@ -155,7 +155,7 @@ const openChecked = async (dir: string, options: OpenOptions, afterFailedWrite: 
   if (!keep) {
     if (options.acceptDataLoss) return { db, dropped }
     await db.close()
-    throw new StoreUnavailable({
+    throw new DataCorrupt({
       reason: `LevelDB drops data while opening ${dir}; acknowledged writes may be lost:\n${dropped.join("\n")}${unchanged}\n` +
         "Restore the data dir from a backup (`wo restore <backup> <new-data-dir>`, a backup taken by `wo backup`), or start with --accept-data-loss to serve what is left."
     })
@@ -169,7 +169,7 @@ const openChecked = async (dir: string, options: OpenOptions, afterFailedWrite: 
   const report = `${dropped.join("\n")}\n(LevelDB's LOG of that open is kept as ${evidence})`
   fs.writeFileSync(marker, `${report}\n`)
   await db.close()
-  throw new StoreUnavailable({
+  throw new DataCorrupt({
     reason: `LevelDB dropped data while opening ${dir}; acknowledged writes may be lost:\n${report}\n` +
       "Restore the data dir from a backup (`wo restore <backup> <new-data-dir>`, a backup taken by `wo backup`), or start with --accept-data-loss to serve what is left."
   })
@@ -201,13 +201,13 @@ export const openDb = (dir: string, options: OpenOptions = {}) =>
     let reopens = 0
     const lock = yield* Effect.makeSemaphore(1)
 
-    const closed = () => new StoreUnavailable({ reason: `the store is closed while it reopens after a failed write (${broken})` })
+    const closed = () => new StoreFailed({ reason: `the store is closed while it reopens after a failed write (${broken})` })
 
     const reopen = Effect.gen(function* () {
       if (broken === undefined) return
       const free = freeBytes(dir)
       if (free < MIN_FREE_BYTES) {
-        return yield* new StoreUnavailable({
+        return yield* new StoreFailed({
           reason: `the disk holding ${dir} is full (${Math.round(free / 1024)} KiB free) since a write failed (${broken}); ` +
             "writes resume once space returns, reads go on"
         })
@@ -241,7 +241,7 @@ export const openDb = (dir: string, options: OpenOptions = {}) =>
     const leave = Effect.sync(() => {
       if (--inFlight === 0) drained?.()
     })
-    const whileNoWrites = <A>(f: () => Promise<A>): Effect.Effect<A, StoreUnavailable> =>
+    const whileNoWrites = <A>(f: () => Promise<A>): Effect.Effect<A, StoreError> =>
       Effect.suspend(() => {
         if (held !== undefined) return Effect.zipRight(Effect.promise(() => held!), whileNoWrites(f))
         let release!: () => void

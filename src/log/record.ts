@@ -1,4 +1,5 @@
 import { CRC32C_TABLE as TABLE } from "./crc32c.ts"
+import { DataCorrupt, StoreFailed } from "../domain/store-errors.ts"
 
 /**
  * Checksummed records: every value the log stores is `<crc:8 hex><payload>`, where the CRC-32C covers the key
@@ -57,6 +58,10 @@ export const seal = (key: string, payload: string): string =>
 
 /** Why a record could not be opened; the caller names the key in its error. */
 export class RecordCorrupt extends Error {}
+
+/** A failed read as its store error: DataCorrupt for a record that fails its check, StoreFailed for the rest. */
+export const readFailed = (e: unknown): DataCorrupt | StoreFailed =>
+  e instanceof RecordCorrupt ? new DataCorrupt({ reason: e.message }) : new StoreFailed({ reason: `cannot read the store: ${e instanceof Error ? e.message : String(e)}` })
 
 /** The payload of a stored value, or a RecordCorrupt when the checksum does not match key and payload. */
 export const unseal = (key: string, value: string): string => {

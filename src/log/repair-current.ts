@@ -8,7 +8,7 @@
 import { Effect } from "effect"
 import * as fs from "node:fs"
 import * as path from "node:path"
-import { StoreUnavailable } from "../domain/errors.ts"
+import { type StoreError, StoreFailed, DataCorrupt, withReason } from "../domain/errors.ts"
 import { readFullHead } from "./classic-level-log.ts"
 import { inspectDataDir, manifestsNewestFirst, notADirectory } from "./data-dir.ts"
 import { openDb } from "./level-db.ts"
@@ -35,7 +35,7 @@ const tryManifest = (dir: string, manifest: string) =>
       fs.writeFileSync(path.join(copy, "CURRENT"), `${manifest}\n`)
       const h = yield* Effect.mapError(
         openDb(copy, { checkOnly: true }),
-        (e) => new StoreUnavailable({ reason: e.reason.replaceAll(copy, dir) })
+        (e) => withReason(e, e.reason.replaceAll(copy, dir))
       )
       const head = yield* h.read("cannot read the store", readFullHead)
       return head.lastSeq
@@ -43,7 +43,7 @@ const tryManifest = (dir: string, manifest: string) =>
   )
 
 /** What `CURRENT` should name, checked on a private copy; writes nothing. */
-export const planCurrentRepair = (dir: string): Effect.Effect<CurrentRepair, StoreUnavailable> =>
+export const planCurrentRepair = (dir: string): Effect.Effect<CurrentRepair, StoreError> =>
   Effect.gen(function* () {
     const state = inspectDataDir(dir)
     switch (state._tag) {
@@ -53,11 +53,11 @@ export const planCurrentRepair = (dir: string): Effect.Effect<CurrentRepair, Sto
         return yield* notADirectory(dir)
       case "Absent":
       case "Empty":
-        return yield* new StoreUnavailable({ reason: `the data dir ${dir} holds no store (it is ${state._tag === "Absent" ? "absent" : "empty"})` })
+        return yield* new StoreFailed({ reason: `the data dir ${dir} holds no store (it is ${state._tag === "Absent" ? "absent" : "empty"})` })
     }
     const manifests = manifestsNewestFirst(dir)
     if (manifests.length === 0) {
-      return yield* new StoreUnavailable({
+      return yield* new DataCorrupt({
         reason: `${dir}: ${state.problem}, and no MANIFEST file is left to name in it; restore the dir from a backup (\`wo restore <backup> <new-data-dir>\`)`
       })
     }
@@ -67,10 +67,10 @@ export const planCurrentRepair = (dir: string): Effect.Effect<CurrentRepair, Sto
       if (opened._tag === "Right") return { _tag: "Planned", problem: state.problem, manifest, lastSeq: opened.right, rejected } as const
       rejected.push(`${manifest}: ${opened.left.reason}`)
     }
-    return yield* new StoreUnavailable({
+    return yield* new DataCorrupt({
       reason: `${dir}: ${state.problem}, and no MANIFEST opens whole:\n${rejected.join("\n")}\nNothing was written; restore the dir from a backup (\`wo restore <backup> <new-data-dir>\`)`
     })
-  }).pipe(Effect.catchAllDefect((e) => Effect.fail(new StoreUnavailable({ reason: `cannot read the data dir ${dir}: ${String(e)}` }))))
+  }).pipe(Effect.catchAllDefect((e) => Effect.fail(new StoreFailed({ reason: `cannot read the data dir ${dir}: ${String(e)}` }))))
 
 /**
  * Writes `CURRENT` naming `manifest`: a new file, synced, renamed over the old one, and the dir synced. Returns

@@ -3,7 +3,7 @@
  * batch. A row lost, or moved out of the rows by a damaged key, shows here rather than as a missing row served.
  */
 import { Effect } from "effect"
-import { StoreUnavailable } from "../domain/errors.ts"
+import { DataCorrupt } from "../domain/errors.ts"
 
 export const checkRowCounts = (recorded: ReadonlyMap<string, number>, seen: ReadonlyMap<string, number>) =>
   Effect.suspend(() => {
@@ -11,7 +11,7 @@ export const checkRowCounts = (recorded: ReadonlyMap<string, number>, seen: Read
       const want = recorded.get(type) ?? 0
       const have = seen.get(type) ?? 0
       if (want !== have) {
-        return Effect.fail(new StoreUnavailable({
+        return Effect.fail(new DataCorrupt({
           reason: `corrupt store: ${have} stored rows of type ${type}, but the store recorded ${want} (rows lost or moved by damaged keys)`
         }))
       }

@@ -16,7 +16,7 @@ import { Effect } from "effect"
 import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
-import { StoreUnavailable } from "../domain/errors.ts"
+import { isStoreError, StoreFailed, type StoreError } from "../domain/errors.ts"
 
 /** Left out of the copy: LevelDB's lock and info log (it makes its own) and the evidence earlier opens kept. */
 const LEFT_OUT = /^(LOCK|LOG|LOG\.old|wo-evidence-.*)$/
@@ -74,7 +74,7 @@ const copyInto = (dir: string, copy: string) => {
 }
 
 const inUse = (dir: string, pid: number) =>
-  new StoreUnavailable({
+  new StoreFailed({
     reason: `the data dir ${dir} is in use by a running server (pid ${pid}); stop it first: a check of files that are being ` +
       "written would not be consistent"
   })
@@ -90,7 +90,7 @@ const make = (dir: string): string => {
     const holderAfter = lockHolder(dir)
     if (holderAfter !== undefined) throw inUse(dir, holderAfter)
     if (after !== before) {
-      throw new StoreUnavailable({
+      throw new StoreFailed({
         reason: `the files of ${dir} changed while they were copied for the check: is a server running on it? Stop it and try again`
       })
     }
@@ -107,9 +107,9 @@ export const snapshotOf = (dir: string) =>
     Effect.try({
       try: () => make(dir),
       catch: (e) =>
-        e instanceof StoreUnavailable
+        isStoreError(e)
           ? e
-          : new StoreUnavailable({ reason: `cannot copy ${dir} for the check: ${e instanceof Error ? e.message : String(e)}` })
+          : new StoreFailed({ reason: `cannot copy ${dir} for the check: ${e instanceof Error ? e.message : String(e)}` })
     }),
     (copy) => Effect.sync(() => fs.rmSync(copy, { recursive: true, force: true }))
   )

@@ -11,7 +11,7 @@ import { Chunk, Effect, Layer, Stream } from "effect"
 import { EventLog, type EventLogShape, type StoredRow } from "./event-log.ts"
 import { Catalog } from "../domain/app-catalog.ts"
 import type { CompiledApp } from "../domain/compile.ts"
-import { StoreUnavailable } from "../domain/errors.ts"
+import { StoreFailed } from "../domain/errors.ts"
 import type { StoredEvent } from "../domain/events.ts"
 import { MigrationFailed } from "../domain/migrations.ts"
 import { describeThrown } from "../domain/user-code.ts"
@@ -38,7 +38,7 @@ export const upcastRow = (catalog: CompiledApp, stored: StoredRow): StoredRow =>
 
 /** A migration that fails stops the read with a message naming the record, the type, the migration and the field. */
 const failed = (what: string) => (e: unknown) =>
-  new StoreUnavailable({
+  new StoreFailed({
     reason: e instanceof MigrationFailed ? `cannot read ${what}: ${e.message}` : `cannot read ${what}: ${describeThrown(e)}`
   })
 

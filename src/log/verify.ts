@@ -14,7 +14,7 @@
  */
 import { Effect, Either } from "effect"
 import { streamKey } from "../domain/events.ts"
-import type { StoreUnavailable } from "../domain/errors.ts"
+import type { StoreError } from "../domain/errors.ts"
 import { decodeEvent, decodeRow, READ_BATCH } from "./classic-level-log.ts"
 import type { Db, LevelDbShape } from "./level-db.ts"
 import * as K from "./log-keys.ts"
@@ -69,7 +69,7 @@ const forEachRecord = async (db: Db, gte: string, lt: string, f: (key: string, v
 
 const describe = (e: unknown) => (e instanceof Error ? e.message : String(e))
 
-export const verifyStore = (h: LevelDbShape): Effect.Effect<VerifyReport, StoreUnavailable> =>
+export const verifyStore = (h: LevelDbShape): Effect.Effect<VerifyReport, StoreError> =>
   h.read("cannot verify the store", async (db) => {
     const started = Date.now()
     const found = makeProblems()

@@ -9,10 +9,16 @@
  */
 import { Context, Exit, Layer } from "effect"
 import { Counter, Gauge, Histogram, Registry } from "prom-client"
-import type { CommandError } from "../domain/errors.ts"
+import { isStoreError, STORE_UNAVAILABLE, storeErrorPolicy, type CommandError } from "../domain/errors.ts"
 
-/** Label values of `wo_refusals_total`: the error, and for a domain rejection its `reject(code, ...)` code. */
-const refusalLabels = (error: CommandError) => ({ error: error._tag, code: error._tag === "Rejected" ? error.code : "" })
+/**
+ * Label values of `wo_refusals_total`: the error, and its code: a domain rejection's `reject(code, ...)`, or for
+ * a store error (all `StoreUnavailable`) its cause, from STORE_ERRORS.
+ */
+const refusalLabels = (error: CommandError) =>
+  isStoreError(error)
+    ? { error: STORE_UNAVAILABLE, code: storeErrorPolicy(error).metric }
+    : { error: error._tag, code: error._tag === "Rejected" ? error.code : "" }
 
 export interface MetricsShape {
   readonly enabled: boolean

@@ -4,8 +4,8 @@
  * One decoration per batch, never per event on the writer's side.
  */
 import { Context, Effect, Exit, Layer } from "effect"
-import type { StoreUnavailable } from "../domain/errors.ts"
-import { Duplicate, EventLog, Stale, type AppendBatch, type AppendEntry, type AppendResult } from "../log/event-log.ts"
+import type { StoreError } from "../domain/errors.ts"
+import { EventLog, isWritten, type AppendBatch, type AppendOutcome, type AppendResult } from "../log/event-log.ts"
 import { Metrics } from "./metrics.ts"
 
 export interface WriteHealthShape {
@@ -22,11 +22,11 @@ export const WriteHealthLive = Layer.sync(WriteHealth, () => {
 })
 
 /** Events by type: the batch's, or of a shared log's answer those it wrote (not the ones refused as stale, nor a retry's already stored). */
-export const typesOf = (entries: ReadonlyArray<AppendEntry | Stale | Duplicate>) => {
+export const typesOf = (entries: ReadonlyArray<AppendOutcome>) => {
   const types = new Map<string, number>()
   let n = 0
   for (const entry of entries) {
-    if (entry === Stale || entry === Duplicate) continue
+    if (!isWritten(entry)) continue
     types.set(entry.event.type, (types.get(entry.event.type) ?? 0) + 1)
     n++
   }
@@ -34,7 +34,7 @@ export const typesOf = (entries: ReadonlyArray<AppendEntry | Stale | Duplicate>)
 }
 
 /** Decorates the log that `inner` provides. */
-export const observedLog = <R>(inner: Layer.Layer<EventLog, StoreUnavailable, R>): Layer.Layer<EventLog, StoreUnavailable, R | Metrics | WriteHealth> =>
+export const observedLog = <R>(inner: Layer.Layer<EventLog, StoreError, R>): Layer.Layer<EventLog, StoreError, R | Metrics | WriteHealth> =>
   Layer.effect(
     EventLog,
     Effect.gen(function* () {

@@ -14,7 +14,7 @@
 import { Chunk, Effect, Either, Stream } from "effect"
 import type { EventLogShape } from "../log/event-log.ts"
 import type { CompiledApp } from "../domain/compile.ts"
-import type { StoreUnavailable } from "../domain/errors.ts"
+import type { StoreError } from "../domain/errors.ts"
 import { streamKey, type StoredEvent } from "../domain/events.ts"
 import { matchesAll } from "../domain/list-request.ts"
 import { parseUri, rowUri } from "../domain/uri.ts"
@@ -54,7 +54,7 @@ export const resumeNotices = (
   from: ResumePosition,
   head: number,
   viewSeqs: ReadonlyMap<string, number>
-): Stream.Stream<ResumedNotice, StoreUnavailable> => {
+): Stream.Stream<ResumedNotice, StoreError> => {
   if (from.seq >= head && from.uri === undefined) return Stream.empty
   const liveByType = new Map<string, Array<LiveQuery & { readonly since: number }>>()
   const views: Array<{ readonly uri: string; readonly seq: number }> = []

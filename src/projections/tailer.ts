@@ -10,7 +10,7 @@
  */
 import { Deferred, Duration, Effect, Option, Stream } from "effect"
 import type { Chunk } from "effect"
-import { StoreUnavailable } from "../domain/errors.ts"
+import { isStoreError, ReplicaLagging, type StoreError } from "../domain/errors.ts"
 import type { Change, StoredEvent } from "../domain/events.ts"
 import { EventLog } from "../log/event-log.ts"
 import { makeProjector } from "./projector.ts"
@@ -27,7 +27,7 @@ export interface TailerShape {
    */
   readonly applyOwn: (changes: ReadonlyArray<Change>) => Effect.Effect<boolean>
   /** Waits until this node's rows include `seq`; fails when that takes longer than READ_BACK_LIMIT. */
-  readonly reached: (seq: number) => Effect.Effect<void, StoreUnavailable>
+  readonly reached: (seq: number) => Effect.Effect<void, StoreError>
   /**
    * Completes if this node applied a commit the shared log no longer has (a failover lost an unacknowledged
    * commit): its state is ahead of the log, and the process must start again from the store (`wo run` exits).
@@ -88,7 +88,7 @@ export const makeTailer = Effect.gen(function* () {
   yield* Effect.forkScoped(
     Effect.forever(
       followOnce.pipe(
-        Effect.catchTag("StoreUnavailable", (e) =>
+        Effect.catchIf(isStoreError, (e) =>
           Effect.logWarning(`tailer: cannot follow the shared log (${e.reason}); following again from seq ${applied}`).pipe(
             Effect.zipLeft(Effect.sync(() => metrics.tailerRestarted()))
           )),
@@ -101,7 +101,7 @@ export const makeTailer = Effect.gen(function* () {
     )
   )
 
-  const reached = (seq: number): Effect.Effect<void, StoreUnavailable> =>
+  const reached = (seq: number): Effect.Effect<void, StoreError> =>
     Effect.suspend(() => (seq <= applied ? Effect.void : waitFor(seq)))
   const waitFor = (seq: number) =>
     Effect.async<void>((resume) => {
@@ -115,7 +115,7 @@ export const makeTailer = Effect.gen(function* () {
     }).pipe(
       Effect.timeoutFail({
         duration: READ_BACK_LIMIT,
-        onTimeout: () => new StoreUnavailable({ reason: `this node has not read the shared log up to seq ${seq} (it is at ${applied})` })
+        onTimeout: () => new ReplicaLagging({ reason: `this node has not read the shared log up to seq ${seq} (it is at ${applied})` })
       })
     )
 

@@ -9,7 +9,7 @@ import type { Row } from "../domain/catalog.ts"
 import type { CompiledApp } from "../domain/compile.ts"
 import type { CompiledView } from "../domain/compile-views.ts"
 import { evolve as evolveRow } from "../domain/decider.ts"
-import type { StoreUnavailable } from "../domain/errors.ts"
+import type { StoreError } from "../domain/errors.ts"
 import type { StoredEvent } from "../domain/events.ts"
 import { runUserCode } from "../domain/user-code.ts"
 import { normaliseRow } from "./schema-check.ts"
@@ -61,7 +61,7 @@ export const foldViews = (
   catalog: CompiledApp,
   views: ReadonlyArray<CompiledView>,
   trackChanges: boolean
-): Effect.Effect<Map<string, FoldedView>, StoreUnavailable> =>
+): Effect.Effect<Map<string, FoldedView>, StoreError> =>
   Effect.gen(function* () {
     const types = new Set(views.flatMap((v) => [...v.types]))
     const rows = new Map<string, Map<string, Row>>()

@@ -19,7 +19,7 @@ import { EventLog, type EventLogShape, type ViewRecord } from "../log/event-log.
 import { Catalog } from "../domain/app-catalog.ts"
 import type { CompiledApp } from "../domain/compile.ts"
 import type { CompiledView } from "../domain/compile-views.ts"
-import { StoreUnavailable } from "../domain/errors.ts"
+import { DataCorrupt } from "../domain/errors.ts"
 import type { Change } from "../domain/events.ts"
 import { viewUri } from "../domain/uri.ts"
 import { runUserCode } from "../domain/user-code.ts"
@@ -220,7 +220,7 @@ export const recoverViews = (log: EventLogShape, catalog: CompiledApp) =>
       }
       const parsed = parseViewRecord(record)
       if (Either.isLeft(parsed)) {
-        return yield* new StoreUnavailable({ reason: `corrupt record at key v!${view.name}: not a view record (${parsed.left})` })
+        return yield* new DataCorrupt({ reason: `corrupt record at key v!${view.name}: not a view record (${parsed.left})` })
       }
       const why = unusable(parsed.right, definition, head.checkpoint < head.lastSeq)
       const decoded = why === undefined ? view.decode(parsed.right.value) : undefined

@@ -11,7 +11,7 @@ import { PgConnection, pgConnectionLayer } from "../../src/log/postgres/connecti
 import { ensureSchema } from "../../src/log/postgres/schema.ts"
 import { appendBatch } from "../../src/log/postgres/append.ts"
 import { checksum, eventColumns, rowKey, rowPayload, typeKey, typePayload } from "../../src/log/postgres/records.ts"
-import { Stale, type AppendEntry } from "../../src/log/event-log.ts"
+import { isWritten, Stale, type AppendEntry } from "../../src/log/event-log.ts"
 import type { Row } from "../../src/domain/catalog.ts"
 import type { StoredEvent } from "../../src/domain/events.ts"
 import { writeAppDir } from "../support/app-dir.ts"
@@ -123,7 +123,7 @@ describe.skipIf(!haveBinaries)("app commands on one PostgreSQL log, two nodes", 
       const append = (entries: ReadonlyArray<AppendEntry>) => runtime.runPromise(Effect.flatMap(PgConnection, (conn) => appendBatch(conn, { entries, counters: new Map() })))
       // b1 is current, b2 stale (decided at a version another node has passed): neither is written; b3 alone is.
       const first = await append([checkOut(r1, r1.version + 1, "g1"), checkOut(r2, r2.version + 3, "g1"), checkOut(r3, r3.version + 1)])
-      expect(first.outcomes.map((o) => (typeof o === "string" ? o : `${o.event.type}/${o.event.id}@${o.event.version}`))).toEqual(["stale", "stale", `books/${b3}@${r3.version + 1}`])
+      expect(first.outcomes.map((o) => (isWritten(o) ? `${o.event.type}/${o.event.id}@${o.event.version}` : o._tag))).toEqual(["Stale", "Stale", `books/${b3}@${r3.version + 1}`])
       // The loan's create was decided with an id the log has handed out meanwhile: the book's change is not written either.
       const second = await append([checkOut(r1, r1.version + 1, "g2"), loan(String(last + 7), b1, "g2")])
       expect(second.outcomes).toEqual([Stale, Stale])

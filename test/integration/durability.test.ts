@@ -6,7 +6,7 @@ import { describe, expect, it } from "vitest"
 import { Commands } from "../../src/commands/commands.ts"
 import { EventLog } from "../../src/log/event-log.ts"
 import { LogFaults } from "../support/log-faults.ts"
-import { StoreUnavailable } from "../../src/domain/errors.ts"
+import { StoreFailed } from "../../src/domain/errors.ts"
 import { apps, http, runWo, spawnServer, startServer, tempDir } from "../support/server.ts"
 import { waitFor } from "../support/wait.ts"
 
@@ -43,7 +43,7 @@ describe("durable acknowledgement", () => {
   it("fails every waiter of a failed batch with 503, acknowledges nothing, and recovers", async () => {
     let failing = true
     const faults = Layer.succeed(LogFaults, {
-      beforeWrite: () => (failing ? Effect.fail(new StoreUnavailable({ reason: "injected disk error" })) : Effect.void)
+      beforeWrite: () => (failing ? Effect.fail(new StoreFailed({ reason: "injected disk error" })) : Effect.void)
     })
     const server = await startServer(apps.pricing, {}, faults)
     try {

@@ -10,7 +10,7 @@ import { afterEach, describe, expect, it } from "vitest"
 import { LogFaults } from "../support/log-faults.ts"
 import { seal, unsealJson } from "../../src/log/record.ts"
 import * as K from "../../src/log/log-keys.ts"
-import { StoreUnavailable } from "../../src/domain/errors.ts"
+import { StoreFailed } from "../../src/domain/errors.ts"
 import { MCP_HEADERS, openSession } from "../support/mcp.ts"
 import { listenBody, modernCall, modernHeaders, SUBSCRIPTION_ID } from "../support/modern.ts"
 import { runWo } from "../../testkit/spawn.ts"
@@ -29,7 +29,7 @@ describe("a failing durable write", () => {
   it("is refused on REST (503), legacy and modern MCP (isError), notifies nobody, and the server goes on", async () => {
     let failing = false
     const faults = Layer.succeed(LogFaults, {
-      beforeWrite: () => (failing ? Effect.fail(new StoreUnavailable({ reason: "injected disk error" })) : Effect.void)
+      beforeWrite: () => (failing ? Effect.fail(new StoreFailed({ reason: "injected disk error" })) : Effect.void)
     })
     const server = await startServer(apps.pricing, {}, faults)
     servers.push(server)

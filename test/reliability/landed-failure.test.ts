@@ -15,7 +15,7 @@ import { LocalCommit } from "../../src/commands/commit-mode.ts"
 import { levelDbLayer } from "../../src/log/level-db.ts"
 import { loadSettings, WoConfig } from "../../src/config.ts"
 import { Catalog } from "../../src/domain/app-catalog.ts"
-import { StoreUnavailable } from "../../src/domain/errors.ts"
+import { StoreFailed } from "../../src/domain/errors.ts"
 import { ChangeFeedLive } from "../../src/projections/change-feed.ts"
 import { Rows, RowsLive } from "../../src/projections/rows.ts"
 import { checkStore, readStore } from "../support/log-reader.ts"
@@ -30,7 +30,7 @@ const landingButFailing = (state: { failures: number }) =>
         ...log,
         append: (batch) =>
           Effect.flatMap(log.append(batch), () =>
-            state.failures-- > 0 ? Effect.fail(new StoreUnavailable({ reason: "injected fsync error after the write" })) : Effect.void)
+            state.failures-- > 0 ? Effect.fail(new StoreFailed({ reason: "injected fsync error after the write" })) : Effect.void)
       }))
   ).pipe(Layer.provide(ClassicLevelLog))
 
@@ -54,7 +54,7 @@ describe("a failed write that reached the disk anyway", () => {
       )
     try {
       const failed = await create("first")
-      expect(Either.isLeft(failed) && failed.left._tag).toBe("StoreUnavailable")
+      expect(Either.isLeft(failed) && failed.left._tag).toBe("StoreFailed")
       const next = await create("second")
       expect(Either.isRight(next)).toBe(true)
       expect(Either.isRight(next) && next.right.event).toMatchObject({ seq: 2, id: "2" })

@@ -7,13 +7,13 @@
  * with `faultInjectingLog`: the real classic-level log, decorated when LogFaults is present.
  */
 import { Context, Effect, Layer, Option } from "effect"
-import type { StoreUnavailable } from "../../src/domain/errors.ts"
+import type { StoreError } from "../../src/domain/errors.ts"
 import { ClassicLevelLog } from "../../src/log/classic-level-log.ts"
 import { EventLog } from "../../src/log/event-log.ts"
 
 export class LogFaults extends Context.Tag("writeonce/test/LogFaults")<
   LogFaults,
-  { readonly beforeWrite: (events: number) => Effect.Effect<void, StoreUnavailable> }
+  { readonly beforeWrite: (events: number) => Effect.Effect<void, StoreError> }
 >() {}
 
 /** The classic-level log, with LogFaults (when provided) run before each append. */

@@ -12,6 +12,7 @@ import { makeDispatcher, type CallContext, type Failure } from "../../src/http/m
 import { ErrorCode, type Era, Method, MODERN_VERSIONS, type RpcRequest } from "../../src/http/mcp/protocol.ts"
 import type { Resources } from "../../src/http/mcp/resources.ts"
 import { describeServer } from "../../src/http/mcp/server-info.ts"
+import { Subscribed } from "../../src/http/mcp/session-caps.ts"
 import type { Session, SessionsShape } from "../../src/http/mcp/sessions.ts"
 import type { Tool } from "../../src/http/mcp/tools.ts"
 import { ToolsCursor } from "../../src/projections/cursor.ts"
@@ -23,7 +24,7 @@ const session: Session = { id: "s1", version: "2025-06-18", createdAt: 0, subscr
 const sessions: SessionsShape = {
   create: (version) => Effect.succeed({ ...session, version }),
   get: () => Effect.succeed(session),
-  subscribe: () => Effect.succeed("ok"),
+  subscribe: () => Effect.succeed(new Subscribed()),
   unsubscribe: () => Effect.void,
   attach: () => {},
   detach: () => {},

@@ -6,7 +6,7 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Either, Exit } from "effect"
 import pricing from "../../examples/pricing/app.ts"
-import { StoreUnavailable } from "../../src/domain/errors.ts"
+import { StoreFailed } from "../../src/domain/errors.ts"
 import { compileApp } from "../../src/domain/compile.ts"
 import { CATALOG_CACHE, ResourceMissing, ROW_CACHE, Unavailable, type Outcome } from "../../src/http/mcp/dispatcher.ts"
 import type { Envelope } from "../../src/http/mcp/era-policy.ts"
@@ -14,6 +14,7 @@ import { makeLegacyPolicy } from "../../src/http/mcp/legacy-era.ts"
 import { makeModernPolicy } from "../../src/http/mcp/modern-era.ts"
 import { ErrorCode, META, methodNotFound, MODERN_VERSIONS, type RpcRequest } from "../../src/http/mcp/protocol.ts"
 import { describeServer } from "../../src/http/mcp/server-info.ts"
+import { SessionsFull, Subscribed } from "../../src/http/mcp/session-caps.ts"
 import type { Session, SessionsShape } from "../../src/http/mcp/sessions.ts"
 
 const catalog = Either.getOrThrow(compileApp(pricing))
@@ -21,9 +22,9 @@ const server = describeServer(catalog, [])
 const session: Session = { id: "s1", version: "2025-06-18", createdAt: 0, subscriptions: new Map(), lastSeen: 0, stream: undefined }
 
 const sessionsWhere = (get: SessionsShape["get"]): SessionsShape => ({
-  create: () => Effect.succeed("capacity"),
+  create: () => Effect.succeed(new SessionsFull()),
   get,
-  subscribe: () => Effect.succeed("ok"),
+  subscribe: () => Effect.succeed(new Subscribed()),
   unsubscribe: () => Effect.void,
   attach: () => {},
   detach: () => {},
@@ -53,20 +54,20 @@ describe("the legacy policy", () => {
       expect(yield* legacy.admit(request("tools/list"), envelope({ sessionId: "s1", protocolVersion: "2025-11-25" })))
         .toMatchObject({ era: "legacy", version: "2025-06-18", session: { id: "s1" } })
       const refused = (e: Partial<Envelope>) => Effect.map(Effect.exit(legacy.admit(request("tools/list"), envelope(e))), refusedWith)
-      expect(yield* refused({})).toMatchObject({ status: 400, error: { code: ErrorCode.InvalidRequest, message: expect.stringMatching(/Mcp-Session-Id header is required/) } })
-      expect(yield* refused({ sessionId: "gone" })).toMatchObject({ status: 404, error: { message: expect.stringMatching(/^Session not found/) } })
-      expect(yield* refused({ sessionId: "s1", protocolVersion: "2099-01-01" })).toMatchObject({ status: 400, error: { message: expect.stringMatching(/^Unsupported MCP-Protocol-Version/) } })
-      const down = makeLegacyPolicy(sessionsWhere(() => Effect.fail(new StoreUnavailable({ reason: "down" }))))
+      expect(yield* refused({})).toMatchObject({ _tag: "Malformed", error: { code: ErrorCode.InvalidRequest, message: expect.stringMatching(/Mcp-Session-Id header is required/) } })
+      expect(yield* refused({ sessionId: "gone" })).toMatchObject({ _tag: "UnknownSession", error: { message: expect.stringMatching(/^Session not found/) } })
+      expect(yield* refused({ sessionId: "s1", protocolVersion: "2099-01-01" })).toMatchObject({ _tag: "Malformed", error: { message: expect.stringMatching(/^Unsupported MCP-Protocol-Version/) } })
+      const down = makeLegacyPolicy(sessionsWhere(() => Effect.fail(new StoreFailed({ reason: "down" }))))
       const exit = yield* Effect.exit(down.admit(request("tools/list"), envelope({ sessionId: "s1" })))
-      expect(refusedWith(exit)).toMatchObject({ status: 503, error: { code: ErrorCode.InternalError } })
+      expect(refusedWith(exit)).toMatchObject({ _tag: "Unavailable", retryAfter: 1, error: { code: ErrorCode.InternalError, message: "the store is unavailable: down" } })
     }))
 
-  it("leaves results as they are and spells failures its way: -32002, 503, and 200 for an unknown method", () => {
+  it("leaves results as they are and spells failures its way: -32002, unavailable, and an answered error for an unknown method", () => {
     const outcome: Outcome = { result: { tools: [] }, cache: CATALOG_CACHE }
     expect(legacy.decorate(outcome)).toBe(outcome)
-    expect(legacy.refuse(new ResourceMissing({ uri: "wo://x/1" }))).toMatchObject({ status: 200, error: { code: ErrorCode.ResourceNotFound, data: { uri: "wo://x/1" } } })
-    expect(legacy.refuse(new Unavailable({ message: "full" }))).toMatchObject({ status: 503, error: { code: ErrorCode.InternalError, message: "full" } })
-    expect(legacy.refuse(methodNotFound("server/discover"))).toMatchObject({ status: 200, error: { code: ErrorCode.MethodNotFound } })
+    expect(legacy.refuse(new ResourceMissing({ uri: "wo://x/1" }))).toMatchObject({ _tag: "Answered", error: { code: ErrorCode.ResourceNotFound, data: { uri: "wo://x/1" } } })
+    expect(legacy.refuse(new Unavailable({ message: "full" }))).toMatchObject({ _tag: "Unavailable", error: { code: ErrorCode.InternalError, message: "full" } })
+    expect(legacy.refuse(methodNotFound("server/discover"))).toMatchObject({ _tag: "Answered", error: { code: ErrorCode.MethodNotFound } })
   })
 })
 
@@ -93,9 +94,9 @@ describe("the modern policy", () => {
     }
   })
 
-  it("spells failures its way: -32602 with data.uri, 404 for an unknown method", () => {
-    expect(modern.refuse(new ResourceMissing({ uri: "wo://x/1" }))).toMatchObject({ status: 200, error: { code: ErrorCode.InvalidParams, data: { uri: "wo://x/1" } } })
-    expect(modern.refuse(methodNotFound("ping"))).toMatchObject({ status: 404, error: { code: ErrorCode.MethodNotFound } })
+  it("spells failures its way: -32602 with data.uri, an unknown-method refusal", () => {
+    expect(modern.refuse(new ResourceMissing({ uri: "wo://x/1" }))).toMatchObject({ _tag: "Answered", error: { code: ErrorCode.InvalidParams, data: { uri: "wo://x/1" } } })
+    expect(modern.refuse(methodNotFound("ping"))).toMatchObject({ _tag: "UnknownMethod", error: { code: ErrorCode.MethodNotFound } })
     expect(modern.streamShape({ era: "modern", version: MODERN_VERSIONS[0], meta, client: "" })).toEqual({ eventIds: false, priming: false })
   })
 })

@@ -114,7 +114,7 @@ describe("group commit", () => {
       expect((yield* Fiber.join(blocker)).event).toMatchObject({ seq: 2, id: "2" })
       const results = yield* Effect.forEach(fibers, Fiber.join)
 
-      expect(results.map((r) => (Either.isLeft(r) ? r.left._tag : "committed"))).toEqual(Array(4).fill("StoreUnavailable"))
+      expect(results.map((r) => (Either.isLeft(r) ? r.left._tag : "committed"))).toEqual(Array(4).fill("StoreFailed"))
       // The failed batch was one append of all four; none of it reached the rows or the log.
       expect(log.appends.at(-1)!.entries).toHaveLength(4)
       expect(rows.get("products", "1")).toMatchObject({ version: 1, price: 5 })

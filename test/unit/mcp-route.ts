@@ -14,6 +14,7 @@ import { makeModernPolicy } from "../../src/http/mcp/modern-era.ts"
 import { META, type RpcMessage } from "../../src/http/mcp/protocol.ts"
 import type { Resources } from "../../src/http/mcp/resources.ts"
 import { describeServer } from "../../src/http/mcp/server-info.ts"
+import { SessionsFull, SubscriptionsFull } from "../../src/http/mcp/session-caps.ts"
 import type { SessionsShape } from "../../src/http/mcp/sessions.ts"
 import { makeMcpTransport } from "../../src/http/mcp/transport.ts"
 import type { OpenStreamsShape } from "../../src/http/open-streams.ts"
@@ -34,9 +35,9 @@ const noResources: Resources = { list: () => ({ resources: [] }), templates: [],
 
 /** Sessions that never exist: every legacy request but initialize is refused with 404. */
 const noSessions: SessionsShape = {
-  create: () => Effect.succeed("capacity"),
+  create: () => Effect.succeed(new SessionsFull()),
   get: () => Effect.succeed(undefined),
-  subscribe: () => Effect.succeed("limit"),
+  subscribe: () => Effect.succeed(new SubscriptionsFull()),
   unsubscribe: () => Effect.void,
   attach: () => {},
   detach: () => {},

@@ -5,7 +5,7 @@
  */
 import { Chunk, Context, Deferred, Effect, Layer, Option, Stream } from "effect"
 import type { Row } from "../../src/domain/catalog.ts"
-import { StoreUnavailable } from "../../src/domain/errors.ts"
+import { StoreFailed } from "../../src/domain/errors.ts"
 import type { StoredEvent } from "../../src/domain/events.ts"
 import { EventLog, Stale, type AppendBatch, type AppendEntry, type AppendResult } from "../../src/log/event-log.ts"
 
@@ -23,7 +23,7 @@ export interface MemoryLogControl {
   readonly events: ReadonlyArray<StoredEvent>
   /** The next append waits until released. */
   readonly hold: Effect.Effect<HeldAppend>
-  /** The next `n` appends to start fail with StoreUnavailable, storing nothing. */
+  /** The next `n` appends to start fail with StoreFailed, storing nothing. */
   readonly failNext: (n: number) => void
 }
 
@@ -63,7 +63,7 @@ export const MemoryLogLive: Layer.Layer<EventLog | MemoryLog> = Layer.effectCont
             yield* Deferred.succeed(held.entered, undefined)
             yield* Deferred.await(held.gate)
           }
-          if (fails) return yield* Effect.fail(new StoreUnavailable({ reason: "injected write failure" }))
+          if (fails) return yield* Effect.fail(new StoreFailed({ reason: "injected write failure" }))
           store(batch)
           written++
         }),
@@ -95,7 +95,7 @@ export const MemoryLogLive: Layer.Layer<EventLog | MemoryLog> = Layer.effectCont
 )
 
 export interface SharedMemoryLogControl {
-  /** Every batch this node handed to append, and what the log answered for each entry ("stale" or the seq). */
+  /** Every batch this node handed to append, and what the log answered for each entry (`Stale` or the seq). */
   readonly appends: ReadonlyArray<{ readonly batch: AppendBatch; readonly outcomes: ReadonlyArray<number | Stale> }>
   readonly events: ReadonlyArray<StoredEvent>
   /** A commit made by another node: the next version of the entity (a create when it has none). */

@@ -252,12 +252,12 @@ describe("the upcasting EventLog", () => {
     expect(upcastingLog(store, Either.getOrThrow(compileApp(defineApp({ name: "x", entities: { articles: entity({ fields: { title: Schema.String } }) } }))))).toBe(store)
   })
 
-  it("fails the read with StoreUnavailable naming the event and the migration when a migration throws", async () => {
+  it("fails the read with StoreFailed naming the event and the migration when a migration throws", async () => {
     const log = upcastingLog(memoryLog(events, rows), app(() => {
       throw new Error("boom")
     }))
     const failed = await Effect.runPromise(Effect.flip(Stream.runDrain(log.readFrom(1))))
-    expect(failed._tag).toBe("StoreUnavailable")
+    expect(failed._tag).toBe("StoreFailed")
     expect(failed.message).toBe('the store is unavailable: cannot read event 1 (articles/1): type "articles", migration 2 failed: boom')
   })
 })

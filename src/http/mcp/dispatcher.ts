@@ -10,6 +10,7 @@ import type { Stage } from "../../commands/group-commit.ts"
 import { IDEMPOTENCY_KEY_META, keyProblem } from "../../commands/idempotency.ts"
 import type { Settings } from "../../config.ts"
 import type { CompiledApp } from "../../domain/compile.ts"
+import type { StoreError } from "../../domain/errors.ts"
 import { ToolsCursor } from "../../projections/cursor.ts"
 import { parseLiveQuery } from "../../projections/live-queries.ts"
 import type { ListenRequest } from "./listen-stream.ts"
@@ -35,6 +36,7 @@ import {
 } from "./protocol.ts"
 import type { ReadProblem, Resources } from "./resources.ts"
 import type { ServerDescription } from "./server-info.ts"
+import { SessionsFull, Subscribed } from "./session-caps.ts"
 import type { Session, SessionsShape } from "./sessions.ts"
 import type { Tool } from "./tools.ts"
 import { tooManySubscriptionBytes, uriBytes, uriTooLong } from "./uri-limits.ts"
@@ -73,11 +75,11 @@ export type Answer =
 
 /** The resource named does not exist: each era spells it its own way (L9, M8). */
 export class ResourceMissing extends Data.TaggedError("ResourceMissing")<{ readonly uri: string }> {}
-/** The server cannot serve this now (the session store is down, the session cap is reached). */
-export class Unavailable extends Data.TaggedError("Unavailable")<{ readonly message: string }> {}
+/** The server cannot serve this now: a cap is reached; `retryAfter` (seconds) when a retry can succeed. */
+export class Unavailable extends Data.TaggedError("Unavailable")<{ readonly message: string; readonly retryAfter?: number }> {}
 
-/** Why a handler failed: a protocol error, or a condition each era maps to its own code and status. */
-export type Failure = RpcError | ResourceMissing | Unavailable
+/** Why a handler failed: a protocol error, the store (down, STORE_ERRORS), or a condition each era spells its own way. */
+export type Failure = RpcError | ResourceMissing | Unavailable | StoreError
 
 /** What the era's policy admitted a request with. */
 export interface CallContext {
@@ -167,7 +169,6 @@ const MODERN: ReadonlyArray<Era> = ["modern"]
 export const makeDispatcher = ({ catalog, tools, resources, sessions, server, checkpoint, settings }: DispatcherDeps): Dispatcher => {
   const byName = new Map(tools.map((t) => [t.definition.name, t]))
   const definitions = tools.map((t) => t.definition)
-  const storeDown = (e: { readonly message: string }) => new Unavailable({ message: e.message })
   // Under wo dev the catalog changes whenever the app does: nothing catalog-derived may be cached.
   const catalogCache = settings.catalogReloads === true ? DEV_CATALOG_CACHE : CATALOG_CACHE
 
@@ -185,14 +186,17 @@ export const makeDispatcher = ({ catalog, tools, resources, sessions, server, ch
         if (refused !== undefined) return Effect.fail(refused)
         // The legacy policy admits these methods only with a session.
         const s = session!
-        return (subscribe ? sessions.subscribe(s, uri, checkpoint()) : Effect.as(sessions.unsubscribe(s, uri), "ok" as const)).pipe(
-          Effect.mapError(storeDown),
-          Effect.flatMap((outcome) =>
-            outcome === "ok"
-              ? succeed({})
-              : Effect.fail(outcome === "bytes"
-                ? tooManySubscriptionBytes(settings, "session")
-                : invalidParams(`too many subscriptions on this session (WO_MAX_SUBSCRIPTIONS=${settings.maxSubscriptions})`)))
+        return (subscribe ? sessions.subscribe(s, uri, checkpoint()) : Effect.as(sessions.unsubscribe(s, uri), new Subscribed())).pipe(
+          Effect.flatMap((outcome) => {
+            switch (outcome._tag) {
+              case "Subscribed":
+                return succeed({})
+              case "SubscriptionBytesFull":
+                return Effect.fail(tooManySubscriptionBytes(settings, "session"))
+              case "SubscriptionsFull":
+                return Effect.fail(invalidParams(`too many subscriptions on this session (WO_MAX_SUBSCRIPTIONS=${settings.maxSubscriptions})`))
+            }
+          })
         )
       }
     })
@@ -206,10 +210,9 @@ export const makeDispatcher = ({ catalog, tools, resources, sessions, server, ch
           onLeft: () => Effect.fail(invalidParams("initialize needs params.protocolVersion")),
           onRight: (params) =>
             sessions.create(negotiate(params.protocolVersion)).pipe(
-              Effect.mapError(storeDown),
               Effect.flatMap((session) =>
-                session === "capacity"
-                  ? Effect.fail(new Unavailable({ message: `too many sessions (WO_MAX_SESSIONS=${settings.maxSessions}); retry later` }))
+                session instanceof SessionsFull
+                  ? Effect.fail(new Unavailable({ message: `too many sessions (WO_MAX_SESSIONS=${settings.maxSessions}); retry later`, retryAfter: 1 }))
                   : Effect.succeed<Answer>({
                     _tag: "Result",
                     outcome: { result: { protocolVersion: session.version, capabilities: server.legacyCapabilities, serverInfo: server.info, instructions: server.instructions } },

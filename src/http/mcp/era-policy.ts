@@ -1,12 +1,13 @@
 /**
  * What differs between the two eras, as one small interface each era implements (legacy-era.ts,
  * modern-era.ts): how a request is admitted (a session, or `_meta` and mirror headers), how a result is
- * decorated (resultType, cache hints, serverInfo), how a failure is spelled (codes and statuses). Everything
+ * decorated (resultType, cache hints, serverInfo), how a failure is spelled (its code, and the kind of refusal the transport gives a status). Everything
  * else (the methods, the tools, the resources) is the dispatcher's, shared by both.
  */
 import type { Effect } from "effect"
-import type { CallContext, Failure, Outcome } from "./dispatcher.ts"
-import type { Era, Params, RpcError, RpcRequest } from "./protocol.ts"
+import { storeErrorPolicy, type StoreError } from "../../domain/errors.ts"
+import type { CallContext, Failure, Outcome, Unavailable } from "./dispatcher.ts"
+import { ErrorCode, internalError, RpcError, type Era, type Params, type RpcRequest } from "./protocol.ts"
 
 /** What the transport read from the HTTP request, once, for the policies: header values and `_meta`. */
 export interface Envelope {
@@ -22,11 +23,38 @@ export interface Envelope {
   readonly client: string
 }
 
-/** A request refused before or by its handler: the JSON-RPC error and the HTTP status it travels with. */
-export interface Refusal {
-  readonly error: RpcError
-  readonly status: number
+/**
+ * A request refused before or by its handler, as the protocol sees it: the JSON-RPC error, and why, which the
+ * transport alone turns into an HTTP status (transport.ts REFUSAL_STATUS).
+ */
+export type Refusal =
+  /** An error answer to a request that was understood: the error travels as an ordinary response. */
+  | { readonly _tag: "Answered"; readonly error: RpcError }
+  /** The message or its envelope (headers, `_meta`, the version) is not one this server can take. */
+  | { readonly _tag: "Malformed"; readonly error: RpcError }
+  /** The session named does not exist (expired or terminated). */
+  | { readonly _tag: "UnknownSession"; readonly error: RpcError }
+  /** No such method in this era (modern: C2's 404). */
+  | { readonly _tag: "UnknownMethod"; readonly error: RpcError }
+  /** A cap on open streams is reached. */
+  | { readonly _tag: "TooMany"; readonly error: RpcError }
+  /** The server cannot serve it now; `retryAfter` (seconds) when a retry can succeed. */
+  | { readonly _tag: "Unavailable"; readonly error: RpcError; readonly retryAfter: number | undefined }
+
+export const answered = (error: RpcError): Refusal => ({ _tag: "Answered", error })
+export const malformed = (error: RpcError): Refusal => ({ _tag: "Malformed", error })
+
+/** A store error as STORE_ERRORS spells it for MCP: its JSON-RPC code, the message, its Retry-After. */
+export const storeDown = (e: StoreError): Refusal => {
+  const { mcp, retryAfter } = storeErrorPolicy(e)
+  return { _tag: "Unavailable", error: new RpcError({ code: ErrorCode[mcp], message: e.message }), retryAfter }
 }
+
+/** A handler's failure that both eras spell alike: a cap reached, or the store down. */
+export const unavailable = (failure: Unavailable | StoreError): Refusal =>
+  failure._tag === "Unavailable"
+    ? { _tag: "Unavailable", error: internalError(failure.message), retryAfter: failure.retryAfter }
+    : storeDown(failure)
 
 export interface EraPolicy {
   readonly era: Era

@@ -1,18 +1,16 @@
 /**
  * The legacy era's policy (2025-03-26 .. 2025-11-25), with sessions: `initialize` needs none and mints one (the
- * dispatcher's handler); every other message must name a live session (400 missing, 404 unknown, 503 when the
- * store is down, L2) and a supported MCP-Protocol-Version (absent: 2025-03-26; unsupported: 400), and is served
+ * dispatcher's handler); every other message must name a live session (malformed when missing, an unknown
+ * session, the store's error when it is down: L2) and a supported MCP-Protocol-Version (absent: 2025-03-26; unsupported: 400), and is served
  * as the session's negotiated version whatever supported version it named (L3). Results go out as they are;
- * resource not found is -32002 (L9).
+ * resource not found is -32002 (L9). The transport gives each refusal its HTTP status.
  */
 import { Effect } from "effect"
-import type { StoreUnavailable } from "../../domain/errors.ts"
 import type { CallContext, Failure } from "./dispatcher.ts"
-import type { Envelope, EraPolicy, Refusal } from "./era-policy.ts"
+import { answered, malformed, storeDown, unavailable, type Envelope, type EraPolicy, type Refusal } from "./era-policy.ts"
 import {
   DEFAULT_LEGACY_HEADER_VERSION,
   ErrorCode,
-  internalError,
   invalidRequest,
   isLegacyVersion,
   LATEST_LEGACY,
@@ -23,10 +21,6 @@ import {
 } from "./protocol.ts"
 import type { Session, SessionsShape } from "./sessions.ts"
 
-const refusal = (error: RpcError, status: number): Refusal => ({ error, status })
-
-const storeDown = (e: StoreUnavailable) => refusal(internalError(e.message), 503)
-
 export interface LegacyPolicy extends EraPolicy {
   /** The live session an envelope names (GET and DELETE /mcp use it too). */
   readonly session: (envelope: Envelope) => Effect.Effect<Session, Refusal>
@@ -34,11 +28,13 @@ export interface LegacyPolicy extends EraPolicy {
 
 export const makeLegacyPolicy = (sessions: SessionsShape): LegacyPolicy => {
   const session = ({ sessionId }: Envelope): Effect.Effect<Session, Refusal> => {
-    if (sessionId === undefined) return Effect.fail(refusal(invalidRequest("Bad Request: Mcp-Session-Id header is required (send initialize first)"), 400))
+    if (sessionId === undefined) return Effect.fail(malformed(invalidRequest("Bad Request: Mcp-Session-Id header is required (send initialize first)")))
     return sessions.get(sessionId).pipe(
       Effect.mapError(storeDown),
       Effect.flatMap((s) =>
-        s === undefined ? Effect.fail(refusal(invalidRequest("Session not found: it expired or was terminated; initialize again"), 404)) : Effect.succeed(s))
+        s === undefined
+          ? Effect.fail<Refusal>({ _tag: "UnknownSession", error: invalidRequest("Session not found: it expired or was terminated; initialize again") })
+          : Effect.succeed(s))
     )
   }
 
@@ -48,17 +44,17 @@ export const makeLegacyPolicy = (sessions: SessionsShape): LegacyPolicy => {
       const version = envelope.protocolVersion ?? DEFAULT_LEGACY_HEADER_VERSION
       return isLegacyVersion(version)
         ? Effect.succeed(s)
-        : Effect.fail(refusal(invalidRequest(`Unsupported MCP-Protocol-Version: ${version} (supported: ${LEGACY_VERSIONS.join(", ")})`), 400))
+        : Effect.fail(malformed(invalidRequest(`Unsupported MCP-Protocol-Version: ${version} (supported: ${LEGACY_VERSIONS.join(", ")})`)))
     })
 
   const refuse = (failure: Failure): Refusal => {
     switch (failure._tag) {
       case "ResourceMissing":
-        return refusal(new RpcError({ code: ErrorCode.ResourceNotFound, message: `Resource not found: ${failure.uri}`, data: { uri: failure.uri } }), 200)
-      case "Unavailable":
-        return refusal(internalError(failure.message), 503)
+        return answered(new RpcError({ code: ErrorCode.ResourceNotFound, message: `Resource not found: ${failure.uri}`, data: { uri: failure.uri } }))
       case "RpcError":
-        return refusal(failure, 200)
+        return answered(failure)
+      default:
+        return unavailable(failure)
     }
   }
 

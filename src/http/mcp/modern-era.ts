@@ -1,18 +1,17 @@
 /**
  * The modern era's policy (2026-07-28): stateless. Every request carries its own `_meta` (M1) and mirror
  * headers (M2), checked in the order conformance expects: missing `_meta`, the version header, an unsupported
- * version, the mirrors; all 400. Notifications need neither (the SDK's notifications/cancelled). Every result
+ * version, the mirrors; all malformed (400). Notifications need neither (the SDK's notifications/cancelled). Every result
  * carries `resultType: "complete"`, serverInfo in `_meta` and, when cacheable, `ttlMs` and `cacheScope` (M3, M4).
- * An unknown method is 404 (C2); resource not found is -32602 with `data.uri` (M8).
+ * An unknown method is its own refusal (404, C2); resource not found is -32602 with `data.uri` (M8). The
+ * transport gives each refusal its HTTP status.
  */
 import { Effect, Either } from "effect"
 import type { Failure, Outcome } from "./dispatcher.ts"
-import type { EraPolicy, Refusal } from "./era-policy.ts"
+import { answered, malformed, unavailable, type EraPolicy, type Refusal } from "./era-policy.ts"
 import { checkMirrorHeaders } from "./headers.ts"
 import { ErrorCode, headerMismatch, invalidParams, isModernVersion, META, MODERN_VERSIONS, RpcError } from "./protocol.ts"
 import type { ServerDescription } from "./server-info.ts"
-
-const refusal = (error: RpcError, status: number): Refusal => ({ error, status })
 
 export const makeModernPolicy = (server: ServerDescription): EraPolicy => {
   const resultMeta = { [META.serverInfo]: server.info }
@@ -38,11 +37,11 @@ export const makeModernPolicy = (server: ServerDescription): EraPolicy => {
   const refuse = (failure: Failure): Refusal => {
     switch (failure._tag) {
       case "ResourceMissing":
-        return refusal(invalidParams(`Resource not found: ${failure.uri}`, { uri: failure.uri }), 200)
-      case "Unavailable":
-        return refusal(new RpcError({ code: ErrorCode.InternalError, message: failure.message }), 503)
+        return answered(invalidParams(`Resource not found: ${failure.uri}`, { uri: failure.uri }))
       case "RpcError":
-        return refusal(failure, failure.code === ErrorCode.MethodNotFound ? 404 : 200)
+        return failure.code === ErrorCode.MethodNotFound ? { _tag: "UnknownMethod", error: failure } : answered(failure)
+      default:
+        return unavailable(failure)
     }
   }
 
@@ -53,19 +52,17 @@ export const makeModernPolicy = (server: ServerDescription): EraPolicy => {
       const version = meta?.[META.protocolVersion]
       const capabilities = meta?.[META.clientCapabilities]
       if (meta === undefined || typeof version !== "string" || typeof capabilities !== "object" || capabilities === null) {
-        return Effect.fail(refusal(invalidParams(`params._meta must carry "${META.protocolVersion}" and "${META.clientCapabilities}"`), 400))
+        return Effect.fail(malformed(invalidParams(`params._meta must carry "${META.protocolVersion}" and "${META.clientCapabilities}"`)))
       }
       if (envelope.protocolVersion !== version) {
-        return Effect.fail(refusal(headerMismatch(`MCP-Protocol-Version header value '${envelope.protocolVersion ?? ""}' does not match body value '${version}'`), 400))
+        return Effect.fail(malformed(headerMismatch(`MCP-Protocol-Version header value '${envelope.protocolVersion ?? ""}' does not match body value '${version}'`)))
       }
       if (!isModernVersion(version)) {
-        return Effect.fail(refusal(
-          new RpcError({ code: ErrorCode.UnsupportedProtocolVersion, message: "Unsupported protocol version", data: { supported: [...MODERN_VERSIONS], requested: version } }),
-          400
-        ))
+        return Effect.fail(malformed(
+          new RpcError({ code: ErrorCode.UnsupportedProtocolVersion, message: "Unsupported protocol version", data: { supported: [...MODERN_VERSIONS], requested: version } })))
       }
       const mirrors = checkMirrorHeaders(envelope, request.method, request.params)
-      if (Either.isLeft(mirrors)) return Effect.fail(refusal(headerMismatch(mirrors.left), 400))
+      if (Either.isLeft(mirrors)) return Effect.fail(malformed(headerMismatch(mirrors.left)))
       return Effect.succeed({ era: "modern", version, meta, client: envelope.client })
     },
     // M2: a POSTed notification or response gets 202, even without Mcp-Method.

@@ -17,7 +17,7 @@ import { Context, Effect, Layer, Schema } from "effect"
 import { type Db, LevelDb } from "../../log/level-db.ts"
 import { PgConnection, pgConnectionLayer, type PgConnectionOptions } from "../../log/postgres/connection.ts"
 import { SCHEMA } from "../../log/postgres/schema.ts"
-import { StoreUnavailable } from "../../domain/errors.ts"
+import { type StoreUnavailable, DataCorrupt } from "../../domain/errors.ts"
 
 const PREFIX = "s!"
 /** Session ids are base64url: `!` and `"` never occur in one, so `s!<id>!` .. `s!<id>"` holds exactly its subscriptions. */
@@ -177,7 +177,7 @@ export const PostgresSessionStore = Layer.effect(
             if (r.rows.length === 0) return Effect.succeed(undefined)
             const decoded = decodeHeader(r.rows[0].record)
             if (decoded._tag === "Left") {
-              return Effect.fail(new StoreUnavailable({ reason: `corrupt record: the stored session ${id} does not decode` }))
+              return Effect.fail(new DataCorrupt({ reason: `corrupt record: the stored session ${id} does not decode` }))
             }
             const subscriptions = new Map<string, number>()
             for (const [uri, value] of r.rows[0].subscriptions) {

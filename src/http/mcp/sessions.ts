@@ -12,6 +12,7 @@ import { Context, Duration, Effect, Layer, Schedule } from "effect"
 import { randomBytes } from "node:crypto"
 import { WoConfig } from "../../config.ts"
 import type { StoreUnavailable } from "../../domain/errors.ts"
+import { SessionsFull, Subscribed, SubscriptionBytesFull, SubscriptionsFull, type SubscribeOutcome } from "./session-caps.ts"
 import { SubscriptionRegistry } from "../../projections/registry.ts"
 import type { NoticeBuffer } from "../notice-buffer.ts"
 import { SessionStore, type StoredSession } from "./session-store.ts"
@@ -29,14 +30,14 @@ export interface Session {
 
 export interface SessionsShape {
   /** Mints a session, or refuses when the cap is reached. */
-  readonly create: (version: string) => Effect.Effect<Session | "capacity", StoreUnavailable>
+  readonly create: (version: string) => Effect.Effect<Session | SessionsFull, StoreUnavailable>
   /**
    * The live session with that id (touching it), or undefined when unknown, expired or terminated. An Effect
    * because a session may live in a shared store (several nodes) and not be in this process yet.
    */
   readonly get: (id: string) => Effect.Effect<Session | undefined, StoreUnavailable>
-  /** "limit": WO_MAX_SUBSCRIPTIONS reached; "bytes": WO_MAX_SUBSCRIPTION_BYTES would be passed. Nothing is made then. */
-  readonly subscribe: (session: Session, uri: string, sinceSeq: number) => Effect.Effect<"ok" | "limit" | "bytes", StoreUnavailable>
+  /** SubscriptionsFull: WO_MAX_SUBSCRIPTIONS reached; SubscriptionBytesFull: WO_MAX_SUBSCRIPTION_BYTES would be passed. Nothing is made then. */
+  readonly subscribe: (session: Session, uri: string, sinceSeq: number) => Effect.Effect<SubscribeOutcome, StoreUnavailable>
   readonly unsubscribe: (session: Session, uri: string) => Effect.Effect<void, StoreUnavailable>
   /** Makes `buffer` the session's GET stream, closing the one it replaces. */
   readonly attach: (session: Session, buffer: NoticeBuffer) => void
@@ -150,8 +151,8 @@ export const SessionsLive = Layer.scoped(
 
     return Sessions.of({
       create: (version) =>
-        Effect.suspend((): Effect.Effect<Session | "capacity", StoreUnavailable> => {
-          if (sessions.size >= settings.maxSessions) return Effect.succeed("capacity" as const)
+        Effect.suspend((): Effect.Effect<Session | SessionsFull, StoreUnavailable> => {
+          if (sessions.size >= settings.maxSessions) return Effect.succeed(new SessionsFull())
           const s: Session = { id: newSessionId(), version, createdAt: Date.now(), subscriptions: new Map(), lastSeen: Date.now(), stream: undefined }
           sessions.set(s.id, s)
           return Effect.as(store.create(s.id, s), s)
@@ -166,14 +167,14 @@ export const SessionsLive = Layer.scoped(
           }),
       // Made here first (so concurrent subscribes count it), stored, and taken back if the store refuses.
       subscribe: (s, uri, since) =>
-        Effect.suspend((): Effect.Effect<"ok" | "limit" | "bytes", StoreUnavailable> => {
-          if (s.subscriptions.has(uri)) return Effect.succeed("ok" as const)
-          if (s.subscriptions.size >= settings.maxSubscriptions) return Effect.succeed("limit" as const)
-          if (bytesOf(s) + uriBytes(uri) > settings.maxSubscriptionBytes) return Effect.succeed("bytes" as const)
+        Effect.suspend((): Effect.Effect<SubscribeOutcome, StoreUnavailable> => {
+          if (s.subscriptions.has(uri)) return Effect.succeed(new Subscribed())
+          if (s.subscriptions.size >= settings.maxSubscriptions) return Effect.succeed(new SubscriptionsFull())
+          if (bytesOf(s) + uriBytes(uri) > settings.maxSubscriptionBytes) return Effect.succeed(new SubscriptionBytesFull())
           remember(s, uri, since)
           return store.subscribe(s.id, uri, since).pipe(
             Effect.tapError(() => Effect.sync(() => forget(s, uri))),
-            Effect.as("ok" as const)
+            Effect.as(new Subscribed())
           )
         }),
       unsubscribe: (s, uri) =>

@@ -3,16 +3,18 @@
  * session id header. It checks what both eras share (C1, C2, C3, C6), reads the envelope once (`_meta` and the
  * Mcp-* headers), picks the era's policy with the protocol's era predicate, lets the policy admit the message,
  * runs the dispatcher, and puts the answer on the wire: JSON, a progress SSE stream, a listen stream, or the
- * refusal with its status. GET opens a legacy session's stream (L5, L7), DELETE ends the session; both are 405
+ * refusal with the status of its kind (REFUSAL_STATUS). GET opens a legacy session's stream (L5, L7), DELETE ends the session; both are 405
  * for modern clients (M5).
  */
 import { Effect, Either, Stream } from "effect"
 import type { IncomingHttpHeaders } from "node:http"
+import { isStoreError } from "../../domain/errors.ts"
+import { httpError } from "../edge-error.ts"
 import { empty, json, jsonText, type EdgeRequest, type EdgeResponse, type Headers } from "../edge-types.ts"
 import { describeBodyProblem, isJsonContentType, parseJsonBody } from "../json-body.ts"
 import { SSE_HEADERS, sseFrame } from "../sse.ts"
 import type { Answer, CallContext, Dispatcher, Outcome } from "./dispatcher.ts"
-import type { Envelope, EraPolicy, Refusal } from "./era-policy.ts"
+import { malformed, storeDown, type Envelope, type EraPolicy, type Refusal } from "./era-policy.ts"
 import type { LegacyPolicy } from "./legacy-era.ts"
 import type { ListenRequest } from "./listen-stream.ts"
 import { progressMessages } from "./progress-stream.ts"
@@ -69,18 +71,26 @@ const resultBody = (id: RpcId, outcome: Outcome): string =>
 
 const rpcResult = (id: RpcId, outcome: Outcome, headers: Headers = {}): EdgeResponse => jsonText(200, resultBody(id, outcome), headers)
 
-const refused = (id: RpcId | null, { error, status }: Refusal, headers: Headers = {}): EdgeResponse => json(status, errorMessage(id, error), headers)
+/** The HTTP status of each kind of refusal: the one place the policies' refusals meet HTTP. */
+const REFUSAL_STATUS: { readonly [K in Refusal["_tag"]]: number } = {
+  Answered: 200,
+  Malformed: 400,
+  UnknownSession: 404,
+  UnknownMethod: 404,
+  TooMany: 429,
+  Unavailable: 503
+}
 
-/** A transport-level refusal (406, 415, 405, 403, 413...) still answered as JSON-RPC with a null id. */
-export const httpError = (status: number, message: string, headers: Headers = {}): EdgeResponse =>
-  refused(null, { error: new RpcError({ code: ErrorCode.InvalidRequest, message }), status }, headers)
+const refused = (id: RpcId | null, refusal: Refusal): EdgeResponse =>
+  json(
+    REFUSAL_STATUS[refusal._tag],
+    errorMessage(id, refusal.error),
+    refusal._tag === "Unavailable" && refusal.retryAfter !== undefined ? { "retry-after": String(refusal.retryAfter) } : {}
+  )
 
 const accepted = (): EdgeResponse => empty(202)
 
 const withHeaders = (response: EdgeResponse, headers: Headers): EdgeResponse => ({ ...response, headers: { ...response.headers, ...headers } })
-
-/** A refusal of a message that is not JSON-RPC at all (C1, C2): 400, whatever the era. */
-const malformed = (error: RpcError): Refusal => ({ error, status: 400 })
 
 // ---------------------------------------------------------------------------------------------------
 
@@ -139,7 +149,7 @@ export const makeMcpTransport = (deps: TransportDeps) => {
       }
       case "Listen":
         return Either.match(openListen(answer.listen), {
-          onLeft: (error) => refused(request.id, { error, status: 429 }),
+          onLeft: (error) => refused(request.id, { _tag: "TooMany", error }),
           onRight: (response) => response
         })
     }
@@ -195,7 +205,7 @@ export const makeMcpTransport = (deps: TransportDeps) => {
           ? Effect.succeed(withHeaders(openSessionStream(session, headerValue(request.headers, LAST_EVENT_ID_HEADER)), { [SESSION_HEADER]: session.id }))
           : sessions.terminate(session.id).pipe(
             Effect.as(empty(200)),
-            Effect.catchTag("StoreUnavailable", (e) => Effect.succeed(httpError(503, e.message)))
+            Effect.catchIf(isStoreError, (e) => Effect.fail(storeDown(e)))
           )),
       Effect.catchAll((refusal) => Effect.succeed(refused(null, refusal)))
     )

@@ -22,9 +22,9 @@ import { Effect, Either } from "effect"
 import type { Row } from "../../domain/catalog.ts"
 import type { StoredEvent } from "../../domain/events.ts"
 import type pg from "pg"
-import { StoreUnavailable } from "../../domain/errors.ts"
+import { type StoreUnavailable, StoreFailed } from "../../domain/errors.ts"
 import { streamKey } from "../../domain/events.ts"
-import { Duplicate, Stale, type AppendBatch, type AppendEntry, type AppendResult, type StoredKey } from "../event-log.ts"
+import { Duplicate, isWritten, Stale, type AppendBatch, type AppendEntry, type AppendResult, type StoredKey } from "../event-log.ts"
 import { keyPayload } from "../key-record.ts"
 import type { PgConnectionShape } from "./connection.ts"
 import {
@@ -269,7 +269,7 @@ export const appendBatch = (conn: PgConnectionShape, batch: AppendBatch): Effect
       const keys = { key: [] as Array<string>, at: [] as Array<number>, result: [] as Array<string>, checksum: [] as Array<string> }
       for (const c of claims) {
         const written = outcomes.slice(c.first, c.first + c.count)
-        if (written.length === 0 || written.some((o) => typeof o === "string")) continue
+        if (written.length === 0 || !written.every(isWritten)) continue
         const result = keyPayload(c.fingerprint, c.at, written as ReadonlyArray<AppendEntry>)
         keys.key.push(c.key)
         keys.at.push(c.at)
@@ -304,7 +304,7 @@ export const appendBatch = (conn: PgConnectionShape, batch: AppendBatch): Effect
       ])
       yield* q("the commit failed (its outcome is unknown until the log is read again)", "commit")
       if (localOnly !== undefined) {
-        return yield* new StoreUnavailable({
+        return yield* new StoreFailed({
           reason: `the batch committed on the primary, but no standby confirmed it (${localOnly}); not acknowledged`
         })
       }

@@ -1,6 +1,6 @@
 /**
  * The connection to the PostgreSQL store: the writable primary among the listed hosts, and a small pool to it
- * that closes with the scope. Every failure is a StoreUnavailable naming what failed. One per runtime: the log,
+ * that closes with the scope. Every failure is a StoreError naming what failed. One per runtime: the log,
  * its tailer and the legacy session store share it (`pgConnectionLayer` is memoised by URL), so they all follow
  * a failover at once.
  *
@@ -17,7 +17,7 @@
  */
 import { Context, Effect, Exit, Layer, type Scope } from "effect"
 import pg from "pg"
-import { StoreUnavailable } from "../../domain/errors.ts"
+import { type StoreError, StoreFailed } from "../../domain/errors.ts"
 import { describeHost, parseStoreUrl, redactStoreUrl, type StoreHost, type StoreTarget } from "./store-url.ts"
 
 const describe = (e: unknown) => (e instanceof Error ? e.message : String(e))
@@ -33,23 +33,23 @@ export interface PgConnectionShape {
   /** How long a statement, or an append as a whole, may wait for the primary (WO_STORE_TIMEOUT). */
   readonly timeoutMs: number
   /** The effect, failed as the primary's loss (a search starts) when it takes longer than `timeoutMs`. */
-  readonly bounded: <A, R>(what: string, effect: Effect.Effect<A, StoreUnavailable, R>) => Effect.Effect<A, StoreUnavailable, R>
+  readonly bounded: <A, R>(what: string, effect: Effect.Effect<A, StoreError, R>) => Effect.Effect<A, StoreError, R>
   readonly database: string
   /** Runs one statement on any pooled connection. */
   readonly query: <R extends pg.QueryResultRow = pg.QueryResultRow>(
     what: string,
     text: string,
     values?: ReadonlyArray<unknown>
-  ) => Effect.Effect<pg.QueryResult<R>, StoreUnavailable>
+  ) => Effect.Effect<pg.QueryResult<R>, StoreError>
   /** A connection of the pool for the scope; discarded (not reused) if the scope fails. */
-  readonly client: Effect.Effect<pg.PoolClient, StoreUnavailable, Scope.Scope>
+  readonly client: Effect.Effect<pg.PoolClient, StoreError, Scope.Scope>
   /** A connection of its own to the primary (for LISTEN), closed with the scope. */
-  readonly dedicated: Effect.Effect<pg.Client, StoreUnavailable, Scope.Scope>
+  readonly dedicated: Effect.Effect<pg.Client, StoreError, Scope.Scope>
   /**
-   * The error of a failed statement, as a StoreUnavailable. A lost connection or a server that no longer takes
+   * The error of a failed statement, as a StoreError. A lost connection or a server that no longer takes
    * writes (the primary died or was demoted) also starts looking for the writable primary among the hosts again.
    */
-  readonly failed: (what: string, e: unknown) => StoreUnavailable
+  readonly failed: (what: string, e: unknown) => StoreError
 }
 
 export class PgConnection extends Context.Tag("writeonce/PgConnection")<PgConnection, PgConnectionShape>() {}
@@ -155,7 +155,7 @@ export const findPrimary = (target: StoreTarget, options: { readonly timeoutMs?:
     }
     if (chosen !== undefined) return chosen
     const why = answers.map((a, i) => `${describeHost(target.hosts[i])}: ${typeof a === "string" ? a : `stale (timeline ${a.timeline} < ${floor})`}`)
-    return yield* new StoreUnavailable({ reason: `no writable PostgreSQL primary among the store's hosts (${why.join("; ")})` })
+    return yield* new StoreFailed({ reason: `no writable PostgreSQL primary among the store's hosts (${why.join("; ")})` })
   })
 
 /**
@@ -166,7 +166,7 @@ export const findPrimary = (target: StoreTarget, options: { readonly timeoutMs?:
  */
 export const makePgConnection = (url: string, options: PgConnectionOptions = {}) =>
   Effect.gen(function* () {
-    const target = yield* Effect.mapError(parseStoreUrl(url), (reason) => new StoreUnavailable({ reason }))
+    const target = yield* Effect.mapError(parseStoreUrl(url), (reason) => new StoreFailed({ reason }))
     const timeoutMs = options.timeoutMs ?? DEFAULT_STORE_TIMEOUT_MS
     const openPool = (host: StoreHost) => {
       // Waiting for a pooled connection is bounded too (all of them may be stuck on a paused primary).
@@ -213,7 +213,7 @@ export const makePgConnection = (url: string, options: PgConnectionOptions = {})
     }
     const failedOn = (pool: pg.Pool) => (what: string, e: unknown) => {
       if (lostPrimary(e)) search(pool)
-      return new StoreUnavailable({ reason: `${what}: ${describe(e)}` })
+      return new StoreFailed({ reason: `${what}: ${describe(e)}` })
     }
     const bounded: PgConnectionShape["bounded"] = (what, effect) =>
       Effect.suspend(() => {
@@ -270,7 +270,7 @@ const ignore = () => undefined
 
 // One layer value per URL and bound: Effect builds a layer value once per runtime, so the log, its tailer and the
 // session store of one runtime share one connection (and one failover), while two runtimes get one each.
-const layers = new Map<string, Layer.Layer<PgConnection, StoreUnavailable>>()
+const layers = new Map<string, Layer.Layer<PgConnection, StoreError>>()
 
 /** The connection layer for `url`: the same value for the same URL and options, so one runtime builds it once. */
 export const pgConnectionLayer = (url: string, options: PgConnectionOptions = {}) => {

@@ -17,7 +17,7 @@ import { LogDiverged } from "../event-log.ts"
 import type { PgConnectionShape } from "./connection.ts"
 import { decodeEvent, decodeOrFail, EVENT_COLUMNS } from "./records.ts"
 import { HEAD_CHANNEL, SCHEMA } from "./schema.ts"
-import { StoreUnavailable } from "../../domain/errors.ts"
+import { type StoreUnavailable, DataCorrupt } from "../../domain/errors.ts"
 
 /** Events per fetch. */
 const FOLLOW_BATCH = 1000
@@ -83,7 +83,7 @@ export const makeFollow = (conn: PgConnectionShape) =>
           let expected = from
           for (const { event } of decoded.right) {
             if (event.seq !== expected) {
-              return Effect.fail(new StoreUnavailable({ reason: new RecordCorrupt(`corrupt log: event ${expected} is missing (the next is ${event.seq})`).message }))
+              return Effect.fail(new DataCorrupt({ reason: new RecordCorrupt(`corrupt log: event ${expected} is missing (the next is ${event.seq})`).message }))
             }
             expected++
           }

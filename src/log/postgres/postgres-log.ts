@@ -10,9 +10,9 @@
  * another node made meanwhile).
  */
 import { Chunk, Effect, Either, Layer, Option, Stream } from "effect"
-import { StoreUnavailable } from "../../domain/errors.ts"
+import { type StoreError, DataCorrupt } from "../../domain/errors.ts"
 import type { StoredEvent } from "../../domain/events.ts"
-import { EventLog, type LogHead, type StoredRow } from "../event-log.ts"
+import { EventLog, isWritten, type LogHead, type StoredRow } from "../event-log.ts"
 import { RecordCorrupt } from "../record.ts"
 import { appendBatch } from "./append.ts"
 import { makeFollow } from "./follow.ts"
@@ -43,7 +43,7 @@ const decodeAll = <A>(raws: ReadonlyArray<unknown>, decode: (raw: any) => A) =>
     return Either.isLeft(out) ? Effect.fail(out.left) : Effect.succeed(out.right)
   })
 
-const corruptAt = (message: string) => new StoreUnavailable({ reason: new RecordCorrupt(message).message })
+const corruptAt = (message: string) => new DataCorrupt({ reason: new RecordCorrupt(message).message })
 
 export const makePostgresLog = Effect.gen(function* () {
   const conn = yield* PgConnection
@@ -59,7 +59,7 @@ export const makePostgresLog = Effect.gen(function* () {
     (r) => decodeAll(r.rows, decodeType)
   )
 
-  const head: Effect.Effect<LogHead, StoreUnavailable> = Effect.gen(function* () {
+  const head: Effect.Effect<LogHead, StoreError> = Effect.gen(function* () {
     const lastSeq = yield* headSeq
     const types = yield* counts
     // Rows are written in each batch's transaction: the stored rows always include every event.
@@ -68,7 +68,7 @@ export const makePostgresLog = Effect.gen(function* () {
 
   yield* head
 
-  const readFrom = (fromSeq: number): Stream.Stream<StoredEvent, StoreUnavailable> =>
+  const readFrom = (fromSeq: number): Stream.Stream<StoredEvent, StoreError> =>
     Stream.unwrap(
       Effect.map(headSeq, (last) => {
         let expected = Math.max(1, fromSeq)
@@ -95,13 +95,13 @@ export const makePostgresLog = Effect.gen(function* () {
     )
 
   type RowCursor = readonly [type: string, length: number, id: string]
-  const storedRows: Stream.Stream<StoredRow, StoreUnavailable> = Stream.unwrap(
+  const storedRows: Stream.Stream<StoredRow, StoreError> = Stream.unwrap(
     Effect.map(counts, (types) => {
       const recorded = new Map(types.map((t) => [t.type, t.rowCount]))
       const seen = new Map<string, number>()
       const checkCounts = checkRowCounts(recorded, seen)
       // Ids in numeric order within a type (shorter first), so recovery appends to its sorted ids.
-      const pages = Stream.paginateChunkEffect<RowCursor, StoredRow, StoreUnavailable, never>(["", -1, ""], ([type, length, id]) =>
+      const pages = Stream.paginateChunkEffect<RowCursor, StoredRow, StoreError, never>(["", -1, ""], ([type, length, id]) =>
         Effect.flatMap(
           conn.query(
             "cannot read the stored rows",
@@ -133,7 +133,7 @@ export const makePostgresLog = Effect.gen(function* () {
       // cut off after its commit was sent landed is settled by the log: the tailer applies it if it did.
       Effect.map(conn.bounded("cannot append to the log", appendBatch(conn, batch)), (result) => {
         syncWrites++
-        eventsWritten += result.outcomes.filter((o) => typeof o !== "string").length
+        eventsWritten += result.outcomes.filter(isWritten).length
         // This node's tailer need not wait for the notification's round trip.
         follow.wake()
         return result

@@ -2,14 +2,14 @@
  * Checksums and decoding for what the PostgreSQL store holds. Every events, rows, types and views row carries the
  * CRC-32C of record.ts over a key naming it (`e!<seq>`, `r!<type>/<id>`, `t!<type>`, `v!<name>`) and a payload
  * made of all its other columns, so a changed value, or a value moved under another key, is a mismatch when it
- * is loaded: a StoreUnavailable naming the key, never a changed row served. Rows come from the driver as
+ * is loaded: a StoreError naming the key, never a changed row served. Rows come from the driver as
  * strings (bigint and json columns are read as text) and are decoded with Schema before they are trusted.
  */
 import { Either, ParseResult, Schema } from "effect"
 import type { Row } from "../../domain/catalog.ts"
-import { StoreUnavailable } from "../../domain/errors.ts"
+import type { StoreError } from "../../domain/errors.ts"
 import type { EventKind, StoredEvent } from "../../domain/events.ts"
-import { RecordCorrupt, seal, unseal } from "../record.ts"
+import { readFailed, RecordCorrupt, seal, unseal } from "../record.ts"
 import type { StoredKey } from "../event-log.ts"
 import { decodeKeyPayload } from "../key-record.ts"
 
@@ -32,10 +32,10 @@ const parseJson = <A>(key: string, text: string): A => {
 }
 
 const corrupt = (e: unknown) =>
-  new StoreUnavailable({ reason: e instanceof RecordCorrupt ? e.message : `cannot read the store: ${e instanceof Error ? e.message : String(e)}` })
+  readFailed(e)
 
-/** Runs a decoder that throws RecordCorrupt; the failure as a StoreUnavailable. */
-export const decodeOrFail = <A>(f: () => A): Either.Either<A, StoreUnavailable> => {
+/** Runs a decoder that throws RecordCorrupt; the failure as a StoreError. */
+export const decodeOrFail = <A>(f: () => A): Either.Either<A, StoreError> => {
   try {
     return Either.right(f())
   } catch (e) {

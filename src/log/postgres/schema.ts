@@ -24,7 +24,7 @@
  * (records.ts) covers the bytes the writer produced; jsonb would reorder keys and reformat numbers.
  */
 import { Effect } from "effect"
-import { StoreUnavailable } from "../../domain/errors.ts"
+import { StoreFailed } from "../../domain/errors.ts"
 import type { PgConnectionShape } from "./connection.ts"
 
 export const SCHEMA = "writeonce"
@@ -114,7 +114,7 @@ export const ensureSchema = (conn: PgConnectionShape) =>
       const run = (what: string, text: string, values?: ReadonlyArray<unknown>) =>
         Effect.tryPromise({
           try: () => client.query(text, values as Array<unknown> | undefined),
-          catch: (e) => new StoreUnavailable({ reason: `${what}: ${e instanceof Error ? e.message : String(e)}` })
+          catch: (e) => new StoreFailed({ reason: `${what}: ${e instanceof Error ? e.message : String(e)}` })
         })
       yield* run("cannot start the schema upgrade", "begin")
       yield* run("cannot lock the schema", "select pg_advisory_xact_lock(hashtext('writeonce schema'))")
@@ -132,7 +132,7 @@ export const ensureSchema = (conn: PgConnectionShape) =>
       const from = Number(rows[0].store_version)
       if (from > STORE_VERSION) {
         yield* run("rollback", "rollback")
-        return yield* new StoreUnavailable({
+        return yield* new StoreFailed({
           reason: `this PostgreSQL store has format ${from}; this writeonce reads format ${STORE_VERSION} (upgrade writeonce)`
         })
       }

@@ -10,7 +10,7 @@
  * Several nodes may be writing: the whole check reads one snapshot (a repeatable-read transaction).
  */
 import { Effect } from "effect"
-import { StoreUnavailable } from "../../domain/errors.ts"
+import type { StoreError } from "../../domain/errors.ts"
 import { streamKey } from "../../domain/events.ts"
 import { makeProblems, type VerifyReport } from "../verify.ts"
 import type { PgConnectionShape } from "./connection.ts"
@@ -21,7 +21,7 @@ const BATCH = 5000
 
 const describe = (e: unknown) => (e instanceof Error ? e.message : String(e))
 
-export const verifyPostgresStore = (conn: PgConnectionShape): Effect.Effect<VerifyReport, StoreUnavailable> =>
+export const verifyPostgresStore = (conn: PgConnectionShape): Effect.Effect<VerifyReport, StoreError> =>
   Effect.scoped(
     Effect.gen(function* () {
       const client = yield* conn.client
