@@ -230,6 +230,7 @@ describe("sessions (WO_MAX_SESSIONS, default 10000): initialize 503 past the cap
     const refused = await initialize(server.url)
     expect(refused.status).toBe(503)
     expect(refused.headers.get("mcp-session-id")).toBeNull()
+    expect(refused.headers.get("retry-after")).toBe("1")
     expect(refused.json).toMatchObject({ jsonrpc: "2.0", id: 1, error: { code: -32603, message: expect.stringMatching(/WO_MAX_SESSIONS=3/) } })
     expect((await rawRequest(`${server.url}/mcp`, { method: "DELETE", headers: { "mcp-session-id": ids[0] } })).status).toBe(200)
     expect((await initialize(server.url)).status).toBe(200) // the freed slot

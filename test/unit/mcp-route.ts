@@ -1,7 +1,7 @@
 /**
  * The /mcp route for unit tests, over stand-ins: the real transport, era policies and (unless a test gives
- * its own) dispatcher, with no tools, no resources and no sessions. `post` sends one JSON-RPC message as the
- * body of a POST, as a client would.
+ * its own) dispatcher and sessions, with no tools, no resources and (by default) no sessions. `post` sends one
+ * JSON-RPC message as the body of a POST, as a client would.
  */
 import { Effect } from "effect"
 import type { Settings } from "../../src/config.ts"
@@ -29,6 +29,8 @@ export interface RouteDeps {
   readonly streams: OpenStreamsShape
   /** Default: the real dispatcher over no tools and no resources. */
   readonly dispatcher?: Dispatcher
+  /** Default: sessions that never exist. */
+  readonly sessions?: SessionsShape
 }
 
 const noResources: Resources = { list: () => ({ resources: [] }), templates: [], read: () => Effect.fail({ _tag: "NotFound" }) }
@@ -45,14 +47,14 @@ const noSessions: SessionsShape = {
   list: () => []
 }
 
-export const makeRoute = ({ catalog, settings, registry, rows, streams, dispatcher }: RouteDeps) => {
+export const makeRoute = ({ catalog, settings, registry, rows, streams, dispatcher, sessions = noSessions }: RouteDeps) => {
   const server = describeServer(catalog, [])
   return makeMcpTransport({
     dispatcher: dispatcher ??
-      makeDispatcher({ catalog, tools: [], resources: noResources, sessions: noSessions, server, checkpoint: rows.checkpoint, settings }),
-    legacy: makeLegacyPolicy(noSessions),
+      makeDispatcher({ catalog, tools: [], resources: noResources, sessions, server, checkpoint: rows.checkpoint, settings }),
+    legacy: makeLegacyPolicy(sessions),
     modern: makeModernPolicy(server),
-    sessions: noSessions,
+    sessions,
     openListen: makeListenStreams({ registry, rows, streams, settings, resultMeta: { [META.serverInfo]: server.info } }),
     openSessionStream: () => {
       throw new Error("no sessions here")
