@@ -39,7 +39,7 @@ export interface GroupCommitShape {
   /** Queues an app command and waits until all of its events are durable (or it is refused, and none written). */
   readonly submitCommand: (submission: CommandSubmission) => Effect.Effect<CommandCommitted, CommandError>
   /**
-   * Completes if the writer dies from a bug of ours. Every command then fails fast with StoreError; the
+   * Completes if the writer dies from a bug of ours. Every command then fails fast with WriterStopped; the
    * process should exit non-zero so that a supervisor restarts it (`wo run` does).
    */
   readonly died: Effect.Effect<string>

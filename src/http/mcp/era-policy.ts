@@ -1,8 +1,9 @@
 /**
  * What differs between the two eras, as one small interface each era implements (legacy-era.ts,
  * modern-era.ts): how a request is admitted (a session, or `_meta` and mirror headers), how a result is
- * decorated (resultType, cache hints, serverInfo), how a failure is spelled (its code, and the kind of refusal the transport gives a status). Everything
- * else (the methods, the tools, the resources) is the dispatcher's, shared by both.
+ * decorated (resultType, cache hints, serverInfo), how a failure is spelled (its code, and the kind of refusal
+ * that the transport gives a status). Everything else (the methods, the tools, the resources) is the
+ * dispatcher's, shared by both.
  */
 import type { Effect } from "effect"
 import { storeErrorPolicy, type StoreError } from "../../domain/errors.ts"

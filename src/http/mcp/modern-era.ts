@@ -1,8 +1,9 @@
 /**
  * The modern era's policy (2026-07-28): stateless. Every request carries its own `_meta` (M1) and mirror
  * headers (M2), checked in the order conformance expects: missing `_meta`, the version header, an unsupported
- * version, the mirrors; all malformed (400). Notifications need neither (the SDK's notifications/cancelled). Every result
- * carries `resultType: "complete"`, serverInfo in `_meta` and, when cacheable, `ttlMs` and `cacheScope` (M3, M4).
+ * version, the mirrors; all malformed (400). Notifications need neither (the SDK's notifications/cancelled).
+ * Every result carries `resultType: "complete"`, serverInfo in `_meta` and, when cacheable, `ttlMs` and
+ * `cacheScope` (M3, M4).
  * An unknown method is its own refusal (404, C2); resource not found is -32602 with `data.uri` (M8). The
  * transport gives each refusal its HTTP status.
  */

@@ -3,8 +3,8 @@
  * session id header. It checks what both eras share (C1, C2, C3, C6), reads the envelope once (`_meta` and the
  * Mcp-* headers), picks the era's policy with the protocol's era predicate, lets the policy admit the message,
  * runs the dispatcher, and puts the answer on the wire: JSON, a progress SSE stream, a listen stream, or the
- * refusal with the status of its kind (REFUSAL_STATUS). GET opens a legacy session's stream (L5, L7), DELETE ends the session; both are 405
- * for modern clients (M5).
+ * refusal with the status of its kind (REFUSAL_STATUS). GET opens a legacy session's stream (L5, L7), DELETE
+ * ends the session; both are 405 for modern clients (M5).
  */
 import { Effect, Either, Stream } from "effect"
 import type { IncomingHttpHeaders } from "node:http"
