@@ -6,7 +6,7 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Either, Exit } from "effect"
 import pricing from "../../examples/pricing/app.ts"
-import { StoreFailed } from "../../src/domain/errors.ts"
+import { Contended, StoreFailed } from "../../src/domain/errors.ts"
 import { compileApp } from "../../src/domain/compile.ts"
 import { CATALOG_CACHE, ResourceMissing, ROW_CACHE, Unavailable, type Outcome } from "../../src/http/mcp/dispatcher.ts"
 import type { Envelope } from "../../src/http/mcp/era-policy.ts"
@@ -97,6 +97,11 @@ describe("the modern policy", () => {
   it("spells failures its way: -32602 with data.uri, an unknown-method refusal", () => {
     expect(modern.refuse(new ResourceMissing({ uri: "wo://x/1" }))).toMatchObject({ _tag: "Answered", error: { code: ErrorCode.InvalidParams, data: { uri: "wo://x/1" } } })
     expect(modern.refuse(methodNotFound("ping"))).toMatchObject({ _tag: "UnknownMethod", error: { code: ErrorCode.MethodNotFound } })
+    // A store error is spelled alike in both eras, from STORE_ERRORS: -32603, its message, Retry-After.
+    const contended = new Contended({ reason: "busy" })
+    for (const policy of [modern, makeLegacyPolicy(sessionsWhere(() => Effect.succeed(undefined)))]) {
+      expect(policy.refuse(contended)).toMatchObject({ _tag: "Unavailable", retryAfter: 1, error: { code: ErrorCode.InternalError, message: "the store is unavailable: busy" } })
+    }
     expect(modern.streamShape({ era: "modern", version: MODERN_VERSIONS[0], meta, client: "" })).toEqual({ eventIds: false, priming: false })
   })
 })
