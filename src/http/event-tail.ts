@@ -22,6 +22,7 @@ import type { RowsShape } from "../projections/rows.ts"
 import { errorJson, type EdgeRequest, type EdgeResponse } from "./edge-types.ts"
 import type { CloseReason, PushSink } from "./push-sink.ts"
 import { makeClientSlots } from "./client-slots.ts"
+import { makeHandOver } from "./hand-over.ts"
 import { SSE_HEADERS } from "./sse.ts"
 import { makeTurnstile } from "./turnstile.ts"
 
@@ -106,19 +107,18 @@ export const makeEventTail = ({ log, feed, rows, capacity, heartbeatMs, stopped,
         if (!(yield* replay(sink, from, head))) return
         from = head + 1
       }
-      let held: Array<StoredEvent> | undefined = []
+      const handOver = makeHandOver<StoredEvent>({
+        capacity,
+        send: (event) => sink.enqueue(liveFrame(event)),
+        overflow: () => sink.close("overflow"),
+        isClosed: sink.isClosed
+      })
       yield* feed.listen((changes) => {
-        for (const { event } of changes) {
-          if (held === undefined) sink.enqueue(liveFrame(event))
-          else if (held.length > capacity) sink.close("overflow")
-          else held.push(event)
-        }
+        for (const { event } of changes) handOver.offer(event)
       })
       const head = rows.checkpoint()
       if (!(yield* replay(sink, from, head))) return
-      const waiting = held
-      held = undefined
-      for (const event of waiting) if (event.seq > head && event.seq >= from) sink.enqueue(liveFrame(event))
+      handOver.release((event) => event.seq > head && event.seq >= from)
     })
 
   return (request: EdgeRequest): EdgeResponse =>

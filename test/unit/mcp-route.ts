@@ -38,9 +38,9 @@ const noSessions: SessionsShape = {
   get: () => Effect.succeed(undefined),
   subscribe: () => Effect.succeed("limit"),
   unsubscribe: () => Effect.void,
-  attach: () => {},
-  detach: () => {},
+  stream: () => Effect.void,
   terminate: () => Effect.succeed(false),
+  snapshot: (s) => ({ ...s, lastSeen: 0, streaming: false, subscriptions: new Map() }),
   list: () => []
 }
 

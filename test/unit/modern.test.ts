@@ -29,7 +29,7 @@ const Modern = Effect.gen(function* () {
   return makeModern({
     catalog,
     dispatcher: echo,
-    registry: makeRegistry(catalog),
+    registry: makeRegistry(),
     rows: makeRows(new Map(), 0, { rows: 0, events: 0, tailEvents: 0, millis: 0 }),
     streams: yield* OpenStreams,
     settings

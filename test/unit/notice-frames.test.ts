@@ -27,19 +27,13 @@ describe("frames built once per change", () => {
     Effect.gen(function* () {
       const catalog = yield* Catalog
       const streams = yield* OpenStreams
-      const registry = makeRegistry(catalog)
+      const registry = makeRegistry()
       const rows = makeRows(new Map(), 0, { rows: 0, events: 0, tailEvents: 0, millis: 0 })
       const settings = yield* loadSettings({ dataDir: "/nonexistent" }).pipe(Effect.withConfigProvider(ConfigProvider.fromMap(new Map())))
-      // Just what a GET stream needs of the sessions: attach subscribes the stream to the session's URIs.
+      // Just what a GET stream needs of the sessions: its stream subscribed to the session's one URI.
       const sessions = {
-        attach: (s: Session, buffer) => {
-          s.stream = buffer
-          for (const uri of s.subscriptions.keys()) registry.add(uri, buffer)
-        },
-        detach: (s: Session, buffer) => {
-          for (const uri of s.subscriptions.keys()) registry.remove(uri, buffer)
-          s.stream = undefined
-        }
+        stream: (_: Session, buffer) => Effect.asVoid(registry.subscribe(buffer, [{ uri: URI }])),
+        snapshot: (s: Session) => ({ ...s, lastSeen: 0, streaming: true, subscriptions: new Map([[URI, 0]]) })
       } as Partial<SessionsShape> as SessionsShape
       const getStream = makeSessionStream({ catalog, sessions, log: undefined as never, rows, views: undefined as never, streams, settings })
       const listen = makeListenStreams({ registry, rows, streams, settings, resultMeta: {} })
@@ -56,9 +50,9 @@ describe("frames built once per change", () => {
       const legacy: Array<FakeSocket> = []
       const modern: Array<FakeSocket> = []
       for (let i = 0; i < N; i++) {
-        const session: Session = { id: `s${i}`, version: "2025-11-25", createdAt: 0, subscriptions: new Map([[URI, 0]]), lastSeen: 0, stream: undefined }
+        const session: Session = { id: `s${i}`, version: "2025-11-25", createdAt: 0 }
         legacy.push(yield* run(getStream(session, undefined)))
-        const response = listen({ id: `L${i}`, client: "127.0.0.1", uris: [URI], listChanges: false, honoured: {} })
+        const response = listen({ id: `L${i}`, client: "127.0.0.1", topics: [{ uri: URI }], listChanges: false, honoured: {} })
         modern.push(yield* run(Either.getOrThrow(response)))
       }
       yield* flushed

@@ -6,6 +6,7 @@
  */
 import { Effect, Either } from "effect"
 import type { Settings } from "../../config.ts"
+import type { Topic } from "../../projections/live-queries.ts"
 import type { RegistryShape } from "../../projections/registry.ts"
 import type { RowsShape } from "../../projections/rows.ts"
 import type { EdgeResponse } from "../edge-types.ts"
@@ -20,7 +21,8 @@ export interface ListenRequest {
   readonly id: RpcId
   /** The caller's source address, for the per-client cap. */
   readonly client: string
-  readonly uris: ReadonlyArray<string>
+  /** The URIs to follow, each read once by the dispatcher. */
+  readonly topics: ReadonlyArray<Topic>
   readonly listChanges: boolean
   /** Asked for notifications/tools/list_changed, and honoured (only wo dev ever changes the tools). */
   readonly toolsListChanges?: boolean
@@ -40,7 +42,7 @@ export interface ListenStreamDeps {
 export const makeListenStreams = ({ registry, rows, streams, settings, resultMeta }: ListenStreamDeps) => {
   const slots = makeClientSlots(settings.maxListensPerClient, settings.maxListenStreams)
 
-  return ({ id, client, uris, listChanges, toolsListChanges, honoured }: ListenRequest): Either.Either<EdgeResponse, RpcError> => {
+  return ({ id, client, topics, listChanges, toolsListChanges, honoured }: ListenRequest): Either.Either<EdgeResponse, RpcError> => {
     if (slots.full(client)) {
       return Either.left(new RpcError({
         code: ErrorCode.InvalidRequest,
@@ -74,7 +76,8 @@ export const makeListenStreams = ({ registry, rows, streams, settings, resultMet
         yield* Effect.acquireRelease(Effect.sync(() => slots.take(client)), () => Effect.sync(() => slots.release(client)))
         const [ackPrefix, ackSuffix] = modernSplice("notifications/subscriptions/acknowledged", { notifications: honoured })
         sink.enqueue(ackPrefix, idBytes, ackSuffix)
-        yield* registry.subscribe(uris, buffer, listChanges)
+        yield* registry.subscribe(buffer, topics, listChanges)
+        const uris = topics.map((t) => t.uri)
         yield* streams.track({ kind: "listen", owner: String(id), since: rows.checkpoint(), subscriptions: () => uris, listChanges }, buffer)
       })
     return Either.right<EdgeResponse>({ _tag: "Push", status: 200, headers: SSE_HEADERS, start, heartbeatMs: settings.heartbeatMs })

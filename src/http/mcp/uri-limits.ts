@@ -23,3 +23,14 @@ export const tooManySubscriptionBytes = (settings: Pick<Settings, "maxSubscripti
     `${holder === "session" ? "the subscriptions of this session" : "resourceSubscriptions"} would hold more than ${max} bytes of URIs (WO_MAX_SUBSCRIPTION_BYTES=${max})`
   )
 }
+
+/**
+ * The one check of a subscription holder's caps, given what it would hold: `count` subscriptions (against
+ * WO_MAX_SUBSCRIPTIONS) whose URIs are `bytes` long in all (WO_MAX_SUBSCRIPTION_BYTES). Undefined: within both.
+ */
+export const overSubscriptionCaps = (
+  count: number,
+  bytes: number,
+  settings: Pick<Settings, "maxSubscriptions" | "maxSubscriptionBytes">
+): "limit" | "bytes" | undefined =>
+  count > settings.maxSubscriptions ? "limit" : bytes > settings.maxSubscriptionBytes ? "bytes" : undefined
