@@ -11,10 +11,10 @@ import { Catalog } from "../../src/domain/app-catalog.ts"
 import type { EdgeRequest, EdgeResponse } from "../../src/http/edge-types.ts"
 import type { Dispatcher } from "../../src/http/mcp/dispatcher.ts"
 import { ErrorCode, META, MODERN_VERSIONS, type RpcMessage } from "../../src/http/mcp/protocol.ts"
-import { OpenStreams, OpenStreamsLive } from "../../src/http/open-streams.ts"
+import { OpenStreams } from "../../src/http/open-streams.ts"
 import { makeRegistry } from "../../src/projections/registry.ts"
 import { makeRows } from "../../src/projections/rows.ts"
-import { makeModern } from "./mcp-route.ts"
+import { makeModern, OpenStreamsDefault } from "./mcp-route.ts"
 
 const VERSION = MODERN_VERSIONS[0]
 
@@ -35,7 +35,7 @@ const Modern = Effect.gen(function* () {
     settings
   })
 })
-const layer = Layer.mergeAll(Catalog.layer(pricing), OpenStreamsLive)
+const layer = Layer.mergeAll(Catalog.layer(pricing), OpenStreamsDefault)
 
 const capabilities = { [META.protocolVersion]: VERSION, [META.clientCapabilities]: {} }
 

@@ -12,7 +12,8 @@ import { makeListenStreams } from "../../src/http/mcp/listen-stream.ts"
 import { frameBuilds } from "../../src/http/mcp/notice-frames.ts"
 import { makeSessionStream } from "../../src/http/mcp/session-stream.ts"
 import type { Session, SessionsShape } from "../../src/http/mcp/sessions.ts"
-import { OpenStreams, OpenStreamsLive } from "../../src/http/open-streams.ts"
+import { OpenStreams } from "../../src/http/open-streams.ts"
+import { OpenStreamsDefault } from "./mcp-route.ts"
 import { makeStreamHub } from "../../src/http/stream-hub.ts"
 import { makeRegistry } from "../../src/projections/registry.ts"
 import { makeRows } from "../../src/projections/rows.ts"
@@ -51,7 +52,7 @@ describe("frames built once per change", () => {
       const modern: Array<FakeSocket> = []
       for (let i = 0; i < N; i++) {
         const session: Session = { id: `s${i}`, version: "2025-11-25", createdAt: 0 }
-        legacy.push(yield* run(getStream(session, undefined)))
+        legacy.push(yield* run(getStream(session, undefined, "127.0.0.1")))
         const response = listen({ id: `L${i}`, client: "127.0.0.1", topics: [{ uri: URI }], listChanges: false, honoured: {} })
         modern.push(yield* run(Either.getOrThrow(response)))
       }
@@ -81,5 +82,5 @@ describe("frames built once per change", () => {
       }
       yield* Scope.close(scope, Exit.void)
       expect(registry.stats().subscriptions).toBe(0)
-    }).pipe(Effect.provide(Layer.merge(Catalog.layer(pricing), OpenStreamsLive))))
+    }).pipe(Effect.provide(Layer.merge(Catalog.layer(pricing), OpenStreamsDefault))))
 })

@@ -10,9 +10,9 @@ import { loadSettings } from "../../src/config.ts"
 import { Catalog } from "../../src/domain/app-catalog.ts"
 import type { Row } from "../../src/domain/catalog.ts"
 import type { Change, EventKind } from "../../src/domain/events.ts"
-import { makeModern } from "./mcp-route.ts"
+import { makeModern, OpenStreamsDefault } from "./mcp-route.ts"
 import { META, MODERN_VERSIONS } from "../../src/http/mcp/protocol.ts"
-import { OpenStreams, OpenStreamsLive } from "../../src/http/open-streams.ts"
+import { OpenStreams } from "../../src/http/open-streams.ts"
 import { makeStreamHub } from "../../src/http/stream-hub.ts"
 import { FakeSocket } from "../support/fake-socket.ts"
 import { ChangeFeed, ChangeFeedLive } from "../../src/projections/change-feed.ts"
@@ -188,5 +188,5 @@ describe("a listen stream's subscriptions", () => {
       yield* Scope.close(scope, Exit.void)
       expect(registry.stats()).toEqual({ uris: 0, subscriptions: 0, listWatchers: 0, liveQueries: 0 })
       expect(streams.list()).toEqual([])
-    }).pipe(Effect.provide(Layer.merge(Catalog.layer(pricing), OpenStreamsLive))))
+    }).pipe(Effect.provide(Layer.merge(Catalog.layer(pricing), OpenStreamsDefault))))
 })

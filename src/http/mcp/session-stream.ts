@@ -39,7 +39,7 @@ export interface SessionStreamDeps {
 }
 
 export const makeSessionStream = ({ catalog, sessions, log, rows, views, streams, settings }: SessionStreamDeps) =>
-  (session: Session, lastEventId: string | undefined): EdgeResponse => {
+  (session: Session, lastEventId: string | undefined, client: string): EdgeResponse => {
     const from = parseGetStreamEventId(lastEventId)
     const start: Extract<EdgeResponse, { _tag: "Push" }>["start"] = (sink) =>
       Effect.gen(function* () {
@@ -61,7 +61,7 @@ export const makeSessionStream = ({ catalog, sessions, log, rows, views, streams
         }
         // Live delivery starts before the replay reads the log, so nothing falls between the two.
         yield* sessions.stream(session, buffer)
-        yield* streams.track({ kind: "session", owner: session.id, since: rows.checkpoint(), subscriptions: () => [...sessions.snapshot(session).subscriptions.keys()], listChanges: false }, buffer)
+        yield* streams.track({ kind: "session", client, owner: session.id, since: rows.checkpoint(), subscriptions: () => [...sessions.snapshot(session).subscriptions.keys()], listChanges: false }, buffer)
         if (from === undefined) return
         // The head and the views' last changes, read in one step: live notices after it come from `held`.
         const head = rows.checkpoint()
