@@ -63,7 +63,7 @@ export const makeSessionStream = ({ catalog, sessions, log, rows, views, streams
         yield* sessions.stream(session, buffer)
         yield* streams.track({ kind: "session", client, owner: session.id, since: rows.checkpoint(), subscriptions: () => [...sessions.snapshot(session).subscriptions.keys()], listChanges: false }, buffer)
         if (from === undefined) return
-        // The head and the views' last changes, read in one step: live notices after it come from `held`.
+        // The head and the views' last changes, read in one step: live notices after it come from the hand-over.
         const head = rows.checkpoint()
         const viewSeqs = new Map(views.all().map((v) => [viewUri(v.name), v.seq]))
         // A store error during the replay ends the stream visibly, never skipping to live: the client then
