@@ -28,7 +28,7 @@ export const makeMetricsRoute = Effect.gen(function* () {
     for (const s of streams.list()) if (byKind.has(s.kind)) byKind.set(s.kind, byKind.get(s.kind)! + 1)
     return byKind
   })
-  metrics.gauge("wo_sessions", "Live legacy MCP sessions.", () => sessions.list().length)
+  metrics.gauge("wo_sessions", "Live legacy MCP sessions.", () => sessions.count())
   if (mode._tag === "Shared") {
     const tailer = mode.tailer
     metrics.gauge("wo_tailer_applied_seq", "Shared log: the last seq this node's rows include.", () => tailer.applied())

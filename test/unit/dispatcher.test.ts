@@ -28,7 +28,8 @@ const sessions: SessionsShape = {
   stream: () => Effect.void,
   terminate: () => Effect.succeed(true),
   snapshot: (s) => ({ ...s, lastSeen: 0, streaming: false, subscriptions: new Map() }),
-  list: () => []
+  list: () => [],
+  count: () => 0
 }
 const resources: Resources = {
   list: () => ({ resources: [] }),

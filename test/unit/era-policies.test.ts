@@ -28,7 +28,8 @@ const sessionsWhere = (get: SessionsShape["get"]): SessionsShape => ({
   stream: () => Effect.void,
   terminate: () => Effect.succeed(true),
   snapshot: (s) => ({ ...s, lastSeen: 0, streaming: false, subscriptions: new Map() }),
-  list: () => []
+  list: () => [],
+  count: () => 0
 })
 
 const envelope = (e: Partial<Envelope>): Envelope => ({

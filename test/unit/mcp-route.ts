@@ -46,7 +46,8 @@ const noSessions: SessionsShape = {
   stream: () => Effect.void,
   terminate: () => Effect.succeed(false),
   snapshot: (s) => ({ ...s, lastSeen: 0, streaming: false, subscriptions: new Map() }),
-  list: () => []
+  list: () => [],
+  count: () => 0
 }
 
 export const makeRoute = ({ catalog, settings, registry, rows, streams, dispatcher }: RouteDeps) => {

@@ -60,6 +60,8 @@ export interface SessionsShape {
   readonly terminate: (id: string) => Effect.Effect<boolean, StoreUnavailable>
   readonly snapshot: (session: Session) => SessionSnapshot
   readonly list: () => ReadonlyArray<SessionSnapshot>
+  /** How many sessions are live here (metrics: no copies made). */
+  readonly count: () => number
 }
 
 export class Sessions extends Context.Tag("writeonce/Sessions")<Sessions, SessionsShape>() {}
@@ -244,7 +246,8 @@ export const SessionsLive = Layer.scoped(
         }),
       terminate,
       snapshot: (session) => snapshotOf(entryOf(session)),
-      list: () => [...entries.values()].map(snapshotOf)
+      list: () => [...entries.values()].map(snapshotOf),
+      count: () => entries.size
     })
   })
 )
