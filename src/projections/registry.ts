@@ -7,6 +7,9 @@
  * (`wo://views/<name>`, when its value changed) and a live query's (`wo://articles?status=published`, when
  * the change touches its result, found through the live-query index). A change's notices go out in one order
  * everywhere, which legacy resumption relies on: by log sequence, the row's own first, then the others by URI.
+ *
+ * It is the one owner of who listens to what: a sink is subscribed only through `subscribe`, for a scope (a
+ * listen stream's, a legacy GET stream's), and takes its URIs as topics, read once where they came in.
  */
 import { Context, Effect, Layer, type Scope } from "effect"
 import type { Change } from "../domain/events.ts"
