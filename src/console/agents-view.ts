@@ -11,8 +11,8 @@ export interface SessionSummary {
   readonly version: string
   readonly createdAt: number
   readonly lastSeen: number
-  /** Set while the session's GET stream is open. */
-  readonly stream: unknown
+  /** True while the session's GET stream is open. */
+  readonly streaming: boolean
   readonly subscriptions: ReadonlyMap<string, number>
 }
 
@@ -37,7 +37,7 @@ export const agentsView = (
     version: s.version,
     createdAt: s.createdAt,
     lastSeen: s.lastSeen,
-    streaming: s.stream !== undefined,
+    streaming: s.streaming,
     subscriptions: [...s.subscriptions.keys()]
   })),
   listens: streams.list()

@@ -5,7 +5,7 @@
  *  - `GET /api/_events?from=<seq>`: the event log as SSE, replayed then live (src/http/event-tail.ts).
  * None of them writes: the page changes data only by the ordinary REST and MCP routes, like any client.
  */
-import { Deferred, Effect } from "effect"
+import { Effect } from "effect"
 import { EventLog } from "../log/event-log.ts"
 import { Commands } from "../commands/commands.ts"
 import { WoConfig } from "../config.ts"
@@ -43,15 +43,13 @@ export const makeConsoleRoutes = Effect.gen(function* () {
     makeTools({ ...catalog, types: new Map([[type.name, type]]) }, commands, queries, settings.maxPageSize).map((t) => t.definition.name)
   const catalogBody = JSON.stringify(catalogView(catalog, VERSION, toolNames))
 
-  // Completed by the server when shutdown begins, so open tails end instead of holding it up.
-  const stopped = yield* Deferred.make<void>()
   const tail = makeEventTail({
     log: yield* EventLog,
     feed: yield* ChangeFeed,
     rows,
     capacity: settings.streamBuffer,
     heartbeatMs: settings.heartbeatMs,
-    stopped: Deferred.await(stopped),
+    streams,
     maxPerClient: settings.maxEventTailsPerClient,
     maxTotal: settings.maxEventTails
   })
@@ -84,5 +82,5 @@ export const makeConsoleRoutes = Effect.gen(function* () {
     }
     return view === undefined ? asset(request.path) : view(request)
   }
-  return { handle, shutdown: Deferred.succeed(stopped, undefined).pipe(Effect.asVoid) }
+  return { handle }
 })

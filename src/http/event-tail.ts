@@ -21,7 +21,8 @@ import type { ChangeFeedShape } from "../projections/change-feed.ts"
 import type { RowsShape } from "../projections/rows.ts"
 import { errorJson, type EdgeRequest, type EdgeResponse } from "./edge-types.ts"
 import type { CloseReason, PushSink } from "./push-sink.ts"
-import { makeClientSlots } from "./client-slots.ts"
+import { makeHandOver } from "./hand-over.ts"
+import type { OpenStreamsShape } from "./open-streams.ts"
 import { SSE_HEADERS } from "./sse.ts"
 import { makeTurnstile } from "./turnstile.ts"
 
@@ -32,9 +33,9 @@ export interface EventTailDeps {
   /** Live events buffered per reader before it is closed (WO_STREAM_BUFFER). */
   readonly capacity: number
   readonly heartbeatMs: number
-  /** Completes when the server shuts down: every tail then ends, so shutdown need not wait for readers. */
-  readonly stopped: Effect.Effect<void>
-  /** Most open tails per client address (WO_MAX_EVENT_TAILS_PER_CLIENT) and in all (WO_MAX_EVENT_TAILS). */
+  /** Where tails are counted against their caps, and closed at shutdown (so shutdown need not wait for readers). */
+  readonly streams: OpenStreamsShape
+  /** The caps, for the 429's message: per client address (WO_MAX_EVENT_TAILS_PER_CLIENT) and in all (WO_MAX_EVENT_TAILS). */
   readonly maxPerClient: number
   readonly maxTotal: number
 }
@@ -69,9 +70,8 @@ const liveFrame = (event: StoredEvent) => {
 
 const closedText = (reason: string) => `: closed (${reason}); reconnect with Last-Event-ID to resume from the log\n\n`
 
-export const makeEventTail = ({ log, feed, rows, capacity, heartbeatMs, stopped, maxPerClient, maxTotal }: EventTailDeps) => {
+export const makeEventTail = ({ log, feed, rows, capacity, heartbeatMs, streams, maxPerClient, maxTotal }: EventTailDeps) => {
   const turnstile = makeTurnstile(STEPS_PER_TURN)
-  const slots = makeClientSlots(maxPerClient, maxTotal)
 
   /** Events `from..to` from the durable log, a batch per write; false when the stream closed meanwhile. */
   const replay = (sink: PushSink, from: number, to: number): Effect.Effect<boolean, StoreError> =>
@@ -106,19 +106,18 @@ export const makeEventTail = ({ log, feed, rows, capacity, heartbeatMs, stopped,
         if (!(yield* replay(sink, from, head))) return
         from = head + 1
       }
-      let held: Array<StoredEvent> | undefined = []
+      const handOver = makeHandOver<StoredEvent>({
+        capacity,
+        send: (event) => sink.enqueue(liveFrame(event)),
+        overflow: () => sink.close("overflow"),
+        isClosed: sink.isClosed
+      })
       yield* feed.listen((changes) => {
-        for (const { event } of changes) {
-          if (held === undefined) sink.enqueue(liveFrame(event))
-          else if (held.length > capacity) sink.close("overflow")
-          else held.push(event)
-        }
+        for (const { event } of changes) handOver.offer(event)
       })
       const head = rows.checkpoint()
       if (!(yield* replay(sink, from, head))) return
-      const waiting = held
-      held = undefined
-      for (const event of waiting) if (event.seq > head && event.seq >= from) sink.enqueue(liveFrame(event))
+      handOver.release((event) => event.seq > head && event.seq >= from)
     })
 
   return (request: EdgeRequest): EdgeResponse =>
@@ -126,11 +125,11 @@ export const makeEventTail = ({ log, feed, rows, capacity, heartbeatMs, stopped,
       onLeft: (message) => errorJson(400, "ValidationFailed", message, { issues: [{ path: ["from"], message }] }),
       onRight: (from) => {
         const client = request.remoteAddress
-        if (slots.full(client)) {
+        if (streams.full("events", client)) {
           return errorJson(429, "TooManyReaders", `too many open event-log readers (WO_MAX_EVENT_TAILS_PER_CLIENT=${maxPerClient}, WO_MAX_EVENT_TAILS=${maxTotal})`, {}, { "retry-after": "1" })
         }
         // Counted from now, so that concurrent requests cannot all pass the check before any stream starts.
-        slots.take(client)
+        const reserved = streams.reserve("events", client)
         return {
           _tag: "Push",
           status: 200,
@@ -138,9 +137,8 @@ export const makeEventTail = ({ log, feed, rows, capacity, heartbeatMs, stopped,
           heartbeatMs,
           start: (sink) =>
             Effect.gen(function* () {
-              yield* Effect.addFinalizer(() => Effect.sync(() => slots.release(client)))
+              yield* streams.track({ kind: "events", client, owner: String(from), since: rows.checkpoint(), subscriptions: () => [], listChanges: false }, sink, reserved)
               sink.farewell((reason: CloseReason) => reason === "overflow" ? closedText("overflow") : reason === "store" ? closedText("store unavailable") : undefined)
-              yield* Effect.forkScoped(Effect.zipRight(stopped, Effect.sync(() => sink.close("shutdown"))))
               // A store failure ends the stream rather than skipping events: the reader resumes where it stopped.
               yield* follow(sink, from).pipe(Effect.catchAll(() => Effect.sync(() => sink.close("store"))))
             })

@@ -25,10 +25,10 @@ export const makeMetricsRoute = Effect.gen(function* () {
   metrics.gauge("wo_writer_queue_depth", "Commands queued for the writer, not yet in a batch.", () => writer.queueDepth())
   metrics.gauges("wo_open_streams", "Open MCP streams, by kind (session: a legacy session's GET stream; listen: a modern subscriptions/listen).", "kind", () => {
     const byKind = new Map<string, number>([["session", 0], ["listen", 0]])
-    for (const s of streams.list()) byKind.set(s.kind, (byKind.get(s.kind) ?? 0) + 1)
+    for (const s of streams.list()) if (byKind.has(s.kind)) byKind.set(s.kind, byKind.get(s.kind)! + 1)
     return byKind
   })
-  metrics.gauge("wo_sessions", "Live legacy MCP sessions.", () => sessions.list().length)
+  metrics.gauge("wo_sessions", "Live legacy MCP sessions.", () => sessions.count())
   if (mode._tag === "Shared") {
     const tailer = mode.tailer
     metrics.gauge("wo_tailer_applied_seq", "Shared log: the last seq this node's rows include.", () => tailer.applied())

@@ -61,7 +61,7 @@ export const makeAppHandler = Effect.gen(function* () {
   }
   // At shutdown, streams end first (listen streams with their graceful result, event tails) so in-flight
   // requests can drain.
-  const onShutdown = Effect.zipRight(Effect.sync(() => streams.closeAll("shutdown")), consoleRoutes.shutdown)
+  const onShutdown = Effect.sync(() => streams.closeAll("shutdown"))
   /** Once the edge listens: its streams counted in the metrics, its address published for `wo backup`. */
   const served = (edge: RunningEdge) =>
     Effect.gen(function* () {

@@ -33,6 +33,24 @@ export const parseLiveQuery = (catalog: CompiledApp, uri: string): Either.Either
   return Either.map(fromQueryString(type, parsed.query), (request) => ({ uri, type: type.name, where: request.where ?? [] }))
 }
 
+/**
+ * A subscribed URI, read once where it enters (a subscribe, a listen, a stored session) and passed on as it is:
+ * its live query when it names one, so the registry never parses it again.
+ */
+export interface Topic {
+  readonly uri: string
+  readonly query?: LiveQuery
+}
+
+/** The topic a URI names; Left when it names a live query with a bad field or value (it could never notify). */
+export const topicOf = (catalog: CompiledApp, uri: string): Either.Either<Topic, ValidationFailed> => {
+  const query = parseLiveQuery(catalog, uri)
+  return query === undefined ? Either.right({ uri }) : Either.map(query, (q) => ({ uri, query: q }))
+}
+
+/** A stored subscription's topic: one whose query no longer reads (the catalog changed) just never notifies. */
+export const storedTopic = (catalog: CompiledApp, uri: string): Topic => Either.getOrElse(topicOf(catalog, uri), () => ({ uri }))
+
 /** Whether a change of one row, from `before` to `after`, touches the query's result. */
 export const touches = (query: LiveQuery, before: Row | null | undefined, after: Row | null | undefined) =>
   matchesAll(query.where, before) || matchesAll(query.where, after)

@@ -7,13 +7,14 @@
  * (`wo://views/<name>`, when its value changed) and a live query's (`wo://articles?status=published`, when
  * the change touches its result, found through the live-query index). A change's notices go out in one order
  * everywhere, which legacy resumption relies on: by log sequence, the row's own first, then the others by URI.
+ *
+ * It is the one owner of who listens to what: a sink is subscribed only through `subscribe`, for a scope (a
+ * listen stream's, a legacy GET stream's), and takes its URIs as topics, read once where they came in.
  */
-import { Context, Effect, Either, Layer, type Scope } from "effect"
-import { Catalog } from "../domain/app-catalog.ts"
-import type { CompiledApp } from "../domain/compile.ts"
+import { Context, Effect, Layer, type Scope } from "effect"
 import type { Change } from "../domain/events.ts"
 import { ChangeFeed } from "./change-feed.ts"
-import { LiveQueryIndex, parseLiveQuery, type LiveQuery } from "./live-queries.ts"
+import { LiveQueryIndex, type LiveQuery, type Topic } from "./live-queries.ts"
 import type { ViewUpdate } from "./views.ts"
 
 export type Notice =
@@ -26,13 +27,21 @@ export interface Sink {
   readonly deliver: (notice: Notice) => void
 }
 
+/** One sink's subscriptions, held for a scope: changed while it lasts (a legacy session's subscribe), ended with it. */
+export interface Subscription {
+  /** Routes the topic's notices to the sink too (nothing when it has it already). */
+  readonly add: (topic: Topic) => void
+  readonly remove: (uri: string) => void
+  /** Ends every subscription of the sink now (a replaced or ended session's stream); the scope's end does it too. */
+  readonly end: () => void
+}
+
 export interface RegistryShape {
-  readonly add: (uri: string, sink: Sink) => void
-  readonly remove: (uri: string, sink: Sink) => void
-  readonly watchLists: (sink: Sink) => void
-  readonly unwatchLists: (sink: Sink) => void
-  /** Subscribes `sink` to `uris` (and list changes) for the lifetime of the current scope. */
-  readonly subscribe: (uris: ReadonlyArray<string>, sink: Sink, listChanges?: boolean) => Effect.Effect<void, never, Scope.Scope>
+  /**
+   * The one way in: subscribes `sink` to `topics` (and to list changes) for the lifetime of the current scope.
+   * The registry alone knows who listens to what.
+   */
+  readonly subscribe: (sink: Sink, topics: Iterable<Topic>, listChanges?: boolean) => Effect.Effect<Subscription, never, Scope.Scope>
   readonly stats: () => { readonly uris: number; readonly subscriptions: number; readonly listWatchers: number; readonly liveQueries: number }
 }
 
@@ -65,7 +74,7 @@ export const batchNotices = (
   return notices
 }
 
-export const makeRegistry = (catalog?: CompiledApp): RegistryShape & {
+export const makeRegistry = (): RegistryShape & {
   readonly route: (notices: Iterable<Notice>) => void
   readonly liveQueries: LiveQueryIndex
 } => {
@@ -74,15 +83,14 @@ export const makeRegistry = (catalog?: CompiledApp): RegistryShape & {
   const liveQueries = new LiveQueryIndex()
   const live = new Map<string, LiveQuery>()
   let subscriptions = 0
-  const add = (uri: string, sink: Sink) => {
+  const add = ({ uri, query }: Topic, sink: Sink) => {
     let sinks = byUri.get(uri)
     if (sinks === undefined) {
       byUri.set(uri, (sinks = new Set()))
       // The first subscriber of a list URI makes it a live query; the last one to leave ends it.
-      const query = catalog === undefined ? undefined : parseLiveQuery(catalog, uri)
-      if (query !== undefined && Either.isRight(query)) {
-        live.set(uri, query.right)
-        liveQueries.add(query.right)
+      if (query !== undefined) {
+        live.set(uri, query)
+        liveQueries.add(query)
       }
     }
     if (!sinks.has(sink)) {
@@ -104,23 +112,30 @@ export const makeRegistry = (catalog?: CompiledApp): RegistryShape & {
       }
     }
   }
+  const open = (sink: Sink, topics: Iterable<Topic>, listChanges: boolean): Subscription => {
+    const mine = new Set<string>()
+    const subscription: Subscription = {
+      add: (topic) => {
+        if (mine.has(topic.uri)) return
+        mine.add(topic.uri)
+        add(topic, sink)
+      },
+      remove: (uri) => {
+        if (mine.delete(uri)) remove(uri, sink)
+      },
+      end: () => {
+        for (const uri of mine) remove(uri, sink)
+        mine.clear()
+        listWatchers.delete(sink)
+      }
+    }
+    for (const topic of topics) subscription.add(topic)
+    if (listChanges) listWatchers.add(sink)
+    return subscription
+  }
   return {
-    add,
-    remove,
-    subscribe: (uris, sink, listChanges = false) =>
-      Effect.acquireRelease(
-        Effect.sync(() => {
-          for (const uri of uris) add(uri, sink)
-          if (listChanges) listWatchers.add(sink)
-        }),
-        () =>
-          Effect.sync(() => {
-            for (const uri of uris) remove(uri, sink)
-            listWatchers.delete(sink)
-          })
-      ).pipe(Effect.asVoid),
-    watchLists: (sink) => void listWatchers.add(sink),
-    unwatchLists: (sink) => void listWatchers.delete(sink),
+    subscribe: (sink, topics, listChanges = false) =>
+      Effect.acquireRelease(Effect.sync(() => open(sink, topics, listChanges)), (subscription) => Effect.sync(subscription.end)),
     stats: () => ({ uris: byUri.size, subscriptions, listWatchers: listWatchers.size, liveQueries: liveQueries.size }),
     liveQueries,
     route: (notices) => {
@@ -141,7 +156,7 @@ export const RegistryLive = Layer.scoped(
   SubscriptionRegistry,
   Effect.gen(function* () {
     const feed = yield* ChangeFeed
-    const registry = makeRegistry(yield* Catalog)
+    const registry = makeRegistry()
     yield* feed.listen((changes, views) => registry.route(batchNotices(changes, views, registry.liveQueries)))
     const { route: _route, liveQueries: _liveQueries, ...shape } = registry
     return shape

@@ -8,7 +8,8 @@ import { Effect, Layer, ManagedRuntime } from "effect"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { PgConnection, pgConnectionLayer } from "../../src/log/postgres/connection.ts"
 import { ensureSchema } from "../../src/log/postgres/schema.ts"
-import { PostgresSessionStore, SessionStore, type SessionStoreShape } from "../../src/http/mcp/session-store.ts"
+import { SessionStore, type SessionStoreShape } from "../../src/log/session-store.ts"
+import { PostgresSessionStore } from "../../src/log/postgres/session-store.ts"
 import { haveBinaries, startCluster, warnIfSkipped, type PgCluster } from "../cluster/pg-cluster.ts"
 
 warnIfSkipped("the PostgreSQL session store tests")

@@ -20,16 +20,17 @@ import { ToolsCursor } from "../../src/projections/cursor.ts"
 const catalog = Either.getOrThrow(compileApp(pricing))
 const settings = Effect.runSync(loadSettings({ dataDir: "/nonexistent" }).pipe(Effect.withConfigProvider(ConfigProvider.fromMap(new Map()))))
 
-const session: Session = { id: "s1", version: "2025-06-18", createdAt: 0, subscriptions: new Map(), lastSeen: 0, stream: undefined }
+const session: Session = { id: "s1", version: "2025-06-18", createdAt: 0 }
 const sessions: SessionsShape = {
   create: (version) => Effect.succeed({ ...session, version }),
   get: () => Effect.succeed(session),
   subscribe: () => Effect.succeed(new Subscribed()),
   unsubscribe: () => Effect.void,
-  attach: () => {},
-  detach: () => {},
+  stream: () => Effect.void,
   terminate: () => Effect.succeed(true),
-  list: () => [session]
+  snapshot: (s) => ({ ...s, lastSeen: 0, streaming: false, subscriptions: new Map() }),
+  list: () => [],
+  count: () => 0
 }
 const resources: Resources = {
   list: () => ({ resources: [] }),
@@ -149,6 +150,6 @@ describe("handlers", () => {
       const init = yield* dispatcher.dispatch(request(Method.initialize, { protocolVersion: "1999-01-01" }), context("legacy"))
       expect(init).toMatchObject({ _tag: "Result", opened: { version: "2025-11-25" }, outcome: { result: { protocolVersion: "2025-11-25" } } })
       const listen = yield* dispatcher.dispatch(request(Method.listen, PARAMS[Method.listen]), context("modern"))
-      expect(listen).toMatchObject({ _tag: "Listen", listen: { id: 1, uris: ["wo://products/1"], listChanges: false } })
+      expect(listen).toMatchObject({ _tag: "Listen", listen: { id: 1, topics: [{ uri: "wo://products/1" }], listChanges: false } })
     }))
 })

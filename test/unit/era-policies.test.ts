@@ -19,17 +19,18 @@ import type { Session, SessionsShape } from "../../src/http/mcp/sessions.ts"
 
 const catalog = Either.getOrThrow(compileApp(pricing))
 const server = describeServer(catalog, [])
-const session: Session = { id: "s1", version: "2025-06-18", createdAt: 0, subscriptions: new Map(), lastSeen: 0, stream: undefined }
+const session: Session = { id: "s1", version: "2025-06-18", createdAt: 0 }
 
 const sessionsWhere = (get: SessionsShape["get"]): SessionsShape => ({
   create: () => Effect.succeed(new SessionsFull()),
   get,
   subscribe: () => Effect.succeed(new Subscribed()),
   unsubscribe: () => Effect.void,
-  attach: () => {},
-  detach: () => {},
+  stream: () => Effect.void,
   terminate: () => Effect.succeed(true),
-  list: () => []
+  snapshot: (s) => ({ ...s, lastSeen: 0, streaming: false, subscriptions: new Map() }),
+  list: () => [],
+  count: () => 0
 })
 
 const envelope = (e: Partial<Envelope>): Envelope => ({

@@ -3,8 +3,8 @@
  * its own) dispatcher and sessions, with no tools, no resources and (by default) no sessions. `post` sends one
  * JSON-RPC message as the body of a POST, as a client would.
  */
-import { Effect } from "effect"
-import type { Settings } from "../../src/config.ts"
+import { ConfigProvider, Effect, Layer } from "effect"
+import { loadSettings, type Settings, WoConfig } from "../../src/config.ts"
 import type { CompiledApp } from "../../src/domain/compile.ts"
 import type { EdgeRequest, EdgeResponse } from "../../src/http/edge-types.ts"
 import { makeDispatcher, type Dispatcher } from "../../src/http/mcp/dispatcher.ts"
@@ -17,9 +17,14 @@ import { describeServer } from "../../src/http/mcp/server-info.ts"
 import { SessionsFull, SubscriptionsFull } from "../../src/http/mcp/session-caps.ts"
 import type { SessionsShape } from "../../src/http/mcp/sessions.ts"
 import { makeMcpTransport } from "../../src/http/mcp/transport.ts"
-import type { OpenStreamsShape } from "../../src/http/open-streams.ts"
+import { OpenStreamsLive, type OpenStreamsShape } from "../../src/http/open-streams.ts"
 import type { RegistryShape } from "../../src/projections/registry.ts"
 import type { RowsShape } from "../../src/projections/rows.ts"
+
+/** Open streams with the default caps (the settings' defaults). */
+export const OpenStreamsDefault = OpenStreamsLive.pipe(
+  Layer.provide(Layer.effect(WoConfig, loadSettings({ dataDir: "/nonexistent" }).pipe(Effect.withConfigProvider(ConfigProvider.fromMap(new Map())))))
+)
 
 export interface RouteDeps {
   readonly catalog: CompiledApp
@@ -41,10 +46,11 @@ const noSessions: SessionsShape = {
   get: () => Effect.succeed(undefined),
   subscribe: () => Effect.succeed(new SubscriptionsFull()),
   unsubscribe: () => Effect.void,
-  attach: () => {},
-  detach: () => {},
+  stream: () => Effect.void,
   terminate: () => Effect.succeed(false),
-  list: () => []
+  snapshot: (s) => ({ ...s, lastSeen: 0, streaming: false, subscriptions: new Map() }),
+  list: () => [],
+  count: () => 0
 }
 
 export const makeRoute = ({ catalog, settings, registry, rows, streams, dispatcher, sessions = noSessions }: RouteDeps) => {

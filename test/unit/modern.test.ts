@@ -11,10 +11,10 @@ import { Catalog } from "../../src/domain/app-catalog.ts"
 import type { EdgeRequest, EdgeResponse } from "../../src/http/edge-types.ts"
 import type { Dispatcher } from "../../src/http/mcp/dispatcher.ts"
 import { ErrorCode, META, MODERN_VERSIONS, type RpcMessage } from "../../src/http/mcp/protocol.ts"
-import { OpenStreams, OpenStreamsLive } from "../../src/http/open-streams.ts"
+import { OpenStreams } from "../../src/http/open-streams.ts"
 import { makeRegistry } from "../../src/projections/registry.ts"
 import { makeRows } from "../../src/projections/rows.ts"
-import { makeModern } from "./mcp-route.ts"
+import { makeModern, OpenStreamsDefault } from "./mcp-route.ts"
 
 const VERSION = MODERN_VERSIONS[0]
 
@@ -29,13 +29,13 @@ const Modern = Effect.gen(function* () {
   return makeModern({
     catalog,
     dispatcher: echo,
-    registry: makeRegistry(catalog),
+    registry: makeRegistry(),
     rows: makeRows(new Map(), 0, { rows: 0, events: 0, tailEvents: 0, millis: 0 }),
     streams: yield* OpenStreams,
     settings
   })
 })
-const layer = Layer.mergeAll(Catalog.layer(pricing), OpenStreamsLive)
+const layer = Layer.mergeAll(Catalog.layer(pricing), OpenStreamsDefault)
 
 const capabilities = { [META.protocolVersion]: VERSION, [META.clientCapabilities]: {} }
 

@@ -12,7 +12,8 @@ import { makeListenStreams } from "../../src/http/mcp/listen-stream.ts"
 import { frameBuilds } from "../../src/http/mcp/notice-frames.ts"
 import { makeSessionStream } from "../../src/http/mcp/session-stream.ts"
 import type { Session, SessionsShape } from "../../src/http/mcp/sessions.ts"
-import { OpenStreams, OpenStreamsLive } from "../../src/http/open-streams.ts"
+import { OpenStreams } from "../../src/http/open-streams.ts"
+import { OpenStreamsDefault } from "./mcp-route.ts"
 import { makeStreamHub } from "../../src/http/stream-hub.ts"
 import { makeRegistry } from "../../src/projections/registry.ts"
 import { makeRows } from "../../src/projections/rows.ts"
@@ -27,19 +28,13 @@ describe("frames built once per change", () => {
     Effect.gen(function* () {
       const catalog = yield* Catalog
       const streams = yield* OpenStreams
-      const registry = makeRegistry(catalog)
+      const registry = makeRegistry()
       const rows = makeRows(new Map(), 0, { rows: 0, events: 0, tailEvents: 0, millis: 0 })
       const settings = yield* loadSettings({ dataDir: "/nonexistent" }).pipe(Effect.withConfigProvider(ConfigProvider.fromMap(new Map())))
-      // Just what a GET stream needs of the sessions: attach subscribes the stream to the session's URIs.
+      // Just what a GET stream needs of the sessions: its stream subscribed to the session's one URI.
       const sessions = {
-        attach: (s: Session, buffer) => {
-          s.stream = buffer
-          for (const uri of s.subscriptions.keys()) registry.add(uri, buffer)
-        },
-        detach: (s: Session, buffer) => {
-          for (const uri of s.subscriptions.keys()) registry.remove(uri, buffer)
-          s.stream = undefined
-        }
+        stream: (_: Session, buffer) => Effect.asVoid(registry.subscribe(buffer, [{ uri: URI }])),
+        snapshot: (s: Session) => ({ ...s, lastSeen: 0, streaming: true, subscriptions: new Map([[URI, 0]]) })
       } as Partial<SessionsShape> as SessionsShape
       const getStream = makeSessionStream({ catalog, sessions, log: undefined as never, rows, views: undefined as never, streams, settings })
       const listen = makeListenStreams({ registry, rows, streams, settings, resultMeta: {} })
@@ -56,9 +51,9 @@ describe("frames built once per change", () => {
       const legacy: Array<FakeSocket> = []
       const modern: Array<FakeSocket> = []
       for (let i = 0; i < N; i++) {
-        const session: Session = { id: `s${i}`, version: "2025-11-25", createdAt: 0, subscriptions: new Map([[URI, 0]]), lastSeen: 0, stream: undefined }
-        legacy.push(yield* run(getStream(session, undefined)))
-        const response = listen({ id: `L${i}`, client: "127.0.0.1", uris: [URI], listChanges: false, honoured: {} })
+        const session: Session = { id: `s${i}`, version: "2025-11-25", createdAt: 0 }
+        legacy.push(yield* run(getStream(session, undefined, "127.0.0.1")))
+        const response = listen({ id: `L${i}`, client: "127.0.0.1", topics: [{ uri: URI }], listChanges: false, honoured: {} })
         modern.push(yield* run(Either.getOrThrow(response)))
       }
       yield* flushed
@@ -87,5 +82,5 @@ describe("frames built once per change", () => {
       }
       yield* Scope.close(scope, Exit.void)
       expect(registry.stats().subscriptions).toBe(0)
-    }).pipe(Effect.provide(Layer.merge(Catalog.layer(pricing), OpenStreamsLive))))
+    }).pipe(Effect.provide(Layer.merge(Catalog.layer(pricing), OpenStreamsDefault))))
 })

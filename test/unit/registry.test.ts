@@ -4,20 +4,24 @@
  * feed listener, a modern listen stream) is released with it.
  */
 import { describe, expect, it } from "@effect/vitest"
-import { ConfigProvider, Context, Effect, Exit, Layer, Scope } from "effect"
+import { ConfigProvider, Context, Effect, Either, Exit, Layer, Scope } from "effect"
 import pricing from "../../examples/pricing/app.ts"
 import { loadSettings } from "../../src/config.ts"
 import { Catalog } from "../../src/domain/app-catalog.ts"
 import type { Row } from "../../src/domain/catalog.ts"
 import type { Change, EventKind } from "../../src/domain/events.ts"
-import { makeModern } from "./mcp-route.ts"
+import { makeModern, OpenStreamsDefault } from "./mcp-route.ts"
 import { META, MODERN_VERSIONS } from "../../src/http/mcp/protocol.ts"
-import { OpenStreams, OpenStreamsLive } from "../../src/http/open-streams.ts"
+import { OpenStreams } from "../../src/http/open-streams.ts"
 import { makeStreamHub } from "../../src/http/stream-hub.ts"
 import { FakeSocket } from "../support/fake-socket.ts"
 import { ChangeFeed, ChangeFeedLive } from "../../src/projections/change-feed.ts"
 import { makeRegistry, RegistryLive, SubscriptionRegistry, type Notice, type Sink } from "../../src/projections/registry.ts"
 import { makeRows } from "../../src/projections/rows.ts"
+import { topicOf } from "../../src/projections/live-queries.ts"
+import { compileApp } from "../../src/domain/compile.ts"
+
+const catalog = Either.getOrThrow(compileApp(pricing))
 
 /** A sink that records what it is given. */
 const recorder = () => {
@@ -39,19 +43,19 @@ const change = (seq: number, kind: EventKind, before: Row | null, row: Row | nul
 }
 
 describe("the registry's routing", () => {
-  it.effect("an Updated notice reaches exactly the sinks subscribed to its URI; ListChanged only list watchers", () =>
-    Effect.sync(() => {
+  it.scoped("an Updated notice reaches exactly the sinks subscribed to its URI; ListChanged only list watchers", () =>
+    Effect.gen(function* () {
       const registry = makeRegistry()
       const one = recorder()
       const two = recorder()
       const both = recorder()
       const lists = recorder()
-      registry.add("wo://products/1", one)
-      registry.add("wo://products/2", two)
-      registry.add("wo://products/1", both)
-      registry.add("wo://products/2", both)
-      registry.add("wo://products/2", both) // twice: still one subscription
-      registry.watchLists(lists)
+      yield* registry.subscribe(one, [{ uri: "wo://products/1" }])
+      yield* registry.subscribe(two, [{ uri: "wo://products/2" }])
+      const bothOf = yield* registry.subscribe(both, [{ uri: "wo://products/1" }, { uri: "wo://products/2" }])
+      bothOf.add({ uri: "wo://products/2" }) // twice: still one subscription
+      const listsScope = yield* Scope.make()
+      yield* Scope.extend(registry.subscribe(lists, [], true), listsScope)
       expect(registry.stats()).toEqual({ uris: 2, subscriptions: 4, listWatchers: 1, liveQueries: 0 })
 
       registry.route([
@@ -65,9 +69,9 @@ describe("the registry's routing", () => {
       expect(both.got.map((n) => n.seq)).toEqual([1, 2])
       expect(lists.got).toEqual([{ _tag: "ListChanged", seq: 1 }])
 
-      registry.remove("wo://products/1", both)
-      registry.remove("wo://products/1", both) // no-op
-      registry.unwatchLists(lists)
+      bothOf.remove("wo://products/1")
+      bothOf.remove("wo://products/1") // no-op
+      yield* Scope.close(listsScope, Exit.void)
       registry.route([{ _tag: "Updated", uri: "wo://products/1", seq: 4 }, { _tag: "ListChanged", seq: 4 }])
       expect(one.got.map((n) => n.seq)).toEqual([1, 4])
       expect(both.got.map((n) => n.seq)).toEqual([1, 2])
@@ -75,9 +79,10 @@ describe("the registry's routing", () => {
       expect(registry.stats()).toEqual({ uris: 2, subscriptions: 3, listWatchers: 0, liveQueries: 0 })
     }))
 
-  it.effect("fed by the change feed: row, live-query and list notices, each to its own subscribers, in order", () =>
+  it.scoped("fed by the change feed: row, live-query and list notices, each to its own subscribers, in order", () =>
     Effect.gen(function* () {
       const registry = yield* SubscriptionRegistry
+      const topic = (uri: string) => Either.getOrThrow(topicOf(catalog, uri))
       const feed = yield* ChangeFeed
       const row1 = recorder()
       const row2 = recorder()
@@ -85,12 +90,12 @@ describe("the registry's routing", () => {
       const usd = recorder()
       const lists = recorder()
       const many = recorder()
-      registry.add("wo://products/1", row1)
-      registry.add("wo://products/2", row2)
-      registry.add("wo://products?currency=EUR", eur)
-      registry.add("wo://products?currency=USD", usd)
-      registry.watchLists(lists)
-      for (const uri of ["wo://products?currency=EUR", "wo://products/1", "wo://products?currency=USD"]) registry.add(uri, many)
+      yield* registry.subscribe(row1, [topic("wo://products/1")])
+      yield* registry.subscribe(row2, [topic("wo://products/2")])
+      yield* registry.subscribe(eur, [topic("wo://products?currency=EUR")])
+      const usdOf = yield* registry.subscribe(usd, [topic("wo://products?currency=USD")])
+      yield* registry.subscribe(lists, [], true)
+      const manyOf = yield* registry.subscribe(many, ["wo://products?currency=EUR", "wo://products/1", "wo://products?currency=USD"].map(topic))
       expect(registry.stats().liveQueries).toBe(2)
 
       const created = product("1", 1, "EUR")
@@ -115,8 +120,8 @@ describe("the registry's routing", () => {
       ])
 
       // The last subscriber of a list URI leaving ends its live query.
-      registry.remove("wo://products?currency=USD", usd)
-      registry.remove("wo://products?currency=USD", many)
+      usdOf.remove("wo://products?currency=USD")
+      manyOf.remove("wo://products?currency=USD")
       expect(registry.stats().liveQueries).toBe(1)
       feed.publish([change(5, "created", null, product("2", 1, "USD"))])
       expect(usd.got.map((n) => n.seq)).toEqual([3, 4])
@@ -129,7 +134,7 @@ describe("the registry's routing", () => {
       const sink = recorder()
       const scope = yield* Scope.make()
       const registry = yield* Layer.buildWithScope(RegistryLive, scope).pipe(Effect.map(Context.get(SubscriptionRegistry)))
-      registry.add("wo://products/1", sink)
+      yield* Scope.extend(registry.subscribe(sink, [{ uri: "wo://products/1" }]), scope)
       feed.publish([change(1, "created", null, product("1", 1, "USD"))])
       expect(sink.got).toHaveLength(1)
       yield* Scope.close(scope, Exit.void)
@@ -143,7 +148,7 @@ describe("a listen stream's subscriptions", () => {
     Effect.gen(function* () {
       const catalog = yield* Catalog
       const streams = yield* OpenStreams
-      const registry = makeRegistry(catalog)
+      const registry = makeRegistry()
       const settings = yield* loadSettings({ dataDir: "/nonexistent" }).pipe(Effect.withConfigProvider(ConfigProvider.fromMap(new Map())))
       const modern = makeModern({ catalog, registry, streams, settings, rows: makeRows(new Map(), 0, { rows: 0, events: 0, tailEvents: 0, millis: 0 }) })
       const version = MODERN_VERSIONS[0]
@@ -183,5 +188,5 @@ describe("a listen stream's subscriptions", () => {
       yield* Scope.close(scope, Exit.void)
       expect(registry.stats()).toEqual({ uris: 0, subscriptions: 0, listWatchers: 0, liveQueries: 0 })
       expect(streams.list()).toEqual([])
-    }).pipe(Effect.provide(Layer.merge(Catalog.layer(pricing), OpenStreamsLive))))
+    }).pipe(Effect.provide(Layer.merge(Catalog.layer(pricing), OpenStreamsDefault))))
 })

@@ -14,13 +14,13 @@ import type { EdgeRequest, EdgeResponse } from "../../src/http/edge-types.ts"
 import { SessionsFull } from "../../src/http/mcp/session-caps.ts"
 import type { Session, SessionsShape } from "../../src/http/mcp/sessions.ts"
 import { ErrorCode, LATEST_LEGACY } from "../../src/http/mcp/protocol.ts"
-import { OpenStreams, OpenStreamsLive } from "../../src/http/open-streams.ts"
+import { OpenStreams } from "../../src/http/open-streams.ts"
 import { errorResponse } from "../../src/http/rest.ts"
 import { makeMetrics } from "../../src/metrics/metrics.ts"
 import { makeRegistry } from "../../src/projections/registry.ts"
 import { makeRows } from "../../src/projections/rows.ts"
 import { parsePrometheusText } from "../support/prom-text.ts"
-import { makeRoute } from "./mcp-route.ts"
+import { makeRoute, OpenStreamsDefault } from "./mcp-route.ts"
 
 const TAGS = Object.keys(STORE_ERRORS) as ReadonlyArray<StoreErrorTag>
 const make = (tag: StoreErrorTag, reason = "disk gone"): StoreError => new STORE_ERRORS[tag].make({ reason })
@@ -63,17 +63,18 @@ describe("the store errors", () => {
 // ---------------------------------------------------------------------------------------------------
 // MCP: the transport gives a refusal its status, and Retry-After when the refusal says a retry can succeed.
 
-const session: Session = { id: "s1", version: LATEST_LEGACY, createdAt: 0, subscriptions: new Map(), lastSeen: 0, stream: undefined }
+const session: Session = { id: "s1", version: LATEST_LEGACY, createdAt: 0 }
 
 const sessionsWith = (overrides: Partial<SessionsShape>): SessionsShape => ({
   create: () => Effect.succeed(session),
   get: () => Effect.succeed(session),
   subscribe: () => Effect.die("not used"),
   unsubscribe: () => Effect.void,
-  attach: () => {},
-  detach: () => {},
+  stream: () => Effect.void,
   terminate: () => Effect.succeed(true),
+  snapshot: (s) => ({ ...s, lastSeen: 0, streaming: false, subscriptions: new Map() }),
   list: () => [],
+  count: () => 0,
   ...overrides
 })
 
@@ -84,13 +85,13 @@ const Route = (sessions: SessionsShape) =>
     return makeRoute({
       catalog,
       settings,
-      registry: makeRegistry(catalog),
+      registry: makeRegistry(),
       rows: makeRows(new Map(), 0, { rows: 0, events: 0, tailEvents: 0, millis: 0 }),
       streams: yield* OpenStreams,
       sessions
     })
   })
-const layer = Layer.mergeAll(Catalog.layer(pricing), OpenStreamsLive)
+const layer = Layer.mergeAll(Catalog.layer(pricing), OpenStreamsDefault)
 
 const request = (method: "POST" | "DELETE", body: unknown, headers: Record<string, string> = {}): EdgeRequest => ({
   method,

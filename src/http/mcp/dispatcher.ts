@@ -12,7 +12,7 @@ import type { Settings } from "../../config.ts"
 import type { CompiledApp } from "../../domain/compile.ts"
 import type { StoreError } from "../../domain/errors.ts"
 import { ToolsCursor } from "../../projections/cursor.ts"
-import { parseLiveQuery } from "../../projections/live-queries.ts"
+import { topicOf, type Topic } from "../../projections/live-queries.ts"
 import type { ListenRequest } from "./listen-stream.ts"
 import {
   CallToolParams,
@@ -39,7 +39,7 @@ import type { ServerDescription } from "./server-info.ts"
 import { SessionsFull, Subscribed } from "./session-caps.ts"
 import type { Session, SessionsShape } from "./sessions.ts"
 import type { Tool } from "./tools.ts"
-import { tooManySubscriptionBytes, uriBytes, uriTooLong } from "./uri-limits.ts"
+import { overSubscriptionCaps, tooManySubscriptionBytes, uriBytes, uriTooLong } from "./uri-limits.ts"
 
 /** Caching hints (M4). The catalog is fixed while the process runs; rows are not. */
 export interface CacheHint {
@@ -172,32 +172,32 @@ export const makeDispatcher = ({ catalog, tools, resources, sessions, server, ch
   // Under wo dev the catalog changes whenever the app does: nothing catalog-derived may be cached.
   const catalogCache = settings.catalogReloads === true ? DEV_CATALOG_CACHE : CATALOG_CACHE
 
-  /** A live query naming a bad field would never notify: refuse it, naming the field. */
-  const badLiveQuery = (uri: string): RpcError | undefined => {
-    const query = parseLiveQuery(catalog, uri)
-    return query !== undefined && Either.isLeft(query) ? invalidParams(`${uri}: ${query.left.message}`) : undefined
-  }
+  /** The URI read once, as the registry takes it; a live query naming a bad field would never notify: refused, naming the field. */
+  const topic = (uri: string): Either.Either<Topic, RpcError> =>
+    Either.mapLeft(topicOf(catalog, uri), (e) => invalidParams(`${uri}: ${e.message}`))
 
   const subscription = (subscribe: boolean): Handler => (request, { session }) =>
     Either.match(decodeSubscribe(request.params), {
       onLeft: () => Effect.fail(invalidParams("params.uri must be a string")),
       onRight: ({ uri }) => {
-        const refused = uriTooLong(uri, settings) ?? (subscribe ? badLiveQuery(uri) : undefined)
-        if (refused !== undefined) return Effect.fail(refused)
+        const tooLong = uriTooLong(uri, settings)
+        if (tooLong !== undefined) return Effect.fail(tooLong)
         // The legacy policy admits these methods only with a session.
         const s = session!
-        return (subscribe ? sessions.subscribe(s, uri, checkpoint()) : Effect.as(sessions.unsubscribe(s, uri), new Subscribed())).pipe(
-          Effect.flatMap((outcome) => {
-            switch (outcome._tag) {
-              case "Subscribed":
-                return succeed({})
-              case "SubscriptionBytesFull":
-                return Effect.fail(tooManySubscriptionBytes(settings, "session"))
-              case "SubscriptionsFull":
-                return Effect.fail(invalidParams(`too many subscriptions on this session (WO_MAX_SUBSCRIPTIONS=${settings.maxSubscriptions})`))
-            }
-          })
-        )
+        if (!subscribe) return Effect.as(sessions.unsubscribe(s, uri), result({ result: {} }))
+        return fromEither(topic(uri), (t) =>
+          sessions.subscribe(s, t, checkpoint()).pipe(
+            Effect.flatMap((outcome) => {
+              switch (outcome._tag) {
+                case "Subscribed":
+                  return succeed({})
+                case "SubscriptionBytesFull":
+                  return Effect.fail(tooManySubscriptionBytes(settings, "session"))
+                case "SubscriptionsFull":
+                  return Effect.fail(invalidParams(`too many subscriptions on this session (WO_MAX_SUBSCRIPTIONS=${settings.maxSubscriptions})`))
+              }
+            })
+          ))
       }
     })
 
@@ -243,16 +243,13 @@ export const makeDispatcher = ({ catalog, tools, resources, sessions, server, ch
           if (refused !== undefined) return Effect.fail(refused)
         }
         const uris = [...new Set(asked)]
-        if (uris.length > settings.maxSubscriptions) {
-          return Effect.fail(invalidParams(`too many resourceSubscriptions (WO_MAX_SUBSCRIPTIONS=${settings.maxSubscriptions})`))
-        }
         let bytes = 0
         for (const uri of uris) bytes += uriBytes(uri)
-        if (bytes > settings.maxSubscriptionBytes) return Effect.fail(tooManySubscriptionBytes(settings, "listen"))
-        for (const uri of uris) {
-          const refused = badLiveQuery(uri)
-          if (refused !== undefined) return Effect.fail(refused)
-        }
+        const over = overSubscriptionCaps(uris.length, bytes, settings)
+        if (over?._tag === "SubscriptionsFull") return Effect.fail(invalidParams(`too many resourceSubscriptions (WO_MAX_SUBSCRIPTIONS=${settings.maxSubscriptions})`))
+        if (over?._tag === "SubscriptionBytesFull") return Effect.fail(tooManySubscriptionBytes(settings, "listen"))
+        const topics = Either.all(uris.map(topic))
+        if (Either.isLeft(topics)) return Effect.fail(topics.left)
         const lists = notifications.resourcesListChanged === true
         const tools = notifications.toolsListChanged === true && settings.catalogReloads === true
         const honoured = {
@@ -260,7 +257,7 @@ export const makeDispatcher = ({ catalog, tools, resources, sessions, server, ch
           ...(lists ? { resourcesListChanged: true } : {}),
           ...(tools ? { toolsListChanged: true } : {})
         }
-        return Effect.succeed<Answer>({ _tag: "Listen", listen: { id: request.id, client, uris, listChanges: lists, toolsListChanges: tools, honoured } })
+        return Effect.succeed<Answer>({ _tag: "Listen", listen: { id: request.id, client, topics: topics.right, listChanges: lists, toolsListChanges: tools, honoured } })
       }
     }],
     [Method.toolsList, {

@@ -1,18 +1,19 @@
 /**
  * A modern `subscriptions/listen` stream (M6), once its params are checked: the ack first, then only the
- * requested notice types, each tagged with the listen request's id; bounded; counted per client and in all.
+ * requested notice types, each tagged with the listen request's id; bounded; counted per client and in all
+ * (open-streams.ts holds the caps).
  * Live notices go straight to the push sink: the frame's prefix and suffix are shared by every listen stream
  * (notice-frames.ts), only this stream's id bytes are its own.
  */
 import { Effect, Either } from "effect"
 import type { Settings } from "../../config.ts"
+import type { Topic } from "../../projections/live-queries.ts"
 import type { RegistryShape } from "../../projections/registry.ts"
 import type { RowsShape } from "../../projections/rows.ts"
 import type { EdgeResponse } from "../edge-types.ts"
 import type { NoticeBuffer } from "../notice-buffer.ts"
 import type { OpenStreamsShape } from "../open-streams.ts"
 import { SSE_HEADERS, sseFrame } from "../sse.ts"
-import { makeClientSlots } from "../client-slots.ts"
 import { modernParts, modernSplice, subscriptionIdBytes } from "./notice-frames.ts"
 import { ErrorCode, META, Notification, resultMessage, RpcError, type RpcId } from "./protocol.ts"
 
@@ -20,7 +21,8 @@ export interface ListenRequest {
   readonly id: RpcId
   /** The caller's source address, for the per-client cap. */
   readonly client: string
-  readonly uris: ReadonlyArray<string>
+  /** The URIs to follow, each read once by the dispatcher. */
+  readonly topics: ReadonlyArray<Topic>
   readonly listChanges: boolean
   /** Asked for notifications/tools/list_changed, and honoured (only wo dev ever changes the tools). */
   readonly toolsListChanges?: boolean
@@ -37,11 +39,9 @@ export interface ListenStreamDeps {
   readonly resultMeta: object
 }
 
-export const makeListenStreams = ({ registry, rows, streams, settings, resultMeta }: ListenStreamDeps) => {
-  const slots = makeClientSlots(settings.maxListensPerClient, settings.maxListenStreams)
-
-  return ({ id, client, uris, listChanges, toolsListChanges, honoured }: ListenRequest): Either.Either<EdgeResponse, RpcError> => {
-    if (slots.full(client)) {
+export const makeListenStreams = ({ registry, rows, streams, settings, resultMeta }: ListenStreamDeps) =>
+  ({ id, client, topics, listChanges, toolsListChanges, honoured }: ListenRequest): Either.Either<EdgeResponse, RpcError> => {
+    if (streams.full("listen", client)) {
       return Either.left(new RpcError({
         code: ErrorCode.InvalidRequest,
         message: `too many open listen streams (WO_MAX_LISTENS_PER_CLIENT=${settings.maxListensPerClient}, WO_MAX_LISTEN_STREAMS=${settings.maxListenStreams})`
@@ -71,12 +71,11 @@ export const makeListenStreams = ({ registry, rows, streams, settings, resultMet
           reason === "shutdown"
             ? sseFrame({ event: "message", data: JSON.stringify(resultMessage(id, { resultType: "complete", _meta: { [META.subscriptionId]: id, ...resultMeta } })) })
             : undefined)
-        yield* Effect.acquireRelease(Effect.sync(() => slots.take(client)), () => Effect.sync(() => slots.release(client)))
+        const uris = topics.map((t) => t.uri)
+        yield* streams.track({ kind: "listen", client, owner: String(id), since: rows.checkpoint(), subscriptions: () => uris, listChanges }, buffer)
         const [ackPrefix, ackSuffix] = modernSplice("notifications/subscriptions/acknowledged", { notifications: honoured })
         sink.enqueue(ackPrefix, idBytes, ackSuffix)
-        yield* registry.subscribe(uris, buffer, listChanges)
-        yield* streams.track({ kind: "listen", owner: String(id), since: rows.checkpoint(), subscriptions: () => uris, listChanges }, buffer)
+        yield* registry.subscribe(buffer, topics, listChanges)
       })
     return Either.right<EdgeResponse>({ _tag: "Push", status: 200, headers: SSE_HEADERS, start, heartbeatMs: settings.heartbeatMs })
   }
-}

@@ -13,6 +13,7 @@ import { parsePosition, positionId, resumeNotices } from "../../projections/resu
 import type { RowsShape } from "../../projections/rows.ts"
 import type { ViewsShape } from "../../projections/views.ts"
 import type { EdgeResponse } from "../edge-types.ts"
+import { makeHandOver } from "../hand-over.ts"
 import type { NoticeBuffer } from "../notice-buffer.ts"
 import type { OpenStreamsShape } from "../open-streams.ts"
 import { SSE_HEADERS } from "../sse.ts"
@@ -38,33 +39,36 @@ export interface SessionStreamDeps {
 }
 
 export const makeSessionStream = ({ catalog, sessions, log, rows, views, streams, settings }: SessionStreamDeps) =>
-  (session: Session, lastEventId: string | undefined): EdgeResponse => {
+  (session: Session, lastEventId: string | undefined, client: string): EdgeResponse => {
     const from = parseGetStreamEventId(lastEventId)
     const start: Extract<EdgeResponse, { _tag: "Push" }>["start"] = (sink) =>
       Effect.gen(function* () {
-        // While the replay runs, live notices wait here (bounded like the sink), then follow it in order.
-        let held: Array<Notice & { readonly _tag: "Updated" }> | undefined = from === undefined ? undefined : []
+        // While the replay runs, live notices wait in the hand-over (bounded like the sink), then follow it in order.
+        const handOver = makeHandOver<Notice & { readonly _tag: "Updated" }>({
+          capacity: settings.streamBuffer,
+          send: (notice) => sink.enqueue(legacyFrame(notice)),
+          overflow: () => sink.close("overflow"),
+          isClosed: sink.isClosed,
+          holding: from !== undefined
+        })
         const buffer: NoticeBuffer = {
           deliver: (notice) => {
-            if (notice._tag !== "Updated") return
-            if (held === undefined) sink.enqueue(legacyFrame(notice))
-            else if (held.length > settings.streamBuffer) sink.close("overflow")
-            else if (!sink.isClosed()) held.push(notice)
+            if (notice._tag === "Updated") handOver.offer(notice)
           },
           close: (reason) => sink.close(reason),
           isClosed: sink.isClosed,
           catalogChanged: () => sink.enqueue(legacyCatalogChangedFrames)
         }
         // Live delivery starts before the replay reads the log, so nothing falls between the two.
-        yield* Effect.acquireRelease(Effect.sync(() => sessions.attach(session, buffer)), () => Effect.sync(() => sessions.detach(session, buffer)))
-        yield* streams.track({ kind: "session", owner: session.id, since: rows.checkpoint(), subscriptions: () => [...session.subscriptions.keys()], listChanges: false }, buffer)
+        yield* sessions.stream(session, buffer)
+        yield* streams.track({ kind: "session", client, owner: session.id, since: rows.checkpoint(), subscriptions: () => [...sessions.snapshot(session).subscriptions.keys()], listChanges: false }, buffer)
         if (from === undefined) return
-        // The head and the views' last changes, read in one step: live notices after it come from `held`.
+        // The head and the views' last changes, read in one step: live notices after it come from the hand-over.
         const head = rows.checkpoint()
         const viewSeqs = new Map(views.all().map((v) => [viewUri(v.name), v.seq]))
         // A store error during the replay ends the stream visibly, never skipping to live: the client then
         // resumes from the last id it got, so no notification is lost in between.
-        const replayed = yield* resumeNotices(log, catalog, new Map(session.subscriptions), from, head, viewSeqs).pipe(
+        const replayed = yield* resumeNotices(log, catalog, sessions.snapshot(session).subscriptions, from, head, viewSeqs).pipe(
           Stream.mapChunks((notices) => Chunk.of(Buffer.concat(Chunk.toReadonlyArray(notices).map(({ uri, seq }) => legacyUpdatedFrame(uri, seq))))),
           Stream.runForEach((frames) => (frames.length === 0 ? Effect.void : Effect.asVoid(sink.send(frames)))),
           Effect.as(true),
@@ -74,9 +78,7 @@ export const makeSessionStream = ({ catalog, sessions, log, rows, views, streams
             ), false))
         )
         if (!replayed) return sink.close("store")
-        const waiting = held ?? []
-        held = undefined
-        for (const notice of waiting) if (notice.seq > head) sink.enqueue(legacyFrame(notice))
+        handOver.release((notice) => notice.seq > head)
       })
     return { _tag: "Push", status: 200, headers: SSE_HEADERS, start, heartbeatMs: settings.heartbeatMs }
   }

@@ -7,25 +7,38 @@
  * With a shared session store (several nodes on PostgreSQL) the store is the truth and this map a cache: `get`
  * reads the session from the store on every request, so a session made (or subscribed, or ended) on another
  * node is served here as it is now, and an open GET stream here follows its subscriptions.
+ *
+ * Sessions own each session's record (its subscriptions as persisted: uri -> the sequence each began at, its
+ * last request, its one GET stream) and are its only writer: callers hold a `Session` (who it is) and read
+ * the rest as a snapshot. Who is routed which notice is the registry's (registry.ts): an open GET stream holds
+ * one registry subscription, which this module changes as the session subscribes and unsubscribes.
  */
-import { Context, Duration, Effect, Layer, Schedule } from "effect"
+import { Context, Duration, Effect, Layer, Schedule, type Scope } from "effect"
 import { randomBytes } from "node:crypto"
 import { WoConfig } from "../../config.ts"
+import { Catalog } from "../../domain/app-catalog.ts"
 import type { StoreUnavailable } from "../../domain/errors.ts"
-import { SessionsFull, Subscribed, SubscriptionBytesFull, SubscriptionsFull, type SubscribeOutcome } from "./session-caps.ts"
-import { SubscriptionRegistry } from "../../projections/registry.ts"
+import { SessionsFull, Subscribed, type SubscribeOutcome } from "./session-caps.ts"
+import { SessionStore, type StoredSession } from "../../log/session-store.ts"
+import { storedTopic, type Topic } from "../../projections/live-queries.ts"
+import { SubscriptionRegistry, type Subscription } from "../../projections/registry.ts"
 import type { NoticeBuffer } from "../notice-buffer.ts"
-import { SessionStore, type StoredSession } from "./session-store.ts"
-import { uriBytes } from "./uri-limits.ts"
+import { overSubscriptionCaps, uriBytes } from "./uri-limits.ts"
 
+/** A legacy session as a request holds it: who it is. What it holds is read through a snapshot. */
 export interface Session {
   readonly id: string
   readonly version: string
   readonly createdAt: number
+}
+
+/** A session's state at one moment, a copy: changing it changes nothing. */
+export interface SessionSnapshot extends Session {
+  readonly lastSeen: number
+  /** True while the session's GET stream is open. */
+  readonly streaming: boolean
   /** uri -> log sequence at which the subscription began; only later changes are announced or replayed. */
-  readonly subscriptions: Map<string, number>
-  lastSeen: number
-  stream: NoticeBuffer | undefined
+  readonly subscriptions: ReadonlyMap<string, number>
 }
 
 export interface SessionsShape {
@@ -37,111 +50,142 @@ export interface SessionsShape {
    */
   readonly get: (id: string) => Effect.Effect<Session | undefined, StoreUnavailable>
   /** SubscriptionsFull: WO_MAX_SUBSCRIPTIONS reached; SubscriptionBytesFull: WO_MAX_SUBSCRIPTION_BYTES would be passed. Nothing is made then. */
-  readonly subscribe: (session: Session, uri: string, sinceSeq: number) => Effect.Effect<SubscribeOutcome, StoreUnavailable>
+  readonly subscribe: (session: Session, topic: Topic, sinceSeq: number) => Effect.Effect<SubscribeOutcome, StoreUnavailable>
   readonly unsubscribe: (session: Session, uri: string) => Effect.Effect<void, StoreUnavailable>
-  /** Makes `buffer` the session's GET stream, closing the one it replaces. */
-  readonly attach: (session: Session, buffer: NoticeBuffer) => void
-  readonly detach: (session: Session, buffer: NoticeBuffer) => void
+  /**
+   * Makes `buffer` the session's GET stream for the current scope, closing the one it replaces: from now on it
+   * receives the notices of the session's subscriptions, whatever the session subscribes to meanwhile.
+   */
+  readonly stream: (session: Session, buffer: NoticeBuffer) => Effect.Effect<void, never, Scope.Scope>
   /** Ends the session and frees its stream and subscriptions; false when it did not exist. */
   readonly terminate: (id: string) => Effect.Effect<boolean, StoreUnavailable>
-  readonly list: () => ReadonlyArray<Session>
+  readonly snapshot: (session: Session) => SessionSnapshot
+  readonly list: () => ReadonlyArray<SessionSnapshot>
+  /** How many sessions are live here (metrics: no copies made). */
+  readonly count: () => number
 }
 
 export class Sessions extends Context.Tag("writeonce/Sessions")<Sessions, SessionsShape>() {}
 
 const newSessionId = () => randomBytes(18).toString("base64url")
 
+/** What this module keeps of a session; never handed out. */
+interface Entry {
+  readonly session: Session
+  /** uri -> the sequence it began at, and the URI as read once (for the registry). */
+  readonly subscriptions: Map<string, { readonly since: number; readonly topic: Topic }>
+  /** The UTF-8 bytes of the subscribed URIs, against WO_MAX_SUBSCRIPTION_BYTES. */
+  bytes: number
+  lastSeen: number
+  stream: { readonly buffer: NoticeBuffer; readonly subscription: Subscription } | undefined
+}
+
+const snapshotOf = (e: Entry): SessionSnapshot => ({
+  ...e.session,
+  lastSeen: e.lastSeen,
+  streaming: e.stream !== undefined,
+  subscriptions: new Map([...e.subscriptions].map(([uri, { since }]) => [uri, since]))
+})
+
 export const SessionsLive = Layer.scoped(
   Sessions,
   Effect.gen(function* () {
     const settings = yield* WoConfig
+    const catalog = yield* Catalog
     const store = yield* SessionStore
     const registry = yield* SubscriptionRegistry
-    const sessions = new Map<string, Session>()
+    const entries = new Map<string, Entry>()
+    /** A session handed out -> its entry (also after it ended: a request still holding it finds it empty). */
+    const byHandle = new WeakMap<Session, Entry>()
     const shared = store.load !== undefined
-    /** The UTF-8 bytes of each session's subscribed URIs, against WO_MAX_SUBSCRIPTION_BYTES; gone with the session. */
-    const subscriptionBytes = new WeakMap<Session, number>()
-    const bytesOf = (s: Session) => subscriptionBytes.get(s) ?? 0
-    const fromStore = (id: string, stored: StoredSession): Session => {
-      const s: Session = { id, version: stored.version, createdAt: stored.createdAt, subscriptions: new Map(stored.subscriptions), lastSeen: Date.now(), stream: undefined }
-      let bytes = 0
-      for (const uri of stored.subscriptions.keys()) bytes += uriBytes(uri)
-      subscriptionBytes.set(s, bytes)
-      return s
-    }
-    for (const [id, stored] of yield* store.loadAll) sessions.set(id, fromStore(id, stored))
 
-    const forget = (s: Session, uri: string) => {
-      if (!s.subscriptions.delete(uri)) return false
-      subscriptionBytes.set(s, bytesOf(s) - uriBytes(uri))
-      if (s.stream) registry.remove(uri, s.stream)
+    const newEntry = (session: Session): Entry => {
+      const e: Entry = { session: Object.freeze(session), subscriptions: new Map(), bytes: 0, lastSeen: Date.now(), stream: undefined }
+      byHandle.set(e.session, e)
+      return e
+    }
+    const entryOf = (session: Session) => byHandle.get(session)!
+
+    const forget = (e: Entry, uri: string) => {
+      if (!e.subscriptions.delete(uri)) return false
+      e.bytes -= uriBytes(uri)
+      e.stream?.subscription.remove(uri)
       return true
     }
-    const remember = (s: Session, uri: string, since: number) => {
-      s.subscriptions.set(uri, since)
-      subscriptionBytes.set(s, bytesOf(s) + uriBytes(uri))
-      if (s.stream) registry.add(uri, s.stream)
+    const remember = (e: Entry, topic: Topic, since: number) => {
+      e.subscriptions.set(topic.uri, { since, topic })
+      e.bytes += uriBytes(topic.uri)
+      e.stream?.subscription.add(topic)
     }
+    const fromStore = (id: string, stored: StoredSession): Entry => {
+      const e = newEntry({ id, version: stored.version, createdAt: stored.createdAt })
+      for (const [uri, since] of stored.subscriptions) remember(e, storedTopic(catalog, uri), since)
+      return e
+    }
+    for (const [id, stored] of yield* store.loadAll) entries.set(id, fromStore(id, stored))
 
+    /** The session's stream leaves the registry and is closed. */
+    const closeStream = (e: Entry, reason: "replaced" | "terminated") => {
+      if (e.stream === undefined) return
+      e.stream.subscription.end()
+      e.stream.buffer.close(reason)
+      e.stream = undefined
+    }
     /** An ended session keeps nothing: its stream leaves the registry, and a request still holding it finds it empty. */
-    const release = (s: Session) => {
-      if (s.stream) {
-        for (const uri of s.subscriptions.keys()) registry.remove(uri, s.stream)
-        s.stream.close("terminated")
-        s.stream = undefined
-      }
-      s.subscriptions.clear()
-      subscriptionBytes.delete(s)
+    const release = (e: Entry) => {
+      closeStream(e, "terminated")
+      e.subscriptions.clear()
+      e.bytes = 0
     }
 
     const terminate = (id: string) =>
       Effect.suspend(() => {
-        const s = sessions.get(id)
-        if (s === undefined) return Effect.succeed(false)
-        sessions.delete(id)
-        release(s)
+        const e = entries.get(id)
+        if (e === undefined) return Effect.succeed(false)
+        entries.delete(id)
+        release(e)
         return Effect.as(store.remove(id), true)
       })
 
     /** Shared store: the session as stored now, cached here; its open stream (if any) follows its subscriptions. */
     const refresh = (id: string) =>
       Effect.map(store.load!(id), (stored) => {
-        let s = sessions.get(id)
+        let e = entries.get(id)
         if (stored === undefined) {
           // Ended (or expired) on some node.
-          if (s !== undefined) {
-            sessions.delete(id)
-            release(s)
+          if (e !== undefined) {
+            entries.delete(id)
+            release(e)
           }
           return undefined
         }
-        if (s === undefined) {
-          s = fromStore(id, stored)
-          sessions.set(id, s)
-          return s
+        if (e === undefined) {
+          e = fromStore(id, stored)
+          entries.set(id, e)
+          return e.session
         }
         const wanted = stored.subscriptions
-        for (const uri of [...s.subscriptions.keys()]) if (!wanted.has(uri)) forget(s, uri)
-        for (const [uri, since] of wanted) if (!s.subscriptions.has(uri)) remember(s, uri, since)
-        s.lastSeen = Date.now()
-        return s
+        for (const uri of [...e.subscriptions.keys()]) if (!wanted.has(uri)) forget(e, uri)
+        for (const [uri, since] of wanted) if (!e.subscriptions.has(uri)) remember(e, storedTopic(catalog, uri), since)
+        e.lastSeen = Date.now()
+        return e.session
       })
 
     // Idle expiry: a session with an open stream is in use, whatever its last request.
     const sweep = Effect.suspend(() => {
       const cutoff = Date.now() - settings.sessionIdleMs
-      const idle = [...sessions.values()].filter((s) => s.stream === undefined && s.lastSeen < cutoff)
+      const idle = [...entries.values()].filter((e) => e.stream === undefined && e.lastSeen < cutoff)
       if (shared) {
         // Another node may be serving an idle session of this cache: forget it here, and let the store end the
         // sessions no node has seen (the ones with a stream open here are marked as seen first).
-        for (const s of idle) sessions.delete(s.id)
-        const streaming = [...sessions.values()].filter((s) => s.stream !== undefined)
-        return Effect.forEach(streaming, (s) => refresh(s.id), { discard: true }).pipe(
+        for (const e of idle) entries.delete(e.session.id)
+        const streaming = [...entries.values()].filter((e) => e.stream !== undefined)
+        return Effect.forEach(streaming, (e) => refresh(e.session.id), { discard: true }).pipe(
           Effect.zipRight(store.expire!(settings.sessionIdleMs)),
           Effect.tap((n) => (n > 0 ? Effect.logDebug(`expired ${n} idle sessions`) : Effect.void))
         )
       }
-      return Effect.forEach(idle, (s) => terminate(s.id), { discard: true }).pipe(
+      return Effect.forEach(idle, (e) => terminate(e.session.id), { discard: true }).pipe(
         Effect.tap(() => (idle.length ? Effect.logDebug(`expired ${idle.length} idle sessions`) : Effect.void))
       )
     })
@@ -152,54 +196,59 @@ export const SessionsLive = Layer.scoped(
     return Sessions.of({
       create: (version) =>
         Effect.suspend((): Effect.Effect<Session | SessionsFull, StoreUnavailable> => {
-          if (sessions.size >= settings.maxSessions) return Effect.succeed(new SessionsFull())
-          const s: Session = { id: newSessionId(), version, createdAt: Date.now(), subscriptions: new Map(), lastSeen: Date.now(), stream: undefined }
-          sessions.set(s.id, s)
-          return Effect.as(store.create(s.id, s), s)
+          if (entries.size >= settings.maxSessions) return Effect.succeed(new SessionsFull())
+          const e = newEntry({ id: newSessionId(), version, createdAt: Date.now() })
+          entries.set(e.session.id, e)
+          return Effect.as(store.create(e.session.id, e.session), e.session)
         }),
       get: (id) =>
         shared
           ? refresh(id)
           : Effect.sync(() => {
-            const s = sessions.get(id)
-            if (s !== undefined) s.lastSeen = Date.now()
-            return s
+            const e = entries.get(id)
+            if (e === undefined) return undefined
+            e.lastSeen = Date.now()
+            return e.session
           }),
       // Made here first (so concurrent subscribes count it), stored, and taken back if the store refuses.
-      subscribe: (s, uri, since) =>
+      subscribe: (session, topic, since) =>
         Effect.suspend((): Effect.Effect<SubscribeOutcome, StoreUnavailable> => {
-          if (s.subscriptions.has(uri)) return Effect.succeed(new Subscribed())
-          if (s.subscriptions.size >= settings.maxSubscriptions) return Effect.succeed(new SubscriptionsFull())
-          if (bytesOf(s) + uriBytes(uri) > settings.maxSubscriptionBytes) return Effect.succeed(new SubscriptionBytesFull())
-          remember(s, uri, since)
-          return store.subscribe(s.id, uri, since).pipe(
-            Effect.tapError(() => Effect.sync(() => forget(s, uri))),
+          const e = entryOf(session)
+          if (e.subscriptions.has(topic.uri)) return Effect.succeed(new Subscribed())
+          const over = overSubscriptionCaps(e.subscriptions.size + 1, e.bytes + uriBytes(topic.uri), settings)
+          if (over !== undefined) return Effect.succeed(over)
+          remember(e, topic, since)
+          return store.subscribe(session.id, topic.uri, since).pipe(
+            Effect.tapError(() => Effect.sync(() => forget(e, topic.uri))),
             Effect.as(new Subscribed())
           )
         }),
-      unsubscribe: (s, uri) =>
+      unsubscribe: (session, uri) =>
         Effect.suspend(() => {
-          const since = s.subscriptions.get(uri)
-          if (since === undefined) return Effect.void
-          forget(s, uri)
-          return store.unsubscribe(s.id, uri).pipe(Effect.tapError(() => Effect.sync(() => remember(s, uri, since))))
+          const e = entryOf(session)
+          const held = e.subscriptions.get(uri)
+          if (held === undefined) return Effect.void
+          forget(e, uri)
+          return store.unsubscribe(session.id, uri).pipe(Effect.tapError(() => Effect.sync(() => remember(e, held.topic, held.since))))
         }),
-      attach: (s, buffer) => {
-        if (s.stream) {
-          for (const uri of s.subscriptions.keys()) registry.remove(uri, s.stream)
-          s.stream.close("replaced")
-        }
-        s.stream = buffer
-        for (const uri of s.subscriptions.keys()) registry.add(uri, buffer)
-      },
-      detach: (s, buffer) => {
-        if (s.stream !== buffer) return
-        for (const uri of s.subscriptions.keys()) registry.remove(uri, buffer)
-        s.stream = undefined
-        s.lastSeen = Date.now()
-      },
+      stream: (session, buffer) =>
+        Effect.gen(function* () {
+          const e = entryOf(session)
+          closeStream(e, "replaced")
+          const subscription = yield* registry.subscribe(buffer, [...e.subscriptions.values()].map((s) => s.topic))
+          e.stream = { buffer, subscription }
+          yield* Effect.addFinalizer(() =>
+            Effect.sync(() => {
+              if (e.stream?.buffer !== buffer) return
+              e.stream = undefined
+              e.lastSeen = Date.now()
+            })
+          )
+        }),
       terminate,
-      list: () => [...sessions.values()]
+      snapshot: (session) => snapshotOf(entryOf(session)),
+      list: () => [...entries.values()].map(snapshotOf),
+      count: () => entries.size
     })
   })
 )

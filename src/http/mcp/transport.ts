@@ -102,7 +102,7 @@ export interface TransportDeps {
   /** listen-stream.ts: a modern listen stream, or its refusal (the only one it makes: too many streams, 429). */
   readonly openListen: (request: ListenRequest) => Either.Either<EdgeResponse, RpcError>
   /** session-stream.ts: a legacy session's GET stream, resumed after Last-Event-ID. */
-  readonly openSessionStream: (session: Session, lastEventId: string | undefined) => EdgeResponse
+  readonly openSessionStream: (session: Session, lastEventId: string | undefined, client: string) => EdgeResponse
   readonly maxJsonDepth: number
 }
 
@@ -202,7 +202,7 @@ export const makeMcpTransport = (deps: TransportDeps) => {
     return legacy.session(envelope).pipe(
       Effect.flatMap((session) =>
         request.method === "GET"
-          ? Effect.succeed(withHeaders(openSessionStream(session, headerValue(request.headers, LAST_EVENT_ID_HEADER)), { [SESSION_HEADER]: session.id }))
+          ? Effect.succeed(withHeaders(openSessionStream(session, headerValue(request.headers, LAST_EVENT_ID_HEADER), request.remoteAddress), { [SESSION_HEADER]: session.id }))
           : sessions.terminate(session.id).pipe(
             Effect.as(empty(200)),
             Effect.catchIf(isStoreError, (e) => Effect.fail(storeDown(e)))

@@ -4,6 +4,7 @@
  * listen stream subscribes to are at most WO_MAX_SUBSCRIPTION_BYTES in all.
  */
 import type { Settings } from "../../config.ts"
+import { SubscriptionBytesFull, SubscriptionsFull } from "./session-caps.ts"
 import { invalidParams, type RpcError } from "./protocol.ts"
 
 /** What a subscription to `uri` counts against WO_MAX_SUBSCRIPTION_BYTES: its UTF-8 bytes. */
@@ -23,3 +24,14 @@ export const tooManySubscriptionBytes = (settings: Pick<Settings, "maxSubscripti
     `${holder === "session" ? "the subscriptions of this session" : "resourceSubscriptions"} would hold more than ${max} bytes of URIs (WO_MAX_SUBSCRIPTION_BYTES=${max})`
   )
 }
+
+/**
+ * The one check of a subscription holder's caps, given what it would hold: `count` subscriptions (against
+ * WO_MAX_SUBSCRIPTIONS) whose URIs are `bytes` long in all (WO_MAX_SUBSCRIPTION_BYTES). Undefined: within both.
+ */
+export const overSubscriptionCaps = (
+  count: number,
+  bytes: number,
+  settings: Pick<Settings, "maxSubscriptions" | "maxSubscriptionBytes">
+): SubscriptionsFull | SubscriptionBytesFull | undefined =>
+  count > settings.maxSubscriptions ? new SubscriptionsFull() : bytes > settings.maxSubscriptionBytes ? new SubscriptionBytesFull() : undefined

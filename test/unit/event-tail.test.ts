@@ -1,0 +1,133 @@
+/**
+ * `GET /api/_events` (event-tail.ts), over a log in memory and a fake socket, with no timing: where a reader
+ * starts, the replay from the log handed over to live commits with no gap and no duplicate, a reader that falls
+ * too far behind closed with a comment saying why, and the caps and shutdown through the open-stream record.
+ */
+import { describe, expect, it } from "@effect/vitest"
+import { Effect, Either, Exit, Scope, Stream } from "effect"
+import type { StoredEvent } from "../../src/domain/events.ts"
+import type { EdgeRequest, EdgeResponse } from "../../src/http/edge-types.ts"
+import { makeEventTail, startOf } from "../../src/http/event-tail.ts"
+import { makeOpenStreams } from "../../src/http/open-streams.ts"
+import { makeStreamHub } from "../../src/http/stream-hub.ts"
+import { EventLog } from "../../src/log/event-log.ts"
+import { makeChangeFeed } from "../../src/projections/change-feed.ts"
+import { makeRows } from "../../src/projections/rows.ts"
+import { FakeSocket } from "../support/fake-socket.ts"
+import { MemoryLogLive } from "./memory-log.ts"
+
+const request = (query: string, headers: Record<string, string> = {}, remoteAddress = "127.0.0.1"): EdgeRequest => ({
+  method: "GET",
+  path: "/api/_events",
+  query: new URLSearchParams(query),
+  search: query === "" ? "" : `?${query}`,
+  headers,
+  body: Buffer.alloc(0),
+  remoteAddress
+})
+
+const event = (seq: number): StoredEvent => ({ seq, at: 0, type: "products", id: String(seq), version: 1, kind: "created", data: { name: `p${seq}` } })
+const change = (seq: number) => ({ event: event(seq), uri: `wo://products/${seq}`, row: null })
+const flushed = Effect.promise(() => new Promise<void>((r) => queueMicrotask(r)))
+const ids = (socket: FakeSocket) => [...socket.text().matchAll(/^id: (\d+)$/gm)].map((m) => Number(m[1]))
+
+interface Options {
+  readonly capacity?: number
+  readonly maxPerClient?: number
+  /** Commits published when the replay first reads the log (as if made while it runs). */
+  readonly duringReplay?: ReadonlyArray<number>
+}
+
+/** A tail over a log holding events 1..3 (the rows' checkpoint), with the feed and the open-stream record it uses. */
+const setup = ({ capacity = 16, maxPerClient = 4, duringReplay = [] }: Options = {}) =>
+  Effect.gen(function* () {
+    const stored = yield* EventLog
+    yield* stored.append({ entries: [1, 2, 3].map((seq) => ({ event: event(seq), row: null })), counters: new Map() })
+    const feed = makeChangeFeed()
+    let pending = duringReplay
+    const log = {
+      ...stored,
+      readFrom: (from: number) =>
+        stored.readFrom(from).pipe(Stream.onStart(Effect.sync(() => {
+          const now = pending
+          pending = []
+          if (now.length > 0) feed.publish(now.map(change))
+        })))
+    }
+    const streams = makeOpenStreams({ maxListensPerClient: 1, maxListenStreams: 1, maxEventTailsPerClient: maxPerClient, maxEventTails: 10 })
+    const rows = makeRows(new Map(), 3, { rows: 0, events: 0, tailEvents: 0, millis: 0 })
+    const tail = makeEventTail({ log, feed, rows, capacity, heartbeatMs: 60_000, streams, maxPerClient, maxTotal: 10 })
+    const hub = makeStreamHub()
+    /** Starts the response as the edge does, in `scope`; the socket it writes to. */
+    const run = (response: EdgeResponse, scope: Scope.Scope) =>
+      Effect.gen(function* () {
+        if (response._tag !== "Push") return yield* Effect.die(`expected a push stream, got ${response.status}`)
+        const socket = new FakeSocket()
+        yield* Scope.extend(response.start(hub.open(socket, capacity + 1)), scope)
+        yield* flushed
+        return socket
+      })
+    return { tail, feed, streams, run }
+  }).pipe(Effect.provide(MemoryLogLive))
+
+describe("where a reader starts", () => {
+  it("after Last-Event-ID, else at `from`, else at 1; anything else is refused, naming it", () => {
+    expect(startOf(request(""))).toEqual(Either.right(1))
+    expect(startOf(request("from=0"))).toEqual(Either.right(1))
+    expect(startOf(request("from=7"))).toEqual(Either.right(7))
+    expect(startOf(request("from=7", { "last-event-id": " 9 " }))).toEqual(Either.right(10))
+    expect(startOf(request("from=x"))).toEqual(Either.left("from must be a log sequence (an integer >= 1), got x"))
+    expect(Either.isLeft(startOf(request("", { "last-event-id": "get-9" })))).toBe(true)
+  })
+
+  it.effect("a bad start is a 400 ValidationFailed", () =>
+    Effect.gen(function* () {
+      const { tail } = yield* setup()
+      const response = tail(request("from=-1"))
+      expect(response).toMatchObject({ _tag: "Buffered", status: 400 })
+      expect(JSON.parse(String((response as { body: unknown }).body)).error).toBe("ValidationFailed")
+    }))
+})
+
+describe("replay, then live", () => {
+  it.scoped("a commit made during the replay follows it once, then commits go out live", () =>
+    Effect.gen(function* () {
+      // 3 is in the log the replay reads (published again, it must not be sent twice); 4 is after its head.
+      const { tail, feed, run } = yield* setup({ duringReplay: [3, 4] })
+      const socket = yield* run(tail(request("from=2")), yield* Effect.scope)
+      expect(ids(socket)).toEqual([2, 3, 4])
+      feed.publish([change(5)])
+      yield* flushed
+      expect(ids(socket)).toEqual([2, 3, 4, 5])
+    }))
+
+  it.scoped("a reader with more than its buffer waiting during the replay is closed, saying why", () =>
+    Effect.gen(function* () {
+      const { tail, run } = yield* setup({ capacity: 1, duringReplay: [4, 5, 6] })
+      const socket = yield* run(tail(request("from=3")), yield* Effect.scope)
+      expect(ids(socket)).toEqual([])
+      expect(socket.text()).toBe(": closed (overflow); reconnect with Last-Event-ID to resume from the log\n\n")
+      expect(socket.ended).toBe(true)
+    }))
+})
+
+describe("caps and shutdown, through the open-stream record", () => {
+  it.effect("a client past its cap gets 429 until its reader ends; shutdown ends every reader", () =>
+    Effect.gen(function* () {
+      const { tail, streams, run } = yield* setup({ maxPerClient: 1 })
+      const scope = yield* Scope.make()
+      const socket = yield* run(tail(request("from=1")), scope)
+      expect(streams.list().map((s) => [s.kind, s.client])).toEqual([["events", "127.0.0.1"]])
+      const refused = tail(request("from=1"))
+      expect(refused).toMatchObject({ _tag: "Buffered", status: 429, headers: { "retry-after": "1" } })
+      expect(JSON.parse(String((refused as { body: unknown }).body)).error).toBe("TooManyReaders")
+      // Another address has a cap of its own.
+      expect(tail(request("from=1", {}, "127.0.0.2"))._tag).toBe("Push")
+
+      streams.closeAll("shutdown")
+      expect(socket.ended).toBe(true)
+      yield* Scope.close(scope, Exit.void)
+      expect(streams.list()).toEqual([])
+      expect(tail(request("from=1"))._tag).toBe("Push")
+    }))
+})

@@ -1,0 +1,95 @@
+/**
+ * Legacy resumption (resumption.ts), over a log in memory: the notices a GET stream missed are recomputed in
+ * the order the registry sends them live (by sequence, the row's own first, then the others by URI), each
+ * only after the position and after the sequence its subscription began at; a live query's notices need the
+ * row's fields from before the window, read backwards from the log; and positions round-trip through their
+ * SSE ids.
+ */
+import { describe, expect, it } from "@effect/vitest"
+import { Chunk, Effect, Either, Stream } from "effect"
+import pricing from "../../examples/pricing/app.ts"
+import { compileApp } from "../../src/domain/compile.ts"
+import type { StoredEvent } from "../../src/domain/events.ts"
+import { EventLog } from "../../src/log/event-log.ts"
+import { parsePosition, positionId, resumeNotices, type ResumePosition } from "../../src/projections/resumption.ts"
+import { MemoryLogLive } from "./memory-log.ts"
+
+const catalog = Either.getOrThrow(compileApp(pricing))
+
+const P1 = "wo://products/1"
+const EUR = "wo://products?currency=EUR"
+const USD = "wo://products?currency=USD"
+const VIEW = "wo://views/products_by_currency"
+
+const event = (seq: number, id: string, version: number, kind: StoredEvent["kind"], data: Record<string, unknown>): StoredEvent =>
+  ({ seq, at: 0, type: "products", id, version, kind, data, ...(kind === "invoked" ? { method: "set_price", params: data } : {}) })
+
+/** p1 is made in EUR, repriced, moved to USD; p2 is made in USD and deleted; p3 is made in EUR. */
+const HISTORY: ReadonlyArray<StoredEvent> = [
+  event(1, "1", 1, "created", { name: "a", price: 1, currency: "EUR" }),
+  event(2, "2", 1, "created", { name: "b", price: 1, currency: "USD" }),
+  event(3, "1", 2, "invoked", { price: 2 }),
+  event(4, "1", 3, "updated", { currency: "USD" }),
+  event(5, "2", 2, "deleted", {}),
+  event(6, "3", 1, "created", { name: "c", price: 1, currency: "EUR" })
+]
+const HEAD = 6
+
+/** The notices resumed after `from`, for `subscriptions` (uri -> the seq it began at), over HISTORY. */
+const resumed = (subscriptions: Record<string, number>, from: ResumePosition, viewSeqs: Record<string, number> = {}) =>
+  Effect.gen(function* () {
+    const log = yield* EventLog
+    yield* log.append({ entries: HISTORY.map((e) => ({ event: e, row: null })), counters: new Map() })
+    const notices = resumeNotices(log, catalog, new Map(Object.entries(subscriptions)), from, HEAD, new Map(Object.entries(viewSeqs)))
+    return Chunk.toReadonlyArray(yield* Stream.runCollect(notices)).map(({ uri, seq }) => `${seq} ${uri}`)
+  }).pipe(Effect.provide(MemoryLogLive))
+
+describe("resumeNotices", () => {
+  it.effect("a row: each of its events after the position, and after its subscription began", () =>
+    Effect.gen(function* () {
+      expect(yield* resumed({ [P1]: 0 }, { seq: 1 })).toEqual([`3 ${P1}`, `4 ${P1}`])
+      expect(yield* resumed({ [P1]: 3 }, { seq: 1 })).toEqual([`4 ${P1}`])
+    }))
+
+  it.effect("a live query: every event whose row matched it before or matches it after, its state before the window read back from the log", () =>
+    Effect.gen(function* () {
+      // From 2: p1's currency (EUR) is known only from its create at 1, before the window.
+      expect(yield* resumed({ [EUR]: 0 }, { seq: 2 })).toEqual([`3 ${EUR}`, `4 ${EUR}`, `6 ${EUR}`])
+      // A position without a URI is a row's notice, sent before the others of its seq: 2's USD notice follows it.
+      expect(yield* resumed({ [USD]: 0 }, { seq: 2 })).toEqual([`2 ${USD}`, `4 ${USD}`, `5 ${USD}`])
+    }))
+
+  it.effect("a view: one notice at its last change, when that is after the position", () =>
+    Effect.gen(function* () {
+      expect(yield* resumed({ [VIEW]: 0 }, { seq: 2 }, { [VIEW]: 6 })).toEqual([`6 ${VIEW}`])
+      expect(yield* resumed({ [VIEW]: 0 }, { seq: 2 }, { [VIEW]: 1 })).toEqual([])
+      // Begun after the view's last change: nothing was missed.
+      expect(yield* resumed({ [VIEW]: 6 }, { seq: 2 }, { [VIEW]: 6 })).toEqual([])
+    }))
+
+  it.effect("several notices at one seq: the row's own first, then by URI, resumed after the one last delivered", () =>
+    Effect.gen(function* () {
+      const all = { [P1]: 0, [EUR]: 0, [USD]: 0 }
+      expect(yield* resumed(all, { seq: 3 })).toEqual([`3 ${EUR}`, `4 ${P1}`, `4 ${EUR}`, `4 ${USD}`, `5 ${USD}`, `6 ${EUR}`])
+      // The last delivered was seq 4's EUR notice: the row's and EUR's are behind, USD's is not.
+      expect(yield* resumed(all, { seq: 4, uri: EUR })).toEqual([`4 ${USD}`, `5 ${USD}`, `6 ${EUR}`])
+    }))
+
+  it.effect("nothing when the position is the head", () =>
+    Effect.gen(function* () {
+      expect(yield* resumed({ [P1]: 0, [EUR]: 0 }, { seq: HEAD })).toEqual([])
+    }))
+})
+
+describe("positions", () => {
+  it("a row's notice is get-<seq>; any other names its URI, and parses back", () => {
+    expect(positionId(4, P1)).toBe("get-4")
+    expect(parsePosition(positionId(4, P1))).toEqual({ seq: 4 })
+    expect(positionId(4, EUR)).toBe(`get-4.${Buffer.from(EUR).toString("base64url")}`)
+    expect(parsePosition(positionId(4, EUR))).toEqual({ seq: 4, uri: EUR })
+  })
+
+  it("anything else is no position", () => {
+    for (const text of [undefined, "", "4", "get-", "get-x", "get-4.", "get-4.a b", "list-4"]) expect(parsePosition(text)).toBeUndefined()
+  })
+})
