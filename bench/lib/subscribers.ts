@@ -3,19 +3,21 @@
 // cost the generator little. Each counts `notifications/resources/updated` messages as they arrive and
 // timestamps them with performance.now() in the socket's 'data' handler.
 //
-// Parsing is deliberately minimal: the server writes every SSE event as one chunk (one `res.write`), so
-// scanning the raw (chunked) bytes for `\n\n`-terminated frames is exact; chunk-size lines land at the start
-// of a frame and are ignored. A stream can also be opened paused: only its response head is read, then the
-// socket stops reading (a stalled client, for the stall-isolation scenario).
+// The body is parsed with the server's SSE codec, over the raw (chunked) bytes: the server writes every SSE
+// event as one chunk (one `res.write`), so a chunk-size line is a line of its own (a field the parser does not
+// know) and the CRLF ending a chunk a blank line. A stream can also be opened paused: only its response head is
+// read, then the socket stops reading (a stalled client, for the stall-isolation scenario).
 import { connect, type Socket } from 'node:net';
+import { sseParser, type SseEvent } from '../../src/http/sse.ts';
 import { LEGACY_VERSION, legacyHeaders, legacyRpc, listenBody, modernHeaders, openLegacySession, type LegacySession } from '../../testkit/mcp.ts';
 
 const UPDATED = 'notifications/resources/updated';
 const UPDATED_BUF = Buffer.from(UPDATED, 'latin1');
-const TERMINATOR = Buffer.from('0\r\n\r\n', 'latin1');
 const EMPTY = Buffer.alloc(0);
 const ACK = 'notifications/subscriptions/acknowledged';
-const GET_ID = /id: get-(\d+)/;
+const GET_SEQ = /^get-(\d+)/;
+const TERMINATOR_TEXT = '0\r\n\r\n';
+const TERMINATOR = Buffer.from(TERMINATOR_TEXT, 'latin1');
 
 export interface Subscriber {
   readonly kind: 'listen' | 'get';
@@ -50,8 +52,10 @@ function openRaw(kind: Subscriber['kind'], opts: OpenOptions): Promise<Subscribe
   const { hostname, port } = new URL(opts.origin);
   const socket = connect({ host: hostname, port: Number(port) });
   socket.setNoDelay(true);
-  let buf = '';
+  let buf = ''; // the response head
   let headSeen = false;
+  const parser = sseParser();
+  let last = ''; // the stream's last bytes, for the chunked terminator
   const sub: Subscriber = {
     kind,
     count: 0,
@@ -106,35 +110,35 @@ function openRaw(kind: Subscriber['kind'], opts: OpenOptions): Promise<Subscribe
         if (chunk.length >= 5 && chunk.subarray(chunk.length - 5).equals(TERMINATOR)) sub.ended = true;
         return;
       }
-      buf += chunk.toString('latin1');
+      const text = chunk.toString('latin1');
+      let events: SseEvent[];
       if (!headSeen) {
+        buf += text;
         const end = buf.indexOf('\r\n\r\n');
         if (end < 0) return;
         const status = /^HTTP\/1\.1 (\d{3})/.exec(buf);
         if (!status || status[1] !== '200') return finish(new Error(`${kind} stream: ${buf.slice(0, 400)}`));
         headSeen = true;
-        buf = buf.slice(end + 4);
         if (opts.paused) {
           socket.pause();
           return finish();
         }
         if (!opts.readyMarker) finish();
-      }
-      let idx: number;
-      while ((idx = buf.indexOf('\n\n')) >= 0) {
-        const frame = buf.slice(0, idx);
-        buf = buf.slice(idx + 2);
-        if (frame.includes(UPDATED)) {
+        events = parser.push(buf.slice(end + 4));
+      } else events = parser.push(text);
+      for (const event of events) {
+        if (event.data?.includes(UPDATED)) {
           sub.count++;
           sub.lastAt = at;
-          const m = kind === 'get' ? GET_ID.exec(frame) : null;
+          const m = kind === 'get' ? GET_SEQ.exec(event.id ?? '') : null;
           sub.onUpdated?.(sub, at, m ? Number(m[1]) : undefined);
-        } else if (opts.readyMarker && frame.includes(opts.readyMarker)) {
+        } else if (opts.readyMarker && event.data?.includes(opts.readyMarker)) {
           finish();
-          if (kind === 'listen' && buf.length === 0) fast = true;
+          if (kind === 'listen' && parser.rest() === '') fast = true;
         }
       }
-      if (buf.endsWith('0\r\n\r\n')) sub.ended = true; // the chunked terminator: the server ended the stream
+      last = (last + text).slice(-TERMINATOR.length);
+      if (last === TERMINATOR_TEXT) sub.ended = true; // the chunked terminator: the server ended the stream
     });
     socket.once('connect', () => {
       socket.write(opts.head + (opts.body ?? ''));

@@ -9,6 +9,7 @@ import type { AddressInfo } from "node:net"
 import { errorJson, type EdgeRequest, type EdgeResponse } from "./edge-types.ts"
 import { edgeError } from "./edge-error.ts"
 import type { CloseReason } from "./push-sink.ts"
+import { sseFrame } from "./sse.ts"
 import { makeStreamHub, type StreamHub } from "./stream-hub.ts"
 
 /** The port could not be bound (in use, no permission). */
@@ -88,7 +89,7 @@ const writeChunk = (res: http.ServerResponse, chunk: string) =>
   })
 
 const SSE_BASE_HEADERS = { "cache-control": "no-cache", "x-accel-buffering": "no", connection: "keep-alive" }
-const HEARTBEAT = ": heartbeat\n\n"
+const HEARTBEAT = sseFrame({ comment: "heartbeat" })
 
 const streamBody = (res: http.ServerResponse, response: Extract<EdgeResponse, { _tag: "Stream" }>, hub: StreamHub) => {
   res.writeHead(response.status, { ...SSE_BASE_HEADERS, ...response.headers })

@@ -23,7 +23,7 @@ import { errorJson, type EdgeRequest, type EdgeResponse } from "./edge-types.ts"
 import type { CloseReason, PushSink } from "./push-sink.ts"
 import { makeHandOver } from "./hand-over.ts"
 import type { OpenStreamsShape } from "./open-streams.ts"
-import { SSE_HEADERS } from "./sse.ts"
+import { SSE_HEADERS, sseFrame } from "./sse.ts"
 import { makeTurnstile } from "./turnstile.ts"
 
 export interface EventTailDeps {
@@ -58,7 +58,7 @@ export const startOf = (request: EdgeRequest): Either.Either<number, string> => 
   return SEQ.test(from) ? Either.right(Math.max(1, Number(from))) : Either.left(`from must be a log sequence (an integer >= 1), got ${from}`)
 }
 
-const eventText = (event: StoredEvent) => `id: ${event.seq}\ndata: ${JSON.stringify(event)}\n\n`
+const eventText = (event: StoredEvent) => sseFrame({ id: String(event.seq), data: JSON.stringify(event) })
 
 /** A live event's frame, built once for every tail it reaches. */
 const liveFrames = new WeakMap<StoredEvent, Buffer>()
@@ -68,7 +68,7 @@ const liveFrame = (event: StoredEvent) => {
   return frame
 }
 
-const closedText = (reason: string) => `: closed (${reason}); reconnect with Last-Event-ID to resume from the log\n\n`
+const closedText = (reason: string) => sseFrame({ comment: `closed (${reason}); reconnect with Last-Event-ID to resume from the log` })
 
 export const makeEventTail = ({ log, feed, rows, capacity, heartbeatMs, streams, maxPerClient, maxTotal }: EventTailDeps) => {
   const turnstile = makeTurnstile(STEPS_PER_TURN)

@@ -16,6 +16,7 @@
  * per change.
  */
 import { Effect } from "effect"
+import { sseFrame } from "./sse.ts"
 
 /** Why a stream ended. "memory": closed by the global stream memory budget; "client": the client went away. */
 export type CloseReason = "overflow" | "memory" | "shutdown" | "replaced" | "terminated" | "client" | "store" | "done"
@@ -66,7 +67,7 @@ export interface PushSink {
   readonly beat: (since: number) => void
 }
 
-const HEARTBEAT = Buffer.from(": heartbeat\n\n")
+const HEARTBEAT = Buffer.from(sseFrame({ comment: "heartbeat" }))
 
 export const makePushSink = (socket: SocketLike, limit: number, hub: SinkHub): PushSink => {
   let parts: Array<Buffer> = []

@@ -132,6 +132,15 @@ export class RecordedValues {
     return parts.join("/")
   }
 
+  /** A response header: a new session, the row a `location` announces, a view's ETag; else as `text`. */
+  responseHeader(path: string, name: string, value: string): string {
+    if (name === "mcp-session-id") return this.session(value)
+    const row = name === "location" ? /^\/api\/([^/?#]+)\/([^/?#]+)$/.exec(value) : null
+    if (row) return `/api/${row[1]}/${this.created(safeDecode(row[1]), safeDecode(row[2]))}`
+    if (name === "etag" && path.startsWith("/api/_views/")) return this.etag(value)
+    return this.text(value)
+  }
+
   /** A view's ETag (its seq). */
   etag(value: string): string {
     const seq = /^"(\d+)"$/.exec(value)

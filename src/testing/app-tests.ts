@@ -12,7 +12,7 @@ import { compileApp } from "../domain/compile.ts"
 import { loadApp } from "../load-app.ts"
 import { takeSpecs } from "./spec.ts"
 import { typecheckApp } from "./typecheck.ts"
-import { parseTranscript } from "./transcript.ts"
+import { parseTranscript } from "./transcript/index.ts"
 import { runTranscript } from "./transcript-run.ts"
 
 export interface TestResult {

@@ -52,7 +52,7 @@ export {
   type Transcript,
   type TranscriptRequest,
   type Vars
-} from "./transcript.ts"
+} from "./transcript/index.ts"
 export { runTranscript, settingsForRun, type TranscriptRunOptions } from "./transcript-run.ts"
 export { findSpecFiles, findTranscripts, testApp, type AppTestReport, type TestOptions, type TestResult } from "./app-tests.ts"
 export { typecheckApp, type TypecheckResult } from "./typecheck.ts"

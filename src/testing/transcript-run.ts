@@ -11,7 +11,7 @@ import type { AppDef } from "../domain/catalog.ts"
 import { loadSettings, type Settings } from "../config.ts"
 import { HttpServer } from "../http/server.ts"
 import { writeOnceLayer } from "../runtime.ts"
-import { replayTranscript, type ReplayOptions, type ReplayResult, type Transcript } from "./transcript.ts"
+import { replayTranscript, type ReplayOptions, type ReplayResult, type Transcript } from "./transcript/index.ts"
 
 /**
  * The settings an `# env:` run means. Only the run's variables are read, so unset ones take their defaults and

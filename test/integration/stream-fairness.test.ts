@@ -10,7 +10,7 @@ import * as nodeHttp from "node:http"
 import * as path from "node:path"
 import { afterAll, describe, expect, it } from "vitest"
 import { appendSetPriceEvents } from "../../bench/lib/log-writer.ts"
-import { sseParser } from "../../testkit/sse.ts"
+import { parseSse } from "../../src/http/sse.ts"
 import { openListen, rawListen } from "../support/modern.ts"
 import { http, ROOT, spawnServer, tempDir, type SpawnedServer } from "../support/server.ts"
 
@@ -43,10 +43,7 @@ const readEvents = (url: string, from: number) =>
         bytes += chunk.length
       })
       res.on("error", () => {})
-      const ids = () => {
-        const parser = sseParser()
-        return parser.push(chunks.join("")).flatMap((m) => (m.id === undefined ? [] : [Number(m.id)]))
-      }
+      const ids = () => parseSse(chunks.join("")).flatMap((m) => (m.id === undefined ? [] : [Number(m.id)]))
       resolve({ bytes: () => bytes, ids, close: () => req.destroy() })
     })
     req.on("error", reject)

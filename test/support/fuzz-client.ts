@@ -5,6 +5,8 @@
  */
 import * as http from "node:http"
 import * as net from "node:net"
+import { isEventStream } from "../../src/http/sse.ts"
+import { sseDataPayloads } from "../../testkit/sse.ts"
 
 export interface FuzzRequest {
   readonly method: string
@@ -36,15 +38,13 @@ export const makeFuzzClient = (url: string) => {
       const headers = { ...r.headers, ...framing } as http.OutgoingHttpHeaders
       const req = http.request({ host: hostname, port, method: r.method, path: r.path, headers, agent }, (res) => {
         const chunks: Array<Buffer> = []
-        const sse = /^text\/event-stream/.test(String(res.headers["content-type"] ?? ""))
+        const sse = isEventStream(res.headers["content-type"])
         let idle: NodeJS.Timeout | undefined
         let cut = false
         const finish = () => {
           clearTimeout(idle)
           const body = Buffer.concat(chunks).toString("utf8")
-          const events = sse
-            ? body.split("\n\n").filter((b) => b.trim() !== "").map((b) => b.split("\n").filter((l) => l.startsWith("data:")).map((l) => l.slice(5).replace(/^ /, "")).join("\n")).filter((d) => d !== "")
-            : undefined
+          const events = sse ? sseDataPayloads(body) : undefined
           resolve({ status: res.statusCode ?? 0, headers: res.headers, body, events, cut })
         }
         const arm = () => {

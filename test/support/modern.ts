@@ -1,7 +1,8 @@
 /** Raw helpers for the stateless 2026-07-28 era over node:http: requests (built by testkit/mcp.ts), listen streams. */
 import * as nodeHttp from "node:http"
+import { sseParser } from "../../src/http/sse.ts"
 import { listenBody, modernHeaders, modernRequest as buildModern } from "../../testkit/mcp.ts"
-import { openSse, sseParser } from "../../testkit/sse.ts"
+import { openSse } from "../../testkit/sse.ts"
 import { rawRequest } from "./server.ts"
 
 export { listenBody, MODERN_META, MODERN_VERSION, modernHeaders, SUBSCRIPTION_ID } from "../../testkit/mcp.ts"
@@ -57,8 +58,8 @@ export const rawListen = (url: string, id: number, uris: ReadonlyArray<string>, 
       res.on("data", (chunk: string) => {
         text += chunk
         if (res.statusCode === 200) {
-          const first = parser.push(chunk).find((m) => m.data !== "")
-          if (first !== undefined) settle(JSON.parse(first.data))
+          const first = parser.push(chunk).find((m) => m.data)?.data
+          if (first !== undefined) settle(JSON.parse(first))
         }
       })
       res.on("end", () => settle(text ? JSON.parse(text) : undefined))

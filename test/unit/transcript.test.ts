@@ -7,7 +7,8 @@ import * as path from "node:path"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { startEdge, type EdgeHandler } from "../../src/http/edge.ts"
 import { json, type EdgeRequest, type EdgeResponse } from "../../src/http/edge-types.ts"
-import { recordTo, splitSseEvents } from "../../src/http/recorder.ts"
+import { recordTo } from "../../src/http/recorder.ts"
+import { parseSse, sseParser } from "../../src/http/sse.ts"
 import { tempDir } from "../support/server.ts"
 import {
   lineDiff,
@@ -223,14 +224,14 @@ describe("matchResponse", () => {
       status: 200,
       headers: { "content-type": "text/event-stream" },
       text,
-      events: splitSseEvents(text).events
+      events: parseSse(text)
     })
     const sse = (body: string): ExpectedResponse => ({ status: 200, headers: [], body })
 
     it("splits events, joins data lines and keeps the unterminated tail", () => {
-      const { events, rest } = splitSseEvents('id: 1\ndata: {"a":\ndata: 1}\n\n: heartbeat\n\nevent: x\r\ndata: plain\r\n\r\nid: 3\nda')
-      expect(events).toEqual([{ id: "1", data: '{"a":\n1}' }, { comment: "heartbeat" }, { event: "x", data: "plain" }])
-      expect(rest).toBe("id: 3\nda")
+      const parser = sseParser()
+      expect(parser.push('id: 1\ndata: {"a":\ndata: 1}\n\n: heartbeat\n\nevent: x\r\ndata: plain\r\n\r\nid: 3\nda')).toEqual([{ id: "1", data: '{"a":\n1}' }, { comment: "heartbeat" }, { event: "x", data: "plain" }])
+      expect(parser.rest()).toBe("id: 3\nda")
     })
 
     it("compares JSON data structurally and ignores heartbeats unless listed", () => {
@@ -411,7 +412,7 @@ describe("recordTo", () => {
         let text = ""
         res.on("data", (c) => {
           text += c
-          if (splitSseEvents(text).events.length >= events) {
+          if (parseSse(text).length >= events) {
             req.destroy()
             resolve(text)
           }

@@ -3,6 +3,9 @@
  * Authorization header. It resumes after the last event it saw whenever the stream ends (a restart, or the
  * server closing a reader that fell behind), so the caller sees every event once, in order.
  */
+// `.js`, not `.ts` like the page's own imports: esbuild finds the source beside a checkout's src/ and the compiled
+// module in an installed package's dist/, which ships no .ts outside the page (scripts/build.mjs).
+import { sseParser } from "../../http/sse.js"
 import type { StoredEvent } from "../wire.ts"
 import { authHeaders } from "./api.ts"
 
@@ -19,18 +22,11 @@ const RETRY_MS = 1000
 async function* sseData(body: ReadableStream<Uint8Array>): AsyncGenerator<string> {
   const reader = body.getReader()
   const decoder = new TextDecoder()
-  let buffer = ""
+  const parser = sseParser()
   for (;;) {
     const { value, done } = await reader.read()
     if (done) return
-    buffer += decoder.decode(value, { stream: true })
-    let end: number
-    while ((end = buffer.search(/\r?\n\r?\n/)) !== -1) {
-      const block = buffer.slice(0, end)
-      buffer = buffer.slice(end).replace(/^\r?\n\r?\n/, "")
-      const data = block.split(/\r?\n/).filter((l) => l.startsWith("data:")).map((l) => l.slice(5).replace(/^ /, ""))
-      if (data.length > 0) yield data.join("\n")
-    }
+    for (const event of parser.push(decoder.decode(value, { stream: true }))) if (event.data !== undefined) yield event.data
   }
 }
 
