@@ -10,12 +10,14 @@ import { Catalog } from "../domain/app-catalog.ts"
 import { NotFound, ValidationFailed, type CommandError } from "../domain/errors.ts"
 import { inputIssues } from "../domain/input-rules.ts"
 import { toIntent, type Command } from "../domain/intent.ts"
-import { GroupCommit, type CommandCommitted, type Committed, type Stage } from "./group-commit.ts"
+import { GroupCommit } from "./group-commit.ts"
+import type { CommandCommitted, Committed, Stage } from "./submission.ts"
 import { commandFromChanges, fingerprintOf, keyProblem, makeIdempotency, pruneExpiredKeys, storedChanges, type Keyed } from "./idempotency.ts"
 import { Metrics, metricsOff } from "../metrics/metrics.ts"
 
 // Where they were before app commands needed them in the domain.
 export { toIntent, type Command }
+export type { CommandCommitted, Committed, Stage }
 
 export interface ExecuteOptions {
   readonly onStage?: (stage: Stage) => void

@@ -31,7 +31,6 @@ import { CommitMode } from "./commit-mode.ts"
 import { decideBatch } from "./decide-batch.ts"
 import type { CommandCommitted, CommandSubmission, Committed, Decided, Pending, PendingCommand, Queued, Submission } from "./submission.ts"
 
-export type { CommandCommitted, CommandSubmission, Committed, Stage, Submission } from "./submission.ts"
 
 export interface GroupCommitShape {
   /** Queues the command and waits until its event is durable (or it is refused). */
@@ -217,9 +216,9 @@ export const makeGroupCommit = Effect.gen(function* () {
       const error = new StoreUnavailable({ reason: `the writer stopped after an internal error (${reason}); restart the server` })
       for (const p of stranded) p.resume(Exit.fail(error))
       yield* Deferred.succeed(death, reason)
-      yield* Effect.logError(`the group-commit writer died (${reason}): every command now fails with 503; restart the server`, cause).pipe(
-        Effect.catchAllDefect(() => Effect.logError(`the group-commit writer died (${reason}): every command now fails with 503; restart the server`))
-      )
+      const said = `the group-commit writer died (${reason}): every command now fails with 503; restart the server`
+      // Logged with its cause, or without it if the cause cannot be printed.
+      yield* Effect.logError(said, cause).pipe(Effect.catchAllDefect(() => Effect.logError(said)))
     })
 
   const writer = yield* Effect.forkDaemon(
