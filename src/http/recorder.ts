@@ -14,9 +14,9 @@
 import { Effect, Stream } from "effect"
 import * as fs from "node:fs"
 import type { EdgeHandler } from "./edge.ts"
-import type { EdgeRequest, EdgeResponse, Headers } from "./edge-types.ts"
+import { safeDecode, type EdgeRequest, type EdgeResponse, type Headers } from "./edge-types.ts"
 import type { PushSink } from "./push-sink.ts"
-import { namesIn, RecordedValues, safeDecode, type RecordedRefs } from "./recorded-values.ts"
+import { namesIn, RecordedValues, type RecordedRefs } from "./recorded-values.ts"
 
 /** Request headers a replay needs; the replayer supplies Content-Length, and Host unless it was unusual. */
 const REQUEST_HEADERS = [
