@@ -60,8 +60,8 @@ const requestOf = (command: Command): ReadonlyArray<unknown> => [
   command._tag === "Delete" ? null : command.input ?? null
 ]
 
-export const CommandsLive = Layer.scoped(
-  Commands,
+/** The command handlers over the writer; scoped: expired idempotency keys are pruned in the background. */
+export const makeCommands =
   Effect.gen(function* () {
     const catalog = yield* Catalog
     const writer = yield* GroupCommit
@@ -122,4 +122,5 @@ export const CommandsLive = Layer.scoped(
         })
     })
   })
-)
+
+export const CommandsLive = Layer.scoped(Commands, makeCommands)
