@@ -31,7 +31,6 @@ import { CommitMode } from "./commit-mode.ts"
 import { decideBatch } from "./decide-batch.ts"
 import type { CommandCommitted, CommandSubmission, Committed, Decided, Pending, PendingCommand, Queued, Submission } from "./submission.ts"
 
-
 export interface GroupCommitShape {
   /** Queues the command and waits until its event is durable (or it is refused). */
   readonly submit: (submission: Submission) => Effect.Effect<Committed, CommandError>
