@@ -6,7 +6,7 @@
 // server would after committing them. `wo replay` then proves the result is consistent.
 import { ClassicLevel } from 'classic-level';
 import { CHECKPOINT_KEY, eventKey, rowKey } from '../../src/log/log-keys.ts';
-import { rowPayload } from '../../src/log/classic-level-log.ts';
+import { rowPayload } from '../../src/log/level-records.ts';
 import { seal, unsealJson } from '../../src/log/record.ts';
 const TYPE = 'products';
 

@@ -5,7 +5,7 @@
 // batch), as it does for any view it has no stored state for.
 import { ClassicLevel } from 'classic-level';
 import { CHECKPOINT_KEY, counterKey, eventKey, FORMAT, FORMAT_KEY, rowCountKey, rowKey } from '../../src/log/log-keys.ts';
-import { rowPayload } from '../../src/log/classic-level-log.ts';
+import { rowPayload } from '../../src/log/level-records.ts';
 import { seal } from '../../src/log/record.ts';
 
 const TYPE = 'products';

@@ -10,12 +10,14 @@ import { Catalog } from "../domain/app-catalog.ts"
 import { NotFound, ValidationFailed, type CommandError } from "../domain/errors.ts"
 import { inputIssues } from "../domain/input-rules.ts"
 import { toIntent, type Command } from "../domain/intent.ts"
-import { GroupCommit, type CommandCommitted, type Committed, type Stage } from "./group-commit.ts"
+import { GroupCommit } from "./group-commit.ts"
+import type { CommandCommitted, Committed, Stage } from "./submission.ts"
 import { commandFromChanges, fingerprintOf, keyProblem, makeIdempotency, pruneExpiredKeys, storedChanges, type Keyed } from "./idempotency.ts"
 import { Metrics, metricsOff } from "../metrics/metrics.ts"
 
 // Where they were before app commands needed them in the domain.
 export { toIntent, type Command }
+export type { CommandCommitted, Committed, Stage }
 
 export interface ExecuteOptions {
   readonly onStage?: (stage: Stage) => void
@@ -58,8 +60,8 @@ const requestOf = (command: Command): ReadonlyArray<unknown> => [
   command._tag === "Delete" ? null : command.input ?? null
 ]
 
-export const CommandsLive = Layer.scoped(
-  Commands,
+/** The command handlers over the writer; scoped: expired idempotency keys are pruned in the background. */
+export const makeCommands =
   Effect.gen(function* () {
     const catalog = yield* Catalog
     const writer = yield* GroupCommit
@@ -120,4 +122,5 @@ export const CommandsLive = Layer.scoped(
         })
     })
   })
-)
+
+export const CommandsLive = Layer.scoped(Commands, makeCommands)

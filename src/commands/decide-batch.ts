@@ -10,11 +10,11 @@
 import { Either } from "effect"
 import type { Row } from "../domain/catalog.ts"
 import { commandFailed, planCommand } from "../domain/command-decider.ts"
-import { decide, evolve } from "../domain/decider.ts"
-import { MethodFailed, type CommandError } from "../domain/errors.ts"
+import { decide, decideIsolated, evolve } from "../domain/decider.ts"
+import type { CommandError, MethodFailed } from "../domain/errors.ts"
 import { streamKey, type StoredEvent } from "../domain/events.ts"
 import { rowUri } from "../domain/uri.ts"
-import { describeThrown, traceOf } from "../domain/user-code.ts"
+import type { UserCodeFailure } from "../domain/user-code.ts"
 import type { RowsShape } from "../projections/rows.ts"
 import { referenceRefusal, type Overlay } from "./reference-check.ts"
 import type { Decided, Pending, PendingCommand, Queued } from "./submission.ts"
@@ -85,36 +85,29 @@ export const decideBatch = (
   const createdHere = new Set<string>()
 
   /** Decides one change against `current`: the event and the row after it, or the error to answer with. */
-  const decideOne = (p: Pending, id: string, current: Row | undefined, seq: number): Either.Either<Decided, CommandError> => {
-    const failed = (reason: string, trace: string) => {
-      const error = new MethodFailed({ type: p.type.name, id, operation: operationOf(p), reason })
-      failures.push({ error, stack: trace })
-      return Either.left(error)
-    }
-    try {
-      const decision = decide(p.type, id, current, p.intent, p.expectedVersion)
-      if (Either.isLeft(decision)) {
-        const refusal = decision.left
-        // A method threw or returned what cannot be stored: the author's bug, answered 500 and logged.
-        return refusal._tag === "UserCodeFailure" ? failed(refusal.reason, refusal.trace) : Either.left(refusal)
-      }
-      const dangling = referenceRefusal(p.type, id, operationOf(p), decision.right, rows, overlay)
-      if (dangling !== undefined) return Either.left(dangling)
-      const event: StoredEvent = {
-        seq,
-        at,
-        type: p.type.name,
-        id,
-        version: (current?.version ?? 0) + 1,
-        schema: p.type.version,
-        ...decision.right
-      }
-      const row = evolve(current, event) ?? null
-      return Either.right({ event, row, before: current ?? null, rowJson: row === null ? null : JSON.stringify(row), uri: rowUri(p.type.name, id) })
-    } catch (e) {
-      return failed(describeThrown(e), traceOf(e))
-    }
-  }
+  const decideOne = (p: Pending, id: string, current: Row | undefined, seq: number): Either.Either<Decided, CommandError> =>
+    decideIsolated(
+      { type: p.type.name, id, operation: operationOf(p) },
+      (): Either.Either<Decided, CommandError | UserCodeFailure> => {
+        // A method that threw or returned what cannot be stored is the author's bug: answered 500 and logged.
+        const decision = decide(p.type, id, current, p.intent, p.expectedVersion)
+        if (Either.isLeft(decision)) return Either.left(decision.left)
+        const dangling = referenceRefusal(p.type, id, operationOf(p), decision.right, rows, overlay)
+        if (dangling !== undefined) return Either.left(dangling)
+        const event: StoredEvent = {
+          seq,
+          at,
+          type: p.type.name,
+          id,
+          version: (current?.version ?? 0) + 1,
+          schema: p.type.version,
+          ...decision.right
+        }
+        const row = evolve(current, event) ?? null
+        return Either.right({ event, row, before: current ?? null, rowJson: row === null ? null : JSON.stringify(row), uri: rowUri(p.type.name, id) })
+      },
+      (error, stack) => failures.push({ error, stack })
+    )
 
   /** The row as the batch left it so far (what a command's `ctx.get` and its changes are decided against). */
   const lookup = (type: string, id: string) => {

@@ -31,8 +31,6 @@ import { CommitMode } from "./commit-mode.ts"
 import { decideBatch } from "./decide-batch.ts"
 import type { CommandCommitted, CommandSubmission, Committed, Decided, Pending, PendingCommand, Queued, Submission } from "./submission.ts"
 
-export type { CommandCommitted, CommandSubmission, Committed, Stage, Submission } from "./submission.ts"
-
 export interface GroupCommitShape {
   /** Queues the command and waits until its event is durable (or it is refused). */
   readonly submit: (submission: Submission) => Effect.Effect<Committed, CommandError>
@@ -219,6 +217,7 @@ export const makeGroupCommit = Effect.gen(function* () {
       for (const p of stranded) p.resume(Exit.fail(error))
       yield* Deferred.succeed(death, reason)
       const said = `the group-commit writer died (${reason}): every command now fails with 503; restart the server`
+      // Logged with its cause, or without it if the cause cannot be printed.
       yield* Effect.logError(said, cause).pipe(Effect.catchAllDefect(() => Effect.logError(said)))
     })
 

@@ -5,14 +5,14 @@
  * Fields are Effect Schema struct fields; methods are pure commands over the current row.
  */
 import type { Schema } from "effect"
-import type { StoredEvent } from "./events.ts"
+import type { Row, StoredEvent } from "./events.ts"
 
 /** The operations every entity type has, before exposure filters them. */
 export const CRUD_OPS = ["list", "get", "create", "update", "delete"] as const
 export type CrudOp = (typeof CRUD_OPS)[number]
 
-/** A row as it is served everywhere: the store's id and version, then the fields (encoded, JSON-shaped). */
-export type Row<A = Record<string, unknown>> = { readonly id: string; readonly version: number } & A
+// A row is the fold of its events, so its type lives with them; the catalog's authors name it from here.
+export type { Row } from "./events.ts"
 
 /**
  * Returned by a method's `apply` to refuse the command: the domain's own answer (REST 422 `Rejected`, MCP

@@ -1,15 +1,16 @@
 /**
- * The Decider for every entity type: `decide(state, intent) -> event draft` and `evolve(state, event) -> state`,
- * with `undefined` as the initial state. All business rules live here and run without I/O; the group-commit
- * fiber calls `decide`, and every projection (live, recovery, `wo replay`) folds `evolve`.
+ * The Decider for every entity type: `decide(type, id, state, intent, expectedVersion) -> event draft` and
+ * `evolve(state, event) -> state`, with `undefined` as the initial state. All business rules live here and run
+ * without I/O; the group-commit writer and the decider specs decide through `decideIsolated`, and every
+ * projection (live, recovery, `wo replay`) folds `evolve`.
  */
 import { Either } from "effect"
 import { DEFAULT_REJECTION_CODE, isRejection, type Row } from "./catalog.ts"
 import type { CompiledMethod, CompiledType } from "./compile.ts"
-import { NotFound, Rejected, ValidationFailed, VersionConflict, type CommandError, type FieldIssue } from "./errors.ts"
+import { MethodFailed, NotFound, Rejected, ValidationFailed, VersionConflict, type CommandError, type FieldIssue } from "./errors.ts"
 import type { EventKind, StoredEvent } from "./events.ts"
 import { checkInvariants, decodedRow } from "./invariants.ts"
-import { describeThrown, issuesText, notPlainObject, plainData, runUserCode, userCodeFailure, type UserCodeFailure } from "./user-code.ts"
+import { describeThrown, issuesText, notPlainObject, plainData, runUserCode, traceOf, userCodeFailure, type UserCodeFailure } from "./user-code.ts"
 
 /** A command whose payload has already been decoded against the type's schema. */
 export type Intent =
@@ -99,6 +100,39 @@ export const decide = (
             decodedRow(type, id, version + 1, { ...stored, ...data }))
       )
     }
+  }
+}
+
+/** Which command a decision is for, as MethodFailed names it. */
+export interface DecisionOf {
+  readonly type: string
+  readonly id: string
+  readonly operation: string
+}
+
+/**
+ * Runs a decision (`decide`, and whatever the caller does with its draft) so that the author's bug fails this
+ * one command alone: a UserCodeFailure it returns, or anything it throws (decoding and encoding rows included),
+ * becomes MethodFailed, and `failed` hears it with its trace, for the log. The writer and the decider specs both
+ * decide through it, so a spec refuses exactly what the server would.
+ */
+export const decideIsolated = <A>(
+  of: DecisionOf,
+  decision: () => Either.Either<A, CommandError | UserCodeFailure>,
+  failed?: (error: MethodFailed, trace: string) => void
+): Either.Either<A, CommandError> => {
+  const fail = (reason: string, trace: string) => {
+    const error = new MethodFailed({ type: of.type, id: of.id, operation: of.operation, reason })
+    failed?.(error, trace)
+    return Either.left(error)
+  }
+  try {
+    const result = decision()
+    if (Either.isRight(result)) return Either.right(result.right)
+    const refusal = result.left
+    return refusal._tag === "UserCodeFailure" ? fail(refusal.reason, refusal.trace) : Either.left(refusal)
+  } catch (e) {
+    return fail(describeThrown(e), traceOf(e))
   }
 }
 

@@ -1,5 +1,7 @@
 /** The events in the log. Every change to a row is one event; the row is the fold of its events (see decider.ts). */
-import type { Row } from "./catalog.ts"
+
+/** A row as it is served everywhere: the store's id and version, then the fields (encoded, JSON-shaped). */
+export type Row<A = Record<string, unknown>> = { readonly id: string; readonly version: number } & A
 
 export type EventKind = "created" | "updated" | "deleted" | "invoked"
 

@@ -8,7 +8,7 @@
  * kind and the row's version after it, and the row after it as a GET serves it (null for a delete). Every event
  * in the log carries `command` and `correlation` too, so a log reader can regroup the command.
  */
-import type { CommandCommitted } from "../commands/group-commit.ts"
+import type { CommandCommitted } from "../commands/commands.ts"
 
 export const commandBody = (c: CommandCommitted): string => {
   const changes = c.changes.map(({ event, row, rowJson }) =>

@@ -7,22 +7,19 @@
  */
 import { Effect } from "effect"
 import { EventLog } from "../log/event-log.ts"
-import { Commands } from "../commands/commands.ts"
 import { WoConfig } from "../config.ts"
 import { agentsView } from "../console/agents-view.ts"
 import { makeAssets, PAGE_HEADERS } from "../console/assets.ts"
 import { catalogView } from "../console/catalog-view.ts"
 import { rowsSnapshot } from "../console/rows-view.ts"
 import { Catalog } from "../domain/app-catalog.ts"
-import type { CompiledType } from "../domain/compile.ts"
 import { ChangeFeed } from "../projections/change-feed.ts"
-import { Queries } from "../projections/queries.ts"
 import { Rows } from "../projections/rows.ts"
 import { VERSION } from "../version.ts"
 import { errorJson, json, jsonText, type EdgeRequest, type EdgeResponse } from "./edge-types.ts"
 import { makeEventTail } from "./event-tail.ts"
 import { Sessions } from "./mcp/sessions.ts"
-import { makeTools } from "./mcp/tools.ts"
+import { toolNames } from "./mcp/tools.ts"
 import { OpenStreams } from "./open-streams.ts"
 
 /** Views are live data: never cached, never sniffed as anything but JSON (so no cross-origin `<script>` use). */
@@ -34,13 +31,9 @@ export const makeConsoleRoutes = Effect.gen(function* () {
   const rows = yield* Rows
   const sessions = yield* Sessions
   const streams = yield* OpenStreams
-  const commands = yield* Commands
-  const queries = yield* Queries
 
-  // Built once: the catalog does not change while the server runs. Tool names come from the tool builder
-  // itself, one type at a time, so they are exactly what tools/list answers.
-  const toolNames = (type: CompiledType) =>
-    makeTools({ ...catalog, types: new Map([[type.name, type]]) }, commands, queries, settings.maxPageSize).map((t) => t.definition.name)
+  // Built once: the catalog does not change while the server runs. Tool names come from the tools' own table,
+  // so they are exactly what tools/list answers.
   const catalogBody = JSON.stringify(catalogView(catalog, VERSION, toolNames))
 
   const tail = makeEventTail({

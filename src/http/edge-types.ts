@@ -16,6 +16,15 @@ export interface EdgeRequest {
   readonly remoteAddress: string
 }
 
+/** A path segment, percent-decoded; a malformed escape stays as it is (and then matches nothing). */
+export const safeDecode = (segment: string) => {
+  try {
+    return decodeURIComponent(segment)
+  } catch {
+    return segment
+  }
+}
+
 export type Headers = Readonly<Record<string, string>>
 
 export type EdgeResponse =

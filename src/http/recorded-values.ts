@@ -12,7 +12,7 @@
  *
  * Requests only reuse names; responses name new values.
  */
-import type { EdgeRequest } from "./edge-types.ts"
+import { safeDecode, type EdgeRequest } from "./edge-types.ts"
 
 /** Which fields hold ids of which type, from the catalog. */
 export interface RecordedRefs {
@@ -28,14 +28,6 @@ export const placeholder = (name: string) => `{{${name}}}`
 
 const sessionKey = (value: string) => `session:${value}`
 const rowKey = (type: string, id: string) => `row:${type}/${id}`
-
-export const safeDecode = (segment: string) => {
-  try {
-    return decodeURIComponent(segment)
-  } catch {
-    return segment
-  }
-}
 
 /** Where in the app a JSON value sits: a row of a type, a command's params or result, a view's body. */
 interface Context {

@@ -6,10 +6,9 @@ import { Effect, Either } from "effect"
 import type { Row } from "../domain/catalog.ts"
 import type { CompiledApp, CompiledType } from "../domain/compile.ts"
 import { STORE_UNAVAILABLE, storeErrorPolicy, type CommandError, type NotFound, type StoreError, type ValidationFailed } from "../domain/errors.ts"
-import type { Command, CommandsShape, ExecuteOptions } from "../commands/commands.ts"
-import type { Committed } from "../commands/group-commit.ts"
+import type { Command, CommandsShape, Committed, ExecuteOptions } from "../commands/commands.ts"
 import type { QueriesShape } from "../projections/queries.ts"
-import { errorJson, jsonText, type EdgeRequest, type EdgeResponse } from "./edge-types.ts"
+import { errorJson, jsonText, safeDecode, type EdgeRequest, type EdgeResponse } from "./edge-types.ts"
 import { describeBodyProblem, isJsonContentType, parseJsonBody } from "./json-body.ts"
 import { deletedBody, listBody } from "./bodies.ts"
 import { fromQueryString } from "../domain/list-request.ts"
@@ -188,12 +187,3 @@ export const makeRestRoutes = (catalog: CompiledApp, commands: CommandsShape, qu
 }
 
 export const notFound = (request: EdgeRequest) => errorJson(404, "NotFound", `no route for ${request.method} ${request.path}`)
-
-/** A path segment, percent-decoded; a malformed escape stays as it is (and then matches nothing). */
-const safeDecode = (segment: string) => {
-  try {
-    return decodeURIComponent(segment)
-  } catch {
-    return segment
-  }
-}

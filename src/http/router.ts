@@ -21,7 +21,7 @@ export interface Routes {
   readonly health?: (request: EdgeRequest) => Effect.Effect<EdgeResponse>
   /** GET /metrics (metrics-route.ts). */
   readonly metrics?: (request: EdgeRequest) => Effect.Effect<EdgeResponse>
-  /** `wo backup`'s endpoint (backup/control.ts): its own token, this machine only. */
+  /** `wo backup`'s endpoint (backup-route.ts): its own token, this machine only. */
   readonly backup?: (request: EdgeRequest) => Effect.Effect<EdgeResponse>
 }
 

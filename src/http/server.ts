@@ -1,6 +1,6 @@
 /** The HTTP server as a scoped service: the edge listening, with REST and MCP routed behind it. */
 import { Context, Effect, Layer, Option } from "effect"
-import { makeBackupControl } from "../backup/control.ts"
+import { makeBackupControl } from "./backup-route.ts"
 import { LevelDb } from "../log/level-db.ts"
 import { Catalog } from "../domain/app-catalog.ts"
 import { Commands } from "../commands/commands.ts"

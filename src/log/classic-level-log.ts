@@ -8,7 +8,6 @@ import { Chunk, Effect, Layer, Option, Stream } from "effect"
 import * as fs from "node:fs"
 import * as path from "node:path"
 import { WoConfig } from "../config.ts"
-import type { Row } from "../domain/catalog.ts"
 import { type StoreUnavailable, DataCorrupt } from "../domain/errors.ts"
 import type { StoredEvent } from "../domain/events.ts"
 import { ACCEPTED_LOSS_FILE, acceptedGap, appendAcceptedLoss, countSeqs, describeIds, describeRanges, readAcceptedLosses, type SeqRanges } from "./accepted-loss.ts"
@@ -18,43 +17,15 @@ import { ACKED_FILE, openAckedHead, readAckedRecord, type AckedHeadWriter } from
 import { EventLog, type AppendBatch, type LogHead, type StoredKey, type StoredRow, type StoredView } from "./event-log.ts"
 import { DATA_LOSS_MARKER, LevelDb, storeError, type Db, type LevelDbShape } from "./level-db.ts"
 import * as K from "./log-keys.ts"
+import { decodeEvent, decodeRow, READ_BATCH, rowPayload } from "./level-records.ts"
 import { surveyLoss } from "./loss-survey.ts"
 import { decodeKeyPayload, keyPayload } from "./key-record.ts"
 import { RecordCorrupt, seal, unseal, unsealJson } from "./record.ts"
 import { checkRowCounts } from "./row-counts.ts"
 import { keptWriteAheadLogs } from "./wal-hold.ts"
 
-/** Records per native iterator call: one `nextv` instead of one pull per record. */
-export const READ_BATCH = 1000
-
 const corrupt = (e: unknown) =>
   readFailed(e)
-
-/** The stored row record: the row as served, with the schema version of its type it was written with. */
-interface RowRecord {
-  readonly schema?: number
-  readonly row: Row
-}
-
-/** A row's stored payload (sealed under its key); tools that write a data dir directly use it too. */
-export const rowPayload = (schema: number, rowJson: string) => `{"schema":${schema},"row":${rowJson}}`
-
-export const decodeEvent = (key: string, value: string): StoredEvent => {
-  const event = unsealJson<StoredEvent>(key, value)
-  if (event === null || typeof event !== "object" || event.seq !== K.seqOfEventKey(key)) {
-    throw new RecordCorrupt(`corrupt log: key ${key} holds event seq ${event?.seq}`)
-  }
-  return event
-}
-
-export const decodeRow = (key: string, value: string): StoredRow => {
-  const record = unsealJson<RowRecord>(key, value)
-  const type = K.typeOfRowKey(key)
-  if (record?.row === undefined || K.rowKey(type, String(record.row.id)) !== key) {
-    throw new RecordCorrupt(`corrupt row: key ${key} does not hold the row it names`)
-  }
-  return { type, row: record.row, schema: record.schema }
-}
 
 const decodeNumber = (key: string, value: string | undefined): number | undefined => {
   if (value === undefined) return undefined

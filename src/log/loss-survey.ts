@@ -4,7 +4,7 @@
  * stored (the recorded counts then disagree), and the ids whose create is gone (no event and no row left).
  * One pass over the events and one over the row keys, in native batches.
  */
-import { READ_BATCH, decodeEvent } from "./classic-level-log.ts"
+import { READ_BATCH, decodeEvent } from "./level-records.ts"
 import type { Db } from "./level-db.ts"
 import * as K from "./log-keys.ts"
 import type { SeqRanges } from "./accepted-loss.ts"

@@ -15,7 +15,7 @@
 import { Effect, Either } from "effect"
 import { streamKey } from "../domain/events.ts"
 import type { StoreError } from "../domain/errors.ts"
-import { decodeEvent, decodeRow, READ_BATCH } from "./classic-level-log.ts"
+import { decodeEvent, decodeRow, READ_BATCH } from "./level-records.ts"
 import type { Db, LevelDbShape } from "./level-db.ts"
 import * as K from "./log-keys.ts"
 import { unseal, unsealJson } from "./record.ts"

@@ -4,7 +4,7 @@
  * never misread. Each list names its position with its own Schema:
  *  - row pages (REST `GET /api/<type>`, the `<type>_list` tools, `wo://<type>?...`): `{"t":<type>,"a":<last id>}`,
  *    plus, for any order but ascending id, the order `"o"` (`-title`) and the last row's value of it `"k"`;
- *  - `resources/list`: `{"p":<phase>,"a":<last item>}` (see Queries.resourcePage);
+ *  - `resources/list`: `{"p":<phase>,"a":<last item>}` (see http/mcp/resources.ts);
  *  - `tools/list`: the index of the next tool, a bare number.
  */
 import { Option, Schema } from "effect"

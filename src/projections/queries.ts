@@ -30,8 +30,8 @@ export interface QueriesShape {
 
 export class Queries extends Context.Tag("writeonce/Queries")<Queries, QueriesShape>() {}
 
-export const QueriesLive = Layer.effect(
-  Queries,
+/** The reads over this node's rows, with the configured page sizes. */
+export const makeQueries =
   Effect.gen(function* () {
     const rows = yield* Rows
     const { defaultPageSize, maxPageSize } = yield* WoConfig
@@ -69,4 +69,5 @@ export const QueriesLive = Layer.effect(
       rowsAfter: (type, afterId, limit) => rows.table(type).page(afterId, limit)
     })
   })
-)
+
+export const QueriesLive = Layer.effect(Queries, makeQueries)

@@ -1,6 +1,7 @@
 /**
- * The rows projection: every type's current rows, in memory, applied on commit (before any caller is
- * answered) so a client always reads its own writes. Reads are synchronous: they are the hot path.
+ * The rows projection: every type's current rows, in memory. The projector applies every durable commit: the
+ * writer's own before any of its callers is answered (so a client always reads its own writes), and on a shared
+ * log every other node's as the tailer reads it. Reads are synchronous: they are the hot path.
  */
 import { Context, Effect, Layer } from "effect"
 import type { Row } from "../domain/catalog.ts"

@@ -28,7 +28,7 @@ import { MethodFailed, ValidationFailed, type CommandError } from "../domain/err
 import { describeThrown } from "../domain/user-code.ts"
 import { RowTable } from "../projections/row-table.ts"
 import { makeRows, type RowsShape } from "../projections/rows.ts"
-import type { OlderEvent, SpecEventOf } from "./decider-spec.ts"
+import type { OlderEvent, SpecEventOf } from "./spec-types.ts"
 import { assertFails, assertRejects, assertSameEvents, comparesParams, compile, pretty, shape, SpecFailed, stateOf, type Fields, type SpecEvent } from "./spec-support.ts"
 
 // --- Types from the declaration ----------------------------------------------------------------------------------

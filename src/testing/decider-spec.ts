@@ -14,17 +14,17 @@
  * `then` and `thenFails` throw a `SpecFailed` with a readable diff, so a spec also runs inside any test framework.
  */
 import { Either } from "effect"
-import type { Schema } from "effect"
 import { toIntent } from "../domain/intent.ts"
-import type { AppDef, EntityDef, MethodSpec, Row } from "../domain/catalog.ts"
+import type { AppDef, EntityDef, Row } from "../domain/catalog.ts"
 import type { CompiledType } from "../domain/compile.ts"
-import { decide, type EventDraft } from "../domain/decider.ts"
-import { MethodFailed, type CommandError } from "../domain/errors.ts"
-import { describeThrown } from "../domain/user-code.ts"
+import { decide, decideIsolated, type EventDraft } from "../domain/decider.ts"
+import type { CommandError } from "../domain/errors.ts"
 import { forCommand } from "./command-spec.ts"
+import type { OlderEvent, SpecCommandOf, SpecEventOf } from "./spec-types.ts"
 import { assertFails, assertRejects, assertSameEvents, comparesParams, compile, pretty, shape, SpecFailed, stateOf, type Fields, type SpecEvent } from "./spec-support.ts"
 
 export { SpecFailed, type SpecEvent } from "./spec-support.ts"
+export type { CommandOf, EventOf, OlderEvent, SpecCommandOf, SpecEventOf } from "./spec-types.ts"
 
 /** A command as REST and MCP send it, for the row under test; `input` is what a client would send. */
 export type SpecCommand =
@@ -32,57 +32,6 @@ export type SpecCommand =
   | { readonly _tag: "Update"; readonly input: unknown; readonly expectedVersion?: number }
   | { readonly _tag: "Delete"; readonly expectedVersion?: number }
   | { readonly _tag: "Invoke"; readonly method: string; readonly input: unknown; readonly expectedVersion?: number }
-
-// --- Types from the declaration ----------------------------------------------------------------------------------
-// An entity declared with `entity(...)` inside `defineApp(...)` keeps its fields and methods in its type; these
-// turn them into the events and commands a spec may write. An erased `EntityDef` (an app typed as `AppDef`) gives
-// the erased forms above, so untyped apps keep working.
-
-type FieldsOf<E extends EntityDef> = E["fields"]
-type IsErased<E extends EntityDef> = string extends keyof FieldsOf<E> ? true : false
-/** The fields as a client sends them and the log stores them (encoded): a create's body. */
-type Encoded<E extends EntityDef> = IsErased<E> extends true ? Fields : Schema.Struct.Encoded<FieldsOf<E>>
-type MethodName<E extends EntityDef> = string extends keyof E["methods"] ? string : Extract<keyof E["methods"], string>
-/** A method's params as a client sends them; `{}` params take no keys at all. */
-type ParamsOf<E extends EntityDef, K extends string> = string extends keyof E["methods"] ? Fields
-  : E["methods"][K] extends MethodSpec<any, infer P> ? keyof P extends never ? { readonly [k: string]: never } : Schema.Struct.Encoded<P>
-  : never
-
-/** The events of entity type `E`, typed from its declaration. */
-export type SpecEventOf<E extends EntityDef> =
-  | { readonly kind: "created"; readonly data: Encoded<E> }
-  | { readonly kind: "updated"; readonly data: Partial<Encoded<E>> }
-  | { readonly kind: "deleted"; readonly data?: Fields }
-  | {
-    readonly [K in MethodName<E>]: {
-      readonly kind: "invoked"
-      readonly method: K
-      readonly data: Partial<Encoded<E>>
-      readonly params?: ParamsOf<E, K>
-    }
-  }[MethodName<E>]
-
-/** A given event written at an older schema version: its fields are that version's, so they are not typed. */
-export type OlderEvent = SpecEvent & { readonly schema: number }
-
-/** The commands for entity type `E`, typed from its declaration. */
-export type SpecCommandOf<E extends EntityDef> =
-  | { readonly _tag: "Create"; readonly input: Encoded<E> }
-  | { readonly _tag: "Update"; readonly input: Partial<Encoded<E>>; readonly expectedVersion?: number }
-  | { readonly _tag: "Delete"; readonly expectedVersion?: number }
-  | {
-    readonly [K in MethodName<E>]: {
-      readonly _tag: "Invoke"
-      readonly method: K
-      readonly input: ParamsOf<E, K>
-      readonly expectedVersion?: number
-    }
-  }[MethodName<E>]
-
-/** The events of type `T` of app `A`: `const pen: EventOf<typeof app, "products"> = created({ ... })`. */
-export type EventOf<A extends AppDef, T extends keyof A["entities"]> = SpecEventOf<A["entities"][T]>
-/** The commands of type `T` of app `A`. */
-export type CommandOf<A extends AppDef, T extends keyof A["entities"]> = SpecCommandOf<A["entities"][T]>
 
 // The builders below are typed by where they are used: inside `given([...])`, `.when(...)` and `.then([...])`
 // (or a variable typed `EventOf<...>`), TypeScript infers `E` (or `C`) from the expected type, so an unknown
@@ -169,7 +118,7 @@ export type GivenEvents<E extends EntityDef = EntityDef> = (
 const ID = "1"
 
 /**
- * Decides like the writer does (src/commands/group-commit.ts): a method that throws, or returns a value the log
+ * Decides as the writer does (the same `decideIsolated`): a method that throws, or returns a value the log
  * cannot store, fails its own command with MethodFailed.
  */
 const decideCommand = (type: CompiledType, state: Row | undefined, command: SpecCommand): Either.Either<EventDraft, CommandError> => {
@@ -177,14 +126,7 @@ const decideCommand = (type: CompiledType, state: Row | undefined, command: Spec
   if (Either.isLeft(intent)) return Either.left(intent.left)
   const operation = command._tag === "Invoke" ? command.method : command._tag.toLowerCase()
   const expectedVersion = command._tag === "Create" ? undefined : command.expectedVersion
-  const failed = (reason: string) => Either.left(new MethodFailed({ type: type.name, id: ID, operation, reason }))
-  try {
-    const decision = decide(type, ID, state, intent.right, expectedVersion)
-    if (Either.isLeft(decision) && decision.left._tag === "UserCodeFailure") return failed(decision.left.reason)
-    return decision as Either.Either<EventDraft, CommandError>
-  } catch (e) {
-    return failed(describeThrown(e))
-  }
+  return decideIsolated({ type: type.name, id: ID, operation }, () => decide(type, ID, state, intent.right, expectedVersion))
 }
 
 export const DeciderSpecification = {

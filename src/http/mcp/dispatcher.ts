@@ -6,7 +6,7 @@
  * transport's). To add a method: one entry in `routes`, naming the eras that serve it.
  */
 import { Data, Effect, Either, Option, Schema } from "effect"
-import type { Stage } from "../../commands/group-commit.ts"
+import type { Stage } from "../../commands/commands.ts"
 import { IDEMPOTENCY_KEY_META, keyProblem } from "../../commands/idempotency.ts"
 import type { Settings } from "../../config.ts"
 import type { CompiledApp } from "../../domain/compile.ts"

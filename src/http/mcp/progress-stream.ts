@@ -5,7 +5,7 @@
  * the transport frames them as SSE.
  */
 import { Effect, Queue, Stream } from "effect"
-import type { Stage } from "../../commands/group-commit.ts"
+import type { Stage } from "../../commands/commands.ts"
 import { Notification, notificationMessage } from "./protocol.ts"
 
 const STAGES: ReadonlyArray<Stage> = ["accepted", "decided", "durable"]

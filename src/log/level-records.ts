@@ -1,0 +1,38 @@
+/**
+ * The event and row records of the classic-level store, decoded and checked against the key they sit under; the
+ * log, `wo verify` and the loss survey read through them.
+ */
+import type { Row } from "../domain/catalog.ts"
+import type { StoredEvent } from "../domain/events.ts"
+import type { StoredRow } from "./event-log.ts"
+import * as K from "./log-keys.ts"
+import { RecordCorrupt, unsealJson } from "./record.ts"
+
+/** Records per native iterator call: one `nextv` instead of one pull per record. */
+export const READ_BATCH = 1000
+
+/** The stored row record: the row as served, with the schema version of its type it was written with. */
+interface RowRecord {
+  readonly schema?: number
+  readonly row: Row
+}
+
+/** A row's stored payload (sealed under its key); tools that write a data dir directly use it too. */
+export const rowPayload = (schema: number, rowJson: string) => `{"schema":${schema},"row":${rowJson}}`
+
+export const decodeEvent = (key: string, value: string): StoredEvent => {
+  const event = unsealJson<StoredEvent>(key, value)
+  if (event === null || typeof event !== "object" || event.seq !== K.seqOfEventKey(key)) {
+    throw new RecordCorrupt(`corrupt log: key ${key} holds event seq ${event?.seq}`)
+  }
+  return event
+}
+
+export const decodeRow = (key: string, value: string): StoredRow => {
+  const record = unsealJson<RowRecord>(key, value)
+  const type = K.typeOfRowKey(key)
+  if (record?.row === undefined || K.rowKey(type, String(record.row.id)) !== key) {
+    throw new RecordCorrupt(`corrupt row: key ${key} does not hold the row it names`)
+  }
+  return { type, row: record.row, schema: record.schema }
+}
