@@ -6,7 +6,7 @@
 // function for the window (bench/lib/cpuprofile.ts). Profile: bench/results/pg-node.cpuprofile (git-ignored).
 //   node --conditions=writeonce-source --import tsx bench/profile-pg.ts
 import { execFileSync } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
@@ -23,13 +23,14 @@ const metric = (text: string, name: string) =>
   text.split('\n').filter((l) => l.startsWith(name)).reduce((a, l) => a + Number(l.split(' ').pop()), 0);
 
 const dir = mkdtempSync(join(tmpdir(), 'wo-profile-pg-'));
+chmodSync(dir, 0o755); // the servers run as the postgres user
 const base = 20_000 + Math.floor(Math.random() * 12_000);
 const url = execFileSync('bash', [SCRIPT, 'start', join(dir, 'pg'), String(base)], { encoding: 'utf8' }).trim().split('\n').pop()!;
 const profDir = join(dir, 'prof');
 const node = await spawnWo(['run', 'examples/pricing', '--data', join(dir, 'node'), '--listen', '127.0.0.1:0', '--store', url], {
   readyTimeoutMs: 30_000,
   stopTimeoutMs: 10_000,
-  env: { WO_LOG_LEVEL: 'Warning' },
+  env: { WO_LOG_LEVEL: 'Info' },
   nodeArgs: ['--cpu-prof', '--cpu-prof-dir', profDir],
 });
 const admin = new pg.Client({ host: '127.0.0.1', port: base, user: 'postgres', database: 'postgres' });
