@@ -5,9 +5,9 @@
  * connection drops, the primary changes), so the reader also polls: often while it is not listening, rarely
  * while it is.
  *
- * This node's own commits are not read back: its notifications are ignored, its appends say what they wrote
- * (`wrote`), and the follower's `applied` says how far the node has applied the log (its writer applies its own
- * batch when nothing of another node's came before it). A fetch starts after that, and happens only when
+ * This node's own commits are not read back: its appends say what they wrote (`wrote`; its own notifications count
+ * only a little later), and the follower's `applied` says how far the node has applied the log (its writer applies
+ * its own batch when nothing of another node's came before it). A fetch starts after that, and happens only when
  * something beyond it may exist: another node's notification, an own batch the node has not applied itself, a
  * failed append (it may have landed), the poll, or a (re)connected LISTEN.
  *
@@ -30,6 +30,8 @@ const FOLLOW_BATCH = 1000
 /** The poll period while the LISTEN connection is up (a safety net) and while it is down (the only wake-up). */
 const POLL_LISTENING = Duration.seconds(2)
 const POLL_DEAF = Duration.millis(100)
+/** How much later this node's own notification counts: its append's answer comes first when there is one. */
+const OWN_NOTIFICATION_LATER = 100
 
 /** What a notification says: the new head, and which node wrote it (absent from an older writeonce). */
 const parseNotification = (payload: string | undefined) => {
@@ -55,12 +57,17 @@ export const makeFollow = (conn: PgConnectionShape, tag: string) =>
       due = true
       rouse()
     }
-    const onNotification = (n: { readonly payload?: string }) => {
-      const { head, tag: writer } = parseNotification(n.payload)
-      if (writer === tag) return
-      if (head === undefined) return wake()
+    const hear = (head: number) => {
       if (head > heard) heard = head
       rouse()
+    }
+    const onNotification = (n: { readonly payload?: string }) => {
+      const { head, tag: writer } = parseNotification(n.payload)
+      if (head === undefined) return wake()
+      // This node's own commit: its append says so (`wrote`), unless it failed after the commit landed; then the
+      // notification, heard a little later (the node has applied the batch by then if its append answered), does.
+      if (writer === tag) setTimeout(() => hear(head), OWN_NOTIFICATION_LATER)
+      else hear(head)
     }
     /**
      * This node appended up to `head`. Its writer applies the batch itself when it can, right after this: the

@@ -20,6 +20,9 @@
  * transaction: when (`at`, ms, for pruning), and its request's fingerprint and answer (`result`, log/key-record.ts),
  * checksummed under `k!<key>`. The append reads the batch's keys under the head lock (append.ts).
  *
+ * The function `append_batch` (the append of one batch in one statement, append.ts) is not a format step: it is
+ * replaced (CREATE OR REPLACE) at every start, so a store of any format gets the release's own.
+ *
  * `data`, `params` and `row` are `json`, not `jsonb`: json keeps the text exactly as written, so the checksum
  * (records.ts) covers the bytes the writer produced; jsonb would reorder keys and reformat numbers.
  */
