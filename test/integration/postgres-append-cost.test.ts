@@ -3,7 +3,7 @@
  * client: a batch is one statement when the node's picture of the log is right, and a transaction only when another
  * node wrote meanwhile (its outcomes as before: ids given again, stale entries refused). A node's follower does not
  * read back what the node wrote and applied itself: it reads the other nodes' commits, and the node's own only when
- * the node did not apply them.
+ * the node did not apply them; what it reads keeps the node's picture of the log right.
  */
 import { Chunk, Effect, Fiber, Layer, ManagedRuntime, Stream } from "effect"
 import type pg from "pg"
@@ -106,7 +106,7 @@ describe.skipIf(!haveBinaries)("the cost of a shared append, on a real PostgreSQ
     }
   })
 
-  it("a node's follower does not read back what the node wrote and applied; it reads the other nodes' commits, and the node's own it did not apply", async () => {
+  it("a node's follower does not read back what the node wrote and applied; it reads the other nodes' commits (and then appends in one statement), and the node's own it did not apply", async () => {
     const store = await cluster.createDatabase("wo_cost_follow")
     const a = countedLog(store)
     const b = ManagedRuntime.make(postgresLogLayer(store))
@@ -140,11 +140,15 @@ describe.skipIf(!haveBinaries)("the cost of a shared append, on a real PostgreSQ
       await waitFor(() => delivered.length === 2, 20_000)
       expect(delivered.map((e) => `${e.seq}:${e.id}@${e.version}`)).toEqual(["5:4@1", "6:5@1"])
       expect(a.counts.followRows).toBe(2)
+      // What A's follower read moved A's picture of the log: its next append is one statement again.
+      const before = a.counts.statements
+      expect(written(await appendA([created(6, "a6")], true))).toEqual(["6@1#7"])
+      expect(a.counts.statements - before).toBe(1)
 
       // A batch A wrote but did not apply (its tailer was elsewhere): the follower reads it.
       await appendA([updated(2, 2, "a2'")], false)
       await waitFor(() => delivered.length === 3, 20_000)
-      expect(delivered[2]).toMatchObject({ seq: 7, id: "2", version: 2 })
+      expect(delivered[2]).toMatchObject({ seq: 8, id: "2", version: 2 })
       expect(a.counts.followRows).toBe(3)
       await a.runtime.runPromise(Fiber.interrupt(follower))
     } finally {

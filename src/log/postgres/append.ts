@@ -77,6 +77,22 @@ export const makeLogPicture = (head: number, types: ReadonlyArray<{ readonly typ
   counts: new Map(types.map((t) => [t.type, { lastId: t.lastId, rowCount: t.rowCount }]))
 })
 
+/**
+ * Moves the picture over events the log delivered (other nodes' commits, in seq order) that follow on from it, so
+ * that this node's next append is planned on the log as it is.
+ */
+export const seePicture = (picture: LogPicture, events: ReadonlyArray<StoredEvent>) => {
+  for (const event of events) {
+    if (event.seq !== picture.head + 1) continue
+    picture.head = event.seq
+    if (event.kind !== "created" && event.kind !== "deleted") continue
+    const c = picture.counts.get(event.type) ?? { lastId: 0, rowCount: 0 }
+    picture.counts.set(event.type, event.kind === "created"
+      ? { lastId: Math.max(c.lastId, Number(event.id)), rowCount: c.rowCount + 1 }
+      : { lastId: c.lastId, rowCount: c.rowCount - 1 })
+  }
+}
+
 /** What an append did, for the log: its result, and the last event it wrote (the tailer's divergence check). */
 export interface Appended {
   readonly result: AppendResult

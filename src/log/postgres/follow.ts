@@ -40,8 +40,8 @@ const parseNotification = (payload: string | undefined) => {
   return { head: Number.isInteger(seq) ? seq : undefined, tag }
 }
 
-/** `tag` names this node's commits in the notifications. */
-export const makeFollow = (conn: PgConnectionShape, tag: string) =>
+/** `tag` names this node's commits in the notifications; `seen` is told every batch of events read. */
+export const makeFollow = (conn: PgConnectionShape, tag: string, seen: (events: ReadonlyArray<StoredEvent>) => void) =>
   Effect.gen(function* () {
     // A fetch is due whatever the node has applied (a connect, a failed append, the poll).
     let due = true
@@ -179,6 +179,7 @@ export const makeFollow = (conn: PgConnectionShape, tag: string) =>
             const batch = yield* fetch(position + 1)
             if (batch.length === 0) yield* nap
             else {
+              seen(batch.map((b) => b.event))
               last = batch[batch.length - 1]
               if (last.seq > heard) heard = last.seq
             }

@@ -15,7 +15,7 @@ import type { StoredEvent } from "../../domain/events.ts"
 import { EventLog, type LogHead, type StoredRow } from "../event-log.ts"
 import { RecordCorrupt } from "../record.ts"
 import { randomUUID } from "node:crypto"
-import { appendPictured, makeLogPicture } from "./append.ts"
+import { appendPictured, makeLogPicture, seePicture } from "./append.ts"
 import { makeFollow } from "./follow.ts"
 import { PgConnection, pgConnectionLayer, type PgConnectionOptions } from "./connection.ts"
 import {
@@ -130,7 +130,8 @@ export const makePostgresLog = Effect.gen(function* () {
     })
   )
 
-  const follow = yield* makeFollow(conn, tag)
+  // Other nodes' commits, as the tailer reads them, keep the picture right.
+  const follow = yield* makeFollow(conn, tag, (events) => seePicture(picture, events))
 
   return EventLog.of({
     append: (batch) =>
