@@ -97,8 +97,6 @@ export const seePicture = (picture: LogPicture, events: ReadonlyArray<StoredEven
 export interface Appended {
   readonly result: AppendResult
   readonly last?: { readonly seq: number; readonly checksum: string }
-  /** Statements sent (begin and commit included): 1 when the picture was right. */
-  readonly statements: number
 }
 
 /** The entities (non-creates) a batch checks versions of, and the types whose counters it moves. */
@@ -352,11 +350,8 @@ export const appendPictured = (conn: PgConnectionShape, batch: AppendBatch, pict
   Effect.scoped(
     Effect.gen(function* () {
       const client = yield* conn.client
-      let statements = 0
-      const send = <R extends pg.QueryResultRow>(text: string, values?: ReadonlyArray<unknown>) => {
-        statements++
-        return client.query<R>(text, values as Array<unknown> | undefined)
-      }
+      const send = <R extends pg.QueryResultRow>(text: string, values?: ReadonlyArray<unknown>) =>
+        client.query<R>(text, values as Array<unknown> | undefined)
       const q = (what: string, text: string) => Effect.tryPromise({ try: () => send(text), catch: (e) => conn.failed(what, e) })
       // PostgreSQL warns (and the commit returns) when a commit's wait for the standbys is cancelled.
       let localOnly: string | undefined
@@ -399,7 +394,7 @@ export const appendPictured = (conn: PgConnectionShape, batch: AppendBatch, pict
           }
           picture.head = planned.result.lastSeq
           for (const [type, c] of planned.counts) picture.counts.set(type, c)
-          return Effect.succeed({ result: planned.result, ...(planned.last === undefined ? {} : { last: planned.last }), statements } satisfies Appended)
+          return Effect.succeed({ result: planned.result, ...(planned.last === undefined ? {} : { last: planned.last }) } satisfies Appended)
         })
       const remember = (state: LogState) => {
         picture.head = state.head
@@ -423,7 +418,7 @@ export const appendPictured = (conn: PgConnectionShape, batch: AppendBatch, pict
         if (locked && !planned.writes) {
           // Nothing is left to write (every entry stale or a duplicate).
           yield* q("cannot end the append", "rollback")
-          return { result: planned.result, statements } satisfies Appended
+          return { result: planned.result } satisfies Appended
         }
         const answered = yield* call(planned, false, state !== undefined && planned.writes ? planned.args[0] : UNKNOWN_HEAD)
         if (answered === undefined) {
