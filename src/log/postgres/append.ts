@@ -125,6 +125,9 @@ const expected = (picture: LogPicture, touched: ReturnType<typeof touchedBy>): L
   return { head: picture.head, keys: new Map(), versions, counts }
 }
 
+/** The events' columns, each one array parameter of the function, in its order. */
+const EVENT_ARRAYS = ["seq", "type", "id", "version", "kind", "schema", "at", "method", "params", "data", "checksum", "command", "correlation"] as const
+
 /** The batch planned against `state`: every entry's outcome, and the function's arguments that write it. */
 const plan = (batch: AppendBatch, state: LogState, touched: ReturnType<typeof touchedBy>, tag: string) => {
   const entries = batch.entries
@@ -232,19 +235,7 @@ const plan = (batch: AppendBatch, state: LogState, touched: ReturnType<typeof to
       for (const entry of written) {
         const { event } = entry
         const c = eventColumns(event)
-        ev.seq.push(c.seq)
-        ev.type.push(c.type)
-        ev.id.push(c.id)
-        ev.version.push(c.version)
-        ev.kind.push(c.kind)
-        ev.schema.push(c.schema)
-        ev.at.push(c.at)
-        ev.method.push(c.method)
-        ev.params.push(c.params)
-        ev.data.push(c.data)
-        ev.checksum.push(c.checksum)
-        ev.command.push(c.command)
-        ev.correlation.push(c.correlation)
+        for (const column of EVENT_ARRAYS) (ev[column] as Array<unknown>).push(c[column])
         rowsAfter.set(streamKey(event.type, event.id), { type: event.type, id: event.id, version: event.version, schema: event.schema ?? 1, row: entry.rowJson ?? null })
         outcomes.push(entry)
       }
