@@ -27,20 +27,22 @@ chmodSync(dir, 0o755); // the servers run as the postgres user
 const base = 20_000 + Math.floor(Math.random() * 12_000);
 const url = execFileSync('bash', [SCRIPT, 'start', join(dir, 'pg'), String(base)], { encoding: 'utf8' }).trim().split('\n').pop()!;
 const profDir = join(dir, 'prof');
-const node = await spawnWo(['run', 'examples/pricing', '--data', join(dir, 'node'), '--listen', '127.0.0.1:0', '--store', url], {
-  readyTimeoutMs: 30_000,
-  stopTimeoutMs: 10_000,
-  env: { WO_LOG_LEVEL: 'Info' },
-  nodeArgs: ['--cpu-prof', '--cpu-prof-dir', profDir],
-});
 const admin = new pg.Client({ host: '127.0.0.1', port: base, user: 'postgres', database: 'postgres' });
-await admin.connect();
+let node: Awaited<ReturnType<typeof spawnWo>> | undefined;
 try {
+  await admin.connect();
+  const wo = await spawnWo(['run', 'examples/pricing', '--data', join(dir, 'node'), '--listen', '127.0.0.1:0', '--store', url], {
+    readyTimeoutMs: 30_000,
+    stopTimeoutMs: 10_000,
+    env: { WO_LOG_LEVEL: 'Info' },
+    nodeArgs: ['--cpu-prof', '--cpu-prof-dir', profDir],
+  });
+  node = wo;
   const load = (ms: number) =>
-    runLoad({ url: node.url, concurrency: IN_FLIGHT, durationMs: ms, makeRequest: restCreate, check: (s, b) => isRow(s, b, 201) });
+    runLoad({ url: wo.url, concurrency: IN_FLIGHT, durationMs: ms, makeRequest: restCreate, check: (s, b) => isRow(s, b, 201) });
   await load(2000);
   const scrape = async () => {
-    const m = await (await fetch(`${node.url}/metrics`)).text();
+    const m = await (await fetch(`${wo.url}/metrics`)).text();
     const x = await admin.query<{ n: string }>('select sum(xact_commit + xact_rollback)::text as n from pg_stat_database');
     return { batches: metric(m, 'wo_batches_total'), events: metric(m, 'wo_batch_events_sum'), commitS: metric(m, 'wo_commit_duration_seconds_sum'), xacts: Number(x.rows[0].n) };
   };
@@ -54,12 +56,12 @@ try {
   console.log(`${IN_FLIGHT} in flight, ${(r.calls / (r.durationMs / 1000)).toFixed(0)} creates/s, ${r.errors} errors`);
   console.log(`batches ${batches} (${(batches / (r.durationMs / 1000)).toFixed(0)}/s), ${((after.events - before.events) / batches).toFixed(1)} events/batch, append ${(((after.commitS - before.commitS) / batches) * 1000).toFixed(2)} ms mean`);
   console.log(`PostgreSQL transactions per batch (every connection: appends, the tailer's reads, polls): ${((after.xacts - before.xacts) / batches).toFixed(2)}`);
-  await node.stop();
+  await wo.stop();
   const prof = await readWindow(profDir, from, to, join(repoRoot, 'bench', 'results', 'pg-node.cpuprofile'));
   console.log(renderSelfTimes(prof, r.calls, Number(process.env.BENCH_TOP ?? 25), 'create'));
 } finally {
-  await admin.end();
-  await node.stop().catch(() => undefined);
+  await admin.end().catch(() => undefined);
+  await node?.stop().catch(() => undefined);
   execFileSync('bash', [SCRIPT, 'stop', join(dir, 'pg')]);
   rmSync(dir, { recursive: true, force: true });
 }
