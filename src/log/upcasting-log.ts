@@ -61,8 +61,8 @@ export const upcastingLog = (log: EventLogShape, catalog: CompiledApp): EventLog
     readFrom: (fromSeq) =>
       mapChunks(log.readFrom(fromSeq), (e) => upcastEvent(catalog, e), (e) => `event ${e.seq} (${e.type}/${e.id})`),
     ...(log.follow === undefined ? {} : {
-      follow: (afterSeq: number) =>
-        mapChunks(log.follow!(afterSeq), (e) => upcastEvent(catalog, e), (e) => `event ${e.seq} (${e.type}/${e.id})`)
+      follow: (afterSeq: number, applied?: () => number) =>
+        mapChunks(log.follow!(afterSeq, applied), (e) => upcastEvent(catalog, e), (e) => `event ${e.seq} (${e.type}/${e.id})`)
     }),
     // Read the store's stream when run, not now: a reopened store may have replaced it.
     storedRows: Stream.suspend(() =>

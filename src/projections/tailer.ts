@@ -1,6 +1,7 @@
 /**
  * The tailer: on a shared log (several nodes, PostgreSQL), each node follows the log and applies every commit,
- * its own and the other nodes', in seq order: to its rows, to its views, and to the change feed (so this node's
+ * its own and the other nodes', in seq order (its own batches mostly through `applyOwn`: the log then does not read
+ * them back): to its rows, to its views, and to the change feed (so this node's
  * subscribers hear of every commit, whichever node made it). The group-commit writer answers a caller once
  * `reached` says this node's rows include its write: read-your-writes.
  *
@@ -84,7 +85,8 @@ export const makeTailer = Effect.gen(function* () {
     })
 
   const diverged = yield* Deferred.make<string>()
-  const followOnce = Effect.suspend(() => Stream.runForEachChunk(follow(applied), applyChunk))
+  // The log skips what this node applied itself (`applyOwn`): its own commits are not read back.
+  const followOnce = Effect.suspend(() => Stream.runForEachChunk(follow(applied, () => applied), applyChunk))
   yield* Effect.forkScoped(
     Effect.forever(
       followOnce.pipe(

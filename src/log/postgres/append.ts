@@ -1,19 +1,27 @@
 /**
- * One group-commit batch, appended in one transaction. Several nodes append to the same log:
+ * One group-commit batch, appended to the shared log by the function `writeonce.append_batch` (schema.ts): one
+ * statement, so one round trip when this node's picture of the log is right. Several nodes append to the same log:
  *
- *   1. lock the log_head row (every writer, on any node, queues here: seq order is commit order, without gaps);
- *      read the batch's idempotency keys: a submission whose key is stored already (another node, or an attempt
- *      whose commit failed but landed, wrote it) is left out as `Duplicate`, answered with what is stored;
- *   2. assign the batch's seqs from the head on, and each create its type's next id (the row rewritten to it);
- *      check each entry's version against its entity's stored version: an entry decided against a row another
- *      node has since moved on is left out as `Stale` (and so is every later entry of that entity in the batch);
- *      an app command's entries (one correlation) are one group: if one of them is stale, or one of its creates
- *      would get another id than the one it was decided with, every entry of the group is `Stale`;
- *   3. one statement writes the rest: the events (one multi-row insert), the rows after them (the inline
- *      projection), the id counters and row counts, the views, the keys of the submissions written (with their
- *      entries as written: the answer), the new head, and `pg_notify` of that head;
- *   4. commit: with `synchronous_commit=on` and `ANY 1 (s1, s2)`, it returns once the batch is fsynced on the
+ *   1. plan (here, `plan`): against a picture of the log (the head, the batch's idempotency keys already stored,
+ *      its entities' stored versions, the id counters and row counts of the types it creates or deletes), assign the
+ *      batch's seqs from the head on and each create its type's next id (the row rewritten to it); leave out as
+ *      `Duplicate` a submission whose key is stored (another node, or an attempt whose commit failed but landed,
+ *      wrote it), as `Stale` an entry decided against a row another node has since moved on (and every later entry
+ *      of that entity in the batch); an app command's entries (one correlation) are one group: if one of them is
+ *      stale, or one of its creates would get another id than the one it was decided with, every entry of the
+ *      group is `Stale`;
+ *   2. the function locks the log_head row (every writer, on any node, queues here: seq order is commit order,
+ *      without gaps), checks that the log is exactly as pictured, and only then writes the plan: the events, the
+ *      rows after them (the inline projection), the id counters and row counts, the views, the keys of the
+ *      submissions written (with their entries as written: the answer), the new head, and `pg_notify` of it.
+ *      Otherwise it writes nothing and answers the log as it is, which the batch is planned against again;
+ *   3. commit: with `synchronous_commit=on` and `ANY 1 (s1, s2)`, it returns once the batch is fsynced on the
  *      primary and on at least one standby.
+ *
+ * The first attempt pictures the log as this node last saw it (`LogPicture`: the head and counters of its last
+ * append) with the versions the batch was decided on, and runs alone (its own transaction: one round trip). When
+ * the picture was wrong (another node wrote meanwhile), the batch is planned again on the log the function
+ * answered, in a transaction: a second miss leaves the function's lock held, so the third plan is certain.
  *
  * If the wait for a standby is cancelled (PostgreSQL then warns that the commit is local only), the append
  * fails: the caller is not acknowledged, and the writer's resync finds the events on its next batch.
@@ -34,60 +42,308 @@ import {
   decodeType,
   eventColumns,
   idempotencyKeyOf,
-  KEY_COLUMNS,
   rowKey,
   rowPayload,
-  TYPE_COLUMNS,
   typeKey,
   typePayload,
   viewKey
 } from "./records.ts"
-import { HEAD_CHANNEL, SCHEMA } from "./schema.ts"
+import { SCHEMA } from "./schema.ts"
 
-const WRITE = `
-with
-  e as (
-    insert into ${SCHEMA}.events (seq, type, id, version, kind, schema, at, method, params, data, checksum, command, correlation)
-    select seq, type, id, version, kind, schema, at, method, params::json, data::json, checksum, command, correlation
-    from unnest($1::bigint[], $2::text[], $3::text[], $4::int[], $5::text[], $6::int[], $7::bigint[], $8::text[], $9::text[], $10::text[], $11::text[], $26::text[], $27::text[])
-      as t(seq, type, id, version, kind, schema, at, method, params, data, checksum, command, correlation)
-  ),
-  r as (
-    insert into ${SCHEMA}.rows (type, id, version, schema, row, checksum)
-    select type, id, version, schema, row::json, checksum
-    from unnest($12::text[], $13::text[], $14::int[], $15::int[], $16::text[], $17::text[]) as t(type, id, version, schema, row, checksum)
-    on conflict (type, id) do update
-      set version = excluded.version, schema = excluded.schema, row = excluded.row, checksum = excluded.checksum
-  ),
-  c as (
-    insert into ${SCHEMA}.types (type, last_id, row_count, checksum)
-    select * from unnest($18::text[], $19::bigint[], $20::bigint[], $21::text[])
-    on conflict (type) do update set last_id = excluded.last_id, row_count = excluded.row_count, checksum = excluded.checksum
-  ),
-  v as (
-    insert into ${SCHEMA}.views (name, record, checksum)
-    select * from unnest($22::text[], $23::text[], $24::text[])
-    on conflict (name) do update set record = excluded.record, checksum = excluded.checksum
-  ),
-  k as (
-    insert into ${SCHEMA}.idempotency_keys (key, at, result, checksum)
-    select * from unnest($28::text[], $29::bigint[], $30::text[], $31::text[])
-  ),
-  h as (update ${SCHEMA}.log_head set seq = $25::bigint)
-select pg_notify('${HEAD_CHANNEL}', $25::bigint::text)`
+type Counts = { lastId: number; rowCount: number }
 
+/** What a batch is planned against: the log as the function answered it, or as this node expects it. */
+interface LogState {
+  readonly head: number
+  /** The batch's idempotency keys that are stored. */
+  readonly keys: ReadonlyMap<string, StoredKey>
+  /** Stored version per entity (`streamKey`) the batch updates or deletes; 0: never written. */
+  readonly versions: ReadonlyMap<string, number>
+  /** Per type the batch creates or deletes in: the id counter and live row count; absent: none yet. */
+  readonly counts: ReadonlyMap<string, Counts>
+}
 
-/** Appends the batch in one transaction on a connection of its own; succeeds once the commit is durable. */
+/**
+ * This node's picture of the log: the head and the counters after its last append (or as read at start, or as
+ * the function last answered). Only a guess, checked by the function under the lock: a wrong one costs a round trip.
+ */
+export interface LogPicture {
+  head: number
+  readonly counts: Map<string, Counts>
+}
+
+export const makeLogPicture = (head: number, types: ReadonlyArray<{ readonly type: string; readonly lastId: number; readonly rowCount: number }>): LogPicture => ({
+  head,
+  counts: new Map(types.map((t) => [t.type, { lastId: t.lastId, rowCount: t.rowCount }]))
+})
+
+/**
+ * Moves the picture over events the log delivered (other nodes' commits, in seq order) that follow on from it, so
+ * that this node's next append is planned on the log as it is.
+ */
+export const seePicture = (picture: LogPicture, events: ReadonlyArray<StoredEvent>) => {
+  for (const event of events) {
+    if (event.seq !== picture.head + 1) continue
+    picture.head = event.seq
+    if (event.kind !== "created" && event.kind !== "deleted") continue
+    const c = picture.counts.get(event.type) ?? { lastId: 0, rowCount: 0 }
+    picture.counts.set(event.type, event.kind === "created"
+      ? { lastId: Math.max(c.lastId, Number(event.id)), rowCount: c.rowCount + 1 }
+      : { lastId: c.lastId, rowCount: c.rowCount - 1 })
+  }
+}
+
+/** What an append did, for the log: its result, and the last event it wrote (the tailer's divergence check). */
+export interface Appended {
+  readonly result: AppendResult
+  readonly last?: { readonly seq: number; readonly checksum: string }
+}
+
+/** The entities (non-creates) a batch checks versions of, and the types whose counters it moves. */
+const touchedBy = (batch: AppendBatch) => {
+  const entities = new Map<string, { type: string; id: string; decidedOn: number }>()
+  const types = new Set<string>()
+  for (const { event } of batch.entries) {
+    if (event.kind !== "created") {
+      const key = streamKey(event.type, event.id)
+      if (!entities.has(key)) entities.set(key, { type: event.type, id: event.id, decidedOn: event.version - 1 })
+    }
+    if (event.kind === "created" || event.kind === "deleted") types.add(event.type)
+  }
+  return { entities, types }
+}
+
+/** The log as this node expects it: its picture, the versions the batch was decided on, no key stored yet. */
+const expected = (picture: LogPicture, touched: ReturnType<typeof touchedBy>): LogState => {
+  const counts = new Map<string, Counts>()
+  for (const type of touched.types) {
+    const c = picture.counts.get(type)
+    if (c !== undefined) counts.set(type, { ...c })
+  }
+  const versions = new Map<string, number>()
+  for (const [key, e] of touched.entities) versions.set(key, e.decidedOn)
+  return { head: picture.head, keys: new Map(), versions, counts }
+}
+
+/** The events' columns, each one array parameter of the function, in its order. */
+const EVENT_ARRAYS = ["seq", "type", "id", "version", "kind", "schema", "at", "method", "params", "data", "checksum", "command", "correlation"] as const
+
+/** The batch planned against `state`: every entry's outcome, and the function's arguments that write it. */
+const plan = (batch: AppendBatch, state: LogState, touched: ReturnType<typeof touchedBy>, tag: string) => {
+  const entries = batch.entries
+  const head = state.head
+  const claims = batch.keys ?? []
+  const replays = new Map<string, StoredKey>()
+  const duplicates = new Set<number>()
+  for (const c of claims) {
+    const stored = state.keys.get(c.key)
+    if (stored === undefined) continue
+    replays.set(c.key, stored)
+    for (let i = c.first; i < c.first + c.count; i++) duplicates.add(i)
+  }
+  // Versions: one past the entity's stored version (0: never written), chained within the batch.
+  const versions = new Map<string, number>()
+  for (const key of touched.entities.keys()) versions.set(key, state.versions.get(key) ?? 0)
+  const counts = new Map<string, Counts>()
+  for (const type of touched.types) counts.set(type, { ...(state.counts.get(type) ?? { lastId: 0, rowCount: 0 }) })
+
+  const ev = { seq: [] as Array<number>, type: [] as Array<string>, id: [] as Array<string>, version: [] as Array<number>, kind: [] as Array<string>, schema: [] as Array<number>, at: [] as Array<number>, method: [] as Array<string | null>, params: [] as Array<string | null>, data: [] as Array<string>, checksum: [] as Array<string>, command: [] as Array<string | null>, correlation: [] as Array<string | null> }
+  // The row after the batch, per entity (the last entry wins: one upsert per row).
+  const rowsAfter = new Map<string, { type: string; id: string; version: number; schema: number; row: string | null }>()
+  const outcomes: Array<AppendEntry | Stale | Duplicate> = []
+  // Entities whose chain in this batch is broken (an earlier entry was stale, or its create got another id).
+  const broken = new Set<string>()
+  let seq = head
+  // An app command's entries (consecutive, one correlation) are one group: all of them are written, or none.
+  for (let start = 0; start < entries.length;) {
+    const correlation = entries[start].event.correlation
+    let end = start + 1
+    if (correlation !== undefined) while (end < entries.length && entries[end].event.correlation === correlation) end++
+    const group = correlation !== undefined
+    if (duplicates.has(start)) {
+      // Answered with the stored key; later entries of its entities were decided on top of it: stale.
+      for (let i = start; i < end; i++) {
+        const { event } = entries[i]
+        if (event.kind !== "created") broken.add(streamKey(event.type, event.id))
+        outcomes.push(Duplicate)
+      }
+      start = end
+      continue
+    }
+    // What the group changes, to undo it when one of its entries cannot be written.
+    const undo: Array<() => void> = []
+    const seqBefore = seq
+    const setVersion = (key: string, version: number) => {
+      const had = versions.has(key)
+      const before = versions.get(key)
+      undo.push(() => (had ? versions.set(key, before!) : versions.delete(key)))
+      versions.set(key, version)
+    }
+    const countOf = (type: string) => {
+      const count = counts.get(type)!
+      const before = { ...count }
+      undo.push(() => Object.assign(count, before))
+      return count
+    }
+    const written: Array<AppendEntry> = []
+    let failed = false
+    for (let i = start; i < end && !failed; i++) {
+      let { event, row, rowJson } = entries[i]
+      let key = streamKey(event.type, event.id)
+      if (event.kind === "created" && event.version !== 1) {
+        // A create decided against a row (a bug of the writer's): never write it.
+        failed = true
+        break
+      } else if (event.kind === "created") {
+        // The next id of the type in the shared log, whatever this node thought it was.
+        const count = countOf(event.type)
+        const id = String(count.lastId + 1)
+        if (id !== event.id) {
+          if (group) {
+            // The command was decided with other ids: it is decided again.
+            failed = true
+            break
+          }
+          broken.add(key)
+          event = { ...event, id }
+          row = row === null ? null : ({ ...row, id } as Row)
+          rowJson = row === null ? null : JSON.stringify(row)
+          key = streamKey(event.type, id)
+        }
+        count.lastId++
+        count.rowCount++
+        setVersion(key, 0)
+      } else if (broken.has(key) || event.version !== versions.get(key)! + 1) {
+        failed = true
+        break
+      } else if (event.kind === "deleted") countOf(event.type).rowCount--
+      setVersion(key, event.version)
+      event = { ...event, seq: ++seq } satisfies StoredEvent
+      const json = row === null ? null : rowJson ?? JSON.stringify(row)
+      written.push({ event, row, rowJson: json })
+    }
+    if (failed) {
+      for (let u = undo.length - 1; u >= 0; u--) undo[u]()
+      seq = seqBefore
+      for (let i = start; i < end; i++) {
+        const { event } = entries[i]
+        // Later entries of these entities were decided on top of this one: stale too.
+        if (event.kind !== "created") broken.add(streamKey(event.type, event.id))
+        outcomes.push(Stale)
+      }
+    } else {
+      for (const entry of written) {
+        const { event } = entry
+        const c = eventColumns(event)
+        for (const column of EVENT_ARRAYS) (ev[column] as Array<unknown>).push(c[column])
+        rowsAfter.set(streamKey(event.type, event.id), { type: event.type, id: event.id, version: event.version, schema: event.schema ?? 1, row: entry.rowJson ?? null })
+        outcomes.push(entry)
+      }
+    }
+    start = end
+  }
+  // The keys of the submissions written, each with its entries as written (seqs and ids the log assigned).
+  const keys = { key: [] as Array<string>, at: [] as Array<number>, result: [] as Array<string>, checksum: [] as Array<string> }
+  for (const c of claims) {
+    const written = outcomes.slice(c.first, c.first + c.count)
+    if (written.length === 0 || !written.every(isWritten)) continue
+    const result = keyPayload(c.fingerprint, c.at, written as ReadonlyArray<AppendEntry>)
+    keys.key.push(c.key)
+    keys.at.push(c.at)
+    keys.result.push(result)
+    keys.checksum.push(checksum(idempotencyKeyOf(c.key), result))
+  }
+  const rows = [...rowsAfter.values()]
+  const types = [...counts]
+  const views = new Map((batch.views ?? []).map((v) => [v.name, v.json]))
+  const entityKeys = [...touched.entities]
+  const checks = [
+    head,
+    claims.map((c) => c.key),
+    [...state.keys.keys()],
+    entityKeys.map(([, e]) => e.type),
+    entityKeys.map(([, e]) => e.id),
+    entityKeys.map(([key]) => state.versions.get(key) ?? 0),
+    [...touched.types],
+    [...touched.types].map((t) => state.counts.get(t)?.lastId ?? 0),
+    [...touched.types].map((t) => state.counts.get(t)?.rowCount ?? 0)
+  ]
+  const writes = [
+    ev.seq, ev.type, ev.id, ev.version, ev.kind, ev.schema, ev.at, ev.method, ev.params, ev.data, ev.checksum, ev.command, ev.correlation,
+    rows.map((r) => r.type),
+    rows.map((r) => r.id),
+    rows.map((r) => r.version),
+    rows.map((r) => r.schema),
+    rows.map((r) => r.row),
+    rows.map((r) => checksum(rowKey(r.type, r.id), rowPayload(r.version, r.schema, r.row))),
+    types.map(([type]) => type),
+    types.map(([, c]) => c.lastId),
+    types.map(([, c]) => c.rowCount),
+    types.map(([type, c]) => checksum(typeKey(type), typePayload(c.lastId, c.rowCount))),
+    [...views.keys()],
+    [...views.values()],
+    [...views].map(([name, json]) => checksum(viewKey(name), json)),
+    keys.key,
+    keys.at,
+    keys.result,
+    keys.checksum,
+    seq,
+    tag
+  ]
+  const n = ev.seq.length
+  return {
+    result: { outcomes, lastSeq: seq, ...(replays.size > 0 ? { replays } : {}) } satisfies AppendResult,
+    args: [...checks, ...writes],
+    writes: seq !== head,
+    counts,
+    last: n === 0 ? undefined : { seq: ev.seq[n - 1], checksum: ev.checksum[n - 1] }
+  }
+}
+
+/** The call of the function; its arguments are whether it runs alone, then `plan`'s, in order. */
+const CALL = `select ${SCHEMA}.append_batch(${Array.from({ length: 42 }, (_, i) => `$${i + 1}`).join(", ")}) as log`
+/** The error the function raises, alone, when the log is not as pictured (its detail: the log as it is). */
+const NOT_AS_PICTURED = "WO001"
+
+/** The log as the function answered it (it wrote nothing: the batch's picture was wrong). */
+interface Answer {
+  readonly head: string
+  readonly keys: ReadonlyArray<{ key: string; result: string; checksum: string }>
+  readonly versions: ReadonlyArray<{ type: string; id: string; version: number }>
+  readonly types: ReadonlyArray<{ type: string; last_id: string; row_count: string; checksum: string }>
+}
+
+const decodeAnswer = (a: Answer): Either.Either<LogState, StoreUnavailable> =>
+  decodeOrFail(() => ({
+    head: Number(a.head),
+    keys: new Map(a.keys.map((k) => [k.key, decodeStoredKey(k)])),
+    versions: new Map(a.versions.map((v) => [streamKey(v.type, v.id), v.version])),
+    counts: new Map(a.types.map((raw) => {
+      const t = decodeType(raw)
+      return [t.type, { lastId: t.lastId, rowCount: t.rowCount }] as const
+    }))
+  }))
+
+/** A head no log has: the function then writes nothing and answers the log as it is. */
+const UNKNOWN_HEAD = -1
+/** Plans in the transaction: the second is made on the log as read under the lock, and is written. */
+const PLANS_IN_TRANSACTION = 3
+
+/** Appends the batch, with no picture of the log (planned on the log as the function answers it). */
 export const appendBatch = (conn: PgConnectionShape, batch: AppendBatch): Effect.Effect<AppendResult, StoreUnavailable> =>
+  Effect.map(appendPictured(conn, batch, makeLogPicture(UNKNOWN_HEAD, []), ""), (a) => a.result)
+
+/**
+ * Appends the batch; succeeds once the commit is durable. `picture` is this node's picture of the log, updated
+ * here; `tag` names this node in the notification (its own tailer need not read what it wrote).
+ */
+export const appendPictured = (conn: PgConnectionShape, batch: AppendBatch, picture: LogPicture, tag: string): Effect.Effect<Appended, StoreUnavailable> =>
   Effect.scoped(
     Effect.gen(function* () {
-      const entries = batch.entries
       const client = yield* conn.client
-      const q = <R extends pg.QueryResultRow>(what: string, text: string, values?: ReadonlyArray<unknown>) =>
-        Effect.tryPromise({
-          try: () => client.query<R>(text, values as Array<unknown> | undefined),
-          catch: (e) => conn.failed(what, e)
-        })
+      const send = <R extends pg.QueryResultRow>(text: string, values?: ReadonlyArray<unknown>) =>
+        client.query<R>(text, values as Array<unknown> | undefined)
+      const q = (what: string, text: string) => Effect.tryPromise({ try: () => send(text), catch: (e) => conn.failed(what, e) })
       // PostgreSQL warns (and the commit returns) when a commit's wait for the standbys is cancelled.
       let localOnly: string | undefined
       const onNotice = (n: { readonly message?: string; readonly detail?: string }) => {
@@ -95,219 +351,76 @@ export const appendBatch = (conn: PgConnectionShape, batch: AppendBatch): Effect
       }
       yield* Effect.acquireRelease(Effect.sync(() => client.on("notice", onNotice)), () => Effect.sync(() => client.removeListener("notice", onNotice)))
 
-      yield* q("cannot begin the append", "begin")
-      const headRows = yield* q<{ seq: string }>("cannot lock the log head", `select seq::text as seq from ${SCHEMA}.log_head for update`)
-      const head = Number(headRows.rows[0]?.seq)
-
-      // Idempotency keys: under the head lock, so that of two nodes writing one key, the second sees the first's.
-      const claims = batch.keys ?? []
-      const replays = new Map<string, StoredKey>()
-      const duplicates = new Set<number>()
-      if (claims.length > 0) {
-        const found = yield* q<{ key: string; result: string; checksum: string }>(
-          "cannot read the idempotency keys",
-          `select ${KEY_COLUMNS} from ${SCHEMA}.idempotency_keys where key = any($1::text[])`,
-          [claims.map((c) => c.key)]
+      const touched = touchedBy(batch)
+      type Planned = ReturnType<typeof plan>
+      /**
+       * Calls the function: undefined when it wrote the plan, else the log as it is. Alone, it answers by an error
+       * (which ends its transaction without a commit to wait for); in a transaction, it answers and keeps the lock.
+       */
+      const call = (planned: Planned, alone: boolean, head = planned.args[0]) =>
+        Effect.flatMap(
+          Effect.tryPromise({
+            try: () =>
+              send<{ log: Answer | null }>(CALL, [alone, head, ...planned.args.slice(1)]).then(
+                (r) => r.rows[0]?.log ?? undefined,
+                (e: { code?: string; detail?: string }) => {
+                  if (e?.code === NOT_AS_PICTURED && typeof e.detail === "string") return JSON.parse(e.detail) as Answer
+                  throw e
+                }
+              ),
+            catch: (e) => conn.failed("cannot write the batch", e)
+          }),
+          (answer) => {
+            if (answer === undefined) return Effect.succeed(undefined)
+            const state = decodeAnswer(answer)
+            return Either.isLeft(state) ? Effect.fail(state.left) : Effect.succeed(state.right)
+          }
         )
-        for (const raw of found.rows) {
-          const stored = decodeOrFail(() => decodeStoredKey(raw))
-          if (Either.isLeft(stored)) return yield* stored.left
-          replays.set(raw.key, stored.right)
-        }
-        for (const c of claims) if (replays.has(c.key)) for (let i = c.first; i < c.first + c.count; i++) duplicates.add(i)
-      }
-
-      // Versions: one past the entity's stored version (0: never written), chained within the batch.
-      const entityTypes: Array<string> = []
-      const entityIds: Array<string> = []
-      const versions = new Map<string, number>()
-      for (const { event } of entries) {
-        const key = streamKey(event.type, event.id)
-        if (event.kind !== "created" && !versions.has(key)) {
-          versions.set(key, 0)
-          entityTypes.push(event.type)
-          entityIds.push(event.id)
-        }
-      }
-      if (entityTypes.length > 0) {
-        const stored = yield* q<{ type: string; id: string; version: number }>(
-          "cannot read the entities' versions",
-          `select r.type, r.id, r.version from ${SCHEMA}.rows r join unnest($1::text[], $2::text[]) as k(type, id) on r.type = k.type and r.id = k.id`,
-          [entityTypes, entityIds]
-        )
-        for (const r of stored.rows) versions.set(streamKey(r.type, r.id), r.version)
-      }
-
-      // Id counters and live row counts of the types this batch moves.
-      const touched = new Set<string>()
-      for (const { event } of entries) if (event.kind === "created" || event.kind === "deleted") touched.add(event.type)
-      const counts = new Map<string, { lastId: number; rowCount: number }>()
-      if (touched.size > 0) {
-        const typeRows = yield* q("cannot read the id counters", `select ${TYPE_COLUMNS} from ${SCHEMA}.types where type = any($1::text[])`, [[...touched]])
-        for (const raw of typeRows.rows) {
-          const t = decodeOrFail(() => decodeType(raw))
-          if (Either.isLeft(t)) return yield* t.left
-          counts.set(t.right.type, { lastId: t.right.lastId, rowCount: t.right.rowCount })
-        }
-      }
-      for (const type of touched) if (!counts.has(type)) counts.set(type, { lastId: 0, rowCount: 0 })
-
-      const ev = { seq: [] as Array<number>, type: [] as Array<string>, id: [] as Array<string>, version: [] as Array<number>, kind: [] as Array<string>, schema: [] as Array<number>, at: [] as Array<number>, method: [] as Array<string | null>, params: [] as Array<string | null>, data: [] as Array<string>, checksum: [] as Array<string>, command: [] as Array<string | null>, correlation: [] as Array<string | null> }
-      // The row after the batch, per entity (the last entry wins: one upsert per row).
-      const rowsAfter = new Map<string, { type: string; id: string; version: number; schema: number; row: string | null }>()
-      const outcomes: Array<AppendEntry | Stale | Duplicate> = []
-      // Entities whose chain in this batch is broken (an earlier entry was stale, or its create got another id).
-      const broken = new Set<string>()
-      let seq = head
-      // An app command's entries (consecutive, one correlation) are one group: all of them are written, or none.
-      for (let start = 0; start < entries.length;) {
-        const correlation = entries[start].event.correlation
-        let end = start + 1
-        if (correlation !== undefined) while (end < entries.length && entries[end].event.correlation === correlation) end++
-        const group = correlation !== undefined
-        if (duplicates.has(start)) {
-          // Answered with the stored key; later entries of its entities were decided on top of it: stale.
-          for (let i = start; i < end; i++) {
-            const { event } = entries[i]
-            if (event.kind !== "created") broken.add(streamKey(event.type, event.id))
-            outcomes.push(Duplicate)
+      const durable = (planned: Planned) =>
+        Effect.suspend(() => {
+          if (localOnly !== undefined) {
+            return Effect.fail(new StoreFailed({
+              reason: `the batch committed on the primary, but no standby confirmed it (${localOnly}); not acknowledged`
+            }))
           }
-          start = end
-          continue
-        }
-        // What the group changes, to undo it when one of its entries cannot be written.
-        const undo: Array<() => void> = []
-        const evLength = ev.seq.length
-        const seqBefore = seq
-        const setVersion = (key: string, version: number) => {
-          const had = versions.has(key)
-          const before = versions.get(key)
-          undo.push(() => (had ? versions.set(key, before!) : versions.delete(key)))
-          versions.set(key, version)
-        }
-        const countOf = (type: string) => {
-          const count = counts.get(type)!
-          const before = { ...count }
-          undo.push(() => Object.assign(count, before))
-          return count
-        }
-        const written: Array<AppendEntry> = []
-        let failed = false
-        for (let i = start; i < end && !failed; i++) {
-          let { event, row, rowJson } = entries[i]
-          let key = streamKey(event.type, event.id)
-          if (event.kind === "created" && event.version !== 1) {
-            // A create decided against a row (a bug of the writer's): never write it.
-            failed = true
-            break
-          } else if (event.kind === "created") {
-            // The next id of the type in the shared log, whatever this node thought it was.
-            const count = countOf(event.type)
-            const id = String(count.lastId + 1)
-            if (id !== event.id) {
-              if (group) {
-                // The command was decided with other ids: it is decided again.
-                failed = true
-                break
-              }
-              broken.add(key)
-              event = { ...event, id }
-              row = row === null ? null : ({ ...row, id } as Row)
-              rowJson = row === null ? null : JSON.stringify(row)
-              key = streamKey(event.type, id)
-            }
-            count.lastId++
-            count.rowCount++
-            setVersion(key, 0)
-          } else if (broken.has(key) || event.version !== versions.get(key)! + 1) {
-            failed = true
-            break
-          } else if (event.kind === "deleted") countOf(event.type).rowCount--
-          setVersion(key, event.version)
-          event = { ...event, seq: ++seq } satisfies StoredEvent
-          const json = row === null ? null : rowJson ?? JSON.stringify(row)
-          written.push({ event, row, rowJson: json })
-        }
-        if (failed) {
-          for (let u = undo.length - 1; u >= 0; u--) undo[u]()
-          seq = seqBefore
-          for (let i = start; i < end; i++) {
-            const { event } = entries[i]
-            // Later entries of these entities were decided on top of this one: stale too.
-            if (event.kind !== "created") broken.add(streamKey(event.type, event.id))
-            outcomes.push(Stale)
-          }
-        } else {
-          for (const entry of written) {
-            const { event } = entry
-            const c = eventColumns(event)
-            ev.seq.push(c.seq)
-            ev.type.push(c.type)
-            ev.id.push(c.id)
-            ev.version.push(c.version)
-            ev.kind.push(c.kind)
-            ev.schema.push(c.schema)
-            ev.at.push(c.at)
-            ev.method.push(c.method)
-            ev.params.push(c.params)
-            ev.data.push(c.data)
-            ev.checksum.push(c.checksum)
-            ev.command.push(c.command)
-            ev.correlation.push(c.correlation)
-            rowsAfter.set(streamKey(event.type, event.id), { type: event.type, id: event.id, version: event.version, schema: event.schema ?? 1, row: entry.rowJson ?? null })
-            outcomes.push(entry)
-          }
-        }
-        start = end
-      }
-      if (seq === head) {
-        // Everything was stale: nothing to write.
-        yield* q("cannot end the append", "rollback")
-        return { outcomes, lastSeq: head, ...(replays.size > 0 ? { replays } : {}) }
-      }
-      // The keys of the submissions written, each with its entries as written (seqs and ids the log assigned).
-      const keys = { key: [] as Array<string>, at: [] as Array<number>, result: [] as Array<string>, checksum: [] as Array<string> }
-      for (const c of claims) {
-        const written = outcomes.slice(c.first, c.first + c.count)
-        if (written.length === 0 || !written.every(isWritten)) continue
-        const result = keyPayload(c.fingerprint, c.at, written as ReadonlyArray<AppendEntry>)
-        keys.key.push(c.key)
-        keys.at.push(c.at)
-        keys.result.push(result)
-        keys.checksum.push(checksum(idempotencyKeyOf(c.key), result))
-      }
-      const rows = [...rowsAfter.values()]
-      const types = [...counts]
-      const views = new Map((batch.views ?? []).map((v) => [v.name, v.json]))
-      yield* q("cannot write the batch", WRITE, [
-        ev.seq, ev.type, ev.id, ev.version, ev.kind, ev.schema, ev.at, ev.method, ev.params, ev.data, ev.checksum,
-        rows.map((r) => r.type),
-        rows.map((r) => r.id),
-        rows.map((r) => r.version),
-        rows.map((r) => r.schema),
-        rows.map((r) => r.row),
-        rows.map((r) => checksum(rowKey(r.type, r.id), rowPayload(r.version, r.schema, r.row))),
-        types.map(([type]) => type),
-        types.map(([, c]) => c.lastId),
-        types.map(([, c]) => c.rowCount),
-        types.map(([type, c]) => checksum(typeKey(type), typePayload(c.lastId, c.rowCount))),
-        [...views.keys()],
-        [...views.values()],
-        [...views].map(([name, json]) => checksum(viewKey(name), json)),
-        seq,
-        ev.command,
-        ev.correlation,
-        keys.key,
-        keys.at,
-        keys.result,
-        keys.checksum
-      ])
-      yield* q("the commit failed (its outcome is unknown until the log is read again)", "commit")
-      if (localOnly !== undefined) {
-        return yield* new StoreFailed({
-          reason: `the batch committed on the primary, but no standby confirmed it (${localOnly}); not acknowledged`
+          picture.head = planned.result.lastSeq
+          for (const [type, c] of planned.counts) picture.counts.set(type, c)
+          return Effect.succeed({ result: planned.result, ...(planned.last === undefined ? {} : { last: planned.last }) } satisfies Appended)
         })
+      const remember = (state: LogState) => {
+        picture.head = state.head
+        for (const type of touched.types) picture.counts.set(type, state.counts.get(type) ?? { lastId: 0, rowCount: 0 })
       }
-      return { outcomes, lastSeq: seq, ...(replays.size > 0 ? { replays } : {}) }
+
+      // Alone (one round trip), on the log as this node pictures it.
+      const first = plan(batch, expected(picture, touched), touched, tag)
+      let state: LogState | undefined
+      if (first.writes) {
+        state = yield* call(first, true)
+        if (state === undefined) return yield* durable(first)
+        remember(state)
+      }
+
+      // In a transaction: the function's answer is then the log under the lock, which the next plan is certain of.
+      yield* q("cannot begin the append", "begin")
+      let locked = false
+      for (let attempt = 0; attempt < PLANS_IN_TRANSACTION; attempt++) {
+        const planned = plan(batch, state ?? { head: UNKNOWN_HEAD, keys: new Map(), versions: new Map(), counts: new Map() }, touched, tag)
+        if (locked && !planned.writes) {
+          // Nothing is left to write (every entry stale or a duplicate).
+          yield* q("cannot end the append", "rollback")
+          return { result: planned.result } satisfies Appended
+        }
+        const answered = yield* call(planned, false, state !== undefined && planned.writes ? planned.args[0] : UNKNOWN_HEAD)
+        if (answered === undefined) {
+          yield* q("the commit failed (its outcome is unknown until the log is read again)", "commit")
+          return yield* durable(planned)
+        }
+        remember(answered)
+        state = answered
+        locked = true
+      }
+      yield* q("cannot end the append", "rollback")
+      return yield* new StoreFailed({ reason: "the log changed under its lock while the batch was planned (a bug): not written" })
     })
   )

@@ -1,14 +1,20 @@
 /**
  * Following the shared log: the events after a seq, in order, forever. A connection of its own LISTENs on the
- * head channel (every append notifies the new head): a notification only wakes the reader, which then fetches
- * `seq > applied` in batches from the table. Notifications can be lost (the connection drops, the primary
- * changes), so the reader also polls: often while it is not listening, rarely while it is. The appends of this
- * node wake it directly.
+ * head channel (every append notifies `<new head> <tag of the writing node>`): a notification only wakes the
+ * reader, which then fetches `seq > applied` in batches from the table. Notifications can be lost (the
+ * connection drops, the primary changes), so the reader also polls: often while it is not listening, rarely
+ * while it is.
+ *
+ * This node's own commits are not read back: its appends say what they wrote (`wrote`; its own notifications count
+ * only a little later), and the follower's `applied` says how far the node has applied the log (its writer applies
+ * its own batch when nothing of another node's came before it). A fetch starts after that, and happens only when
+ * something beyond it may exist: another node's notification, an own batch the node has not applied itself, a
+ * failed append (it may have landed), the poll, or a (re)connected LISTEN.
  *
  * A commit is visible on the primary while it waits for a standby. If the primary dies then, the promoted standby
  * may lack it (it was never acknowledged), yet a node may have applied it. So after the primary changes, the
- * reader first checks that the last event it delivered is still in the log, unchanged; if not it fails with
- * LogDiverged, and the node must start again from the store.
+ * reader first checks that the last event it delivered (or this node wrote and applied) is still in the log,
+ * unchanged; if not it fails with LogDiverged, and the node must start again from the store.
  */
 import { Chunk, Duration, Effect, Option, Schedule, Stream } from "effect"
 import type { StoredEvent } from "../../domain/events.ts"
@@ -24,14 +30,53 @@ const FOLLOW_BATCH = 1000
 /** The poll period while the LISTEN connection is up (a safety net) and while it is down (the only wake-up). */
 const POLL_LISTENING = Duration.seconds(2)
 const POLL_DEAF = Duration.millis(100)
+/** How much later this node's own notification counts: its append's answer comes first when there is one. */
+const OWN_NOTIFICATION_LATER = 100
 
-export const makeFollow = (conn: PgConnectionShape) =>
+/** What a notification says: the new head, and which node wrote it (absent from an older writeonce). */
+const parseNotification = (payload: string | undefined) => {
+  const [head, tag] = (payload ?? "").split(" ")
+  const seq = Number(head)
+  return { head: Number.isInteger(seq) ? seq : undefined, tag }
+}
+
+/** `tag` names this node's commits in the notifications; `seen` is told every batch of events read. */
+export const makeFollow = (conn: PgConnectionShape, tag: string, seen: (events: ReadonlyArray<StoredEvent>) => void) =>
   Effect.gen(function* () {
-    let signalled = false
+    // A fetch is due whatever the node has applied (a connect, a failed append, the poll).
+    let due = true
+    // The highest head heard of: a fetch is due while the node has applied less.
+    let heard = 0
+    // The last event of this node's last append: the divergence check's, when the follower skips over it.
+    let ownLast: { readonly seq: number; readonly checksum: string } | undefined
     const sleepers = new Set<() => void>()
-    const wake = () => {
-      signalled = true
+    const rouse = () => {
       for (const s of sleepers) s()
+    }
+    const wake = () => {
+      due = true
+      rouse()
+    }
+    const hear = (head: number) => {
+      if (head > heard) heard = head
+      rouse()
+    }
+    const onNotification = (n: { readonly payload?: string }) => {
+      const { head, tag: writer } = parseNotification(n.payload)
+      if (head === undefined) return wake()
+      // This node's own commit: its append says so (`wrote`), unless it failed after the commit landed; then the
+      // notification, heard a little later (the node has applied the batch by then if its append answered), does.
+      if (writer === tag) setTimeout(() => hear(head), OWN_NOTIFICATION_LATER)
+      else hear(head)
+    }
+    /**
+     * This node appended up to `head`. Its writer applies the batch itself when it can, right after this: the
+     * follower looks once that had its chance (after the current turn), and reads it only if it was not.
+     */
+    const wrote = (head: number, last?: { readonly seq: number; readonly checksum: string }) => {
+      if (last !== undefined) ownLast = last
+      if (head > heard) heard = head
+      setImmediate(rouse)
     }
     let listening = false
 
@@ -39,7 +84,7 @@ export const makeFollow = (conn: PgConnectionShape) =>
     const listenOnce = Effect.scoped(
       Effect.gen(function* () {
         const client = yield* conn.dedicated
-        client.on("notification", wake)
+        client.on("notification", onNotification)
         yield* Effect.tryPromise({ try: () => client.query(`listen ${HEAD_CHANNEL}`), catch: (e) => conn.failed("cannot listen to the log", e) })
         listening = true
         // Commits made while nobody listened are fetched now.
@@ -60,13 +105,16 @@ export const makeFollow = (conn: PgConnectionShape) =>
 
     /** Waits for a wake-up or the poll period, whichever comes first. */
     const nap = Effect.async<void>((resume) => {
-      if (signalled) return resume(Effect.void)
+      if (due) return resume(Effect.void)
       const done = () => {
         clearTimeout(timer)
         sleepers.delete(done)
         resume(Effect.void)
       }
-      const timer = setTimeout(done, Duration.toMillis(listening ? POLL_LISTENING : POLL_DEAF))
+      const timer = setTimeout(() => {
+        due = true
+        done()
+      }, Duration.toMillis(listening ? POLL_LISTENING : POLL_DEAF))
       sleepers.add(done)
       return Effect.sync(() => {
         clearTimeout(timer)
@@ -98,13 +146,20 @@ export const makeFollow = (conn: PgConnectionShape) =>
         (r) => r.rows[0]?.checksum
       )
 
-    const events = (afterSeq: number): Stream.Stream<StoredEvent, StoreUnavailable | LogDiverged> =>
+    /**
+     * The events after `afterSeq`. `applied` (the follower's position) lets the reader skip what the node applied
+     * itself, and fetch only when something beyond it may exist.
+     */
+    const events = (afterSeq: number, applied?: () => number): Stream.Stream<StoredEvent, StoreUnavailable | LogDiverged> =>
       Stream.suspend(() => {
         // The last event delivered (seq and checksum), and the primary it was read from.
         let last: { seq: number; checksum: string } | undefined
         let generation = conn.generation()
         return Stream.paginateChunkEffect(afterSeq + 1, (from) =>
           Effect.gen(function* () {
+            // What the node applied itself (its own batches) is not read again.
+            const position = Math.max(from - 1, applied?.() ?? 0)
+            if (position >= from && ownLast !== undefined && ownLast.seq === position) last = ownLast
             if (generation !== conn.generation() && last !== undefined) {
               const now = yield* checksumAt(last.seq)
               if (now !== last.checksum) {
@@ -115,14 +170,22 @@ export const makeFollow = (conn: PgConnectionShape) =>
               }
             }
             generation = conn.generation()
+            if (!due && heard <= position) {
+              yield* nap
+              return [Chunk.empty<StoredEvent>(), Option.some(position + 1)] as const
+            }
             // Cleared before the read: a wake-up that arrives during it makes the next nap return at once.
-            signalled = false
-            const batch = yield* fetch(from)
+            due = false
+            const batch = yield* fetch(position + 1)
             if (batch.length === 0) yield* nap
-            else last = batch[batch.length - 1]
-            return [Chunk.unsafeFromArray(batch.map((b) => b.event)), Option.some(from + batch.length)] as const
+            else {
+              seen(batch.map((b) => b.event))
+              last = batch[batch.length - 1]
+              if (last.seq > heard) heard = last.seq
+            }
+            return [Chunk.unsafeFromArray(batch.map((b) => b.event)), Option.some(position + 1 + batch.length)] as const
           }))
       })
 
-    return { events, wake }
+    return { events, wake, wrote }
   })

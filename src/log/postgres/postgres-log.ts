@@ -14,7 +14,8 @@ import { type StoreError, DataCorrupt } from "../../domain/errors.ts"
 import type { StoredEvent } from "../../domain/events.ts"
 import { EventLog, isWritten, type LogHead, type StoredRow } from "../event-log.ts"
 import { RecordCorrupt } from "../record.ts"
-import { appendBatch } from "./append.ts"
+import { randomUUID } from "node:crypto"
+import { appendPictured, makeLogPicture, seePicture } from "./append.ts"
 import { makeFollow } from "./follow.ts"
 import { PgConnection, pgConnectionLayer, type PgConnectionOptions } from "./connection.ts"
 import {
@@ -66,7 +67,11 @@ export const makePostgresLog = Effect.gen(function* () {
     return { lastSeq, checkpoint: lastSeq, counters: new Map(types.map((t) => [t.type, t.lastId])) }
   })
 
-  yield* head
+  const start = yield* head
+  // The head and counters this node expects the log at (append.ts): right, the append is one round trip.
+  const picture = makeLogPicture(start.lastSeq, yield* counts)
+  // Names this node's commits in the log's notifications: its tailer need not read them back (follow.ts).
+  const tag = randomUUID()
 
   const readFrom = (fromSeq: number): Stream.Stream<StoredEvent, StoreError> =>
     Stream.unwrap(
@@ -125,19 +130,24 @@ export const makePostgresLog = Effect.gen(function* () {
     })
   )
 
-  const follow = yield* makeFollow(conn)
+  // Other nodes' commits, as the tailer reads them, keep the picture right.
+  const follow = yield* makeFollow(conn, tag, (events) => seePicture(picture, events))
 
   return EventLog.of({
     append: (batch) =>
       // Bounded as a whole: a paused primary fails the batch (503) instead of holding every writer. Whether a batch
       // cut off after its commit was sent landed is settled by the log: the tailer applies it if it did.
-      Effect.map(conn.bounded("cannot append to the log", appendBatch(conn, batch)), (result) => {
-        syncWrites++
-        eventsWritten += result.outcomes.filter(isWritten).length
-        // This node's tailer need not wait for the notification's round trip.
-        follow.wake()
-        return result
-      }),
+      conn.bounded("cannot append to the log", appendPictured(conn, batch, picture, tag)).pipe(
+        Effect.map(({ result, last }) => {
+          syncWrites++
+          eventsWritten += result.outcomes.filter(isWritten).length
+          // This node applies its batch itself when it can; else its tailer reads it now, not on the notification.
+          follow.wrote(result.lastSeq, last)
+          return result
+        }),
+        // A failed append may have landed: the tailer reads what the log holds now.
+        Effect.tapError(() => Effect.sync(() => follow.wake()))
+      ),
     head,
     readFrom,
     follow: follow.events,

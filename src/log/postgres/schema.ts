@@ -20,6 +20,9 @@
  * transaction: when (`at`, ms, for pruning), and its request's fingerprint and answer (`result`, log/key-record.ts),
  * checksummed under `k!<key>`. The append reads the batch's keys under the head lock (append.ts).
  *
+ * The function `append_batch` (the append of one batch in one statement, append.ts) is not a format step: it is
+ * replaced (CREATE OR REPLACE) at every start, so a store of any format gets the release's own.
+ *
  * `data`, `params` and `row` are `json`, not `jsonb`: json keeps the text exactly as written, so the checksum
  * (records.ts) covers the bytes the writer produced; jsonb would reorder keys and reformat numbers.
  */
@@ -28,7 +31,7 @@ import { StoreFailed } from "../../domain/errors.ts"
 import type { PgConnectionShape } from "./connection.ts"
 
 export const SCHEMA = "writeonce"
-/** The notification channel: the payload is the new head seq (for the tailers of a later release). */
+/** The notification channel: the payload is `<new head seq> <tag of the node that wrote it>` (follow.ts). */
 export const HEAD_CHANNEL = "writeonce_log"
 
 /** Upgrade steps; step i takes a store from version i to i + 1. Append only. */
@@ -106,6 +109,79 @@ const STEPS: ReadonlyArray<string> = [
 
 export const STORE_VERSION = STEPS.length
 
+/**
+ * The append of one batch (log/postgres/append.ts), one statement: under the log_head lock, if the log is as the
+ * batch was planned on (the head, which of its keys are stored, its entities' versions, its types' counters),
+ * write the plan and notify `<new head> <node tag>`, and answer null. Otherwise write nothing and answer the log
+ * as it is: by an error WO001 whose detail is that answer when the call runs alone (no commit to wait for), or as
+ * the result, the lock kept, in the caller's transaction. Replaced at every start: no store format of its own.
+ */
+const APPEND_FUNCTION = `
+create or replace function ${SCHEMA}.append_batch(
+  p_alone boolean, p_head bigint, p_claims text[], p_present text[],
+  p_ent_types text[], p_ent_ids text[], p_ent_versions int[], p_cnt_types text[], p_cnt_last bigint[], p_cnt_rows bigint[],
+  e_seq bigint[], e_type text[], e_id text[], e_version int[], e_kind text[], e_schema int[], e_at bigint[], e_method text[],
+  e_params text[], e_data text[], e_checksum text[], e_command text[], e_correlation text[],
+  r_type text[], r_id text[], r_version int[], r_schema int[], r_row text[], r_checksum text[],
+  t_type text[], t_last bigint[], t_rows bigint[], t_checksum text[],
+  v_name text[], v_record text[], v_checksum text[],
+  k_key text[], k_at bigint[], k_result text[], k_checksum text[],
+  p_new_head bigint, p_tag text
+) returns json language plpgsql volatile as $fn$
+declare
+  v_head bigint;
+  v_log json;
+begin
+  select h.seq into v_head from ${SCHEMA}.log_head h for update;
+  if v_head = p_head
+    and (select count(*) from ${SCHEMA}.idempotency_keys k where k.key = any(p_claims)) = cardinality(p_present)
+    and (select count(*) from ${SCHEMA}.idempotency_keys k where k.key = any(p_present)) = cardinality(p_present)
+    and not exists (
+      select 1 from unnest(p_ent_types, p_ent_ids, p_ent_versions) as x(type, id, version)
+      left join ${SCHEMA}.rows r on r.type = x.type and r.id = x.id
+      where coalesce(r.version, 0) <> x.version)
+    and not exists (
+      select 1 from unnest(p_cnt_types, p_cnt_last, p_cnt_rows) as x(type, last_id, row_count)
+      left join ${SCHEMA}.types t on t.type = x.type
+      where coalesce(t.last_id, 0) <> x.last_id or coalesce(t.row_count, 0) <> x.row_count)
+  then
+    insert into ${SCHEMA}.events (seq, type, id, version, kind, schema, at, method, params, data, checksum, command, correlation)
+      select x.seq, x.type, x.id, x.version, x.kind, x.schema, x.at, x.method, x.params::json, x.data::json, x.checksum, x.command, x.correlation
+      from unnest(e_seq, e_type, e_id, e_version, e_kind, e_schema, e_at, e_method, e_params, e_data, e_checksum, e_command, e_correlation)
+        as x(seq, type, id, version, kind, schema, at, method, params, data, checksum, command, correlation);
+    insert into ${SCHEMA}.rows as r (type, id, version, schema, row, checksum)
+      select x.type, x.id, x.version, x.schema, x.row::json, x.checksum
+      from unnest(r_type, r_id, r_version, r_schema, r_row, r_checksum) as x(type, id, version, schema, row, checksum)
+      on conflict (type, id) do update
+        set version = excluded.version, schema = excluded.schema, row = excluded.row, checksum = excluded.checksum;
+    insert into ${SCHEMA}.types as t (type, last_id, row_count, checksum)
+      select * from unnest(t_type, t_last, t_rows, t_checksum)
+      on conflict (type) do update set last_id = excluded.last_id, row_count = excluded.row_count, checksum = excluded.checksum;
+    insert into ${SCHEMA}.views as v (name, record, checksum)
+      select * from unnest(v_name, v_record, v_checksum)
+      on conflict (name) do update set record = excluded.record, checksum = excluded.checksum;
+    insert into ${SCHEMA}.idempotency_keys (key, at, result, checksum)
+      select * from unnest(k_key, k_at, k_result, k_checksum);
+    update ${SCHEMA}.log_head set seq = p_new_head;
+    perform pg_notify('${HEAD_CHANNEL}', p_new_head::text || ' ' || p_tag);
+    return null;
+  end if;
+  v_log := json_build_object(
+    'head', v_head::text,
+    'keys', (select coalesce(json_agg(json_build_object('key', k.key, 'result', k.result, 'checksum', k.checksum)), '[]'::json)
+             from ${SCHEMA}.idempotency_keys k where k.key = any(p_claims)),
+    'versions', (select coalesce(json_agg(json_build_object('type', r.type, 'id', r.id, 'version', r.version)), '[]'::json)
+                 from unnest(p_ent_types, p_ent_ids) as x(type, id) join ${SCHEMA}.rows r on r.type = x.type and r.id = x.id),
+    'types', (select coalesce(json_agg(json_build_object('type', t.type, 'last_id', t.last_id::text, 'row_count', t.row_count::text, 'checksum', t.checksum)), '[]'::json)
+              from ${SCHEMA}.types t where t.type = any(p_cnt_types)));
+  if p_alone then
+    raise exception 'the log is not as the batch was planned on' using errcode = 'WO001', detail = v_log::text;
+  end if;
+  return v_log;
+end
+$fn$`
+
+
 /** Creates the tables, or brings them to this release's version; idempotent and safe to run from several nodes. */
 export const ensureSchema = (conn: PgConnectionShape) =>
   Effect.scoped(
@@ -140,6 +216,7 @@ export const ensureSchema = (conn: PgConnectionShape) =>
         yield* run(`cannot upgrade the store to format ${v + 1}`, STEPS[v])
       }
       if (from < STORE_VERSION) yield* run("cannot record the store version", `update ${SCHEMA}.log_head set store_version = $1`, [STORE_VERSION])
+      yield* run("cannot create the append function", APPEND_FUNCTION)
       yield* run("cannot commit the schema upgrade", "commit")
       return { from, to: STORE_VERSION }
     })
