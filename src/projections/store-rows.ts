@@ -47,7 +47,7 @@ const checkSchemaOnce = (h: LevelDbShape, log: EventLogShape, catalog: CompiledA
     if (gone.length > 0) return yield* new SchemaMismatch({ problems: gone })
     if (checked === digest) return
     const rows = yield* checkStoredRows(log, catalog, head.counters.keys())
-    yield* Effect.logInfo(`schema check: ${rows} stored rows fit the app's types (checked once per change of them)`)
+    if (rows > 0) yield* Effect.logInfo(`schema check: ${rows} stored rows fit the app's types (checked once per change of them)`)
     yield* h.write("cannot record the schema check", (db) => db.put(K.SCHEMA_CHECKED_KEY, seal(K.SCHEMA_CHECKED_KEY, digest), { sync: true }))
   })
 
