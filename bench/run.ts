@@ -3,7 +3,7 @@
 //   npm run bench                        full run, a few minutes on 2 cores
 //   npm run bench -- --quick             under a minute (shorter windows, 100k-event replay)
 //   npm run bench -- --smoke --out DIR   seconds: one level, a subset, tiny sizes (what npm run bench:smoke checks)
-// Options: --out DIR (default bench/results for a full run, .data/bench-<mode> otherwise), --only load,notify,readers,amplify,stall,replay,sessions,cqrs,invariant,scaleout,commands,metrics,backup,devreload (default: all; smoke runs leave scaleout out).
+// Options: --out DIR (default bench/results for a full run, .data/bench-<mode> otherwise), --only load,notify,readers,amplify,stall,replay,sessions,cqrs,invariant,scaleout,commands,metrics,backup,devreload,scale (default: all; smoke runs leave scaleout out).
 // Env: BENCH_DATA_DIR (data dirs and the fsync probe; default <repo>/.data/bench-run).
 // Scenarios: bench/scenarios/*.ts; the kit they share: bench/lib/*.ts; the report: bench/report.ts.
 // Every server is spawned here on 127.0.0.1 (port 0) and stopped before the run ends.
@@ -30,6 +30,7 @@ import { INVARIANT_BUDGET, renderInvariant, runInvariant, type InvariantResult }
 import { renderCommands, runCommands, type CommandsOptions, type CommandsResult } from './scenarios/commands.ts';
 import { METRICS_BUDGET, renderMetricsCost, runMetricsCost, type MetricsCostResult } from './scenarios/metrics-cost.ts';
 import { renderBackup, runBackup, type BackupOptions, type BackupResult } from './scenarios/backup.ts';
+import { renderScale, runScale, scaleBudgets, type ScaleOptions, type ScaleResult } from './scenarios/scale.ts';
 import { renderDevReload, runDevReload, type DevReloadResult } from './dev-reload.ts';
 
 // ---------------------------------------------------------------------------------------------------
@@ -45,7 +46,7 @@ const option = (name: string): string | undefined => {
 const mode: Mode = flag('smoke') ? 'smoke' : flag('quick') ? 'quick' : 'full';
 // Only a full run replaces the committed results; shorter runs go under .data (not committed).
 const outDir = resolve(option('out') ?? (mode === 'full' ? join(repoRoot, 'bench', 'results') : join(repoRoot, '.data', `bench-${mode}`)));
-const PARTS = ['load', 'notify', 'readers', 'amplify', 'stall', 'replay', 'sessions', 'cqrs', 'invariant', 'scaleout', 'commands', 'metrics', 'backup', 'devreload'] as const;
+const PARTS = ['load', 'notify', 'readers', 'amplify', 'stall', 'replay', 'sessions', 'cqrs', 'invariant', 'scaleout', 'commands', 'metrics', 'backup', 'devreload', 'scale'] as const;
 type Part = (typeof PARTS)[number];
 // scaleout starts a PostgreSQL cluster: not in smoke runs unless asked for.
 const only = option('only')?.split(',').map((s) => s.trim()) ?? PARTS.filter((p) => p !== 'scaleout' || mode !== 'smoke');
@@ -70,6 +71,8 @@ interface Settings {
   commands: CommandsOptions;
   /** issue 23: wo backup of a big log while writes run */
   backup: BackupOptions;
+  /** issue 27: a store of N rows written directly, served from disk through the row cache */
+  scale: ScaleOptions;
   /** Scenarios that run on the load matrix's group-commit-on server instead of a fresh one of their own
    *  (saves server starts; full runs give every scenario a fresh server). */
   shareServer: { notify: boolean; stall: boolean; sessions: boolean };
@@ -91,6 +94,7 @@ const SETTINGS: Record<Mode, Settings> = {
     scaleOut: { inFlight: [32, 256], windowMs: 8000, products: 1000, notifyCommits: 200 },
     commands: { books: 100, products: 100, windowMs: 1500, rounds: 3, warmMaxMs: 4000, warmChunkMs: 500, warmMinCalls: 3000, concurrency: 16 },
     backup: { events: 1_000_000, products: 1000, concurrency: 16, warmMs: 1000, baselineMs: 3000 },
+    scale: { rows: 1_000_000, gets: 2000 },
     shareServer: { notify: false, stall: false, sessions: false },
     notifyFloor: true,
   },
@@ -107,6 +111,7 @@ const SETTINGS: Record<Mode, Settings> = {
     scaleOut: { inFlight: [32, 256], windowMs: 3000, products: 1000, notifyCommits: 100 },
     commands: { books: 100, products: 100, windowMs: 600, rounds: 2, warmMaxMs: 1500, warmChunkMs: 250, warmMinCalls: 1000, concurrency: 16 },
     backup: { events: 100_000, products: 1000, concurrency: 16, warmMs: 500, baselineMs: 1500 },
+    scale: { rows: 200_000, gets: 1000 },
     shareServer: { notify: false, stall: true, sessions: false },
     notifyFloor: true,
   },
@@ -123,6 +128,7 @@ const SETTINGS: Record<Mode, Settings> = {
     scaleOut: { inFlight: [8], windowMs: 300, products: 20, notifyCommits: 5 },
     commands: { books: 10, products: 10, windowMs: 200, rounds: 1, warmMaxMs: 300, warmChunkMs: 150, warmMinCalls: 100, concurrency: 4 },
     backup: { events: 10_000, products: 100, concurrency: 4, warmMs: 200, baselineMs: 300 },
+    scale: { rows: 10_000, gets: 100 },
     shareServer: { notify: true, stall: true, sessions: true },
     notifyFloor: true,
   },
@@ -242,6 +248,8 @@ let commands: CommandsResult | undefined;
 let metricsCost: MetricsCostResult | undefined;
 /** issue 23's backup budget (reported after the rest, in its own file too). */
 let backup: BackupResult | undefined;
+/** issue 27's data larger than memory (reported after the rest, in its own file too). */
+let scale: ScaleResult | undefined;
 /** issue 26's wo dev reload latency (reported after the rest, in its own file too). */
 let devReload: DevReloadResult | undefined;
 const startedEarly: SpawnedServer[] = [];
@@ -320,6 +328,7 @@ try {
   if (wanted('commands')) commands = await runCommands(ctx, S.commands);
   if (wanted('metrics')) metricsCost = await runMetricsCost(ctx);
   if (wanted('backup')) backup = await runBackup(ctx, S.backup);
+  if (wanted('scale')) scale = await runScale(ctx, S.scale);
   if (wanted('devreload')) devReload = await runDevReload({ rounds: mode === 'full' ? 10 : 2, rows: mode === 'smoke' ? 50 : 2000, dataRoot });
 } finally {
   await Promise.allSettled([sharedStart, sessionsStart]);
@@ -355,14 +364,16 @@ report.budgets = [
     budget('backupTime', '`wo backup` time / `wo verify` time on the same log', '<=', 2, backup.timeRatio, 'x', `${backup.backupMs} against ${backup.verifyMs} ms`),
   ] : []),
   ...(scaleOut && !scaleOut.skipped ? scaleOutBudgets(scaleOut) : []),
+  ...(scale ? scaleBudgets(scale) : []),
 ];
 report.wallMs = performance.now() - wallStart;
 
-const md = renderMarkdown(report) + (invariantCost ? `\n${renderInvariant(invariantCost)}` : '') + (scaleOut ? `\n${renderScaleOut(scaleOut)}` : '') + (commands ? `\n${renderCommands(commands)}\n` : '') + (metricsCost ? `\n${renderMetricsCost(metricsCost)}\n` : '') + (backup ? `\n${renderBackup(backup)}\n` : '') + (devReload ? `\n${renderDevReload(devReload)}\n` : '');
+const md = renderMarkdown(report) + (invariantCost ? `\n${renderInvariant(invariantCost)}` : '') + (scaleOut ? `\n${renderScaleOut(scaleOut)}` : '') + (commands ? `\n${renderCommands(commands)}\n` : '') + (metricsCost ? `\n${renderMetricsCost(metricsCost)}\n` : '') + (backup ? `\n${renderBackup(backup)}\n` : '') + (scale ? `\n${renderScale(scale)}\n` : '') + (devReload ? `\n${renderDevReload(devReload)}\n` : '');
 mkdirSync(outDir, { recursive: true });
 if (scaleOut) writeFileSync(join(outDir, 'scale-out.json'), `${JSON.stringify(scaleOut, null, 2)}\n`);
 if (commands) writeFileSync(join(outDir, 'commands.json'), `${JSON.stringify(commands, null, 2)}\n`);
 if (backup) writeFileSync(join(outDir, 'backup.json'), `${JSON.stringify(backup, null, 2)}\n`);
+if (scale) writeFileSync(join(outDir, 'scale.json'), `${JSON.stringify(scale, null, 2)}\n`);
 if (devReload) writeFileSync(join(outDir, 'dev-reload.json'), `${JSON.stringify(devReload, null, 2)}\n`);
 writeFileSync(join(outDir, 'latest.json'), `${JSON.stringify(report, (_k, v) => (typeof v === 'number' && !Number.isFinite(v) ? null : v), 2)}\n`);
 writeFileSync(join(outDir, 'latest.md'), md);

@@ -45,7 +45,7 @@ const appDir = Args.directory({ name: "app-dir", exists: "yes" }).pipe(
 )
 // Plain text, not Options.directory: the store's open names what is wrong with the path in one line.
 const dataOption = Options.text("data").pipe(
-  Options.withDescription("data directory (default: <app-dir>/.data, or WO_DATA)"),
+  Options.withDescription("data directory (default: <app-dir>/.data, or WO_DATA); its rows are served from disk through a cache of WO_ROW_CACHE bytes (default 64 MiB)"),
   Options.optional
 )
 const listenOption = Options.text("listen").pipe(

@@ -19,6 +19,11 @@ export interface Settings {
   readonly ackedRecord: boolean
   /** Most commands in one durable batch. `WO_MAX_BATCH`, default 1024. */
   readonly maxBatch: number
+  /**
+   * Bytes of decoded rows kept in memory (`WO_ROW_CACHE`, default 64 MiB): the embedded store serves rows from
+   * disk through an LRU cache of this size, so the data may be larger than memory.
+   */
+  readonly rowCache: number
   /** Largest accepted request body in bytes. `WO_BODY_LIMIT`, default 4 MiB. */
   readonly bodyLimit: number
   /** Page size bounds for list endpoints and tools. */
@@ -184,6 +189,7 @@ const fromEnvironment = (d: Partial<Settings>) =>
       groupCommit: yield* onOff("WO_GROUP_COMMIT", d.groupCommit ?? true),
       ackedRecord: yield* onOff("WO_ACKED_RECORD", d.ackedRecord ?? true),
       maxBatch: yield* positiveInt("WO_MAX_BATCH", d.maxBatch ?? 1024),
+      rowCache: yield* positiveInt("WO_ROW_CACHE", d.rowCache ?? 64 * 1024 * 1024),
       bodyLimit: yield* positiveInt("WO_BODY_LIMIT", d.bodyLimit ?? 4 * 1024 * 1024),
       defaultPageSize: yield* positiveInt("WO_PAGE_SIZE", d.defaultPageSize ?? 50),
       maxPageSize: yield* positiveInt("WO_MAX_PAGE_SIZE", d.maxPageSize ?? 1000),
@@ -221,7 +227,7 @@ const fromEnvironment = (d: Partial<Settings>) =>
 
 /** Every key a SettingsInput may have (a Record, so that a new setting cannot be left out). */
 const KNOWN_KEYS: ReadonlySet<string> = new Set(Object.keys({
-  listen: true, host: true, port: true, dataDir: true, groupCommit: true, ackedRecord: true, maxBatch: true,
+  listen: true, host: true, port: true, dataDir: true, groupCommit: true, ackedRecord: true, maxBatch: true, rowCache: true,
   bodyLimit: true, defaultPageSize: true, maxPageSize: true, mcpOrigins: true, allowedHosts: true,
   requestTimeoutMs: true, maxSessions: true, sessionIdleMs: true, streamBuffer: true, heartbeatMs: true,
   maxSubscriptions: true, maxUriLength: true, maxSubscriptionBytes: true, maxJsonDepth: true,

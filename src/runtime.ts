@@ -18,6 +18,7 @@ import { WoConfig, type Settings } from "./config.ts"
 import { ChangeFeed, ChangeFeedLive } from "./projections/change-feed.ts"
 import { QueriesLive } from "./projections/queries.ts"
 import { Rows, RowsLive } from "./projections/rows.ts"
+import { StoreRowsLive } from "./projections/store-rows.ts"
 import { PinnedLog } from "./log/pinned-log.ts"
 import { ViewsLive } from "./projections/views.ts"
 import { UpcastingLog } from "./log/upcasting-log.ts"
@@ -60,7 +61,8 @@ export const coreLayer = (app: AppDef, settings: Settings, options: CoreOptions 
   const shared = settings.store !== undefined
   // The projections recovered from the store: rows, and the declared views. On a shared log both are recovered
   // up to one seq, from which the tailer follows (log/pinned-log.ts).
-  const recovered = shared ? Layer.mergeAll(RowsLive, ViewsLive).pipe(Layer.provide(PinnedLog)) : Layer.mergeAll(RowsLive, ViewsLive)
+  // The embedded store serves its rows from disk (store-rows.ts); a PostgreSQL node holds them in memory.
+  const recovered = shared ? Layer.mergeAll(RowsLive, ViewsLive).pipe(Layer.provide(PinnedLog)) : Layer.mergeAll(StoreRowsLive, ViewsLive)
   const store = recovered.pipe(
     Layer.provideMerge(log),
     Layer.provideMerge(levelDbLayer(settings.dataDir, { acceptDataLoss: settings.acceptDataLoss }))

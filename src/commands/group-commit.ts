@@ -133,6 +133,11 @@ export const makeGroupCommit = Effect.gen(function* () {
           settled.add(p)
         }
       }
+      const ready = yield* Effect.either(rows.decisionsReady)
+      if (Either.isLeft(ready)) {
+        for (const p of batch) if (!settled?.has(p)) p.resume(Exit.fail(ready.left))
+        return
+      }
       const firstSeq = lastSeq
       const at = Date.now()
       const decided = decideBatch(batch, rows, { lastSeq, counters, at, shared }, settled)

@@ -300,6 +300,12 @@ export const makeClassicLevelLog = (h: LevelDbShape, mode: LogMode = {}) =>
       readFrom: (fromSeq) => readEvents(h, fromSeq, accepted),
       storedRows: readStoredRows(h),
       storedViews: readStoredViews(h),
+      storeViews: (views) =>
+        h.write("cannot store the views folded at startup", (db) => {
+          const chained = db.batch()
+          for (const { name, json } of views) chained.put(K.viewKey(name), seal(K.viewKey(name), json))
+          return chained.write({ sync: true })
+        }),
       storedKey: (key) =>
         h.read("cannot read the idempotency key", async (db) => {
           const where = K.idempotencyKey(key)

@@ -149,6 +149,11 @@ export interface EventLogShape {
   readonly storedRows: Stream.Stream<StoredRow, StoreError>
   /** The stored view records, verified; absent for a log that stores none (views are then rebuilt). */
   readonly storedViews?: Effect.Effect<ReadonlyArray<StoredView>, StoreError>
+  /**
+   * Stores view records on their own, with one durable write: the views folded at startup, so that the next start
+   * loads them instead of folding again. Present on a log that stores view records.
+   */
+  readonly storeViews?: (views: ReadonlyArray<ViewRecord>) => Effect.Effect<void, StoreError>
   readonly stats: Effect.Effect<EventLogStats>
   /**
    * Present on a log that records its acknowledged head beside the store (classic-level: acked-head.ts): the writer

@@ -54,6 +54,8 @@ export interface LevelDbShape {
    * write-ahead log), and fails fast while that is not possible (the disk is still full).
    */
   readonly write: <A>(what: string, f: (db: Db) => Promise<A>) => Effect.Effect<A, StoreError>
+  /** The open database for a synchronous read (`getSync`), or undefined while it is closed for a reopen. */
+  readonly current?: () => Db | undefined
   /** Reopens the store if a write failed since the last open; succeeds at once otherwise. */
   readonly ensureWritable: Effect.Effect<void, StoreError>
   /** How many times the store was reopened after a failed write. */
@@ -275,6 +277,7 @@ export const openDb = (dir: string, options: OpenOptions = {}) =>
                 return storeError(what)(e)
               }
             })), () => leave),
+      current: () => db,
       whileNoWrites,
       ensureWritable,
       reopens: () => reopens

@@ -7,6 +7,7 @@
  *   m!counter!<type>      the highest id assigned for the type
  *   m!rows!<type>         how many rows of the type are stored (a row whose key is damaged is then missed)
  *   m!format              the record format (2: every value is a checksummed record, see record.ts)
+ *   m!schema              the digest of the app's types the stored rows were last checked against (store-rows.ts)
  *   m!acked-record        present once the store keeps an acknowledged-head record beside it (acked-head.ts)
  *   v!<name>              a view's state (log/view-record.ts), written in the batch that changed it
  *   k!<key>               an idempotency key: its request's fingerprint and answer (key-record.ts), written in
@@ -28,6 +29,7 @@ export const rowCountKey = (type: string) => `${ROW_COUNT_PREFIX}${type}`
 export const FORMAT_KEY = "m!format"
 export const FORMAT = "2"
 export const ACKED_RECORD_KEY = "m!acked-record"
+export const SCHEMA_CHECKED_KEY = "m!schema"
 export const seqOfEventKey = (key: string) => Number(key.slice(2))
 export const viewKey = (name: string) => `v!${name}`
 export const nameOfViewKey = (key: string) => key.slice(2)

@@ -13,7 +13,7 @@ export const PinnedLog = Layer.effect(
     const log = yield* EventLog
     const head = yield* log.head
     const last = head.lastSeq
-    const { storedViews: _stored, ...rest } = log
+    const { storedViews: _stored, storeViews: _store, ...rest } = log
     return EventLog.of({
       ...rest,
       head: Effect.succeed({ lastSeq: last, checkpoint: 0, counters: head.counters }),

@@ -57,14 +57,13 @@ export const makeQueries =
               return Effect.fail(invalid(type, "cursor", `is not a cursor this server issued for this list${written === undefined ? "" : ` (order ${written})`}`))
             }
           }
-          const table = rows.table(type)
-          const page = where.length === 0 && written === undefined
-            ? table.page(after?.id ?? 0, limit)
-            : table.query({ where, order, ...(after !== undefined ? { after } : {}), limit })
-          const last = page.rows[page.rows.length - 1]
-          if (!page.more || last === undefined) return Effect.succeed({ items: page.rows })
-          const key = { id: Number(last.id), value: order.field === "id" ? undefined : last[order.field] }
-          return Effect.succeed({ items: page.rows, nextCursor: encodeCursor(type, key, written) })
+          // A store read failure (a damaged row record, the store closed for a reopen) is a 500 naming it.
+          return Effect.map(Effect.orDie(rows.table(type).read({ where, order, ...(after !== undefined ? { after } : {}), limit })), (page): Page => {
+            const last = page.rows[page.rows.length - 1]
+            if (!page.more || last === undefined) return { items: page.rows }
+            const key = { id: Number(last.id), value: order.field === "id" ? undefined : last[order.field] }
+            return { items: page.rows, nextCursor: encodeCursor(type, key, written) }
+          })
         }),
       rowsAfter: (type, afterId, limit) => rows.table(type).page(afterId, limit)
     })

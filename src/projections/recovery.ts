@@ -4,14 +4,39 @@
  * startup check (schema-check.ts): every row is decoded once against the app and kept in its current form,
  * or startup is refused by name. Large stores log progress so a long start is never silent.
  */
-import { Effect, Stream } from "effect"
+import { Effect, Either, Stream } from "effect"
 import type { EventLogShape } from "../log/event-log.ts"
 import type { CompiledApp } from "../domain/compile.ts"
 import { evolve } from "../domain/decider.ts"
 import { RowTable } from "./row-table.ts"
-import { goneTypeProblem, newerSchemaProblem, normaliseTables, SchemaMismatch } from "./schema-check.ts"
+import { goneTypeProblem, makeMisfits, newerSchemaProblem, normaliseRow, normaliseTables, SchemaMismatch } from "./schema-check.ts"
 
 const PROGRESS_EVERY = 100_000
+
+/**
+ * What the stored data may hold: types the log knows but the app does not declare (every type that ever had a
+ * create has a counter) are gone unless retired; data written with a newer schema version than the app's is
+ * refused. `served` notes both and answers whether the type's data is served.
+ */
+export const schemaGate = (catalog: CompiledApp, counters: Iterable<string>) => {
+  const gone = new Set<string>()
+  const newer = new Map<string, number>()
+  const served = (type: string, schema: number | undefined) => {
+    const compiled = catalog.types.get(type)
+    if (compiled === undefined) {
+      if (!catalog.retired.has(type)) gone.add(type)
+      return false
+    }
+    if ((schema ?? 1) > compiled.version) newer.set(type, Math.max(newer.get(type) ?? 0, schema!))
+    return true
+  }
+  for (const type of counters) served(type, undefined)
+  const refused = () => [
+    ...[...gone].map(goneTypeProblem),
+    ...[...newer].map(([type, written]) => newerSchemaProblem(type, written, catalog.types.get(type)!.version))
+  ]
+  return { served, refused }
+}
 
 export const recoverRows = (log: EventLogShape, catalog: CompiledApp) =>
   Effect.gen(function* () {
@@ -23,20 +48,7 @@ export const recoverRows = (log: EventLogShape, catalog: CompiledApp) =>
       if (t === undefined) tables.set(type, (t = new RowTable()))
       return t
     }
-    // Types the log knows but the app does not declare (every type that ever had a create has a counter).
-    const gone = new Set<string>()
-    const newer = new Map<string, number>()
-    /** Whether the type's data is served; notes a gone type or data from a newer schema. */
-    const served = (type: string, schema: number | undefined) => {
-      const compiled = catalog.types.get(type)
-      if (compiled === undefined) {
-        if (!catalog.retired.has(type)) gone.add(type)
-        return false
-      }
-      if ((schema ?? 1) > compiled.version) newer.set(type, Math.max(newer.get(type) ?? 0, schema!))
-      return true
-    }
-    for (const type of head.counters.keys()) served(type, undefined)
+    const { served, refused: gate } = schemaGate(catalog, head.counters.keys())
     let rows = 0
     yield* log.storedRows.pipe(
       Stream.runForEach(({ type, row, schema }) =>
@@ -58,10 +70,7 @@ export const recoverRows = (log: EventLogShape, catalog: CompiledApp) =>
           return ++tailEvents % PROGRESS_EVERY === 0 ? Effect.logInfo(`recovery: ${tailEvents} tail events folded`) : Effect.void
         }))
     )
-    const refused = [
-      ...[...gone].map(goneTypeProblem),
-      ...[...newer].map(([type, written]) => newerSchemaProblem(type, written, catalog.types.get(type)!.version))
-    ]
+    const refused = gate()
     if (refused.length > 0) return yield* new SchemaMismatch({ problems: refused })
     const misfits = normaliseTables(catalog, tables)
     if (misfits.length > 0) return yield* new SchemaMismatch({ problems: misfits })
@@ -70,4 +79,30 @@ export const recoverRows = (log: EventLogShape, catalog: CompiledApp) =>
       checkpoint: head.lastSeq,
       report: { rows, events: head.lastSeq, tailEvents, millis: Date.now() - started }
     }
+  })
+
+/**
+ * The startup check of a store whose rows are served from it (store-rows.ts), without holding them: every stored
+ * row is read once, decoded through its type's schema and dropped. Fails with SchemaMismatch as `recoverRows` does.
+ */
+export const checkStoredRows = (log: EventLogShape, catalog: CompiledApp, counters: Iterable<string>) =>
+  Effect.gen(function* () {
+    const { served, refused: gate } = schemaGate(catalog, counters)
+    const misfits = makeMisfits("stored row")
+    let rows = 0
+    yield* log.storedRows.pipe(
+      Stream.runForEach(({ type, row, schema }) =>
+        Effect.suspend(() => {
+          if (served(type, schema)) {
+            const normalised = normaliseRow(catalog.types.get(type)!.normalise, row)
+            if (Either.isLeft(normalised)) misfits.add(type, row.id, normalised.left)
+          }
+          return ++rows % PROGRESS_EVERY === 0 ? Effect.logInfo(`schema check: ${rows} stored rows checked`) : Effect.void
+        }))
+    )
+    const refused = gate()
+    if (refused.length > 0) return yield* new SchemaMismatch({ problems: refused })
+    const problems = misfits.problems()
+    if (problems.length > 0) return yield* new SchemaMismatch({ problems })
+    return rows
   })

@@ -12,7 +12,7 @@
  * folded; writes go on. At the next start a failed view is folded again from the log, with the code of that
  * day. Startup loads the stored values (no replay); a view without a usable one (new, failed, or declared
  * differently since it was stored: `on`, `initial`, `schema` or `version`) is folded from the whole log once,
- * and stored with the next batch.
+ * and stored at once, so that the next start loads it, whether a batch was written in between or not.
  */
 import { Context, Data, Effect, Either, Layer } from "effect"
 import { EventLog, type EventLogShape, type ViewRecord } from "../log/event-log.ts"
@@ -84,7 +84,7 @@ interface ViewState {
   json: string | undefined
   seq: number
   failed: string | undefined
-  /** Rebuilt at startup and not stored yet: written with the next batch. */
+  /** Rebuilt at startup and not stored yet (a log that cannot store views alone): written with the next batch. */
   dirty: boolean
 }
 
@@ -234,11 +234,16 @@ export const recoverViews = (log: EventLogShape, catalog: CompiledApp) =>
     }
     if (rebuild.length > 0) {
       const folded = yield* foldViews(log, catalog, rebuild, true)
+      const records: Array<ViewRecord> = []
       for (const view of rebuild) {
         const f = folded.get(view.name)!
         if (f.failed !== undefined) yield* Effect.logError(`${f.failed} (while folding it from the log at startup)`)
-        states.push({ view, definition: viewDefinition(view), value: f.value, json: f.valueJson, seq: f.seq, failed: f.failed, dirty: true })
+        const definition = viewDefinition(view)
+        records.push({ name: view.name, json: viewRecordJson(definition, f.seq, f.failed === undefined ? { valueJson: f.valueJson! } : { failed: f.failed }) })
+        states.push({ view, definition, value: f.value, json: f.valueJson, seq: f.seq, failed: f.failed, dirty: log.storeViews === undefined })
       }
+      // Stored now, not with the next batch: a restart without a write in between loads them instead of folding again.
+      if (log.storeViews !== undefined) yield* log.storeViews(records)
     }
     // Catalog order, whatever was loaded or folded first.
     states.sort((a, b) => views.indexOf(a.view) - views.indexOf(b.view))

@@ -122,7 +122,7 @@ const givenRows = (catalog: CompiledApp, rows: Rows): RowsShape => {
 }
 
 /** The highest id given per table, deleted rows included (a table does not keep the ids of deleted rows). */
-const highestGiven = new WeakMap<RowTable, number>()
+const highestGiven = new WeakMap<object, number>()
 
 /** The highest id handed out for `type`: the command's creates take the next ones. */
 const lastId = (rows: RowsShape, type: string) => highestGiven.get(rows.table(type)) ?? 0

@@ -14,7 +14,8 @@ import { defineApp, entity, view } from "../../src/domain/catalog.ts"
 import { Views } from "../../src/projections/views.ts"
 import { callTool, MCP_HEADERS, openSession, rpc } from "../support/mcp.ts"
 import { modernRequest, openListen } from "../support/modern.ts"
-import { apps, http, ROOT, runWo, startServer, tempDir } from "../support/server.ts"
+import { apps, http, ROOT, runWo, spawnServer, startServer, tempDir } from "../support/server.ts"
+import { writeProducts } from "../../bench/lib/row-writer.ts"
 import { openSse } from "../../testkit/sse.ts"
 
 type Server = Awaited<ReturnType<typeof startServer>>
@@ -155,6 +156,25 @@ describe("views across restarts, replay and damage", () => {
     } finally {
       await server.close()
     }
+  })
+
+  it("stores a view folded at startup at once: a restart with no write in between loads it (wo run)", async () => {
+    // A store written directly has no view records: the first start must fold products_by_currency from the log.
+    const dir = tempDir("wo-views-fold-")
+    await writeProducts(dir, 300, (i) => ({ name: `item-${i}`, price: i, currency: i % 3 === 0 ? "EUR" : "USD" }))
+    const pricingDir = path.join(ROOT, "examples/pricing")
+    const first = await spawnServer(pricingDir, dir)
+    const value = (await http(`${first.url}/api/_views/products_by_currency`)).json.value
+    await first.stop()
+    expect(first.output()).toMatch(/views: 0 loaded, products_by_currency folded from 300 events/)
+    const second = await spawnServer(pricingDir, dir)
+    try {
+      expect((await http(`${second.url}/api/_views/products_by_currency`)).json.value).toEqual(value)
+    } finally {
+      await second.stop()
+    }
+    expect(second.output()).toMatch(/views: 1 loaded in \d+ ms/)
+    expect(second.output()).not.toMatch(/folded from/)
   })
 
   it("equals the log's fold under wo replay --app, and wo verify checks its record", async () => {

@@ -1,0 +1,172 @@
+// Issue 27's budgets: data larger than memory. A store of N products written directly (bench/lib/row-writer.ts;
+// 1,000,000 in a full run, 200,000 with --quick), served by `wo run` from the store through its row cache.
+// Measured beside an empty dir in the same run: spawn to ready and RSS after start (the second start: the first
+// one checks the rows against the schema and folds the pricing view from the log, once), a GET of rows read for
+// the first time (cache cold) against GETs of rows just read (cached), a filtered first page against an
+// unfiltered one (with the filter's index just built, and built before), and RSS after every row was read once.
+import { budget, type Budget } from '../report.ts';
+import { rssBytes } from '../lib/cpu.ts';
+import { writeProducts } from '../lib/row-writer.ts';
+import { freshDataDir, startWo, type SpawnedServer } from '../lib/wo.ts';
+import type { BenchContext } from './context.ts';
+
+export interface ScaleOptions {
+  rows: number;
+  /** GETs per latency sample (each cold one reads a row not read before) */
+  gets: number;
+}
+
+export interface ScaleResult {
+  rows: number;
+  cacheMb: number;
+  writeMs: number;
+  emptyStartMs: number;
+  firstStartMs: number;
+  startMs: number;
+  emptyRssMb: number;
+  rssMb: number;
+  rssAfterReadMb: number;
+  coldGetP99Ms: number;
+  cachedGetP99Ms: number;
+  unfilteredFirstPageMs: number;
+  filteredFirstPageJustBuiltMs: number;
+  filteredFirstPageMs: number;
+  recovered: string;
+}
+
+const MB = 1024 * 1024;
+const CACHE = 64 * MB;
+const RECOVERED = /recovered \d+ events \(\d+ rows, \d+ tail events\) in \d+ ms/;
+
+const p99 = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor(0.99 * xs.length))] ?? Number.NaN;
+
+const timedGet = async (url: string) => {
+  const t0 = performance.now();
+  const res = await fetch(url);
+  await res.text();
+  if (res.status !== 200) throw new Error(`scale: GET ${url} answered ${res.status}`);
+  return performance.now() - t0;
+};
+
+/** The median of a few timings of one request (the first taken apart by the caller when it differs). */
+const median = async (url: string, n = 5) => {
+  const xs: number[] = [];
+  for (let i = 0; i < n; i++) xs.push(await timedGet(url));
+  return xs.sort((a, b) => a - b)[Math.floor(n / 2)];
+};
+
+async function timedStart(dir: string): Promise<{ server: SpawnedServer; ms: number }> {
+  const t0 = performance.now();
+  const server = await startWo({ dir, env: { WO_ROW_CACHE: String(CACHE) }, readyTimeoutMs: 600_000 });
+  return { server, ms: performance.now() - t0 };
+}
+
+export async function runScale(ctx: BenchContext, opts: ScaleOptions): Promise<ScaleResult> {
+  const emptyDir = freshDataDir(ctx.dataRoot, 'scale-empty');
+  ctx.track(emptyDir);
+  ctx.phase('scale: wo run on an empty dir');
+  const empty = await timedStart(emptyDir);
+  await new Promise((r) => setTimeout(r, 500));
+  const emptyRss = rssBytes(empty.server.pid);
+  await empty.server.stop();
+
+  const dir = freshDataDir(ctx.dataRoot, 'scale');
+  ctx.track(dir);
+  ctx.phase(`scale: writing ${opts.rows} products directly`);
+  const spec = (i: number) => ({ name: `item-${i % 1000}`, price: 1 + (i % 997), currency: (i % 3 === 0 ? 'EUR' : 'USD') as 'EUR' | 'USD' });
+  const written = await writeProducts(dir, opts.rows, spec);
+
+  ctx.phase('scale: first start (schema check and the view folded from the log, both once)');
+  const first = await timedStart(dir);
+  await first.server.stop();
+
+  ctx.phase('scale: second start, then reads');
+  const { server, ms: startMs } = await timedStart(dir);
+  try {
+    await new Promise((r) => setTimeout(r, 500));
+    const rss = rssBytes(server.pid);
+    const recovered = RECOVERED.exec(server.stdout())?.[0] ?? '';
+    const url = server.url;
+    // Distinct random ids, each read for the first time; then a small set read again and again (cached).
+    const cold: number[] = [];
+    for (let k = 0; k < opts.gets; k++) cold.push(await timedGet(`${url}/api/products/${1 + ((k * 104_729 + 17) % opts.rows)}`));
+    const hot = Array.from({ length: 100 }, (_, k) => 1 + ((k * 7_919) % opts.rows));
+    for (const id of hot) await timedGet(`${url}/api/products/${id}`);
+    const cached: number[] = [];
+    for (let k = 0; k < opts.gets; k++) cached.push(await timedGet(`${url}/api/products/${hot[k % hot.length]}`));
+
+    const unfiltered = await median(`${url}/api/products?limit=50`);
+    const justBuilt = await timedGet(`${url}/api/products?name=item-7&limit=50`);
+    const filtered = await median(`${url}/api/products?name=item-7&limit=50`);
+
+    ctx.phase(`scale: reading every row once (pages of 1000)`);
+    // A fresh start, so that the filter's index (in memory, issue 27 item 3) is not counted.
+    await server.stop();
+    const again = await timedStart(dir);
+    let rssAfterRead = Number.NaN;
+    try {
+      let cursor: string | undefined;
+      let n = 0;
+      do {
+        const res = await fetch(`${again.server.url}/api/products?limit=1000${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`);
+        const page = (await res.json()) as { items: unknown[]; nextCursor?: string };
+        n += page.items.length;
+        cursor = page.nextCursor;
+      } while (cursor !== undefined);
+      if (n !== opts.rows) ctx.warn(`scale: read ${n} rows, wrote ${opts.rows}`);
+      rssAfterRead = rssBytes(again.server.pid);
+    } finally {
+      await again.server.stop();
+    }
+    return {
+      rows: opts.rows,
+      cacheMb: CACHE / MB,
+      writeMs: written.ms,
+      emptyStartMs: empty.ms,
+      firstStartMs: first.ms,
+      startMs,
+      emptyRssMb: emptyRss / MB,
+      rssMb: rss / MB,
+      rssAfterReadMb: rssAfterRead / MB,
+      coldGetP99Ms: p99(cold),
+      cachedGetP99Ms: p99(cached),
+      unfilteredFirstPageMs: unfiltered,
+      filteredFirstPageJustBuiltMs: justBuilt,
+      filteredFirstPageMs: filtered,
+      recovered,
+    };
+  } finally {
+    await server.stop();
+  }
+}
+
+/** The issue's budgets, as ratios measured in this run. */
+export const scaleBudgets = (r: ScaleResult): Budget[] => {
+  const n = r.rows.toLocaleString('en-US');
+  return [
+    budget('scaleStart', `spawn to ready with ${n} rows / empty dir`, '<=', 1.5, r.startMs / r.emptyStartMs, 'x', `${r.startMs.toFixed(0)} against ${r.emptyStartMs.toFixed(0)} ms; see "Data larger than memory"`),
+    budget('scaleRss', `RSS after start with ${n} rows - empty dir`, '<=', 100, r.rssMb - r.emptyRssMb, ' MB', `${r.rssMb.toFixed(0)} against ${r.emptyRssMb.toFixed(0)} MB`),
+    budget('scaleRssRead', `RSS after every row was read once - empty dir - cache`, '<=', 100, r.rssAfterReadMb - r.emptyRssMb - r.cacheMb, ' MB', `${r.rssAfterReadMb.toFixed(0)} MB, cache ${r.cacheMb} MB`),
+    budget('scaleColdGet', 'GET p99, cache cold / cached', '<=', 3, r.coldGetP99Ms / r.cachedGetP99Ms, 'x', `${r.coldGetP99Ms.toFixed(2)} against ${r.cachedGetP99Ms.toFixed(2)} ms`),
+    budget('scaleFiltered', 'filtered first page (index built) / unfiltered first page', '<=', 1.5, r.filteredFirstPageMs / r.unfilteredFirstPageMs, 'x', `${r.filteredFirstPageMs.toFixed(2)} against ${r.unfilteredFirstPageMs.toFixed(2)} ms`),
+    budget('scaleFilteredBuild', 'filtered first page (index just built) / unfiltered first page', '<=', 1.5, r.filteredFirstPageJustBuiltMs / r.unfilteredFirstPageMs, 'x', `${r.filteredFirstPageJustBuiltMs.toFixed(0)} against ${r.unfilteredFirstPageMs.toFixed(2)} ms: the index is built from a scan of the store (item 3, indexes on disk, is not done)`),
+  ];
+};
+
+export function renderScale(r: ScaleResult): string {
+  const f = (x: number, d = 1) => (Number.isFinite(x) ? x.toFixed(d) : 'n/a');
+  return [
+    '## Data larger than memory (issue 27)',
+    '',
+    `${r.rows.toLocaleString('en-US')} products written directly (${f(r.writeMs / 1000)} s), served from the store through a ${r.cacheMb} MiB row cache (\`WO_ROW_CACHE\`).`,
+    '',
+    '| figure | empty dir | with the rows |',
+    '|---|---|---|',
+    `| spawn to ready, first start (schema check and view fold, once) | ${f(r.emptyStartMs, 0)} ms | ${f(r.firstStartMs, 0)} ms |`,
+    `| spawn to ready, next start | ${f(r.emptyStartMs, 0)} ms | ${f(r.startMs, 0)} ms (${r.recovered}) |`,
+    `| RSS after start | ${f(r.emptyRssMb, 0)} MB | ${f(r.rssMb, 0)} MB |`,
+    `| RSS after every row was read once | | ${f(r.rssAfterReadMb, 0)} MB |`,
+    `| GET p99, cache cold / cached | | ${f(r.coldGetP99Ms, 2)} / ${f(r.cachedGetP99Ms, 2)} ms |`,
+    `| first page: unfiltered / \`?name=item-7\` (index just built) / same, built | | ${f(r.unfilteredFirstPageMs, 2)} / ${f(r.filteredFirstPageJustBuiltMs, 0)} / ${f(r.filteredFirstPageMs, 2)} ms |`,
+  ].join('\n');
+}

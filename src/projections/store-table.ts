@@ -1,0 +1,215 @@
+/**
+ * The rows of one type served from the classic-level store: the row records the writer stores with every batch
+ * (`r!<type>!<id:12>`, ids zero-padded so that key order is id order) are the read path. A get reads through the
+ * shared LRU cache of decoded rows (row-cache.ts), synchronously (`getSync`); a list page walks the key range
+ * from its cursor, so it costs about the rows it returns. Nothing is loaded at start.
+ *
+ * The projector applies each durable batch here (`apply`) before any caller is answered: the cache, the count
+ * and the built indexes move in that one step, so a client reads its own writes and the writer decides against
+ * what it wrote. The store may briefly hold a batch not applied yet (written, not yet published): a read that
+ * misses the cache then sees it, which is what the next step will publish anyway.
+ *
+ * Filtered and ordered lists use in-memory indexes (row-indexes.ts), built on first use from one scan of the
+ * type's rows in the store, then maintained by `apply`. Changes applied while a scan runs are replayed onto the
+ * new index, which may already hold them (the scan reads a snapshot taken at some point in between).
+ */
+import { Effect, Either } from "effect"
+import type { Row } from "../domain/catalog.ts"
+import type { CompiledApp } from "../domain/compile.ts"
+import { DataCorrupt, isStoreError, StoreFailed, type StoreError } from "../domain/errors.ts"
+import type { Change } from "../domain/events.ts"
+import { decodeRow, READ_BATCH } from "../log/level-records.ts"
+import type { Db } from "../log/level-db.ts"
+import * as K from "../log/log-keys.ts"
+import { RecordCorrupt } from "../log/record.ts"
+import { upcastRow } from "../log/upcasting-log.ts"
+import type { RowCache } from "./row-cache.ts"
+import { indexesFor, RowIndexes, type IndexSpec, type RowPage, type RowQuery } from "./row-indexes.ts"
+import type { RowTableShape } from "./row-table.ts"
+import { normaliseRow } from "./schema-check.ts"
+
+export interface StoreAccess {
+  /** The open database (throws StoreError while it is closed for a reopen). */
+  readonly db: () => Db
+  readonly cache: RowCache
+  readonly catalog: CompiledApp
+}
+
+const specKey = (spec: IndexSpec) => spec.kind === "composite" ? `c\u0000${spec.filter}\u0000${spec.order}` : `${spec.kind[0]}\u0000${spec.field}`
+
+const unavailable = (what: string) => (e: unknown) =>
+  isStoreError(e) ? e : e instanceof RecordCorrupt ? new DataCorrupt({ reason: e.message }) : new StoreFailed({ reason: `${what}: ${e instanceof Error ? e.message : String(e)}` })
+
+export class StoreTable extends RowIndexes implements RowTableShape {
+  private count: number
+  /** The highest id this type may hold: the synchronous page probes ids up to it. */
+  private highest: number
+  private readonly start: string
+  private readonly end: string
+  /** Index builds in flight, by spec: the changes applied since each began. */
+  private readonly building = new Map<string, { readonly changes: Array<Change>; readonly done: Promise<void> }>()
+
+  constructor(private readonly type: string, private readonly access: StoreAccess, count: number, highest: number) {
+    super()
+    this.count = count
+    this.highest = highest
+    this.start = `${K.ROWS_START}${type}!`
+    this.end = `${K.ROWS_START}${type}!~`
+  }
+
+  get size() {
+    return this.count
+  }
+
+  get(id: string): Row | undefined {
+    const key = K.rowKey(this.type, id)
+    const cached = this.access.cache.get(key)
+    if (cached !== undefined) return cached
+    let raw: string | undefined
+    try {
+      raw = this.access.db().getSync(key)
+    } catch (e) {
+      throw unavailable(`cannot read row ${this.type}/${id}`)(e)
+    }
+    if (raw === undefined) return undefined
+    const row = this.decode(key, raw)
+    this.access.cache.set(key, row)
+    return row
+  }
+
+  /** A stored record as served: verified, upcast to the current schema version, normalised (defaults applied). */
+  private decode(key: string, raw: string): Row {
+    try {
+      const stored = upcastRow(this.access.catalog, decodeRow(key, raw))
+      const type = this.access.catalog.types.get(this.type)
+      const normalised = type === undefined ? undefined : normaliseRow(type.normalise, stored.row)
+      return normalised !== undefined && Either.isRight(normalised) ? normalised.right : stored.row
+    } catch (e) {
+      throw unavailable(`cannot read the stored row ${key}`)(e)
+    }
+  }
+
+  /** Makes a durable change visible: the cache, the count, the built indexes (and those being built). */
+  apply(change: Change): void {
+    const { event, row, before } = change
+    const key = K.rowKey(this.type, event.id)
+    const n = Number(event.id)
+    if (row === null) {
+      this.access.cache.delete(key)
+      if (before !== null) this.count--
+    } else {
+      this.access.cache.set(key, row)
+      if (before === null) this.count++
+      if (n > this.highest) this.highest = n
+    }
+    this.reindex(n, before ?? undefined, row ?? undefined)
+    // Builds share one change list per scan: pushed once per scan.
+    if (this.building.size > 0) for (const changes of new Set([...this.building.values()].map((b) => b.changes))) changes.push(change)
+  }
+
+  /** Up to `limit` rows with ids after `after`, read synchronously: each id in turn, up to the highest one. */
+  page(after: number, limit: number): RowPage {
+    const rows: Array<Row> = []
+    for (let n = after + 1; n <= this.highest; n++) {
+      const row = this.get(String(n))
+      if (row === undefined) continue
+      if (rows.length === limit) return { rows, more: true }
+      rows.push(row)
+    }
+    return { rows, more: false }
+  }
+
+  read(query: RowQuery): Effect.Effect<RowPage, StoreError> {
+    const needed = indexesFor(query).filter((spec) => !this.has(spec))
+    const indexed = Effect.flatMap(
+      Effect.try({ try: () => this.indexedPage(query), catch: unavailable(`cannot read the rows of ${this.type}`) }),
+      (page) => page === undefined ? this.walk(query) : Effect.succeed(page)
+    )
+    return needed.length === 0 ? indexed : Effect.zipRight(this.ensure(needed), indexed)
+  }
+
+  /** Builds the indexes not built yet, in one scan of the type's rows (a caller asking for one being built waits for it). */
+  ensure(specs: ReadonlyArray<IndexSpec>): Effect.Effect<void, StoreError> {
+    return Effect.tryPromise({
+      try: () => {
+        const missing = specs.filter((spec) => !this.has(spec))
+        const waits = missing.flatMap((spec) => this.building.get(specKey(spec))?.done ?? [])
+        const fresh = missing.filter((spec) => !this.building.has(specKey(spec)))
+        return Promise.all([...waits, ...(fresh.length === 0 ? [] : [this.scanInto(fresh)])])
+      },
+      catch: unavailable(`cannot build an index of ${this.type}`)
+    }).pipe(Effect.asVoid)
+  }
+
+  private scanInto(specs: ReadonlyArray<IndexSpec>): Promise<void> {
+    const changes: Array<Change> = []
+    const done = (async () => {
+      const builds = specs.map((spec) => this.indexBuild(spec))
+      const it = this.access.db().iterator({ gte: this.start, lt: this.end })
+      try {
+        for (;;) {
+          const entries = await it.nextv(READ_BATCH)
+          if (entries.length === 0) break
+          for (const [k, raw] of entries) {
+            const row = this.decode(k, raw)
+            for (const b of builds) b.add(row)
+          }
+        }
+      } finally {
+        await it.close().catch(() => undefined)
+      }
+      specs.forEach((spec, i) => {
+        builds[i].install()
+        for (const c of changes) this.replay(spec, Number(c.event.id), c.before ?? undefined, c.row ?? undefined)
+      })
+    })().finally(() => specs.forEach((spec) => this.building.delete(specKey(spec))))
+    for (const spec of specs) this.building.set(specKey(spec), { changes, done })
+    return done
+  }
+
+  /** An unfiltered page in id order: the key range from the cursor on, one read of `limit + 1` records. */
+  private walk({ order, after, limit }: RowQuery): Effect.Effect<RowPage, StoreError> {
+    const range = order.descending
+      ? { gte: this.start, lt: after === undefined ? this.end : K.rowKey(this.type, String(after.id)), reverse: true }
+      : { gt: after === undefined ? this.start : K.rowKey(this.type, String(after.id)), lt: this.end }
+    return Effect.tryPromise({
+      try: async () => {
+        const it = this.access.db().iterator({ ...range, limit: limit + 1 })
+        try {
+          // nextv answers what it has buffered, maybe fewer than asked: read until the range or the limit ends.
+          const entries: Array<[string, string]> = []
+          for (;;) {
+            const more = await it.nextv(limit + 1 - entries.length)
+            if (more.length === 0) return entries
+            entries.push(...more)
+            if (entries.length > limit) return entries
+          }
+        } finally {
+          await it.close().catch(() => undefined)
+        }
+      },
+      catch: unavailable(`cannot read the rows of ${this.type}`)
+    }).pipe(Effect.flatMap((entries) =>
+      Effect.try({
+        try: () => {
+          const rows = entries.slice(0, limit).map(([key, raw]) => {
+            const cached = this.access.cache.get(key)
+            if (cached !== undefined) return cached
+            const row = this.decode(key, raw)
+            this.access.cache.set(key, row)
+            return row
+          })
+          return { rows, more: entries.length > limit }
+        },
+        catch: unavailable(`cannot read the rows of ${this.type}`)
+      })))
+  }
+
+  protected rowAt(id: number): Row | undefined {
+    return this.get(String(id))
+  }
+
+  protected build(spec: IndexSpec): void {
+    throw new StoreFailed({ reason: `the ${specKey(spec).replace(/\u0000/g, " ")} index of ${this.type} is read before it was built` })
+  }
+}
