@@ -62,10 +62,14 @@ const isDirectory = (p: string) => {
   }
 }
 
+export type ServeArgs = NonNullable<ReturnType<typeof readServeArgs>>
+
+/** Runs `wo run` or `wo dev` as read. */
+export const serve = (read: ServeArgs) => runCommand(read.command === "run" ? runApp(read.options) : devApp(read.options))
+
 /** Runs `wo run`/`wo dev` from `args` (process.argv after the script) and says true, or says false for cli.ts. */
 export const serveFromArgs = (args: ReadonlyArray<string>): boolean => {
   const read = readServeArgs(args)
-  if (read === undefined) return false
-  runCommand(read.command === "run" ? runApp(read.options) : devApp(read.options))
-  return true
+  if (read !== undefined) serve(read)
+  return read !== undefined
 }
