@@ -9,9 +9,12 @@
  * counted, as sent (a key sent twice counts twice), and their values never read. The decode of what is kept
  * refuses the body for its unknown keys, and the count joins its `omitted`. Not read either: the syntax of the
  * members left out, so a body that is also malformed there is refused for its unknown keys, not as bad JSON.
+ * It reads the body's bytes (checked UTF-8): only what is kept is decoded to text.
  */
 import { MAX_ISSUES } from "../domain/errors.ts"
 import { FORBIDDEN_KEYS } from "../domain/input-rules.ts"
+
+const utf8 = new TextDecoder("utf-8", { ignoreBOM: true })
 
 /** The body to parse instead, and how many members were left out of it. */
 export interface CutBody {
@@ -24,12 +27,13 @@ export const worthCutting = (members: number, accepts: ReadonlySet<string>) => m
 
 /**
  * The text of a top-level object cut as above, or undefined when nothing would be left out (the original is
- * parsed then, and any syntax error found as usual). `text` must be a JSON object that nests correctly
- * (json-body.ts has checked its depth).
+ * parsed then, and any syntax error found as usual). `body` must be valid UTF-8 JSON that nests correctly
+ * (json-body.ts has checked both).
  */
-export const leaveOutExcessKeys = (text: string, accepts: ReadonlySet<string>): CutBody | undefined => {
-  // Most keys are told apart by their length alone, without a string made of them.
-  const lengths = new Set([...accepts, ...FORBIDDEN_KEYS].map((k) => k.length))
+export const leaveOutExcessKeys = (body: Uint8Array, accepts: ReadonlySet<string>): CutBody | undefined => {
+  const text = (from: number, to: number) => utf8.decode(body.subarray(from, to))
+  // Most keys are told apart by their length in bytes alone, without a string made of them.
+  const lengths = new Set([...accepts, ...FORBIDDEN_KEYS].map((k) => Buffer.byteLength(k)))
   const kept: Array<string> = []
   let others = 0
   let leftOut = 0
@@ -46,13 +50,13 @@ export const leaveOutExcessKeys = (text: string, accepts: ReadonlySet<string>): 
     let key: unknown = undefined
     if (keyEscaped) {
       try {
-        key = JSON.parse(text.slice(keyStart, keyEnd))
+        key = JSON.parse(text(keyStart, keyEnd))
       } catch {
         return false
       }
-    } else if (lengths.has(keyEnd - keyStart - 2)) key = text.slice(keyStart + 1, keyEnd - 1)
+    } else if (lengths.has(keyEnd - keyStart - 2)) key = text(keyStart + 1, keyEnd - 1)
     const known = typeof key === "string" && (accepts.has(key) || FORBIDDEN_KEYS.has(key))
-    if (known || others++ < MAX_ISSUES) kept.push(text.slice(memberStart, end))
+    if (known || others++ < MAX_ISSUES) kept.push(text(memberStart, end))
     else leftOut++
     keyStart = -1
     keyEnd = -1
@@ -60,8 +64,8 @@ export const leaveOutExcessKeys = (text: string, accepts: ReadonlySet<string>): 
     memberStart = end + 1
     return true
   }
-  for (let i = 0; i < text.length; i++) {
-    const c = text.charCodeAt(i)
+  for (let i = 0; i < body.length; i++) {
+    const c = body[i]
     if (inString) {
       if (c === 92) {
         if (keyEnd < 0 && depth === 1) keyEscaped = true
@@ -82,7 +86,7 @@ export const leaveOutExcessKeys = (text: string, accepts: ReadonlySet<string>): 
     } else if (c === 125 || c === 93) {
       if (--depth === 0) {
         if (!endMember(i)) return undefined
-        return leftOut === 0 ? undefined : { text: `${text.slice(0, open + 1)}${kept.join(",")}${text.slice(i)}`, keysLeftOut: leftOut }
+        return leftOut === 0 ? undefined : { text: `${text(0, open + 1)}${kept.join(",")}${text(i, body.length)}`, keysLeftOut: leftOut }
       }
     } else if (c === 44 && depth === 1) {
       if (!endMember(i)) return undefined

@@ -1,5 +1,6 @@
 /** Request body parsing shared by REST and MCP, with a nesting limit checked before parsing. */
 import { Either } from "effect"
+import { isUtf8 } from "node:buffer"
 import { leaveOutExcessKeys, worthCutting } from "./excess-keys.ts"
 
 
@@ -8,15 +9,16 @@ export const isJsonContentType = (value: string | undefined) =>
   value !== undefined && /^application\/json\s*(;|$)/i.test(value.trim())
 
 /**
- * One linear scan of a JSON text (strings skipped): -1 when it nests arrays and objects deeper than `max`, else
- * how many members its top-level object has (0 when the text is not an object).
+ * One linear scan of a JSON text's UTF-8 bytes (strings skipped; a multi-byte character is never one of the ASCII
+ * bytes looked for): -1 when it nests arrays and objects deeper than `max`, else how many members its top-level
+ * object has (0 when the text is not an object).
  */
-export const scanJson = (text: string, max: number): number => {
+export const scanJson = (text: Uint8Array, max: number): number => {
   let depth = 0
   let members = 0
   let inString = false
   for (let i = 0; i < text.length; i++) {
-    const c = text.charCodeAt(i)
+    const c = text[i]
     if (inString) {
       if (c === 92) i++ // backslash: skip the escaped character
       else if (c === 34) inString = false
@@ -46,22 +48,26 @@ export interface InputBody {
  * decoder accepts, a top-level object of many more members is parsed without most of the keys it will refuse.
  */
 export const parseInputBody = (body: Buffer, maxDepth: number, accepts?: ReadonlySet<string>): Either.Either<InputBody, BodyProblem> => {
-  let text: string
-  try {
-    text = utf8.decode(body)
-  } catch {
-    return Either.left({ _tag: "Malformed", message: "invalid UTF-8 (JSON text must be UTF-8)" })
-  }
-  const members = scanJson(text, maxDepth)
+  // The bytes are checked first (cheaply), and decoded only when they are parsed whole.
+  if (!isUtf8(body)) return Either.left(NOT_UTF8)
+  const members = scanJson(body, maxDepth)
   if (members < 0) return Either.left({ _tag: "TooDeep", max: maxDepth })
-  const cut = accepts !== undefined && worthCutting(members, accepts) ? leaveOutExcessKeys(text, accepts) : undefined
+  const cut = accepts !== undefined && worthCutting(members, accepts) ? leaveOutExcessKeys(body, accepts) : undefined
   if (cut !== undefined) {
     const parsed = parse(cut.text)
     // A syntax error in what was kept is reported as the whole body's (its position is in the original).
     if (Either.isRight(parsed)) return Either.right({ input: parsed.right, keysLeftOut: cut.keysLeftOut })
   }
+  let text: string
+  try {
+    text = utf8.decode(body)
+  } catch {
+    return Either.left(NOT_UTF8)
+  }
   return Either.map(parse(text), (input) => ({ input, keysLeftOut: 0 }))
 }
+
+const NOT_UTF8: BodyProblem = { _tag: "Malformed", message: "invalid UTF-8 (JSON text must be UTF-8)" }
 
 // Only the syntax is checked here; every structure is then decoded through its Schema.
 const parse = (text: string): Either.Either<unknown, BodyProblem> => {

@@ -43,12 +43,21 @@ describe("a body's excess keys are counted, not parsed", () => {
     expect(body.keysLeftOut).toBe(2000 - MAX_ISSUES)
   })
 
+  it("reads multi-byte keys and values by their bytes, and refuses invalid UTF-8 before anything", () => {
+    const many = Array.from({ length: 30 }, (_, i) => `"ключ${i}":"é"`).join(",")
+    const body = parsed(`{${many},"name":"ünï"}`)
+    expect(body.input).toMatchObject({ name: "ünï", ключ0: "é" })
+    expect(body.keysLeftOut).toBe(30 - MAX_ISSUES)
+    const invalid = Buffer.concat([Buffer.from(`{${many},"name":"`), Buffer.from([0xff]), Buffer.from(`"}`)])
+    expect(parseInputBody(invalid, 32, ACCEPTS)).toEqual(Either.left({ _tag: "Malformed", message: "invalid UTF-8 (JSON text must be UTF-8)" }))
+  })
+
   it("cuts nothing when nothing would be left out: few keys, no accepted keys known, or an accepted key sent many times", () => {
     expect(parsed(`{${KNOWN},${unknownKeys(MAX_ISSUES)}}`).keysLeftOut).toBe(0)
     expect(Object.keys(parsed(`{${KNOWN},${unknownKeys(500)}}`, null).input as object)).toHaveLength(503)
     const repeated = parsed(`{${Array.from({ length: 500 }, (_, i) => `"price":${i}`).join(",")}}`)
     expect(repeated).toEqual({ input: { price: 499 }, keysLeftOut: 0 })
-    expect(leaveOutExcessKeys(`[${unknownKeys(100).replaceAll(":", ",")}]`, ACCEPTS)).toBeUndefined()
+    expect(leaveOutExcessKeys(Buffer.from(`[${unknownKeys(100).replaceAll(":", ",")}]`), ACCEPTS)).toBeUndefined()
   })
 
   it("a syntax error in what is kept, or after the object, is the body's own JSON error", () => {
