@@ -1,19 +1,28 @@
 #!/usr/bin/env node
-// `wo` from this checkout's TypeScript sources, through tsx: no build step while working on writeonce. The tests
-// and `npm start` run this file; `npx wo` in a checkout lands here too (dist/wo.js hands over). The package that
+// `wo` from this checkout's TypeScript sources: no build step while working on writeonce. The tests and
+// `npm start` run this file; `npx wo` in a checkout lands here too (dist/wo.js hands over). The package that
 // npm installs runs dist/wo.js (the build) and does not ship this file.
 // The big dependencies load natively first: tsx's loader hooks cost milliseconds per module, and effect
-// alone has hundreds, so this keeps startup (and restart recovery) fast.
+// alone has hundreds. `wo run` and `wo dev` go further: they read their command line without @effect/cli
+// (src/serve-args.ts), and load the checkout's code natively too, built once per change (bin/built-sources.mjs);
+// the other commands (and these when they cannot) load @effect/cli and run src/ through tsx.
 import "effect"
-import "@effect/cli"
 import "@effect/platform-node/NodeRuntime"
-import "@effect/platform-node/NodeContext"
 import "classic-level"
 import { register } from "tsx/esm/api"
+import { builtSources } from "./built-sources.mjs"
 
+const args = process.argv.slice(2)
+const root = new URL("..", import.meta.url).pathname
+const serving = args[0] === "run" || args[0] === "dev"
+const built = serving ? await builtSources(root) : undefined
+const serveArgs = built === undefined ? undefined : await import(`${built}/serve-args.mjs`)
+const read = serveArgs?.readServeArgs(args)
+if (read === undefined) await Promise.all([import("@effect/cli"), import("@effect/platform-node/NodeContext")])
 register()
-// Apps import "writeonce": resolve it to these sources too (the writeonce-source condition), so that the app and
-// the runtime share one copy of every module.
+// Apps import "writeonce": resolve it to the same code the runtime runs (the built folder, or these sources under
+// the writeonce-source condition), so that the app and the runtime share one copy of every module.
 const { registerAppLoader } = await import("../src/app-loader.ts")
-registerAppLoader({ tsx: false, sources: true })
-await import("../src/cli.ts")
+registerAppLoader({ tsx: false, sources: true, ...(read === undefined ? {} : { built }) })
+if (read !== undefined) serveArgs.serve(read)
+else await import("../src/cli.ts")

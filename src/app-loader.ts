@@ -6,6 +6,8 @@
  * as ES modules whatever the package type; files under node_modules are left as their packages declare them.
  */
 import { register } from "node:module"
+import * as path from "node:path"
+import { pathToFileURL } from "node:url"
 import { register as registerTsx } from "tsx/esm/api"
 import { RELOAD_PARAM, RELOAD_ROOT_PARAM } from "./reload-tag.ts"
 
@@ -16,10 +18,12 @@ import { RELOAD_PARAM, RELOAD_ROOT_PARAM } from "./reload-tag.ts"
 export const SOURCE_CONDITION = "writeonce-source"
 
 /** Runs in Node's loader thread, so it is plain JavaScript: it cannot import anything of ours. */
-const resolveHook = (conditions: ReadonlyArray<string>) => `
+const resolveHook = (conditions: ReadonlyArray<string>, packages: Readonly<Record<string, string>>) => `
 const extra = ${JSON.stringify(conditions)}
+const packages = ${JSON.stringify(packages)}
 const TYPESCRIPT = /\\.(ts|tsx|mts)$/
 export async function resolve(specifier, context, next) {
+  if (Object.hasOwn(packages, specifier)) return { url: packages[specifier], format: "module", shortCircuit: true }
   const resolved = await next(specifier, extra.length === 0 ? context : { ...context, conditions: [...context.conditions, ...extra] })
   if (!resolved.url.startsWith("file:")) return resolved
   const url = new URL(resolved.url)
@@ -42,6 +46,11 @@ export interface AppLoaderOptions {
   readonly tsx?: boolean
   /** Resolve `writeonce` to this checkout's sources (the `writeonce-source` condition). */
   readonly sources?: boolean
+  /**
+   * Resolve `writeonce` and `writeonce/testing` to this folder's `index.mjs` and `testing/index.mjs` instead: the
+   * checkout's sources as bin/built-sources.mjs built them, which the runtime itself was loaded from.
+   */
+  readonly built?: string
 }
 
 /**
@@ -51,5 +60,9 @@ export interface AppLoaderOptions {
 export const registerAppLoader = (options: AppLoaderOptions = {}): void => {
   if (options.tsx !== false) registerTsx()
   // Registered after tsx, so it runs first: it adds the condition on the way in and fixes the format on the way out.
-  register(`data:text/javascript,${encodeURIComponent(resolveHook(options.sources === true ? [SOURCE_CONDITION] : []))}`)
+  const packages: Record<string, string> = options.built === undefined ? {} : {
+    writeonce: pathToFileURL(path.join(options.built, "index.mjs")).href,
+    "writeonce/testing": pathToFileURL(path.join(options.built, "testing/index.mjs")).href
+  }
+  register(`data:text/javascript,${encodeURIComponent(resolveHook(options.sources === true ? [SOURCE_CONDITION] : [], packages))}`)
 }

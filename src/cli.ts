@@ -8,12 +8,10 @@
  */
 import { Args, Command, Options, ValidationError } from "@effect/cli"
 import * as NodeContext from "@effect/platform-node/NodeContext"
-import * as NodeRuntime from "@effect/platform-node/NodeRuntime"
-import { Console, Context, Data, Effect, Layer, Option } from "effect"
+import { Console, Context, Effect, Layer, Option } from "effect"
 import * as fs from "node:fs"
 import * as path from "node:path"
 import { makeClassicLevelLog } from "./log/classic-level-log.ts"
-import { exitWhenTheWriterDies } from "./commands/writer-watch.ts"
 import { openReadOnly } from "./log/read-only-db.ts"
 import { planCurrentRepair, writeCurrent } from "./log/repair-current.ts"
 import { verifyStore } from "./log/verify.ts"
@@ -22,23 +20,17 @@ import { EventLog, type EventLogShape } from "./log/event-log.ts"
 import { PgConnection, pgConnectionLayer } from "./log/postgres/connection.ts"
 import { postgresLogLayer } from "./log/postgres/postgres-log.ts"
 import { verifyPostgresStore } from "./log/postgres/verify.ts"
-import { loadSettings, parseListen, type Settings } from "./config.ts"
 import { loadApp } from "./load-app.ts"
-import { LoggerLive } from "./logger.ts"
-import { PlainConsoleLive } from "./plain-console.ts"
+import { fatal, runCommand, UsageError } from "./command-line.ts"
+import { devApp, runApp } from "./serve.ts"
 import { replay } from "./projections/replay.ts"
 import { upcastingLog } from "./log/upcasting-log.ts"
 import { compileApp } from "./domain/compile.ts"
-import { writeOnceLayer } from "./runtime.ts"
-import { devServer } from "./dev/dev-server.ts"
-import { Catalog } from "./domain/app-catalog.ts"
 import { VERSION } from "./version.ts"
 import { isStoreError, StoreFailed } from "./domain/errors.ts"
 import { nextSteps, scaffoldApp, TEMPLATES } from "./init/scaffold.ts"
 import { testApp } from "./testing/app-tests.ts"
 import { junitXml, tapHeader, tapResult, tapSummary } from "./testing/reporters.ts"
-
-class UsageError extends Data.TaggedError("UsageError")<{ readonly message: string }> {}
 
 const appDir = Args.directory({ name: "app-dir", exists: "yes" }).pipe(
   Args.withDescription("the app folder, holding app.ts")
@@ -72,43 +64,21 @@ const run = Command.make(
   "run",
   { appDir, data: dataOption, listen: listenOption, insecure: insecureOption, acceptDataLoss: acceptDataLossOption, record: recordOption, store: storeOption },
   ({ appDir, data, listen, insecure, acceptDataLoss, record, store }) =>
-  Effect.gen(function* () {
-    const { app, dir } = yield* loadApp(appDir)
-    const overrides: Partial<Settings> = {}
-    if (Option.isSome(data)) Object.assign(overrides, { dataDir: path.resolve(data.value) })
-    if (insecure) Object.assign(overrides, { insecure: true })
-    if (acceptDataLoss) Object.assign(overrides, { acceptDataLoss: true })
-    if (Option.isSome(record)) Object.assign(overrides, { recordFile: path.resolve(record.value) })
-    if (Option.isSome(store)) Object.assign(overrides, { store: store.value })
-    if (Option.isSome(listen)) {
-      const parsed = parseListen(listen.value)
-      if (parsed === undefined) return yield* new UsageError({ message: `--listen expects HOST:PORT, got "${listen.value}"` })
-      Object.assign(overrides, parsed)
-    }
-    const settings = yield* loadSettings({ dataDir: path.join(dir, ".data") }, overrides)
-    return yield* Layer.launch(
-      exitWhenTheWriterDies.pipe(Layer.provideMerge(writeOnceLayer(app, settings)))
-    )
-  })).pipe(Command.withDescription("serve an app: REST at /api, MCP at /mcp"))
+    runApp({
+      appDir,
+      data: Option.getOrUndefined(data),
+      listen: Option.getOrUndefined(listen),
+      insecure,
+      acceptDataLoss,
+      record: Option.getOrUndefined(record),
+      store: Option.getOrUndefined(store)
+    })
+).pipe(Command.withDescription("serve an app: REST at /api, MCP at /mcp"))
 
 const dev = Command.make(
   "dev",
   { appDir, data: dataOption, listen: listenOption, insecure: insecureOption },
-  ({ appDir, data, listen, insecure }) =>
-    Effect.gen(function* () {
-      const { app, dir } = yield* loadApp(appDir)
-      const overrides: Partial<Settings> = {}
-      if (Option.isSome(data)) Object.assign(overrides, { dataDir: path.resolve(data.value) })
-      if (insecure) Object.assign(overrides, { insecure: true })
-      if (Option.isSome(listen)) {
-        const parsed = parseListen(listen.value)
-        if (parsed === undefined) return yield* new UsageError({ message: `--listen expects HOST:PORT, got "${listen.value}"` })
-        Object.assign(overrides, parsed)
-      }
-      const settings = yield* loadSettings({ dataDir: path.join(dir, ".data") }, overrides)
-      if (settings.store !== undefined) return yield* new UsageError({ message: "wo dev serves the embedded store only (a reload reopens the data dir): unset WO_STORE" })
-      return yield* Effect.zipRight(devServer(dir, app, settings), Effect.never).pipe(Effect.scoped)
-    })
+  ({ appDir, data, listen, insecure }) => devApp({ appDir, data: Option.getOrUndefined(data), listen: Option.getOrUndefined(listen), insecure })
 ).pipe(Command.withDescription("serve an app like run, and reload it live on every change of its folder (tools and resource lists announced to MCP clients)"))
 
 const replayAppOption = Options.directory("app", { exists: "yes" }).pipe(
@@ -336,26 +306,9 @@ const wo = Command.make("wo").pipe(
 
 const cli = Command.run(wo, { name: "writeonce", version: VERSION })
 
-/** Expected failures print one clear line and exit 1 (or `code`); anything else is a bug and prints its cause. */
-const fatal = (message: string, code = 1) => Effect.zipRight(Console.error(`wo: ${message}`), Effect.sync(() => process.exit(code)))
-/** A wrong command line: one line, exit 2 (as a shell's builtins and most CLIs do). */
-const usage = (message: string) => fatal(message, 2)
-
 cli(process.argv).pipe(
-  Effect.catchTags({
-    AppLoadError: (e) => fatal(e.message),
-    CatalogError: (e) => fatal(e.message),
-    SchemaMismatch: (e) => fatal(e.message)
-  }),
-  Effect.catchIf(isStoreError, (e) => fatal(e.message)),
-  Effect.catchTags({
-    UsageError: (e) => usage(e.message),
-    InitError: (e) => fatal(e.message),
-    ListenError: (e) => fatal(e.message),
-    ConfigError: (e) => fatal(`configuration: ${String(e)}`)
-  }),
   // @effect/cli has already printed what was wrong with the command line, in one line (plain-console.ts).
   Effect.catchIf(ValidationError.isValidationError, () => Effect.sync(() => process.exit(2))),
-  Effect.provide(Layer.mergeAll(NodeContext.layer, LoggerLive, PlainConsoleLive)),
-  NodeRuntime.runMain({ disablePrettyLogger: true })
+  Effect.provide(NodeContext.layer),
+  runCommand
 )

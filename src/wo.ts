@@ -12,12 +12,14 @@ const checkoutLauncher = new URL("../bin/wo.mjs", import.meta.url)
 if (import.meta.url.endsWith("/dist/wo.js") && fs.existsSync(checkoutLauncher)) {
   await import(checkoutLauncher.href)
 } else {
+  // `wo run` and `wo dev` read their command line without @effect/cli (serve-args.ts); the other commands load it.
+  const serving = process.argv[2] === "run" || process.argv[2] === "dev"
   await import("./index.ts")
   await import("./testing/index.ts")
-  await import("@effect/cli")
   await import("@effect/platform-node/NodeRuntime")
-  await import("@effect/platform-node/NodeContext")
+  if (!serving) await Promise.all([import("@effect/cli"), import("@effect/platform-node/NodeContext")])
   const { registerAppLoader } = await import("./app-loader.ts")
   registerAppLoader()
-  await import("./cli.ts")
+  const served = serving && (await import("./serve-args.ts")).serveFromArgs(process.argv.slice(2))
+  if (!served) await import("./cli.ts")
 }

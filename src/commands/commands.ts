@@ -26,6 +26,8 @@ export interface ExecuteOptions {
    * retry gets the first answer back, flagged `replayed` (idempotency.ts).
    */
   readonly idempotencyKey?: string
+  /** Keys of the input the surface counted but did not parse, all unknown to the command (http/excess-keys.ts). */
+  readonly keysLeftOut?: number
 }
 
 export interface CommandsShape {
@@ -80,7 +82,7 @@ export const makeCommands =
         Effect.suspend(() => {
           const type = catalog.types.get(command.type)
           if (type === undefined) return Effect.fail(new NotFound({ type: command.type, id: "id" in command ? command.id : "" }))
-          const intent = toIntent(type, command)
+          const intent = toIntent(type, command, options?.keysLeftOut)
           if (Either.isLeft(intent)) return Effect.fail(intent.left)
           const keyed = keyedBy(options?.idempotencyKey, requestOf(command))
           if (Either.isLeft(keyed)) return Effect.fail(keyed.left)
@@ -104,7 +106,7 @@ export const makeCommands =
           const issues = inputIssues(input)
           if (issues.length > 0) return Effect.fail(new ValidationFailed({ type: name, issues }))
           const params = command.decodeParams(input ?? {})
-          if (Either.isLeft(params)) return Effect.fail(new ValidationFailed({ type: name, issues: params.left }))
+          if (Either.isLeft(params)) return Effect.fail(new ValidationFailed({ type: name, issues: params.left, omitted: options?.keysLeftOut }))
           const keyed = keyedBy(options?.idempotencyKey, ["Command", name, input ?? {}])
           if (Either.isLeft(keyed)) return Effect.fail(keyed.left)
           const submit = writer.submitCommand({

@@ -106,17 +106,32 @@ export const transforms = (ast: SchemaAST.AST): boolean => {
 }
 
 /**
+ * A decoder of client input: unknown keys refused. `accepts` names the top-level keys it takes (none when its
+ * schema takes any key), so a surface can leave the keys it will refuse unparsed (http/excess-keys.ts).
+ */
+export type InputDecoder = ((u: unknown) => Decoded) & { readonly accepts?: ReadonlySet<string> }
+
+const withAccepts = (decode: (u: unknown) => Decoded, accepts: ReadonlySet<string> | undefined): InputDecoder =>
+  accepts === undefined ? decode : Object.assign(decode, { accepts })
+
+/** The keys a struct's encoded side declares, or undefined when it is not a struct or takes any key (a Record). */
+const declaredKeys = (ast: SchemaAST.AST): ReadonlyArray<string> | undefined => {
+  const encoded = SchemaAST.encodedAST(ast)
+  if (!SchemaAST.isTypeLiteral(encoded) || encoded.indexSignatures.length > 0) return undefined
+  return encoded.propertySignatures.map((p) => p.name).filter((k): k is string => typeof k === "string")
+}
+
+/**
  * Unknown keys refused by one pass over the input's keys before the decode: Schema's own check builds an issue
  * per key, and 200,000 of them took seconds. When some are found, the known keys are still decoded (the answer
  * names every kind of problem, unknown keys first as Schema words them), but the unknown ones never are.
  */
-const refusingUnknownKeys = (ast: SchemaAST.AST, decode: (u: unknown) => Decoded): (u: unknown) => Decoded => {
-  const encoded = SchemaAST.encodedAST(ast)
-  if (!SchemaAST.isTypeLiteral(encoded) || encoded.indexSignatures.length > 0) return decode
-  const known = encoded.propertySignatures.map((p) => p.name).filter((k): k is string => typeof k === "string")
+const refusingUnknownKeys = (ast: SchemaAST.AST, decode: (u: unknown) => Decoded): InputDecoder => {
+  const known = declaredKeys(ast)
+  if (known === undefined) return decode
   const knownSet: ReadonlySet<string> = new Set(known)
   const unexpected = `is unexpected, expected: ${known.map((k) => JSON.stringify(k)).join(" | ")}`
-  return (u) => {
+  return withAccepts((u) => {
     if (typeof u !== "object" || u === null || Array.isArray(u)) return decode(u)
     const input = u as Fields
     let issues: IssueCollector | undefined
@@ -129,14 +144,14 @@ const refusingUnknownKeys = (ast: SchemaAST.AST, decode: (u: unknown) => Decoded
     const rest = decode(knownPart)
     if (Either.isLeft(rest)) issues.addAll(rest.left)
     return Either.left(issues.issues)
-  }
+  }, knownSet)
 }
 
 /**
  * Decode then encode: the wire carries the encoded form, and that is what the log stores. Without
  * transformations the decoded value already is the encoded one, so the encode is skipped (the hot path).
  */
-export const storableDecoder = <A, I>(schema: Schema.Schema<A, I>, options: typeof strict | typeof lenient = strict) => {
+export const storableDecoder = <A, I>(schema: Schema.Schema<A, I>, options: typeof strict | typeof lenient = strict): InputDecoder => {
   const decode = Schema.decodeUnknownEither(schema, options)
   const checked = (whole: (u: unknown) => Decoded) => (options === strict ? refusingUnknownKeys(schema.ast, whole) : whole)
   if (!transforms(schema.ast)) return checked((u: unknown) => Either.mapLeft(decode(u), issuesOf) as Decoded)
@@ -146,7 +161,7 @@ export const storableDecoder = <A, I>(schema: Schema.Schema<A, I>, options: type
 }
 
 /** Decodes to the typed values (params, for instance), unknown keys refused. */
-export const typedDecoder = <A, I>(schema: Schema.Schema<A, I>) => {
+export const typedDecoder = <A, I>(schema: Schema.Schema<A, I>): InputDecoder => {
   const decode = Schema.decodeUnknownEither(schema, strict)
   return refusingUnknownKeys(schema.ast, (u: unknown) => Either.mapLeft(decode(u), issuesOf) as Decoded)
 }
@@ -212,7 +227,7 @@ export const patchCodecs = (fields: Schema.Struct.Fields) => {
 
   return {
     /** A wire patch (encoded values) to its storable form. */
-    decodePatch: (u: unknown) => run(u, (codec, key, value) => codec.decode({ [key]: value })),
+    decodePatch: withAccepts((u: unknown) => run(u, (codec, key, value) => codec.decode({ [key]: value })), new Set(codecs.keys())),
     /** A method's typed change to its storable form; an `undefined` value means "unchanged", as in JSON. */
     encodePatch: (u: unknown) =>
       run(u, (codec, key, value) => (value === undefined ? undefined : codec.encode({ [key]: value })))

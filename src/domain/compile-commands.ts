@@ -4,7 +4,7 @@
  */
 import { Either, Schema } from "effect"
 import type { AppDef, CommandDef } from "./catalog.ts"
-import { asData, typedDecoder } from "./codecs.ts"
+import { asData, typedDecoder, type InputDecoder } from "./codecs.ts"
 import type { FieldIssue } from "./errors.ts"
 import { toJsonSchema, type JsonSchema } from "./json-schema.ts"
 import { refFields } from "./rules.ts"
@@ -19,7 +19,7 @@ export interface CompiledCommand {
   /** User code: run it isolated (command-decider.ts). */
   readonly decide: CommandDef["decide"]
   /** The params as a client sends them, decoded to the values `decide` sees; unknown keys refused. */
-  readonly decodeParams: (u: unknown) => Either.Either<Record<string, unknown>, ReadonlyArray<FieldIssue>>
+  readonly decodeParams: InputDecoder
   readonly paramsJsonSchema: JsonSchema
   /** Params that reference rows: param -> referenced type. */
   readonly refs: ReadonlyMap<string, string>

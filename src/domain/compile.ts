@@ -4,7 +4,7 @@
  */
 import { Either, Schema } from "effect"
 import { CRUD_OPS, type AppDef, type MethodSpec } from "./catalog.ts"
-import { asData, patchCodecs, rowNormaliser, storableDecoder, typedDecoder } from "./codecs.ts"
+import { asData, patchCodecs, rowNormaliser, storableDecoder, typedDecoder, type InputDecoder } from "./codecs.ts"
 import { CatalogError, type FieldIssue } from "./errors.ts"
 import { filterableFields, type FilterableField } from "./filterable.ts"
 import { compileViews, typeToolNames, type CompiledView } from "./compile-views.ts"
@@ -24,7 +24,7 @@ export interface CompiledMethod {
   readonly name: string
   readonly description?: string
   readonly spec: MethodSpec<any, any>
-  readonly decodeParams: (u: unknown) => Either.Either<Record<string, unknown>, ReadonlyArray<FieldIssue>>
+  readonly decodeParams: InputDecoder
   readonly paramsJsonSchema: JsonSchema
 }
 
@@ -34,9 +34,9 @@ export interface CompiledType {
   readonly fieldNames: ReadonlyArray<string>
   readonly struct: Schema.Struct<Schema.Struct.Fields>
   /** Decodes a create body (unknown keys rejected) into the encoded, storable fields. */
-  readonly decodeCreate: (u: unknown) => Either.Either<Record<string, unknown>, ReadonlyArray<FieldIssue>>
+  readonly decodeCreate: InputDecoder
   /** Decodes a partial update (unknown keys rejected) into encoded fields. */
-  readonly decodePatch: (u: unknown) => Either.Either<Record<string, unknown>, ReadonlyArray<FieldIssue>>
+  readonly decodePatch: InputDecoder
   /** Stored (encoded) fields to the typed values a method sees. */
   readonly decodeStored: (u: unknown) => Record<string, unknown>
   /** A method's typed change back to encoded fields; fails when the method broke the type's rules. */

@@ -22,10 +22,14 @@ export type Command =
     readonly input: unknown
   }
 
-const invalid = (type: CompiledType) => (issues: ReadonlyArray<FieldIssue>) => new ValidationFailed({ type: type.name, issues })
+const invalid = (type: CompiledType, omitted = 0) => (issues: ReadonlyArray<FieldIssue>) => new ValidationFailed({ type: type.name, issues, omitted })
 
-/** A command decoded into the intent the Decider takes (the Schema decode REST, MCP and decider specs share). */
-export const toIntent = (type: CompiledType, command: Command): Either.Either<Intent, CommandError> => {
+/**
+ * A command decoded into the intent the Decider takes (the Schema decode REST, MCP and decider specs share).
+ * `keysLeftOut`: keys of the input its surface counted but did not parse, all of them unknown to the type
+ * (http/excess-keys.ts); the decode refuses the input for the unknown keys it was given, and counts these too.
+ */
+export const toIntent = (type: CompiledType, command: Command, keysLeftOut = 0): Either.Either<Intent, CommandError> => {
   // Before the Schema decode: it accepts Infinity (the log would store null), and its Record copies drop `__proto__`.
   if (command._tag !== "Delete") {
     const issues = inputIssues(command.input)
@@ -39,12 +43,12 @@ export const toIntent = (type: CompiledType, command: Command): Either.Either<In
   switch (command._tag) {
     case "Create":
       return Either.mapBoth(type.decodeCreate(command.input ?? {}), {
-        onLeft: invalid(type),
+        onLeft: invalid(type, keysLeftOut),
         onRight: (fields) => ({ _tag: "Create" as const, fields })
       })
     case "Update":
       return Either.mapBoth(type.decodePatch(command.input ?? {}), {
-        onLeft: invalid(type),
+        onLeft: invalid(type, keysLeftOut),
         onRight: (patch) => ({ _tag: "Update" as const, patch })
       })
     case "Delete":
@@ -55,7 +59,7 @@ export const toIntent = (type: CompiledType, command: Command): Either.Either<In
         return Either.left(new ValidationFailed({ type: type.name, issues: [{ path: [], message: `no method ${command.method}` }] }))
       }
       return Either.mapBoth(method.decodeParams(command.input ?? {}), {
-        onLeft: invalid(type),
+        onLeft: invalid(type, keysLeftOut),
         onRight: (params) => ({ _tag: "Invoke" as const, method, params })
       })
     }

@@ -9,7 +9,7 @@ import { STORE_UNAVAILABLE, storeErrorPolicy, type CommandError, type NotFound, 
 import type { Command, CommandsShape, Committed, ExecuteOptions } from "../commands/commands.ts"
 import type { QueriesShape } from "../projections/queries.ts"
 import { errorJson, jsonText, safeDecode, type EdgeRequest, type EdgeResponse } from "./edge-types.ts"
-import { describeBodyProblem, isJsonContentType, parseJsonBody } from "./json-body.ts"
+import { describeBodyProblem, isJsonContentType, parseInputBody, type InputBody } from "./json-body.ts"
 import { deletedBody, listBody } from "./bodies.ts"
 import { fromQueryString } from "../domain/list-request.ts"
 import { commandBody } from "./command-body.ts"
@@ -46,6 +46,8 @@ const storeErrorResponse = (error: StoreError): EdgeResponse => {
   return errorJson(status, STORE_UNAVAILABLE, error.message, {}, retryAfter === undefined ? {} : { "retry-after": String(retryAfter) })
 }
 
+const NO_BODY: InputBody = { input: undefined, keysLeftOut: 0 }
+
 const etag = (row: Row) => `"${row.version}"`
 
 const rowResponse = (status: number, row: Row, extra: Record<string, string> = {}, json = JSON.stringify(row)) =>
@@ -68,16 +70,19 @@ const parseIfMatch = (value: string | undefined): Either.Either<number | undefin
 const methodNotAllowed = (allow: ReadonlyArray<string>) =>
   errorJson(405, "MethodNotAllowed", `allowed here: ${allow.join(", ")}`, {}, { allow: allow.join(", ") })
 
-/** Reads and validates a JSON body: 415 for another content type, 400 for bad JSON. An empty body is `{}`. */
-const readBody = (request: EdgeRequest, maxDepth: number): Either.Either<unknown, EdgeResponse> => {
-  if (request.body.length === 0) return Either.right({})
+/**
+ * Reads and validates a JSON body: 415 for another content type, 400 for bad JSON. An empty body is `{}`.
+ * `accepts`: the top-level keys the command takes, when known (most others are then left unparsed: excess-keys.ts).
+ */
+const readBody = (request: EdgeRequest, maxDepth: number, accepts: ReadonlySet<string> | undefined): Either.Either<InputBody, EdgeResponse> => {
+  if (request.body.length === 0) return Either.right({ input: {}, keysLeftOut: 0 })
   if (!isJsonContentType(request.headers["content-type"])) {
     return Either.left(errorJson(415, "UnsupportedMediaType", "send the body as Content-Type: application/json"))
   }
   return Either.flatMap(
-    Either.mapLeft(parseJsonBody(request.body, maxDepth), (p) =>
+    Either.mapLeft(parseInputBody(request.body, maxDepth, accepts), (p) =>
       errorJson(400, "InvalidJson", p._tag === "TooDeep" ? describeBodyProblem(p) : `the body is not valid JSON: ${p.message}`)),
-    (body) => typeof body === "object" && body !== null && !Array.isArray(body)
+    (body) => typeof body.input === "object" && body.input !== null && !Array.isArray(body.input)
       ? Either.right(body)
       : Either.left(errorJson(400, "ValidationFailed", "the body must be a JSON object", { issues: [{ path: [], message: "expected a JSON object" }] }))
   )
@@ -95,14 +100,18 @@ const idempotencyKeyOf = (request: EdgeRequest): Either.Either<string | undefine
 
 export const makeRestRoutes = (catalog: CompiledApp, commands: CommandsShape, queries: QueriesShape, maxJsonDepth: number) => {
   /** Runs a write with the request's idempotency key, if any (a bad key is 400, nothing done). */
-  const withKey = (request: EdgeRequest, f: (options: ExecuteOptions) => Effect.Effect<EdgeResponse>) =>
-    Either.match(idempotencyKeyOf(request), { onLeft: Effect.succeed, onRight: (key) => f(key === undefined ? {} : { idempotencyKey: key }) })
+  const withKey = (request: EdgeRequest, body: InputBody, f: (options: ExecuteOptions) => Effect.Effect<EdgeResponse>) =>
+    Either.match(idempotencyKeyOf(request), {
+      onLeft: Effect.succeed,
+      onRight: (key) => f({ ...(key === undefined ? {} : { idempotencyKey: key }), ...(body.keysLeftOut > 0 ? { keysLeftOut: body.keysLeftOut } : {}) })
+    })
 
-  const run = (request: EdgeRequest, command: Command, ifMatch: boolean, onSuccess: (c: Committed) => EdgeResponse) =>
-    withKey(request, (options) => commands.execute(command, options).pipe(Effect.match({ onFailure: (e) => errorResponse(e, ifMatch), onSuccess })))
+  const run = (request: EdgeRequest, command: Command, body: InputBody, ifMatch: boolean, onSuccess: (c: Committed) => EdgeResponse) =>
+    withKey(request, body, (options) => commands.execute(command, options).pipe(Effect.match({ onFailure: (e) => errorResponse(e, ifMatch), onSuccess })))
 
-  const withBody = (request: EdgeRequest, f: (body: unknown) => Effect.Effect<EdgeResponse>) =>
-    Either.match(readBody(request, maxJsonDepth), { onLeft: Effect.succeed, onRight: f })
+  /** The request's body parsed for a command that takes `accepts` (decoders name theirs: codecs.ts). */
+  const withBody = (request: EdgeRequest, accepts: ReadonlySet<string> | undefined, f: (body: InputBody) => Effect.Effect<EdgeResponse>) =>
+    Either.match(readBody(request, maxJsonDepth, accepts), { onLeft: Effect.succeed, onRight: f })
 
   const withVersion = (request: EdgeRequest, f: (expected: number | undefined) => Effect.Effect<EdgeResponse>) =>
     Either.match(parseIfMatch(request.headers["if-match"] as string | undefined), {
@@ -126,8 +135,8 @@ export const makeRestRoutes = (catalog: CompiledApp, commands: CommandsShape, qu
       })
     }
     if (request.method === "POST" && type.rest.has("create")) {
-      return withBody(request, (input) =>
-        run(request, { _tag: "Create", type: type.name, input }, false, (c) =>
+      return withBody(request, type.decodeCreate.accepts, (body) =>
+        run(request, { _tag: "Create", type: type.name, input: body.input }, body, false, (c) =>
           committedRow(201, c, { location: `/api/${type.name}/${c.event.id}` })))
     }
     return Effect.succeed(allow.length ? methodNotAllowed(allow) : notFound(request))
@@ -141,13 +150,13 @@ export const makeRestRoutes = (catalog: CompiledApp, commands: CommandsShape, qu
     }
     if (request.method === "PATCH" && type.rest.has("update")) {
       return withVersion(request, (expectedVersion) =>
-        withBody(request, (input) =>
-          run(request, { _tag: "Update", type: type.name, id, expectedVersion, input }, expectedVersion !== undefined, (c) =>
+        withBody(request, type.decodePatch.accepts, (body) =>
+          run(request, { _tag: "Update", type: type.name, id, expectedVersion, input: body.input }, body, expectedVersion !== undefined, (c) =>
             committedRow(200, c))))
     }
     if (request.method === "DELETE" && type.rest.has("delete")) {
       return withVersion(request, (expectedVersion) =>
-        run(request, { _tag: "Delete", type: type.name, id, expectedVersion }, expectedVersion !== undefined, (c) =>
+        run(request, { _tag: "Delete", type: type.name, id, expectedVersion }, NO_BODY, expectedVersion !== undefined, (c) =>
           jsonText(200, JSON.stringify(deletedBody(c.event)), replayHeader(c.replayed))))
     }
     return Effect.succeed(allow.length ? methodNotAllowed(allow) : notFound(request))
@@ -157,8 +166,8 @@ export const makeRestRoutes = (catalog: CompiledApp, commands: CommandsShape, qu
     if (!type.methods.has(name) || !type.rest.has(name)) return Effect.succeed(notFound(request))
     if (request.method !== "POST") return Effect.succeed(methodNotAllowed(["POST"]))
     return withVersion(request, (expectedVersion) =>
-      withBody(request, (input) =>
-        run(request, { _tag: "Invoke", type: type.name, id, method: name, expectedVersion, input }, expectedVersion !== undefined, (c) =>
+      withBody(request, type.methods.get(name)!.decodeParams.accepts, (body) =>
+        run(request, { _tag: "Invoke", type: type.name, id, method: name, expectedVersion, input: body.input }, body, expectedVersion !== undefined, (c) =>
           committedRow(200, c))))
   }
 
@@ -167,9 +176,9 @@ export const makeRestRoutes = (catalog: CompiledApp, commands: CommandsShape, qu
     const command = catalog.commands.get(name)
     if (command === undefined || !command.rest) return Effect.succeed(notFound(request))
     if (request.method !== "POST") return Effect.succeed(methodNotAllowed(["POST"]))
-    return withBody(request, (input) =>
-      withKey(request, (options) =>
-        commands.executeAppCommand(name, input, options).pipe(
+    return withBody(request, command.decodeParams.accepts, (body) =>
+      withKey(request, body, (options) =>
+        commands.executeAppCommand(name, body.input, options).pipe(
           Effect.match({ onFailure: (e) => errorResponse(e), onSuccess: (c) => jsonText(200, commandBody(c), replayHeader(c.replayed)) })
         )))
   }

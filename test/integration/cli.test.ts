@@ -5,11 +5,12 @@
  * `listen` it was given, and stops on SIGTERM with the flush message and exit 0.
  */
 import { Effect, Either } from "effect"
+import * as fs from "node:fs"
 import * as path from "node:path"
 import { describe, expect, it } from "vitest"
 import { loadSettings } from "../../src/config.ts"
 import { VERSION } from "../../src/version.ts"
-import { spawnNode, WO_READY } from "../../testkit/spawn.ts"
+import { spawnNode, spawnWo, WO_READY } from "../../testkit/spawn.ts"
 import { freePort, http, ROOT, runWo, tempDir } from "../support/server.ts"
 
 const ESC = "\x1b"
@@ -49,6 +50,32 @@ describe("wo's command line", () => {
     const ran = await runWo(["--version"])
     expect(ran.code).toBe(0)
     expect(ran.stdout).toBe(`${VERSION}\n`)
+  })
+})
+
+describe("wo run in a checkout", () => {
+  it("runs the app against the same build of writeonce the runtime was loaded from, never a second copy", async () => {
+    // Under the checkout, so that the app's `effect` resolves; its `writeonce` goes through wo's app loader.
+    fs.mkdirSync(path.join(ROOT, ".data"), { recursive: true })
+    const appDir = fs.mkdtempSync(path.join(ROOT, ".data", "wo-one-copy-"))
+    try {
+      fs.writeFileSync(path.join(appDir, "app.ts"), [
+        `import { Schema } from "effect"`,
+        `import { defineApp, entity } from "writeonce"`,
+        `console.log("writeonce is " + import.meta.resolve("writeonce"))`,
+        `export default defineApp({ name: "one", entities: { notes: entity({ fields: { text: Schema.String } }) } })`
+      ].join("\n"))
+      const server = await spawnWo(["run", appDir, "--data", path.join(appDir, ".data"), "--listen", "127.0.0.1:0"])
+      try {
+        const created = await http(`${server.url}/api/notes`, { method: "POST", body: { text: "hi" } })
+        expect(created.status).toBe(201)
+        expect(server.stdout()).toMatch(/^writeonce is file:\/\/.*\/\.wo-build\/[0-9a-f]{16}\/index\.mjs$/m)
+      } finally {
+        await server.stop()
+      }
+    } finally {
+      fs.rmSync(appDir, { recursive: true, force: true })
+    }
   })
 })
 

@@ -68,6 +68,20 @@ describe("error bodies are bounded: at most 20 issues and a count of the others"
     expect(res.json.message).toContain("… and 199,980 more")
   })
 
+  it("REST: the unknown keys after the first 20 are counted unparsed; known fields after them, escaped too, are still decoded and counted", async () => {
+    const head = `"title":"t","body":"b","tags":["a"],"author":{"name":"A"}`
+    const res = await post("/api/articles", `{${head},${unknownKeys(200_000)},"st\\u0061tus":5}`)
+    expect(res.status).toBe(400)
+    expect(res.json.issues).toHaveLength(MAX_ISSUES)
+    expect(res.json.issues.every((i: { message: string }) => i.message.includes("is unexpected"))).toBe(true)
+    expect(res.json.omitted).toBe(200_000 - MAX_ISSUES + 1) // and status: Expected "draft" | ..., actual 5
+    // The input rules come first, as without the cut: a reserved key is the answer, the unknown keys are not counted.
+    const reserved = await post("/api/articles", `{${ARTICLE},${unknownKeys(200_000)},"__proto__":{}}`)
+    expect(reserved.status).toBe(400)
+    expect(reserved.json.issues).toEqual([{ path: ["__proto__"], message: "is a reserved key, not allowed in input" }])
+    expect(reserved.json.omitted).toBeUndefined()
+  })
+
   it("REST: 800,000 wrong-typed tags (2.4 MB) get a 400 under 64 KiB that counts the 799,980 left out", async () => {
     const body = `{"title":"t","body":"b","status":"draft","author":{"name":"A"},"tags":[${Array(800_000).fill("1").join(",")}]}`
     const res = await post("/api/articles", body)

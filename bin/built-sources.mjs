@@ -1,0 +1,76 @@
+// The package's own code for `wo run` and `wo dev` in a checkout, built by esbuild into .wo-build/<hash>/ once
+// per change of src/ and loaded natively: through tsx's loader hooks, src/ (about 160 modules) cost a third of
+// the start. The hash covers every file's path, size and mtime under src/, so an edit is never served stale; a
+// build that fails (an edit in progress) returns undefined, and the caller runs the sources through tsx instead.
+// Processes that build at once each write their own folder and rename it into place; the first one wins.
+import { createHash } from "node:crypto"
+import * as fs from "node:fs"
+import * as path from "node:path"
+
+// The built layout: entries beside each other, shared chunks, the console page's sources beside them
+// (src/console/assets.ts reads them from its own folder).
+const ENTRIES = { "serve-args": "serve-args.ts", index: "index.ts", "testing/index": "testing/index.ts" }
+const LAYOUT = "1"
+
+/** A hash of the sources: each file's path, size and mtime. */
+const fingerprint = (src) => {
+  const hash = createHash("sha256").update(LAYOUT)
+  const walk = (dir) => {
+    for (const entry of fs.readdirSync(dir, { withFileTypes: true }).sort((a, b) => (a.name < b.name ? -1 : 1))) {
+      const file = path.join(dir, entry.name)
+      if (entry.isDirectory()) walk(file)
+      else {
+        const stat = fs.statSync(file)
+        hash.update(`${file}\0${stat.size}\0${stat.mtimeMs}\n`)
+      }
+    }
+  }
+  walk(src)
+  return hash.digest("hex").slice(0, 16)
+}
+
+/** The folder holding the built sources of `root` (a checkout), built now if needed; undefined if it cannot be. */
+export async function builtSources(root) {
+  try {
+    const src = path.join(root, "src")
+    const builds = path.join(root, ".wo-build")
+    const dir = path.join(builds, fingerprint(src))
+    if (fs.existsSync(path.join(dir, "serve-args.mjs"))) {
+      fs.utimesSync(dir, new Date(), new Date()) // in use: not pruned
+      return dir
+    }
+    const next = `${dir}.${process.pid}`
+    const { build } = await import("esbuild")
+    await build({
+      entryPoints: Object.fromEntries(Object.entries(ENTRIES).map(([out, file]) => [out, path.join(src, file)])),
+      outdir: next,
+      outExtension: { ".js": ".mjs" },
+      bundle: true,
+      splitting: true,
+      format: "esm",
+      platform: "node",
+      target: `node${process.versions.node}`,
+      packages: "external",
+      logLevel: "silent"
+    })
+    fs.cpSync(path.join(src, "console/page"), path.join(next, "page"), { recursive: true })
+    try {
+      fs.renameSync(next, dir)
+    } catch {
+      fs.rmSync(next, { recursive: true, force: true }) // another process built the same sources first
+    }
+    pruneOlder(builds, dir)
+    return fs.existsSync(path.join(dir, "serve-args.mjs")) ? dir : undefined
+  } catch {
+    return undefined
+  }
+}
+
+/** Builds of older sources, a day after their last use (a running `wo` may still load chunks from its own). */
+const pruneOlder = (builds, keep) => {
+  const dayAgo = Date.now() - 24 * 3600 * 1000
+  for (const name of fs.readdirSync(builds)) {
+    const dir = path.join(builds, name)
+    if (dir !== keep && fs.statSync(dir).mtimeMs < dayAgo) fs.rmSync(dir, { recursive: true, force: true })
+  }
+}
