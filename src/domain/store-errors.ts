@@ -7,27 +7,51 @@
  */
 import { Data, LogLevel } from "effect"
 
-const storeError = <Tag extends string>(tag: Tag) =>
-  class extends Data.TaggedError(tag)<{ readonly reason: string }> {
-    override get message() {
-      return `the store is unavailable: ${this.reason}`
-    }
-  }
+// Each class is spelled out (not made by a factory): the shipped .d.ts must be able to name its base.
+const said = (reason: string) => `the store is unavailable: ${reason}`
 
 /** The writer's queue is full (WO_MAX_PENDING): a retry soon can succeed. */
-export class Overloaded extends storeError("Overloaded") {}
+export class Overloaded extends Data.TaggedError("Overloaded")<{ readonly reason: string }> {
+  override get message() {
+    return said(this.reason)
+  }
+}
 /** The server is shutting down: it takes no more commands. */
-export class ShuttingDown extends storeError("ShuttingDown") {}
+export class ShuttingDown extends Data.TaggedError("ShuttingDown")<{ readonly reason: string }> {
+  override get message() {
+    return said(this.reason)
+  }
+}
 /** The group-commit writer died from a bug of ours: every command fails until a restart. */
-export class WriterStopped extends storeError("WriterStopped") {}
+export class WriterStopped extends Data.TaggedError("WriterStopped")<{ readonly reason: string }> {
+  override get message() {
+    return said(this.reason)
+  }
+}
 /** The store could not be opened, read, written or reached (disk, permissions, PostgreSQL, a bad dir or URL). */
-export class StoreFailed extends storeError("StoreFailed") {}
+export class StoreFailed extends Data.TaggedError("StoreFailed")<{ readonly reason: string }> {
+  override get message() {
+    return said(this.reason)
+  }
+}
 /** What the store holds is damaged: a record fails its checksum or decode, an event or a row is missing. */
-export class DataCorrupt extends storeError("DataCorrupt") {}
+export class DataCorrupt extends Data.TaggedError("DataCorrupt")<{ readonly reason: string }> {
+  override get message() {
+    return said(this.reason)
+  }
+}
 /** Shared log: the entity kept changing on other nodes through every attempt; a retry can succeed. */
-export class Contended extends storeError("Contended") {}
+export class Contended extends Data.TaggedError("Contended")<{ readonly reason: string }> {
+  override get message() {
+    return said(this.reason)
+  }
+}
 /** Shared log: this node has not read the log up to a write it must answer with, in time. */
-export class ReplicaLagging extends storeError("ReplicaLagging") {}
+export class ReplicaLagging extends Data.TaggedError("ReplicaLagging")<{ readonly reason: string }> {
+  override get message() {
+    return said(this.reason)
+  }
+}
 
 export type StoreError = Overloaded | ShuttingDown | WriterStopped | StoreFailed | DataCorrupt | Contended | ReplicaLagging
 export type StoreErrorTag = StoreError["_tag"]
