@@ -7,10 +7,10 @@ import { createHash } from "node:crypto"
 import * as fs from "node:fs"
 import * as path from "node:path"
 
-// The built layout: entries beside each other, shared chunks, the console page's sources beside them
-// (src/console/assets.ts reads them from its own folder).
+// The built layout: entries beside each other, shared chunks, and the console page's sources at console/page with
+// the SSE codec the page imports at http/sse.ts, as in src/ (src/console/assets.ts finds the page there).
 const ENTRIES = { "serve-args": "serve-args.ts", index: "index.ts", "testing/index": "testing/index.ts" }
-const LAYOUT = "1"
+const LAYOUT = "2"
 
 /** A hash of the sources: each file's path, size and mtime. */
 const fingerprint = (src) => {
@@ -53,7 +53,8 @@ export async function builtSources(root) {
       packages: "external",
       logLevel: "silent"
     })
-    fs.cpSync(path.join(src, "console/page"), path.join(next, "page"), { recursive: true })
+    fs.cpSync(path.join(src, "console/page"), path.join(next, "console/page"), { recursive: true })
+    fs.cpSync(path.join(src, "http/sse.ts"), path.join(next, "http/sse.ts"))
     try {
       fs.renameSync(next, dir)
     } catch {

@@ -4,10 +4,14 @@
  * itself runs on), once, on the first request for it, and kept in memory. Nothing is fetched from elsewhere.
  */
 import { Data, Effect } from "effect"
+import { existsSync } from "node:fs"
 import * as fs from "node:fs/promises"
 import * as path from "node:path"
 
-const PAGE_DIR = path.join(import.meta.dirname, "page")
+// Beside this module in src/ and dist/; in a checkout's built sources (bin/built-sources.mjs) this module is part of
+// a chunk at the build's root, and the page sits at console/page there, so its import of ../../http/sse.js resolves.
+const PAGE_DIR = [path.join(import.meta.dirname, "page"), path.join(import.meta.dirname, "console", "page")].find((dir) => existsSync(dir)) ??
+  path.join(import.meta.dirname, "page")
 
 export class AssetError extends Data.TaggedError("AssetError")<{ readonly message: string }> {}
 

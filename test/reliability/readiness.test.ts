@@ -92,8 +92,9 @@ describe("readiness during recovery", () => {
     await writeProducts(dataDir, rows, (i) => ({ name: `p${i}`, price: i, currency: "USD" }))
     const port = await freePort()
     const url = `http://127.0.0.1:${port}`
-    // Recovery under way (100,000 of the rows loaded; the rest and the view's fold to go).
-    const server = await spawnUntil(["run", pricing, "--data", dataDir, "--listen", `127.0.0.1:${port}`], /recovery: 100000 rows loaded/)
+    // Start under way: the first start over rows written without a server checks every stored row against the
+    // app's types (100,000 of them checked; the rest and the view's fold to go).
+    const server = await spawnUntil(["run", pricing, "--data", dataDir, "--listen", `127.0.0.1:${port}`], /schema check: 100000 stored rows checked/)
     try {
       const during = await http(`${url}/readyz`).then((r) => r.status, (e: Error) => (e.cause as NodeJS.ErrnoException | undefined)?.code ?? e.message)
       expect(during).toBe("ECONNREFUSED")
