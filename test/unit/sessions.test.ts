@@ -14,6 +14,7 @@ import { loadSettings, WoConfig } from "../../src/config.ts"
 import { Catalog } from "../../src/domain/app-catalog.ts"
 import { compileApp } from "../../src/domain/compile.ts"
 import { Sessions, SessionsLive, type Session } from "../../src/http/mcp/sessions.ts"
+import { Subscribed } from "../../src/http/mcp/session-caps.ts"
 import type { EndReason, NoticeBuffer } from "../../src/http/notice-buffer.ts"
 import { ClassicLevelSessionStore } from "../../src/log/classic-level-session-store.ts"
 import { levelDbLayer } from "../../src/log/level-db.ts"
@@ -62,7 +63,7 @@ describe("Sessions", () => {
       const session = (yield* sessions.create("2025-06-18")) as Session
       expect(Object.isFrozen(session)).toBe(true)
 
-      expect(yield* sessions.subscribe(session, topic(P1), 3)).toBe("ok")
+      expect(yield* sessions.subscribe(session, topic(P1), 3)).toBeInstanceOf(Subscribed)
       const copy = sessions.snapshot(session)
       ;(copy.subscriptions as Map<string, number>).clear()
       expect([...sessions.snapshot(session).subscriptions]).toEqual([[P1, 3]])
@@ -72,7 +73,7 @@ describe("Sessions", () => {
       yield* Scope.extend(sessions.stream(session, first), firstScope)
       expect(sessions.snapshot(session).streaming).toBe(true)
       // Subscribed while streaming: the registry routes the live query to the open stream, read once.
-      expect(yield* sessions.subscribe(session, topic(EUR), 4)).toBe("ok")
+      expect(yield* sessions.subscribe(session, topic(EUR), 4)).toBeInstanceOf(Subscribed)
       expect(registry.stats()).toMatchObject({ uris: 2, subscriptions: 2, liveQueries: 1 })
       registry.route([updated(P1, 5), updated(EUR, 5)])
       expect(first.got).toEqual([updated(P1, 5), updated(EUR, 5)])
