@@ -8,9 +8,9 @@ import * as fs from "node:fs"
 import * as path from "node:path"
 
 // The built layout: entries beside each other, shared chunks, and the console page's sources at console/page with
-// the SSE codec the page imports at http/sse.ts, as in src/ (src/console/assets.ts finds the page there).
+// the SSE codec the page imports at sse.ts, as in src/ (src/console/assets.ts finds the page there).
 const ENTRIES = { "serve-args": "serve-args.ts", index: "index.ts", "testing/index": "testing/index.ts" }
-const LAYOUT = "2"
+const LAYOUT = "3"
 
 /** A hash of the sources: each file's path, size and mtime. */
 const fingerprint = (src) => {
@@ -54,7 +54,7 @@ export async function builtSources(root) {
       logLevel: "silent"
     })
     fs.cpSync(path.join(src, "console/page"), path.join(next, "console/page"), { recursive: true })
-    fs.cpSync(path.join(src, "http/sse.ts"), path.join(next, "http/sse.ts"))
+    fs.cpSync(path.join(src, "sse.ts"), path.join(next, "sse.ts"))
     try {
       fs.renameSync(next, dir)
     } catch {

@@ -100,7 +100,10 @@ export class VersionConflict extends Data.TaggedError("VersionConflict")<{
 }
 
 export * from "./store-errors.ts"
-/** The store errors by their old single name, for signatures not yet renamed: use StoreError. */
+/**
+ * The store errors by their old single name, kept for embedders (the package index exports it).
+ * @deprecated Use `StoreError`. REST still names every store error `StoreUnavailable` in its body.
+ */
 export type StoreUnavailable = StoreError
 
 /**

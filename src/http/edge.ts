@@ -9,7 +9,7 @@ import type { AddressInfo } from "node:net"
 import { errorJson, type EdgeRequest, type EdgeResponse } from "./edge-types.ts"
 import { edgeError } from "./edge-error.ts"
 import type { CloseReason } from "./push-sink.ts"
-import { sseFrame } from "./sse.ts"
+import { sseFrame } from "../sse.ts"
 import { makeStreamHub, type StreamHub } from "./stream-hub.ts"
 
 /** The port could not be bound (in use, no permission). */
@@ -128,7 +128,6 @@ const pushBody = (
     const end = (reason: CloseReason) =>
       Effect.suspend(() => {
         sink.close(reason)
-        hub.release(sink)
         return Scope.close(scope, Exit.void)
       })
     // Interrupted (the client left during a replay) or failed: close now, in this fiber.

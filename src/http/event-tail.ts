@@ -23,7 +23,7 @@ import { errorJson, type EdgeRequest, type EdgeResponse } from "./edge-types.ts"
 import type { CloseReason, PushSink } from "./push-sink.ts"
 import { makeHandOver } from "./hand-over.ts"
 import type { OpenStreamsShape } from "./open-streams.ts"
-import { SSE_HEADERS, sseFrame } from "./sse.ts"
+import { SSE_HEADERS, sseFrame } from "../sse.ts"
 import { makeTurnstile } from "./turnstile.ts"
 
 export interface EventTailDeps {

@@ -28,6 +28,7 @@ export const makeMetricsRoute = Effect.gen(function* () {
     for (const s of streams.list()) if (byKind.has(s.kind)) byKind.set(s.kind, byKind.get(s.kind)! + 1)
     return byKind
   })
+  metrics.gauge("wo_push_streams", "Open push streams (SSE) of every kind.", () => streams.list().length)
   metrics.gauge("wo_sessions", "Live legacy MCP sessions.", () => sessions.count())
   if (mode._tag === "Shared") {
     const tailer = mode.tailer
@@ -47,7 +48,6 @@ export const makeMetricsRoute = Effect.gen(function* () {
   const observeStreams = (hub: StreamHub) => {
     if (!metrics.enabled) return
     hub.observe(metrics)
-    metrics.gauge("wo_push_streams", "Open push streams (SSE) of every kind.", () => hub.count())
     metrics.gauge("wo_stream_memory_bytes", "Bytes held for push-stream readers that do not keep up (against WO_STREAM_MEMORY).", () => hub.budget.stats().bytes)
   }
   return { route, observeStreams }

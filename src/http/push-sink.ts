@@ -16,7 +16,7 @@
  * per change.
  */
 import { Effect } from "effect"
-import { sseFrame } from "./sse.ts"
+import { sseFrame } from "../sse.ts"
 
 /** Why a stream ended. "memory": closed by the global stream memory budget; "client": the client went away. */
 export type CloseReason = "overflow" | "memory" | "shutdown" | "replaced" | "terminated" | "client" | "store" | "done"

@@ -5,7 +5,7 @@
  */
 import type { EdgeRequest, Headers } from "./edge-types.ts"
 import type { RecordedValues } from "./recorded-values.ts"
-import { isEventStream, parseSse, sseFrame, type SseEvent } from "./sse.ts"
+import { isEventStream, parseSse, sseFrame, type SseEvent } from "../sse.ts"
 
 /** Request headers a replay needs; the replayer supplies Content-Length, and Host unless it was unusual. */
 const REQUEST_HEADERS = [

@@ -18,7 +18,7 @@ import type { EdgeRequest, EdgeResponse, Headers } from "./edge-types.ts"
 import type { PushSink } from "./push-sink.ts"
 import { formatExchange } from "./recorded-exchange.ts"
 import { namesIn, RecordedValues, type RecordedRefs } from "./recorded-values.ts"
-import { parseSse } from "./sse.ts"
+import { parseSse } from "../sse.ts"
 
 export interface RecorderOptions {
   /** The app name for the `# app:` line a replay needs. */

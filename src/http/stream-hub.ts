@@ -1,7 +1,9 @@
 /**
  * The edge's stream machinery, one per server: push sinks for live streams, flushed together after each
  * synchronous delivery (one microtask, however many streams a change reached), the memory budget over their
- * backlogs, and the shared heartbeat.
+ * backlogs, and the shared heartbeat. It keeps no list of the open streams: that is OpenStreams' alone
+ * (open-streams.ts, one per runtime; `wo dev` runs several behind one edge). A sink reports its own backlog to
+ * the budget and stops its own heartbeat when it closes.
  */
 import { makeHeartbeat, type Heartbeat } from "./heartbeat.ts"
 import { makePushSink, type CloseReason, type PushSink, type SinkHub, type SocketLike } from "./push-sink.ts"
@@ -19,12 +21,8 @@ export interface StreamObserver {
 export interface StreamHub {
   /** A sink over `socket`, at most `limit` frames waiting; beats every `heartbeatMs` when given. */
   readonly open: (socket: SocketLike, limit: number, heartbeatMs?: number) => PushSink
-  /** Forgets a closed sink (its heartbeat, its backlog). */
-  readonly release: (sink: PushSink) => void
   readonly heartbeat: Heartbeat
   readonly budget: StreamBudget
-  /** Sinks open now. */
-  readonly count: () => number
   /** Reports frames written and dropped and streams closed to `observer` from now on (metrics). */
   readonly observe: (observer: StreamObserver) => void
 }
@@ -35,7 +33,6 @@ export const DEFAULT_STREAM_MEMORY = 64 * 1024 * 1024
 export const makeStreamHub = (memoryLimit: number = DEFAULT_STREAM_MEMORY): StreamHub => {
   const budget = makeStreamBudget(memoryLimit)
   const heartbeat = makeHeartbeat()
-  const stops = new Map<PushSink, () => void>()
   let dirty: Array<PushSink> = []
   let check = false
   let scheduled = false
@@ -77,18 +74,11 @@ export const makeStreamHub = (memoryLimit: number = DEFAULT_STREAM_MEMORY): Stre
   return {
     open: (socket, limit, heartbeatMs) => {
       const sink = makePushSink(socket, limit, hub)
-      if (heartbeatMs !== undefined) stops.set(sink, heartbeat.add(heartbeatMs, sink.beat))
-      else stops.set(sink, () => {})
+      if (heartbeatMs !== undefined) sink.whenClosed(heartbeat.add(heartbeatMs, sink.beat))
       return sink
-    },
-    release: (sink) => {
-      stops.get(sink)?.()
-      stops.delete(sink)
-      budget.mark(sink, false)
     },
     heartbeat,
     budget,
-    count: () => stops.size,
     observe: (o) => void (observer = o)
   }
 }

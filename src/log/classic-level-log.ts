@@ -8,7 +8,7 @@ import { Chunk, Effect, Layer, Option, Stream } from "effect"
 import * as fs from "node:fs"
 import * as path from "node:path"
 import { WoConfig } from "../config.ts"
-import { type StoreUnavailable, DataCorrupt } from "../domain/errors.ts"
+import { type StoreError, DataCorrupt } from "../domain/errors.ts"
 import type { StoredEvent } from "../domain/events.ts"
 import { ACCEPTED_LOSS_FILE, acceptedGap, appendAcceptedLoss, countSeqs, describeIds, describeRanges, readAcceptedLosses, type SeqRanges } from "./accepted-loss.ts"
 import { checkAckedHead } from "./acked-check.ts"
@@ -88,7 +88,7 @@ const scan = <A>(
   h: LevelDbShape,
   range: { readonly gte: string; readonly lt: string },
   decode: (key: string, value: string) => A
-): Stream.Stream<A, StoreUnavailable> =>
+): Stream.Stream<A, StoreError> =>
   Stream.acquireRelease(
     h.read("cannot read the store", async (db) => db.iterator(range)),
     (it) => Effect.promise(() => it.close().catch(() => undefined))
@@ -116,7 +116,7 @@ export const readEvents = (
   h: LevelDbShape,
   fromSeq: number,
   accepted: (from: number, to: number) => boolean = () => false
-): Stream.Stream<StoredEvent, StoreUnavailable> =>
+): Stream.Stream<StoredEvent, StoreError> =>
   // Suspended so that each run of the stream checks the sequence from its own start.
   Stream.suspend(() => {
     let expected = Math.max(1, fromSeq)
@@ -130,7 +130,7 @@ export const readEvents = (
   })
 
 /** The stored rows, verified: checksums, keys, and the count per type the store recorded. */
-export const readStoredRows = (h: LevelDbShape): Stream.Stream<StoredRow, StoreUnavailable> =>
+export const readStoredRows = (h: LevelDbShape): Stream.Stream<StoredRow, StoreError> =>
   Stream.unwrap(
     Effect.map(h.read("cannot read the row counts", (db) => readCounts(db, K.ROW_COUNT_PREFIX)), (recorded) => {
       const seen = new Map<string, number>()
@@ -144,7 +144,7 @@ export const readStoredRows = (h: LevelDbShape): Stream.Stream<StoredRow, StoreU
   )
 
 /** The stored view records, verified (checksum and JSON); what they mean is the views projection's business. */
-export const readStoredViews = (h: LevelDbShape): Effect.Effect<ReadonlyArray<StoredView>, StoreUnavailable> =>
+export const readStoredViews = (h: LevelDbShape): Effect.Effect<ReadonlyArray<StoredView>, StoreError> =>
   Effect.map(Stream.runCollect(scan(h, { gte: K.VIEWS_START, lt: K.VIEWS_END }, (key, value) =>
     ({ name: K.nameOfViewKey(key), record: unsealJson<unknown>(key, value) }))), (chunk) => Chunk.toReadonlyArray(chunk))
 

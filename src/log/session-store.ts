@@ -14,7 +14,7 @@
  *    node is ended on all.
  */
 import { Context, type Effect, Schema } from "effect"
-import type { StoreUnavailable } from "../domain/errors.ts"
+import type { StoreError } from "../domain/errors.ts"
 
 /** The header as stored: format 1 also held every subscription in it. */
 const SessionHeader = Schema.Struct({
@@ -41,22 +41,22 @@ export interface StoredSession {
 }
 
 export interface SessionStoreShape {
-  readonly loadAll: Effect.Effect<ReadonlyArray<readonly [string, StoredSession]>, StoreUnavailable>
+  readonly loadAll: Effect.Effect<ReadonlyArray<readonly [string, StoredSession]>, StoreError>
   /** Stores a new session, without subscriptions. */
-  readonly create: (id: string, session: { readonly version: string; readonly createdAt: number }) => Effect.Effect<void, StoreUnavailable>
+  readonly create: (id: string, session: { readonly version: string; readonly createdAt: number }) => Effect.Effect<void, StoreError>
   /** Adds one subscription (or keeps the one there): writes that entry only. */
-  readonly subscribe: (id: string, uri: string, since: number) => Effect.Effect<void, StoreUnavailable>
+  readonly subscribe: (id: string, uri: string, since: number) => Effect.Effect<void, StoreError>
   /** Removes one subscription: deletes that entry only. */
-  readonly unsubscribe: (id: string, uri: string) => Effect.Effect<void, StoreUnavailable>
+  readonly unsubscribe: (id: string, uri: string) => Effect.Effect<void, StoreError>
   /** Removes the session and every subscription it held. */
-  readonly remove: (id: string) => Effect.Effect<void, StoreUnavailable>
+  readonly remove: (id: string) => Effect.Effect<void, StoreError>
   /**
    * Present on a store several nodes share: the session as stored now (undefined: unknown or ended), marked as
    * seen. Sessions then live in the store, and a node's memory only caches them.
    */
-  readonly load?: (id: string) => Effect.Effect<StoredSession | undefined, StoreUnavailable>
+  readonly load?: (id: string) => Effect.Effect<StoredSession | undefined, StoreError>
   /** Shared store: ends the sessions no node has seen for `idleMs`. */
-  readonly expire?: (idleMs: number) => Effect.Effect<number, StoreUnavailable>
+  readonly expire?: (idleMs: number) => Effect.Effect<number, StoreError>
 }
 
 export class SessionStore extends Context.Tag("writeonce/SessionStore")<SessionStore, SessionStoreShape>() {}

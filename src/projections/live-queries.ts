@@ -42,6 +42,12 @@ export interface Topic {
   readonly query?: LiveQuery
 }
 
+/** A subscription as a session holds it: its topic, and the log sequence it began at (only later changes count). */
+export interface HeldTopic {
+  readonly topic: Topic
+  readonly since: number
+}
+
 /** The topic a URI names; Left when it names a live query with a bad field or value (it could never notify). */
 export const topicOf = (catalog: CompiledApp, uri: string): Either.Either<Topic, ValidationFailed> => {
   const query = parseLiveQuery(catalog, uri)

@@ -18,7 +18,7 @@ import type { StoreError } from "../domain/errors.ts"
 import { streamKey, type StoredEvent } from "../domain/events.ts"
 import { matchesAll } from "../domain/list-request.ts"
 import { parseUri, rowUri } from "../domain/uri.ts"
-import { parseLiveQuery, type LiveQuery } from "./live-queries.ts"
+import type { HeldTopic, LiveQuery } from "./live-queries.ts"
 
 export interface ResumePosition {
   readonly seq: number
@@ -44,13 +44,14 @@ const fieldsOf = (event: StoredEvent, catalog: CompiledApp): Record<string, unkn
 }
 
 /**
- * The notices after `from`, up to `head` included, for the subscriptions (URI -> the sequence it began at;
- * only later changes count). `viewSeqs` is each view's last change as of `head` (read together with it).
+ * The notices after `from`, up to `head` included, for the subscriptions (URI -> its topic, as read when it came
+ * in, and the sequence it began at; only later changes count). `viewSeqs` is each view's last change as of `head`
+ * (read together with it). No URI is parsed again: a live query's filters travel in its topic.
  */
 export const resumeNotices = (
   log: EventLogShape,
   catalog: CompiledApp,
-  subscriptions: ReadonlyMap<string, number>,
+  subscriptions: ReadonlyMap<string, HeldTopic>,
   from: ResumePosition,
   head: number,
   viewSeqs: ReadonlyMap<string, number>
@@ -58,17 +59,15 @@ export const resumeNotices = (
   if (from.seq >= head && from.uri === undefined) return Stream.empty
   const liveByType = new Map<string, Array<LiveQuery & { readonly since: number }>>()
   const views: Array<{ readonly uri: string; readonly seq: number }> = []
-  for (const [uri, since] of subscriptions) {
-    const parsed = parseUri(uri)
-    if (parsed?._tag === "View") {
+  for (const [uri, { topic, since }] of subscriptions) {
+    if (topic.query !== undefined) {
+      const list = liveByType.get(topic.query.type) ?? []
+      list.push({ ...topic.query, since })
+      liveByType.set(topic.query.type, list)
+    } else {
+      // A view's URI is a key of viewSeqs; a row's is looked up per event below.
       const seq = viewSeqs.get(uri)
       if (seq !== undefined && seq > since && seq >= from.seq && seq <= head) views.push({ uri, seq })
-    } else if (parsed?._tag === "List") {
-      const query = parseLiveQuery(catalog, uri)
-      if (query === undefined || Either.isLeft(query)) continue
-      const list = liveByType.get(query.right.type) ?? []
-      list.push({ ...query.right, since })
-      liveByType.set(query.right.type, list)
     }
   }
   const window = () => log.readFrom(Math.max(1, from.seq)).pipe(Stream.takeWhile((e) => e.seq <= head))
@@ -119,7 +118,7 @@ export const resumeNotices = (
     Stream.mapConcat((event): ReadonlyArray<ResumedNotice> => {
       const out: Array<ResumedNotice> = []
       const own = rowUri(event.type, event.id)
-      const ownSince = subscriptions.get(own)
+      const ownSince = subscriptions.get(own)?.since
       if (ownSince !== undefined && event.seq > ownSince && after(event.seq, own, true)) out.push({ uri: own, seq: event.seq })
       const others: Array<string> = []
       const queries = liveByType.get(event.type)

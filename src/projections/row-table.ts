@@ -7,7 +7,7 @@
  */
 import { Effect } from "effect"
 import type { Row } from "../domain/catalog.ts"
-import type { StoreUnavailable } from "../domain/errors.ts"
+import type { StoreError } from "../domain/errors.ts"
 import { RowIndexes, type IndexSpec, type RowPage, type RowQuery } from "./row-indexes.ts"
 import { indexAfter } from "./sorted-ids.ts"
 
@@ -21,7 +21,7 @@ export interface RowTableShape {
   /** Up to `limit` rows with ids after `after`, and whether more follow, read synchronously. */
   page(after: number, limit: number): RowPage
   /** A page of a list: filtered, ordered, after a cursor (it may read the store, and build an index first). */
-  read(query: RowQuery): Effect.Effect<RowPage, StoreUnavailable>
+  read(query: RowQuery): Effect.Effect<RowPage, StoreError>
   /** The ids of the rows whose `field` equals `value`, ascending (the store's index must be built: Rows.decisionsReady). */
   idsWhere(field: string, value: unknown): ReadonlyArray<number>
 }

@@ -7,7 +7,7 @@
  */
 import { Context, Effect, Layer } from "effect"
 import type { Row } from "../domain/catalog.ts"
-import type { StoreUnavailable } from "../domain/errors.ts"
+import type { StoreError } from "../domain/errors.ts"
 import type { Change } from "../domain/events.ts"
 import { EventLog } from "../log/event-log.ts"
 import { Catalog } from "../domain/app-catalog.ts"
@@ -25,7 +25,7 @@ export interface RowsShape {
    * Makes ready what the writer's decisions read beyond single rows (the indexes a delete's reference check walks:
    * `table(t).idsWhere`); the writer runs it before deciding a batch. Once done, it succeeds at once.
    */
-  readonly decisionsReady: Effect.Effect<void, StoreUnavailable>
+  readonly decisionsReady: Effect.Effect<void, StoreError>
   readonly recovered: RecoveryReport
 }
 

@@ -1,6 +1,6 @@
 /** Raw helpers for the stateless 2026-07-28 era over node:http: requests (built by testkit/mcp.ts), listen streams. */
 import * as nodeHttp from "node:http"
-import { sseParser } from "../../src/http/sse.ts"
+import { sseParser } from "../../src/sse.ts"
 import { listenBody, modernHeaders, modernRequest as buildModern } from "../../testkit/mcp.ts"
 import { openSse } from "../../testkit/sse.ts"
 import { rawRequest } from "./server.ts"

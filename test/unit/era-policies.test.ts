@@ -28,7 +28,7 @@ const sessionsWhere = (get: SessionsShape["get"]): SessionsShape => ({
   unsubscribe: () => Effect.void,
   stream: () => Effect.void,
   terminate: () => Effect.succeed(true),
-  snapshot: (s) => ({ ...s, lastSeen: 0, streaming: false, subscriptions: new Map() }),
+  snapshot: (s) => ({ ...s, lastSeen: 0, streaming: false, subscriptions: new Map(), topics: new Map() }),
   list: () => [],
   count: () => 0
 })

@@ -48,7 +48,7 @@ const noSessions: SessionsShape = {
   unsubscribe: () => Effect.void,
   stream: () => Effect.void,
   terminate: () => Effect.succeed(false),
-  snapshot: (s) => ({ ...s, lastSeen: 0, streaming: false, subscriptions: new Map() }),
+  snapshot: (s) => ({ ...s, lastSeen: 0, streaming: false, subscriptions: new Map(), topics: new Map() }),
   list: () => [],
   count: () => 0
 }

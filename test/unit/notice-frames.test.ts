@@ -34,7 +34,7 @@ describe("frames built once per change", () => {
       // Just what a GET stream needs of the sessions: its stream subscribed to the session's one URI.
       const sessions = {
         stream: (_: Session, buffer) => Effect.asVoid(registry.subscribe(buffer, [{ uri: URI }])),
-        snapshot: (s: Session) => ({ ...s, lastSeen: 0, streaming: true, subscriptions: new Map([[URI, 0]]) })
+        snapshot: (s: Session) => ({ ...s, lastSeen: 0, streaming: true, subscriptions: new Map([[URI, 0]]), topics: new Map([[URI, { topic: { uri: URI }, since: 0 }]]) })
       } as Partial<SessionsShape> as SessionsShape
       const getStream = makeSessionStream({ catalog, sessions, log: undefined as never, rows, views: undefined as never, streams, settings })
       const listen = makeListenStreams({ registry, rows, streams, settings, resultMeta: {} })

@@ -11,6 +11,7 @@ import pricing from "../../examples/pricing/app.ts"
 import { compileApp } from "../../src/domain/compile.ts"
 import type { StoredEvent } from "../../src/domain/events.ts"
 import { EventLog } from "../../src/log/event-log.ts"
+import { storedTopic, type HeldTopic } from "../../src/projections/live-queries.ts"
 import { parsePosition, positionId, resumeNotices, type ResumePosition } from "../../src/projections/resumption.ts"
 import { MemoryLogLive } from "./memory-log.ts"
 
@@ -35,14 +36,22 @@ const HISTORY: ReadonlyArray<StoredEvent> = [
 ]
 const HEAD = 6
 
-/** The notices resumed after `from`, for `subscriptions` (uri -> the seq it began at), over HISTORY. */
-const resumed = (subscriptions: Record<string, number>, from: ResumePosition, viewSeqs: Record<string, number> = {}) =>
+/** Each URI read once, as a session holds it (uri -> the seq it began at). */
+const held = (subscriptions: Record<string, number>): ReadonlyMap<string, HeldTopic> =>
+  new Map(Object.entries(subscriptions).map(([uri, since]) => [uri, { topic: storedTopic(catalog, uri), since }]))
+
+/** The notices resumed after `from`, for `subscriptions` (as sessions hold them), over HISTORY. */
+const resumedHeld = (subscriptions: ReadonlyMap<string, HeldTopic>, from: ResumePosition, viewSeqs: Record<string, number> = {}) =>
   Effect.gen(function* () {
     const log = yield* EventLog
     yield* log.append({ entries: HISTORY.map((e) => ({ event: e, row: null })), counters: new Map() })
-    const notices = resumeNotices(log, catalog, new Map(Object.entries(subscriptions)), from, HEAD, new Map(Object.entries(viewSeqs)))
+    const notices = resumeNotices(log, catalog, subscriptions, from, HEAD, new Map(Object.entries(viewSeqs)))
     return Chunk.toReadonlyArray(yield* Stream.runCollect(notices)).map(({ uri, seq }) => `${seq} ${uri}`)
   }).pipe(Effect.provide(MemoryLogLive))
+
+/** The notices resumed after `from`, for `subscriptions` (uri -> the seq it began at), over HISTORY. */
+const resumed = (subscriptions: Record<string, number>, from: ResumePosition, viewSeqs: Record<string, number> = {}) =>
+  resumedHeld(held(subscriptions), from, viewSeqs)
 
 describe("resumeNotices", () => {
   it.effect("a row: each of its events after the position, and after its subscription began", () =>
@@ -73,6 +82,16 @@ describe("resumeNotices", () => {
       expect(yield* resumed(all, { seq: 3 })).toEqual([`3 ${EUR}`, `4 ${P1}`, `4 ${EUR}`, `4 ${USD}`, `5 ${USD}`, `6 ${EUR}`])
       // The last delivered was seq 4's EUR notice: the row's and EUR's are behind, USD's is not.
       expect(yield* resumed(all, { seq: 4, uri: EUR })).toEqual([`4 ${USD}`, `5 ${USD}`, `6 ${EUR}`])
+    }))
+
+  it.effect("a live query is replayed with the filters its topic carries: the URI is not read again", () =>
+    Effect.gen(function* () {
+      // A topic whose query says USD under the EUR URI: the notices follow the query the topic carries.
+      const usd = storedTopic(catalog, USD).query!
+      const topics = new Map([[EUR, { topic: { uri: EUR, query: { ...usd, uri: EUR } }, since: 0 }]])
+      expect(yield* resumedHeld(topics, { seq: 2 })).toEqual([`2 ${EUR}`, `4 ${EUR}`, `5 ${EUR}`])
+      // And a URI held with no query (a catalog that no longer reads it) notifies nothing, however it reads now.
+      expect(yield* resumedHeld(new Map([[EUR, { topic: { uri: EUR }, since: 0 }]]), { seq: 2 })).toEqual([])
     }))
 
   it.effect("nothing when the position is the head", () =>

@@ -8,7 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { startEdge, type EdgeHandler } from "../../src/http/edge.ts"
 import { json, type EdgeRequest, type EdgeResponse } from "../../src/http/edge-types.ts"
 import { recordTo } from "../../src/http/recorder.ts"
-import { parseSse, sseParser } from "../../src/http/sse.ts"
+import { parseSse, sseParser } from "../../src/sse.ts"
 import { tempDir } from "../support/server.ts"
 import {
   lineDiff,

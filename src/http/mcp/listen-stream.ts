@@ -13,7 +13,7 @@ import type { RowsShape } from "../../projections/rows.ts"
 import type { EdgeResponse } from "../edge-types.ts"
 import type { NoticeBuffer } from "../notice-buffer.ts"
 import type { OpenStreamsShape } from "../open-streams.ts"
-import { SSE_HEADERS, sseFrame } from "../sse.ts"
+import { SSE_HEADERS, sseFrame } from "../../sse.ts"
 import { modernParts, modernSplice, subscriptionIdBytes } from "./notice-frames.ts"
 import { ErrorCode, META, Notification, resultMessage, RpcError, type RpcId } from "./protocol.ts"
 

@@ -16,7 +16,7 @@ import type { EdgeResponse } from "../edge-types.ts"
 import { makeHandOver } from "../hand-over.ts"
 import type { NoticeBuffer } from "../notice-buffer.ts"
 import type { OpenStreamsShape } from "../open-streams.ts"
-import { SSE_HEADERS } from "../sse.ts"
+import { SSE_HEADERS } from "../../sse.ts"
 import { legacyCatalogChangedFrames, legacyFrame, legacyUpdatedFrame } from "./notice-frames.ts"
 import type { Session, SessionsShape } from "./sessions.ts"
 
@@ -68,7 +68,7 @@ export const makeSessionStream = ({ catalog, sessions, log, rows, views, streams
         const viewSeqs = new Map(views.all().map((v) => [viewUri(v.name), v.seq]))
         // A store error during the replay ends the stream visibly, never skipping to live: the client then
         // resumes from the last id it got, so no notification is lost in between.
-        const replayed = yield* resumeNotices(log, catalog, sessions.snapshot(session).subscriptions, from, head, viewSeqs).pipe(
+        const replayed = yield* resumeNotices(log, catalog, sessions.snapshot(session).topics, from, head, viewSeqs).pipe(
           Stream.mapChunks((notices) => Chunk.of(Buffer.concat(Chunk.toReadonlyArray(notices).map(({ uri, seq }) => legacyUpdatedFrame(uri, seq))))),
           Stream.runForEach((frames) => (frames.length === 0 ? Effect.void : Effect.asVoid(sink.send(frames)))),
           Effect.as(true),

@@ -17,10 +17,10 @@ import { Context, Duration, Effect, Layer, Schedule, type Scope } from "effect"
 import { randomBytes } from "node:crypto"
 import { WoConfig } from "../../config.ts"
 import { Catalog } from "../../domain/app-catalog.ts"
-import type { StoreUnavailable } from "../../domain/errors.ts"
+import type { StoreError } from "../../domain/errors.ts"
 import { SessionsFull, Subscribed, type SubscribeOutcome } from "./session-caps.ts"
 import { SessionStore, type StoredSession } from "../../log/session-store.ts"
-import { storedTopic, type Topic } from "../../projections/live-queries.ts"
+import { storedTopic, type HeldTopic, type Topic } from "../../projections/live-queries.ts"
 import { SubscriptionRegistry, type Subscription } from "../../projections/registry.ts"
 import type { NoticeBuffer } from "../notice-buffer.ts"
 import { overSubscriptionCaps, uriBytes } from "./uri-limits.ts"
@@ -39,26 +39,28 @@ export interface SessionSnapshot extends Session {
   readonly streaming: boolean
   /** uri -> log sequence at which the subscription began; only later changes are announced or replayed. */
   readonly subscriptions: ReadonlyMap<string, number>
+  /** The same subscriptions with their topics as read once when they came in (resumption replays with them). */
+  readonly topics: ReadonlyMap<string, HeldTopic>
 }
 
 export interface SessionsShape {
   /** Mints a session, or refuses when the cap is reached. */
-  readonly create: (version: string) => Effect.Effect<Session | SessionsFull, StoreUnavailable>
+  readonly create: (version: string) => Effect.Effect<Session | SessionsFull, StoreError>
   /**
    * The live session with that id (touching it), or undefined when unknown, expired or terminated. An Effect
    * because a session may live in a shared store (several nodes) and not be in this process yet.
    */
-  readonly get: (id: string) => Effect.Effect<Session | undefined, StoreUnavailable>
+  readonly get: (id: string) => Effect.Effect<Session | undefined, StoreError>
   /** SubscriptionsFull: WO_MAX_SUBSCRIPTIONS reached; SubscriptionBytesFull: WO_MAX_SUBSCRIPTION_BYTES would be passed. Nothing is made then. */
-  readonly subscribe: (session: Session, topic: Topic, sinceSeq: number) => Effect.Effect<SubscribeOutcome, StoreUnavailable>
-  readonly unsubscribe: (session: Session, uri: string) => Effect.Effect<void, StoreUnavailable>
+  readonly subscribe: (session: Session, topic: Topic, sinceSeq: number) => Effect.Effect<SubscribeOutcome, StoreError>
+  readonly unsubscribe: (session: Session, uri: string) => Effect.Effect<void, StoreError>
   /**
    * Makes `buffer` the session's GET stream for the current scope, closing the one it replaces: from now on it
    * receives the notices of the session's subscriptions, whatever the session subscribes to meanwhile.
    */
   readonly stream: (session: Session, buffer: NoticeBuffer) => Effect.Effect<void, never, Scope.Scope>
   /** Ends the session and frees its stream and subscriptions; false when it did not exist. */
-  readonly terminate: (id: string) => Effect.Effect<boolean, StoreUnavailable>
+  readonly terminate: (id: string) => Effect.Effect<boolean, StoreError>
   readonly snapshot: (session: Session) => SessionSnapshot
   readonly list: () => ReadonlyArray<SessionSnapshot>
   /** How many sessions are live here (metrics: no copies made). */
@@ -73,7 +75,7 @@ const newSessionId = () => randomBytes(18).toString("base64url")
 interface Entry {
   readonly session: Session
   /** uri -> the sequence it began at, and the URI as read once (for the registry). */
-  readonly subscriptions: Map<string, { readonly since: number; readonly topic: Topic }>
+  readonly subscriptions: Map<string, HeldTopic>
   /** The UTF-8 bytes of the subscribed URIs, against WO_MAX_SUBSCRIPTION_BYTES. */
   bytes: number
   lastSeen: number
@@ -84,7 +86,8 @@ const snapshotOf = (e: Entry): SessionSnapshot => ({
   ...e.session,
   lastSeen: e.lastSeen,
   streaming: e.stream !== undefined,
-  subscriptions: new Map([...e.subscriptions].map(([uri, { since }]) => [uri, since]))
+  subscriptions: new Map([...e.subscriptions].map(([uri, { since }]) => [uri, since])),
+  topics: new Map(e.subscriptions)
 })
 
 export const SessionsLive = Layer.scoped(
@@ -195,7 +198,7 @@ export const SessionsLive = Layer.scoped(
 
     return Sessions.of({
       create: (version) =>
-        Effect.suspend((): Effect.Effect<Session | SessionsFull, StoreUnavailable> => {
+        Effect.suspend((): Effect.Effect<Session | SessionsFull, StoreError> => {
           if (entries.size >= settings.maxSessions) return Effect.succeed(new SessionsFull())
           const e = newEntry({ id: newSessionId(), version, createdAt: Date.now() })
           entries.set(e.session.id, e)
@@ -212,7 +215,7 @@ export const SessionsLive = Layer.scoped(
           }),
       // Made here first (so concurrent subscribes count it), stored, and taken back if the store refuses.
       subscribe: (session, topic, since) =>
-        Effect.suspend((): Effect.Effect<SubscribeOutcome, StoreUnavailable> => {
+        Effect.suspend((): Effect.Effect<SubscribeOutcome, StoreError> => {
           const e = entryOf(session)
           if (e.subscriptions.has(topic.uri)) return Effect.succeed(new Subscribed())
           const over = overSubscriptionCaps(e.subscriptions.size + 1, e.bytes + uriBytes(topic.uri), settings)

@@ -30,7 +30,7 @@ import { Effect, Either } from "effect"
 import type { Row } from "../../domain/catalog.ts"
 import type { StoredEvent } from "../../domain/events.ts"
 import type pg from "pg"
-import { type StoreUnavailable, StoreFailed } from "../../domain/errors.ts"
+import { type StoreError, StoreFailed } from "../../domain/errors.ts"
 import { streamKey } from "../../domain/events.ts"
 import { Duplicate, isWritten, Stale, type AppendBatch, type AppendEntry, type AppendResult, type StoredKey } from "../event-log.ts"
 import { keyPayload } from "../key-record.ts"
@@ -313,7 +313,7 @@ interface Answer {
   readonly types: ReadonlyArray<{ type: string; last_id: string; row_count: string; checksum: string }>
 }
 
-const decodeAnswer = (a: Answer): Either.Either<LogState, StoreUnavailable> =>
+const decodeAnswer = (a: Answer): Either.Either<LogState, StoreError> =>
   decodeOrFail(() => ({
     head: Number(a.head),
     keys: new Map(a.keys.map((k) => [k.key, decodeStoredKey(k)])),
@@ -330,14 +330,14 @@ const UNKNOWN_HEAD = -1
 const PLANS_IN_TRANSACTION = 3
 
 /** Appends the batch, with no picture of the log (planned on the log as the function answers it). */
-export const appendBatch = (conn: PgConnectionShape, batch: AppendBatch): Effect.Effect<AppendResult, StoreUnavailable> =>
+export const appendBatch = (conn: PgConnectionShape, batch: AppendBatch): Effect.Effect<AppendResult, StoreError> =>
   Effect.map(appendPictured(conn, batch, makeLogPicture(UNKNOWN_HEAD, []), ""), (a) => a.result)
 
 /**
  * Appends the batch; succeeds once the commit is durable. `picture` is this node's picture of the log, updated
  * here; `tag` names this node in the notification (its own tailer need not read what it wrote).
  */
-export const appendPictured = (conn: PgConnectionShape, batch: AppendBatch, picture: LogPicture, tag: string): Effect.Effect<Appended, StoreUnavailable> =>
+export const appendPictured = (conn: PgConnectionShape, batch: AppendBatch, picture: LogPicture, tag: string): Effect.Effect<Appended, StoreError> =>
   Effect.scoped(
     Effect.gen(function* () {
       const client = yield* conn.client

@@ -23,7 +23,7 @@ import { LogDiverged } from "../event-log.ts"
 import type { PgConnectionShape } from "./connection.ts"
 import { decodeEvent, decodeOrFail, EVENT_COLUMNS } from "./records.ts"
 import { HEAD_CHANNEL, SCHEMA } from "./schema.ts"
-import { type StoreUnavailable, DataCorrupt } from "../../domain/errors.ts"
+import { type StoreError, DataCorrupt } from "../../domain/errors.ts"
 
 /** Events per fetch. */
 const FOLLOW_BATCH = 1000
@@ -150,7 +150,7 @@ export const makeFollow = (conn: PgConnectionShape, tag: string, seen: (events: 
      * The events after `afterSeq`. `applied` (the follower's position) lets the reader skip what the node applied
      * itself, and fetch only when something beyond it may exist.
      */
-    const events = (afterSeq: number, applied?: () => number): Stream.Stream<StoredEvent, StoreUnavailable | LogDiverged> =>
+    const events = (afterSeq: number, applied?: () => number): Stream.Stream<StoredEvent, StoreError | LogDiverged> =>
       Stream.suspend(() => {
         // The last event delivered (seq and checksum), and the primary it was read from.
         let last: { seq: number; checksum: string } | undefined

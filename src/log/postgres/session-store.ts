@@ -1,5 +1,5 @@
 import { Effect, Layer } from "effect"
-import { type StoreUnavailable, DataCorrupt } from "../../domain/errors.ts"
+import { type StoreError, DataCorrupt } from "../../domain/errors.ts"
 import { decodeHeader, decodeSince, encodeHeader, SessionStore, type StoredSession } from "../session-store.ts"
 import { PgConnection, pgConnectionLayer, type PgConnectionOptions } from "./connection.ts"
 import { SCHEMA } from "./schema.ts"
