@@ -4,7 +4,8 @@
  *
  *  - It replays the durable log from `from`, then follows commits live, with no gap and no duplicate between
  *    the two. `from` defaults to 1: a reader that forgot it gets the whole history rather than silently
- *    missing it. `Last-Event-ID: <seq>` (what a reconnecting EventSource sends) resumes after that event and
+ *    missing it. A `from` past the head is kept: the reader gets nothing until the log reaches it (on a node
+ *    whose tailer lags the shared log, the reader's position may well be ahead of it). `Last-Event-ID: <seq>` (what a reconnecting EventSource sends) resumes after that event and
  *    wins over `from`.
  *  - It is bounded: a reader more than `capacity` live events behind is closed (with a comment saying why) and
  *    resumes from the log with Last-Event-ID. Its backlog counts in the global stream memory budget.
@@ -112,12 +113,13 @@ export const makeEventTail = ({ log, feed, rows, capacity, heartbeatMs, streams,
         overflow: () => sink.close("overflow"),
         isClosed: sink.isClosed
       })
+      // A reader that starts past the head waits for the log to get there: nothing before `start` is ever sent.
       yield* feed.listen((changes) => {
-        for (const { event } of changes) handOver.offer(event)
+        for (const { event } of changes) if (event.seq >= start) handOver.offer(event)
       })
       const head = rows.checkpoint()
       if (!(yield* replay(sink, from, head))) return
-      handOver.release((event) => event.seq > head && event.seq >= from)
+      handOver.release((event) => event.seq > head)
     })
 
   return (request: EdgeRequest): EdgeResponse =>

@@ -101,6 +101,17 @@ describe("replay, then live", () => {
       expect(ids(socket)).toEqual([2, 3, 4, 5])
     }))
 
+  it.scoped("a reader that starts past the head gets nothing before its start, live or not", () =>
+    Effect.gen(function* () {
+      // The log's head is 3: 4 and 5 commit after the hand-over, and are still before the reader's start.
+      const { tail, feed, run } = yield* setup()
+      const socket = yield* run(tail(request("from=6")), yield* Effect.scope)
+      feed.publish([change(4), change(5)])
+      feed.publish([change(6), change(7)])
+      yield* flushed
+      expect(ids(socket)).toEqual([6, 7])
+    }))
+
   it.scoped("a reader with more than its buffer waiting during the replay is closed, saying why", () =>
     Effect.gen(function* () {
       const { tail, run } = yield* setup({ capacity: 1, duringReplay: [4, 5, 6] })
