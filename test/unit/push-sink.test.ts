@@ -1,7 +1,7 @@
 /**
  * The push sink (push-sink.ts): frames of one delivery go out in one socket write; at most `limit` frames
  * wait, one more closes the stream after handing over what fit; a full socket queues, a drain flushes; the
- * memory budget's close frees everything at once; the heartbeat only beats on an idle stream.
+ * memory budget's close frees everything at once; the heartbeat only beats on an idle stream, and a closed sink leaves it.
  */
 import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
@@ -116,5 +116,16 @@ describe("push sink", () => {
     expect(socket.writes).toBe(0)
     sink.beat(Date.now() + 1)
     expect(socket.text()).toBe(": heartbeat\n\n")
+  })
+
+  it("leaves the shared heartbeat when it closes, whatever closed it", () => {
+    const hub = makeStreamHub()
+    const sinks = ["memory", "client", "shutdown"].map(() => hub.open(new FakeSocket(), 8, 60_000))
+    expect(hub.heartbeat.size()).toBe(3)
+    sinks[0].close("memory")
+    sinks[1].close("client")
+    expect(hub.heartbeat.size()).toBe(1)
+    sinks[2].close("shutdown")
+    expect(hub.heartbeat.size()).toBe(0)
   })
 })
