@@ -7,7 +7,7 @@
 // Prints self time by area, the top functions overall and the top functions in src/, per call.
 // The main thread's profile is kept as bench/results/core-<scenario>.cpuprofile (git-ignored; open it
 // in Chrome DevTools). The profiler slows the server: read the shares and µs/call side by side, not rates.
-//   node --import tsx bench/profile-core.ts [create] [get] [set_price] [plain]   (default: all four)
+//   node --import tsx bench/profile-core.ts [create] [get] [set_price] [floor_create] [plain]   (default: all)
 // BENCH_PROFILE_MS (default 5000) sets the measured window; BENCH_TOP (default 20) the list lengths.
 import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
@@ -25,7 +25,7 @@ const TOP = Number(process.env.BENCH_TOP ?? 20);
 const json = { 'content-type': 'application/json' };
 
 interface Scenario {
-  server: 'wo' | 'plain';
+  server: 'wo' | 'plain' | 'floor';
   concurrency: number;
   /** products created before the warm-up (ids 1..seed) */
   seed: number;
@@ -48,6 +48,8 @@ const scenarios: Record<string, Scenario> = {
     makeRequest: (i) => ({ method: 'POST', path: `/api/products/${1 + (i % 100)}/set_price`, headers: json, body: JSON.stringify({ price: 1 + (i % 1000) }) }),
     status: 200,
   },
+  // The durable-write floor (bench/peers/durable-floor.ts) on the same creates as `create`.
+  floor_create: { server: 'floor', concurrency: 32, seed: 0, makeRequest: create, status: 201 },
   plain: {
     server: 'plain',
     concurrency: 16,
@@ -64,12 +66,14 @@ async function profileScenario(name: string, s: Scenario): Promise<void> {
   mkdirSync(dataRoot, { recursive: true });
   // One directory per run: --cpu-prof writes one file per thread (tsx's loader hooks run on a worker).
   const profDir = mkdtempSync(join(dataRoot, `profiles-${name}-`));
-  const dataDir = s.server === 'wo' ? mkdtempSync(join(dataRoot, `profile-${name}-`)) : undefined;
+  const dataDir = s.server !== 'plain' ? mkdtempSync(join(dataRoot, `profile-${name}-`)) : undefined;
   const nodeArgs = ['--cpu-prof', '--cpu-prof-dir', profDir];
   // stopTimeoutMs: the profile is written on exit
   const server =
     s.server === 'wo'
       ? await startWo({ dir: dataDir!, env: { WO_GROUP_COMMIT: 'on' }, nodeArgs, stopTimeoutMs: 15_000 })
+      : s.server === 'floor'
+      ? await spawnPeer('bench/peers/durable-floor.ts', { env: { DATA_DIR: dataDir! }, nodeArgs, stopTimeoutMs: 15_000 })
       : await spawnPeer('bench/peers/plain-http.ts', { nodeArgs, stopTimeoutMs: 15_000 });
   let window = { from: 0, to: 0, calls: 0, perSec: 0 };
   try {
@@ -91,7 +95,7 @@ async function profileScenario(name: string, s: Scenario): Promise<void> {
   }
   const main = await readWindow(profDir, window.from, window.to, join(outDir, `core-${name}.cpuprofile`));
   const us = (v: number) => (window.calls ? v / window.calls : Number.NaN);
-  console.log(`\n== ${name}: ${s.server === 'wo' ? 'wo' : 'plain node:http peer'}, concurrency ${s.concurrency}, ` +
+  console.log(`\n== ${name}: ${s.server === 'wo' ? 'wo' : `${s.server} peer`}, concurrency ${s.concurrency}, ` +
     `${Math.round(window.perSec)} calls/s under the profiler, ${window.calls} calls in the window`);
   console.log(`main-thread busy time in the window: ${(main.total / 1000).toFixed(0)} ms = ${us(main.total).toFixed(1)} µs/call` +
     `${main.windowed ? '' : ' (window not found in the profile: all samples counted)'}; bench/results/core-${name}.cpuprofile`);

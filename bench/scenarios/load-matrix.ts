@@ -222,11 +222,27 @@ export function scenarioDefs(mode: BenchContext['mode']): ScenarioDef[] {
     durableRest('floor.rest.set_price', 'floor: node:http + classic-level group commit, set_price', 'floor', 'set_price', p.create, (i, w) => restSetPrice(1 + (w % SEEDED), 1 + (i % 500))),
     durableRest('wo.rest.set_price.on', 'wo REST set_price, durable, GC on', 'wo-on', 'set_price', p.create, (i, w) => restSetPrice(1 + (w % SEEDED), 1 + (i % 500))),
   ];
+  return narrowed(modeDefs(mode, defs));
+}
+
+function modeDefs(mode: BenchContext['mode'], defs: ScenarioDef[]): ScenarioDef[] {
   // --quick: group commit off once (modern), not per era and for creates too.
   if (mode === 'quick') return defs.filter((d) => d.id !== 'wo.mcp.set_price.legacy.off' && d.id !== 'wo.rest.create.off');
   if (mode !== 'smoke') return defs;
   const smoke = new Set(['plain.echo', 'wo.rest.get', 'wo.mcp.get.modern', 'wo.mcp.get.legacy', 'wo.mcp.set_price.modern.on', 'wo.mcp.set_price.legacy.on', 'wo.rest.create.on', 'floor.rest.create', 'wo.rest.set_price.on', 'floor.rest.set_price']);
   return defs.filter((d) => smoke.has(d.id));
+}
+
+/** BENCH_SCENARIOS (ids or id prefixes, comma-separated) keeps only those scenarios, and BENCH_LEVELS (in-flight
+ *  counts) runs them at those levels: a part of the matrix measured on its own, e.g. the durable writes against
+ *  their floor while working on the write path. */
+function narrowed(defs: ScenarioDef[]): ScenarioDef[] {
+  const list = (name: string) => process.env[name]?.split(',').map((s) => s.trim()).filter(Boolean);
+  const ids = list('BENCH_SCENARIOS');
+  const levels = list('BENCH_LEVELS')?.map(Number);
+  return defs
+    .filter((d) => ids === undefined || ids.some((id) => d.id.startsWith(id)))
+    .map((d) => (levels === undefined ? d : { ...d, levels }));
 }
 
 interface Running {

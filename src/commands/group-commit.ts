@@ -271,7 +271,7 @@ export const makeGroupCommit = Effect.gen(function* () {
   }
 
   return GroupCommit.of({
-    submit: (submission) => Effect.async<Committed, CommandError>((resume) => enqueue({ ...submission }, resume)),
+    submit: (submission) => Effect.async<Committed, CommandError>((resume) => enqueue(submission, resume)),
     submitCommand: (submission) =>
       Effect.async<CommandCommitted, CommandError>((resume) => enqueue({ ...submission, kind: "command" as const }, resume)),
     died: Deferred.await(death),

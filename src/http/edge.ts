@@ -3,7 +3,7 @@
  * Effect handler on the app's runtime, and writes the buffered or streamed `EdgeResponse`. It owns the
  * byte-level concerns: Content-Length, keep-alive, body limits, SSE backpressure, and client disconnects.
  */
-import { Cause, Data, Effect, Exit, Fiber, Runtime, Scope, Stream } from "effect"
+import { Cause, Data, Effect, Exit, Fiber, Runtime, RuntimeFlags, Scope, Stream } from "effect"
 import * as http from "node:http"
 import type { AddressInfo } from "node:net"
 import { errorJson, type EdgeRequest, type EdgeResponse } from "./edge-types.ts"
@@ -42,11 +42,15 @@ export interface RunningEdge {
 
 type Buffered = Extract<EdgeResponse, { _tag: "Buffered" }>
 
+const PLAIN_PATH = /^\/(?!\/)[A-Za-z0-9_\-/]*$/
+
 /**
  * The request target as a URL, or undefined: node:http lets through targets that URL cannot parse
  * (`GET http://[::1/x`), and a throw in a request listener would end the process.
  */
 const parseTarget = (target: string | undefined) => {
+  // The usual target (a plain path: no query, dot segment, escape or backslash) is its own pathname.
+  if (target !== undefined && PLAIN_PATH.test(target)) return { pathname: target, search: "", searchParams: new URLSearchParams() }
   try {
     return new URL(target ?? "/", "http://edge")
   } catch {
@@ -59,11 +63,10 @@ const badTarget = errorJson(400, "BadRequest", "the request target is not a vali
 const tooLarge = (target: string | undefined, limit: number) =>
   edgeError(parseTarget(target)?.pathname, 413, "PayloadTooLarge", `request body exceeds ${limit} bytes`, { connection: "close" }) as Buffered
 
+/** The head in one `writeHead` (the same lines, in the same order, as a `setHeader` each: cheaper per answer). */
 const writeBuffered = (res: http.ServerResponse, response: Buffered, onEnd?: () => void) => {
   const body = response.body ?? ""
-  res.statusCode = response.status
-  for (const name in response.headers) res.setHeader(name, response.headers[name])
-  res.setHeader("content-length", Buffer.byteLength(body))
+  res.writeHead(response.status, { ...response.headers, "content-length": Buffer.byteLength(body) })
   res.end(body, onEnd)
 }
 
@@ -151,7 +154,9 @@ const pushBody = (
  */
 export const startEdge = <R>(handler: EdgeHandler<R>, options: EdgeOptions) =>
   Effect.gen(function* () {
-    const runtime = yield* Effect.runtime<R>()
+    // Without Effect's fiber metrics (counters and a lifetime histogram updated as each request's fiber starts
+    // and ends): nothing reads them, and they were a visible share of a durable write's CPU (bench:profile).
+    const runtime = Runtime.disableRuntimeFlag(yield* Effect.runtime<R>(), RuntimeFlags.RuntimeMetrics)
     const runFork = Runtime.runFork(runtime)
     const inFlight = new Set<Fiber.RuntimeFiber<void, never>>()
     const hub = makeStreamHub(options.streamMemory)

@@ -17,7 +17,7 @@ import { ACKED_FILE, openAckedHead, readAckedRecord, type AckedHeadWriter } from
 import { EventLog, type AppendBatch, type LogHead, type StoredKey, type StoredRow, type StoredView } from "./event-log.ts"
 import { DATA_LOSS_MARKER, LevelDb, storeError, type Db, type LevelDbShape } from "./level-db.ts"
 import * as K from "./log-keys.ts"
-import { decodeEvent, decodeRow, READ_BATCH, rowPayload } from "./level-records.ts"
+import { batchedRange, decodeEvent, decodeRow, READ_BATCH, rowPayload } from "./level-records.ts"
 import { surveyLoss } from "./loss-survey.ts"
 import { decodeKeyPayload, keyPayload } from "./key-record.ts"
 import { RecordCorrupt, seal, unseal, unsealJson } from "./record.ts"
@@ -90,12 +90,20 @@ const scan = <A>(
   decode: (key: string, value: string) => A
 ): Stream.Stream<A, StoreError> =>
   Stream.acquireRelease(
-    h.read("cannot read the store", async (db) => db.iterator(range)),
+    h.read("cannot read the store", async (db) => db.iterator(batchedRange(range.gte, range.lt))),
     (it) => Effect.promise(() => it.close().catch(() => undefined))
   ).pipe(
-    Stream.flatMap((it) =>
-      Stream.repeatEffectChunkOption(
-        Effect.tryPromise({ try: () => it.nextv(READ_BATCH), catch: (e) => Option.some(corrupt(e)) }).pipe(
+    Stream.flatMap((it) => {
+      // The next batch is read (on the thread pool) while this one is decoded and used; close waits for it.
+      let ahead: Promise<Array<[string, string]>> | undefined
+      const pull = async () => {
+        const entries = await (ahead ?? it.nextv(READ_BATCH))
+        ahead = entries.length === 0 ? undefined : it.nextv(READ_BATCH)
+        ahead?.catch(() => undefined) // a failure surfaces on the next pull, never as an unhandled rejection
+        return entries
+      }
+      return Stream.repeatEffectChunkOption(
+        Effect.tryPromise({ try: pull, catch: (e) => Option.some(corrupt(e)) }).pipe(
           Effect.flatMap((entries) => {
             if (entries.length === 0) return Effect.fail(Option.none())
             try {
@@ -105,7 +113,8 @@ const scan = <A>(
             }
           })
         )
-      ))
+      )
+    })
   )
 
 /**

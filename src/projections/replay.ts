@@ -6,7 +6,7 @@
  * stored rows hold the current form and the fold needs the app to get there: given the app (and a log that
  * upcasts, see log/upcasting-log.ts), both sides are compared after migrations and normalisation.
  */
-import { Effect, Either, Stream } from "effect"
+import { Chunk, Effect, Either, Stream } from "effect"
 import { createHash } from "node:crypto"
 import type { Row } from "../domain/catalog.ts"
 import type { CompiledApp } from "../domain/compile.ts"
@@ -70,16 +70,19 @@ export const replay = (log: EventLogShape, catalog?: CompiledApp) =>
       if (declared !== undefined && schema > declared) newer.set(type, Math.max(newer.get(type) ?? 0, schema))
     }
     let events = 0
+    // A chunk (a read batch) at a time: one effect per batch, not per event.
     yield* log.readFrom(1).pipe(
-      Stream.runForEach((event) =>
+      Stream.runForEachChunk((chunk) =>
         Effect.sync(() => {
-          events++
-          noteSchema(event.type, event.schema)
-          let t = tables.get(event.type)
-          if (t === undefined) tables.set(event.type, (t = new RowTable()))
-          const next = evolve(t.get(event.id), event)
-          if (next === undefined) t.delete(event.id)
-          else t.set(next)
+          for (const event of Chunk.toReadonlyArray(chunk)) {
+            events++
+            noteSchema(event.type, event.schema)
+            let t = tables.get(event.type)
+            if (t === undefined) tables.set(event.type, (t = new RowTable()))
+            const next = evolve(t.get(event.id), event)
+            if (next === undefined) t.delete(event.id)
+            else t.set(next)
+          }
         }))
     )
     const misfits = catalog === undefined ? [] : normaliseTables(catalog, tables, "row rebuilt from the log")
