@@ -10,6 +10,7 @@ import { ClassicLevelLog } from "../../src/log/classic-level-log.ts"
 import { EventLog } from "../../src/log/event-log.ts"
 import { loadSettings } from "../../src/config.ts"
 import { writeOnceLayer } from "../../src/runtime.ts"
+import { blogCountingCreates } from "../support/redeclared-blog.ts"
 import { HttpServer } from "../../src/http/server.ts"
 import * as fs from "node:fs"
 import * as path from "node:path"
@@ -236,24 +237,7 @@ describe("views across restarts, replay and damage", () => {
     const copy = tempDir("wo-views-redeclared-")
     fs.cpSync(dataDir, copy, { recursive: true })
     // The same view, now also counting every article ever created.
-    const blog = apps.blog
-    const redeclared = defineApp({
-      ...blog,
-      views: {
-        articles_by_status: view({
-          schema: Schema.Record({ key: Schema.String, value: Schema.Int }),
-          initial: { draft: 0, published: 0, ever: 0 },
-          on: { articles: ["created", "updated", "deleted"] },
-          evolve: (c, { before, after, event }) => {
-            const next = { ...c }
-            if (before !== null) next[String(before.status)] -= 1
-            if (after !== null) next[String(after.status)] += 1
-            if (event.kind === "created") next.ever += 1
-            return next
-          }
-        })
-      }
-    })
+    const redeclared = blogCountingCreates("ever")
     const server = await startServer(redeclared, { dataDir: copy })
     try {
       expect(await counts(server.url)).toEqual({ ...expected, ever: 3 })
@@ -275,23 +259,7 @@ describe("views across restarts, replay and damage", () => {
   it("folds a changed view in the background: startup does not wait; the view answers 503 ViewRefolding while everything else is served, then its value with the writes made meanwhile", async () => {
     const copy = tempDir("wo-views-background-")
     fs.cpSync(dataDir, copy, { recursive: true })
-    const redeclared = defineApp({
-      ...apps.blog,
-      views: {
-        articles_by_status: view({
-          schema: Schema.Record({ key: Schema.String, value: Schema.Int }),
-          initial: { draft: 0, published: 0, created: 0 },
-          on: { articles: ["created", "updated", "deleted"] },
-          evolve: (c, { before, after, event }) => {
-            const next = { ...c }
-            if (before !== null) next[String(before.status)] -= 1
-            if (after !== null) next[String(after.status)] += 1
-            if (event.kind === "created") next.created += 1
-            return next
-          }
-        })
-      }
-    })
+    const redeclared = blogCountingCreates("created")
     // The fold from seq 1 (the background one) waits at this gate: a fold as slow as we like, without timing.
     const gate = Effect.runSync(Deferred.make<void>())
     const foldsFromStart = { count: 0 }
