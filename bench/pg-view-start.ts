@@ -10,7 +10,11 @@
 //
 // The events: 4 products created, then set_price events round-robin over them, written through
 // the store's own append (src/log/postgres/append.ts) in batches. Each start is measured --starts times (default 3),
-// the node stopped in between (on a release that stores view snapshots, at shutdown).
+// the node stopped in between (on a release that stores view snapshots, at shutdown), once every view is served.
+//
+// Measured Dec 3 on the shared 2-core machine, 1,000,000 events: before (views folded from the whole log at start)
+// 127.5 s and 78.9 s; after (views loaded from the snapshot, 0 tail events) 24.8 s and 29.2 s: 0.31-0.37x. What is
+// left is the rows, still folded from the whole log at start.
 import { Effect, Layer, ManagedRuntime, Schema } from 'effect';
 import { execFileSync } from 'node:child_process';
 import { mkdtempSync } from 'node:fs';
