@@ -15,13 +15,13 @@
  * follow: the writer applies its own commits (commands/commit-mode.ts runs a tailer only in the Shared mode).
  */
 import { Deferred, Duration, Effect, Option, Stream } from "effect"
-import { Views } from "./views.ts"
 import type { Chunk } from "effect"
 import { isStoreError, ReplicaLagging, type StoreError } from "../domain/errors.ts"
 import type { Change, StoredEvent } from "../domain/events.ts"
 import { EventLog } from "../log/event-log.ts"
 import { makeProjector } from "./projector.ts"
 import { Rows } from "./rows.ts"
+import { Views } from "./views.ts"
 import { Metrics, metricsOff } from "../metrics/metrics.ts"
 
 export interface TailerShape {
