@@ -60,12 +60,16 @@ export interface StoredKey {
 export interface ViewRecord {
   readonly name: string
   readonly json: string
+  /** The seq the value is folded to, for a record written on its own (`storeViews`; the JSON holds it too). */
+  readonly at?: number
 }
 
-/** A view record as loaded: checksum verified, JSON parsed. */
+/** A view record as loaded: checksum verified, JSON parsed; or, where a log reports it per view, why it is corrupt. */
 export interface StoredView {
   readonly name: string
   readonly record: unknown
+  /** The record failed its checksum or does not parse: the view is folded again, not served. */
+  readonly corrupt?: string
 }
 
 export interface LogHead {
@@ -150,10 +154,16 @@ export interface EventLogShape {
   /** The stored view records, verified; absent for a log that stores none (views are then rebuilt). */
   readonly storedViews?: Effect.Effect<ReadonlyArray<StoredView>, StoreError>
   /**
-   * Stores view records on their own, with one durable write: the views folded at startup, so that the next start
+   * Stores view records on their own, with one durable write: a view folded again in the background, or a
+   * PostgreSQL node's snapshot of its views (each record names the seq it is folded to: `at`), so that the next start
    * loads them instead of folding again. Present on a log that stores view records.
    */
   readonly storeViews?: (views: ReadonlyArray<ViewRecord>) => Effect.Effect<void, StoreError>
+  /**
+   * Present on a log that can answer it (PostgreSQL): the events of these entities with `seq <= toSeq`, in order.
+   * A node folding its views' tail from a stored value at `toSeq` rebuilds from them the rows the tail starts from.
+   */
+  readonly eventsOf?: (entities: ReadonlyArray<{ readonly type: string; readonly id: string }>, toSeq: number) => Effect.Effect<ReadonlyArray<StoredEvent>, StoreError>
   readonly stats: Effect.Effect<EventLogStats>
   /**
    * Present on a log that records its acknowledged head beside the store (classic-level: acked-head.ts): the writer

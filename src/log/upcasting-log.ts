@@ -53,7 +53,7 @@ const mapChunks = <A, E>(stream: Stream.Stream<A, E>, f: (a: A) => A, what: (a: 
       }
     }))
 
-/** Decorates `log` so that `readFrom`, `follow` and `storedRows` yield upcast data. */
+/** Decorates `log` so that `readFrom`, `follow`, `eventsOf` and `storedRows` yield upcast data. */
 export const upcastingLog = (log: EventLogShape, catalog: CompiledApp): EventLogShape => {
   if (![...catalog.types.values()].some((t) => t.version > 1)) return log
   return {
@@ -63,6 +63,11 @@ export const upcastingLog = (log: EventLogShape, catalog: CompiledApp): EventLog
     ...(log.follow === undefined ? {} : {
       follow: (afterSeq: number, applied?: () => number) =>
         mapChunks(log.follow!(afterSeq, applied), (e) => upcastEvent(catalog, e), (e) => `event ${e.seq} (${e.type}/${e.id})`)
+    }),
+    ...(log.eventsOf === undefined ? {} : {
+      eventsOf: (entities: ReadonlyArray<{ readonly type: string; readonly id: string }>, toSeq: number) =>
+        Effect.flatMap(log.eventsOf!(entities, toSeq), (events) =>
+          Effect.try({ try: () => events.map((e) => upcastEvent(catalog, e)), catch: failed("an entity's events") }))
     }),
     // Read the store's stream when run, not now: a reopened store may have replaced it.
     storedRows: Stream.suspend(() =>

@@ -58,7 +58,9 @@ export const recoverRows = (log: EventLogShape, catalog: CompiledApp) =>
         }))
     )
     let tailEvents = 0
+    // Up to the head read above, not beyond: on a shared log the tailer follows from there (log/pinned-log.ts).
     yield* log.readFrom(head.checkpoint + 1).pipe(
+      Stream.takeWhile((event) => event.seq <= head.lastSeq),
       Stream.runForEach((event) =>
         Effect.suspend(() => {
           if (served(event.type, event.schema)) {

@@ -5,6 +5,11 @@
  * subscribers hear of every commit, whichever node made it). The group-commit writer answers a caller once
  * `reached` says this node's rows include its write: read-your-writes.
  *
+ * The tailer also stores this node's views as a snapshot exact at the seq it applied (`log.storeViews`), every
+ * VIEW_SNAPSHOT_EVERY events and at shutdown, in the background: a node starting later loads it and folds only the
+ * events after it (views.ts). Off the write path: a batch never waits for it, and its cost is one upsert per view
+ * per VIEW_SNAPSHOT_EVERY events, whatever the write rate.
+ *
  * If the store cannot be read (the primary died, a promotion is under way), the tailer logs it and follows again
  * from what it applied, so nothing is skipped or applied twice. On a single-writer log there is nothing to
  * follow: the writer applies its own commits (commands/commit-mode.ts runs a tailer only in the Shared mode).
@@ -16,6 +21,7 @@ import type { Change, StoredEvent } from "../domain/events.ts"
 import { EventLog } from "../log/event-log.ts"
 import { makeProjector } from "./projector.ts"
 import { Rows } from "./rows.ts"
+import { Views } from "./views.ts"
 import { Metrics, metricsOff } from "../metrics/metrics.ts"
 
 export interface TailerShape {
@@ -36,6 +42,9 @@ export interface TailerShape {
   readonly diverged: Effect.Effect<string>
 }
 
+/** How many applied events between two snapshots of this node's views (the most a later start folds past one). */
+export const VIEW_SNAPSHOT_EVERY = 10_000
+
 /** How long a writer waits for its own commit to come back through the tailer before it says so. */
 const READ_BACK_LIMIT = Duration.seconds(30)
 /** The pause before following again after the store could not be read. */
@@ -53,6 +62,26 @@ export const makeTailer = Effect.gen(function* () {
   // Writers waiting for a seq, resolved in seq order as it is applied.
   let waiters: Array<{ readonly seq: number; readonly done: () => void }> = []
 
+  // This node's views, stored as a snapshot at the seq applied (views.ts loads it at the next start of any node).
+  const views = Option.getOrUndefined(yield* Effect.serviceOption(Views))
+  const storeViews = log.storeViews
+  let snapshotAt = applied
+  let snapshotting = false
+  const snapshot = Effect.suspend(() => {
+    if (views === undefined || storeViews === undefined || snapshotting || applied <= snapshotAt) return Effect.void
+    const at = applied
+    const records = views.snapshot(at)
+    snapshotting = true
+    return storeViews(records).pipe(
+      Effect.tap(() => Effect.sync(() => (snapshotAt = Math.max(snapshotAt, at)))),
+      Effect.catchAll((e) => Effect.logWarning(`tailer: cannot store this node's views at seq ${at} (${e.reason}); trying again later`)),
+      Effect.ensuring(Effect.sync(() => (snapshotting = false)))
+    )
+  })
+  const scope = yield* Effect.scope
+  // The last snapshot, at shutdown (bounded like every store query: a dead primary does not hold the shutdown).
+  yield* Effect.addFinalizer(() => snapshot)
+
   /** Applies changes up to `last` and records it, in one synchronous step: the writer's `applyOwn` cannot come between. */
   const advance = (changes: ReadonlyArray<Change>, last: number) => {
     const failures = projector.applyNow(changes)
@@ -64,7 +93,8 @@ export const makeTailer = Effect.gen(function* () {
         for (const w of ready) w.done()
       }
     }
-    return projector.logFailures(failures)
+    const logged = projector.logFailures(failures)
+    return applied - snapshotAt >= VIEW_SNAPSHOT_EVERY && !snapshotting ? Effect.zipRight(logged, Effect.forkIn(snapshot, scope)) : logged
   }
 
   // Events up to `applied` are skipped: this node applied them already (its own batches, through `applyOwn`).

@@ -2,7 +2,8 @@
  * `wo replay --app` for views: each declared view folded from the log alone, compared with its stored record.
  * A view matches when both values are equal (as canonical JSON), or when both failed. A record written under
  * another declaration of the view (the app changed since) is reported as stale, not as a mismatch: the next
- * start folds it again. Without the app a view cannot be folded (its evolve is the app's code).
+ * start folds it again; so is a snapshot exact at an earlier seq (`at`), whose tail the next start folds. Without
+ * the app a view cannot be folded (its evolve is the app's code).
  */
 import { Effect, Either } from "effect"
 import type { EventLogShape } from "../log/event-log.ts"
@@ -30,6 +31,7 @@ export const compareViews = (log: EventLogShape, catalog: CompiledApp) =>
   Effect.gen(function* () {
     const views = [...catalog.views.values()]
     if (views.length === 0) return []
+    const head = yield* log.head
     const stored = new Map((log.storedViews === undefined ? [] : yield* log.storedViews).map((v) => [v.name, v.record]))
     const folded = yield* foldViews(log, catalog, views, false)
     return views.map((view): ViewComparison => {
@@ -47,6 +49,10 @@ export const compareViews = (log: EventLogShape, catalog: CompiledApp) =>
       if (Either.isLeft(parsed)) return { name: view.name, outcome: "mismatch", detail: `the stored record is not a view record: ${parsed.left}` }
       if (parsed.right.definition !== viewDefinition(view)) {
         return { name: view.name, outcome: "stale", detail: "stored by another declaration of the view; the next start folds it again from the log" }
+      }
+      const at = parsed.right.at
+      if (at !== undefined && at < head.lastSeq) {
+        return { name: view.name, outcome: "stale", detail: `a snapshot at seq ${at}, before the log's head ${head.lastSeq}; the next start folds the events after it` }
       }
       const storedText = parsed.right.failed !== undefined ? `failed: ${parsed.right.failed}` : canonical(parsed.right.value)
       return storedText === rebuiltText

@@ -5,7 +5,13 @@
  * whose evolve throws failing alone while writes go on; subscriptions notified only when the value changes.
  */
 import { ClassicLevel } from "classic-level"
-import { Effect, Schema } from "effect"
+import { Deferred, Effect, Layer, ManagedRuntime, Schema, Stream } from "effect"
+import { ClassicLevelLog } from "../../src/log/classic-level-log.ts"
+import { EventLog } from "../../src/log/event-log.ts"
+import { loadSettings } from "../../src/config.ts"
+import { writeOnceLayer } from "../../src/runtime.ts"
+import { blogCountingCreates } from "../support/redeclared-blog.ts"
+import { HttpServer } from "../../src/http/server.ts"
 import * as fs from "node:fs"
 import * as path from "node:path"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
@@ -24,8 +30,18 @@ const article = (title: string, status: "draft" | "published" = "draft") => ({ t
 const BLOG_DIR = path.join(ROOT, "examples/blog")
 const VIEW_KEY = "v!articles_by_status"
 
+/** A view's answer once served: a view folded again in the background answers 503 ViewRefolding until it is done. */
+const served = async (url: string, name: string) => {
+  for (let polls = 0; ; polls++) {
+    const res = await http(`${url}/api/_views/${name}`)
+    if (res.status !== 503 || polls >= 500) return res
+    expect(res.json.error).toBe("ViewRefolding")
+    await new Promise((r) => setTimeout(r, 20))
+  }
+}
+
 const counts = async (url: string) => {
-  const res = await http(`${url}/api/_views/articles_by_status`)
+  const res = await served(url, "articles_by_status")
   expect(res.status, res.text).toBe(200)
   return res.json.value as Record<string, number>
 }
@@ -158,15 +174,16 @@ describe("views across restarts, replay and damage", () => {
     }
   })
 
-  it("stores a view folded at startup at once: a restart with no write in between loads it (wo run)", async () => {
+  it("stores a view folded again in the background at once: a restart with no write in between loads it (wo run)", async () => {
     // A store written directly has no view records: the first start must fold products_by_currency from the log.
     const dir = tempDir("wo-views-fold-")
     await writeProducts(dir, 300, (i) => ({ name: `item-${i}`, price: i, currency: i % 3 === 0 ? "EUR" : "USD" }))
     const pricingDir = path.join(ROOT, "examples/pricing")
     const first = await spawnServer(pricingDir, dir)
-    const value = (await http(`${first.url}/api/_views/products_by_currency`)).json.value
+    const value = (await served(first.url, "products_by_currency")).json.value
     await first.stop()
-    expect(first.output()).toMatch(/views: 0 loaded, products_by_currency folded from 300 events/)
+    expect(first.output()).toMatch(/views: 0 loaded, products_by_currency folding again in the background/)
+    expect(first.output()).toMatch(/views: products_by_currency folded again from 300 events in \d+ ms; served from seq 300/)
     const second = await spawnServer(pricingDir, dir)
     try {
       expect((await http(`${second.url}/api/_views/products_by_currency`)).json.value).toEqual(value)
@@ -174,7 +191,7 @@ describe("views across restarts, replay and damage", () => {
       await second.stop()
     }
     expect(second.output()).toMatch(/views: 1 loaded in \d+ ms/)
-    expect(second.output()).not.toMatch(/folded from/)
+    expect(second.output()).not.toMatch(/folded again/)
   })
 
   it("equals the log's fold under wo replay --app, and wo verify checks its record", async () => {
@@ -220,24 +237,7 @@ describe("views across restarts, replay and damage", () => {
     const copy = tempDir("wo-views-redeclared-")
     fs.cpSync(dataDir, copy, { recursive: true })
     // The same view, now also counting every article ever created.
-    const blog = apps.blog
-    const redeclared = defineApp({
-      ...blog,
-      views: {
-        articles_by_status: view({
-          schema: Schema.Record({ key: Schema.String, value: Schema.Int }),
-          initial: { draft: 0, published: 0, ever: 0 },
-          on: { articles: ["created", "updated", "deleted"] },
-          evolve: (c, { before, after, event }) => {
-            const next = { ...c }
-            if (before !== null) next[String(before.status)] -= 1
-            if (after !== null) next[String(after.status)] += 1
-            if (event.kind === "created") next.ever += 1
-            return next
-          }
-        })
-      }
-    })
+    const redeclared = blogCountingCreates("ever")
     const server = await startServer(redeclared, { dataDir: copy })
     try {
       expect(await counts(server.url)).toEqual({ ...expected, ever: 3 })
@@ -253,6 +253,48 @@ describe("views across restarts, replay and damage", () => {
       expect(again.runtime.runSync(Effect.map(Views, (v) => v.recovered))).toMatchObject({ loaded: 1, rebuilt: [] })
     } finally {
       await again.close()
+    }
+  })
+
+  it("folds a changed view in the background: startup does not wait; the view answers 503 ViewRefolding while everything else is served, then its value with the writes made meanwhile", async () => {
+    const copy = tempDir("wo-views-background-")
+    fs.cpSync(dataDir, copy, { recursive: true })
+    const redeclared = blogCountingCreates("created")
+    // The fold from seq 1 (the background one) waits at this gate: a fold as slow as we like, without timing.
+    const gate = Effect.runSync(Deferred.make<void>())
+    const foldsFromStart = { count: 0 }
+    const gatedLog = Layer.effect(
+      EventLog,
+      Effect.map(EventLog, (log) => EventLog.of({
+        ...log,
+        readFrom: (fromSeq) =>
+          fromSeq !== 1 ? log.readFrom(fromSeq) : Stream.unwrap(Effect.as(Effect.zipRight(Effect.sync(() => foldsFromStart.count++), Deferred.await(gate)), log.readFrom(1)))
+      }))
+    ).pipe(Layer.provide(ClassicLevelLog))
+    const settings = await Effect.runPromise(loadSettings({ dataDir: copy }, { host: "127.0.0.1", port: 0 }))
+    const runtime = ManagedRuntime.make(writeOnceLayer(redeclared, settings, { log: gatedLog, logger: false, signals: false }))
+    try {
+      // Serving, while the fold has not read one event.
+      const { url } = await runtime.runPromise(HttpServer)
+      expect(runtime.runSync(Effect.map(Views, (v) => v.recovered.rebuilt))).toEqual(["articles_by_status"])
+      const refused = await http(`${url}/api/_views/articles_by_status`)
+      expect(refused.status).toBe(503)
+      expect(refused.json.error).toBe("ViewRefolding")
+      expect(refused.json.message).toMatch(/view articles_by_status is being folded again from the log \(its declaration changed since its value was stored\)/)
+      expect(refused.headers.get("retry-after")).toBe("1")
+      expect((await http(`${url}/api/_views`)).json.views).toEqual([expect.objectContaining({ name: "articles_by_status", refolding: refused.json.message })])
+      // Everything else is served, writes included.
+      expect((await http(`${url}/api/articles`)).status).toBe(200)
+      expect((await http(`${url}/api/articles`, { method: "POST", body: article("during", "published") })).status).toBe(201)
+      expect((await http(`${url}/api/_views/articles_by_status`)).status).toBe(503)
+      // The background fold is waiting at the gate (the log audit reads from seq 1 too, and waits as well).
+      expect(foldsFromStart.count).toBeGreaterThanOrEqual(1)
+      // The fold goes on: the value then includes the write made meanwhile.
+      runtime.runSync(Deferred.succeed(gate, undefined))
+      expect(await counts(url)).toEqual({ draft: 0, published: 3, created: 4 })
+      expect(runtime.runSync(Effect.map(Views, (v) => v.get("articles_by_status")!.refolding))).toBeUndefined()
+    } finally {
+      await runtime.dispose()
     }
   })
 })
@@ -309,7 +351,7 @@ describe("a view whose evolve throws", () => {
     // Restarted with the same code it fails again, from the log, at the same event.
     const again = await startServer(fragile, { dataDir })
     try {
-      expect((await http(`${again.url}/api/_views/note_count`)).json.message).toMatch(/failed at event 2/)
+      expect((await served(again.url, "note_count")).json.message).toMatch(/failed at event 2/)
       expect((await http(`${again.url}/api/_views/titles`)).json.value).toEqual(["a", "boom", "b"])
     } finally {
       await again.close()

@@ -169,7 +169,13 @@ describe("a view whose version is raised while the log holds an event its new ev
     }
     const raised = await spawnServer(writeAppDir(notesSource(2, true)), dataDir)
     try {
-      const failed = await http(`${raised.url}/api/_views/count`)
+      // Folded again in the background (its version was raised): 503 ViewRefolding until that fold is done.
+      let failed = await http(`${raised.url}/api/_views/count`)
+      for (let polls = 0; failed.status === 503 && polls < 500; polls++) {
+        expect(failed.json.error).toBe("ViewRefolding")
+        await new Promise((r) => setTimeout(r, 20))
+        failed = await http(`${raised.url}/api/_views/count`)
+      }
       expect(failed.status).toBe(500)
       expect(failed.json).toEqual({
         error: "ViewFailed",
@@ -178,7 +184,7 @@ describe("a view whose version is raised while the log holds an event its new ev
       expect((await http(`${raised.url}/api/_views/titles`)).json.value).toEqual(["a", "boom", "b"])
       expect((await http(`${raised.url}/api/notes`, { method: "POST", body: { title: "c" } })).status).toBe(201)
       expect((await http(`${raised.url}/api/_views/titles`)).json.value).toEqual(["a", "boom", "b", "c"])
-      expect(raised.output()).toMatch(/view count failed at event 2 .*while folding it from the log at startup/)
+      expect(raised.output()).toMatch(/view count failed at event 2 .*while folding it again from the log/)
     } finally {
       expect(await raised.stop()).toBe(0)
     }

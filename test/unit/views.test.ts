@@ -12,6 +12,7 @@ import type { Change, StoredEvent } from "../../src/domain/events.ts"
 import { rowUri } from "../../src/domain/uri.ts"
 import { EventLog } from "../../src/log/event-log.ts"
 import { recoverViews } from "../../src/projections/views.ts"
+import { foldViews } from "../../src/projections/view-fold.ts"
 import { MemoryLogLive } from "./memory-log.ts"
 
 const Counts = Schema.Struct({ a: Schema.Int, b: Schema.Int })
@@ -169,4 +170,52 @@ describe("views projection", () => {
       expect(views.get("fragile")!.valueJson).toBeUndefined()
       expect(views.get("fragile")!.failed).toBe(prepared.failures[0].message)
     }))
+
+  it.effect("an evolve that changes its value in place never changes the declaration's initial value (two runtimes of one app)", () =>
+    Effect.gen(function* () {
+      const compiled = Either.getOrThrow(compileApp(shelves()))
+      const build = Effect.gen(function* () {
+        seq = 0
+        return yield* recoverViews(yield* EventLog, compiled)
+      }).pipe(Effect.provide(MemoryLogLive), Logger.withMinimumLogLevel(LogLevel.None))
+      const first = yield* build
+      first.prepare([change("created", "1", null, item("1", "a", "first runtime"))]).commit()
+      expect(valueOf(first, "labels")).toEqual(["first runtime"])
+      // The second runtime in the process starts from the declared value, not from the first one's.
+      const second = yield* build
+      expect(valueOf(second, "labels")).toEqual([])
+      // And a fold of the whole log (what startup and `wo replay --app` run) starts from it too, each time.
+      const log = yield* Effect.provide(EventLog, MemoryLogLive)
+      expect(JSON.parse((yield* foldViews(log, compiled, [compiled.views.get("labels")!], false)).get("labels")!.valueJson!)).toEqual([])
+    }))
+
+  it.effect("a view with no stored value over a non-empty log is folded in the background: refused until then, then exact, commits meanwhile included", () =>
+    Effect.gen(function* () {
+      const compiled = Either.getOrThrow(compileApp(shelves()))
+      seq = 0
+      const log = yield* EventLog
+      const history = [change("created", "1", null, item("1", "a", "one")), change("created", "2", null, item("2", "b", "two"))]
+      yield* log.append({ entries: history.map((c) => ({ event: c.event, row: c.row })), counters: new Map([["items", 2]]) })
+      const views = yield* recoverViews(log, compiled)
+      // Startup did not fold: every view is being folded again, and says why.
+      expect(views.recovered.rebuilt).toEqual(["by_kind", "labels", "fragile"])
+      expect(views.get("labels")).toMatchObject({ refolding: "it has no stored value" })
+      expect(views.get("labels")!.valueJson).toBeUndefined()
+      // Writes go on meanwhile: a batch committed before the fold is done is not lost to it.
+      const during = change("created", "3", null, item("3", "a", "three"))
+      const prepared = views.prepare([during])
+      expect(prepared.records).toEqual([])
+      yield* log.append({ entries: [{ event: during.event, row: during.row }], counters: new Map([["items", 3]]) })
+      expect(prepared.commit()).toEqual([])
+      yield* views.refold
+      expect(views.get("labels")!.refolding).toBeUndefined()
+      expect(valueOf(views, "labels")).toEqual(["one", "two", "three"])
+      expect(valueOf(views, "by_kind")).toEqual({ a: 2, b: 1 })
+      expect(views.get("by_kind")!.seq).toBe(3)
+      // Served from now on: the next batch folds on top of it, and stores its record (written on its own only with `at`).
+      const next = views.prepare([change("created", "4", null, item("4", "b", "four"))])
+      expect(next.records.map((r) => r.name)).toEqual(["by_kind", "labels", "fragile"])
+      next.commit()
+      expect(valueOf(views, "labels")).toEqual(["one", "two", "three", "four"])
+    }).pipe(Effect.provide(MemoryLogLive), Logger.withMinimumLogLevel(LogLevel.None)))
 })

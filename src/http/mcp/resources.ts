@@ -12,7 +12,7 @@ import { fromQueryString } from "../../domain/list-request.ts"
 import { listUriTemplate, parseUri, rowUri, rowUriTemplate, schemaUri, viewUri } from "../../domain/uri.ts"
 import { ResourceCursor } from "../../projections/cursor.ts"
 import type { QueriesShape } from "../../projections/queries.ts"
-import type { ViewsShape } from "../../projections/views.ts"
+import { ViewRefolding, type ViewsShape } from "../../projections/views.ts"
 import { listBody, viewBody } from "../bodies.ts"
 
 export interface ResourceEntry {
@@ -139,6 +139,7 @@ export const makeResources = (catalog: CompiledApp, { queries, views }: Resource
       if (parsed._tag === "View") {
         const view = views.get(parsed.name)
         if (view === undefined) return Effect.fail(NOT_FOUND)
+        if (view.refolding !== undefined) return Effect.fail({ _tag: "Failed", message: new ViewRefolding({ name: view.name, reason: view.refolding }).message })
         return view.failed !== undefined ? Effect.fail({ _tag: "Failed", message: view.failed }) : Effect.succeed(contents(uri, viewBody(view)))
       }
       if (parsed._tag === "Schema" && uri === COMMANDS_URI) return commands.length === 0 ? Effect.fail(NOT_FOUND) : Effect.succeed(contents(uri, commandsText()))

@@ -15,7 +15,7 @@ import { withoutProperties, type JsonSchema } from "../../domain/json-schema.ts"
 import { fromArguments } from "../../domain/list-request.ts"
 import type { Command, CommandsShape, Committed, ExecuteOptions } from "../../commands/commands.ts"
 import type { QueriesShape } from "../../projections/queries.ts"
-import { ViewFailed, type ViewsShape } from "../../projections/views.ts"
+import { ViewFailed, ViewRefolding, type ViewsShape } from "../../projections/views.ts"
 import { deletedBody, listBody, viewBody } from "../bodies.ts"
 import { commandBody } from "../command-body.ts"
 import { argumentError, asReplay, errorResult, failure, jsonResult, rowResult, success, type ToolResult } from "./tool-results.ts"
@@ -304,6 +304,7 @@ const viewTool = (view: CompiledView, views: ViewsShape): Tool => ({
         onLeft: (e) => argumentError(`view ${view.name}`, e),
         onRight: (): ToolResult => {
           const snapshot = views.get(view.name)!
+          if (snapshot.refolding !== undefined) return errorResult(new ViewRefolding({ name: view.name, reason: snapshot.refolding }).message)
           if (snapshot.failed !== undefined) return errorResult(new ViewFailed({ name: view.name, reason: snapshot.failed }).message)
           const body = viewBody(snapshot)
           return success(body, JSON.parse(body))

@@ -5,9 +5,9 @@
  * for gaps, as classic-level does. The pool closes with the runtime's scope.
  *
  * Several nodes share the log: the append assigns seqs and ids under the head lock and refuses stale entries
- * (append.ts), and `follow` gives each node's tailer every commit in order (follow.ts). Views are not stored:
- * each node folds them from the log at start (a stored view written by one node would not include the commits
- * another node made meanwhile).
+ * (append.ts), and `follow` gives each node's tailer every commit in order (follow.ts). Views are stored by each
+ * node as snapshots exact at a seq (`storeViews`, schema.ts), off the write path; a starting node loads them and
+ * folds only the events after (`eventsOf` gives the rows that tail starts from).
  */
 import { Chunk, Effect, Either, Layer, Option, Stream } from "effect"
 import { type StoreError, DataCorrupt } from "../../domain/errors.ts"
@@ -25,11 +25,15 @@ import {
   decodeRow,
   decodeStoredKey,
   decodeType,
+  checksum,
+  viewKey,
   EVENT_COLUMNS,
   HEAD_QUERY,
   KEY_COLUMNS,
   ROW_COLUMNS,
-  TYPE_COLUMNS
+  TYPE_COLUMNS,
+  VIEW_COLUMNS,
+  decodeViewOrCorrupt
 } from "./records.ts"
 import { ensureSchema, SCHEMA } from "./schema.ts"
 import { checkRowCounts } from "../row-counts.ts"
@@ -153,6 +157,32 @@ export const makePostgresLog = Effect.gen(function* () {
     follow: follow.events,
     failovers: conn.generation,
     storedRows,
+    // One view's corrupt record is that view's problem: it is folded again (views.ts), never served.
+    storedViews: Effect.map(
+      conn.query("cannot read the stored views", `select ${VIEW_COLUMNS} from ${SCHEMA}.views`),
+      (r) => r.rows.map(decodeViewOrCorrupt)
+    ),
+    storeViews: (views) =>
+      Effect.asVoid(conn.query(
+          "cannot store the views",
+          `insert into ${SCHEMA}.views as v (name, record, checksum, at)
+             select * from unnest($1::text[], $2::text[], $3::text[], $4::bigint[])
+           on conflict (name) do update set record = excluded.record, checksum = excluded.checksum, at = excluded.at
+             where v.at <= excluded.at`,
+          [views.map((v) => v.name), views.map((v) => v.json), views.map((v) => checksum(viewKey(v.name), v.json)), views.map((v) => v.at ?? 0)]
+        )),
+    eventsOf: (entities, toSeq) =>
+      entities.length === 0
+        ? Effect.succeed([])
+        : Effect.flatMap(
+          conn.query(
+            "cannot read the entities' events",
+            `select ${EVENT_COLUMNS} from ${SCHEMA}.events e
+               where (e.type, e.id) in (select * from unnest($1::text[], $2::text[])) and e.seq <= $3 order by e.seq`,
+            [entities.map((e) => e.type), entities.map((e) => e.id), toSeq]
+          ),
+          (r) => decodeAll(r.rows, decodeEvent)
+        ),
     storedKey: (key) =>
       Effect.flatMap(
         conn.query("cannot read the idempotency key", `select ${KEY_COLUMNS} from ${SCHEMA}.idempotency_keys where key = $1`, [key]),

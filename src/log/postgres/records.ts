@@ -206,11 +206,22 @@ export const viewKey = (name: string) => `v!${name}`
 const ViewRow = Schema.Struct({ name: Schema.String, record: Schema.String, checksum: Schema.String })
 const decodeViewRow = decoder(ViewRow, "the views row")
 
+export const VIEW_COLUMNS = "name, record, checksum"
+
 export const decodeView = (raw: { readonly name?: unknown }) => {
   const key = viewKey(String(raw.name))
   const v = decodeViewRow(raw, key)
   verify(key, v.checksum, v.record)
   return { name: v.name, record: parseJson<unknown>(key, v.record) }
+}
+
+/** A views row as loaded: decoded, or (one view's problem, not the store's) why it is corrupt. */
+export const decodeViewOrCorrupt = (raw: { readonly name?: unknown }): { name: string; record: unknown; corrupt?: string } => {
+  try {
+    return decodeView(raw)
+  } catch (e) {
+    return { name: String(raw.name), record: undefined, corrupt: e instanceof Error ? e.message : String(e) }
+  }
 }
 
 // ---- the head

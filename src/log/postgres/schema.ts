@@ -9,7 +9,11 @@
  *   rows      the inline projection, written in the event's transaction (restart needs no replay); a deleted
  *             row stays as a tombstone (row NULL) so that its version is still checked
  *   types     per type: the highest id handed out and how many rows are live (a lost row is then reported)
- *   views     each view's stored state (format 1; no longer written: each node folds its views from the log)
+ *   views     each view's value as some node folded it, exact at seq `at` (format 6 adds the column; the records of
+ *             format 1, written with the batches and no longer kept, are dropped then). A node starts from it and
+ *             folds only the events after `at`; the log is totally ordered, so a value stored at `at` by any node is
+ *             exact at `at`. Each node stores its views every VIEW_SNAPSHOT_EVERY events and at shutdown, off the write
+ *             path; an older snapshot never replaces a newer one (the upsert's `where`).
  *   sessions  legacy MCP sessions, shared by every node (format 2; until format 3 with their subscriptions inline)
  *   session_subscriptions  one row per subscription of a session, so that a subscribe writes one row (format 3)
  *
@@ -104,6 +108,10 @@ const STEPS: ReadonlyArray<string> = [
     checksum text not null
   );
   create index if not exists idempotency_keys_by_time on ${SCHEMA}.idempotency_keys (at);
+  `,
+  `
+  delete from ${SCHEMA}.views;
+  alter table ${SCHEMA}.views add column if not exists at bigint not null default 0;
   `
 ]
 

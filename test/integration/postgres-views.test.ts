@@ -1,0 +1,114 @@
+/**
+ * Views on a PostgreSQL store, on a real 3-server cluster (test/cluster/pg-cluster.ts): a node stores its views as a
+ * snapshot exact at the seq it applied (at shutdown here), and a node starting later loads it and folds only the
+ * events after it, whichever node wrote them; a changed declaration and a corrupt snapshot are folded again from
+ * the whole log in the background, never served. Counts of events read, no timing. Real runtimes in this process
+ * (the same layer `wo run --store` builds), each serving HTTP on port 0.
+ */
+import { Effect, ManagedRuntime } from "effect"
+import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { loadSettings } from "../../src/config.ts"
+import { HttpServer } from "../../src/http/server.ts"
+import { Views, type ViewsRecovery } from "../../src/projections/views.ts"
+import { writeOnceLayer } from "../../src/runtime.ts"
+import { haveBinaries, startCluster, warnIfSkipped, type PgCluster } from "../cluster/pg-cluster.ts"
+import { apps, http, tempDir } from "../support/server.ts"
+import { blogCountingCreates } from "../support/redeclared-blog.ts"
+
+warnIfSkipped("the PostgreSQL views tests")
+
+const article = (title: string, status: "draft" | "published" = "draft") => ({ title, body: "text", status, tags: [], author: { name: "Ann" } })
+
+/** The blog's view, declared again: it also counts every article ever created. */
+const redeclared = blogCountingCreates("created")
+
+/** A node on the store, as `wo run --store` builds it, serving on port 0. */
+const startNode = async (store: string, app = apps.blog) => {
+  const settings = await Effect.runPromise(loadSettings({ dataDir: tempDir("wo-pg-views-") }, { host: "127.0.0.1", port: 0, store }))
+  const runtime = ManagedRuntime.make(writeOnceLayer(app, settings, { logger: false, signals: false }))
+  const { url } = await runtime.runPromise(HttpServer)
+  const recovered: ViewsRecovery = runtime.runSync(Effect.map(Views, (v) => v.recovered))
+  return { url, recovered, stop: () => runtime.dispose() }
+}
+
+/** The view's value once served (503 ViewRefolding while it is folded again; never another value meanwhile). */
+const served = async (url: string) => {
+  for (let polls = 0; ; polls++) {
+    const res = await http(`${url}/api/_views/articles_by_status`)
+    if (res.status === 200 || polls >= 500) {
+      expect(res.status, res.text).toBe(200)
+      return res.json.value as Record<string, number>
+    }
+    expect(res.status, res.text).toBe(503)
+    expect(res.json.error).toBe("ViewRefolding")
+    await new Promise((r) => setTimeout(r, 20))
+  }
+}
+
+describe.skipIf(!haveBinaries)("views on a PostgreSQL store", () => {
+  let cluster: PgCluster
+  beforeAll(async () => {
+    cluster = await startCluster()
+  }, 120_000)
+  afterAll(() => cluster?.stop())
+
+  it("a node starts from the snapshot another node stored and folds only the events after it; a corrupt snapshot or a changed declaration is folded again, never served", async () => {
+    const store = await cluster.createDatabase("views_snapshot")
+    const headOf = async () => Number((await cluster.sql("views_snapshot", "select seq from writeonce.log_head"))[0].seq)
+
+    // Node A writes 30 articles (10 published) and stops: it stores its views at the seq it applied.
+    const a = await startNode(store)
+    const ids: Array<string> = []
+    for (let i = 0; i < 30; i++) ids.push((await http(`${a.url}/api/articles`, { method: "POST", body: article(`a${i}`, i % 3 === 0 ? "published" : "draft") })).json.id)
+    expect(await served(a.url)).toEqual({ draft: 20, published: 10 })
+    await a.stop()
+    const first = await headOf()
+    expect(first).toBe(30)
+    const stored = await cluster.sql("views_snapshot", "select name, at::text as at from writeonce.views")
+    expect(stored).toEqual([{ name: "articles_by_status", at: "30" }])
+
+    // Node B loads it: nothing to fold. It writes 20 more events, 10 of them updates of A's articles (the tail's
+    // rows before them are rebuilt from their own events), and keeps running: its snapshot is not stored yet.
+    const b = await startNode(store)
+    expect(b.recovered).toMatchObject({ loaded: 1, tailEvents: 0, rebuilt: [] })
+    for (let i = 0; i < 10; i++) await http(`${b.url}/api/articles/${ids[i * 3 + 1]}`, { method: "PATCH", body: { status: "published" } })
+    for (let i = 0; i < 10; i++) await http(`${b.url}/api/articles`, { method: "POST", body: article(`b${i}`) })
+    const expected = { draft: 20, published: 20 }
+    expect(await served(b.url)).toEqual(expected)
+    expect(await headOf()).toBe(50)
+
+    // Node C starts while B runs: A's snapshot at 30, then only the 20 events B wrote.
+    const c = await startNode(store)
+    expect(c.recovered).toMatchObject({ loaded: 1, tailEvents: 20, rebuilt: [] })
+    expect(await served(c.url)).toEqual(expected)
+    // It stored what it folded at once: the next start folds nothing.
+    expect(await cluster.sql("views_snapshot", "select at::text as at from writeonce.views")).toEqual([{ at: "50" }])
+    await c.stop()
+    await b.stop()
+
+    // A corrupt snapshot (its checksum flipped, then its bytes changed under a good-looking one) is folded again.
+    await cluster.sql("views_snapshot", "update writeonce.views set checksum = '00000000'")
+    const d = await startNode(store)
+    expect(d.recovered).toMatchObject({ loaded: 0, rebuilt: ["articles_by_status"] })
+    expect(await served(d.url)).toEqual(expected)
+    await d.stop()
+    const [row] = await cluster.sql("views_snapshot", "select record from writeonce.views")
+    expect(JSON.parse(row.record)).toMatchObject({ at: 50, value: expected })
+    await cluster.sql("views_snapshot", `update writeonce.views set record = replace(record, '"published":20', '"published":99')`)
+    const e = await startNode(store)
+    expect(e.recovered).toMatchObject({ loaded: 0, rebuilt: ["articles_by_status"] })
+    expect(await served(e.url)).toEqual(expected)
+    await e.stop()
+
+    // A changed declaration: folded again from the whole log, in the background, then served.
+    const f = await startNode(store, redeclared)
+    expect(f.recovered).toMatchObject({ loaded: 0, tailEvents: 0, rebuilt: ["articles_by_status"] })
+    expect(await served(f.url)).toEqual({ ...expected, created: 40 })
+    await f.stop()
+    // And stored: the next node of that declaration loads it.
+    const g = await startNode(store, redeclared)
+    expect(g.recovered).toMatchObject({ loaded: 1, tailEvents: 0, rebuilt: [] })
+    expect(await served(g.url)).toEqual({ ...expected, created: 40 })
+    await g.stop()
+  }, 120_000)
+})
