@@ -24,8 +24,11 @@ export const BACKFILL_CHUNK = 500
 export interface BackfillAccess {
   readonly store: LevelDbShape
   readonly registry: StoreIndexes
-  /** A stored row as served (verified, upcast, normalised): what the writer's records are computed from. */
-  readonly decode: (type: string, key: string, raw: string) => Row
+  /**
+   * A stored row as served (verified, upcast, normalised), or at least its values of `fields`: what the writer's
+   * records are computed from.
+   */
+  readonly decode: (type: string, key: string, raw: string, fields: ReadonlyArray<string>) => Row
   /** The digest of a type's declaration, stored with each index (a change rebuilds it). */
   readonly schemaOf: (type: string) => string
 }
@@ -101,7 +104,7 @@ export class IndexBackfill {
       await it.close().catch(() => undefined)
     }
     const batch = db.batch()
-    for (const [key, raw] of entries) batch.put(X.indexKey(type, fields, this.access.decode(type, key, raw)), "")
+    for (const [key, raw] of entries) batch.put(X.indexKey(type, fields, this.access.decode(type, key, raw, fields)), "")
     const last = entries[entries.length - 1]
     const next: IndexState = {
       ...state,

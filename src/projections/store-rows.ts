@@ -32,7 +32,7 @@ import { SchemaMismatch } from "./schema-check.ts"
 import * as X from "../log/index-keys.ts"
 import { encodeIndexState, storeIndexes, type StoreIndexes } from "../log/store-indexes.ts"
 import { IndexBackfill } from "./index-backfill.ts"
-import { servedRow, StoreTable, type StoreAccess } from "./store-table.ts"
+import { servedFields, StoreTable, type StoreAccess } from "./store-table.ts"
 import { rowAfter } from "./view-fold.ts"
 
 /** The digest of what the stored rows must fit: each type's name, schema version and fields, and the retired types. */
@@ -135,7 +135,7 @@ export const StoreRowsLive = Layer.scoped(
     const indexes = new IndexBackfill({
       store: h,
       registry,
-      decode: (type, key, raw) => servedRow(catalog, type, key, raw),
+      decode: (type, key, raw, fields) => servedFields(catalog, type, key, raw, fields),
       schemaOf: (type) => typeDigest(catalog, type)
     })
     yield* Effect.addFinalizer(() => Effect.sync(() => indexes.stop()))

@@ -69,6 +69,25 @@ export const servedRow = (catalog: CompiledApp, type: string, key: string, raw: 
   }
 }
 
+/**
+ * A stored row record with its values of `fields` as served: the record as stored when it was written under the
+ * type's current version and holds every one of them (upcasting and defaults change nothing then; the common case,
+ * and several times cheaper), else the row as served.
+ */
+export const servedFields = (catalog: CompiledApp, type: string, key: string, raw: string, fields: ReadonlyArray<string>): Row => {
+  const compiled = catalog.types.get(type)
+  if (compiled !== undefined) {
+    let stored
+    try {
+      stored = decodeRow(key, raw)
+    } catch (e) {
+      throw unavailable(`cannot read the stored row ${key}`)(e)
+    }
+    if ((stored.schema ?? 1) === compiled.version && fields.every((f) => stored.row[f] !== undefined)) return stored.row
+  }
+  return servedRow(catalog, type, key, raw)
+}
+
 export class StoreTable extends RowIndexes implements RowTableShape {
   private count: number
   /** The highest id this type may hold: the synchronous page probes ids up to it. */

@@ -16,8 +16,9 @@ import { makeClassicLevelLog } from "../../src/log/classic-level-log.ts"
 import { EventLog, type EventLogShape } from "../../src/log/event-log.ts"
 import { checkIndexRecords } from "../../src/log/index-check.ts"
 import { LevelDb, levelDbLayer, type LevelDbShape } from "../../src/log/level-db.ts"
-import { storeIndexes } from "../../src/log/store-indexes.ts"
-import { IndexBackfill } from "../../src/projections/index-backfill.ts"
+import { indexPrefix, prefixEnd } from "../../src/log/index-keys.ts"
+import { readIndexStates, StoreIndexes, storeIndexes } from "../../src/log/store-indexes.ts"
+import { BACKFILL_CHUNK, IndexBackfill } from "../../src/projections/index-backfill.ts"
 import { compareKeys } from "../../src/projections/ordered-index.ts"
 import { RowCache } from "../../src/projections/row-cache.ts"
 import { servedRow, StoreTable } from "../../src/projections/store-table.ts"
@@ -127,4 +128,35 @@ describe("StoreTable", () => {
       { numRuns: 40, seed: 27 }
     )
   }, 120_000)
+
+  it("a backfill stopped between chunks resumes from its stored cursor, not from the first row", async () => {
+    const type = "resumed"
+    const catalog = { types: new Map() } as unknown as CompiledApp
+    const N = 3 * BACKFILL_CHUNK + 123
+    const { lastSeq } = await runtime.runPromise(log.head)
+    const entries = Array.from({ length: N }, (_, i) => {
+      const row = { id: String(i + 1), version: 1, n: i % 7 }
+      return { event: { seq: lastSeq + i + 1, at: 0, type, id: row.id, version: 1, kind: "created", data: {} }, row, before: null } as unknown as Change
+    })
+    await runtime.runPromise(log.append({ entries, counters: new Map([[type, N]]) }))
+    const db = h.current!()!
+    const decode = (t: string, key: string, raw: string) => servedRow(catalog, t, key, raw)
+    const first = new IndexBackfill({ store: h, registry: await runtime.runPromise(storeIndexes(h)), decode, schemaOf: () => "test" })
+    const building = Effect.runPromise(Effect.either(first.ready(type, ["n"])))
+    while (first.chunks < 2) await new Promise((resolve) => setImmediate(resolve))
+    first.stop()
+    expect((await building)._tag).toBe("Left")
+    const stored = (await readIndexStates(db)).find((s) => s.type === type)!
+    expect(stored).toMatchObject({ state: "building", after: first.chunks * BACKFILL_CHUNK })
+    // What the first run wrote is taken away: a run that started over would put it back.
+    const prefix = indexPrefix(type, ["n"])
+    await db.clear({ gte: prefix, lt: prefixEnd(prefix) })
+    const second = new IndexBackfill({ store: h, registry: new StoreIndexes(await readIndexStates(db)), decode, schemaOf: () => "test" })
+    await Effect.runPromise(second.ready(type, ["n"]))
+    expect(second.chunks).toBe(Math.ceil((N - stored.after + 1) / BACKFILL_CHUNK))
+    const ids: Array<number> = []
+    for await (const key of db.keys({ gte: prefix, lt: prefixEnd(prefix) })) ids.push(Number(key.slice(-12)))
+    expect(ids.sort((a, b) => a - b)).toEqual(Array.from({ length: N - stored.after }, (_, i) => stored.after + i + 1))
+    expect((await readIndexStates(db)).find((s) => s.type === type)).toMatchObject({ state: "ready", after: N })
+  })
 })
