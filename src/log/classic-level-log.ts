@@ -23,6 +23,7 @@ import { surveyLoss } from "./loss-survey.ts"
 import { decodeKeyPayload, keyPayload } from "./key-record.ts"
 import { RecordCorrupt, seal, unseal, unsealJson } from "./record.ts"
 import { checkRowCounts } from "./row-counts.ts"
+import * as X from "./index-keys.ts"
 import { storeIndexes } from "./store-indexes.ts"
 import { keptWriteAheadLogs } from "./wal-hold.ts"
 
@@ -384,7 +385,10 @@ const acceptLoss = (
       unknown,
       countersBehind ? "id counters raised to the acknowledged-head record's" : undefined
     ].filter((x) => x !== undefined).join("; ")
-    yield* h.write("cannot record the accepted loss", (db) => {
+    yield* h.write("cannot record the accepted loss", async (db) => {
+      // The secondary indexes may name lost rows or miss kept ones: they are dropped, and built again (index-keys.ts).
+      await db.clear({ gte: X.INDEXES_START, lt: X.INDEXES_END })
+      await db.clear({ gte: X.INDEX_META_PREFIX, lt: `${X.INDEX_META_PREFIX}~` })
       const chained = db.batch()
       for (const t of types) chained.put(K.rowCountKey(t), seal(K.rowCountKey(t), String(survey.rowCounts.get(t) ?? 0)))
       for (const [t, n] of counters) chained.put(K.counterKey(t), seal(K.counterKey(t), String(n)))
