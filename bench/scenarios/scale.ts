@@ -37,6 +37,8 @@ export interface ScaleResult {
   filteredFirstPageMs: number;
   /** The same filtered first page after a restart: the index is read from the store, not built again. */
   filteredAfterRestartMs: number;
+  /** An unfiltered first page on the same restarted server (its caches and code as cold as the filtered one's). */
+  unfilteredAfterRestartMs: number;
   recovered: string;
   /** Durable set_price without / with three declared indexes. */
   indexCost: SideBySideResult;
@@ -115,7 +117,9 @@ export async function runScale(ctx: BenchContext, opts: ScaleOptions): Promise<S
     const again = await timedStart(dir);
     let rssAfterRead = Number.NaN;
     let filteredAfterRestart = Number.NaN;
+    let unfilteredAfterRestart = Number.NaN;
     try {
+      unfilteredAfterRestart = await median(`${again.server.url}/api/products?limit=50`);
       filteredAfterRestart = await median(`${again.server.url}/api/products?name=item-7&limit=50`);
       let cursor: string | undefined;
       let n = 0;
@@ -151,6 +155,7 @@ export async function runScale(ctx: BenchContext, opts: ScaleOptions): Promise<S
       filteredFirstPageJustBuiltMs: justBuilt,
       filteredFirstPageMs: filtered,
       filteredAfterRestartMs: filteredAfterRestart,
+      unfilteredAfterRestartMs: unfilteredAfterRestart,
       recovered,
       indexCost,
     };
@@ -169,7 +174,7 @@ export const scaleBudgets = (r: ScaleResult): Budget[] => {
     budget('scaleColdGet', 'GET p99, cache cold / cached', '<=', 3, r.coldGetP99Ms / r.cachedGetP99Ms, 'x', `${r.coldGetP99Ms.toFixed(2)} against ${r.cachedGetP99Ms.toFixed(2)} ms`),
     budget('scaleFiltered', 'filtered first page (index built) / unfiltered first page', '<=', 1.5, r.filteredFirstPageMs / r.unfilteredFirstPageMs, 'x', `${r.filteredFirstPageMs.toFixed(2)} against ${r.unfilteredFirstPageMs.toFixed(2)} ms`),
     budget('scaleFilteredBuild', 'filtered first page (index just built) / unfiltered first page', '<=', 1.5, r.filteredFirstPageJustBuiltMs / r.unfilteredFirstPageMs, 'x', `${r.filteredFirstPageJustBuiltMs.toFixed(0)} against ${r.unfilteredFirstPageMs.toFixed(2)} ms: an index used for the first time waits for its backfill (declare it: \`indexes\` on the entity)`),
-    budget('scaleFilteredRestart', 'filtered first page after a restart (index on disk) / unfiltered first page', '<=', 1.5, r.filteredAfterRestartMs / r.unfilteredFirstPageMs, 'x', `${r.filteredAfterRestartMs.toFixed(2)} against ${r.unfilteredFirstPageMs.toFixed(2)} ms`),
+    budget('scaleFilteredRestart', 'filtered first page after a restart (index on disk, not built again) / unfiltered first page', '<=', 1.5, r.filteredAfterRestartMs / r.unfilteredAfterRestartMs, 'x', `${r.filteredAfterRestartMs.toFixed(2)} against ${r.unfilteredAfterRestartMs.toFixed(2)} ms, both on the restarted server`),
     budget('scaleIndexCpu', 'durable set_price server CPU with three indexes / without (median of paired rounds)', '<=', INDEX_COST_BUDGET, r.indexCost.medianRatio, 'x', `${r.indexCost.b.srvCpuUsPerCall.toFixed(0)} against ${r.indexCost.a.srvCpuUsPerCall.toFixed(0)} µs/call`),
   ];
 };
@@ -188,7 +193,8 @@ export function renderScale(r: ScaleResult): string {
     `| RSS after start | ${f(r.emptyRssMb, 0)} MB | ${f(r.rssMb, 0)} MB |`,
     `| RSS after every row was read once | | ${f(r.rssAfterReadMb, 0)} MB |`,
     `| GET p99, cache cold / cached | | ${f(r.coldGetP99Ms, 2)} / ${f(r.cachedGetP99Ms, 2)} ms |`,
-    `| first page: unfiltered / \`?name=item-7\` (index just built) / same, built / same, after a restart | | ${f(r.unfilteredFirstPageMs, 2)} / ${f(r.filteredFirstPageJustBuiltMs, 0)} / ${f(r.filteredFirstPageMs, 2)} / ${f(r.filteredAfterRestartMs, 2)} ms |`,
+    `| first page: unfiltered / \`?name=item-7\` (index just built) / same, built | | ${f(r.unfilteredFirstPageMs, 2)} / ${f(r.filteredFirstPageJustBuiltMs, 0)} / ${f(r.filteredFirstPageMs, 2)} ms |`,
+    `| after a restart: unfiltered / \`?name=item-7\` (its index read from the store) | | ${f(r.unfilteredAfterRestartMs, 2)} / ${f(r.filteredAfterRestartMs, 2)} ms |`,
     '',
     'Durable `set_price`, side by side: the pricing sample without indexes and with three declared (`name`, `price`, `[currency, price]`; each `set_price` moves two of them).',
     '',

@@ -10,8 +10,7 @@
  */
 import { Effect } from "effect"
 import type { Row } from "../domain/catalog.ts"
-import type { StoreError } from "../domain/errors.ts"
-import { StoreFailed } from "../domain/errors.ts"
+import { isStoreError, StoreFailed, type StoreError } from "../domain/errors.ts"
 import * as X from "../log/index-keys.ts"
 import type { Db, LevelDbShape } from "../log/level-db.ts"
 import { READ_BATCH } from "../log/level-records.ts"
@@ -59,7 +58,7 @@ export class IndexBackfill {
         }
         return run
       },
-      catch: (e) => e as StoreError
+      catch: (e) => isStoreError(e) ? e : new StoreFailed({ reason: `cannot build the index on ${X.indexName(fields)} of ${type}: ${e instanceof Error ? e.message : String(e)}` })
     })
   }
 

@@ -6,7 +6,8 @@
  *   serves filtered and ordered lists exactly as a filter and sort of all its rows;
  * - the backfill of a declared index over rows written without one: killed while building, it has stored its
  *   cursor; verify passes on the half-built index; restarted, the index finishes and lists are right;
- * - `wo verify` names a deleted and an extra index record.
+ * - `wo verify` names a deleted and an extra index record;
+ * - a changed declaration of the type (a field added with a default) rebuilds its indexes from the rows as served.
  */
 import { ClassicLevel } from "classic-level"
 import { afterEach, describe, expect, it } from "vitest"
@@ -181,5 +182,31 @@ describe("secondary indexes on disk", () => {
     await fix.del(extra)
     await fix.close()
     expect((await runWo(["verify", dataDir])).code).toBe(0)
+  }, 60_000)
+
+  it("a field added with a default: the indexes are built again from the rows as served, and verify passes", async () => {
+    const appDir = writeAppDir(APP)
+    const dataDir = tempDir("wo-index-schema-")
+    const server = await spawnServer(appDir, dataDir)
+    for (let i = 0; i < 6; i++) await http(`${server.url}/api/products`, { method: "POST", body: { name: `n${i % 2}`, price: 10 - i, currency: "USD" } })
+    expect(await walk(server.url, "name=n1")).toEqual(["2", "4", "6"])
+    await server.stop()
+    const before = await readIndexState(dataDir, ["name"])
+
+    // The next version adds `stock` with a default: stored rows lack it, served rows have it.
+    const v2 = writeAppDir(APP.replace('currency: Schema.Literal("USD", "EUR") }', 'currency: Schema.Literal("USD", "EUR"), stock: Schema.optionalWith(Schema.Number, { default: () => 5 }) }')
+      .replace('indexes: ["name", ["currency", "price"]]', 'indexes: ["name", ["currency", "price"], "stock"]'))
+    const again = await spawnServer(v2, dataDir)
+    cleanups.push(() => again.stop())
+    expect(await walk(again.url, "stock=5&limit=4")).toEqual(["1", "2", "3", "4", "5", "6"])
+    expect(await walk(again.url, "name=n1&limit=2")).toEqual(["2", "4", "6"])
+    expect(await walk(again.url, "currency=USD&order=price&limit=4")).toEqual(["6", "5", "4", "3", "2", "1"])
+    await http(`${again.url}/api/products/3/set_price`, { method: "POST", body: { price: 1 } })
+    expect(await walk(again.url, "currency=USD&order=price&limit=4")).toEqual(["3", "6", "5", "4", "2", "1"])
+    await again.stop()
+    expect(before?.schema).toBeDefined()
+    expect((await readIndexState(dataDir, ["name"]))?.schema).not.toBe(before?.schema)
+    const verify = await runWo(["verify", dataDir])
+    expect(verify.code, verify.stdout + verify.stderr).toBe(0)
   }, 60_000)
 })
