@@ -6,8 +6,6 @@
  */
 import type { FilterableField } from "./filterable.ts"
 
-export type IndexDeclaration = string | ReadonlyArray<string>
-
 /** The declared indexes as field lists; a field that lists cannot filter or order by is a problem, by name. */
 export const compileIndexes = (
   type: string,

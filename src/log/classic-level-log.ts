@@ -250,7 +250,7 @@ export const makeClassicLevelLog = (h: LevelDbShape, mode: LogMode = {}) =>
     // The secondary indexes: each batch writes the records of the rows it changes (store-indexes.ts).
     const indexes = yield* storeIndexes(h)
     /** The row before an entry, when its writer did not say: as stored (the batch's earlier entries first). */
-    const storedBefore = (db: Db, type: string, id: string, written: Map<string, Row | null>, key: string): Row | null => {
+    const storedBefore = (db: Db, written: Map<string, Row | null>, key: string): Row | null => {
       if (written.has(key)) return written.get(key)!
       const raw = db.getSync(key)
       return raw === undefined ? null : decodeRow(key, raw).row
@@ -268,8 +268,9 @@ export const makeClassicLevelLog = (h: LevelDbShape, mode: LogMode = {}) =>
           if (row === null) chained.del(rowKey)
           else chained.put(rowKey, seal(rowKey, rowPayload(event.schema ?? 1, rowJson ?? JSON.stringify(row))))
           if (indexes.has(event.type)) {
-            const was = before !== undefined ? before : storedBefore(db, event.type, event.id, (written ??= new Map()), rowKey)
-            written?.set(rowKey, row)
+            written ??= new Map()
+            const was = before !== undefined ? before : storedBefore(db, written, rowKey)
+            written.set(rowKey, row)
             indexes.write(chained, event.type, was, row)
           }
           if (event.kind === "created") counts.set(event.type, (counts.get(event.type) ?? rowCounts.get(event.type) ?? 0) + 1)
