@@ -90,6 +90,11 @@ export interface EntitySpec<F extends Schema.Struct.Fields, M extends Record<str
   readonly version?: number
   /** `migrations[n]` turns version n-1 data into version n; one for every n from 2 to `version`. */
   readonly migrations?: Migrations
+  /**
+   * Fields lists filter or order by, indexed on disk from the start (domain/indexes.ts): `["status"]`, or
+   * `[["status", "price"]]` for lists filtered by status and ordered by price. Others are indexed on first use.
+   */
+  readonly indexes?: ReadonlyArray<Extract<keyof F, string> | readonly [Extract<keyof F, string>, Extract<keyof F, string>]>
 }
 
 /**
@@ -112,6 +117,7 @@ export interface EntityDef {
   readonly mcp?: ReadonlyArray<string>
   readonly version?: number
   readonly migrations?: Migrations
+  readonly indexes?: ReadonlyArray<string | ReadonlyArray<string>>
 }
 
 /**
@@ -222,7 +228,8 @@ export const entity = <
   rest: spec.rest,
   mcp: spec.mcp,
   version: spec.version,
-  migrations: spec.migrations
+  migrations: spec.migrations,
+  indexes: spec.indexes
 })
 
 /** An app as `defineApp` takes it: `commands` are typed from `entities` (see `CommandSpec`). */

@@ -7,6 +7,7 @@ import { CRUD_OPS, type AppDef, type MethodSpec } from "./catalog.ts"
 import { asData, patchCodecs, rowNormaliser, storableDecoder, typedDecoder, type InputDecoder } from "./codecs.ts"
 import { CatalogError, type FieldIssue } from "./errors.ts"
 import { filterableFields, type FilterableField } from "./filterable.ts"
+import { compileIndexes } from "./indexes.ts"
 import { compileViews, typeToolNames, type CompiledView } from "./compile-views.ts"
 import { compileCommands, type CompiledCommand } from "./compile-commands.ts"
 import { toJsonSchema, type JsonSchema } from "./json-schema.ts"
@@ -52,6 +53,8 @@ export interface CompiledType {
   readonly fieldsJsonSchema: JsonSchema
   /** The scalar and literal fields lists can be filtered and ordered by (see filterable.ts). */
   readonly filterable: ReadonlyMap<string, FilterableField>
+  /** The indexes the type declares, as field lists (indexes.ts). */
+  readonly indexes: ReadonlyArray<ReadonlyArray<string>>
   readonly methods: ReadonlyMap<string, CompiledMethod>
   readonly rest: ReadonlySet<string>
   readonly mcp: ReadonlySet<string>
@@ -132,6 +135,7 @@ export const compileApp = (app: AppDef): Either.Either<CompiledApp, CatalogError
     if (problems.length > 0) continue // the schemas below may not even be schemas
     const struct = Schema.Struct(fields)
     const data = asData(struct)
+    const filterable = filterableFields(fields)
     const { decodePatch, encodePatch } = patchCodecs(fields)
     const declared = new Set(fieldNames)
     const presentFieldIssues = (u: Record<string, unknown>) => {
@@ -153,7 +157,8 @@ export const compileApp = (app: AppDef): Either.Either<CompiledApp, CatalogError
       upcast,
       presentFieldIssues,
       fieldsJsonSchema: jsonSchemaOrProblem(struct, `type "${name}"`, problems),
-      filterable: filterableFields(fields),
+      filterable,
+      indexes: compileIndexes(name, def.indexes, filterable, problems),
       methods,
       rest,
       mcp,

@@ -10,6 +10,7 @@ import * as path from "node:path"
 import { WoConfig } from "../config.ts"
 import { type StoreError, DataCorrupt } from "../domain/errors.ts"
 import type { StoredEvent } from "../domain/events.ts"
+import type { Row } from "../domain/catalog.ts"
 import { ACCEPTED_LOSS_FILE, acceptedGap, appendAcceptedLoss, countSeqs, describeIds, describeRanges, readAcceptedLosses, type SeqRanges } from "./accepted-loss.ts"
 import { checkAckedHead } from "./acked-check.ts"
 import { readFailed } from "./record.ts"
@@ -22,6 +23,8 @@ import { surveyLoss } from "./loss-survey.ts"
 import { decodeKeyPayload, keyPayload } from "./key-record.ts"
 import { RecordCorrupt, seal, unseal, unsealJson } from "./record.ts"
 import { checkRowCounts } from "./row-counts.ts"
+import * as X from "./index-keys.ts"
+import { storeIndexes } from "./store-indexes.ts"
 import { keptWriteAheadLogs } from "./wal-hold.ts"
 
 const corrupt = (e: unknown) =>
@@ -253,17 +256,32 @@ export const makeClassicLevelLog = (h: LevelDbShape, mode: LogMode = {}) =>
     }
 
     yield* head
+    // The secondary indexes: each batch writes the records of the rows it changes (store-indexes.ts).
+    const indexes = yield* storeIndexes(h)
+    /** The row before an entry, when its writer did not say: as stored (the batch's earlier entries first). */
+    const storedBefore = (db: Db, written: Map<string, Row | null>, key: string): Row | null => {
+      if (written.has(key)) return written.get(key)!
+      const raw = db.getSync(key)
+      return raw === undefined ? null : decodeRow(key, raw).row
+    }
 
     const write = (batch: AppendBatch, counts: Map<string, number>) =>
       h.write("write failed", (db) => {
         const chained = db.batch()
         let last = 0
-        for (const { event, row, rowJson } of batch.entries) {
+        let written: Map<string, Row | null> | undefined
+        for (const { event, row, rowJson, before } of batch.entries) {
           const eventKey = K.eventKey(event.seq)
           chained.put(eventKey, seal(eventKey, JSON.stringify(event)))
           const rowKey = K.rowKey(event.type, event.id)
           if (row === null) chained.del(rowKey)
           else chained.put(rowKey, seal(rowKey, rowPayload(event.schema ?? 1, rowJson ?? JSON.stringify(row))))
+          if (indexes.has(event.type)) {
+            written ??= new Map()
+            const was = before !== undefined ? before : storedBefore(db, written, rowKey)
+            written.set(rowKey, row)
+            indexes.write(chained, event.type, was, row)
+          }
           if (event.kind === "created") counts.set(event.type, (counts.get(event.type) ?? rowCounts.get(event.type) ?? 0) + 1)
           else if (event.kind === "deleted") counts.set(event.type, (counts.get(event.type) ?? rowCounts.get(event.type) ?? 0) - 1)
           last = event.seq
@@ -377,7 +395,10 @@ const acceptLoss = (
       unknown,
       countersBehind ? "id counters raised to the acknowledged-head record's" : undefined
     ].filter((x) => x !== undefined).join("; ")
-    yield* h.write("cannot record the accepted loss", (db) => {
+    yield* h.write("cannot record the accepted loss", async (db) => {
+      // The secondary indexes may name lost rows or miss kept ones: they are dropped, and built again (index-keys.ts).
+      await db.clear({ gte: X.INDEXES_START, lt: X.INDEXES_END })
+      await db.clear({ gte: X.INDEX_META_PREFIX, lt: `${X.INDEX_META_PREFIX}~` })
       const chained = db.batch()
       for (const t of types) chained.put(K.rowCountKey(t), seal(K.rowCountKey(t), String(survey.rowCounts.get(t) ?? 0)))
       for (const [t, n] of counters) chained.put(K.counterKey(t), seal(K.counterKey(t), String(n)))

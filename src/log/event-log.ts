@@ -20,6 +20,8 @@ export interface AppendEntry {
   readonly event: StoredEvent
   /** The row after the event (null: deleted), stored inline so restart needs no replay. */
   readonly row: Row | null
+  /** The row before the event (null: it did not exist; absent: unknown, read from the store when needed). */
+  readonly before?: Row | null
   /** The row already serialised, when the caller has it. */
   readonly rowJson?: string | null
 }

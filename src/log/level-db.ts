@@ -65,6 +65,12 @@ export interface LevelDbShape {
    * state: backup/pin-files.ts). `f` must be brief.
    */
   readonly whileNoWrites?: <A>(f: () => Promise<A>) => Effect.Effect<A, StoreError>
+  /**
+   * Runs a write once no other write is in flight, holding new writes until it returns: a write that must not
+   * interleave with the writer's batches (the index backfill: projections/index-backfill.ts). A failure marks the
+   * store unwritable, as `write`'s does. `f` must be brief.
+   */
+  readonly writeAlone?: <A>(what: string, f: (db: Db) => Promise<A>) => Effect.Effect<A, StoreError>
 }
 
 export class LevelDb extends Context.Tag("writeonce/LevelDb")<LevelDb, LevelDbShape>() {}
@@ -279,6 +285,15 @@ export const openDb = (dir: string, options: OpenOptions = {}) =>
             })), () => leave),
       current: () => db,
       whileNoWrites,
+      writeAlone: (what, f) =>
+        Effect.flatMap(ensureWritable, () =>
+          Effect.mapError(
+            whileNoWrites(() => f(db!).catch((e) => {
+              broken ??= messageOf(e)
+              throw e
+            })),
+            (e) => storeError(what)(e.reason)
+          )),
       ensureWritable,
       reopens: () => reopens
     })

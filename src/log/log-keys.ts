@@ -13,6 +13,7 @@
  *   k!<key>               an idempotency key: its request's fingerprint and answer (key-record.ts), written in
  *                         the batch of the submission it names
  *   t!<at:16>!<key>       the same key by commit time, so that expired keys are pruned in order (payload: the key)
+ *   x!..., m!index!...    secondary index records and their state (index-keys.ts)
  */
 export const eventKey = (seq: number) => `e!${String(seq).padStart(16, "0")}`
 export const EVENTS_START = "e!"

@@ -6,6 +6,7 @@
  * - each stored row at its entity's last version, and a row for every live entity;
  * - id counters at or above the highest id used, row counts as recorded, and the checkpoint at the head;
  * - each view record's checksum and shape;
+ * - the secondary index records against the rows (index-check.ts);
  * - the head at or past the acknowledged-head record (acked-head.ts): LevelDB does not report a write-ahead log
  *   that lost acknowledged writes.
  * A loss the operator accepted (`--accept-data-loss`, accepted-loss.ts) is reported, not counted as a problem:
@@ -24,6 +25,7 @@ import { parseViewRecord } from "./view-record.ts"
 import { acceptedGap, describeIds, lossBetween, readAcceptedLosses } from "./accepted-loss.ts"
 import { checkAckedHead } from "./acked-check.ts"
 import { readAckedRecord } from "./acked-head.ts"
+import { checkIndexRecords } from "./index-check.ts"
 
 export interface VerifyReport {
   readonly events: number
@@ -216,6 +218,7 @@ export const verifyStore = (h: LevelDbShape): Effect.Effect<VerifyReport, StoreE
         problem(describe(e))
       }
     })
+    await checkIndexRecords(db, problem)
     // The acknowledged head: every seq the writer acknowledged is still in the store.
     const verdict = checkAckedHead({ lastSeq, hadRecord: (await db.get(K.ACKED_RECORD_KEY)) !== undefined }, readAckedRecord(h.dir))
     if (verdict._tag === "Lost" || verdict._tag === "Unknown") problem(verdict.reason)

@@ -1,6 +1,7 @@
 /**
- * The filtered and ordered pages of one type's rows, over indexes, whatever holds the rows (row-table.ts: memory;
- * store-table.ts: the store through a cache). Each index is built from every row on its first use and maintained
+ * The filtered and ordered pages of one type's rows, over in-memory indexes: a PostgreSQL node's tables
+ * (row-table.ts); the embedded store's tables use them only for the reference checks of deletes (`idsWhere`), and
+ * serve lists from indexes on disk (store-table.ts). Each index is built from every row on its first use and maintained
  * on every write after that: an equality index (value -> sorted ids) per filtered field, an ordered index
  * ((value, id) sorted) per field a list is ordered by, and for a filter ordered by a field, an ordered index per
  * value of the filtered field. A page then reads about as many rows as it returns, however big the table.
@@ -54,14 +55,6 @@ const compositeBucket = (byValue: Map<unknown, OrderedIndex>, value: unknown): O
   let index = byValue.get(value)
   if (index === undefined) byValue.set(value, (index = OrderedIndex.empty()))
   return index
-}
-
-/** The indexes every filter and order of `query` needs (an unfiltered list in id order needs none). */
-export const indexesFor = ({ where, order }: Pick<RowQuery, "where" | "order">): Array<IndexSpec> => {
-  const specs: Array<IndexSpec> = where.map((f) => ({ kind: "equality", field: f.field }))
-  if (order.field === "id") return specs
-  if (where.length === 0) return [{ kind: "ordered", field: order.field }]
-  return [...specs, ...where.map((f): IndexSpec => ({ kind: "composite", filter: f.field, order: order.field }))]
 }
 
 export abstract class RowIndexes {

@@ -9,22 +9,30 @@
  * what it wrote. The store may briefly hold a batch not applied yet (written, not yet published): a read that
  * misses the cache then sees it, which is what the next step will publish anyway.
  *
- * Filtered and ordered lists use in-memory indexes (row-indexes.ts), built on first use from one scan of the
- * type's rows in the store, then maintained by `apply`. Changes applied while a scan runs are replayed onto the
- * new index, which may already hold them (the scan reads a snapshot taken at some point in between).
+ * Filtered and ordered lists walk the store's secondary indexes (log/index-keys.ts): records the writer stores in
+ * the batch of the rows they index, so a page costs about the rows it returns. An index is declared (`indexes` on
+ * the entity) or made on first use; until its backfill (index-backfill.ts) is done, a list that needs it waits for
+ * it, and is then answered from it: never from a partial index.
+ *
+ * The reference checks of deletes (`idsWhere`) still use in-memory equality indexes (row-indexes.ts), built once
+ * from one scan of the type's rows before the first decision, then maintained by `apply`; changes applied while a
+ * scan runs are replayed onto the new index, which may already hold them.
  */
 import { Effect, Either } from "effect"
 import type { Row } from "../domain/catalog.ts"
 import type { CompiledApp } from "../domain/compile.ts"
 import { DataCorrupt, isStoreError, StoreFailed, type StoreError } from "../domain/errors.ts"
 import type { Change } from "../domain/events.ts"
+import { matchesAll } from "../domain/list-request.ts"
+import * as X from "../log/index-keys.ts"
 import { decodeRow, READ_BATCH } from "../log/level-records.ts"
 import type { Db } from "../log/level-db.ts"
 import * as K from "../log/log-keys.ts"
 import { RecordCorrupt } from "../log/record.ts"
 import { upcastRow } from "../log/upcasting-log.ts"
+import type { IndexBackfill } from "./index-backfill.ts"
 import type { RowCache } from "./row-cache.ts"
-import { indexesFor, RowIndexes, type IndexSpec, type RowPage, type RowQuery } from "./row-indexes.ts"
+import { RowIndexes, type IndexSpec, type RowPage, type RowQuery } from "./row-indexes.ts"
 import type { RowTableShape } from "./row-table.ts"
 import { normaliseRow } from "./schema-check.ts"
 
@@ -33,12 +41,52 @@ export interface StoreAccess {
   readonly db: () => Db
   readonly cache: RowCache
   readonly catalog: CompiledApp
+  /** The store's secondary indexes: their state, and their backfill. */
+  readonly indexes: IndexBackfill
+}
+
+/** The stored index a list walks: on its filter's field (the first filter leads), its order's field, or both. */
+export const indexFieldsFor = ({ where, order }: Pick<RowQuery, "where" | "order">): ReadonlyArray<string> | undefined => {
+  const lead = where[0]
+  if (order.field === "id") return lead === undefined ? undefined : [lead.field]
+  return lead === undefined ? [order.field] : [lead.field, order.field]
 }
 
 const specKey = (spec: IndexSpec) => spec.kind === "composite" ? `c\u0000${spec.filter}\u0000${spec.order}` : `${spec.kind[0]}\u0000${spec.field}`
 
 const unavailable = (what: string) => (e: unknown) =>
   isStoreError(e) ? e : e instanceof RecordCorrupt ? new DataCorrupt({ reason: e.message }) : new StoreFailed({ reason: `${what}: ${e instanceof Error ? e.message : String(e)}` })
+
+/** A stored row record as served: verified, upcast to the current schema version, normalised (defaults applied). */
+export const servedRow = (catalog: CompiledApp, type: string, key: string, raw: string): Row => {
+  try {
+    const stored = upcastRow(catalog, decodeRow(key, raw))
+    const compiled = catalog.types.get(type)
+    const normalised = compiled === undefined ? undefined : normaliseRow(compiled.normalise, stored.row)
+    return normalised !== undefined && Either.isRight(normalised) ? normalised.right : stored.row
+  } catch (e) {
+    throw unavailable(`cannot read the stored row ${key}`)(e)
+  }
+}
+
+/**
+ * A stored row record with its values of `fields` as served: the record as stored when it was written under the
+ * type's current version and holds every one of them (upcasting and defaults change nothing then; the common case,
+ * and several times cheaper), else the row as served.
+ */
+export const servedFields = (catalog: CompiledApp, type: string, key: string, raw: string, fields: ReadonlyArray<string>): Row => {
+  const compiled = catalog.types.get(type)
+  if (compiled !== undefined) {
+    let stored
+    try {
+      stored = decodeRow(key, raw)
+    } catch (e) {
+      throw unavailable(`cannot read the stored row ${key}`)(e)
+    }
+    if ((stored.schema ?? 1) === compiled.version && fields.every((f) => stored.row[f] !== undefined)) return stored.row
+  }
+  return servedRow(catalog, type, key, raw)
+}
 
 export class StoreTable extends RowIndexes implements RowTableShape {
   private count: number
@@ -79,14 +127,7 @@ export class StoreTable extends RowIndexes implements RowTableShape {
 
   /** A stored record as served: verified, upcast to the current schema version, normalised (defaults applied). */
   private decode(key: string, raw: string): Row {
-    try {
-      const stored = upcastRow(this.access.catalog, decodeRow(key, raw))
-      const type = this.access.catalog.types.get(this.type)
-      const normalised = type === undefined ? undefined : normaliseRow(type.normalise, stored.row)
-      return normalised !== undefined && Either.isRight(normalised) ? normalised.right : stored.row
-    } catch (e) {
-      throw unavailable(`cannot read the stored row ${key}`)(e)
-    }
+    return servedRow(this.access.catalog, this.type, key, raw)
   }
 
   /** Makes a durable change visible: the cache, the count, the built indexes (and those being built). */
@@ -120,12 +161,62 @@ export class StoreTable extends RowIndexes implements RowTableShape {
   }
 
   read(query: RowQuery): Effect.Effect<RowPage, StoreError> {
-    const needed = indexesFor(query).filter((spec) => !this.has(spec))
-    const indexed = Effect.flatMap(
-      Effect.try({ try: () => this.indexedPage(query), catch: unavailable(`cannot read the rows of ${this.type}`) }),
-      (page) => page === undefined ? this.walk(query) : Effect.succeed(page)
-    )
-    return needed.length === 0 ? indexed : Effect.zipRight(this.ensure(needed), indexed)
+    const fields = indexFieldsFor(query)
+    if (fields === undefined) return this.walk(query)
+    return Effect.zipRight(this.access.indexes.ready(this.type, fields), this.indexWalk(fields, query))
+  }
+
+  /**
+   * A filtered or ordered page: the range of the index on `fields` (within the lead filter's value), from the
+   * cursor on, each entry's row read through the cache and checked against every filter.
+   */
+  private indexWalk(fields: ReadonlyArray<string>, { where, order, after, limit }: RowQuery): Effect.Effect<RowPage, StoreError> {
+    const prefix = X.indexPrefix(this.type, fields) + (where.length === 0 ? "" : X.encodeValue(where[0].value))
+    const cursor = after === undefined ? undefined : prefix + (order.field === "id" ? "" : X.encodeValue(after.value)) + X.idPart(after.id)
+    const end = X.prefixEnd(prefix)
+    const range = order.descending
+      ? { gte: prefix, lt: cursor ?? end, reverse: true }
+      : cursor === undefined ? { gte: prefix, lt: end } : { gt: cursor, lt: end }
+    return Effect.tryPromise({
+      try: async () => {
+        const it = this.access.db().keys(range)
+        const rows: Array<Row> = []
+        try {
+          for (;;) {
+            const keys = await it.nextv(Math.min(READ_BATCH, Math.max(32, limit + 1 - rows.length)))
+            if (keys.length === 0) return { rows, more: false }
+            for (const row of await this.rowsOf(keys.map(X.idOfIndexKey))) {
+              // A row not applied yet may still be cached as it was: the filters are checked on the row served.
+              if (row === undefined || !matchesAll(where, row)) continue
+              if (rows.length === limit) return { rows, more: true }
+              rows.push(row)
+            }
+          }
+        } finally {
+          await it.close().catch(() => undefined)
+        }
+      },
+      catch: unavailable(`cannot read the rows of ${this.type}`)
+    })
+  }
+
+  /** The rows with these ids as served: the cached ones, the others in one read of the store. */
+  private async rowsOf(ids: ReadonlyArray<number>): Promise<Array<Row | undefined>> {
+    const { cache } = this.access
+    const keys = ids.map((id) => K.rowKey(this.type, String(id)))
+    const rows: Array<Row | undefined> = keys.map((key) => cache.get(key))
+    const missing = keys.filter((_, i) => rows[i] === undefined)
+    if (missing.length === 0) return rows
+    const stored = new Map<string, string | undefined>()
+    ;(await this.access.db().getMany(missing)).forEach((raw, i) => stored.set(missing[i], raw))
+    return rows.map((row, i) => {
+      if (row !== undefined) return row
+      const raw = stored.get(keys[i])
+      if (raw === undefined) return undefined
+      const decoded = this.decode(keys[i], raw)
+      cache.set(keys[i], decoded)
+      return decoded
+    })
   }
 
   /** Builds the indexes not built yet, in one scan of the type's rows (a caller asking for one being built waits for it). */

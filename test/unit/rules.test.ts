@@ -62,6 +62,20 @@ describe("load-time problems", () => {
     ])
   })
 
+  it("an index on a field lists cannot filter or order by, or not a field or a pair", () => {
+    expect(problemsOf({
+      name: "a",
+      entities: { books: { fields: { ...base, tags: Schema.Array(Schema.String) }, methods: {}, indexes: ["title", ["title", "copies"], "tags", "nope", ["title", "copies", "title"]] } }
+    })).toEqual([
+      'type "books", index "tags": lists can only filter and order by scalar and literal fields',
+      'type "books", index "nope": lists can only filter and order by scalar and literal fields',
+      'type "books", index ["title","copies","title"]: a field, or a pair [filter, order]'
+    ])
+    expect(problemsOf({ name: "a", entities: { books: { fields: base, methods: {}, indexes: "title" } } })).toEqual([
+      'type "books": indexes must be a list of field names (or [filter, order] pairs)'
+    ])
+  })
+
   it("a guarded name that is no field, or a guarded field a create could not set", () => {
     expect(problemsOf({ name: "a", entities: { books: { fields: base, methods: {}, guarded: ["nope", "copies"] } } })).toEqual([
       'type "books", guarded field "nope": not a field of the type',

@@ -1,0 +1,120 @@
+/**
+ * Builds a secondary index of the classic-level store for the rows written before it existed, in the background,
+ * a chunk of rows at a time. Each chunk reads the next rows in id order from the stored cursor (`after`), writes
+ * their index records and the new cursor in one batch, while no other write is in flight (`writeAlone`): the
+ * writer's batches go on between chunks, and each one maintains the index itself from the moment it was
+ * registered, so no record is ever written from a row that changed meanwhile. After kill -9 the index is still
+ * `building` at its last stored cursor, and the backfill resumes from there (its puts are idempotent).
+ *
+ * A new index starts by clearing its key range (records an earlier, unfinished registration may have left).
+ */
+import { Effect } from "effect"
+import type { Row } from "../domain/catalog.ts"
+import { isStoreError, StoreFailed, type StoreError } from "../domain/errors.ts"
+import * as X from "../log/index-keys.ts"
+import type { Db, LevelDbShape } from "../log/level-db.ts"
+import { READ_BATCH } from "../log/level-records.ts"
+import * as K from "../log/log-keys.ts"
+import { encodeIndexState, type IndexState, type StoreIndexes } from "../log/store-indexes.ts"
+
+/** Rows per chunk: the longest the writer waits for the backfill is one chunk (a few milliseconds). */
+export const BACKFILL_CHUNK = 500
+
+export interface BackfillAccess {
+  readonly store: LevelDbShape
+  readonly registry: StoreIndexes
+  /**
+   * A stored row as served (verified, upcast, normalised), or at least its values of `fields`: what the writer's
+   * records are computed from.
+   */
+  readonly decode: (type: string, key: string, raw: string, fields: ReadonlyArray<string>) => Row
+  /** The digest of a type's declaration, stored with each index (a change rebuilds it). */
+  readonly schemaOf: (type: string) => string
+}
+
+export class IndexBackfill {
+  private readonly running = new Map<string, Promise<void>>()
+  private stopped = false
+  /** Chunks written, for tests and the bench. */
+  chunks = 0
+
+  constructor(private readonly access: BackfillAccess) {}
+
+  /** Whether the index on `fields` of `type` is ready to walk. */
+  isReady(type: string, fields: ReadonlyArray<string>): boolean {
+    return this.access.registry.get(type, fields)?.state === "ready"
+  }
+
+  /** Registers the index (if new) and backfills it; resolves once it is ready. Callers asking meanwhile share the run. */
+  ready(type: string, fields: ReadonlyArray<string>): Effect.Effect<void, StoreError> {
+    if (this.isReady(type, fields)) return Effect.void
+    return Effect.tryPromise({
+      try: () => {
+        const name = X.indexPrefix(type, fields)
+        let run = this.running.get(name)
+        if (run === undefined) {
+          run = this.run(type, fields).finally(() => this.running.delete(name))
+          this.running.set(name, run)
+        }
+        return run
+      },
+      catch: (e) => isStoreError(e) ? e : new StoreFailed({ reason: `cannot build the index on ${X.indexName(fields)} of ${type}: ${e instanceof Error ? e.message : String(e)}` })
+    })
+  }
+
+  /** Stops between chunks (the store is closing); an index left building resumes at the next start. */
+  stop(): void {
+    this.stopped = true
+  }
+
+  private async run(type: string, fields: ReadonlyArray<string>): Promise<void> {
+    const { writeAlone } = this.access.store
+    if (writeAlone === undefined) throw new StoreFailed({ reason: "this store cannot build indexes (it is open read-only)" })
+    for (;;) {
+      if (this.stopped) throw new StoreFailed({ reason: "the store is closing: the index build resumes at the next start" })
+      const done = await Effect.runPromise(Effect.either(writeAlone(`cannot build the index on ${X.indexName(fields)} of ${type}`, (db) => this.chunk(db, type, fields))))
+      if (done._tag === "Left") throw done.left
+      if (done.right) return
+      // Let the writer's batches in between two chunks.
+      await new Promise((resolve) => setImmediate(resolve))
+    }
+  }
+
+  /** One chunk, while no other write is in flight; answers whether the index is ready. */
+  private async chunk(db: Db, type: string, fields: ReadonlyArray<string>): Promise<boolean> {
+    const { registry } = this.access
+    let state: IndexState | undefined = registry.get(type, fields)
+    if (state?.state === "ready") return true
+    if (state === undefined) {
+      const prefix = X.indexPrefix(type, fields)
+      await db.clear({ gte: prefix, lt: X.prefixEnd(prefix) })
+      state = { type, fields, state: "building", after: 0, schema: this.access.schemaOf(type) }
+    }
+    const it = db.iterator({ gt: K.rowKey(type, String(state.after)), lt: `${K.ROWS_START}${type}!~`, limit: BACKFILL_CHUNK })
+    const entries: Array<[string, string]> = []
+    try {
+      for (;;) {
+        const more = await it.nextv(Math.min(READ_BATCH, BACKFILL_CHUNK - entries.length))
+        if (more.length === 0) break
+        entries.push(...more)
+        if (entries.length >= BACKFILL_CHUNK) break
+      }
+    } finally {
+      await it.close().catch(() => undefined)
+    }
+    const batch = db.batch()
+    for (const [key, raw] of entries) batch.put(X.indexKey(type, fields, this.access.decode(type, key, raw, fields)), "")
+    const last = entries[entries.length - 1]
+    const next: IndexState = {
+      ...state,
+      after: last === undefined ? state.after : Number(last[0].slice(last[0].lastIndexOf("!") + 1)),
+      state: entries.length < BACKFILL_CHUNK ? "ready" : "building"
+    }
+    batch.put(X.indexMetaKey(type, fields), encodeIndexState(next))
+    await batch.write()
+    // Still inside the hold: the next batch of the writer maintains the index.
+    registry.set(next)
+    this.chunks++
+    return next.state === "ready"
+  }
+}
