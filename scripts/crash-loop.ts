@@ -2,10 +2,10 @@
  * The crash loop, long form: `node --import tsx scripts/crash-loop.ts` (CYCLES, default 20; SEED to repeat a
  * run's choices; IN_FLIGHT, default 32). Each cycle drives mixed REST and MCP writes against the real `wo`
  * binary, kills it with SIGKILL at a random moment, and checks the log, `wo replay`, the restarted server and a
- * resumed subscriber (see test/support/crash-loop.ts). Exits 1 when any acknowledged write was lost or any
+ * resumed subscriber (see testkit/crash-loop.ts). Exits 1 when any acknowledged write was lost or any
  * check failed.
  */
-import { runCrashLoop } from "../test/support/crash-loop.ts"
+import { runCrashLoop } from "../testkit/crash-loop.ts"
 
 const int = (name: string, fallback: number) => {
   const raw = process.env[name]

@@ -20,12 +20,12 @@
  * the RSS after warm-up. It prints the notifications missed (acknowledged updates a subscriber never got).
  */
 import * as path from "node:path"
-import { openSession } from "../test/support/mcp.ts"
-import { modernCall, openListen } from "../test/support/modern.ts"
+import { openSession } from "../testkit/legacy-client.ts"
+import { modernCall, openListen } from "../testkit/modern-client.ts"
 import { rssKb } from "../testkit/spawn.ts"
-import { http, ROOT, spawnServer, tempDir } from "../test/support/server.ts"
+import { http, ROOT, spawnServer, tempDir } from "../testkit/server.ts"
 import { openSse, type SseConnection } from "../testkit/sse.ts"
-import { prng, sessionRequest } from "../test/support/write-traffic.ts"
+import { prng, sessionRequest } from "../testkit/write-traffic.ts"
 
 const int = (name: string, fallback: number) => {
   const raw = process.env[name]

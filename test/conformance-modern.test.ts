@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { compareWithExpectations, loadExpectations } from "./conformance/expectations.ts"
 import { formatResults, runConformance } from "./conformance/run-conformance.ts"
-import { apps, startServer } from "./support/server.ts"
+import { apps, startServer } from "../testkit/server.ts"
 
 describe("MCP conformance 0.2.0-alpha.12 against a live blog server", () => {
   let server: Awaited<ReturnType<typeof startServer>>

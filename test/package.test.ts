@@ -12,7 +12,7 @@ import * as path from "node:path"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import pkg from "../package.json" with { type: "json" }
 import { spawnNode, WO_READY } from "../testkit/spawn.ts"
-import { freePort, ROOT, tempDir } from "./support/server.ts"
+import { freePort, ROOT, tempDir } from "../testkit/server.ts"
 
 interface Ran {
   readonly code: number | null
@@ -252,7 +252,7 @@ await runtime.dispose()
   })
 
   it("embedded in a plain Node program, logs as wo run does, binds its listen, and stops on SIGTERM with exit 0", async () => {
-    fs.copyFileSync(path.join(ROOT, "test/support/embedded.mjs"), path.join(project, "embedded.mjs"))
+    fs.copyFileSync(path.join(ROOT, "testkit/embedded.mjs"), path.join(project, "embedded.mjs"))
     const port = await freePort()
     const server = await spawnNode(path.join(project, "embedded.mjs"), [path.join(work, "embedded-signal-data"), `127.0.0.1:${port}`], {
       env: { NODE_OPTIONS: undefined },

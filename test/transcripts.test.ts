@@ -6,8 +6,9 @@
 import * as fs from "node:fs"
 import * as path from "node:path"
 import { describe, expect, it } from "vitest"
-import { apps } from "./support/server.ts"
-import { parseTranscript, runTranscript, type Transcript } from "./support/transcript.ts"
+import { apps } from "../testkit/server.ts"
+import { parseTranscript, type Transcript } from "../src/testing/transcript/index.ts"
+import { runTranscript } from "../src/testing/transcript-run.ts"
 
 const DIR = path.join(import.meta.dirname, "transcripts")
 

@@ -197,7 +197,7 @@ export const toolCallSucceeded = (status: number, body: string, headers?: Respon
 }
 
 // ---------------------------------------------------------------------------------------------------------------
-// A legacy session over undici (the bench's client; the tests' own helpers in test/support/mcp.ts use fetch)
+// A legacy session over undici (the bench's client; the tests' own helpers in testkit/legacy-client.ts use fetch)
 
 const send = (origin: string, req: McpHttpRequest) => request(origin + req.path, { method: req.method, headers: req.headers, body: req.body })
 

@@ -5,8 +5,8 @@
  */
 import pg from "pg"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { MCP_HEADERS, openSession } from "../support/mcp.ts"
-import { http } from "../support/server.ts"
+import { MCP_HEADERS, openSession } from "../../testkit/legacy-client.ts"
+import { http } from "../../testkit/server.ts"
 import type { Spawned } from "../../testkit/spawn.ts"
 import { convergeOn, haveBinaries, latestRows, missingAcks, startCluster, startNode, warnIfSkipped, type Ack, type PgCluster, type PgNode } from "./pg-cluster.ts"
 

@@ -8,7 +8,7 @@ import * as net from "node:net"
 import * as path from "node:path"
 import pg from "pg"
 import { spawnWo, type Spawned } from "../../testkit/spawn.ts"
-import { http, ROOT, tempDir } from "../support/server.ts"
+import { http, ROOT, tempDir } from "../../testkit/server.ts"
 
 const SCRIPT = path.join(ROOT, "scripts/pg-cluster.sh")
 

@@ -6,7 +6,7 @@ import * as fs from "node:fs"
 import { chromium, type BrowserContext } from "playwright-core"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import library from "../../examples/library/app.ts"
-import { http, startServer, tempDir } from "../support/server.ts"
+import { http, startServer, tempDir } from "../../testkit/server.ts"
 
 const CHROMIUM = "/usr/bin/chromium"
 const hasChromium = fs.existsSync(CHROMIUM)

@@ -14,10 +14,10 @@ import * as path from "node:path"
 import { Effect, Layer } from "effect"
 import { chromium, type BrowserContext } from "playwright-core"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { LogFaults } from "../support/log-faults.ts"
-import { callTool, MCP_HEADERS, openSession, rpc } from "../support/mcp.ts"
+import { LogFaults } from "../../testkit/log-faults.ts"
+import { callTool, MCP_HEADERS, openSession, rpc } from "../../testkit/legacy-client.ts"
 import { openSse, type SseConnection } from "../../testkit/sse.ts"
-import { apps, http, ROOT, startServer, tempDir } from "../support/server.ts"
+import { apps, http, ROOT, startServer, tempDir } from "../../testkit/server.ts"
 
 // Functions passed to page.evaluate run in the browser; the test program itself has no DOM types.
 declare const window: any, document: any, sessionStorage: any

@@ -9,10 +9,10 @@ import { Chunk, Effect, Stream } from "effect"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { EventLog } from "../../src/log/event-log.ts"
 import type { StoredEvent } from "../../src/domain/events.ts"
-import { openSession, rawMcp, rpc } from "../support/mcp.ts"
-import { MODERN_META, modernHeaders } from "../support/modern.ts"
-import { http, rawRequest, startServer } from "../support/server.ts"
-import { library } from "../support/library-app.ts"
+import { openSession, rawMcp, rpc } from "../../testkit/legacy-client.ts"
+import { MODERN_META, modernHeaders } from "../../testkit/modern-client.ts"
+import { http, rawRequest, startServer } from "../../testkit/server.ts"
+import { library } from "../../testkit/library-app.ts"
 
 let server: Awaited<ReturnType<typeof startServer>>
 beforeAll(async () => {

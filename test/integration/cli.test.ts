@@ -1,7 +1,7 @@
 /**
  * The command line as people use it, in real `wo` processes: a wrong command line gets one plain line and exit 2,
  * help piped into another program carries no terminal styles, `--version` prints the version. And the runtime
- * embedded in a plain Node program (test/support/embedded.mjs) behaves as `wo run` does: it logs, binds the
+ * embedded in a plain Node program (testkit/embedded.mjs) behaves as `wo run` does: it logs, binds the
  * `listen` it was given, and stops on SIGTERM with the flush message and exit 0.
  */
 import { Effect, Either } from "effect"
@@ -11,7 +11,7 @@ import { describe, expect, it } from "vitest"
 import { loadSettings } from "../../src/config.ts"
 import { VERSION } from "../../src/version.ts"
 import { spawnNode, spawnWo, WO_READY } from "../../testkit/spawn.ts"
-import { freePort, http, ROOT, runWo, tempDir } from "../support/server.ts"
+import { freePort, http, ROOT, runWo, tempDir } from "../../testkit/server.ts"
 
 const ESC = "\x1b"
 
@@ -98,7 +98,7 @@ describe("loadSettings", () => {
 describe("writeonce embedded in a plain Node program", () => {
   it("logs as wo run does, binds the listen it was given, and stops on SIGTERM with the flush and exit 0", async () => {
     const port = await freePort()
-    const server = await spawnNode(path.join(ROOT, "test/support/embedded.mjs"), [tempDir("wo-embedded-"), `127.0.0.1:${port}`], {
+    const server = await spawnNode(path.join(ROOT, "testkit/embedded.mjs"), [tempDir("wo-embedded-"), `127.0.0.1:${port}`], {
       importTsx: true,
       ready: WO_READY
     })
@@ -116,7 +116,7 @@ describe("writeonce embedded in a plain Node program", () => {
     // action in most rounds (exit by signal, no flush).
     const codes: Array<number | null> = []
     for (let round = 0; round < 4; round++) {
-      const server = await spawnNode(path.join(ROOT, "test/support/embedded.mjs"), [tempDir("wo-embedded-"), `127.0.0.1:${await freePort()}`], {
+      const server = await spawnNode(path.join(ROOT, "testkit/embedded.mjs"), [tempDir("wo-embedded-"), `127.0.0.1:${await freePort()}`], {
         importTsx: true,
         ready: WO_READY
       })

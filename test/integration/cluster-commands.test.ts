@@ -14,8 +14,8 @@ import { checksum, eventColumns, rowKey, rowPayload, typeKey, typePayload } from
 import { isWritten, Stale, type AppendEntry } from "../../src/log/event-log.ts"
 import type { Row } from "../../src/domain/catalog.ts"
 import type { StoredEvent } from "../../src/domain/events.ts"
-import { writeAppDir } from "../support/app-dir.ts"
-import { http, ROOT, tempDir } from "../support/server.ts"
+import { writeAppDir } from "../../testkit/app-dir.ts"
+import { http, ROOT, tempDir } from "../../testkit/server.ts"
 import { runWo, spawnWo, type Spawned } from "../../testkit/spawn.ts"
 import { haveBinaries, startCluster, warnIfSkipped, type PgCluster } from "../cluster/pg-cluster.ts"
 
@@ -24,7 +24,7 @@ warnIfSkipped("the app command cluster tests")
 describe.skipIf(!haveBinaries)("app commands on one PostgreSQL log, two nodes", () => {
   let cluster: PgCluster
   let store = ""
-  const appDir = writeAppDir(`export { default } from ${JSON.stringify(path.join(ROOT, "test/support/library-app.ts"))}\n`)
+  const appDir = writeAppDir(`export { default } from ${JSON.stringify(path.join(ROOT, "testkit/library-app.ts"))}\n`)
   const nodes: Array<Spawned> = []
   const url = (i: number) => nodes[i].loopbackUrl
   const post = (i: number, p: string, body: unknown) => http(`${url(i)}${p}`, { method: "POST", body })

@@ -4,9 +4,9 @@
  * "eventually" is a bounded number of polls.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { MCP_HEADERS, openSession } from "../support/mcp.ts"
-import { openListen } from "../support/modern.ts"
-import { http } from "../support/server.ts"
+import { MCP_HEADERS, openSession } from "../../testkit/legacy-client.ts"
+import { openListen } from "../../testkit/modern-client.ts"
+import { http } from "../../testkit/server.ts"
 import { openSse, type SseConnection } from "../../testkit/sse.ts"
 import { runWo, type Spawned } from "../../testkit/spawn.ts"
 import { convergeOn, haveBinaries, latestRows, missingAcks, startCluster, startNode, warnIfSkipped, writeLoad, type PgCluster } from "../cluster/pg-cluster.ts"

@@ -12,9 +12,9 @@ import * as path from "node:path"
 import { chromium } from "playwright-core"
 import { afterEach, describe, expect, it } from "vitest"
 import { spawnWo, type Spawned } from "../../testkit/spawn.ts"
-import { writeAppDir } from "../support/app-dir.ts"
-import { http, tempDir } from "../support/server.ts"
-import { waitFor } from "../support/wait.ts"
+import { writeAppDir } from "../../testkit/app-dir.ts"
+import { http, tempDir } from "../../testkit/server.ts"
+import { waitFor } from "../../testkit/wait.ts"
 
 const BOUND = 30_000
 

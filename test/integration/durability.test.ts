@@ -5,10 +5,10 @@ import * as path from "node:path"
 import { describe, expect, it } from "vitest"
 import { Commands } from "../../src/commands/commands.ts"
 import { EventLog } from "../../src/log/event-log.ts"
-import { LogFaults } from "../support/log-faults.ts"
+import { LogFaults } from "../../testkit/log-faults.ts"
 import { StoreFailed } from "../../src/domain/errors.ts"
-import { apps, http, runWo, spawnServer, startServer, tempDir } from "../support/server.ts"
-import { waitFor } from "../support/wait.ts"
+import { apps, http, runWo, spawnServer, startServer, tempDir } from "../../testkit/server.ts"
+import { waitFor } from "../../testkit/wait.ts"
 
 const product = (n: number) => ({ name: `p${n}`, price: n, currency: "USD" })
 

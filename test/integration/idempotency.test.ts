@@ -12,10 +12,10 @@ import { openDb } from "../../src/log/level-db.ts"
 import * as K from "../../src/log/log-keys.ts"
 import { verifyStore } from "../../src/log/verify.ts"
 import { IDEMPOTENCY_KEY_META, IDEMPOTENT_REPLAY_META } from "../../src/commands/idempotency.ts"
-import { MCP_HEADERS, rpc } from "../support/mcp.ts"
-import { MODERN_META, modernHeaders } from "../support/modern.ts"
-import { apps, http, rawRequest, startServer, tempDir } from "../support/server.ts"
-import { library } from "../support/library-app.ts"
+import { MCP_HEADERS, rpc } from "../../testkit/legacy-client.ts"
+import { MODERN_META, modernHeaders } from "../../testkit/modern-client.ts"
+import { apps, http, rawRequest, startServer, tempDir } from "../../testkit/server.ts"
+import { library } from "../../testkit/library-app.ts"
 
 let server: Awaited<ReturnType<typeof startServer>> | undefined
 afterEach(async () => {

@@ -6,7 +6,7 @@
 import * as fs from "node:fs"
 import * as path from "node:path"
 import { describe, expect, it } from "vitest"
-import { ROOT, runWo, tempDir } from "../support/server.ts"
+import { ROOT, runWo, tempDir } from "../../testkit/server.ts"
 
 const okLines = (tap: string) => tap.split("\n").filter((l) => l.startsWith("ok "))
 

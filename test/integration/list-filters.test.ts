@@ -5,9 +5,9 @@
 import { Schema } from "effect"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { defineApp, entity } from "../../src/domain/catalog.ts"
-import { callTool, rpc } from "../support/mcp.ts"
-import { modernCall } from "../support/modern.ts"
-import { apps, http, startServer } from "../support/server.ts"
+import { callTool, rpc } from "../../testkit/legacy-client.ts"
+import { modernCall } from "../../testkit/modern-client.ts"
+import { apps, http, startServer } from "../../testkit/server.ts"
 
 type Server = Awaited<ReturnType<typeof startServer>>
 type Walker = (where: Record<string, string>, order: string, limit: number, cursor?: string) => Promise<{ items: Array<any>; nextCursor?: string }>

@@ -5,9 +5,9 @@
  * with Last-Event-ID replays what a dropped stream missed from the durable log, each notice once.
  */
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest"
-import { MCP_HEADERS, openSession, rpc } from "../support/mcp.ts"
-import { modernRequest, openListen } from "../support/modern.ts"
-import { apps, http, startServer, tempDir } from "../support/server.ts"
+import { MCP_HEADERS, openSession, rpc } from "../../testkit/legacy-client.ts"
+import { modernRequest, openListen } from "../../testkit/modern-client.ts"
+import { apps, http, startServer, tempDir } from "../../testkit/server.ts"
 import { openSse, type SseConnection } from "../../testkit/sse.ts"
 
 type Server = Awaited<ReturnType<typeof startServer>>

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { callTool, openSession, rawMcp, rpc } from "../support/mcp.ts"
-import { apps, http, startServer } from "../support/server.ts"
+import { callTool, openSession, rawMcp, rpc } from "../../testkit/legacy-client.ts"
+import { apps, http, startServer } from "../../testkit/server.ts"
 
 const article = (n: number) => ({ title: `Post ${n}`, body: "text", status: "draft", tags: [], author: { name: "Ann" } })
 

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { openSse } from "../../testkit/sse.ts"
-import { apps, http, rawRequest, startServer } from "../support/server.ts"
+import { apps, http, rawRequest, startServer } from "../../testkit/server.ts"
 
 const META = { "io.modelcontextprotocol/protocolVersion": "2026-07-28", "io.modelcontextprotocol/clientCapabilities": {} }
 const headersFor = (method: string, name?: string, extra: Record<string, string> = {}) => ({

@@ -3,8 +3,8 @@ import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/
 import { ResourceUpdatedNotificationSchema } from "@modelcontextprotocol/sdk/types.js"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { openSse } from "../../testkit/sse.ts"
-import { apps, http, startServer } from "../support/server.ts"
-import { waitFor } from "../support/wait.ts"
+import { apps, http, startServer } from "../../testkit/server.ts"
+import { waitFor } from "../../testkit/wait.ts"
 
 
 describe("interop with the official SDK v1 client", () => {

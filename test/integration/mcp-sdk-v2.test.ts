@@ -4,8 +4,8 @@ import { StreamableHTTPClientTransport as TransportV1 } from "@modelcontextproto
 import { Effect } from "effect"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { SubscriptionRegistry } from "../../src/projections/registry.ts"
-import { apps, http, startServer } from "../support/server.ts"
-import { waitFor } from "../support/wait.ts"
+import { apps, http, startServer } from "../../testkit/server.ts"
+import { waitFor } from "../../testkit/wait.ts"
 
 const modernClient = async (url: string) => {
   const client = new ClientV2({ name: "modern-interop", version: "1.0.0" }, { versionNegotiation: { mode: { pin: "2026-07-28" } } })

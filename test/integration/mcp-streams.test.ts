@@ -2,10 +2,10 @@ import { Deferred, Effect, Layer } from "effect"
 import { afterEach, describe, expect, it } from "vitest"
 import { LevelDb } from "../../src/log/level-db.ts"
 import { eventKey } from "../../src/log/log-keys.ts"
-import { LogFaults } from "../support/log-faults.ts"
-import { MCP_HEADERS, openSession } from "../support/mcp.ts"
+import { LogFaults } from "../../testkit/log-faults.ts"
+import { MCP_HEADERS, openSession } from "../../testkit/legacy-client.ts"
 import { openSse } from "../../testkit/sse.ts"
-import { apps, http, rawRequest, startServer, tempDir } from "../support/server.ts"
+import { apps, http, rawRequest, startServer, tempDir } from "../../testkit/server.ts"
 
 const servers: Array<{ close: () => Promise<void> }> = []
 const start = async (...args: Parameters<typeof startServer>) => {

@@ -1,12 +1,12 @@
 /**
- * `GET /metrics` (issue 23): the Prometheus text format, parsed strictly (support/prom-text.ts), behind the
+ * `GET /metrics` (issue 23): the Prometheus text format, parsed strictly (testkit/prom-text.ts), behind the
  * bearer token when one is set; its counters move by exactly the writes made; two servers in one process count
  * apart; WO_METRICS=0 turns it off. Real servers on port 0 over a temp classic-level dir.
  */
 import { afterAll, describe, expect, it } from "vitest"
-import { openListen } from "../support/modern.ts"
-import { parsePrometheusText, type Exposition } from "../support/prom-text.ts"
-import { apps, http, startServer } from "../support/server.ts"
+import { openListen } from "../../testkit/modern-client.ts"
+import { parsePrometheusText, type Exposition } from "../../testkit/prom-text.ts"
+import { apps, http, startServer } from "../../testkit/server.ts"
 import type { SseConnection } from "../../testkit/sse.ts"
 
 const TOKEN = "metrics-test-token"

@@ -12,7 +12,7 @@ import type { StoredEvent } from "../../src/domain/events.ts"
 import { EventLog, isWritten, Stale, type AppendEntry, type AppendResult } from "../../src/log/event-log.ts"
 import { PgConnection, pgConnectionLayer } from "../../src/log/postgres/connection.ts"
 import { makePostgresLog, postgresLogLayer } from "../../src/log/postgres/postgres-log.ts"
-import { waitFor } from "../support/wait.ts"
+import { waitFor } from "../../testkit/wait.ts"
 import { haveBinaries, startCluster, warnIfSkipped, type PgCluster } from "../cluster/pg-cluster.ts"
 
 warnIfSkipped("the append cost tests")

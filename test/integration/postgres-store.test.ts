@@ -15,8 +15,8 @@ import { EventLog, isWritten, Stale, type AppendBatch, type AppendEntry, type Ev
 import type { StoredEvent } from "../../src/domain/events.ts"
 import { postgresLogLayer } from "../../src/log/postgres/postgres-log.ts"
 import { spawnWo } from "../../testkit/spawn.ts"
-import { http, ROOT, tempDir } from "../support/server.ts"
-import { waitFor } from "../support/wait.ts"
+import { http, ROOT, tempDir } from "../../testkit/server.ts"
+import { waitFor } from "../../testkit/wait.ts"
 
 const SCRIPT = path.join(ROOT, "scripts/pg-cluster.sh")
 /** The same search as the script's: Debian's layout, else initdb on PATH. */

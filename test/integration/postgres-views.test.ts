@@ -12,8 +12,8 @@ import { HttpServer } from "../../src/http/server.ts"
 import { Views, type ViewsRecovery } from "../../src/projections/views.ts"
 import { writeOnceLayer } from "../../src/runtime.ts"
 import { haveBinaries, startCluster, warnIfSkipped, type PgCluster } from "../cluster/pg-cluster.ts"
-import { apps, http, tempDir } from "../support/server.ts"
-import { blogCountingCreates } from "../support/redeclared-blog.ts"
+import { apps, http, tempDir } from "../../testkit/server.ts"
+import { blogCountingCreates } from "../../testkit/redeclared-blog.ts"
 
 warnIfSkipped("the PostgreSQL views tests")
 

@@ -14,8 +14,8 @@ import { postgresLogLayer } from "../../src/log/postgres/postgres-log.ts"
 import { writeOnceLayer } from "../../src/runtime.ts"
 import type { Spawned } from "../../testkit/spawn.ts"
 import { haveBinaries, startCluster, startNode, warnIfSkipped, type PgCluster } from "../cluster/pg-cluster.ts"
-import { parsePrometheusText } from "../support/prom-text.ts"
-import { http, tempDir } from "../support/server.ts"
+import { parsePrometheusText } from "../../testkit/prom-text.ts"
+import { http, tempDir } from "../../testkit/server.ts"
 
 warnIfSkipped("readiness of a lagging node")
 

@@ -10,10 +10,11 @@ import * as fs from "node:fs"
 import * as path from "node:path"
 import { describe, expect, it } from "vitest"
 import library from "../../examples/library/app.ts"
-import { callTool, rpc } from "../support/mcp.ts"
-import { modernCall, modernRequest } from "../support/modern.ts"
-import { http, startServer, tempDir } from "../support/server.ts"
-import { parseTranscript, runTranscript } from "../support/transcript.ts"
+import { callTool, rpc } from "../../testkit/legacy-client.ts"
+import { modernCall, modernRequest } from "../../testkit/modern-client.ts"
+import { http, startServer, tempDir } from "../../testkit/server.ts"
+import { parseTranscript } from "../../src/testing/transcript/index.ts"
+import { runTranscript } from "../../src/testing/transcript-run.ts"
 
 const post = (url: string, body: unknown) => http(url, { method: "POST", body })
 

@@ -9,9 +9,9 @@ import { Schema } from "effect"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { defineApp, entity, reject } from "../../src/index.ts"
 import { DeciderSpecification, SpecFailed, created, invoke } from "../../src/testing/index.ts"
-import { openSession, rawMcp } from "../support/mcp.ts"
-import { MODERN_META, modernHeaders } from "../support/modern.ts"
-import { http, rawRequest, startServer } from "../support/server.ts"
+import { openSession, rawMcp } from "../../testkit/legacy-client.ts"
+import { MODERN_META, modernHeaders } from "../../testkit/modern-client.ts"
+import { http, rawRequest, startServer } from "../../testkit/server.ts"
 
 const library = defineApp({
   name: "library",

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { apps, http, rawRequest, startServer } from "../support/server.ts"
+import { apps, http, rawRequest, startServer } from "../../testkit/server.ts"
 
 const article = { title: "Hello", body: "First post", status: "draft", tags: ["intro"], author: { name: "Ann" } }
 

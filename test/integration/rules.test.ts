@@ -6,12 +6,12 @@
 import { Effect, Either, Layer, Logger } from "effect"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { Commands, type Command } from "../../src/commands/commands.ts"
-import { IN_RANGE, library } from "../support/library-rules.ts"
-import { LogFaults } from "../support/log-faults.ts"
-import { openSession, rawMcp, rpc } from "../support/mcp.ts"
-import { MODERN_META, modernHeaders, modernRequest } from "../support/modern.ts"
-import { http, rawRequest, startServer } from "../support/server.ts"
-import { waitFor } from "../support/wait.ts"
+import { IN_RANGE, library } from "../../testkit/library-rules.ts"
+import { LogFaults } from "../../testkit/log-faults.ts"
+import { openSession, rawMcp, rpc } from "../../testkit/legacy-client.ts"
+import { MODERN_META, modernHeaders, modernRequest } from "../../testkit/modern-client.ts"
+import { http, rawRequest, startServer } from "../../testkit/server.ts"
+import { waitFor } from "../../testkit/wait.ts"
 
 const logs: Array<string> = []
 const capturingLogger = Logger.replace(

@@ -13,15 +13,15 @@ import * as fs from "node:fs"
 import { afterAll, describe, expect, it } from "vitest"
 import type { AppDef } from "../../src/domain/catalog.ts"
 import { loadApp } from "../../src/load-app.ts"
-import { callTool, rpc } from "../support/mcp.ts"
+import { callTool, rpc } from "../../testkit/legacy-client.ts"
 import { runWo } from "../../testkit/spawn.ts"
-import { apps, http, spawnServer, startServer, tempDir } from "../support/server.ts"
+import { apps, http, spawnServer, startServer, tempDir } from "../../testkit/server.ts"
 import { openSse } from "../../testkit/sse.ts"
-import { writeAppDir as writeSharedAppDir } from "../support/app-dir.ts"
+import { writeAppDir as writeSharedAppDir } from "../../testkit/app-dir.ts"
 
 const appDirs: Array<string> = []
 
-/** An app folder in a temp dir (test/support/app-dir.ts), removed after each test. */
+/** An app folder in a temp dir (testkit/app-dir.ts), removed after each test. */
 const writeAppDir = (source: string) => {
   const dir = writeSharedAppDir(source)
   appDirs.push(dir)

@@ -9,10 +9,10 @@
 import * as fs from "node:fs"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { writeProducts, type ProductSpec } from "../../bench/lib/row-writer.ts"
-import { writeAppDir } from "../support/app-dir.ts"
-import { openListen } from "../support/modern.ts"
-import { waitFor } from "../support/wait.ts"
-import { http, spawnServer, tempDir, type SpawnedServer } from "../support/server.ts"
+import { writeAppDir } from "../../testkit/app-dir.ts"
+import { openListen } from "../../testkit/modern-client.ts"
+import { waitFor } from "../../testkit/wait.ts"
+import { http, spawnServer, tempDir, type SpawnedServer } from "../../testkit/server.ts"
 
 const N = 200_000
 const CACHE = 8 * 1024 * 1024

@@ -9,8 +9,8 @@ import { afterEach, describe, expect, it } from "vitest"
 import type { Change } from "../../src/domain/events.ts"
 import { OpenStreams } from "../../src/http/open-streams.ts"
 import { ChangeFeed } from "../../src/projections/change-feed.ts"
-import { listenBody, modernHeaders, openListen, rawListen } from "../support/modern.ts"
-import { apps, http, startServer } from "../support/server.ts"
+import { listenBody, modernHeaders, openListen, rawListen } from "../../testkit/modern-client.ts"
+import { apps, http, startServer } from "../../testkit/server.ts"
 
 type Server = Awaited<ReturnType<typeof startServer>>
 let server: Server | undefined

@@ -11,8 +11,8 @@ import * as path from "node:path"
 import { afterAll, describe, expect, it } from "vitest"
 import { appendSetPriceEvents } from "../../bench/lib/log-writer.ts"
 import { parseSse } from "../../src/sse.ts"
-import { openListen, rawListen } from "../support/modern.ts"
-import { http, ROOT, spawnServer, tempDir, type SpawnedServer } from "../support/server.ts"
+import { openListen, rawListen } from "../../testkit/modern-client.ts"
+import { http, ROOT, spawnServer, tempDir, type SpawnedServer } from "../../testkit/server.ts"
 
 const EVENTS = 3000
 const READERS = 50

@@ -1,9 +1,9 @@
 import { describe, expect, it } from "vitest"
 import type { Change } from "../../src/domain/events.ts"
 import { ChangeFeed } from "../../src/projections/change-feed.ts"
-import { MCP_HEADERS, openSession } from "../support/mcp.ts"
+import { MCP_HEADERS, openSession } from "../../testkit/legacy-client.ts"
 import { openSse } from "../../testkit/sse.ts"
-import { apps, http, startServer } from "../support/server.ts"
+import { apps, http, startServer } from "../../testkit/server.ts"
 
 const TOTAL = 100_000
 const CHUNK = 200

@@ -5,7 +5,7 @@
 import * as fs from "node:fs"
 import * as path from "node:path"
 import { describe, expect, it } from "vitest"
-import { ROOT, runWo, tempDir } from "../support/server.ts"
+import { ROOT, runWo, tempDir } from "../../testkit/server.ts"
 
 const makeApp = (spec: string) => {
   const dir = path.join(tempDir("wo-typecheck-"), "notes")

@@ -10,8 +10,8 @@ import * as path from "node:path"
 import { describe, expect, it } from "vitest"
 import { ACCEPTED_LOSS_FILE, type AcceptedLoss } from "../../src/log/accepted-loss.ts"
 import { runWo } from "../../testkit/spawn.ts"
-import { buildAckedStore, pricing, writeAheadLog } from "../support/acked-store.ts"
-import { apps, http, spawnServer, startServer } from "../support/server.ts"
+import { buildAckedStore, pricing, writeAheadLog } from "../../testkit/acked-store.ts"
+import { apps, http, spawnServer, startServer } from "../../testkit/server.ts"
 
 describe("--accept-data-loss after LevelDB dropped part of its write-ahead log", () => {
   it("recounts, records the lost seqs and ids, serves what is left, and wo verify passes reporting the loss", async () => {

@@ -7,10 +7,10 @@ import { Client } from "@modelcontextprotocol/sdk/client/index.js"
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js"
 import * as path from "node:path"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { MCP_HEADERS } from "../support/mcp.ts"
-import { modernHeaders, MODERN_META } from "../support/modern.ts"
+import { MCP_HEADERS } from "../../testkit/legacy-client.ts"
+import { modernHeaders, MODERN_META } from "../../testkit/modern-client.ts"
 import { runWo, spawnWo } from "../../testkit/spawn.ts"
-import { apps, http, rawRequest, ROOT, startServer, tempDir } from "../support/server.ts"
+import { apps, http, rawRequest, ROOT, startServer, tempDir } from "../../testkit/server.ts"
 
 const TOKEN = "t0ken-with-enough-entropy-4f9c"
 const REALM = 'Bearer realm="writeonce"'

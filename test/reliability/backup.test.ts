@@ -14,9 +14,9 @@ import { runWo } from "../../testkit/spawn.ts"
 import { readAckedRecord } from "../../src/log/acked-head.ts"
 import { BACKUP_PATH, CONTROL_FILE, readControlRecord, TOKEN_HEADER } from "../../src/backup/control.ts"
 import { BACKUP_FILE } from "../../src/backup/copy-store.ts"
-import { buildAckedStore, writeAheadLog } from "../support/acked-store.ts"
-import { canonical, eventsByRow, foldRow, readStore } from "../support/log-reader.ts"
-import { http, rawRequest, ROOT, spawnServer, tempDir, type SpawnedServer } from "../support/server.ts"
+import { buildAckedStore, writeAheadLog } from "../../testkit/acked-store.ts"
+import { canonical, eventsByRow, foldRow, readStore } from "../../testkit/log-reader.ts"
+import { http, rawRequest, ROOT, spawnServer, tempDir, type SpawnedServer } from "../../testkit/server.ts"
 
 const pricing = path.join(ROOT, "examples/pricing")
 const PRODUCTS = 20_000

@@ -10,8 +10,8 @@ import { spawn } from "node:child_process"
 import * as fs from "node:fs"
 import * as path from "node:path"
 import { describe, expect, it } from "vitest"
-import { servedRows, type FlipManifest, type FlipOutcome } from "../support/flip-trials.ts"
-import { apps, http, ROOT, startServer, tempDir } from "../support/server.ts"
+import { servedRows, type FlipManifest, type FlipOutcome } from "../../testkit/flip-trials.ts"
+import { apps, http, ROOT, startServer, tempDir } from "../../testkit/server.ts"
 
 const SEED = Number(process.env.FLIP_SEED ?? 20261202)
 const TRIALS = Number(process.env.FLIP_TRIALS ?? 48)
@@ -44,7 +44,7 @@ const buildStore = async () => {
 }
 
 /**
- * Runs the trials in child processes (test/support/flip-trials.ts): a trial that aborts its process inside
+ * Runs the trials in child processes (testkit/flip-trials.ts): a trial that aborts its process inside
  * LevelDB is refused, served nothing, and the rest go on in a new child.
  */
 const runTrials = async (manifest: FlipManifest) => {
@@ -53,7 +53,7 @@ const runTrials = async (manifest: FlipManifest) => {
   while (left.length > 0) {
     const file = path.join(tempDir("wo-flip-manifest-"), "manifest.json")
     fs.writeFileSync(file, JSON.stringify({ ...manifest, dirs: left }))
-    const child = spawn(process.execPath, ["--import", "tsx", path.join(ROOT, "test/support/flip-trials.ts"), file], {
+    const child = spawn(process.execPath, ["--import", "tsx", path.join(ROOT, "testkit/flip-trials.ts"), file], {
       cwd: ROOT,
       stdio: ["ignore", "pipe", "ignore"]
     })

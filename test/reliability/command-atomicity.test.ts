@@ -13,10 +13,10 @@ import { HttpServer } from "../../src/http/server.ts"
 import { ClassicLevelLog } from "../../src/log/classic-level-log.ts"
 import { EventLog } from "../../src/log/event-log.ts"
 import { writeOnceLayer } from "../../src/runtime.ts"
-import { writeAppDir } from "../support/app-dir.ts"
-import { library } from "../support/library-app.ts"
-import { checkStore, readStore, type StoreSnapshot } from "../support/log-reader.ts"
-import { http, ROOT, runWo, spawnServer, tempDir } from "../support/server.ts"
+import { writeAppDir } from "../../testkit/app-dir.ts"
+import { library } from "../../testkit/library-app.ts"
+import { checkStore, readStore, type StoreSnapshot } from "../../testkit/log-reader.ts"
+import { http, ROOT, runWo, spawnServer, tempDir } from "../../testkit/server.ts"
 
 const cleanups: Array<() => Promise<unknown>> = []
 afterEach(async () => {
@@ -103,7 +103,7 @@ describe("an app command in the store", () => {
   })
 
   it("kill -9 during a stream of lend commands: every loan has its book decremented and nothing else; verify and replay accept the log", async () => {
-    const appDir = writeAppDir(`export { default } from ${JSON.stringify(path.join(ROOT, "test/support/library-app.ts"))}\n`)
+    const appDir = writeAppDir(`export { default } from ${JSON.stringify(path.join(ROOT, "testkit/library-app.ts"))}\n`)
     const dataDir = tempDir("wo-cmd-kill-")
     const server = await spawnServer(appDir, dataDir)
     cleanups.push(() => server.stop("SIGKILL"))

@@ -15,8 +15,8 @@ import { crc32c, seal, unseal, unsealJson } from "../../src/log/record.ts"
 import { verifyStore } from "../../src/log/verify.ts"
 import { damagedTailRecord } from "../../src/log/wal-check.ts"
 import { runWo } from "../../testkit/spawn.ts"
-import { apps, http, ROOT, spawnServer, startServer, tempDir } from "../support/server.ts"
-import { waitFor } from "../support/wait.ts"
+import { apps, http, ROOT, spawnServer, startServer, tempDir } from "../../testkit/server.ts"
+import { waitFor } from "../../testkit/wait.ts"
 
 const product = (n: number) => ({ name: `p${n}`, price: n, currency: "USD" })
 const pricing = path.join(ROOT, "examples/pricing")

@@ -1,9 +1,9 @@
 /**
  * The crash loop, short form (3 cycles; `node --import tsx scripts/crash-loop.ts` runs 20). See
- * test/support/crash-loop.ts for what each cycle checks.
+ * testkit/crash-loop.ts for what each cycle checks.
  */
 import { describe, expect, it } from "vitest"
-import { runCrashLoop } from "../support/crash-loop.ts"
+import { runCrashLoop } from "../../testkit/crash-loop.ts"
 
 describe("crash loop: kill -9 under 32 writes in flight, restart, check", () => {
   it("loses no acknowledged write, keeps the log whole, and resumes every notification", async () => {

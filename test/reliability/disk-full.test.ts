@@ -12,7 +12,7 @@ import * as fs from "node:fs"
 import * as path from "node:path"
 import { afterAll, describe, expect, it } from "vitest"
 import { runWo } from "../../testkit/spawn.ts"
-import { http, ROOT, spawnServer, tempDir } from "../support/server.ts"
+import { http, ROOT, spawnServer, tempDir } from "../../testkit/server.ts"
 
 const mountPoint = tempDir("wo-tmpfs-")
 const mount = (options: string) => execFileSync("mount", ["-t", "tmpfs", "-o", options, "tmpfs", mountPoint], { stdio: "pipe" })

@@ -11,9 +11,9 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { MAX_ISSUES } from "../../src/domain/errors.ts"
-import { openSession, rawMcp, rpc } from "../support/mcp.ts"
-import { MODERN_META, modernHeaders } from "../support/modern.ts"
-import { apps, http, rawRequest, startServer } from "../support/server.ts"
+import { openSession, rawMcp, rpc } from "../../testkit/legacy-client.ts"
+import { MODERN_META, modernHeaders } from "../../testkit/modern-client.ts"
+import { apps, http, rawRequest, startServer } from "../../testkit/server.ts"
 
 type Server = Awaited<ReturnType<typeof startServer>>
 

@@ -7,9 +7,9 @@
  */
 import * as path from "node:path"
 import { describe, expect, it } from "vitest"
-import { KeyedClient, type KeyedWrite } from "../support/keyed-client.ts"
-import { readStore } from "../support/log-reader.ts"
-import { ROOT, spawnServer, tempDir, type SpawnedServer } from "../support/server.ts"
+import { KeyedClient, type KeyedWrite } from "../../testkit/keyed-client.ts"
+import { readStore } from "../../testkit/log-reader.ts"
+import { ROOT, spawnServer, tempDir, type SpawnedServer } from "../../testkit/server.ts"
 
 const BLOG = path.join(ROOT, "examples/blog")
 const CYCLES = 3

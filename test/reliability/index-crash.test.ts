@@ -14,8 +14,8 @@ import { afterEach, describe, expect, it } from "vitest"
 import { writeProducts } from "../../bench/lib/row-writer.ts"
 import { indexKey, indexMetaKey } from "../../src/log/index-keys.ts"
 import { decodeIndexState } from "../../src/log/store-indexes.ts"
-import { writeAppDir } from "../support/app-dir.ts"
-import { http, runWo, spawnServer, tempDir } from "../support/server.ts"
+import { writeAppDir } from "../../testkit/app-dir.ts"
+import { http, runWo, spawnServer, tempDir } from "../../testkit/server.ts"
 
 const cleanups: Array<() => Promise<unknown>> = []
 afterEach(async () => {

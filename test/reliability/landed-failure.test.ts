@@ -18,8 +18,8 @@ import { Catalog } from "../../src/domain/app-catalog.ts"
 import { StoreFailed } from "../../src/domain/errors.ts"
 import { ChangeFeedLive } from "../../src/projections/change-feed.ts"
 import { Rows, RowsLive } from "../../src/projections/rows.ts"
-import { checkStore, readStore } from "../support/log-reader.ts"
-import { apps, tempDir } from "../support/server.ts"
+import { checkStore, readStore } from "../../testkit/log-reader.ts"
+import { apps, tempDir } from "../../testkit/server.ts"
 
 /** The real log, whose next `failures` appends write durably and then report a failure. */
 const landingButFailing = (state: { failures: number }) =>

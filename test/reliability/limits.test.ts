@@ -10,13 +10,13 @@ import { ConfigProvider, Deferred, Effect, Layer } from "effect"
 import * as nodeHttp from "node:http"
 import * as net from "node:net"
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest"
-import { LogFaults } from "../support/log-faults.ts"
+import { LogFaults } from "../../testkit/log-faults.ts"
 import { loadSettings, type Settings } from "../../src/config.ts"
-import { MCP_HEADERS, openSession } from "../support/mcp.ts"
-import { listenBody, modernHeaders, openListen, rawListen, SUBSCRIPTION_ID } from "../support/modern.ts"
+import { MCP_HEADERS, openSession } from "../../testkit/legacy-client.ts"
+import { listenBody, modernHeaders, openListen, rawListen, SUBSCRIPTION_ID } from "../../testkit/modern-client.ts"
 import { openSse } from "../../testkit/sse.ts"
-import { apps, http, rawRequest, startServer } from "../support/server.ts"
-import { sessionRequest } from "../support/write-traffic.ts"
+import { apps, http, rawRequest, startServer } from "../../testkit/server.ts"
+import { sessionRequest } from "../../testkit/write-traffic.ts"
 
 const servers: Array<{ close: () => Promise<void> }> = []
 const start = async (...args: Parameters<typeof startServer>) => {

@@ -10,7 +10,7 @@ import * as path from "node:path"
 import { beforeAll, describe, expect, it } from "vitest"
 import { writeProducts } from "../../bench/lib/row-writer.ts"
 import { runWo } from "../../testkit/spawn.ts"
-import { apps, http, ROOT, spawnServer, startServer, tempDir } from "../support/server.ts"
+import { apps, http, ROOT, spawnServer, startServer, tempDir } from "../../testkit/server.ts"
 
 const pricing = path.join(ROOT, "examples/pricing")
 const ROWS = 1800

@@ -11,8 +11,8 @@ import * as path from "node:path"
 import { afterAll, describe, expect, it } from "vitest"
 import { writeProducts } from "../../bench/lib/row-writer.ts"
 import { environment, WO_BIN } from "../../testkit/spawn.ts"
-import { LogFaults } from "../support/log-faults.ts"
-import { apps, freePort, http, rawRequest, ROOT, spawnServer, startServer, tempDir } from "../support/server.ts"
+import { LogFaults } from "../../testkit/log-faults.ts"
+import { apps, freePort, http, rawRequest, ROOT, spawnServer, startServer, tempDir } from "../../testkit/server.ts"
 
 const pricing = path.join(ROOT, "examples/pricing")
 const TOKEN = "ready-test-token"

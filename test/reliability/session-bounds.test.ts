@@ -15,12 +15,12 @@ import * as path from "node:path"
 import { afterEach, describe, expect, it } from "vitest"
 import { LevelDb } from "../../src/log/level-db.ts"
 import { SubscriptionRegistry } from "../../src/projections/registry.ts"
-import { openSession } from "../support/mcp.ts"
-import { listenBody, modernHeaders, openListen } from "../support/modern.ts"
+import { openSession } from "../../testkit/legacy-client.ts"
+import { listenBody, modernHeaders, openListen } from "../../testkit/modern-client.ts"
 import { openSse } from "../../testkit/sse.ts"
 import { rssKb } from "../../testkit/spawn.ts"
-import { apps, http, rawRequest, ROOT, spawnServer, startServer, tempDir } from "../support/server.ts"
-import { sessionRequest } from "../support/write-traffic.ts"
+import { apps, http, rawRequest, ROOT, spawnServer, startServer, tempDir } from "../../testkit/server.ts"
+import { sessionRequest } from "../../testkit/write-traffic.ts"
 
 const servers: Array<{ close: () => Promise<void> }> = []
 const start = async (...args: Parameters<typeof startServer>) => {

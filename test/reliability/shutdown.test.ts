@@ -4,12 +4,12 @@
  */
 import * as path from "node:path"
 import { describe, expect, it } from "vitest"
-import { openSession } from "../support/mcp.ts"
-import { checkStore, readStore } from "../support/log-reader.ts"
-import { openListen, SUBSCRIPTION_ID } from "../support/modern.ts"
+import { openSession } from "../../testkit/legacy-client.ts"
+import { checkStore, readStore } from "../../testkit/log-reader.ts"
+import { openListen, SUBSCRIPTION_ID } from "../../testkit/modern-client.ts"
 import { openSse, type SseConnection } from "../../testkit/sse.ts"
-import { ROOT, runWo, spawnServer, tempDir } from "../support/server.ts"
-import { prng, reconcile, runTraffic, sessionRequest, verifyOverHttp, WriteModel } from "../support/write-traffic.ts"
+import { ROOT, runWo, spawnServer, tempDir } from "../../testkit/server.ts"
+import { prng, reconcile, runTraffic, sessionRequest, verifyOverHttp, WriteModel } from "../../testkit/write-traffic.ts"
 
 const BLOG = path.join(ROOT, "examples/blog")
 /** SIGTERM comes right after this many acknowledged writes, with the others still in flight: a count, not a time. */

@@ -14,9 +14,9 @@ import { defineApp, entity, view, type ViewDef } from "../../src/domain/catalog.
 import { compileApp } from "../../src/domain/compile.ts"
 import { MigrationFailed } from "../../src/domain/migrations.ts"
 import { upcastEvent, upcastRow } from "../../src/log/upcasting-log.ts"
-import { checkStore, readStore } from "../support/log-reader.ts"
-import { callTool } from "../support/mcp.ts"
-import { http, startServer } from "../support/server.ts"
+import { checkStore, readStore } from "../../testkit/log-reader.ts"
+import { callTool } from "../../testkit/legacy-client.ts"
+import { http, startServer } from "../../testkit/server.ts"
 
 /** Hostile values, each made afresh (a Promise's rejection must not be left unhandled by the generator itself). */
 const cyclic = () => {

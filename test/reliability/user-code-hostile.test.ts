@@ -8,10 +8,10 @@ import { describe, expect, it } from "vitest"
 import { GroupCommit } from "../../src/commands/group-commit.ts"
 import { defineApp, entity, view } from "../../src/domain/catalog.ts"
 import { mapField } from "../../src/domain/migrations.ts"
-import { writeAppDir } from "../support/app-dir.ts"
-import { checkStore, readStore } from "../support/log-reader.ts"
-import { callTool } from "../support/mcp.ts"
-import { http, spawnServer, startServer, tempDir } from "../support/server.ts"
+import { writeAppDir } from "../../testkit/app-dir.ts"
+import { checkStore, readStore } from "../../testkit/log-reader.ts"
+import { callTool } from "../../testkit/legacy-client.ts"
+import { http, spawnServer, startServer, tempDir } from "../../testkit/server.ts"
 
 type Server = Awaited<ReturnType<typeof startServer>>
 

@@ -7,15 +7,15 @@ import { Deferred, Effect, Either, Layer, Logger, Schema } from "effect"
 import { describe, expect, it } from "vitest"
 import { Commands, type Command } from "../../src/commands/commands.ts"
 import { GroupCommit } from "../../src/commands/group-commit.ts"
-import { LogFaults } from "../support/log-faults.ts"
+import { LogFaults } from "../../testkit/log-faults.ts"
 import { defineApp, entity } from "../../src/domain/catalog.ts"
-import { callTool } from "../support/mcp.ts"
-import { modernCall } from "../support/modern.ts"
-import { checkStore, readStore } from "../support/log-reader.ts"
+import { callTool } from "../../testkit/legacy-client.ts"
+import { modernCall } from "../../testkit/modern-client.ts"
+import { checkStore, readStore } from "../../testkit/log-reader.ts"
 import * as path from "node:path"
 import { ROOT, spawnNode, WO_READY } from "../../testkit/spawn.ts"
-import { http, startServer, tempDir } from "../support/server.ts"
-import { waitFor } from "../support/wait.ts"
+import { http, startServer, tempDir } from "../../testkit/server.ts"
+import { waitFor } from "../../testkit/wait.ts"
 
 /** The pricing app, with a set_price that throws on 13 and a restock that throws a non-Error. */
 const throwingApp = defineApp({
@@ -171,7 +171,7 @@ describe("a writer that dies (a bug of ours, injected)", () => {
 
 describe("a writer that dies in a real process", () => {
   it("answers the caller, and the process exits 1 for its supervisor", async () => {
-    const server = await spawnNode(path.join(ROOT, "test/support/dying-writer.ts"), [tempDir("wo-dying-")], { importTsx: true, ready: WO_READY })
+    const server = await spawnNode(path.join(ROOT, "testkit/dying-writer.ts"), [tempDir("wo-dying-")], { importTsx: true, ready: WO_READY })
     try {
       const answer = await fetch(`${server.url}/api/products`, {
         method: "POST",

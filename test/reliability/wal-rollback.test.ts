@@ -13,8 +13,8 @@ import { ACKED_FILE } from "../../src/log/acked-head.ts"
 import { DATA_LOSS_MARKER, openDb } from "../../src/log/level-db.ts"
 import { verifyStore } from "../../src/log/verify.ts"
 import { runWo } from "../../testkit/spawn.ts"
-import { buildAckedStore, copyDir, headOf, pricing, startRefused, writeAheadLog, type AckedStore } from "../support/acked-store.ts"
-import { apps, http, spawnServer, startServer } from "../support/server.ts"
+import { buildAckedStore, copyDir, headOf, pricing, startRefused, writeAheadLog, type AckedStore } from "../../testkit/acked-store.ts"
+import { apps, http, spawnServer, startServer } from "../../testkit/server.ts"
 
 let store: AckedStore
 

@@ -11,7 +11,7 @@ import * as path from "node:path"
 import { describe, expect, it } from "vitest"
 import { openDb } from "../../src/log/level-db.ts"
 import { copyPinned, pinFiles } from "../../src/backup/pin-files.ts"
-import { tempDir } from "../support/server.ts"
+import { tempDir } from "../../testkit/server.ts"
 
 describe("whileNoWrites", () => {
   it("waits for the write in flight and holds new writes until it returns; the pinned files are that state", async () => {

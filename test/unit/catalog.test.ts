@@ -2,7 +2,7 @@ import { Either, Schema } from "effect"
 import { describe, expect, it } from "vitest"
 import { defineApp, entity } from "../../src/domain/catalog.ts"
 import { compileApp } from "../../src/domain/compile.ts"
-import { apps } from "../support/server.ts"
+import { apps } from "../../testkit/server.ts"
 
 const problems = (app: Parameters<typeof compileApp>[0]) => {
   const compiled = compileApp(app)

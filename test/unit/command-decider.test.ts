@@ -4,7 +4,7 @@ import { describe, expect, it } from "vitest"
 import { defineApp, entity, reject, type Row } from "../../src/index.ts"
 import { compileApp } from "../../src/domain/compile.ts"
 import { decideCommand } from "../../src/domain/command-decider.ts"
-import { library } from "../support/library-app.ts"
+import { library } from "../../testkit/library-app.ts"
 
 const compiled = Either.getOrThrow(compileApp(library))
 const stored: Record<string, Row> = {

@@ -6,8 +6,8 @@ import { defineApp, entity } from "../../src/domain/catalog.ts"
 import { compileApp } from "../../src/domain/compile.ts"
 import library from "../../examples/library/app.ts"
 import pricing from "../../examples/pricing/app.ts"
-import { rpc } from "../support/mcp.ts"
-import { http, startServer } from "../support/server.ts"
+import { rpc } from "../../testkit/legacy-client.ts"
+import { http, startServer } from "../../testkit/server.ts"
 
 const viewOf = (app: Parameters<typeof compileApp>[0]) => catalogView(Either.getOrThrow(compileApp(app)), "0.0.0", () => [])
 

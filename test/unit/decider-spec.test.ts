@@ -18,7 +18,7 @@ import {
 } from "../../src/testing/decider-spec.ts"
 import { junitXml, tapResult, tapSummary } from "../../src/testing/reporters.ts"
 import { spec, takeSpecs } from "../../src/testing/spec.ts"
-import { apps } from "../support/server.ts"
+import { apps } from "../../testkit/server.ts"
 
 const given = DeciderSpecification.for(apps.pricing, "products")
 const pen: EventOf<typeof apps.pricing, "products"> = created({ name: "Pen", price: 2, currency: "USD" })

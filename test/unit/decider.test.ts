@@ -3,7 +3,7 @@ import { describe, expect, it } from "vitest"
 import { compileApp } from "../../src/domain/compile.ts"
 import { decide, evolve } from "../../src/domain/decider.ts"
 import type { StoredEvent } from "../../src/domain/events.ts"
-import { apps } from "../support/server.ts"
+import { apps } from "../../testkit/server.ts"
 
 const pricing = Either.getOrThrow(compileApp(apps.pricing))
 const products = pricing.types.get("products")!

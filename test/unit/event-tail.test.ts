@@ -13,7 +13,7 @@ import { makeStreamHub } from "../../src/http/stream-hub.ts"
 import { EventLog } from "../../src/log/event-log.ts"
 import { makeChangeFeed } from "../../src/projections/change-feed.ts"
 import { makeRows } from "../../src/projections/rows.ts"
-import { FakeSocket } from "../support/fake-socket.ts"
+import { FakeSocket } from "../../testkit/fake-socket.ts"
 import { MemoryLogLive } from "./memory-log.ts"
 
 const request = (query: string, headers: Record<string, string> = {}, remoteAddress = "127.0.0.1"): EdgeRequest => ({

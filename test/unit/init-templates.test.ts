@@ -6,7 +6,7 @@ import * as fs from "node:fs"
 import * as path from "node:path"
 import { describe, expect, it } from "vitest"
 import { FILES, renderTemplate, SAMPLE, TEMPLATE } from "../../scripts/library-template.ts"
-import { runWo, tempDir } from "../support/server.ts"
+import { runWo, tempDir } from "../../testkit/server.ts"
 
 const read = (dir: string, file: string) => fs.readFileSync(path.join(dir, file), "utf8")
 

@@ -17,7 +17,7 @@ import { OpenStreamsDefault } from "./mcp-route.ts"
 import { makeStreamHub } from "../../src/http/stream-hub.ts"
 import { makeRegistry } from "../../src/projections/registry.ts"
 import { makeRows } from "../../src/projections/rows.ts"
-import { FakeSocket } from "../support/fake-socket.ts"
+import { FakeSocket } from "../../testkit/fake-socket.ts"
 
 const N = 25
 const URI = "wo://products/1"

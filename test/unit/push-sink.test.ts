@@ -6,7 +6,7 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
 import { makeStreamHub } from "../../src/http/stream-hub.ts"
-import { FakeSocket } from "../support/fake-socket.ts"
+import { FakeSocket } from "../../testkit/fake-socket.ts"
 
 const frame = (n: number) => Buffer.from(`data: ${n}\n\n`)
 const tick = () => new Promise<void>((r) => queueMicrotask(r))

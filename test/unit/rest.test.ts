@@ -13,7 +13,7 @@ import type { EdgeRequest, EdgeResponse } from "../../src/http/edge-types.ts"
 import { makeRestRoutes } from "../../src/http/rest.ts"
 import { Queries } from "../../src/projections/queries.ts"
 import { coreLayer } from "../../src/runtime.ts"
-import { tempDir } from "../support/server.ts"
+import { tempDir } from "../../testkit/server.ts"
 
 /** The library app over a fresh, empty store, with the default settings (not the test process's environment). */
 const freshApp = Effect.suspend(() =>

@@ -11,7 +11,7 @@ import { Catalog } from "../../src/domain/app-catalog.ts"
 import { ChangeFeedLive } from "../../src/projections/change-feed.ts"
 import { makeRows, Rows } from "../../src/projections/rows.ts"
 import { SharedCommit } from "../../src/commands/commit-mode.ts"
-import { library } from "../support/library-rules.ts"
+import { library } from "../../testkit/library-rules.ts"
 import { SharedMemoryLog, SharedMemoryLogLive } from "./memory-log.ts"
 
 const EmptyRows = Layer.sync(Rows, () => makeRows(new Map(), 0, { rows: 0, events: 0, tailEvents: 0, millis: 0 }))

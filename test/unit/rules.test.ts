@@ -8,7 +8,7 @@ import { defineApp, entity, type AppDef } from "../../src/domain/catalog.ts"
 import { compileApp } from "../../src/domain/compile.ts"
 import { ref } from "../../src/domain/refs.ts"
 import { create, created, DeciderSpecification, type EventOf, invoke, invoked, update, updated } from "../../src/testing/decider-spec.ts"
-import { IN_RANGE, library } from "../support/library-rules.ts"
+import { IN_RANGE, library } from "../../testkit/library-rules.ts"
 
 const given = DeciderSpecification.for(library, "books")
 const dune: EventOf<typeof library, "books"> = created({ title: "Dune", copies: 1, available: 1 })

@@ -9,8 +9,8 @@ import { defineApp, entity } from "../../src/domain/catalog.ts"
 import { compileApp } from "../../src/domain/compile.ts"
 import { schemaUri } from "../../src/domain/uri.ts"
 import library from "../../examples/library/app.ts"
-import { rpc } from "../support/mcp.ts"
-import { startServer } from "../support/server.ts"
+import { rpc } from "../../testkit/legacy-client.ts"
+import { startServer } from "../../testkit/server.ts"
 
 /** One field of each kind an app author writes, defaulted or not. */
 const fields = {

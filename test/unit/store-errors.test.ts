@@ -19,7 +19,7 @@ import { errorResponse } from "../../src/http/rest.ts"
 import { makeMetrics } from "../../src/metrics/metrics.ts"
 import { makeRegistry } from "../../src/projections/registry.ts"
 import { makeRows } from "../../src/projections/rows.ts"
-import { parsePrometheusText } from "../support/prom-text.ts"
+import { parsePrometheusText } from "../../testkit/prom-text.ts"
 import { makeRoute, OpenStreamsDefault } from "./mcp-route.ts"
 
 const TAGS = Object.keys(STORE_ERRORS) as ReadonlyArray<StoreErrorTag>

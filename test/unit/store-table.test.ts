@@ -22,7 +22,7 @@ import { BACKFILL_CHUNK, IndexBackfill } from "../../src/projections/index-backf
 import { compareKeys } from "../../src/projections/ordered-index.ts"
 import { RowCache } from "../../src/projections/row-cache.ts"
 import { servedRow, StoreTable } from "../../src/projections/store-table.ts"
-import { tempDir } from "../support/server.ts"
+import { tempDir } from "../../testkit/server.ts"
 
 type Op =
   | { readonly _tag: "set"; readonly id: number; readonly status: string; readonly n: number }

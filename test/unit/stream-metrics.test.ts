@@ -5,8 +5,8 @@
 import { describe, expect, it } from "@effect/vitest"
 import { makeStreamHub } from "../../src/http/stream-hub.ts"
 import { makeMetrics } from "../../src/metrics/metrics.ts"
-import { FakeSocket } from "../support/fake-socket.ts"
-import { parsePrometheusText } from "../support/prom-text.ts"
+import { FakeSocket } from "../../testkit/fake-socket.ts"
+import { parsePrometheusText } from "../../testkit/prom-text.ts"
 
 const frame = (n: number) => Buffer.from(`data: ${n}\n\n`)
 const tick = () => new Promise<void>((r) => queueMicrotask(r))

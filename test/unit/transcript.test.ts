@@ -9,7 +9,7 @@ import { startEdge, type EdgeHandler } from "../../src/http/edge.ts"
 import { json, type EdgeRequest, type EdgeResponse } from "../../src/http/edge-types.ts"
 import { recordTo } from "../../src/http/recorder.ts"
 import { parseSse, sseParser } from "../../src/sse.ts"
-import { tempDir } from "../support/server.ts"
+import { tempDir } from "../../testkit/server.ts"
 import {
   lineDiff,
   matchJson,
@@ -21,7 +21,7 @@ import {
   type ActualResponse,
   type ExpectedResponse,
   type Vars
-} from "../support/transcript.ts"
+} from "../../src/testing/transcript/index.ts"
 
 const vars = (entries: Record<string, unknown> = {}): Vars => new Map(Object.entries(entries))
 

@@ -1,7 +1,7 @@
 /** App folders in temp dirs whose app.ts imports "writeonce" and "effect" from this checkout, for `wo run` and loadApp. */
 import * as fs from "node:fs"
 import * as path from "node:path"
-import { ROOT } from "../../testkit/spawn.ts"
+import { ROOT } from "./spawn.ts"
 import { tempDir } from "./server.ts"
 
 export const writeAppDir = (source: string): string => {

@@ -2,15 +2,15 @@
  * The child side of the writer-death test (test/reliability/user-code.test.ts): `wo run`'s composition (the
  * runtime plus exitWhenTheWriterDies) over a log whose first append dies, as a bug of ours would. It announces
  * itself as `wo run` does (writeOnceLayer logs the same lines). Run as
- * `node --import tsx test/support/dying-writer.ts <data-dir>`.
+ * `node --import tsx testkit/dying-writer.ts <data-dir>`.
  */
 import { Effect, Layer } from "effect"
-import pricing from "../../examples/pricing/app.ts"
-import { exitWhenTheWriterDies } from "../../src/commands/writer-watch.ts"
-import { loadSettings } from "../../src/config.ts"
-import { ClassicLevelLog } from "../../src/log/classic-level-log.ts"
-import { EventLog } from "../../src/log/event-log.ts"
-import { writeOnceLayer } from "../../src/runtime.ts"
+import pricing from "../examples/pricing/app.ts"
+import { exitWhenTheWriterDies } from "../src/commands/writer-watch.ts"
+import { loadSettings } from "../src/config.ts"
+import { ClassicLevelLog } from "../src/log/classic-level-log.ts"
+import { EventLog } from "../src/log/event-log.ts"
+import { writeOnceLayer } from "../src/runtime.ts"
 
 const dyingLog = Layer.effect(
   EventLog,

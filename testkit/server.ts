@@ -5,17 +5,17 @@ import * as nodeHttp from "node:http"
 import * as net from "node:net"
 import * as os from "node:os"
 import * as path from "node:path"
-import type { AppDef } from "../../src/domain/catalog.ts"
-import { loadSettings, type Settings } from "../../src/config.ts"
-import { HttpServer } from "../../src/http/server.ts"
-import { writeOnceLayer } from "../../src/runtime.ts"
+import type { AppDef } from "../src/domain/catalog.ts"
+import { loadSettings, type Settings } from "../src/config.ts"
+import { HttpServer } from "../src/http/server.ts"
+import { writeOnceLayer } from "../src/runtime.ts"
 import { faultInjectingLog } from "./log-faults.ts"
-import blog from "../../examples/blog/app.ts"
-import pricing from "../../examples/pricing/app.ts"
-import { runWo as runWoProcess, spawnWo, type Spawned } from "../../testkit/spawn.ts"
+import blog from "../examples/blog/app.ts"
+import pricing from "../examples/pricing/app.ts"
+import { runWo as runWoProcess, spawnWo, type Spawned } from "./spawn.ts"
 
 export const apps = { blog, pricing }
-export const ROOT = path.resolve(import.meta.dirname, "../..")
+export const ROOT = path.resolve(import.meta.dirname, "..")
 
 export const tempDir = (prefix = "wo-test-") => fs.mkdtempSync(path.join(os.tmpdir(), prefix))
 

@@ -1,8 +1,8 @@
 /** Raw MCP helpers for tests: legacy JSON-RPC over POST /mcp with fetch, the requests built by testkit/mcp.ts. */
-import { initializeBody, initializedBody, LEGACY_VERSION, legacyRequest, MCP_HEADERS } from "../../testkit/mcp.ts"
+import { initializeBody, initializedBody, LEGACY_VERSION, legacyRequest, MCP_HEADERS } from "./mcp.ts"
 import { http, rawRequest } from "./server.ts"
 
-export { MCP_HEADERS } from "../../testkit/mcp.ts"
+export { MCP_HEADERS } from "./mcp.ts"
 
 let nextId = 1
 const sessionByUrl = new Map<string, string>()

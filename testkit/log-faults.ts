@@ -3,13 +3,13 @@
  * `beforeWrite` runs before every durable write; failing it fails the whole batch exactly as a disk error would,
  * delaying it holds the ack, and a defect kills the writer.
  *
- * Tests provide `Layer.succeed(LogFaults, {...})` to startServer (support/server.ts), which builds the runtime
+ * Tests provide `Layer.succeed(LogFaults, {...})` to startServer (testkit/server.ts), which builds the runtime
  * with `faultInjectingLog`: the real classic-level log, decorated when LogFaults is present.
  */
 import { Context, Effect, Layer, Option } from "effect"
-import type { StoreError } from "../../src/domain/errors.ts"
-import { ClassicLevelLog } from "../../src/log/classic-level-log.ts"
-import { EventLog } from "../../src/log/event-log.ts"
+import type { StoreError } from "../src/domain/errors.ts"
+import { ClassicLevelLog } from "../src/log/classic-level-log.ts"
+import { EventLog } from "../src/log/event-log.ts"
 
 export class LogFaults extends Context.Tag("writeonce/test/LogFaults")<
   LogFaults,

@@ -3,7 +3,7 @@
  * under `counter`. Another declaration of the same view, so a store written by the blog folds it again.
  */
 import { Schema } from "effect"
-import { defineApp, view } from "../../src/domain/catalog.ts"
+import { defineApp, view } from "../src/domain/catalog.ts"
 import { apps } from "./server.ts"
 
 export const blogCountingCreates = (counter: string) =>

@@ -1,7 +1,7 @@
 /**
  * A plain Node program embedding writeonce as the README shows (no Effect runtime of its own: a ManagedRuntime
  * over writeOnceLayer, settings from one object). The CLI test runs it as
- * `node --conditions=writeonce-source --import tsx test/support/embedded.mjs <data-dir> <HOST:PORT>`
+ * `node --conditions=writeonce-source --import tsx testkit/embedded.mjs <data-dir> <HOST:PORT>`
  * (the condition and tsx only point `writeonce` at this checkout's sources; the pack test runs the same from the
  * installed tarball with plain `node`). It must log as `wo run` does, and stop on SIGTERM with exit 0.
  */

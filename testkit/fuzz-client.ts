@@ -5,8 +5,8 @@
  */
 import * as http from "node:http"
 import * as net from "node:net"
-import { isEventStream } from "../../src/sse.ts"
-import { sseDataPayloads } from "../../testkit/sse.ts"
+import { isEventStream } from "../src/sse.ts"
+import { sseDataPayloads } from "./sse.ts"
 
 export interface FuzzRequest {
   readonly method: string

@@ -8,8 +8,8 @@
  * is either at its acknowledged version, or one past it when the write in flight at the crash turned out to be
  * durable (its event then carries exactly that write's payload, and the model adopts it).
  */
-import { MCP_HEADERS, rpc } from "./mcp.ts"
-import { modernCall } from "./modern.ts"
+import { MCP_HEADERS, rpc } from "./legacy-client.ts"
+import { modernCall } from "./modern-client.ts"
 import { canonical, eventsByRow, type RowJson, type StoreSnapshot } from "./log-reader.ts"
 import { http } from "./server.ts"
 

@@ -1,11 +1,11 @@
 /** Raw helpers for the stateless 2026-07-28 era over node:http: requests (built by testkit/mcp.ts), listen streams. */
 import * as nodeHttp from "node:http"
-import { sseParser } from "../../src/sse.ts"
-import { listenBody, modernHeaders, modernRequest as buildModern } from "../../testkit/mcp.ts"
-import { openSse } from "../../testkit/sse.ts"
+import { sseParser } from "../src/sse.ts"
+import { listenBody, modernHeaders, modernRequest as buildModern } from "./mcp.ts"
+import { openSse } from "./sse.ts"
 import { rawRequest } from "./server.ts"
 
-export { listenBody, MODERN_META, MODERN_VERSION, modernHeaders, SUBSCRIPTION_ID } from "../../testkit/mcp.ts"
+export { listenBody, MODERN_META, MODERN_VERSION, modernHeaders, SUBSCRIPTION_ID } from "./mcp.ts"
 
 let nextId = 1_000_000
 

@@ -22,9 +22,9 @@
  *    (row, version) and its seq must be among them; that is the count reported as `notificationsChecked`.
  */
 import * as path from "node:path"
-import { openSession } from "./mcp.ts"
+import { openSession } from "./legacy-client.ts"
 import { checkStore, readStore, type StoreSnapshot } from "./log-reader.ts"
-import { openSse, type SseConnection } from "../../testkit/sse.ts"
+import { openSse, type SseConnection } from "./sse.ts"
 import { ROOT, runWo, spawnServer, tempDir, type SpawnedServer } from "./server.ts"
 import { prng, reconcile, runTraffic, sessionRequest, verifyOverHttp, WriteModel } from "./write-traffic.ts"
 

@@ -4,8 +4,8 @@
  * copies through `add_copies`, so the app means the same with or without guarded fields.
  */
 import { Schema } from "effect"
-import { defineApp, entity, reject } from "../../src/index.ts"
-import { ref } from "../../src/domain/refs.ts"
+import { defineApp, entity, reject } from "../src/index.ts"
+import { ref } from "../src/domain/refs.ts"
 
 const books = entity({
   fields: {

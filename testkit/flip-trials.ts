@@ -4,12 +4,12 @@
  * trial on stdout, preceded by a `start` line: LevelDB's C++ code may abort the whole process on a damaged
  * table (an assertion in its key handling), and the parent then counts the started trial as refused.
  *
- * Run as `node --import tsx test/support/flip-trials.ts <manifest.json>`.
+ * Run as `node --import tsx testkit/flip-trials.ts <manifest.json>`.
  */
 import { Effect } from "effect"
 import * as fs from "node:fs"
-import { openDb } from "../../src/log/level-db.ts"
-import { verifyStore } from "../../src/log/verify.ts"
+import { openDb } from "../src/log/level-db.ts"
+import { verifyStore } from "../src/log/verify.ts"
 import { apps, http, startServer } from "./server.ts"
 
 export interface FlipManifest {
