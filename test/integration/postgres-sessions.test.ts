@@ -7,7 +7,7 @@
 import { Effect, Layer, ManagedRuntime } from "effect"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { PgConnection, pgConnectionLayer } from "../../src/log/postgres/connection.ts"
-import { ensureSchema } from "../../src/log/postgres/schema.ts"
+import { ensureSchema, STORE_VERSION } from "../../src/log/postgres/schema.ts"
 import { SessionStore, type SessionStoreShape } from "../../src/log/session-store.ts"
 import { PostgresSessionStore } from "../../src/log/postgres/session-store.ts"
 import { haveBinaries, startCluster, warnIfSkipped, type PgCluster } from "../cluster/pg-cluster.ts"
@@ -32,7 +32,7 @@ describe.skipIf(!haveBinaries)("legacy sessions in a PostgreSQL store", () => {
 
   it("a subscribe writes one row and leaves the session's record as it was; unsubscribe, DELETE and expiry leave nothing", async () => {
     const { runtime, upgrade, store, sql } = await open("wo_sessions_rows")
-    expect(await upgrade()).toEqual({ from: 0, to: 5 })
+    expect(await upgrade()).toEqual({ from: 0, to: STORE_VERSION })
     await store((s) => s.create("a", { version: "2025-11-25", createdAt: 1 }))
     const record = async () => (await sql(`select record from writeonce.sessions where id = 'a'`))[0].record
     const header = await record()
@@ -73,7 +73,7 @@ describe.skipIf(!haveBinaries)("legacy sessions in a PostgreSQL store", () => {
       JSON.stringify({ version: "2025-11-25", createdAt: 5, subscriptions: { "wo://products/1": 3, "wo://products?name=p": 4 } }),
       Date.now()
     ])
-    expect(await upgrade()).toEqual({ from: 2, to: 5 })
+    expect(await upgrade()).toEqual({ from: 2, to: STORE_VERSION })
     const loaded = await store((s) => s.load!("old"))
     expect(loaded).toEqual({ version: "2025-11-25", createdAt: 5, subscriptions: new Map([["wo://products/1", 3], ["wo://products?name=p", 4]]) })
     expect(JSON.parse((await sql(`select record from writeonce.sessions where id = 'old'`))[0].record)).toEqual({ version: "2025-11-25", createdAt: 5 })
