@@ -53,7 +53,7 @@ const insecureOption = Options.boolean("insecure").pipe(
   Options.withDescription("allow a non-loopback --listen address without WO_AUTH_TOKEN")
 )
 const storeOption = Options.text("store").pipe(
-  Options.withDescription("the event store: postgres://user@host:port[,host:port...]/db (default: the embedded store in the data dir, or WO_STORE); WO_STORE_TIMEOUT (default 5s) bounds each wait for its primary"),
+  Options.withDescription("the event store: postgres://user@host:port[,host:port...]/db (default: the embedded store in the data dir, or WO_STORE); WO_STORE_TIMEOUT (default 5s) bounds each wait for its primary; each node stores its views every WO_VIEW_SNAPSHOT_EVERY events (default 10000)"),
   Options.optional
 )
 const acceptDataLossOption = Options.boolean("accept-data-loss").pipe(

@@ -97,7 +97,15 @@ export interface Settings {
    * writes instead of holding them; reads of this node's rows go on.
    */
   readonly storeTimeoutMs: number
+  /**
+   * On PostgreSQL, how many events a node applies between two snapshots of its views (`WO_VIEW_SNAPSHOT_EVERY`,
+   * default 10000; one is stored at shutdown too): the most a node starting later folds past the last snapshot.
+   */
+  readonly viewSnapshotEvery: number
 }
+
+/** The default of `viewSnapshotEvery` (WO_VIEW_SNAPSHOT_EVERY). */
+export const VIEW_SNAPSHOT_EVERY = 10_000
 
 export class WoConfig extends Context.Tag("writeonce/Config")<WoConfig, Settings>() {}
 
@@ -220,7 +228,8 @@ const fromEnvironment = (d: Partial<Settings>) =>
       store: yield* optionalString("WO_STORE", d.store),
       metrics: yield* onOff("WO_METRICS", d.metrics ?? true),
       readyMaxLag: yield* positiveInt("WO_READY_MAX_LAG", d.readyMaxLag ?? 1000),
-      storeTimeoutMs: yield* durationMs("WO_STORE_TIMEOUT", d.storeTimeoutMs ?? 5000)
+      storeTimeoutMs: yield* durationMs("WO_STORE_TIMEOUT", d.storeTimeoutMs ?? 5000),
+      viewSnapshotEvery: yield* positiveInt("WO_VIEW_SNAPSHOT_EVERY", d.viewSnapshotEvery ?? VIEW_SNAPSHOT_EVERY)
     }
     return settings
   })
@@ -233,7 +242,7 @@ const KNOWN_KEYS: ReadonlySet<string> = new Set(Object.keys({
   maxSubscriptions: true, maxUriLength: true, maxSubscriptionBytes: true, maxJsonDepth: true,
   maxListensPerClient: true, maxListenStreams: true, streamMemory: true, maxEventTailsPerClient: true,
   maxEventTails: true, authToken: true, insecure: true, acceptDataLoss: true, recordFile: true,
-  idempotencyTtlMs: true, store: true, metrics: true, readyMaxLag: true, storeTimeoutMs: true, catalogReloads: true
+  idempotencyTtlMs: true, store: true, metrics: true, readyMaxLag: true, storeTimeoutMs: true, viewSnapshotEvery: true, catalogReloads: true
 } satisfies Record<keyof SettingsInput, true>))
 
 /** `input` as Settings fields: an unknown key or a malformed `listen` is a ConfigError naming it. */

@@ -63,12 +63,14 @@ export const coreLayer = (app: AppDef, settings: Settings, options: CoreOptions 
   // up to one seq, from which the tailer follows (log/pinned-log.ts).
   // The embedded store serves its rows from disk (store-rows.ts); a PostgreSQL node holds them in memory.
   const recovered = shared ? Layer.mergeAll(RowsLive, ViewsLive).pipe(Layer.provide(PinnedLog)) : Layer.mergeAll(StoreRowsLive, ViewsLive)
+  // The change feed comes with them: the views announce on it a view folded again going live.
   const store = recovered.pipe(
+    Layer.provideMerge(ChangeFeedLive),
     Layer.provideMerge(log),
     Layer.provideMerge(levelDbLayer(settings.dataDir, { acceptDataLoss: settings.acceptDataLoss }))
   )
   const mode: Layer.Layer<CommitMode, never, EventLog | Rows | ChangeFeed | Catalog> = shared ? SharedCommit : LocalCommit
-  const writer = GroupCommitLive.pipe(Layer.provideMerge(mode), Layer.provideMerge(Layer.mergeAll(store, ChangeFeedLive)))
+  const writer = GroupCommitLive.pipe(Layer.provideMerge(mode), Layer.provideMerge(store))
   const services = Layer.mergeAll(CommandsLive, QueriesLive, LogAuditLive).pipe(Layer.provideMerge(writer))
   const sessions = SessionsLive.pipe(
     Layer.provideMerge(Layer.mergeAll(RegistryLive, sessionStoreLayer(settings), OpenStreamsLive)),

@@ -42,7 +42,10 @@ export interface ViewInfo {
   readonly tool: string
 }
 
-/** `GET /api/_views`: every view's current value (or why it failed), as `GET /api/_views/<name>` serves it. */
+/**
+ * `GET /api/_views`: every view's current value (or why it failed, or why it is not served yet: folded again in the
+ * background), as `GET /api/_views/<name>` serves it.
+ */
 export interface ViewsSnapshot {
   readonly views: ReadonlyArray<ViewValue>
 }
@@ -50,6 +53,7 @@ export interface ViewsSnapshot {
 export type ViewValue =
   | { readonly name: string; readonly seq: number; readonly value: unknown }
   | { readonly name: string; readonly seq: number; readonly failed: string }
+  | { readonly name: string; readonly seq: number; readonly refolding: string }
 
 export interface TypeView {
   readonly name: string

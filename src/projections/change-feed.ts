@@ -2,10 +2,18 @@
  * The change feed: committed, durable changes, in log order, to whoever listens (the subscription registry,
  * the console's event tail). Listeners are called synchronously by the projector and must not block: each routes
  * into its own bounded buffers. The projector publishes to it: the writer's batches, and on a shared log every node's.
+ * The views publish one thing more, with no change: a view folded again going live while the writer is idle (views.ts).
  */
 import { Context, Effect, Layer, type Scope } from "effect"
 import type { Change } from "../domain/events.ts"
-import type { ViewUpdate } from "./views.ts"
+
+/** A committed change of a view's value (or a view folded again going live), routed to the subscribers of its URI. */
+export interface ViewUpdate {
+  readonly name: string
+  readonly uri: string
+  /** The log sequence the notice is at: the value's last change, or the seq a view folded again went live at. */
+  readonly seq: number
+}
 
 /** A batch's committed changes, and the views whose value it changed. */
 export type ChangeListener = (changes: ReadonlyArray<Change>, views: ReadonlyArray<ViewUpdate>) => void

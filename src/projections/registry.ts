@@ -49,7 +49,7 @@ export class SubscriptionRegistry extends Context.Tag("writeonce/SubscriptionReg
 
 /**
  * The notices a batch makes, in order: per change, the row's, a list change for creates and deletes, then
- * the live queries it touches and the views whose last change it is, by URI.
+ * the live queries it touches and the views whose last change it is, by URI; then views at no change of it.
  */
 export const batchNotices = (
   changes: ReadonlyArray<Change>,
@@ -68,9 +68,12 @@ export const batchNotices = (
     if (event.kind === "created" || event.kind === "deleted") notices.push({ _tag: "ListChanged", seq: event.seq })
     const queries = liveQueries.size === 0 ? [] : liveQueries.affected(event.type, before, row)
     const atThisSeq = viewsAt.get(event.seq)
+    if (atThisSeq !== undefined) viewsAt.delete(event.seq)
     const others = atThisSeq === undefined ? queries : [...queries, ...atThisSeq].sort()
     for (const other of others) notices.push({ _tag: "Updated", uri: other, seq: event.seq })
   }
+  // Views at no change of the batch: folded again and gone live with no batch (views.ts), after the batch's own.
+  for (const [seq, uris] of [...viewsAt].sort(([a], [b]) => a - b)) for (const uri of uris.sort()) notices.push({ _tag: "Updated", uri, seq })
   return notices
 }
 

@@ -6,9 +6,9 @@
  * `reached` says this node's rows include its write: read-your-writes.
  *
  * The tailer also stores this node's views as a snapshot exact at the seq it applied (`log.storeViews`), every
- * VIEW_SNAPSHOT_EVERY events and at shutdown, in the background: a node starting later loads it and folds only the
- * events after it (views.ts). Off the write path: a batch never waits for it, and its cost is one upsert per view
- * per VIEW_SNAPSHOT_EVERY events, whatever the write rate.
+ * `WO_VIEW_SNAPSHOT_EVERY` events and at shutdown, in the background: a node starting later loads it and folds only
+ * the events after it (views.ts). Off the write path: a batch never waits for it, and its cost is one upsert per
+ * view per WO_VIEW_SNAPSHOT_EVERY events, whatever the write rate.
  *
  * If the store cannot be read (the primary died, a promotion is under way), the tailer logs it and follows again
  * from what it applied, so nothing is skipped or applied twice. On a single-writer log there is nothing to
@@ -23,6 +23,7 @@ import { makeProjector } from "./projector.ts"
 import { Rows } from "./rows.ts"
 import { Views } from "./views.ts"
 import { Metrics, metricsOff } from "../metrics/metrics.ts"
+import { VIEW_SNAPSHOT_EVERY, WoConfig } from "../config.ts"
 
 export interface TailerShape {
   /** The last seq this node's rows include. */
@@ -41,9 +42,6 @@ export interface TailerShape {
    */
   readonly diverged: Effect.Effect<string>
 }
-
-/** How many applied events between two snapshots of this node's views (the most a later start folds past one). */
-export const VIEW_SNAPSHOT_EVERY = 10_000
 
 /** How long a writer waits for its own commit to come back through the tailer before it says so. */
 const READ_BACK_LIMIT = Duration.seconds(30)
@@ -65,6 +63,8 @@ export const makeTailer = Effect.gen(function* () {
   // This node's views, stored as a snapshot at the seq applied (views.ts loads it at the next start of any node).
   const views = Option.getOrUndefined(yield* Effect.serviceOption(Views))
   const storeViews = log.storeViews
+  // How many applied events between two snapshots (the most a later start folds past one): WO_VIEW_SNAPSHOT_EVERY.
+  const snapshotEvery = Option.match(yield* Effect.serviceOption(WoConfig), { onNone: () => VIEW_SNAPSHOT_EVERY, onSome: (s) => s.viewSnapshotEvery })
   let snapshotAt = applied
   let snapshotting = false
   const snapshot = Effect.suspend(() => {
@@ -94,7 +94,7 @@ export const makeTailer = Effect.gen(function* () {
       }
     }
     const logged = projector.logFailures(failures)
-    return applied - snapshotAt >= VIEW_SNAPSHOT_EVERY && !snapshotting ? Effect.zipRight(logged, Effect.forkIn(snapshot, scope)) : logged
+    return applied - snapshotAt >= snapshotEvery && !snapshotting ? Effect.zipRight(logged, Effect.forkIn(snapshot, scope)) : logged
   }
 
   // Events up to `applied` are skipped: this node applied them already (its own batches, through `applyOwn`).

@@ -15,7 +15,9 @@
  * value (new, failed, corrupt, or declared differently since it was stored: `on`, `initial`, `schema` or `version`)
  * is folded again from the whole log IN THE BACKGROUND: startup never waits for it. Until it is done the view is
  * refused (`ViewRefolding`: REST 503 with Retry-After, an MCP error), while writes and every other read go on; it
- * is then served from the next batch, or at once when the writer is idle, and stored.
+ * is then served from the next batch, or at once when the writer is idle, and stored. Going live is announced once
+ * to the view's subscribers, like a change of its value: at the seq it goes live at (the batch's last, or the
+ * position it was folded to when idle).
  */
 import { Context, Data, Duration, Effect, Either, Layer } from "effect"
 import { EventLog, type EventLogShape, type ViewRecord } from "../log/event-log.ts"
@@ -27,6 +29,7 @@ import { viewUri } from "../domain/uri.ts"
 import { runUserCode } from "../domain/user-code.ts"
 import { initialCopy, makeViewFolder, misfitFailure, viewFailure, type FoldStart, type FoldedView } from "./view-fold.ts"
 import { parseViewRecord, viewDefinition, viewRecordJson } from "../log/view-record.ts"
+import { ChangeFeed, type ViewUpdate } from "./change-feed.ts"
 
 /** A view whose evolve failed: served as an error naming it, until a restart folds it again. REST 500. */
 export class ViewFailed extends Data.TaggedError("ViewFailed")<{ readonly name: string; readonly reason: string }> {
@@ -56,12 +59,7 @@ export interface ViewSnapshot {
   /** Why the view is being folded again in the background (it is not served until then). */
   readonly refolding?: string
 }
-/** A committed change of a view's value, routed to the subscribers of its URI. */
-export interface ViewUpdate {
-  readonly name: string
-  readonly uri: string
-  readonly seq: number
-}
+export type { ViewUpdate } from "./change-feed.ts"
 
 export interface PreparedViews {
   /** The records to store with the batch. */
@@ -92,8 +90,12 @@ export interface ViewsShape {
   readonly recovered: ViewsRecovery
   /** The records of every view served, as folded to `at` (this node's position): a PostgreSQL node's snapshot. */
   readonly snapshot: (at: number) => ReadonlyArray<ViewRecord>
-  /** Folds the views being folded again, until each is served; run once, in the background (ViewsLive forks it). */
-  readonly refold: Effect.Effect<void>
+  /**
+   * Folds the views being folded again, until each is served; run once, in the background (ViewsLive forks it).
+   * `publish` is told the views that went live while the writer was idle (those served from a batch go out with
+   * its commit), at once, in the step that serves them.
+   */
+  readonly refold: (publish: (live: ReadonlyArray<ViewUpdate>) => void) => Effect.Effect<void>
 }
 
 export class Views extends Context.Tag("writeonce/Views")<Views, ViewsShape>() {}
@@ -141,6 +143,9 @@ const snapshot = (s: ViewState): ViewSnapshot => ({
 const INSTALL_POLL = Duration.millis(10)
 /** The pause before the background fold reads again after the store could not be read. */
 const REFOLD_RETRY = Duration.seconds(1)
+
+/** The notice of a view going live (or changing) at `seq`. */
+const updateOf = (s: ViewState, seq: number): ViewUpdate => ({ name: s.view.name, uri: viewUri(s.view.name), seq })
 
 const readyOf = (view: CompiledView, at: number, folded: FoldedView): Ready => {
   if (folded.failed !== undefined) return { at, seq: folded.seq, failed: folded.failed }
@@ -247,7 +252,8 @@ export const makeViews = (
             s.value = n.value
             s.json = n.json
           }
-          if (n.changed) updates.push({ name: s.view.name, uri: viewUri(s.view.name), seq: n.seq })
+          // A view going live with this batch is announced at its last seq, whatever the seq of its value's last change.
+          if (n.changed) updates.push(updateOf(s, installed.includes(s) ? lastSeq : n.seq))
         }
         return updates
       },
@@ -269,9 +275,11 @@ export const makeViews = (
 
   /** Serves every view still being folded again from its result at `at`, when nothing is in between. */
   const installIdle = (at: number) => {
-    if (outstanding > 0 || committed !== at) return []
     const records: Array<ViewRecord> = []
+    const live: Array<ViewUpdate> = []
+    if (outstanding > 0 || committed !== at) return { records, live }
     for (const s of refolding()) {
+      live.push(updateOf(s, at))
       const r = s.ready!
       s.refolding = undefined
       s.ready = undefined
@@ -283,10 +291,10 @@ export const makeViews = (
       s.dirty = true
       if (r.failed === undefined) records.push({ name: s.view.name, json: viewRecordJson(s.definition, r.seq, { valueJson: r.json! }, at), at })
     }
-    return records
+    return { records, live }
   }
 
-  const refold: Effect.Effect<void> = Effect.suspend(() => {
+  const refold = (publish: (live: ReadonlyArray<ViewUpdate>) => void): Effect.Effect<void> => Effect.suspend(() => {
     const pending = refolding()
     if (pending.length === 0 || log === undefined || catalog === undefined) return Effect.void
     const started = Date.now()
@@ -304,7 +312,8 @@ export const makeViews = (
       if (left.length === 0) return true
       const folded = folder.result()
       for (const s of left) s.ready = readyOf(s.view, target, folded.get(s.view.name)!)
-      const records = installIdle(target)
+      const { records, live } = installIdle(target)
+      if (live.length > 0) publish(live)
       if (refolding().length > 0) {
         // A batch is between its prepare and its commit: it serves them, or the next look does.
         if (committed === target) yield* Effect.sleep(INSTALL_POLL)
@@ -443,12 +452,16 @@ export const recoverViews = (log: EventLogShape, catalog: CompiledApp) =>
     return projection
   })
 
-/** The views recovered from the store; those with no usable stored value are folded again in the background. */
+/**
+ * The views recovered from the store; those with no usable stored value are folded again in the background, and
+ * announced on the change feed when they go live with no batch to carry the notice.
+ */
 export const ViewsLive = Layer.scoped(
   Views,
   Effect.gen(function* () {
     const views = yield* recoverViews(yield* EventLog, yield* Catalog)
-    yield* Effect.forkScoped(views.refold)
+    const feed = yield* ChangeFeed
+    yield* Effect.forkScoped(views.refold((live) => feed.publish([], live)))
     return views
   })
 )

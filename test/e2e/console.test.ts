@@ -3,7 +3,8 @@
  *  - `GET /api/_events`, the event log as SSE, over real HTTP: replay then live with no gap or duplicate,
  *    Last-Event-ID, bounded readers, shutdown;
  *  - the page itself in real headless Chromium (Debian's `chromium`, driven by playwright-core; never a
- *    browser download): an MCP `set_price` shows up in the tail and in the table without a reload.
+ *    browser download): an MCP `set_price` shows up in the tail and in the table without a reload; a view being
+ *    folded again shows as refolding, then its value once it goes live.
  *
  * The screenshot goes to a temp file, or to docs/console.png with WO_UPDATE_SCREENSHOT=1 (so that a test run
  * does not rewrite a committed image every time).
@@ -18,6 +19,8 @@ import { LogFaults } from "../../testkit/log-faults.ts"
 import { callTool, MCP_HEADERS, openSession, rpc } from "../../testkit/legacy-client.ts"
 import { openSse, type SseConnection } from "../../testkit/sse.ts"
 import { apps, http, ROOT, startServer, tempDir } from "../../testkit/server.ts"
+import { startGatedRefold } from "../../testkit/gated-refold.ts"
+import { writeProducts } from "../../bench/lib/row-writer.ts"
 
 // Functions passed to page.evaluate run in the browser; the test program itself has no DOM types.
 declare const window: any, document: any, sessionStorage: any
@@ -338,6 +341,31 @@ describe.skipIf(!hasChromium)("the console in headless Chromium", () => {
       expect(await value.textContent()).toBe(after)
     } finally {
       await page.close()
+    }
+  })
+
+  it("shows a view being folded again as refolding, with why, then its value once it goes live (with no event to announce it)", async () => {
+    // A store written directly has no view records: products_by_currency is folded in the background, held at a gate.
+    const dir = tempDir("wo-console-refold-")
+    await writeProducts(dir, 300, (i) => ({ name: `item-${i}`, price: i, currency: i % 3 === 0 ? "EUR" : "USD" }))
+    const gated = await startGatedRefold(apps.pricing, dir)
+    const page = await browser.newPage()
+    try {
+      await page.goto(`${gated.url}/`)
+      await page.locator('#status[data-state="live"]').waitFor({ timeout: 10_000 })
+      const value = page.locator('#views pre[data-view="products_by_currency"]')
+      await page.locator('#views pre.refolding[data-view="products_by_currency"]').waitFor({ timeout: 5000 })
+      expect(await value.textContent()).toBe("refolding: view products_by_currency is being folded again from the log (it has no stored value); it is served once the fold is done: retry shortly")
+      expect(await page.locator("#views .view-seq").textContent()).toBe("refolding")
+      gated.open()
+      await page.locator('#views pre.view-value:not(.refolding)[data-view="products_by_currency"]').waitFor({ timeout: 10_000 })
+      const rest = await http(`${gated.url}/api/_views/products_by_currency`)
+      expect(rest.status).toBe(200)
+      expect(await value.textContent()).toBe(JSON.stringify(rest.json.value, null, 2))
+      expect(await page.locator("#views .view-seq").textContent()).toBe(`last changed at seq ${rest.json.seq}`)
+    } finally {
+      await page.close()
+      await gated.close()
     }
   })
 

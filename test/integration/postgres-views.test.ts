@@ -1,13 +1,13 @@
 /**
  * Views on a PostgreSQL store, on a real 3-server cluster (test/cluster/pg-cluster.ts): a node stores its views as a
- * snapshot exact at the seq it applied (at shutdown here), and a node starting later loads it and folds only the
+ * snapshot exact at the seq it applied (every WO_VIEW_SNAPSHOT_EVERY events, and at shutdown), and a node starting later loads it and folds only the
  * events after it, whichever node wrote them; a changed declaration and a corrupt snapshot are folded again from
  * the whole log in the background, never served. Counts of events read, no timing. Real runtimes in this process
  * (the same layer `wo run --store` builds), each serving HTTP on port 0.
  */
 import { Effect, ManagedRuntime } from "effect"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { loadSettings } from "../../src/config.ts"
+import { loadSettings, type SettingsInput } from "../../src/config.ts"
 import { HttpServer } from "../../src/http/server.ts"
 import { Views, type ViewsRecovery } from "../../src/projections/views.ts"
 import { writeOnceLayer } from "../../src/runtime.ts"
@@ -23,8 +23,8 @@ const article = (title: string, status: "draft" | "published" = "draft") => ({ t
 const redeclared = blogCountingCreates("created")
 
 /** A node on the store, as `wo run --store` builds it, serving on port 0. */
-const startNode = async (store: string, app = apps.blog) => {
-  const settings = await Effect.runPromise(loadSettings({ dataDir: tempDir("wo-pg-views-") }, { host: "127.0.0.1", port: 0, store }))
+const startNode = async (store: string, app = apps.blog, overrides: SettingsInput = {}) => {
+  const settings = await Effect.runPromise(loadSettings({ dataDir: tempDir("wo-pg-views-") }, { host: "127.0.0.1", port: 0, store, ...overrides }))
   const runtime = ManagedRuntime.make(writeOnceLayer(app, settings, { logger: false, signals: false }))
   const { url } = await runtime.runPromise(HttpServer)
   const recovered: ViewsRecovery = runtime.runSync(Effect.map(Views, (v) => v.recovered))
@@ -110,5 +110,44 @@ describe.skipIf(!haveBinaries)("views on a PostgreSQL store", () => {
     expect(g.recovered).toMatchObject({ loaded: 1, tailEvents: 0, rebuilt: [] })
     expect(await served(g.url)).toEqual({ ...expected, created: 40 })
     await g.stop()
+  }, 120_000)
+
+  it("a running node stores its views every WO_VIEW_SNAPSHOT_EVERY events it applies, with no shutdown; a node starting meanwhile folds only the events after the last", async () => {
+    const store = await cluster.createDatabase("views_every")
+    const snapshots = () => cluster.sql("views_every", "select at::text as at, record from writeonce.views")
+    /** The stored snapshot once it is at `at` (stored in the background, after the write that reached it). */
+    const storedAt = async (at: number) => {
+      for (let polls = 0; polls < 500; polls++) {
+        const rows = await snapshots()
+        if (rows.length === 1 && Number(rows[0].at) >= at) return rows
+        await new Promise((r) => setTimeout(r, 20))
+      }
+      return snapshots()
+    }
+    const a = await startNode(store, apps.blog, { viewSnapshotEvery: 10 })
+    const write = async (count: number) => {
+      for (let i = 0; i < count; i++) expect((await http(`${a.url}/api/articles`, { method: "POST", body: article(`n${i}`) })).status).toBe(201)
+    }
+    try {
+      await write(9)
+      // Nine events: below the interval, nothing stored yet (writes never store a PostgreSQL node's views).
+      expect(await snapshots()).toEqual([])
+      await write(1)
+      const [tenth] = await storedAt(10)
+      expect(tenth.at).toBe("10")
+      expect(JSON.parse(tenth.record)).toMatchObject({ at: 10, value: { draft: 10, published: 0 } })
+      await write(9)
+      expect((await snapshots()).map((r) => r.at)).toEqual(["10"])
+      await write(1)
+      expect((await storedAt(20)).map((r) => r.at)).toEqual(["20"])
+      await write(3)
+      // A node starting now loads the snapshot at 20 and folds only the three events after it.
+      const b = await startNode(store)
+      expect(b.recovered).toMatchObject({ loaded: 1, tailEvents: 3, rebuilt: [] })
+      expect(await served(b.url)).toEqual({ draft: 23, published: 0 })
+      await b.stop()
+    } finally {
+      await a.stop()
+    }
   }, 120_000)
 })

@@ -2,16 +2,13 @@
  * Declared projections (views): the blog's articles_by_status over REST, the MCP resource and the read tool;
  * its value after a sequence of commits, after a restart (loaded, not folded again), after `wo replay --app`;
  * a damaged record refused at startup and named by `wo verify`; a wrong stored value caught by replay; a view
- * whose evolve throws failing alone while writes go on; subscriptions notified only when the value changes.
+ * whose evolve throws failing alone while writes go on; subscriptions notified only when the value changes; a
+ * view folded again in the background refused until it goes live, and announced once when it does.
  */
 import { ClassicLevel } from "classic-level"
-import { Deferred, Effect, Layer, ManagedRuntime, Schema, Stream } from "effect"
-import { ClassicLevelLog } from "../../src/log/classic-level-log.ts"
-import { EventLog } from "../../src/log/event-log.ts"
-import { loadSettings } from "../../src/config.ts"
-import { writeOnceLayer } from "../../src/runtime.ts"
+import { Effect, Schema } from "effect"
 import { blogCountingCreates } from "../../testkit/redeclared-blog.ts"
-import { HttpServer } from "../../src/http/server.ts"
+import { startGatedRefold } from "../../testkit/gated-refold.ts"
 import * as fs from "node:fs"
 import * as path from "node:path"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
@@ -150,6 +147,13 @@ describe("views: articles_by_status", () => {
   })
 })
 
+/** A server over a copy of `dataDir` with its view declared again, whose background fold waits at a gate. */
+const gatedRefold = (dataDir: string, prefix: string) => {
+  const copy = tempDir(prefix)
+  fs.cpSync(dataDir, copy, { recursive: true })
+  return startGatedRefold(blogCountingCreates("created"), copy)
+}
+
 describe("views across restarts, replay and damage", () => {
   let dataDir: string
   let expected: Record<string, number>
@@ -257,25 +261,9 @@ describe("views across restarts, replay and damage", () => {
   })
 
   it("folds a changed view in the background: startup does not wait; the view answers 503 ViewRefolding while everything else is served, then its value with the writes made meanwhile", async () => {
-    const copy = tempDir("wo-views-background-")
-    fs.cpSync(dataDir, copy, { recursive: true })
-    const redeclared = blogCountingCreates("created")
-    // The fold from seq 1 (the background one) waits at this gate: a fold as slow as we like, without timing.
-    const gate = Effect.runSync(Deferred.make<void>())
-    const foldsFromStart = { count: 0 }
-    const gatedLog = Layer.effect(
-      EventLog,
-      Effect.map(EventLog, (log) => EventLog.of({
-        ...log,
-        readFrom: (fromSeq) =>
-          fromSeq !== 1 ? log.readFrom(fromSeq) : Stream.unwrap(Effect.as(Effect.zipRight(Effect.sync(() => foldsFromStart.count++), Deferred.await(gate)), log.readFrom(1)))
-      }))
-    ).pipe(Layer.provide(ClassicLevelLog))
-    const settings = await Effect.runPromise(loadSettings({ dataDir: copy }, { host: "127.0.0.1", port: 0 }))
-    const runtime = ManagedRuntime.make(writeOnceLayer(redeclared, settings, { log: gatedLog, logger: false, signals: false }))
+    const { url, runtime, foldsFromStart, open, close } = await gatedRefold(dataDir, "wo-views-background-")
     try {
       // Serving, while the fold has not read one event.
-      const { url } = await runtime.runPromise(HttpServer)
       expect(runtime.runSync(Effect.map(Views, (v) => v.recovered.rebuilt))).toEqual(["articles_by_status"])
       const refused = await http(`${url}/api/_views/articles_by_status`)
       expect(refused.status).toBe(503)
@@ -290,11 +278,59 @@ describe("views across restarts, replay and damage", () => {
       // The background fold is waiting at the gate (the log audit reads from seq 1 too, and waits as well).
       expect(foldsFromStart.count).toBeGreaterThanOrEqual(1)
       // The fold goes on: the value then includes the write made meanwhile.
-      runtime.runSync(Deferred.succeed(gate, undefined))
+      open()
       expect(await counts(url)).toEqual({ draft: 0, published: 3, created: 4 })
       expect(runtime.runSync(Effect.map(Views, (v) => v.get("articles_by_status")!.refolding))).toBeUndefined()
     } finally {
-      await runtime.dispose()
+      await close()
+    }
+  })
+
+  it("announces a view folded again to its subscribers once, when it goes live, and not before (modern listen and legacy stream)", async () => {
+    const { url, open, close } = await gatedRefold(dataDir, "wo-views-live-")
+    const VIEW = "wo://views/articles_by_status"
+    // Subscribed to a live query too: its notices mark each write on the streams, so no silence has to be timed.
+    const QUERY = "wo://articles?status=published"
+    const legacyId = (seq: number, uri: string) => `get-${seq}.${Buffer.from(uri).toString("base64url")}`
+    try {
+      const listen = await openListen(url, "views-live", [QUERY, VIEW])
+      const session = await openSession(url)
+      const headers = { ...MCP_HEADERS, "mcp-session-id": session, "mcp-protocol-version": "2025-11-25" }
+      for (const [id, uri] of [[1, QUERY], [2, VIEW]] as const) {
+        await http(`${url}/mcp`, { method: "POST", headers, body: { jsonrpc: "2.0", id, method: "resources/subscribe", params: { uri } } })
+      }
+      const stream = await openSse(`${url}/mcp`, { headers: { accept: "text/event-stream", "mcp-session-id": session, "mcp-protocol-version": "2025-11-25" } })
+      try {
+        expect((await listen.nextJson(10_000))?.json.method).toBe("notifications/subscriptions/acknowledged")
+        const uris = async () => {
+          const modern = await listen.nextJson(10_000)
+          const legacy = await stream.nextJson(10_000)
+          expect(modern?.json.method).toBe("notifications/resources/updated")
+          expect(legacy?.json.params.uri).toBe(modern?.json.params.uri)
+          return { uri: modern?.json.params.uri, id: legacy?.id }
+        }
+        // Two writes while the view is being folded again (the store holds the six events of commitSequence: they are
+        // seqs 7 and 8): the query's notices back to back, none for the view in between (it is refused still).
+        for (const title of ["during-1", "during-2"]) {
+          expect((await http(`${url}/api/articles`, { method: "POST", body: article(title, "published") })).status).toBe(201)
+        }
+        expect((await http(`${url}/api/_views/articles_by_status`)).status).toBe(503)
+        expect(await uris()).toEqual({ uri: QUERY, id: legacyId(7, QUERY) })
+        expect(await uris()).toEqual({ uri: QUERY, id: legacyId(8, QUERY) })
+        // The fold goes on and the writer is idle: the view goes live, announced once, at the position it was folded to.
+        open()
+        expect(await uris()).toEqual({ uri: VIEW, id: legacyId(8, VIEW) })
+        expect(await counts(url)).toEqual({ draft: 0, published: 4, created: 5 })
+        // The next write that changes it (seq 9): the query's notice and the view's, nothing left over from the go-live.
+        expect((await http(`${url}/api/articles`, { method: "POST", body: article("after", "published") })).status).toBe(201)
+        expect(await uris()).toEqual({ uri: QUERY, id: legacyId(9, QUERY) })
+        expect(await uris()).toEqual({ uri: VIEW, id: legacyId(9, VIEW) })
+      } finally {
+        listen.close()
+        stream.close()
+      }
+    } finally {
+      await close()
     }
   })
 })

@@ -14,7 +14,8 @@ import { Views, ViewsLive, type ViewUpdate } from "../../src/projections/views.t
 import { MemoryLogLive } from "./memory-log.ts"
 
 const EmptyRows = Layer.sync(Rows, () => makeRows(new Map(), 0, { rows: 0, events: 0, tailEvents: 0, millis: 0 }))
-const projection = Layer.mergeAll(EmptyRows, ChangeFeedLive, ViewsLive).pipe(
+const projection = Layer.mergeAll(EmptyRows, ViewsLive).pipe(
+  Layer.provideMerge(ChangeFeedLive),
   Layer.provideMerge(MemoryLogLive),
   Layer.provideMerge(Catalog.layer(pricing))
 )

@@ -11,7 +11,7 @@ import { compileApp } from "../../src/domain/compile.ts"
 import type { Change, StoredEvent } from "../../src/domain/events.ts"
 import { rowUri } from "../../src/domain/uri.ts"
 import { EventLog } from "../../src/log/event-log.ts"
-import { recoverViews } from "../../src/projections/views.ts"
+import { recoverViews, type ViewUpdate } from "../../src/projections/views.ts"
 import { foldViews } from "../../src/projections/view-fold.ts"
 import { MemoryLogLive } from "./memory-log.ts"
 
@@ -207,8 +207,11 @@ describe("views projection", () => {
       expect(prepared.records).toEqual([])
       yield* log.append({ entries: [{ event: during.event, row: during.row }], counters: new Map([["items", 3]]) })
       expect(prepared.commit()).toEqual([])
-      yield* views.refold
+      const live: Array<ViewUpdate> = []
+      yield* views.refold((updates) => live.push(...updates))
       expect(views.get("labels")!.refolding).toBeUndefined()
+      // Gone live with the writer idle: announced once each, at the seq they were folded to.
+      expect(live.map((u) => [u.uri, u.seq])).toEqual([["wo://views/by_kind", 3], ["wo://views/labels", 3], ["wo://views/fragile", 3]])
       expect(valueOf(views, "labels")).toEqual(["one", "two", "three"])
       expect(valueOf(views, "by_kind")).toEqual({ a: 2, b: 1 })
       expect(views.get("by_kind")!.seq).toBe(3)

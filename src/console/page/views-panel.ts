@@ -1,18 +1,23 @@
 /**
  * The views card: each declared view, what it folds and where it is served, and its current value. The values
  * are the server's (a view is user code run by the writer), re-read from `GET /api/_views` after events arrive,
- * at most a few times a second; a value that changed is highlighted.
+ * at most a few times a second; a value that changed is highlighted. A view being folded again in the background
+ * (its declaration changed) shows that, and why, and is re-read every second until it is served: it may go live
+ * with no event to announce it.
  */
 import type { CatalogView, ViewInfo, ViewsSnapshot, ViewValue } from "../wire.ts"
 import { getJson } from "./api.ts"
 import { fill, h } from "./dom.ts"
 
 const REFRESH_MS = 250
+/** How often a view being folded again is re-read (the server's Retry-After). */
+const REFOLDING_MS = 1000
 
 const folds = (view: ViewInfo) =>
   Object.entries(view.on).map(([type, names]) => `${type}: ${names.join(", ")}`).join("; ")
 
-const show = (value: ViewValue) => ("failed" in value ? value.failed : JSON.stringify(value.value, null, 2))
+const show = (value: ViewValue) =>
+  "failed" in value ? value.failed : "refolding" in value ? `refolding: ${value.refolding}` : JSON.stringify(value.value, null, 2)
 
 export class ViewsPanel {
   private readonly values = new Map<string, HTMLElement>()
@@ -43,23 +48,26 @@ export class ViewsPanel {
   }
 
   /** Something was committed: re-read the values soon (one read for a burst of events). */
-  changed() {
+  changed(delayMs = REFRESH_MS) {
     if (this.values.size === 0 || this.timer !== undefined) return
     this.timer = setTimeout(() => {
       this.timer = undefined
       void this.refresh()
-    }, REFRESH_MS)
+    }, delayMs)
   }
 
   private async refresh() {
     try {
       const { views } = await getJson<ViewsSnapshot>("/api/_views")
+      if (views.some((view) => "refolding" in view)) this.changed(REFOLDING_MS)
       for (const view of views) {
         const el = this.values.get(view.name)
         if (el === undefined) continue
         const text = show(view)
+        const refolding = "refolding" in view
         el.classList.toggle("failed", "failed" in view)
-        this.seqs.get(view.name)!.textContent = view.seq > 0 ? `last changed at seq ${view.seq}` : "initial value"
+        el.classList.toggle("refolding", refolding)
+        this.seqs.get(view.name)!.textContent = refolding ? "refolding" : view.seq > 0 ? `last changed at seq ${view.seq}` : "initial value"
         if (el.textContent === text) continue
         const first = el.textContent === "…"
         el.textContent = text
