@@ -6,17 +6,14 @@
  * serving HTTP on port 0; the log written straight through the store's append (testkit/pg-price-log.ts).
  */
 import { Effect, Layer, Logger, LogLevel, ManagedRuntime } from "effect"
-import type pg from "pg"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { loadSettings } from "../../src/config.ts"
 import { HttpServer } from "../../src/http/server.ts"
-import { EventLog } from "../../src/log/event-log.ts"
-import { PgConnection, pgConnectionLayer } from "../../src/log/postgres/connection.ts"
-import { makePostgresLog } from "../../src/log/postgres/postgres-log.ts"
 import { EVENT_COLUMNS } from "../../src/log/postgres/records.ts"
 import { Rows } from "../../src/projections/rows.ts"
 import { Views } from "../../src/projections/views.ts"
 import { writeOnceLayer } from "../../src/runtime.ts"
+import { observedPostgresLog } from "../../testkit/observed-pg.ts"
 import { writePriceLog } from "../../testkit/pg-price-log.ts"
 import { apps, http, tempDir } from "../../testkit/server.ts"
 import { waitFor } from "../../testkit/wait.ts"
@@ -33,35 +30,14 @@ interface Counts {
   storedRows: number
 }
 
-const count = (counts: Counts, text: string, result: { readonly rows: ReadonlyArray<unknown> }) => {
-  if (text.includes(EVENT_COLUMNS)) counts.eventRows += result.rows.length
-  else if (/ from writeonce\.rows where row is not null/.test(text)) counts.storedRows += result.rows.length
-}
-
-/** The PostgreSQL log on `url`, its statements counted, on the pool and on a checked-out connection alike. */
-const countedLog = (url: string, counts: Counts) => {
-  const counting = (c: pg.PoolClient): pg.PoolClient =>
-    new Proxy(c, {
-      get(target, p) {
-        if (p === "query") {
-          return (text: string, values?: Array<unknown>) =>
-            target.query(text, values).then((r) => (count(counts, text, r), r))
-        }
-        const v = Reflect.get(target, p, target)
-        return typeof v === "function" ? v.bind(target) : v
-      }
-    })
-  const connection = Layer.effect(
-    PgConnection,
-    Effect.map(PgConnection, (conn) => ({
-      ...conn,
-      client: Effect.map(conn.client, counting),
-      query: ((what: string, text: string, values?: ReadonlyArray<unknown>) =>
-        Effect.tap(conn.query(what, text, values), (r) => Effect.sync(() => count(counts, text, r)))) as typeof conn.query
-    }))
-  ).pipe(Layer.provide(pgConnectionLayer(url)))
-  return Layer.scoped(EventLog, makePostgresLog).pipe(Layer.provide(connection))
-}
+/** The PostgreSQL log on `url`, the rows its statements return counted, on the pool and on a checked-out connection alike. */
+const countedLog = (url: string, counts: Counts) =>
+  observedPostgresLog(url, {
+    returned: (text, result) => {
+      if (text.includes(EVENT_COLUMNS)) counts.eventRows += result.rows.length
+      else if (/ from writeonce\.rows where row is not null/.test(text)) counts.storedRows += result.rows.length
+    }
+  })
 
 /** A node on the store, as `wo run --store` builds it, serving on port 0; its log counted, its debug messages kept. */
 const startNode = async (store: string) => {
