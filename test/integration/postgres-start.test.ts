@@ -141,6 +141,11 @@ describe.skipIf(!haveBinaries)("a node's start on a long PostgreSQL log", () => 
       writing = false
       await writes
       expect(c.rows).toMatchObject({ rows: PRODUCTS, tailEvents: 0 })
+      // Its views fold B's writes since the snapshot, on the rows rebuilt from those products' histories (read a page
+      // at a time: several pages here): a product missing there would count as created again.
+      expect(c.views).toMatchObject({ loaded: 1, rebuilt: [] })
+      expect(c.views.tailEvents).toBeGreaterThanOrEqual(2 * PRODUCTS)
+      expect(await served(c.url)).toEqual({ USD: 2, EUR: 2 })
       const now = await products(b.url)
       expect(now.every((p, i) => p.version > expected[i].version)).toBe(true)
       expect(await converged(c.url, now)).toEqual(now)

@@ -156,6 +156,31 @@ export const makePostgresLog = Effect.gen(function* () {
     })
   )
 
+  type EntityCursor = readonly [type: string, id: string, version: number]
+  // A page at a time in (type, id, version) order, the unique index's (a hot entity's history may be most of the log:
+  // one statement would outlast WO_STORE_TIMEOUT), then in seq order.
+  const eventsOf = (entities: ReadonlyArray<{ readonly type: string; readonly id: string }>, toSeq: number) =>
+    Effect.map(
+      Stream.runCollect(Stream.paginateChunkEffect<EntityCursor, StoredEvent, StoreError, never>(["", "", 0], ([type, id, version]) =>
+        Effect.flatMap(
+          conn.query(
+            "cannot read the entities' events",
+            `select ${EVENT_COLUMNS} from ${SCHEMA}.events e
+               where (e.type, e.id) in (select * from unnest($1::text[], $2::text[])) and e.seq <= $3
+                 and (e.type, e.id, e.version) > ($4, $5, $6)
+               order by e.type, e.id, e.version limit $7`,
+            [entities.map((e) => e.type), entities.map((e) => e.id), toSeq, type, id, version, READ_BATCH]
+          ),
+          (r) =>
+            Effect.map(decodeAll(r.rows, decodeEvent), (events) => {
+              const last = events[events.length - 1]
+              const next: Option.Option<EntityCursor> = events.length < READ_BATCH ? Option.none() : Option.some([last.type, last.id, last.version])
+              return [Chunk.unsafeFromArray(events), next] as const
+            })
+        ))),
+      (events) => Chunk.toArray(events).sort((a, b) => a.seq - b.seq)
+    )
+
   // Other nodes' commits, as the tailer reads them, keep the picture right.
   const follow = yield* makeFollow(conn, tag, (events) => seePicture(picture, events))
 
@@ -194,18 +219,7 @@ export const makePostgresLog = Effect.gen(function* () {
              where v.at <= excluded.at`,
           [views.map((v) => v.name), views.map((v) => v.json), views.map((v) => checksum(viewKey(v.name), v.json)), views.map((v) => v.at ?? 0)]
         )),
-    eventsOf: (entities, toSeq) =>
-      entities.length === 0
-        ? Effect.succeed([])
-        : Effect.flatMap(
-          conn.query(
-            "cannot read the entities' events",
-            `select ${EVENT_COLUMNS} from ${SCHEMA}.events e
-               where (e.type, e.id) in (select * from unnest($1::text[], $2::text[])) and e.seq <= $3 order by e.seq`,
-            [entities.map((e) => e.type), entities.map((e) => e.id), toSeq]
-          ),
-          (r) => decodeAll(r.rows, decodeEvent)
-        ),
+    eventsOf: (entities, toSeq) => (entities.length === 0 ? Effect.succeed([]) : eventsOf(entities, toSeq)),
     storedKey: (key) =>
       Effect.flatMap(
         conn.query("cannot read the idempotency key", `select ${KEY_COLUMNS} from ${SCHEMA}.idempotency_keys where key = $1`, [key]),
