@@ -5,9 +5,11 @@
  * every statement returned, no timing. Real runtimes in this process (the layer `wo run --store` builds), each
  * serving HTTP on port 0; the log written straight through the store's append (testkit/pg-price-log.ts).
  */
-import { Effect, Layer, Logger, LogLevel, ManagedRuntime } from "effect"
+import { Effect, Layer, Logger, LogLevel, ManagedRuntime, Schema } from "effect"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { loadSettings } from "../../src/config.ts"
+import { defineApp, entity, type AppDef } from "../../src/domain/catalog.ts"
+import { renameField } from "../../src/domain/migrations.ts"
 import { HttpServer } from "../../src/http/server.ts"
 import { EVENT_COLUMNS } from "../../src/log/postgres/records.ts"
 import { Rows } from "../../src/projections/rows.ts"
@@ -23,6 +25,18 @@ warnIfSkipped("the PostgreSQL node start tests")
 
 const PRODUCTS = 4
 const EVENTS = 3_000
+
+/** The pricing sample at schema version 2, where the price is called `amount`: rows stored at version 1 are migrated. */
+const renamed = defineApp({
+  name: "pricing",
+  entities: {
+    products: entity({
+      version: 2,
+      migrations: { 2: renameField("price", "amount") },
+      fields: { name: Schema.String, amount: Schema.Number, currency: Schema.Literal("USD", "EUR") }
+    })
+  }
+})
 
 /** What the node's `pg` clients got back: event rows (any statement reading events), stored rows (the rows table). */
 interface Counts {
@@ -40,14 +54,14 @@ const countedLog = (url: string, counts: Counts) =>
   })
 
 /** A node on the store, as `wo run --store` builds it, serving on port 0; its log counted, its debug messages kept. */
-const startNode = async (store: string) => {
+const startNode = async (store: string, app: AppDef = apps.pricing) => {
   const counts: Counts = { eventRows: 0, storedRows: 0 }
   const messages: Array<string> = []
   const capture = Logger.replace(Logger.defaultLogger, Logger.make(({ message }) => {
     messages.push(Array.isArray(message) ? message.join(" ") : String(message))
   }))
   const settings = await Effect.runPromise(loadSettings({ dataDir: tempDir("wo-pg-start-") }, { host: "127.0.0.1", port: 0, store }))
-  const layer = writeOnceLayer(apps.pricing, settings, { logger: false, signals: false, log: countedLog(store, counts) }).pipe(
+  const layer = writeOnceLayer(app, settings, { logger: false, signals: false, log: countedLog(store, counts) }).pipe(
     Layer.provide(Layer.merge(capture, Logger.minimumLogLevel(LogLevel.Debug)))
   )
   const runtime = ManagedRuntime.make(layer)
@@ -156,4 +170,19 @@ describe.skipIf(!haveBinaries)("a node's start on a long PostgreSQL log", () => 
       await b.stop()
     }
   }, 180_000)
+
+  it("serves the rows it loaded in the app's current schema version", async () => {
+    const db = "pg_start_migrated"
+    const store = await cluster.createDatabase(db)
+    await writePriceLog(store, { products: PRODUCTS, events: 10 })
+    const [last] = await cluster.sql(db, "select version, (data::jsonb ->> 'price')::float as price from writeonce.events where id = '1' order by seq desc limit 1")
+    const node = await startNode(store, renamed)
+    try {
+      expect(node.rows).toMatchObject({ rows: PRODUCTS, tailEvents: 0 })
+      const res = await http(`${node.url}/api/products/1`)
+      expect(res.json).toEqual({ id: "1", version: last.version, name: "p0", amount: last.price, currency: "USD" })
+    } finally {
+      await node.stop()
+    }
+  }, 60_000)
 })
