@@ -153,6 +153,11 @@ export interface EventLogShape {
   readonly readFrom: (fromSeq: number) => Stream.Stream<StoredEvent, StoreError>
   /** The inline row state as stored, by type then id. */
   readonly storedRows: Stream.Stream<StoredRow, StoreError>
+  /**
+   * Present on a shared log (PostgreSQL): the head and every stored row, read at one moment of the store, so that a
+   * node starting while others commit loads rows exact at that head instead of folding the log (pinned-log.ts).
+   */
+  readonly rowsAtHead?: Effect.Effect<{ readonly head: LogHead; readonly rows: ReadonlyArray<StoredRow> }, StoreError>
   /** The stored view records, verified; absent for a log that stores none (views are then rebuilt). */
   readonly storedViews?: Effect.Effect<ReadonlyArray<StoredView>, StoreError>
   /**

@@ -53,9 +53,11 @@ const mapChunks = <A, E>(stream: Stream.Stream<A, E>, f: (a: A) => A, what: (a: 
       }
     }))
 
-/** Decorates `log` so that `readFrom`, `follow`, `eventsOf` and `storedRows` yield upcast data. */
+/** Decorates `log` so that `readFrom`, `follow`, `eventsOf`, `storedRows` and `rowsAtHead` yield upcast data. */
 export const upcastingLog = (log: EventLogShape, catalog: CompiledApp): EventLogShape => {
   if (![...catalog.types.values()].some((t) => t.version > 1)) return log
+  const upcastRows = <E>(rows: Stream.Stream<StoredRow, E>) =>
+    mapChunks(rows, (r) => upcastRow(catalog, r), (r) => `the stored row ${r.type}/${r.row.id}`)
   return {
     ...log,
     readFrom: (fromSeq) =>
@@ -69,9 +71,12 @@ export const upcastingLog = (log: EventLogShape, catalog: CompiledApp): EventLog
         Effect.flatMap(log.eventsOf!(entities, toSeq), (events) =>
           Effect.try({ try: () => events.map((e) => upcastEvent(catalog, e)), catch: failed("an entity's events") }))
     }),
+    ...(log.rowsAtHead === undefined ? {} : {
+      rowsAtHead: Effect.flatMap(log.rowsAtHead, ({ head, rows }) =>
+        Effect.map(Stream.runCollect(upcastRows(Stream.fromIterable(rows))), (upcast) => ({ head, rows: Chunk.toReadonlyArray(upcast) })))
+    }),
     // Read the store's stream when run, not now: a reopened store may have replaced it.
-    storedRows: Stream.suspend(() =>
-      mapChunks(log.storedRows, (r) => upcastRow(catalog, r), (r) => `the stored row ${r.type}/${r.row.id}`))
+    storedRows: Stream.suspend(() => upcastRows(log.storedRows))
   }
 }
 

@@ -1,6 +1,6 @@
 /**
  * Restart recovery: load the stored row state (written atomically with each batch), then fold any events past
- * its checkpoint. The log it reads is the upcasting one, so both come in the current schema version. Then the
+ * its checkpoint (none when the rows are exact at the head: the cost is the rows', whatever the log's length). The log it reads is the upcasting one, so both come in the current schema version. Then the
  * startup check (schema-check.ts): every row is decoded once against the app and kept in its current form,
  * or startup is refused by name. Large stores log progress so a long start is never silent.
  */
@@ -58,8 +58,9 @@ export const recoverRows = (log: EventLogShape, catalog: CompiledApp) =>
         }))
     )
     let tailEvents = 0
-    // Up to the head read above, not beyond: on a shared log the tailer follows from there (log/pinned-log.ts).
-    yield* log.readFrom(head.checkpoint + 1).pipe(
+    // Up to the head read above, not beyond: on a shared log the tailer follows from there (log/pinned-log.ts). Rows
+    // exact at the head (stored with every batch, or on PostgreSQL read together with it) read no event at all.
+    if (head.checkpoint < head.lastSeq) yield* log.readFrom(head.checkpoint + 1).pipe(
       Stream.takeWhile((event) => event.seq <= head.lastSeq),
       Stream.runForEach((event) =>
         Effect.suspend(() => {

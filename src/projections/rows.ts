@@ -3,7 +3,7 @@
  * before any of its callers is answered (so a client always reads its own writes), and on a shared log every
  * other node's as the tailer reads it. Reads are synchronous: they are the hot path. Two holders: the embedded
  * store's rows are served from disk through a bounded cache (store-rows.ts); a node on PostgreSQL keeps them in
- * memory (`RowsLive`, folded at start).
+ * memory (`RowsLive`, loaded at start).
  */
 import { Context, Effect, Layer } from "effect"
 import type { Row } from "../domain/catalog.ts"

@@ -5,13 +5,12 @@
  * read back what the node wrote and applied itself: it reads the other nodes' commits, and the node's own only when
  * the node did not apply them; what it reads keeps the node's picture of the log right.
  */
-import { Chunk, Effect, Fiber, Layer, ManagedRuntime, Stream } from "effect"
-import type pg from "pg"
+import { Chunk, Effect, Fiber, ManagedRuntime, Stream } from "effect"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import type { StoredEvent } from "../../src/domain/events.ts"
 import { EventLog, isWritten, Stale, type AppendEntry, type AppendResult } from "../../src/log/event-log.ts"
-import { PgConnection, pgConnectionLayer } from "../../src/log/postgres/connection.ts"
-import { makePostgresLog, postgresLogLayer } from "../../src/log/postgres/postgres-log.ts"
+import { postgresLogLayer } from "../../src/log/postgres/postgres-log.ts"
+import { observedPostgresLog } from "../../testkit/observed-pg.ts"
 import { waitFor } from "../../testkit/wait.ts"
 import { haveBinaries, startCluster, warnIfSkipped, type PgCluster } from "../cluster/pg-cluster.ts"
 
@@ -23,32 +22,15 @@ const FOLLOW_READ = /from writeonce\.events e where e\.seq >= \$1 order by e\.se
 /** A log on `url` whose `pg` clients count what they send: statements of the append, rows the follower reads. */
 const countedLog = (url: string) => {
   const counts = { statements: 0, followRows: 0 }
-  const counting = (c: pg.PoolClient): pg.PoolClient =>
-    new Proxy(c, {
-      get(target, p) {
-        if (p === "query") {
-          return (...args: Array<unknown>) => {
-            counts.statements++
-            return (target.query as (...a: Array<unknown>) => unknown)(...args)
-          }
-        }
-        const v = Reflect.get(target, p, target)
-        return typeof v === "function" ? v.bind(target) : v
-      }
-    })
-  const connection = Layer.effect(
-    PgConnection,
-    Effect.map(PgConnection, (conn) => ({
-      ...conn,
-      client: Effect.map(conn.client, counting),
-      query: ((what: string, text: string, values?: ReadonlyArray<unknown>) =>
-        Effect.tap(conn.query(what, text, values), (r) =>
-          Effect.sync(() => {
-            if (FOLLOW_READ.test(text)) counts.followRows += r.rows.length
-          }))) as typeof conn.query
-    }))
-  ).pipe(Layer.provide(pgConnectionLayer(url)))
-  return { counts, runtime: ManagedRuntime.make(Layer.scoped(EventLog, makePostgresLog).pipe(Layer.provide(connection))) }
+  const log = observedPostgresLog(url, {
+    sent: (_text, via) => {
+      if (via === "client") counts.statements++
+    },
+    returned: (text, r, via) => {
+      if (via === "pool" && FOLLOW_READ.test(text)) counts.followRows += r.rows.length
+    }
+  })
+  return { counts, runtime: ManagedRuntime.make(log) }
 }
 
 const created = (id: number, name: string): AppendEntry => {

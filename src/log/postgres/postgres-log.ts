@@ -5,9 +5,11 @@
  * for gaps, as classic-level does. The pool closes with the runtime's scope.
  *
  * Several nodes share the log: the append assigns seqs and ids under the head lock and refuses stale entries
- * (append.ts), and `follow` gives each node's tailer every commit in order (follow.ts). Views are stored by each
- * node as snapshots exact at a seq (`storeViews`, schema.ts), off the write path; a starting node loads them and
- * folds only the events after (`eventsOf` gives the rows that tail starts from).
+ * (append.ts), and `follow` gives each node's tailer every commit in order (follow.ts). A starting node reads the
+ * head and every row in one snapshot of the store (`rowsAtHead`): its rows are exact at that head, with no event
+ * folded, so a start costs the rows, not the log's length (the whole log is verified by the background audit,
+ * log-audit.ts). Views are stored by each node as snapshots exact at a seq (`storeViews`, schema.ts), off the write
+ * path; a starting node loads them and folds only the events after (`eventsOf` gives the rows that tail starts from).
  */
 import { Chunk, Effect, Either, Layer, Option, Stream } from "effect"
 import { type StoreError, DataCorrupt } from "../../domain/errors.ts"
@@ -48,6 +50,9 @@ const decodeAll = <A>(raws: ReadonlyArray<unknown>, decode: (raw: any) => A) =>
     return Either.isLeft(out) ? Effect.fail(out.left) : Effect.succeed(out.right)
   })
 
+/** Runs one statement: on any pooled connection (`conn.query`), or on the one a transaction holds. */
+type Query = (what: string, text: string, values?: ReadonlyArray<unknown>) => Effect.Effect<{ readonly rows: ReadonlyArray<unknown> }, StoreError>
+
 const corruptAt = (message: string) => new DataCorrupt({ reason: new RecordCorrupt(message).message })
 
 export const makePostgresLog = Effect.gen(function* () {
@@ -57,23 +62,25 @@ export const makePostgresLog = Effect.gen(function* () {
   let syncWrites = 0
   let eventsWritten = 0
 
-  const headSeq = Effect.flatMap(conn.query("cannot read the log head", HEAD_QUERY), (r) => Effect.map(decodeAll(r.rows, decodeHead), (s) => s[0]))
+  const readHeadSeq = (run: Query) => Effect.flatMap(run("cannot read the log head", HEAD_QUERY), (r) => Effect.map(decodeAll(r.rows, decodeHead), (s) => s[0]))
+  const readCounts = (run: Query) =>
+    Effect.flatMap(run("cannot read the id counters", `select ${TYPE_COLUMNS} from ${SCHEMA}.types`), (r) => decodeAll(r.rows, decodeType))
+  const readHead = (run: Query) =>
+    Effect.gen(function* () {
+      const lastSeq = yield* readHeadSeq(run)
+      const types = yield* readCounts(run)
+      // Rows are written in each batch's transaction: the stored rows always include every event.
+      const head: LogHead = { lastSeq, checkpoint: lastSeq, counters: new Map(types.map((t) => [t.type, t.lastId])) }
+      return { head, types }
+    })
 
-  const counts = Effect.flatMap(
-    conn.query("cannot read the id counters", `select ${TYPE_COLUMNS} from ${SCHEMA}.types`),
-    (r) => decodeAll(r.rows, decodeType)
-  )
+  const headSeq = readHeadSeq(conn.query)
+  const counts = readCounts(conn.query)
+  const head: Effect.Effect<LogHead, StoreError> = Effect.map(readHead(conn.query), (h) => h.head)
 
-  const head: Effect.Effect<LogHead, StoreError> = Effect.gen(function* () {
-    const lastSeq = yield* headSeq
-    const types = yield* counts
-    // Rows are written in each batch's transaction: the stored rows always include every event.
-    return { lastSeq, checkpoint: lastSeq, counters: new Map(types.map((t) => [t.type, t.lastId])) }
-  })
-
-  const start = yield* head
+  const start = yield* readHead(conn.query)
   // The head and counters this node expects the log at (append.ts): right, the append is one round trip.
-  const picture = makeLogPicture(start.lastSeq, yield* counts)
+  const picture = makeLogPicture(start.head.lastSeq, start.types)
   // Names this node's commits in the log's notifications: its tailer need not read them back (follow.ts).
   const tag = randomUUID()
 
@@ -104,35 +111,75 @@ export const makePostgresLog = Effect.gen(function* () {
     )
 
   type RowCursor = readonly [type: string, length: number, id: string]
-  const storedRows: Stream.Stream<StoredRow, StoreError> = Stream.unwrap(
-    Effect.map(counts, (types) => {
-      const recorded = new Map(types.map((t) => [t.type, t.rowCount]))
-      const seen = new Map<string, number>()
-      const checkCounts = checkRowCounts(recorded, seen)
-      // Ids in numeric order within a type (shorter first), so recovery appends to its sorted ids.
-      const pages = Stream.paginateChunkEffect<RowCursor, StoredRow, StoreError, never>(["", -1, ""], ([type, length, id]) =>
-        Effect.flatMap(
-          conn.query(
-            "cannot read the stored rows",
-            `select ${ROW_COLUMNS} from ${SCHEMA}.rows where row is not null and (type, length(id), id) > ($1, $2, $3)
-             order by type, length(id), id limit $4`,
-            [type, length, id, READ_BATCH]
-          ),
-          (r) =>
-            Effect.map(decodeAll(r.rows, decodeRow), (decoded) => {
-              const out: Array<StoredRow> = []
-              for (const d of decoded) {
-                seen.set(d.type, (seen.get(d.type) ?? 0) + 1)
-                out.push({ type: d.type, row: d.row!, schema: d.schema })
-              }
-              const lastRow = decoded[decoded.length - 1]
-              const next: Option.Option<RowCursor> = decoded.length < READ_BATCH ? Option.none() : Option.some([lastRow.type, lastRow.id.length, lastRow.id])
-              return [Chunk.unsafeFromArray(out), next] as const
-            })
-        ))
-      return pages.pipe(Stream.concat(Stream.drain(Stream.fromEffect(checkCounts))))
+  /** Every stored row, a page at a time through `run`, then checked against the row counts `types` recorded. */
+  const rowPages = (run: Query, types: ReadonlyArray<{ readonly type: string; readonly rowCount: number }>): Stream.Stream<StoredRow, StoreError> => {
+    const recorded = new Map(types.map((t) => [t.type, t.rowCount]))
+    const seen = new Map<string, number>()
+    // Ids in numeric order within a type (shorter first), so recovery appends to its sorted ids.
+    const pages = Stream.paginateChunkEffect<RowCursor, StoredRow, StoreError, never>(["", -1, ""], ([type, length, id]) =>
+      Effect.flatMap(
+        run(
+          "cannot read the stored rows",
+          `select ${ROW_COLUMNS} from ${SCHEMA}.rows where row is not null and (type, length(id), id) > ($1, $2, $3)
+           order by type, length(id), id limit $4`,
+          [type, length, id, READ_BATCH]
+        ),
+        (r) =>
+          Effect.map(decodeAll(r.rows, decodeRow), (decoded) => {
+            const out: Array<StoredRow> = []
+            for (const d of decoded) {
+              seen.set(d.type, (seen.get(d.type) ?? 0) + 1)
+              out.push({ type: d.type, row: d.row!, schema: d.schema })
+            }
+            const lastRow = decoded[decoded.length - 1]
+            const next: Option.Option<RowCursor> = decoded.length < READ_BATCH ? Option.none() : Option.some([lastRow.type, lastRow.id.length, lastRow.id])
+            return [Chunk.unsafeFromArray(out), next] as const
+          })
+      ))
+    return pages.pipe(Stream.concat(Stream.drain(Stream.fromEffect(checkRowCounts(recorded, seen)))))
+  }
+  const storedRows: Stream.Stream<StoredRow, StoreError> = Stream.unwrap(Effect.map(counts, (types) => rowPages(conn.query, types)))
+
+  // The head, the counters and every row in one read-only repeatable-read transaction: one snapshot of the store, so
+  // the rows are exactly those of that head even while other nodes commit (each commit writes its events, rows and
+  // head together). The rows are read at once and the transaction ended: it holds no pooled connection afterwards.
+  const rowsAtHead = Effect.scoped(
+    Effect.gen(function* () {
+      const client = yield* conn.client
+      const run: Query = (what, text, values) =>
+        Effect.tryPromise({ try: () => client.query(text, values as Array<unknown> | undefined), catch: (e) => conn.failed(what, e) })
+      yield* run("cannot read the stored rows", "begin transaction isolation level repeatable read read only")
+      const { head, types } = yield* readHead(run)
+      const rows = yield* Stream.runCollect(rowPages(run, types))
+      yield* run("cannot read the stored rows", "commit")
+      return { head, rows: Chunk.toReadonlyArray(rows) }
     })
   )
+
+  type EntityCursor = readonly [type: string, id: string, version: number]
+  // A page at a time in (type, id, version) order, the unique index's (a hot entity's history may be most of the log:
+  // one statement would outlast WO_STORE_TIMEOUT), then in seq order.
+  const eventsOf = (entities: ReadonlyArray<{ readonly type: string; readonly id: string }>, toSeq: number) =>
+    Effect.map(
+      Stream.runCollect(Stream.paginateChunkEffect<EntityCursor, StoredEvent, StoreError, never>(["", "", 0], ([type, id, version]) =>
+        Effect.flatMap(
+          conn.query(
+            "cannot read the entities' events",
+            `select ${EVENT_COLUMNS} from ${SCHEMA}.events e
+               where (e.type, e.id) in (select * from unnest($1::text[], $2::text[])) and e.seq <= $3
+                 and (e.type, e.id, e.version) > ($4, $5, $6)
+               order by e.type, e.id, e.version limit $7`,
+            [entities.map((e) => e.type), entities.map((e) => e.id), toSeq, type, id, version, READ_BATCH]
+          ),
+          (r) =>
+            Effect.map(decodeAll(r.rows, decodeEvent), (events) => {
+              const last = events[events.length - 1]
+              const next: Option.Option<EntityCursor> = events.length < READ_BATCH ? Option.none() : Option.some([last.type, last.id, last.version])
+              return [Chunk.unsafeFromArray(events), next] as const
+            })
+        ))),
+      (events) => Chunk.toArray(events).sort((a, b) => a.seq - b.seq)
+    )
 
   // Other nodes' commits, as the tailer reads them, keep the picture right.
   const follow = yield* makeFollow(conn, tag, (events) => seePicture(picture, events))
@@ -157,6 +204,7 @@ export const makePostgresLog = Effect.gen(function* () {
     follow: follow.events,
     failovers: conn.generation,
     storedRows,
+    rowsAtHead,
     // One view's corrupt record is that view's problem: it is folded again (views.ts), never served.
     storedViews: Effect.map(
       conn.query("cannot read the stored views", `select ${VIEW_COLUMNS} from ${SCHEMA}.views`),
@@ -171,18 +219,7 @@ export const makePostgresLog = Effect.gen(function* () {
              where v.at <= excluded.at`,
           [views.map((v) => v.name), views.map((v) => v.json), views.map((v) => checksum(viewKey(v.name), v.json)), views.map((v) => v.at ?? 0)]
         )),
-    eventsOf: (entities, toSeq) =>
-      entities.length === 0
-        ? Effect.succeed([])
-        : Effect.flatMap(
-          conn.query(
-            "cannot read the entities' events",
-            `select ${EVENT_COLUMNS} from ${SCHEMA}.events e
-               where (e.type, e.id) in (select * from unnest($1::text[], $2::text[])) and e.seq <= $3 order by e.seq`,
-            [entities.map((e) => e.type), entities.map((e) => e.id), toSeq]
-          ),
-          (r) => decodeAll(r.rows, decodeEvent)
-        ),
+    eventsOf: (entities, toSeq) => (entities.length === 0 ? Effect.succeed([]) : eventsOf(entities, toSeq)),
     storedKey: (key) =>
       Effect.flatMap(
         conn.query("cannot read the idempotency key", `select ${KEY_COLUMNS} from ${SCHEMA}.idempotency_keys where key = $1`, [key]),
