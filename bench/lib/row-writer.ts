@@ -5,9 +5,10 @@
 // with them declared leaves: it writes them in the batch of their rows). Views are not written: the server folds
 // them from the log at its first start, as it does for any view it has no stored state for.
 //
-// Keys go in in LevelDB's own order (events, then rows, then each index's records sorted), so every table file
-// LevelDB flushes holds a range no other file overlaps and is moved down the levels without being merged again:
-// about 3-4 µs per record on a quiet machine, where interleaving the ranges costs several times that in compactions.
+// One range at a time (the events, then the rows, then each index), so the table files LevelDB flushes seldom
+// overlap and are not merged again and again: 1,000,000 products took 9.6 s this way against 18.4 s with events and
+// rows interleaved, and 29 s with three indexes (2 cores at loadavg 3-5). Sorting each index's keys first is slower:
+// holding 1,000,000 keys costs more in garbage collection than LevelDB's compactions of unsorted batches.
 import { ClassicLevel } from 'classic-level';
 import type { CompiledApp } from '../../src/domain/compile.ts';
 import { indexKey, indexMetaKey, indexPrefix } from '../../src/log/index-keys.ts';
