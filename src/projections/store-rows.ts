@@ -43,7 +43,7 @@ export const schemaDigest = (catalog: CompiledApp) =>
     .slice(0, 32)
 
 /** The digest of one type's declaration: its index records are computed from its rows as served under it. */
-const typeDigest = (catalog: CompiledApp, type: string) => {
+export const typeDigest = (catalog: CompiledApp, type: string) => {
   const t = catalog.types.get(type)
   return createHash("sha256").update(JSON.stringify(t === undefined ? null : [t.version, t.fieldsJsonSchema])).digest("hex").slice(0, 16)
 }

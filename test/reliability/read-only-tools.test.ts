@@ -32,7 +32,7 @@ const filesOf = (dir: string): Array<string> =>
  */
 const buildStore = async () => {
   const dataDir = tempDir("wo-read-only-")
-  await writeProducts(dataDir, ROWS, (i) => ({ name: `p${i}`, price: i, currency: "USD" }), 100)
+  await writeProducts(dataDir, ROWS, (i) => ({ name: `p${i}`, price: i, currency: "USD" }), { batchSize: 100 })
   const server = await startServer(apps.pricing, { dataDir })
   for (const id of [1, 2, 3]) await http(`${server.url}/api/products/${id}/set_price`, { method: "POST", body: { price: 70 + id } })
   await server.close()
