@@ -28,6 +28,8 @@ export class KeyedClient {
   readonly first = new Map<string, Answer>()
   /** Keys sent without an answer yet. */
   readonly pending = new Set<string>()
+  /** Sends waiting for their answer right now, by base URL (a test kills a node while some are). */
+  readonly inFlight = new Map<string, number>()
   /** Later answers that differ from the first one for their key. */
   readonly mismatches: Array<string> = []
   /** How many answers came flagged `Idempotent-Replayed: true`. */
@@ -42,12 +44,15 @@ export class KeyedClient {
     this.intended.set(w.key, w)
     this.pending.add(w.key)
     let answer: Answer
+    this.inFlight.set(base, (this.inFlight.get(base) ?? 0) + 1)
     try {
       const res = await http(`${base}${w.path}`, { method: w.method, body: w.body, headers: { "idempotency-key": w.key } })
       answer = { status: res.status, text: res.text, replayed: res.headers.get("idempotent-replayed") === "true" }
     } catch {
       this.unanswered++
       return undefined
+    } finally {
+      this.inFlight.set(base, this.inFlight.get(base)! - 1)
     }
     if (answer.status === 503) {
       this.unanswered++

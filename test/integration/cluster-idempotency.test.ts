@@ -168,9 +168,10 @@ describe.skipIf(!haveBinaries)("idempotency keys on one PostgreSQL log, two node
     const workers = Array.from({ length: 16 }, (_, w) => worker(w))
     expect(await waitAnswers(100)).toBeGreaterThanOrEqual(100)
     // A wo node dies mid-write: its unanswered writes are retried on the other one.
-    // Killed while the workers still send to it (one batch now takes one round trip: taken out of the rotation
-    // first, its last requests were all answered before the signal landed, and nothing was cut).
+    // Killed while the workers still send to it, once several of its sends wait for their answer: with one round trip
+    // per batch, a kill at a quiet instant can cut nothing (CI saw it), and the storm would test no retry.
     const victim = nodes[0]!
+    for (let i = 0; i < 5_000 && (client.inFlight.get(url(0)) ?? 0) < 4; i++) await new Promise((r) => setImmediate(r))
     await victim.stop("SIGKILL")
     nodes[0] = undefined
     // What was in flight at the kill (on either node): retried on the live node, with the traffic going on.
