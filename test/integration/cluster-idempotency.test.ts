@@ -167,18 +167,20 @@ describe.skipIf(!haveBinaries)("idempotency keys on one PostgreSQL log, two node
     }
     const workers = Array.from({ length: 16 }, (_, w) => worker(w))
     expect(await waitAnswers(100)).toBeGreaterThanOrEqual(100)
-    // A wo node dies mid-write: its unanswered writes are retried on the other one.
-    // Killed while the workers still send to it, once several of its sends wait for their answer: with one round trip
-    // per batch, a kill at a quiet instant can cut nothing (CI saw it), and the storm would test no retry.
-    const victim = nodes[0]!
-    for (let i = 0; i < 5_000 && (client.inFlight.get(url(0)) ?? 0) < 4; i++) await new Promise((r) => setImmediate(r))
-    await victim.stop("SIGKILL")
-    nodes[0] = undefined
+    // A wo node dies mid-write: its unanswered writes are retried on the other one. The victim is the node holding
+    // the most sends waiting for their answer: the workers pile up on the slower node (a faster one answers at once),
+    // and a kill of the other one could cut nothing (CI saw it), leaving the storm to test no retry.
+    const waiting = (n: number) => client.inFlight.get(url(n)) ?? 0
+    const v = waiting(0) >= waiting(1) ? 0 : 1
+    const cutAtKill = waiting(v)
+    await nodes[v]!.stop("SIGKILL")
+    nodes[v] = undefined
+    expect(cutAtKill).toBeGreaterThan(0)
     // What was in flight at the kill (on either node): retried on the live node, with the traffic going on.
     const inFlight = [...client.pending]
     expect(await waitAnswers(answered + 100)).toBeGreaterThanOrEqual(200)
-    expect(await client.retryPending([url(1)], 50, inFlight)).toEqual([])
-    nodes[0] = await startNode(store)
+    expect(await client.retryPending([url(1 - v)], 50, inFlight)).toEqual([])
+    nodes[v] = await startNode(store)
     // The primary dies: both nodes fail over to the promoted standby.
     const beforeFailover = answered
     cluster.kill("primary")
