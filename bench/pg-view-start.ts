@@ -1,13 +1,13 @@
 // Node start on a PostgreSQL store of many events and few rows (issue 22 item 6, issue 27 items 4-5): how long a node
 // takes from its runtime's build to serving HTTP, with its rows and views recovered. Run it twice, with the code
-// before and after a change, on the same store:
-//
-//   npx tsx bench/pg-view-start.ts --events 1000000          starts a cluster (scripts/pg-cluster.sh), writes the
-//                                                             events, measures, and leaves the cluster running
-//                                                             (run it first with the older code: a newer store
-//                                                             format is refused by an older release)
-//   npx tsx bench/pg-view-start.ts --store <url printed>      measures on that store only
-//   bash scripts/pg-cluster.sh stop <dir printed>             when done
+// before and after a change, on the same store. Run with
+// `node --conditions=writeonce-source --import tsx bench/pg-view-start.ts` (it serves examples/pricing, whose
+// "writeonce" import resolves to this checkout's sources under that condition), and:
+//   --events 1000000      starts a cluster (scripts/pg-cluster.sh), writes the events, measures, and leaves the
+//                         cluster running (run it first with the older code: a newer store format is refused by an
+//                         older release)
+//   --store <url printed> measures on that store only
+//   then `bash scripts/pg-cluster.sh stop <dir printed>` when done
 //
 // The events: 4 products created, then set_price events round-robin over them, written through the store's own
 // append (testkit/pg-price-log.ts). Each start is measured --starts times (default 3), the node stopped in between
@@ -23,42 +23,19 @@
 // (`eventsOf`). Measured by hand on the same store: another node running and 100 set_price written since its
 // snapshot, a node started in 27.1 s (views tail folded in 26.4 s: the 4 products' history is the whole log); before
 // `eventsOf` was read a page at a time, that one statement outlasted WO_STORE_TIMEOUT and the start failed.
-import { Effect, ManagedRuntime, Schema } from "effect"
+import { Effect, ManagedRuntime } from "effect"
 import { execFileSync } from "node:child_process"
 import { mkdtempSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { loadSettings } from "../src/config.ts"
-import { defineApp, entity, view } from "../src/domain/catalog.ts"
 import { HttpServer } from "../src/http/server.ts"
 import { Rows } from "../src/projections/rows.ts"
 import { Views } from "../src/projections/views.ts"
 import { writeOnceLayer } from "../src/runtime.ts"
 import { writePriceLog } from "../testkit/pg-price-log.ts"
+import pricing from "../examples/pricing/app.ts"
 
-/** The pricing sample's shape (examples/pricing), declared here so that this runs under tsx from any checkout. */
-const pricing = defineApp({
-  name: "pricing",
-  entities: {
-    products: entity({
-      fields: { name: Schema.String, price: Schema.Number, currency: Schema.Literal("USD", "EUR") },
-      methods: { set_price: { params: { price: Schema.Number }, apply: (_row, { price }) => ({ price }) } }
-    })
-  },
-  views: {
-    products_by_currency: view({
-      schema: Schema.Struct({ USD: Schema.Int, EUR: Schema.Int }),
-      initial: { USD: 0, EUR: 0 },
-      on: { products: ["created", "updated", "deleted"] },
-      evolve: (counts, { before, after }) => {
-        const next = { ...counts }
-        if (before !== null) next[before.currency as "USD" | "EUR"] -= 1
-        if (after !== null) next[after.currency as "USD" | "EUR"] += 1
-        return next
-      }
-    })
-  }
-})
 const tempDir = (prefix: string) => mkdtempSync(join(tmpdir(), prefix))
 
 const option = (name: string) => {
