@@ -3,4 +3,4 @@
 import { defineConfig } from "vitest/config"
 import base from "./vitest.config.ts"
 
-export default defineConfig({ ...base, test: { ...base.test, include: ["bench/smoke.test.ts"], testTimeout: 260_000 } })
+export default defineConfig({ ...base, test: { ...base.test, include: ["bench/smoke.test.ts"], testTimeout: 330_000 } })
