@@ -9,8 +9,8 @@ import * as path from "node:path"
 
 // The built layout: entries beside each other, shared chunks, and the console page's sources at console/page with
 // the SSE codec the page imports at sse.ts, as in src/ (src/console/assets.ts finds the page there).
-const ENTRIES = { "serve-args": "serve-args.ts", index: "index.ts", "testing/index": "testing/index.ts" }
-const LAYOUT = "3"
+const ENTRIES = { "serve-args": "serve-args.ts", index: "index.ts", "testing/index": "testing/index.ts", "effect-imports": "effect-imports.ts" }
+const LAYOUT = "4"
 
 /** A hash of the sources: each file's path, size and mtime. */
 const fingerprint = (src) => {
@@ -53,6 +53,7 @@ export async function builtSources(root) {
       packages: "external",
       logLevel: "silent"
     })
+    await loadEffectModulesAlone(next)
     fs.cpSync(path.join(src, "console/page"), path.join(next, "console/page"), { recursive: true })
     fs.cpSync(path.join(src, "sse.ts"), path.join(next, "sse.ts"))
     try {
@@ -64,6 +65,17 @@ export async function builtSources(root) {
     return fs.existsSync(path.join(dir, "serve-args.mjs")) ? dir : undefined
   } catch {
     return undefined
+  }
+}
+
+/** The built modules import effect's modules themselves, not its index, which loads all of them (effect-imports.ts). */
+export const loadEffectModulesAlone = async (dir, extension = ".mjs") => {
+  const { rewriteEffectImports } = await import(`${dir}/effect-imports${extension}`)
+  for (const file of fs.readdirSync(dir, { recursive: true })) {
+    if (!file.endsWith(extension)) continue
+    const code = fs.readFileSync(path.join(dir, file), "utf8")
+    const rewritten = rewriteEffectImports(code)
+    if (rewritten !== code) fs.writeFileSync(path.join(dir, file), rewritten)
   }
 }
 

@@ -5,8 +5,8 @@
 // The big dependencies load natively first: tsx's loader hooks cost milliseconds per module, and effect
 // alone has hundreds. `wo run` and `wo dev` go further: they read their command line without @effect/cli
 // (src/serve-args.ts), and load the checkout's code natively too, built once per change (bin/built-sources.mjs);
-// the other commands (and these when they cannot) load @effect/cli and run src/ through tsx.
-import "effect"
+// the other commands (and these when they cannot) load @effect/cli and run src/ through tsx. The built code imports
+// effect's modules one by one (src/effect-imports.ts); only src/ run through tsx needs effect's index preloaded.
 import "@effect/platform-node/NodeRuntime"
 import "classic-level"
 import { register } from "tsx/esm/api"
@@ -18,7 +18,7 @@ const serving = args[0] === "run" || args[0] === "dev"
 const built = serving ? await builtSources(root) : undefined
 const serveArgs = built === undefined ? undefined : await import(`${built}/serve-args.mjs`)
 const read = serveArgs?.readServeArgs(args)
-if (read === undefined) await Promise.all([import("@effect/cli"), import("@effect/platform-node/NodeContext")])
+if (read === undefined) await Promise.all([import("effect"), import("@effect/cli"), import("@effect/platform-node/NodeContext")])
 register()
 // Apps import "writeonce": resolve it to the same code the runtime runs (the built folder, or these sources under
 // the writeonce-source condition), so that the app and the runtime share one copy of every module.

@@ -1,6 +1,7 @@
 // `npm run build` (and `prepare`, so `npm ci` and `npm pack` run it): the package's JavaScript and .d.ts files in
 // dist/, compiled by tsc from src/ (tsconfig.build.json), plus the console page's sources, which the server
 // bundles with esbuild on the first request for the page (src/console/assets.ts reads them beside itself).
+// The emitted modules then import effect's modules one by one instead of its index (src/effect-imports.ts).
 // In a checkout, `writeonce` resolves to src/ instead, under the `writeonce-source` export condition.
 // The build goes to a fresh folder that then replaces dist/ at once, so dist/ is never half written.
 // Type errors fail `npm pack` and `npm publish`: no tarball is built from code that does not type-check. Elsewhere
@@ -9,6 +10,7 @@ import { spawnSync } from "node:child_process"
 import * as fs from "node:fs"
 import { createRequire } from "node:module"
 import * as path from "node:path"
+import { loadEffectModulesAlone } from "../bin/built-sources.mjs"
 
 const root = path.resolve(import.meta.dirname, "..")
 const dist = path.join(root, "dist")
@@ -22,6 +24,7 @@ try {
   const packing = ["pack", "publish"].includes(process.env.npm_command ?? "")
   if (status !== 0 && (status !== 2 || packing)) throw new Error(`tsc failed (exit ${status})`)
   if (status === 2) console.error("build: emitted despite the type errors above (npm run typecheck fails on them)")
+  await loadEffectModulesAlone(next, ".js")
   fs.cpSync(path.join(root, "src/console/page"), path.join(next, "console/page"), { recursive: true })
   fs.chmodSync(path.join(next, "wo.js"), 0o755)
   if (fs.existsSync(dist)) fs.renameSync(dist, old)

@@ -9,6 +9,7 @@ import { register } from "node:module"
 import * as path from "node:path"
 import { pathToFileURL } from "node:url"
 import { register as registerTsx } from "tsx/esm/api"
+import { rewriteEffectImports } from "./effect-imports.ts"
 import { RELOAD_PARAM, RELOAD_ROOT_PARAM } from "./reload-tag.ts"
 
 /**
@@ -33,6 +34,14 @@ export async function resolve(specifier, context, next) {
   if (tag !== undefined && !url.search && url.pathname.startsWith(tag.root)) url.search = tag.search
   return own ? { ...resolved, url: url.href, format: "module" } : { ...resolved, url: url.href }
 }
+// An app's own module imports effect's modules themselves, not its index, which loads all of them: as the runtime.
+export async function load(url, context, next) {
+  const loaded = await next(url, context)
+  if (loaded.format !== "module" || loaded.source == null || !url.startsWith("file:") || url.includes("/node_modules/")) return loaded
+  const source = typeof loaded.source === "string" ? loaded.source : new TextDecoder().decode(loaded.source)
+  return source.includes("effect") ? { ...loaded, source: rewriteEffectImports(source) } : loaded
+}
+${rewriteEffectImports.toString()}
 function reloadTag(parent) {
   if (parent === undefined || !parent.includes("${RELOAD_PARAM}=")) return undefined
   const url = new URL(parent)

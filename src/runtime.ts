@@ -2,14 +2,13 @@
  * The whole runtime as one Layer: catalog, store, projections, writer and HTTP server. `wo run` is a thin shell
  * over it; an Effect program can compose it with its own app and settings.
  */
-import { Layer } from "effect"
+import { Effect, Layer } from "effect"
 import type { AppDef } from "./domain/catalog.ts"
 import { Catalog } from "./domain/app-catalog.ts"
 import { ClassicLevelLog } from "./log/classic-level-log.ts"
 import { levelDbLayer, type LevelDb } from "./log/level-db.ts"
 import type { EventLog } from "./log/event-log.ts"
 import type { StoreError } from "./domain/errors.ts"
-import { postgresLogLayer } from "./log/postgres/postgres-log.ts"
 import { CommandsLive } from "./commands/commands.ts"
 import { LogAuditLive } from "./log/log-audit.ts"
 import { GroupCommitLive } from "./commands/group-commit.ts"
@@ -27,7 +26,6 @@ import { announce } from "./announce.ts"
 import { LoggerLive } from "./logger.ts"
 import { stopOnSignals } from "./stop-on-signals.ts"
 import { ClassicLevelSessionStore } from "./log/classic-level-session-store.ts"
-import { postgresSessionStoreLayer } from "./log/postgres/session-store.ts"
 import { SessionsLive } from "./http/mcp/sessions.ts"
 import { OpenStreamsLive } from "./http/open-streams.ts"
 import { RegistryLive } from "./projections/registry.ts"
@@ -39,11 +37,22 @@ import { observedLog, WriteHealthLive } from "./metrics/observed-log.ts"
  * MCP sessions then live in PostgreSQL too, so that any node serves any session).
  */
 export const storeLogLayer = (settings: Settings): Layer.Layer<EventLog, StoreError, LevelDb> =>
-  settings.store === undefined ? ClassicLevelLog : postgresLogLayer(settings.store, { timeoutMs: settings.storeTimeoutMs })
+  settings.store === undefined
+    ? ClassicLevelLog
+    : onPostgres(() => import("./log/postgres/postgres-log.ts"), (m, url) => m.postgresLogLayer(url, { timeoutMs: settings.storeTimeoutMs }), settings.store)
 
 /** Where legacy MCP sessions live: the data dir, or with `--store` the PostgreSQL store every node shares. */
 const sessionStoreLayer = (settings: Settings) =>
-  settings.store === undefined ? ClassicLevelSessionStore : postgresSessionStoreLayer(settings.store, { timeoutMs: settings.storeTimeoutMs })
+  settings.store === undefined
+    ? ClassicLevelSessionStore
+    : onPostgres(() => import("./log/postgres/session-store.ts"), (m, url) => m.postgresSessionStoreLayer(url, { timeoutMs: settings.storeTimeoutMs }), settings.store)
+
+/**
+ * A layer of the PostgreSQL store, its module loaded only when a node uses one: `pg` is a tenth of an embedded
+ * node's start. The log and the session store still share one connection (`pgConnectionLayer`, memoised by URL).
+ */
+const onPostgres = <M, A, E, R>(module: () => Promise<M>, layer: (m: M, url: string) => Layer.Layer<A, E, R>, url: string) =>
+  Layer.unwrapEffect(Effect.promise(module).pipe(Effect.map((m) => layer(m, url))))
 
 export interface CoreOptions {
   /** The event log (default: `storeLogLayer(settings)`); a layer that decorates it (metrics, test faults) goes here. */
