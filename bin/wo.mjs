@@ -11,6 +11,7 @@ import "@effect/platform-node/NodeRuntime"
 import "classic-level"
 import { register } from "tsx/esm/api"
 import { builtSources } from "./built-sources.mjs"
+import { compiledApp } from "./compiled-app.mjs"
 
 const args = process.argv.slice(2)
 const root = new URL("..", import.meta.url).pathname
@@ -19,10 +20,18 @@ const built = serving ? await builtSources(root) : undefined
 const serveArgs = built === undefined ? undefined : await import(`${built}/serve-args.mjs`)
 const read = serveArgs?.readServeArgs(args)
 if (read === undefined) await Promise.all([import("effect"), import("@effect/cli"), import("@effect/platform-node/NodeContext")])
-register()
-// Apps import "writeonce": resolve it to the same code the runtime runs (the built folder, or these sources under
-// the writeonce-source condition), so that the app and the runtime share one copy of every module.
-const { registerAppLoader } = await import("../src/app-loader.ts")
-registerAppLoader({ tsx: false, sources: true, ...(read === undefined ? {} : { built }) })
-if (read !== undefined) serveArgs.serve(read)
-else await import("../src/cli.ts")
+// `wo run` loads the app compiled (bin/compiled-app.mjs), with no loader hooks at all; its stack traces map back to
+// the app's own files. `wo dev` (which reloads through the loader) and a build that failed take the loader.
+const compiled = read?.command === "run" ? await compiledApp(read.options.appDir, built) : undefined
+if (compiled !== undefined) {
+  process.setSourceMapsEnabled(true)
+  serveArgs.serve({ ...read, options: { ...read.options, compiledApp: compiled } })
+} else {
+  register()
+  // Apps import "writeonce": resolve it to the same code the runtime runs (the built folder, or these sources under
+  // the writeonce-source condition), so that the app and the runtime share one copy of every module.
+  const { registerAppLoader } = await import("../src/app-loader.ts")
+  registerAppLoader({ tsx: false, sources: true, ...(read === undefined ? {} : { built }) })
+  if (read !== undefined) serveArgs.serve(read)
+  else await import("../src/cli.ts")
+}

@@ -13,15 +13,16 @@ export class AppLoadError extends Data.TaggedError("AppLoadError")<{ readonly me
 
 /**
  * Loads the app; with `reload` (wo dev), its own modules are imported afresh under that tag (app-loader.ts
- * carries the tag on to every file under the app folder), so an edit anywhere in the folder is seen.
+ * carries the tag on to every file under the app folder), so an edit anywhere in the folder is seen. `compiled`:
+ * the URL of the app already compiled to JavaScript (bin/compiled-app.mjs), imported in place of its file.
  */
-export const loadApp = (appDir: string, reload?: number) =>
+export const loadApp = (appDir: string, reload?: number, compiled?: string) =>
   Effect.gen(function* () {
     const dir = path.resolve(appDir)
     const file = ["app.ts", "app.mts", "app.js", "app.mjs"].map((f) => path.join(dir, f)).find((f) => fs.existsSync(f))
     if (file === undefined) return yield* new AppLoadError({ message: `no app.ts in ${dir}` })
     const mod = yield* Effect.tryPromise({
-      try: () => import(reload === undefined ? pathToFileURL(file).href : reloadUrl(file, dir, reload)) as Promise<{ default?: AppDef; app?: AppDef }>,
+      try: () => import(compiled ?? (reload === undefined ? pathToFileURL(file).href : reloadUrl(file, dir, reload))) as Promise<{ default?: AppDef; app?: AppDef }>,
       catch: (e) =>
         new AppLoadError({
           message: `cannot load ${file}: ${e instanceof Error ? e.message : String(e)}${whereInApp(dir, e)}` +

@@ -21,6 +21,8 @@ export interface RunOptions extends ServeOptions {
   readonly acceptDataLoss: boolean
   readonly record?: string
   readonly store?: string
+  /** The app compiled to JavaScript, imported in place of its app.ts (load-app.ts). */
+  readonly compiledApp?: string
 }
 
 /** The settings a command line overrides, over the app folder's defaults and the WO_* variables. */
@@ -43,7 +45,7 @@ const settingsFor = (dir: string, options: ServeOptions & Partial<RunOptions>) =
 /** `wo run <app-dir>`: REST at /api, MCP at /mcp, until a signal stops it. */
 export const runApp = (options: RunOptions) =>
   Effect.gen(function* () {
-    const { app, dir } = yield* loadApp(options.appDir)
+    const { app, dir } = yield* loadApp(options.appDir, undefined, options.compiledApp)
     const settings = yield* settingsFor(dir, options)
     return yield* Layer.launch(exitWhenTheWriterDies.pipe(Layer.provideMerge(writeOnceLayer(app, settings))))
   })

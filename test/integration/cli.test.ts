@@ -79,6 +79,70 @@ describe("wo run in a checkout", () => {
   })
 })
 
+describe("wo run's compiled app (bin/compiled-app.mjs)", () => {
+  // Under the checkout, so that the app's `effect` resolves.
+  const appFolder = () => {
+    fs.mkdirSync(path.join(ROOT, ".data"), { recursive: true })
+    return fs.mkdtempSync(path.join(ROOT, ".data", "wo-compiled-"))
+  }
+  const write = (dir: string, file: string, lines: ReadonlyArray<string>) => {
+    fs.writeFileSync(path.join(dir, file), lines.join("\n"))
+    // A second edit within the mtime's resolution still changes it.
+    const later = new Date(Date.now() + 1000 * Math.random())
+    fs.utimesSync(path.join(dir, file), later, later)
+  }
+  const app = (name: string) => [
+    `import { Schema } from "effect"`,
+    `import { defineApp, entity } from "writeonce"`,
+    `import { FIELD } from "./fields.ts"`,
+    `console.log("field " + FIELD + " in " + import.meta.dirname)`,
+    `export default defineApp({ name: "${name}", entities: { notes: entity({ fields: { [FIELD]: Schema.String } }) } })`
+  ]
+  const run = async (dir: string) => {
+    const server = await spawnWo(["run", dir, "--data", path.join(dir, ".data"), "--listen", "127.0.0.1:0"])
+    await server.stop()
+    return server.stdout()
+  }
+
+  it("is built once, and again after an edit of any file the app imports", async () => {
+    const dir = appFolder()
+    try {
+      write(dir, "fields.ts", [`export const FIELD = "text"`])
+      write(dir, "app.ts", app("edits"))
+      expect(await run(dir)).toContain(`field text in ${dir}`)
+      const cache = path.join(dir, "node_modules/.cache/writeonce")
+      const built = fs.readdirSync(cache).filter((f) => f.endsWith(".mjs"))
+      expect(built).toHaveLength(1)
+      const builtAt = fs.statSync(path.join(cache, built[0])).mtimeMs
+      expect(await run(dir)).toContain(`field text in ${dir}`)
+      expect(fs.statSync(path.join(cache, built[0])).mtimeMs).toBe(builtAt)
+      write(dir, "fields.ts", [`export const FIELD = "body"`])
+      expect(await run(dir)).toContain(`field body in ${dir}`)
+    } finally {
+      fs.rmSync(dir, { recursive: true, force: true })
+    }
+  })
+
+  it("a broken app.ts fails as it always did: the loader's message with file:line, and exit 1", async () => {
+    const dir = appFolder()
+    try {
+      write(dir, "fields.ts", [`export const FIELD = "text"`])
+      write(dir, "app.ts", app("broken"))
+      await run(dir)
+      write(dir, "app.ts", [...app("broken").slice(0, 3), `const = 1`])
+      const syntax = await runWo(["run", dir, "--data", path.join(dir, ".data"), "--listen", "127.0.0.1:0"])
+      expect(syntax.code).toBe(1)
+      expect(syntax.stderr).toMatch(new RegExp(`cannot load ${dir}/app\\.ts: [\\s\\S]*app\\.ts:4:6`))
+      write(dir, "app.ts", [...app("broken").slice(0, 3), `throw new Error("no app today")`, `export default 1`])
+      const thrown = await runWo(["run", dir, "--data", path.join(dir, ".data"), "--listen", "127.0.0.1:0"])
+      expect(thrown.code).toBe(1)
+      expect(thrown.stderr).toContain(`no app today (at ${dir}/app.ts:4:7)`)
+    } finally {
+      fs.rmSync(dir, { recursive: true, force: true })
+    }
+  })
+})
+
 describe("loadSettings", () => {
   const load = (input: Parameters<typeof loadSettings>[0]) => Effect.runPromise(Effect.either(loadSettings(input)))
 
