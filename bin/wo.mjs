@@ -9,7 +9,6 @@
 // effect's modules one by one (src/effect-imports.ts); only src/ run through tsx needs effect's index preloaded.
 import "@effect/platform-node/NodeRuntime"
 import "classic-level"
-import { register } from "tsx/esm/api"
 import { builtSources } from "./built-sources.mjs"
 import { compiledApp } from "./compiled-app.mjs"
 
@@ -27,6 +26,7 @@ if (compiled !== undefined) {
   process.setSourceMapsEnabled(true)
   serveArgs.serve({ ...read, options: { ...read.options, compiledApp: compiled } })
 } else {
+  const { register } = await import("tsx/esm/api")
   register()
   // Apps import "writeonce": resolve it to the same code the runtime runs (the built folder, or these sources under
   // the writeonce-source condition), so that the app and the runtime share one copy of every module.
