@@ -12,9 +12,10 @@ import { pathToFileURL } from "node:url"
 const APP_FILES = ["app.ts", "app.mts", "app.js", "app.mjs"]
 const OWN = /\.(ts|mts|tsx|js|mjs)$/
 
+/** A file's size and mtime, or "-" while it does not exist (a tsconfig.json added later is a change too). */
 const stamp = (file) => {
-  const stat = fs.statSync(file)
-  return `${stat.size}:${stat.mtimeMs}`
+  const stat = fs.statSync(file, { throwIfNoEntry: false })
+  return stat === undefined ? "-" : `${stat.size}:${stat.mtimeMs}`
 }
 
 /** The built module's file URL for the app in `appDir`, whose `writeonce` is the runtime `built`; or undefined. */
@@ -43,7 +44,10 @@ export async function compiledApp(appDir, built) {
       logLevel: "silent",
       plugins: [runtimeOf(built), placesKept(built)]
     })
-    const inputs = Object.fromEntries(Object.keys(result.metafile.inputs).map((f) => path.resolve(dir, f)).map((f) => [f, stamp(f)]))
+    // The files compiled, and the settings that compile them (tsconfig.json: decorators, JSX...).
+    const settings = ["tsconfig.json", "package.json"].map((f) => path.join(dir, f))
+    const files = [...Object.keys(result.metafile.inputs).map((f) => path.resolve(dir, f)), ...settings]
+    const inputs = Object.fromEntries(files.map((f) => [f, stamp(f)]))
     fs.mkdirSync(cache, { recursive: true })
     // Written aside, then renamed into place: a process starting meanwhile sees the old pair or the new one.
     const next = `${out}.${process.pid}`
