@@ -3,8 +3,14 @@
 // BENCH_IN_FLIGHT (default 32) in flight for one measured window after a warm-up. Prints writes/s, batches/s, events
 // per batch, the mean append (commit) time and the round trips per batch (PostgreSQL's statement count for the
 // window, from pg_stat_statements when loaded, else from pg_stat_database's transactions), then the node's CPU by
-// function for the window (bench/lib/cpuprofile.ts). Profile: bench/results/pg-node.cpuprofile (git-ignored).
+// function for the window (bench/lib/cpuprofile.ts). Profile: bench/results/pg-node.cpuprofile (git-ignored; another
+// folder: BENCH_PROFILE_OUT).
+// BENCH_NODES=3 runs that many nodes on the cluster, the load split evenly over them (the scale-out bench's shape),
+// each under --cpu-prof: the CPU table is their sum (the busiest node's profile kept, pg-node-<k>.cpuprofile), and
+// each node's own account of its appends and its tailer (its last `store:` line, logged at Debug) is printed per batch:
+// calls of append_batch, transactions opened, batches written by their first call, events read back by the tailer.
 //   node --conditions=writeonce-source --import tsx bench/profile-pg.ts
+//   BENCH_NODES=3 node --conditions=writeonce-source --import tsx bench/profile-pg.ts
 import { execFileSync } from 'node:child_process';
 import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -17,7 +23,17 @@ import { spawnWo } from '../testkit/spawn.ts';
 
 const IN_FLIGHT = Number(process.env.BENCH_IN_FLIGHT ?? 32);
 const LOAD_MS = Number(process.env.BENCH_PROFILE_MS ?? 5000);
+const NODES = Number(process.env.BENCH_NODES ?? 1);
 const SCRIPT = join(repoRoot, 'scripts/pg-cluster.sh');
+
+/** A node's account of its appends and its tailer, from its `store:` line at shutdown (postgres-log.ts). */
+const storeLine = /store: (\d+) batches appended \((\d+) events\), (\d+) written by their first call, (\d+) calls of append_batch, (\d+) transactions; the tailer heard (\d+) notifications, made (\d+) fetches \((\d+) empty\), read (\d+) events/;
+const costOf = (output: string) => {
+  const m = [...output.matchAll(new RegExp(storeLine, 'g'))].pop();
+  if (!m) return undefined;
+  const [batches, events, firstCall, calls, transactions, notifications, fetches, emptyFetches, rows] = m.slice(1).map(Number);
+  return { batches, events, firstCall, calls, transactions, notifications, fetches, emptyFetches, rows };
+};
 
 const metric = (text: string, name: string) =>
   text.split('\n').filter((l) => l.startsWith(name)).reduce((a, l) => a + Number(l.split(' ').pop()), 0);
@@ -28,23 +44,33 @@ const base = 20_000 + Math.floor(Math.random() * 12_000);
 const url = execFileSync('bash', [SCRIPT, 'start', join(dir, 'pg'), String(base)], { encoding: 'utf8' }).trim().split('\n').pop()!;
 const profDir = join(dir, 'prof');
 const admin = new pg.Client({ host: '127.0.0.1', port: base, user: 'postgres', database: 'postgres' });
-let node: Awaited<ReturnType<typeof spawnWo>> | undefined;
+const nodes: Awaited<ReturnType<typeof spawnWo>>[] = [];
 try {
   await admin.connect();
-  const wo = await spawnWo(['run', 'examples/pricing', '--data', join(dir, 'node'), '--listen', '127.0.0.1:0', '--store', url], {
-    readyTimeoutMs: 30_000,
-    stopTimeoutMs: 10_000,
-    env: { WO_LOG_LEVEL: 'Info' },
-    nodeArgs: ['--cpu-prof', '--cpu-prof-dir', profDir],
-  });
-  node = wo;
-  const load = (ms: number) =>
-    runLoad({ url: wo.url, concurrency: IN_FLIGHT, durationMs: ms, makeRequest: restCreate, check: (s, b) => isRow(s, b, 201) });
+  for (let k = 0; k < NODES; k++) {
+    nodes.push(await spawnWo(['run', 'examples/pricing', '--data', join(dir, `node${k}`), '--listen', '127.0.0.1:0', '--store', url], {
+      readyTimeoutMs: 30_000,
+      stopTimeoutMs: 10_000,
+      env: { WO_LOG_LEVEL: 'Debug' },
+      nodeArgs: ['--cpu-prof', '--cpu-prof-dir', join(profDir, String(k))],
+    }));
+  }
+  const load = async (ms: number) => {
+    const all = await Promise.all(nodes.map((wo, k) =>
+      runLoad({ url: wo.url, concurrency: Math.max(1, Math.round(IN_FLIGHT / NODES)), durationMs: ms, makeRequest: (i) => restCreate(i * NODES + k), check: (s, b) => isRow(s, b, 201) })));
+    return { calls: all.reduce((a, r) => a + r.calls, 0), errors: all.reduce((a, r) => a + r.errors, 0), durationMs: Math.max(...all.map((r) => r.durationMs)), perNode: all.map((r) => r.calls) };
+  };
   await load(2000);
   const scrape = async () => {
-    const m = await (await fetch(`${wo.url}/metrics`)).text();
+    let batches = 0, events = 0, commitS = 0;
+    for (const wo of nodes) {
+      const m = await (await fetch(`${wo.url}/metrics`)).text();
+      batches += metric(m, 'wo_batches_total');
+      events += metric(m, 'wo_batch_events_sum');
+      commitS += metric(m, 'wo_commit_duration_seconds_sum');
+    }
     const x = await admin.query<{ n: string }>('select sum(xact_commit + xact_rollback)::text as n from pg_stat_database');
-    return { batches: metric(m, 'wo_batches_total'), events: metric(m, 'wo_batch_events_sum'), commitS: metric(m, 'wo_commit_duration_seconds_sum'), xacts: Number(x.rows[0].n) };
+    return { batches, events, commitS, xacts: Number(x.rows[0].n) };
   };
   const before = await scrape();
   const from = monoUs();
@@ -53,15 +79,34 @@ try {
   await new Promise((res) => setTimeout(res, 600)); // the statistics collector's flush
   const after = await scrape();
   const batches = after.batches - before.batches;
-  console.log(`${IN_FLIGHT} in flight, ${(r.calls / (r.durationMs / 1000)).toFixed(0)} creates/s, ${r.errors} errors`);
+  console.log(`${NODES} node(s), ${IN_FLIGHT} in flight, ${(r.calls / (r.durationMs / 1000)).toFixed(0)} creates/s (per node: ${r.perNode.join(', ')} calls), ${r.errors} errors`);
   console.log(`batches ${batches} (${(batches / (r.durationMs / 1000)).toFixed(0)}/s), ${((after.events - before.events) / batches).toFixed(1)} events/batch, append ${(((after.commitS - before.commitS) / batches) * 1000).toFixed(2)} ms mean`);
   console.log(`PostgreSQL transactions per batch (every connection: appends, the tailer's reads, polls): ${((after.xacts - before.xacts) / batches).toFixed(2)}`);
-  await wo.stop();
-  const prof = await readWindow(profDir, from, to, join(repoRoot, 'bench', 'results', 'pg-node.cpuprofile'));
+  await new Promise((res) => setTimeout(res, 2500)); // each node's last count (logged every 2 s)
+  await Promise.all(nodes.map((wo) => wo.stop()));
+  // Each node's whole run (warm-up included), per batch it appended.
+  for (const [k, wo] of nodes.entries()) {
+    const c = costOf(wo.output());
+    if (!c) {
+      console.log(`node ${k}: no store: line in its output:\n${wo.output().slice(-1500)}`);
+      continue;
+    }
+    const per = (v: number) => (c.batches ? (v / c.batches).toFixed(2) : '-');
+    console.log(`node ${k}: ${c.batches} batches, ${per(c.events)} events/batch; per batch: ${per(c.calls)} calls, ${per(c.transactions)} transactions, ` +
+      `${per(c.firstCall)} written by the first call; tailer: ${per(c.notifications)} notifications, ${per(c.fetches)} fetches (${per(c.emptyFetches)} empty), ${per(c.rows)} events read`);
+  }
+  const profs = await Promise.all(nodes.map((_, k) => readWindow(join(profDir, String(k)), from, to, join(process.env.BENCH_PROFILE_OUT ?? join(repoRoot, 'bench', 'results'), NODES === 1 ? 'pg-node.cpuprofile' : `pg-node-${k}.cpuprofile`))));
+  const sum = (maps: Map<string, number>[]) => {
+    const out = new Map<string, number>();
+    for (const m of maps) for (const [key, v] of m) out.set(key, (out.get(key) ?? 0) + v);
+    return out;
+  };
+  const prof = { total: profs.reduce((a, p) => a + p.total, 0), byFunction: sum(profs.map((p) => p.byFunction)), byArea: sum(profs.map((p) => p.byArea)), inclusive: sum(profs.map((p) => p.inclusive)), windowed: profs.every((p) => p.windowed) };
+  console.log(`wo CPU (main threads, summed): ${(prof.total / r.calls).toFixed(0)} µs/create`);
   console.log(renderSelfTimes(prof, r.calls, Number(process.env.BENCH_TOP ?? 25), 'create'));
 } finally {
   await admin.end().catch(() => undefined);
-  await node?.stop().catch(() => undefined);
+  await Promise.allSettled(nodes.map((wo) => wo.stop()));
   execFileSync('bash', [SCRIPT, 'stop', join(dir, 'pg')]);
   rmSync(dir, { recursive: true, force: true });
 }

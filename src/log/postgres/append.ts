@@ -21,7 +21,10 @@
  * The first attempt pictures the log as this node last saw it (`LogPicture`: the head and counters of its last
  * append) with the versions the batch was decided on, and runs alone (its own transaction: one round trip). When
  * the picture was wrong (another node wrote meanwhile), the batch is planned again on the log the function
- * answered, in a transaction: a second miss leaves the function's lock held, so the third plan is certain.
+ * answered and runs alone once more: no lock is held between round trips, so a node whose event loop is busy never
+ * stalls the other nodes' appends. Only when the log moved again in between (or nothing is left to write) is it
+ * planned in a transaction: a miss there leaves the function's lock held, so the next plan is certain, and its
+ * commit is sent right behind it (the lock is not held over a turn of this node's event loop).
  *
  * If the wait for a standby is cancelled (PostgreSQL then warns that the commit is local only), the append
  * fails: the caller is not acknowledged, and the writer's resync finds the events on its next batch.
@@ -70,11 +73,23 @@ interface LogState {
 export interface LogPicture {
   head: number
   readonly counts: Map<string, Counts>
+  /** What the appends on this picture cost: logged at Debug (postgres-log.ts), read by bench/profile-pg.ts. */
+  readonly cost: AppendCost
+}
+
+/** Per node: batches appended, how many were written by the first call, calls of the function, transactions opened. */
+export interface AppendCost {
+  batches: number
+  firstCall: number
+  calls: number
+  transactions: number
+  events: number
 }
 
 export const makeLogPicture = (head: number, types: ReadonlyArray<{ readonly type: string; readonly lastId: number; readonly rowCount: number }>): LogPicture => ({
   head,
-  counts: new Map(types.map((t) => [t.type, { lastId: t.lastId, rowCount: t.rowCount }]))
+  counts: new Map(types.map((t) => [t.type, { lastId: t.lastId, rowCount: t.rowCount }])),
+  cost: { batches: 0, firstCall: 0, calls: 0, transactions: 0, events: 0 }
 })
 
 /**
@@ -326,8 +341,10 @@ const decodeAnswer = (a: Answer): Either.Either<LogState, StoreError> =>
 
 /** A head no log has: the function then writes nothing and answers the log as it is. */
 const UNKNOWN_HEAD = -1
+/** Calls alone before the transaction: on the node's picture, then on the log as the function answered it. */
+const ALONE_ATTEMPTS = 2
 /** Plans in the transaction: the second is made on the log as read under the lock, and is written. */
-const PLANS_IN_TRANSACTION = 3
+const PLANS_IN_TRANSACTION = 2
 
 /** Appends the batch, with no picture of the log (planned on the log as the function answers it). */
 export const appendBatch = (conn: PgConnectionShape, batch: AppendBatch): Effect.Effect<AppendResult, StoreError> =>
@@ -356,26 +373,42 @@ export const appendPictured = (conn: PgConnectionShape, batch: AppendBatch, pict
       /**
        * Calls the function: undefined when it wrote the plan, else the log as it is. Alone, it answers by an error
        * (which ends its transaction without a commit to wait for); in a transaction, it answers and keeps the lock.
+       * `thenCommit` (in a transaction whose lock is held, so the plan is certain) sends the commit right behind the
+       * call: the lock is not held over a turn of this node's event loop between the two.
        */
-      const call = (planned: Planned, alone: boolean, head = planned.args[0]) =>
-        Effect.flatMap(
+      const call = (planned: Planned, alone: boolean, head = planned.args[0], thenCommit = false) =>
+        Effect.flatMap(Effect.sync(() => picture.cost.calls++), () => Effect.flatMap(
           Effect.tryPromise({
-            try: () =>
-              send<{ log: Answer | null }>(CALL, [alone, head, ...planned.args.slice(1)]).then(
+            try: () => {
+              const called = send<{ log: Answer | null }>(CALL, [alone, head, ...planned.args.slice(1)]).then(
                 (r) => r.rows[0]?.log ?? undefined,
                 (e: { code?: string; detail?: string }) => {
                   if (e?.code === NOT_AS_PICTURED && typeof e.detail === "string") return JSON.parse(e.detail) as Answer
                   throw e
                 }
-              ),
-            catch: (e) => conn.failed("cannot write the batch", e)
+              )
+              if (!thenCommit) return called
+              // After a failed call the commit ends the aborted transaction (PostgreSQL rolls it back): the call's error stands.
+              const committed = send("commit").then(() => undefined, (e: unknown) => ({ commitFailed: e }))
+              return called.then(
+                (answer) => committed.then((c) => {
+                  if (c !== undefined) throw c
+                  return answer
+                }),
+                (e) => committed.then(() => Promise.reject(e))
+              )
+            },
+            catch: (e) =>
+              typeof e === "object" && e !== null && "commitFailed" in e
+                ? conn.failed("the commit failed (its outcome is unknown until the log is read again)", e.commitFailed)
+                : conn.failed("cannot write the batch", e)
           }),
           (answer) => {
             if (answer === undefined) return Effect.succeed(undefined)
             const state = decodeAnswer(answer)
             return Either.isLeft(state) ? Effect.fail(state.left) : Effect.succeed(state.right)
           }
-        )
+        ))
       const durable = (planned: Planned) =>
         Effect.suspend(() => {
           if (localOnly !== undefined) {
@@ -392,16 +425,25 @@ export const appendPictured = (conn: PgConnectionShape, batch: AppendBatch, pict
         for (const type of touched.types) picture.counts.set(type, state.counts.get(type) ?? { lastId: 0, rowCount: 0 })
       }
 
-      // Alone (one round trip), on the log as this node pictures it.
-      const first = plan(batch, expected(picture, touched), touched, tag)
+      picture.cost.batches++
+      picture.cost.events += batch.entries.length
+      // Alone (one round trip, no lock held between round trips), on the log as this node pictures it, then once more
+      // on the log as the function answered it (right unless another node wrote in between).
       let state: LogState | undefined
-      if (first.writes) {
-        state = yield* call(first, true)
-        if (state === undefined) return yield* durable(first)
-        remember(state)
+      for (let attempt = 0; attempt < ALONE_ATTEMPTS; attempt++) {
+        const planned = plan(batch, state ?? expected(picture, touched), touched, tag)
+        if (!planned.writes) break
+        const answered = yield* call(planned, true)
+        if (answered === undefined) {
+          if (attempt === 0) picture.cost.firstCall++
+          return yield* durable(planned)
+        }
+        remember(answered)
+        state = answered
       }
 
       // In a transaction: the function's answer is then the log under the lock, which the next plan is certain of.
+      picture.cost.transactions++
       yield* q("cannot begin the append", "begin")
       let locked = false
       for (let attempt = 0; attempt < PLANS_IN_TRANSACTION; attempt++) {
@@ -411,16 +453,19 @@ export const appendPictured = (conn: PgConnectionShape, batch: AppendBatch, pict
           yield* q("cannot end the append", "rollback")
           return { result: planned.result } satisfies Appended
         }
-        const answered = yield* call(planned, false, state !== undefined && planned.writes ? planned.args[0] : UNKNOWN_HEAD)
+        // Under the lock the plan is certain: its commit goes right behind it.
+        const answered = yield* call(planned, false, state !== undefined && planned.writes ? planned.args[0] : UNKNOWN_HEAD, locked)
         if (answered === undefined) {
-          yield* q("the commit failed (its outcome is unknown until the log is read again)", "commit")
+          if (!locked) yield* q("the commit failed (its outcome is unknown until the log is read again)", "commit")
           return yield* durable(planned)
         }
+        // The commit sent behind the call ended the transaction (it wrote nothing).
+        if (locked) break
         remember(answered)
         state = answered
         locked = true
       }
-      yield* q("cannot end the append", "rollback")
+      if (!locked) yield* q("cannot end the append", "rollback")
       return yield* new StoreFailed({ reason: "the log changed under its lock while the batch was planned (a bug): not written" })
     })
   )

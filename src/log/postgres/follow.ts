@@ -49,6 +49,8 @@ export const makeFollow = (conn: PgConnectionShape, tag: string, seen: (events: 
     let heard = 0
     // The last event of this node's last append: the divergence check's, when the follower skips over it.
     let ownLast: { readonly seq: number; readonly checksum: string } | undefined
+    // What following costs: logged at Debug (postgres-log.ts), read by bench/profile-pg.ts.
+    const cost = { notifications: 0, fetches: 0, emptyFetches: 0, rows: 0 }
     const sleepers = new Set<() => void>()
     const rouse = () => {
       for (const s of sleepers) s()
@@ -62,6 +64,7 @@ export const makeFollow = (conn: PgConnectionShape, tag: string, seen: (events: 
       rouse()
     }
     const onNotification = (n: { readonly payload?: string }) => {
+      cost.notifications++
       const { head, tag: writer } = parseNotification(n.payload)
       if (head === undefined) return wake()
       // This node's own commit: its append says so (`wrote`), unless it failed after the commit landed; then the
@@ -177,8 +180,12 @@ export const makeFollow = (conn: PgConnectionShape, tag: string, seen: (events: 
             // Cleared before the read: a wake-up that arrives during it makes the next nap return at once.
             due = false
             const batch = yield* fetch(position + 1)
-            if (batch.length === 0) yield* nap
-            else {
+            cost.fetches++
+            cost.rows += batch.length
+            if (batch.length === 0) {
+              cost.emptyFetches++
+              yield* nap
+            } else {
               seen(batch.map((b) => b.event))
               last = batch[batch.length - 1]
               if (last.seq > heard) heard = last.seq
@@ -187,5 +194,5 @@ export const makeFollow = (conn: PgConnectionShape, tag: string, seen: (events: 
           }))
       })
 
-    return { events, wake, wrote }
+    return { events, wake, wrote, cost }
   })

@@ -11,7 +11,7 @@
  * log-audit.ts). Views are stored by each node as snapshots exact at a seq (`storeViews`, schema.ts), off the write
  * path; a starting node loads them and folds only the events after (`eventsOf` gives the rows that tail starts from).
  */
-import { Chunk, Effect, Either, Layer, Option, Stream } from "effect"
+import { Chunk, Duration, Effect, Either, Layer, Option, Schedule, Stream } from "effect"
 import { type StoreError, DataCorrupt } from "../../domain/errors.ts"
 import type { StoredEvent } from "../../domain/events.ts"
 import { EventLog, isWritten, type LogHead, type StoredRow } from "../event-log.ts"
@@ -39,6 +39,9 @@ import {
 } from "./records.ts"
 import { ensureSchema, SCHEMA } from "./schema.ts"
 import { checkRowCounts } from "../row-counts.ts"
+
+/** How often this node's append and tailer counts are logged (Debug) while they change. */
+const COST_EVERY = Duration.seconds(2)
 
 /** Records per query when reading the log or the rows. */
 export const READ_BATCH = 1000
@@ -183,6 +186,20 @@ export const makePostgresLog = Effect.gen(function* () {
 
   // Other nodes' commits, as the tailer reads them, keep the picture right.
   const follow = yield* makeFollow(conn, tag, (events) => seePicture(picture, events))
+  // What the shared log costs this node, at Debug every COST_EVERY while it changes (cumulative), for an operator
+  // (and bench/profile-pg.ts) to see where a write's round trips and reads go.
+  let reported = ""
+  const reportCost = Effect.suspend(() => {
+    const a = picture.cost
+    const f = follow.cost
+    const line = `store: ${a.batches} batches appended (${a.events} events), ${a.firstCall} written by their first call, ` +
+      `${a.calls} calls of append_batch, ${a.transactions} transactions; the tailer heard ${f.notifications} notifications, ` +
+      `made ${f.fetches} fetches (${f.emptyFetches} empty), read ${f.rows} events`
+    if (line === reported) return Effect.void
+    reported = line
+    return Effect.logDebug(line)
+  })
+  yield* Effect.forkScoped(Effect.repeat(reportCost, Schedule.spaced(COST_EVERY)))
 
   return EventLog.of({
     append: (batch) =>
