@@ -4,8 +4,9 @@
 // one checks the rows against the schema and folds the pricing view from the log, once), a GET of rows read for
 // the first time (cache cold) against GETs of rows just read (cached), a filtered first page against an
 // unfiltered one (with the filter's index just built, and built before), and RSS after every row was read once.
-// Indexes are on disk (issue 27 item 3): the first filtered page waits for its index's backfill (first use: the
-// pricing sample declares none); after a restart the index is still there. Their write cost: durable `set_price`
+// Indexes are on disk (issue 27 item 3): the first filtered page starts its index's backfill (first use: the
+// pricing sample declares none) and is answered by a bounded scan meanwhile; the "built" figure is taken once the
+// index serves full pages; after a restart the index is still there. WO_BENCH_SCALE_ROWS=<n> runs another size. Their write cost: durable `set_price`
 // server CPU side by side, bench/apps/pricing-plain against the same app with three indexes declared.
 import { budget, type Budget } from '../report.ts';
 import { renderSideBySide, runSideBySide, type SideBySideResult } from '../lib/side-by-side.ts';
@@ -34,6 +35,10 @@ export interface ScaleResult {
   cachedGetP99Ms: number;
   unfilteredFirstPageMs: number;
   filteredFirstPageJustBuiltMs: number;
+  /** The rows of that first page (a scan while the index is built: maybe fewer than the limit). */
+  filteredFirstPageJustBuiltItems: number;
+  /** From that first page until the index served a full first page. */
+  indexBuildMs: number;
   filteredFirstPageMs: number;
   /** The same filtered first page after a restart: the index is read from the store, not built again. */
   filteredAfterRestartMs: number;
@@ -74,7 +79,8 @@ async function timedStart(dir: string): Promise<{ server: SpawnedServer; ms: num
   return { server, ms: performance.now() - t0 };
 }
 
-export async function runScale(ctx: BenchContext, opts: ScaleOptions): Promise<ScaleResult> {
+export async function runScale(ctx: BenchContext, options: ScaleOptions): Promise<ScaleResult> {
+  const opts = { ...options, rows: Number(process.env.WO_BENCH_SCALE_ROWS ?? options.rows) };
   const emptyDir = freshDataDir(ctx.dataRoot, 'scale-empty');
   ctx.track(emptyDir);
   ctx.phase('scale: wo run on an empty dir');
@@ -109,8 +115,16 @@ export async function runScale(ctx: BenchContext, opts: ScaleOptions): Promise<S
     for (let k = 0; k < opts.gets; k++) cached.push(await timedGet(`${url}/api/products/${hot[k % hot.length]}`));
 
     const unfiltered = await median(`${url}/api/products?limit=50`);
-    const justBuilt = await timedGet(`${url}/api/products?name=item-7&limit=50`);
-    const filtered = await median(`${url}/api/products?name=item-7&limit=50`);
+    const filteredUrl = `${url}/api/products?name=item-7&limit=50`;
+    const t0 = performance.now();
+    const firstPage = (await (await fetch(filteredUrl)).json()) as { items: unknown[] };
+    const justBuilt = performance.now() - t0;
+    // The index is ready once a first page is full (item-7 is one row in 1,000): until then pages are scans.
+    const full = Math.min(50, Math.floor(opts.rows / 1000));
+    const buildStarted = performance.now();
+    while (((await (await fetch(filteredUrl)).json()) as { items: unknown[] }).items.length < full) await new Promise((r) => setTimeout(r, 100));
+    const indexBuildMs = performance.now() - buildStarted;
+    const filtered = await median(filteredUrl);
 
     ctx.phase(`scale: reading every row once (pages of 1000)`);
     await server.stop();
@@ -153,6 +167,8 @@ export async function runScale(ctx: BenchContext, opts: ScaleOptions): Promise<S
       cachedGetP99Ms: p99(cached),
       unfilteredFirstPageMs: unfiltered,
       filteredFirstPageJustBuiltMs: justBuilt,
+      filteredFirstPageJustBuiltItems: firstPage.items.length,
+      indexBuildMs,
       filteredFirstPageMs: filtered,
       filteredAfterRestartMs: filteredAfterRestart,
       unfilteredAfterRestartMs: unfilteredAfterRestart,
@@ -173,7 +189,7 @@ export const scaleBudgets = (r: ScaleResult): Budget[] => {
     budget('scaleRssRead', `RSS after every row was read once - empty dir - cache`, '<=', 100, r.rssAfterReadMb - r.emptyRssMb - r.cacheMb, ' MB', `${r.rssAfterReadMb.toFixed(0)} MB, cache ${r.cacheMb} MB`),
     budget('scaleColdGet', 'GET p99, cache cold / cached', '<=', 3, r.coldGetP99Ms / r.cachedGetP99Ms, 'x', `${r.coldGetP99Ms.toFixed(2)} against ${r.cachedGetP99Ms.toFixed(2)} ms`),
     budget('scaleFiltered', 'filtered first page (index built) / unfiltered first page', '<=', 1.5, r.filteredFirstPageMs / r.unfilteredFirstPageMs, 'x', `${r.filteredFirstPageMs.toFixed(2)} against ${r.unfilteredFirstPageMs.toFixed(2)} ms`),
-    budget('scaleFilteredBuild', 'filtered first page (index just built) / unfiltered first page', '<=', 1.5, r.filteredFirstPageJustBuiltMs / r.unfilteredFirstPageMs, 'x', `${r.filteredFirstPageJustBuiltMs.toFixed(0)} against ${r.unfilteredFirstPageMs.toFixed(2)} ms: an index used for the first time waits for its backfill (declare it: \`indexes\` on the entity)`),
+    budget('scaleFilteredBuild', 'filtered first page (index just built) / unfiltered first page', '<=', 1.5, r.filteredFirstPageJustBuiltMs / r.unfilteredFirstPageMs, 'x', `${r.filteredFirstPageJustBuiltMs.toFixed(2)} against ${r.unfilteredFirstPageMs.toFixed(2)} ms: while its index is built, a page is a bounded scan (${r.filteredFirstPageJustBuiltItems} of 50 rows; the index served full pages ${(r.indexBuildMs / 1000).toFixed(1)} s later)`),
     budget('scaleFilteredRestart', 'filtered first page after a restart (index on disk, not built again) / unfiltered first page', '<=', 1.5, r.filteredAfterRestartMs / r.unfilteredAfterRestartMs, 'x', `${r.filteredAfterRestartMs.toFixed(2)} against ${r.unfilteredAfterRestartMs.toFixed(2)} ms, both on the restarted server`),
     budget('scaleIndexCpu', 'durable set_price server CPU with three indexes / without (median of paired rounds)', '<=', INDEX_COST_BUDGET, r.indexCost.medianRatio, 'x', `${r.indexCost.b.srvCpuUsPerCall.toFixed(0)} against ${r.indexCost.a.srvCpuUsPerCall.toFixed(0)} µs/call`),
   ];
@@ -193,7 +209,8 @@ export function renderScale(r: ScaleResult): string {
     `| RSS after start | ${f(r.emptyRssMb, 0)} MB | ${f(r.rssMb, 0)} MB |`,
     `| RSS after every row was read once | | ${f(r.rssAfterReadMb, 0)} MB |`,
     `| GET p99, cache cold / cached | | ${f(r.coldGetP99Ms, 2)} / ${f(r.cachedGetP99Ms, 2)} ms |`,
-    `| first page: unfiltered / \`?name=item-7\` (index just built) / same, built | | ${f(r.unfilteredFirstPageMs, 2)} / ${f(r.filteredFirstPageJustBuiltMs, 0)} / ${f(r.filteredFirstPageMs, 2)} ms |`,
+    `| first page: unfiltered / \`?name=item-7\` (index being built: a bounded scan, ${r.filteredFirstPageJustBuiltItems} rows) / same, built | | ${f(r.unfilteredFirstPageMs, 2)} / ${f(r.filteredFirstPageJustBuiltMs, 2)} / ${f(r.filteredFirstPageMs, 2)} ms |`,
+    `| index on \`name\` built in the background, from the first filtered page | | ${f(r.indexBuildMs / 1000)} s |`,
     `| after a restart: unfiltered / \`?name=item-7\` (its index read from the store) | | ${f(r.unfilteredAfterRestartMs, 2)} / ${f(r.filteredAfterRestartMs, 2)} ms |`,
     '',
     'Durable `set_price`, side by side: the pricing sample without indexes and with three declared (`name`, `price`, `[currency, price]`; each `set_price` moves two of them).',
