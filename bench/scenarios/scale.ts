@@ -37,9 +37,14 @@ export interface ScaleResult {
   coldGetP99Ms: number;
   cachedGetP99Ms: number;
   unfilteredFirstPageMs: number;
+  /** The slowest of the five unfiltered first pages (the first one, as a rule). */
+  unfilteredSlowestMs: number;
+  /** The slowest of the first five filtered first pages. */
   filteredFirstPageJustBuiltMs: number;
-  /** The rows of that first page (a scan while the index is built: maybe fewer than the limit). */
+  /** The rows of the first filtered first page (a scan while the index is built: maybe fewer than the limit). */
   filteredFirstPageJustBuiltItems: number;
+  /** Each of those five: its time and its rows. */
+  filteredWhileBuilding: Array<{ ms: number; items: number }>;
   /** From that first page until the index served a full first page. */
   indexBuildMs: number;
   filteredFirstPageMs: number;
@@ -69,12 +74,14 @@ const timedGet = async (url: string) => {
   return performance.now() - t0;
 };
 
-/** The median of a few timings of one request (the first taken apart by the caller when it differs). */
-const median = async (url: string, n = 5) => {
+/** A few timings of one request, in the order taken (the first of a kind also pays for code not compiled yet). */
+const timings = async (url: string, n = 5) => {
   const xs: number[] = [];
   for (let i = 0; i < n; i++) xs.push(await timedGet(url));
-  return xs.sort((a, b) => a - b)[Math.floor(n / 2)];
+  return xs;
 };
+const middle = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
+const median = async (url: string, n = 5) => middle(await timings(url, n));
 
 async function timedStart(dir: string): Promise<{ server: SpawnedServer; ms: number }> {
   const t0 = performance.now();
@@ -124,11 +131,19 @@ export async function runScale(ctx: BenchContext, options: ScaleOptions): Promis
       cached.push(await timedGet(`${url}/api/products/${hot[k % hot.length]}`));
     }
 
-    const unfiltered = await median(`${url}/api/products?limit=50`);
+    const unfilteredTimes = await timings(`${url}/api/products?limit=50`);
+    const unfiltered = middle(unfilteredTimes);
     const filteredUrl = `${url}/api/products?name=item-7&limit=50`;
-    const t0 = performance.now();
-    const firstPage = (await (await fetch(filteredUrl)).json()) as { items: unknown[] };
-    const justBuilt = performance.now() - t0;
+    // The first five filtered pages, while the index is built (its first use starts the build), against the first
+    // five unfiltered ones: the slowest of each (the first request of a kind also pays for code not compiled yet;
+    // a list that waited for the backfill would show it here).
+    const building: Array<{ ms: number; items: number }> = [];
+    for (let k = 0; k < 5; k++) {
+      const t0 = performance.now();
+      const page = (await (await fetch(filteredUrl)).json()) as { items: unknown[] };
+      building.push({ ms: performance.now() - t0, items: page.items.length });
+    }
+    const justBuilt = Math.max(...building.map((b) => b.ms));
     // The index is ready once a first page is full (item-7 is one row in 1,000): until then pages are scans.
     const full = Math.min(50, Math.floor(opts.rows / 1000));
     const buildStarted = performance.now();
@@ -180,8 +195,10 @@ export async function runScale(ctx: BenchContext, options: ScaleOptions): Promis
       coldGetP99Ms: p99(cold),
       cachedGetP99Ms: p99(cached),
       unfilteredFirstPageMs: unfiltered,
+      unfilteredSlowestMs: Math.max(...unfilteredTimes),
       filteredFirstPageJustBuiltMs: justBuilt,
-      filteredFirstPageJustBuiltItems: firstPage.items.length,
+      filteredFirstPageJustBuiltItems: building[0].items,
+      filteredWhileBuilding: building,
       indexBuildMs,
       filteredFirstPageMs: filtered,
       filteredAfterRestartMs: filteredAfterRestart,
@@ -203,7 +220,7 @@ export const scaleBudgets = (r: ScaleResult): Budget[] => {
     budget('scaleRssRead', `RSS after every row was read once - empty dir - cache`, '<=', 100, r.rssAfterReadMb - r.emptyRssMb - r.cacheMb, ' MB', `${r.rssAfterReadMb.toFixed(0)} MB, cache ${r.cacheMb} MB; mapped files ${(r.rssAfterReadFilesMb - r.emptyRssFilesMb).toFixed(0)} MB more than the empty dir's`),
     budget('scaleColdGet', 'GET p99, cache cold / cached', '<=', 3, r.coldGetP99Ms / r.cachedGetP99Ms, 'x', `${r.coldGetP99Ms.toFixed(2)} against ${r.cachedGetP99Ms.toFixed(2)} ms`),
     budget('scaleFiltered', 'filtered first page (index built) / unfiltered first page', '<=', 1.5, r.filteredFirstPageMs / r.unfilteredFirstPageMs, 'x', `${r.filteredFirstPageMs.toFixed(2)} against ${r.unfilteredFirstPageMs.toFixed(2)} ms`),
-    budget('scaleFilteredBuild', 'filtered first page (index just built) / unfiltered first page', '<=', 1.5, r.filteredFirstPageJustBuiltMs / r.unfilteredFirstPageMs, 'x', `${r.filteredFirstPageJustBuiltMs.toFixed(2)} against ${r.unfilteredFirstPageMs.toFixed(2)} ms: while its index is built, a page is a bounded scan (${r.filteredFirstPageJustBuiltItems} of 50 rows; the index served full pages ${(r.indexBuildMs / 1000).toFixed(1)} s later)`),
+    budget('scaleFilteredBuild', 'filtered first page (index just built) / unfiltered first page, the slowest of the first 5 each', '<=', 1.5, r.filteredFirstPageJustBuiltMs / r.unfilteredSlowestMs, 'x', `${r.filteredFirstPageJustBuiltMs.toFixed(2)} against ${r.unfilteredSlowestMs.toFixed(2)} ms: while its index is built, a page is a bounded scan (${r.filteredWhileBuilding.map((b) => `${b.ms.toFixed(1)} ms ${b.items} rows`).join(', ')}; full pages from the index ${(r.indexBuildMs / 1000).toFixed(1)} s later)`),
     budget('scaleFilteredRestart', 'filtered first page after a restart (index on disk, not built again) / unfiltered first page', '<=', 1.5, r.filteredAfterRestartMs / r.unfilteredAfterRestartMs, 'x', `${r.filteredAfterRestartMs.toFixed(2)} against ${r.unfilteredAfterRestartMs.toFixed(2)} ms, both on the restarted server`),
     budget('scaleIndexCpu', 'durable set_price server CPU with three indexes / without (median of paired rounds)', '<=', INDEX_COST_BUDGET, r.indexCost.medianRatio, 'x', `${r.indexCost.b.srvCpuUsPerCall.toFixed(0)} against ${r.indexCost.a.srvCpuUsPerCall.toFixed(0)} µs/call`),
   ];
@@ -223,7 +240,8 @@ export function renderScale(r: ScaleResult): string {
     `| RSS after start | ${f(r.emptyRssMb, 0)} MB | ${f(r.rssMb, 0)} MB |`,
     `| RSS after every row was read once (of which mapped files: the node binary, LevelDB's tables) | ${f(r.emptyRssMb, 0)} MB (${f(r.emptyRssFilesMb, 0)} MB) | ${f(r.rssAfterReadMb, 0)} MB (${f(r.rssAfterReadFilesMb, 0)} MB) |`,
     `| GET p99, cache cold / cached | | ${f(r.coldGetP99Ms, 2)} / ${f(r.cachedGetP99Ms, 2)} ms |`,
-    `| first page: unfiltered / \`?name=item-7\` (index being built: a bounded scan, ${r.filteredFirstPageJustBuiltItems} rows) / same, built | | ${f(r.unfilteredFirstPageMs, 2)} / ${f(r.filteredFirstPageJustBuiltMs, 2)} / ${f(r.filteredFirstPageMs, 2)} ms |`,
+    `| first page, median of 5: unfiltered / \`?name=item-7\`, its index built | | ${f(r.unfilteredFirstPageMs, 2)} / ${f(r.filteredFirstPageMs, 2)} ms |`,
+    `| first page, the slowest of the first 5: unfiltered / \`?name=item-7\` while its index is built (bounded scans: ${r.filteredWhileBuilding.map((b) => b.items).join(", ")} of 50 rows) | | ${f(r.unfilteredSlowestMs, 2)} / ${f(r.filteredFirstPageJustBuiltMs, 2)} ms |`,
     `| index on \`name\` built in the background, from the first filtered page | | ${f(r.indexBuildMs / 1000)} s |`,
     `| after a restart: unfiltered / \`?name=item-7\` (its index read from the store) | | ${f(r.unfilteredAfterRestartMs, 2)} / ${f(r.filteredAfterRestartMs, 2)} ms |`,
     '',

@@ -58,6 +58,7 @@ export const indexFieldsFor = ({ where, order }: Pick<RowQuery, "where" | "order
  * what an unfiltered page of 50 costs, since each row read is decoded and checked (a few microseconds).
  */
 export const SCAN_ROWS = 256
+const SCAN_BUFFER = SCAN_ROWS * 1024
 
 const specKey = (spec: IndexSpec) => spec.kind === "composite" ? `c\u0000${spec.filter}\u0000${spec.order}` : `${spec.kind[0]}\u0000${spec.field}`
 
@@ -189,7 +190,9 @@ export class StoreTable extends RowIndexes implements RowTableShape {
     const { cache, catalog } = this.access
     return Effect.tryPromise({
       try: async () => {
-        const it = this.access.db().iterator({ ...this.rangeAfter(order.descending, after?.id), limit: SCAN_ROWS + 1 })
+        // One read of the store for the whole scan (the default buffer holds about a hundred rows): each await is a
+        // turn the backfill's chunks may take.
+        const it = this.access.db().iterator({ ...this.rangeAfter(order.descending, after?.id), limit: SCAN_ROWS + 1, highWaterMarkBytes: SCAN_BUFFER })
         const rows: Array<Row> = []
         let scanned = 0
         let last = ""
