@@ -52,9 +52,9 @@ export function cpuMsPerCall(delta: CpuDelta, calls: number): number {
 }
 
 /** Resident set size in bytes (VmRSS), or NaN if the process is gone. */
-export function rssBytes(pid: number): number {
+export function rssBytes(pid: number, part: 'VmRSS' | 'RssAnon' | 'RssFile' = 'VmRSS'): number {
   try {
-    const m = /^VmRSS:\s+(\d+)\s+kB/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+    const m = new RegExp(`^${part}:\\s+(\\d+)\\s+kB`, 'm').exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
     return m ? Number(m[1]) * 1024 : Number.NaN;
   } catch {
     return Number.NaN;

@@ -4,8 +4,9 @@
 // one checks the rows against the schema and folds the pricing view from the log, once), a GET of rows read for
 // the first time (cache cold) against GETs of rows just read (cached), a filtered first page against an
 // unfiltered one (with the filter's index just built, and built before), and RSS after every row was read once.
-// Indexes are on disk (issue 27 item 3): the first filtered page waits for its index's backfill (first use: the
-// pricing sample declares none); after a restart the index is still there. Their write cost: durable `set_price`
+// Indexes are on disk (issue 27 item 3): the first filtered page starts its index's backfill (first use: the
+// pricing sample declares none) and is answered by a bounded scan meanwhile; the "built" figure is taken once the
+// index serves full pages; after a restart the index is still there. WO_BENCH_SCALE_ROWS=<n> runs another size. Their write cost: durable `set_price`
 // server CPU side by side, bench/apps/pricing-plain against the same app with three indexes declared.
 import { budget, type Budget } from '../report.ts';
 import { renderSideBySide, runSideBySide, type SideBySideResult } from '../lib/side-by-side.ts';
@@ -30,10 +31,22 @@ export interface ScaleResult {
   emptyRssMb: number;
   rssMb: number;
   rssAfterReadMb: number;
+  /** The mapped-file part of RSS (the node binary, and LevelDB's table files: it maps every table it reads), empty dir / after the read. */
+  emptyRssFilesMb: number;
+  rssAfterReadFilesMb: number;
   coldGetP99Ms: number;
   cachedGetP99Ms: number;
   unfilteredFirstPageMs: number;
+  /** The slowest of the five unfiltered first pages (the first one, as a rule). */
+  unfilteredSlowestMs: number;
+  /** The slowest of the first five filtered first pages. */
   filteredFirstPageJustBuiltMs: number;
+  /** The rows of the first filtered first page (a scan while the index is built: maybe fewer than the limit). */
+  filteredFirstPageJustBuiltItems: number;
+  /** Each of those five: its time and its rows. */
+  filteredWhileBuilding: Array<{ ms: number; items: number }>;
+  /** From that first page until the index served a full first page. */
+  indexBuildMs: number;
   filteredFirstPageMs: number;
   /** The same filtered first page after a restart: the index is read from the store, not built again. */
   filteredAfterRestartMs: number;
@@ -61,12 +74,14 @@ const timedGet = async (url: string) => {
   return performance.now() - t0;
 };
 
-/** The median of a few timings of one request (the first taken apart by the caller when it differs). */
-const median = async (url: string, n = 5) => {
+/** A few timings of one request, in the order taken (the first of a kind also pays for code not compiled yet). */
+const timings = async (url: string, n = 5) => {
   const xs: number[] = [];
   for (let i = 0; i < n; i++) xs.push(await timedGet(url));
-  return xs.sort((a, b) => a - b)[Math.floor(n / 2)];
+  return xs;
 };
+const middle = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
+const median = async (url: string, n = 5) => middle(await timings(url, n));
 
 async function timedStart(dir: string): Promise<{ server: SpawnedServer; ms: number }> {
   const t0 = performance.now();
@@ -74,13 +89,15 @@ async function timedStart(dir: string): Promise<{ server: SpawnedServer; ms: num
   return { server, ms: performance.now() - t0 };
 }
 
-export async function runScale(ctx: BenchContext, opts: ScaleOptions): Promise<ScaleResult> {
+export async function runScale(ctx: BenchContext, options: ScaleOptions): Promise<ScaleResult> {
+  const opts = { ...options, rows: Number(process.env.WO_BENCH_SCALE_ROWS ?? options.rows) };
   const emptyDir = freshDataDir(ctx.dataRoot, 'scale-empty');
   ctx.track(emptyDir);
   ctx.phase('scale: wo run on an empty dir');
   const empty = await timedStart(emptyDir);
   await new Promise((r) => setTimeout(r, 500));
   const emptyRss = rssBytes(empty.server.pid);
+  const emptyFiles = rssBytes(empty.server.pid, 'RssFile');
   await empty.server.stop();
 
   const dir = freshDataDir(ctx.dataRoot, 'scale');
@@ -100,22 +117,45 @@ export async function runScale(ctx: BenchContext, opts: ScaleOptions): Promise<S
     const rss = rssBytes(server.pid);
     const recovered = RECOVERED.exec(server.stdout())?.[0] ?? '';
     const url = server.url;
-    // Distinct random ids, each read for the first time; then a small set read again and again (cached).
-    const cold: number[] = [];
-    for (let k = 0; k < opts.gets; k++) cold.push(await timedGet(`${url}/api/products/${1 + ((k * 104_729 + 17) % opts.rows)}`));
+    // A small set of rows read once (then cached), and distinct random ids each read for the first time (cold),
+    // one of each in turn: both samples see the same moments (the startup log audit in the background, the
+    // machine's other work).
     const hot = Array.from({ length: 100 }, (_, k) => 1 + ((k * 7_919) % opts.rows));
     for (const id of hot) await timedGet(`${url}/api/products/${id}`);
+    const hotIds = new Set(hot);
+    const coldIds = Array.from({ length: opts.gets + hot.length }, (_, k) => 1 + ((k * 104_729 + 17) % opts.rows)).filter((id) => !hotIds.has(id)).slice(0, opts.gets);
+    const cold: number[] = [];
     const cached: number[] = [];
-    for (let k = 0; k < opts.gets; k++) cached.push(await timedGet(`${url}/api/products/${hot[k % hot.length]}`));
+    for (let k = 0; k < opts.gets; k++) {
+      cold.push(await timedGet(`${url}/api/products/${coldIds[k]}`));
+      cached.push(await timedGet(`${url}/api/products/${hot[k % hot.length]}`));
+    }
 
-    const unfiltered = await median(`${url}/api/products?limit=50`);
-    const justBuilt = await timedGet(`${url}/api/products?name=item-7&limit=50`);
-    const filtered = await median(`${url}/api/products?name=item-7&limit=50`);
+    const unfilteredTimes = await timings(`${url}/api/products?limit=50`);
+    const unfiltered = middle(unfilteredTimes);
+    const filteredUrl = `${url}/api/products?name=item-7&limit=50`;
+    // The first five filtered pages, while the index is built (its first use starts the build), against the first
+    // five unfiltered ones: the slowest of each (the first request of a kind also pays for code not compiled yet;
+    // a list that waited for the backfill would show it here).
+    const building: Array<{ ms: number; items: number }> = [];
+    for (let k = 0; k < 5; k++) {
+      const t0 = performance.now();
+      const page = (await (await fetch(filteredUrl)).json()) as { items: unknown[] };
+      building.push({ ms: performance.now() - t0, items: page.items.length });
+    }
+    const justBuilt = Math.max(...building.map((b) => b.ms));
+    // The index is ready once a first page is full (item-7 is one row in 1,000): until then pages are scans.
+    const full = Math.min(50, Math.floor(opts.rows / 1000));
+    const buildStarted = performance.now();
+    while (((await (await fetch(filteredUrl)).json()) as { items: unknown[] }).items.length < full) await new Promise((r) => setTimeout(r, 100));
+    const indexBuildMs = performance.now() - buildStarted;
+    const filtered = await median(filteredUrl);
 
     ctx.phase(`scale: reading every row once (pages of 1000)`);
     await server.stop();
     const again = await timedStart(dir);
     let rssAfterRead = Number.NaN;
+    let rssAfterReadFiles = Number.NaN;
     let filteredAfterRestart = Number.NaN;
     let unfilteredAfterRestart = Number.NaN;
     try {
@@ -131,6 +171,7 @@ export async function runScale(ctx: BenchContext, opts: ScaleOptions): Promise<S
       } while (cursor !== undefined);
       if (n !== opts.rows) ctx.warn(`scale: read ${n} rows, wrote ${opts.rows}`);
       rssAfterRead = rssBytes(again.server.pid);
+      rssAfterReadFiles = rssBytes(again.server.pid, 'RssFile');
     } finally {
       await again.server.stop();
     }
@@ -149,10 +190,16 @@ export async function runScale(ctx: BenchContext, opts: ScaleOptions): Promise<S
       emptyRssMb: emptyRss / MB,
       rssMb: rss / MB,
       rssAfterReadMb: rssAfterRead / MB,
+      emptyRssFilesMb: emptyFiles / MB,
+      rssAfterReadFilesMb: rssAfterReadFiles / MB,
       coldGetP99Ms: p99(cold),
       cachedGetP99Ms: p99(cached),
       unfilteredFirstPageMs: unfiltered,
+      unfilteredSlowestMs: Math.max(...unfilteredTimes),
       filteredFirstPageJustBuiltMs: justBuilt,
+      filteredFirstPageJustBuiltItems: building[0].items,
+      filteredWhileBuilding: building,
+      indexBuildMs,
       filteredFirstPageMs: filtered,
       filteredAfterRestartMs: filteredAfterRestart,
       unfilteredAfterRestartMs: unfilteredAfterRestart,
@@ -170,10 +217,10 @@ export const scaleBudgets = (r: ScaleResult): Budget[] => {
   return [
     budget('scaleStart', `spawn to ready with ${n} rows / empty dir`, '<=', 1.5, r.startMs / r.emptyStartMs, 'x', `${r.startMs.toFixed(0)} against ${r.emptyStartMs.toFixed(0)} ms; see "Data larger than memory"`),
     budget('scaleRss', `RSS after start with ${n} rows - empty dir`, '<=', 100, r.rssMb - r.emptyRssMb, ' MB', `${r.rssMb.toFixed(0)} against ${r.emptyRssMb.toFixed(0)} MB`),
-    budget('scaleRssRead', `RSS after every row was read once - empty dir - cache`, '<=', 100, r.rssAfterReadMb - r.emptyRssMb - r.cacheMb, ' MB', `${r.rssAfterReadMb.toFixed(0)} MB, cache ${r.cacheMb} MB`),
+    budget('scaleRssRead', `RSS after every row was read once - empty dir - cache`, '<=', 100, r.rssAfterReadMb - r.emptyRssMb - r.cacheMb, ' MB', `${r.rssAfterReadMb.toFixed(0)} MB, cache ${r.cacheMb} MB; mapped files ${(r.rssAfterReadFilesMb - r.emptyRssFilesMb).toFixed(0)} MB more than the empty dir's`),
     budget('scaleColdGet', 'GET p99, cache cold / cached', '<=', 3, r.coldGetP99Ms / r.cachedGetP99Ms, 'x', `${r.coldGetP99Ms.toFixed(2)} against ${r.cachedGetP99Ms.toFixed(2)} ms`),
     budget('scaleFiltered', 'filtered first page (index built) / unfiltered first page', '<=', 1.5, r.filteredFirstPageMs / r.unfilteredFirstPageMs, 'x', `${r.filteredFirstPageMs.toFixed(2)} against ${r.unfilteredFirstPageMs.toFixed(2)} ms`),
-    budget('scaleFilteredBuild', 'filtered first page (index just built) / unfiltered first page', '<=', 1.5, r.filteredFirstPageJustBuiltMs / r.unfilteredFirstPageMs, 'x', `${r.filteredFirstPageJustBuiltMs.toFixed(0)} against ${r.unfilteredFirstPageMs.toFixed(2)} ms: an index used for the first time waits for its backfill (declare it: \`indexes\` on the entity)`),
+    budget('scaleFilteredBuild', 'filtered first page (index just built) / unfiltered first page, the slowest of the first 5 each', '<=', 1.5, r.filteredFirstPageJustBuiltMs / r.unfilteredSlowestMs, 'x', `${r.filteredFirstPageJustBuiltMs.toFixed(2)} against ${r.unfilteredSlowestMs.toFixed(2)} ms: while its index is built, a page is a bounded scan (${r.filteredWhileBuilding.map((b) => `${b.ms.toFixed(1)} ms ${b.items} rows`).join(', ')}; full pages from the index ${(r.indexBuildMs / 1000).toFixed(1)} s later)`),
     budget('scaleFilteredRestart', 'filtered first page after a restart (index on disk, not built again) / unfiltered first page', '<=', 1.5, r.filteredAfterRestartMs / r.unfilteredAfterRestartMs, 'x', `${r.filteredAfterRestartMs.toFixed(2)} against ${r.unfilteredAfterRestartMs.toFixed(2)} ms, both on the restarted server`),
     budget('scaleIndexCpu', 'durable set_price server CPU with three indexes / without (median of paired rounds)', '<=', INDEX_COST_BUDGET, r.indexCost.medianRatio, 'x', `${r.indexCost.b.srvCpuUsPerCall.toFixed(0)} against ${r.indexCost.a.srvCpuUsPerCall.toFixed(0)} µs/call`),
   ];
@@ -191,9 +238,11 @@ export function renderScale(r: ScaleResult): string {
     `| spawn to ready, first start (schema check and view fold, once) | ${f(r.emptyStartMs, 0)} ms | ${f(r.firstStartMs, 0)} ms |`,
     `| spawn to ready, next start | ${f(r.emptyStartMs, 0)} ms | ${f(r.startMs, 0)} ms (${r.recovered}) |`,
     `| RSS after start | ${f(r.emptyRssMb, 0)} MB | ${f(r.rssMb, 0)} MB |`,
-    `| RSS after every row was read once | | ${f(r.rssAfterReadMb, 0)} MB |`,
+    `| RSS after every row was read once (of which mapped files: the node binary, LevelDB's tables) | ${f(r.emptyRssMb, 0)} MB (${f(r.emptyRssFilesMb, 0)} MB) | ${f(r.rssAfterReadMb, 0)} MB (${f(r.rssAfterReadFilesMb, 0)} MB) |`,
     `| GET p99, cache cold / cached | | ${f(r.coldGetP99Ms, 2)} / ${f(r.cachedGetP99Ms, 2)} ms |`,
-    `| first page: unfiltered / \`?name=item-7\` (index just built) / same, built | | ${f(r.unfilteredFirstPageMs, 2)} / ${f(r.filteredFirstPageJustBuiltMs, 0)} / ${f(r.filteredFirstPageMs, 2)} ms |`,
+    `| first page, median of 5: unfiltered / \`?name=item-7\`, its index built | | ${f(r.unfilteredFirstPageMs, 2)} / ${f(r.filteredFirstPageMs, 2)} ms |`,
+    `| first page, the slowest of the first 5: unfiltered / \`?name=item-7\` while its index is built (bounded scans: ${r.filteredWhileBuilding.map((b) => b.items).join(", ")} of 50 rows) | | ${f(r.unfilteredSlowestMs, 2)} / ${f(r.filteredFirstPageJustBuiltMs, 2)} ms |`,
+    `| index on \`name\` built in the background, from the first filtered page | | ${f(r.indexBuildMs / 1000)} s |`,
     `| after a restart: unfiltered / \`?name=item-7\` (its index read from the store) | | ${f(r.unfilteredAfterRestartMs, 2)} / ${f(r.filteredAfterRestartMs, 2)} ms |`,
     '',
     'Durable `set_price`, side by side: the pricing sample without indexes and with three declared (`name`, `price`, `[currency, price]`; each `set_price` moves two of them).',

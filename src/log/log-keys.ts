@@ -20,6 +20,7 @@ export const EVENTS_START = "e!"
 export const EVENTS_END = "e!~"
 export const rowKey = (type: string, id: string) => `r!${type}!${id.padStart(12, "0")}`
 export const typeOfRowKey = (key: string) => key.slice(2, key.lastIndexOf("!"))
+export const idOfRowKey = (key: string) => Number(key.slice(key.lastIndexOf("!") + 1))
 export const ROWS_START = "r!"
 export const ROWS_END = "r!~"
 export const CHECKPOINT_KEY = "m!checkpoint"

@@ -48,18 +48,46 @@ export class IndexBackfill {
   /** Registers the index (if new) and backfills it; resolves once it is ready. Callers asking meanwhile share the run. */
   ready(type: string, fields: ReadonlyArray<string>): Effect.Effect<void, StoreError> {
     if (this.isReady(type, fields)) return Effect.void
+    return this.await(type, fields, () => this.runOf(type, fields))
+  }
+
+  /**
+   * Starts the backfill in the background unless the index is ready or being built; its end is logged (a list that
+   * needs it meanwhile is answered without it: StoreTable.scan).
+   */
+  start(type: string, fields: ReadonlyArray<string>): Effect.Effect<void> {
+    return Effect.suspend(() => {
+      if (this.isReady(type, fields) || this.running.has(X.indexPrefix(type, fields))) return Effect.void
+      // Registered now, so that the requests that follow share this run.
+      const run = this.runOf(type, fields)
+      return Effect.asVoid(Effect.forkDaemon(this.logged(type, fields, this.await(type, fields, () => run))))
+    })
+  }
+
+  /** The build of an index, logged: built, or not built (a list that needs it starts it again). */
+  logged(type: string, fields: ReadonlyArray<string>, build = this.ready(type, fields)): Effect.Effect<void> {
+    return build.pipe(
+      Effect.tap(() => Effect.logInfo(`index on ${X.indexName(fields)} of ${type}: built`)),
+      Effect.catchAll((e) => Effect.logWarning(`index on ${X.indexName(fields)} of ${type}: not built (${e.reason}); a list that needs it builds it again`))
+    )
+  }
+
+  private await(type: string, fields: ReadonlyArray<string>, run: () => Promise<void>): Effect.Effect<void, StoreError> {
     return Effect.tryPromise({
-      try: () => {
-        const name = X.indexPrefix(type, fields)
-        let run = this.running.get(name)
-        if (run === undefined) {
-          run = this.run(type, fields).finally(() => this.running.delete(name))
-          this.running.set(name, run)
-        }
-        return run
-      },
+      try: run,
       catch: (e) => isStoreError(e) ? e : new StoreFailed({ reason: `cannot build the index on ${X.indexName(fields)} of ${type}: ${e instanceof Error ? e.message : String(e)}` })
     })
+  }
+
+  /** The backfill of the index, started by the first caller and shared by the others until it ends. */
+  private runOf(type: string, fields: ReadonlyArray<string>): Promise<void> {
+    const name = X.indexPrefix(type, fields)
+    let run = this.running.get(name)
+    if (run === undefined) {
+      run = this.run(type, fields).finally(() => this.running.delete(name))
+      this.running.set(name, run)
+    }
+    return run
   }
 
   /** Stops between chunks (the store is closing); an index left building resumes at the next start. */
@@ -107,7 +135,7 @@ export class IndexBackfill {
     const last = entries[entries.length - 1]
     const next: IndexState = {
       ...state,
-      after: last === undefined ? state.after : Number(last[0].slice(last[0].lastIndexOf("!") + 1)),
+      after: last === undefined ? state.after : K.idOfRowKey(last[0]),
       state: entries.length < BACKFILL_CHUNK ? "ready" : "building"
     }
     batch.put(X.indexMetaKey(type, fields), encodeIndexState(next))

@@ -59,9 +59,10 @@ export const makeQueries =
           }
           // A store read failure (a damaged row record, the store closed for a reopen) is a 500 naming it.
           return Effect.map(Effect.orDie(rows.table(type).read({ where, order, ...(after !== undefined ? { after } : {}), limit })), (page): Page => {
+            // A page may hold fewer rows than the limit, even none, and still continue (store-table.ts: scan).
             const last = page.rows[page.rows.length - 1]
-            if (!page.more || last === undefined) return { items: page.rows }
-            const key = { id: Number(last.id), value: order.field === "id" ? undefined : last[order.field] }
+            const key = page.resume ?? (last === undefined ? undefined : { id: Number(last.id), value: order.field === "id" ? undefined : last[order.field] })
+            if (!page.more || key === undefined) return { items: page.rows }
             return { items: page.rows, nextCursor: encodeCursor(type, key, written) }
           })
         }),

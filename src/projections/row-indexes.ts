@@ -23,6 +23,8 @@ export interface RowQuery {
 export interface RowPage {
   readonly rows: ReadonlyArray<Row>
   readonly more: boolean
+  /** Where the next page starts when not after the last row: a scan that stopped at its bound (store-table.ts). */
+  readonly resume?: SortKey
 }
 
 /** An index to build: what a query needs before it can walk. */

@@ -166,11 +166,7 @@ export const StoreRowsLive = Layer.scoped(
       ...registry.all().filter((s) => s.state === "building" && catalog.types.has(s.type))
     ].filter(({ type, fields }, i, all) => !indexes.isReady(type, fields) && all.findIndex((o) => o.type === type && X.indexName(o.fields) === X.indexName(fields)) === i)
     if (pending.length > 0) {
-      yield* Effect.forkScoped(Effect.forEach(pending, ({ type, fields }) =>
-        indexes.ready(type, fields).pipe(
-          Effect.tap(() => Effect.logInfo(`index on ${X.indexName(fields)} of ${type}: built`)),
-          Effect.catchAll((e) => Effect.logWarning(`index on ${X.indexName(fields)} of ${type}: not built (${e.reason}); a list that needs it builds it again`))
-        ), { discard: true }))
+      yield* Effect.forkScoped(Effect.forEach(pending, ({ type, fields }) => indexes.logged(type, fields), { discard: true }))
     }
     let seq = head.lastSeq
     const rows: RowsShape = {

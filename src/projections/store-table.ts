@@ -11,8 +11,9 @@
  *
  * Filtered and ordered lists walk the store's secondary indexes (log/index-keys.ts): records the writer stores in
  * the batch of the rows they index, so a page costs about the rows it returns. An index is declared (`indexes` on
- * the entity) or made on first use; until its backfill (index-backfill.ts) is done, a list that needs it waits for
- * it, and is then answered from it: never from a partial index.
+ * the entity) or made on first use, and walked once its backfill (index-backfill.ts) is done: never partial.
+ * Meanwhile a filtered list in id order scans the rows (a bounded number per page: `scan`), and an ordered one
+ * waits for the backfill.
  *
  * The reference checks of deletes (`idsWhere`) still use in-memory equality indexes (row-indexes.ts), built once
  * from one scan of the type's rows before the first decision, then maintained by `apply`; changes applied while a
@@ -51,6 +52,13 @@ export const indexFieldsFor = ({ where, order }: Pick<RowQuery, "where" | "order
   if (order.field === "id") return lead === undefined ? undefined : [lead.field]
   return lead === undefined ? [order.field] : [lead.field, order.field]
 }
+
+/**
+ * The most rows a filtered page reads while its index is being built (it then answers what it found: scan): about
+ * what an unfiltered page of 50 costs, since each row read is decoded and checked (a few microseconds).
+ */
+export const SCAN_ROWS = 256
+const SCAN_BUFFER = SCAN_ROWS * 1024
 
 const specKey = (spec: IndexSpec) => spec.kind === "composite" ? `c\u0000${spec.filter}\u0000${spec.order}` : `${spec.kind[0]}\u0000${spec.field}`
 
@@ -163,7 +171,65 @@ export class StoreTable extends RowIndexes implements RowTableShape {
   read(query: RowQuery): Effect.Effect<RowPage, StoreError> {
     const fields = indexFieldsFor(query)
     if (fields === undefined) return this.walk(query)
-    return Effect.zipRight(this.access.indexes.ready(this.type, fields), this.indexWalk(fields, query))
+    const { indexes } = this.access
+    if (indexes.isReady(this.type, fields)) return this.indexWalk(fields, query)
+    // An order needs every row before its first page: that list waits for the index.
+    if (query.order.field !== "id") return Effect.zipRight(indexes.ready(this.type, fields), this.indexWalk(fields, query))
+    // The backfill starts once this page is read: the first page does not share the thread with its first chunk.
+    return Effect.zipLeft(this.scan(query), indexes.start(this.type, fields))
+  }
+
+  /**
+   * A filtered page in id order while its index is being built: the type's rows from the cursor on, each checked
+   * against every filter, until the page is full or SCAN_ROWS rows were read. The rows and their order are the
+   * index's (it holds the rows whose values equal the lead filter's, by id, checked the same way); a scan that
+   * stops at its bound answers the rows found so far (maybe none) and continues after the last row it read.
+   */
+  private scan({ where, order, after, limit }: RowQuery): Effect.Effect<RowPage, StoreError> {
+    const fields = where.map((f) => f.field)
+    const { cache, catalog } = this.access
+    return Effect.tryPromise({
+      try: async () => {
+        // One read of the store for the whole scan (the default buffer holds about a hundred rows): each await is a
+        // turn the backfill's chunks may take.
+        const it = this.access.db().iterator({ ...this.rangeAfter(order.descending, after?.id), limit: SCAN_ROWS + 1, highWaterMarkBytes: SCAN_BUFFER })
+        const rows: Array<Row> = []
+        let scanned = 0
+        let last = ""
+        try {
+          for (;;) {
+            const entries = await it.nextv(READ_BATCH)
+            if (entries.length === 0) return { rows, more: false }
+            for (const [key, raw] of entries) {
+              if (scanned === SCAN_ROWS) return { rows, more: true, resume: { id: K.idOfRowKey(last), value: undefined } }
+              scanned++
+              last = key
+              // The applied row when it is cached (as the index path serves it), else the stored one, decoded in
+              // full only when it matches.
+              let row = cache.get(key)
+              if (row === undefined) {
+                if (!matchesAll(where, servedFields(catalog, this.type, key, raw, fields))) continue
+                row = this.decode(key, raw)
+                cache.set(key, row)
+              }
+              if (!matchesAll(where, row)) continue
+              if (rows.length === limit) return { rows, more: true }
+              rows.push(row)
+            }
+          }
+        } finally {
+          await it.close().catch(() => undefined)
+        }
+      },
+      catch: unavailable(`cannot read the rows of ${this.type}`)
+    })
+  }
+
+  /** The key range of the rows after the cursor's id, in the page's direction. */
+  private rangeAfter(descending: boolean, id: number | undefined) {
+    return descending
+      ? { gte: this.start, lt: id === undefined ? this.end : K.rowKey(this.type, String(id)), reverse: true }
+      : { gt: id === undefined ? this.start : K.rowKey(this.type, String(id)), lt: this.end }
   }
 
   /**
@@ -260,12 +326,9 @@ export class StoreTable extends RowIndexes implements RowTableShape {
 
   /** An unfiltered page in id order: the key range from the cursor on, one read of `limit + 1` records. */
   private walk({ order, after, limit }: RowQuery): Effect.Effect<RowPage, StoreError> {
-    const range = order.descending
-      ? { gte: this.start, lt: after === undefined ? this.end : K.rowKey(this.type, String(after.id)), reverse: true }
-      : { gt: after === undefined ? this.start : K.rowKey(this.type, String(after.id)), lt: this.end }
     return Effect.tryPromise({
       try: async () => {
-        const it = this.access.db().iterator({ ...range, limit: limit + 1 })
+        const it = this.access.db().iterator({ ...this.rangeAfter(order.descending, after?.id), limit: limit + 1 })
         try {
           // nextv answers what it has buffered, maybe fewer than asked: read until the range or the limit ends.
           const entries: Array<[string, string]> = []
