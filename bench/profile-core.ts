@@ -18,7 +18,7 @@ import { spawnPeer, startWo } from './lib/wo.ts';
 
 const repoRoot = fileURLToPath(new URL('..', import.meta.url));
 const dataRoot = process.env.BENCH_DATA_DIR ?? join(repoRoot, '.data', 'bench-core');
-const outDir = join(repoRoot, 'bench', 'results');
+const outDir = process.env.BENCH_PROFILE_OUT ?? join(repoRoot, 'bench', 'results');
 const LOAD_MS = Number(process.env.BENCH_PROFILE_MS ?? 5000);
 const WARM_MS = 3000;
 const TOP = Number(process.env.BENCH_TOP ?? 20);
