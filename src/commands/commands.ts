@@ -101,7 +101,7 @@ export const makeCommands =
         intent: intent.right,
         expectedVersion: command._tag === "Create" ? undefined : command.expectedVersion,
         onStage: options?.onStage,
-        ...(keyed.right === undefined ? {} : { idempotency: keyed.right })
+        idempotency: keyed.right
       })
     }
     return Commands.of({

@@ -57,6 +57,9 @@ export interface RunningEdge {
 
 type Buffered = Extract<EdgeResponse, { _tag: "Buffered" }>
 
+/** The query of every request without one: shared, so read-only (no route changes a request's query). */
+const NO_QUERY = new URLSearchParams()
+
 const PLAIN_PATH = /^\/(?!\/)[A-Za-z0-9_\-/]*$/
 
 /**
@@ -65,7 +68,7 @@ const PLAIN_PATH = /^\/(?!\/)[A-Za-z0-9_\-/]*$/
  */
 const parseTarget = (target: string | undefined) => {
   // The usual target (a plain path: no query, dot segment, escape or backslash) is its own pathname.
-  if (target !== undefined && PLAIN_PATH.test(target)) return { pathname: target, search: "", searchParams: new URLSearchParams() }
+  if (target !== undefined && PLAIN_PATH.test(target)) return { pathname: target, search: "", searchParams: NO_QUERY }
   try {
     return new URL(target ?? "/", "http://edge")
   } catch {
@@ -225,7 +228,7 @@ export const startEdge = <R>(handler: EdgeHandler<R>, options: EdgeOptions) =>
           if (!res.writableEnded) res.end()
         }
       }
-      res.once("close", onClose)
+      res.on("close", onClose) // removed by settle (`once` would wrap it)
       try {
         cancel = route(request, respond)
       } catch (e) {
