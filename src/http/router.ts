@@ -65,13 +65,16 @@ export const makeRouter = (guards: Guards, routes: Routes, authorized: (authoriz
   return routes.extra?.(request) ?? Effect.succeed(notFound(request))
 }
 
+/** The methods of the row writes: a read never pays for the direct route's checks. */
+const WRITE_METHODS = new Set(["POST", "PATCH", "DELETE"])
+
 /**
  * The router's direct path (edge.ts, DirectRoute): a REST request that passes every check `makeRouter` makes goes
  * to `rest`; any other, refusals included, is left to `makeRouter`, so that they are answered in one place.
  */
 export const makeDirectRouter = (guards: Guards, rest: DirectRoute, authorized: (authorization: string | undefined) => boolean = () => true): DirectRoute =>
   (request, respond) =>
-    request.method !== "HEAD" && request.path.startsWith("/api/") && !request.path.startsWith("/api/_") &&
+    WRITE_METHODS.has(request.method) && request.path.startsWith("/api/") && !request.path.startsWith("/api/_") &&
       guards.hostAllowed(request.headers.host) && guards.originAllowed(request.headers.origin) && authorized(request.headers.authorization)
       ? rest(request, respond)
       : undefined
