@@ -124,16 +124,6 @@ const targetOf = (catalog: CompiledApp, path: string) => {
   return type === undefined || parts.length > 3 || parts.some((p) => p === "") ? undefined : { type, parts }
 }
 
-/**
- * The answer to a write, as the generic path's `Effect.match` gives it; undefined for a defect, which the edge
- * answers as it does a failed request's fiber (edge.ts).
- */
-const answerOf = (exit: Exit.Exit<Committed, CommandError>, write: RowWrite): EdgeResponse | undefined => {
-  if (Exit.isSuccess(exit)) return write.onSuccess(exit.value)
-  const error = Cause.failureOption(exit.cause)
-  return Option.isSome(error) ? errorResponse(error.value, write.ifMatch) : undefined
-}
-
 export const makeRestRoutes = (catalog: CompiledApp, commands: CommandsShape, queries: QueriesShape, maxJsonDepth: number) => {
   /** Runs a write with the request's idempotency key, if any (a bad key is 400, nothing done). */
   const withKey = (request: EdgeRequest, body: InputBody, f: (options: ExecuteOptions) => Effect.Effect<EdgeResponse>) =>
@@ -269,11 +259,10 @@ export const makeRestRoutes = (catalog: CompiledApp, commands: CommandsShape, qu
     }
   }
 
-  // The row writes without a fiber per request (edge.ts, DirectRoute). A request with an Idempotency-Key goes the
-  // generic way: it may wait on its key's earlier attempt. Both ways build the same command through the same plans
-  // and answer through the same `errorResponse`.
-  // Hand-tuned (bench/profile-core.ts create): a fiber per request, its run loop and its resumption by the writer
-  // were the largest share of a durable write's CPU after the store itself; this path runs the same plan with none.
+  // The row writes without a fiber per request (edge.ts, DirectRoute), hand-tuned (bench/profile-core.ts create: a
+  // fiber per request, its run loop and its resumption by the writer were the largest share of a durable write's CPU
+  // after the store itself). Both ways build the same command through the same plans and answer through the same
+  // `errorResponse`; a request with an Idempotency-Key goes the generic way (it may wait on its key's earlier attempt).
   const direct: DirectRoute = (request, respond) => {
     if (request.headers[IDEMPOTENCY_KEY_HEADER] !== undefined) return undefined
     const planned = directWrite(request)
@@ -283,10 +272,21 @@ export const makeRestRoutes = (catalog: CompiledApp, commands: CommandsShape, qu
       return noCancel
     }
     const write = planned.right
+    // Called inside the writer's batch: nothing may throw into it.
     return commands.executeNow(write.command, optionsOf(write.body), (exit) => {
-      const response = answerOf(exit, write)
-      if (response === undefined) respond.failed(exit._tag === "Failure" ? exit.cause : Cause.empty)
-      else respond.answer(response)
+      let response: EdgeResponse
+      try {
+        if (Exit.isSuccess(exit)) response = write.onSuccess(exit.value)
+        else {
+          const error = Cause.failureOption(exit.cause)
+          // A defect is answered as the generic path's failed fiber is (edge.ts).
+          if (Option.isNone(error)) return respond.failed(exit.cause)
+          response = errorResponse(error.value, write.ifMatch)
+        }
+      } catch (e) {
+        return respond.failed(Cause.die(e))
+      }
+      respond.answer(response)
     })
   }
 
