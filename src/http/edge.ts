@@ -185,7 +185,18 @@ export const startEdge = <R>(handler: EdgeHandler<R>, options: EdgeOptions) =>
 
     /** Requests on the direct path not yet answered: shutdown waits for them as for the fibers. */
     const directInFlight = new Set<() => void>()
-    const logFailure = (cause: Cause.Cause<unknown>) => runFork(Effect.logError("request failed", cause))
+    /** A request that died: logged and answered 500, as the generic path does for a failed fiber (never throws). */
+    const endFailed = (res: http.ServerResponse, cause: Cause.Cause<unknown>) => {
+      try {
+        if (!Cause.isInterruptedOnly(cause)) {
+          runFork(Effect.logError("request failed", cause))
+          if (!res.headersSent) writeBuffered(res, INTERNAL)
+        }
+        if (!res.writableEnded) res.end()
+      } catch {
+        res.destroy()
+      }
+    }
 
     /**
      * A request the direct route takes: answered by a callback, often from inside the writer's batch, so nothing
@@ -213,19 +224,13 @@ export const startEdge = <R>(handler: EdgeHandler<R>, options: EdgeOptions) =>
             if (response._tag === "Buffered") writeBuffered(res, response)
             else throw new Error(`the direct route answered with a ${response._tag} response`)
           } catch (e) {
-            logFailure(Cause.die(e))
-            if (!res.headersSent) writeBuffered(res, INTERNAL)
-            if (!res.writableEnded) res.end()
+            endFailed(res, Cause.die(e))
           }
         },
         failed: (cause) => {
           if (done) return
           settle()
-          if (!Cause.isInterruptedOnly(cause)) {
-            logFailure(cause)
-            if (!res.headersSent) writeBuffered(res, INTERNAL)
-          }
-          if (!res.writableEnded) res.end()
+          endFailed(res, cause)
         }
       }
       res.on("close", onClose) // removed by settle (`once` would wrap it)
