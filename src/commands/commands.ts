@@ -53,9 +53,11 @@ export interface CommandsShape {
 
 export class Commands extends Context.Tag("writeonce/Commands")<Commands, CommandsShape>() {}
 
+const UNKEYED: Either.Either<undefined> = Either.right(undefined)
+
 /** The key checked again (a surface that forgot to would otherwise store any string). */
 const keyedBy = (key: string | undefined, request: ReadonlyArray<unknown>): Either.Either<Keyed | undefined, ValidationFailed> => {
-  if (key === undefined) return Either.right(undefined)
+  if (key === undefined) return UNKEYED
   const problem = keyProblem(key)
   return problem === undefined
     ? Either.right({ key, fingerprint: fingerprintOf(request) })
@@ -93,7 +95,8 @@ export const makeCommands =
       if (type === undefined) return Either.left(new NotFound({ type: command.type, id: "id" in command ? command.id : "" }))
       const intent = toIntent(type, command, options?.keysLeftOut)
       if (Either.isLeft(intent)) return Either.left(intent.left)
-      const keyed = keyedBy(options?.idempotencyKey, requestOf(command))
+      // The request's fingerprint only for a keyed write (most are not).
+      const keyed = options?.idempotencyKey === undefined ? UNKEYED : keyedBy(options.idempotencyKey, requestOf(command))
       if (Either.isLeft(keyed)) return Either.left(keyed.left)
       return Either.right({
         type,

@@ -114,14 +114,16 @@ interface RowWrite {
 /** A row write ready to run, or the answer that refuses the request before it (bad body, If-Match). */
 type PlannedWrite = Either.Either<RowWrite, EdgeResponse>
 
-/** A segment percent-decoded (most have no escape to decode). */
-const decodeSegment = (segment: string) => (segment.includes("%") ? safeDecode(segment) : segment)
-
 /** The type and path segments an `/api/<type>[/<id>[/<method>]]` path names, or undefined (404). */
 const targetOf = (catalog: CompiledApp, path: string) => {
-  const parts = path.slice("/api/".length).split("/").map(decodeSegment)
+  const parts = path.slice("/api/".length).split("/")
+  if (parts.length > 3) return undefined
+  for (let i = 0; i < parts.length; i++) {
+    if (parts[i] === "") return undefined
+    if (parts[i].includes("%")) parts[i] = safeDecode(parts[i])
+  }
   const type = catalog.types.get(parts[0])
-  return type === undefined || parts.length > 3 || parts.some((p) => p === "") ? undefined : { type, parts }
+  return type === undefined ? undefined : { type, parts }
 }
 
 export const makeRestRoutes = (catalog: CompiledApp, commands: CommandsShape, queries: QueriesShape, maxJsonDepth: number) => {
