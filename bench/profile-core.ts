@@ -8,7 +8,8 @@
 // The main thread's profile is kept as bench/results/core-<scenario>.cpuprofile (git-ignored; open it
 // in Chrome DevTools). The profiler slows the server: read the shares and µs/call side by side, not rates.
 //   node --import tsx bench/profile-core.ts [create] [get] [set_price] [floor_create] [plain]   (default: all)
-// BENCH_PROFILE_MS (default 5000) sets the measured window; BENCH_TOP (default 20) the list lengths.
+// BENCH_PROFILE_MS (default 5000) sets the measured window; BENCH_TOP (default 20) the list lengths;
+// BENCH_PROFILE_OUT another folder for the kept profiles.
 import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
