@@ -8,7 +8,8 @@
 // The main thread's profile is kept as bench/results/core-<scenario>.cpuprofile (git-ignored; open it
 // in Chrome DevTools). The profiler slows the server: read the shares and µs/call side by side, not rates.
 //   node --import tsx bench/profile-core.ts [create] [get] [set_price] [floor_create] [plain]   (default: all)
-// BENCH_PROFILE_MS (default 5000) sets the measured window; BENCH_TOP (default 20) the list lengths.
+// BENCH_PROFILE_MS (default 5000) sets the measured window; BENCH_TOP (default 20) the list lengths;
+// BENCH_PROFILE_OUT another folder for the kept profiles.
 import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -18,7 +19,7 @@ import { spawnPeer, startWo } from './lib/wo.ts';
 
 const repoRoot = fileURLToPath(new URL('..', import.meta.url));
 const dataRoot = process.env.BENCH_DATA_DIR ?? join(repoRoot, '.data', 'bench-core');
-const outDir = join(repoRoot, 'bench', 'results');
+const outDir = process.env.BENCH_PROFILE_OUT ?? join(repoRoot, 'bench', 'results');
 const LOAD_MS = Number(process.env.BENCH_PROFILE_MS ?? 5000);
 const WARM_MS = 3000;
 const TOP = Number(process.env.BENCH_TOP ?? 20);

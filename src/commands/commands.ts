@@ -2,7 +2,7 @@
  * The command handlers: one entry point for every write, whatever surface it came from (REST or MCP).
  * Each decodes its payload through the type's Schema, then hands the intent to the group-commit writer.
  */
-import { Context, Effect, Either, Layer, Option } from "effect"
+import { Context, Effect, Either, Exit, Layer, Option } from "effect"
 import { WoConfig } from "../config.ts"
 import { EventLog } from "../log/event-log.ts"
 import { randomUUID } from "node:crypto"
@@ -11,7 +11,7 @@ import { NotFound, ValidationFailed, type CommandError } from "../domain/errors.
 import { inputIssues } from "../domain/input-rules.ts"
 import { toIntent, type Command } from "../domain/intent.ts"
 import { GroupCommit } from "./group-commit.ts"
-import type { CommandCommitted, Committed, Stage } from "./submission.ts"
+import type { CommandCommitted, Committed, Stage, Submission } from "./submission.ts"
 import { commandFromChanges, fingerprintOf, keyProblem, makeIdempotency, pruneExpiredKeys, storedChanges, type Keyed } from "./idempotency.ts"
 import { Metrics, metricsOff } from "../metrics/metrics.ts"
 
@@ -34,6 +34,16 @@ export interface CommandsShape {
   /** Runs one command; succeeds only once its event is durable and projected. */
   readonly execute: (command: Command, options?: ExecuteOptions) => Effect.Effect<Committed, CommandError>
   /**
+   * `execute` without a fiber, for a write without an idempotency key (a keyed one waits on its key's earlier
+   * attempts: `execute`): `onExit` is called once with its answer, from the writer's batch (or before this returns
+   * when it is refused up front). Returns what cancels the command if the writer has not taken it yet.
+   */
+  readonly executeNow: (
+    command: Command,
+    options: Omit<ExecuteOptions, "idempotencyKey"> | undefined,
+    onExit: (exit: Exit.Exit<Committed, CommandError>) => void
+  ) => () => void
+  /**
    * Runs the app command `name` (a command across entity types) with the params a client sent: decoded through
    * its params schema, decided in the writer, and all of its events durable and projected, or none written.
    * NotFound (type "_commands") when the app declares no such command.
@@ -43,9 +53,11 @@ export interface CommandsShape {
 
 export class Commands extends Context.Tag("writeonce/Commands")<Commands, CommandsShape>() {}
 
+const UNKEYED: Either.Either<undefined> = Either.right(undefined)
+
 /** The key checked again (a surface that forgot to would otherwise store any string). */
 const keyedBy = (key: string | undefined, request: ReadonlyArray<unknown>): Either.Either<Keyed | undefined, ValidationFailed> => {
-  if (key === undefined) return Either.right(undefined)
+  if (key === undefined) return UNKEYED
   const problem = keyProblem(key)
   return problem === undefined
     ? Either.right({ key, fingerprint: fingerprintOf(request) })
@@ -77,28 +89,42 @@ export const makeCommands =
     }
     // Expired keys are pruned in the background, never by the writer.
     yield* Effect.forkScoped(pruneExpiredKeys(log, settings.idempotencyTtlMs))
+    /** The command checked and decoded into what the writer takes (its key, if any, checked and fingerprinted). */
+    const submissionOf = (command: Command, options: ExecuteOptions | undefined): Either.Either<Submission, CommandError> => {
+      const type = catalog.types.get(command.type)
+      if (type === undefined) return Either.left(new NotFound({ type: command.type, id: "id" in command ? command.id : "" }))
+      const intent = toIntent(type, command, options?.keysLeftOut)
+      if (Either.isLeft(intent)) return Either.left(intent.left)
+      // The request's fingerprint only for a keyed write (most are not).
+      const keyed = options?.idempotencyKey === undefined ? UNKEYED : keyedBy(options.idempotencyKey, requestOf(command))
+      if (Either.isLeft(keyed)) return Either.left(keyed.left)
+      return Either.right({
+        type,
+        id: command._tag === "Create" ? undefined : command.id,
+        intent: intent.right,
+        expectedVersion: command._tag === "Create" ? undefined : command.expectedVersion,
+        onStage: options?.onStage,
+        idempotency: keyed.right
+      })
+    }
     return Commands.of({
       execute: (command, options) =>
         Effect.suspend(() => {
-          const type = catalog.types.get(command.type)
-          if (type === undefined) return Effect.fail(new NotFound({ type: command.type, id: "id" in command ? command.id : "" }))
-          const intent = toIntent(type, command, options?.keysLeftOut)
-          if (Either.isLeft(intent)) return Effect.fail(intent.left)
-          const keyed = keyedBy(options?.idempotencyKey, requestOf(command))
-          if (Either.isLeft(keyed)) return Effect.fail(keyed.left)
-          const submit = writer.submit({
-            type,
-            id: command._tag === "Create" ? undefined : command.id,
-            intent: intent.right,
-            expectedVersion: command._tag === "Create" ? undefined : command.expectedVersion,
-            onStage: options?.onStage,
-            ...(keyed.right === undefined ? {} : { idempotency: keyed.right })
-          })
-          if (keyed.right === undefined) return submit
-          const fingerprint = keyed.right.fingerprint
-          return idempotency.run(keyed.right, submit, (stored) => Either.map(storedChanges(stored, fingerprint), (changes) => changes[0]), (c): Committed =>
+          const submission = submissionOf(command, options)
+          if (Either.isLeft(submission)) return Effect.fail(submission.left)
+          const submit = writer.submit(submission.right)
+          const keyed = submission.right.idempotency
+          if (keyed === undefined) return submit
+          const fingerprint = keyed.fingerprint
+          return idempotency.run(keyed, submit, (stored) => Either.map(storedChanges(stored, fingerprint), (changes) => changes[0]), (c): Committed =>
             ({ ...c, replayed: true })).pipe(Effect.tap(countReplay))
         }),
+      executeNow: (command, options, onExit) => {
+        const submission = submissionOf(command, options)
+        if (Either.isRight(submission)) return writer.offer(submission.right, onExit)
+        onExit(Exit.fail(submission.left))
+        return () => {}
+      },
       executeAppCommand: (name, input, options) =>
         Effect.suspend(() => {
           const command = catalog.commands.get(name)

@@ -54,7 +54,8 @@ export interface DecidedBatch {
 }
 
 /** The operation a command runs, as MethodFailed names it. */
-const operationOf = (p: Pending) => (p.intent._tag === "Invoke" ? p.intent.method.name : p.intent._tag.toLowerCase())
+const operationOf = (p: Pending) => (p.intent._tag === "Invoke" ? p.intent.method.name : OPERATIONS[p.intent._tag])
+const OPERATIONS = { Create: "create", Update: "update", Delete: "delete" } as const
 
 /** Refusals that may come from rows lagging a shared log: decided once more, caught up. */
 const mayLag = (tag: CommandError["_tag"]) => tag === "NotFound" || tag === "VersionConflict" || tag === "Rejected"

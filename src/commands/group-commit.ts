@@ -34,6 +34,13 @@ import type { CommandCommitted, CommandSubmission, Committed, Decided, Pending, 
 export interface GroupCommitShape {
   /** Queues the command and waits until its event is durable (or it is refused). */
   readonly submit: (submission: Submission) => Effect.Effect<Committed, CommandError>
+  /**
+   * `submit` without a fiber: queues the command and calls `onExit` once with its answer (possibly before
+   * returning, when the writer cannot take it). The caller's own fiber is not needed to wait, which is what a
+   * request on the direct REST path saves (http/direct-writes.ts). `onExit` runs inside the writer's batch:
+   * it must not throw or block. Returns what cancels the command if the writer has not taken it yet.
+   */
+  readonly offer: (submission: Submission, onExit: (exit: Exit.Exit<Committed, CommandError>) => void) => () => void
   /** Queues an app command and waits until all of its events are durable (or it is refused, and none written). */
   readonly submitCommand: (submission: CommandSubmission) => Effect.Effect<CommandCommitted, CommandError>
   /**
@@ -242,41 +249,64 @@ export const makeGroupCommit = Effect.gen(function* () {
 
   /**
    * Queues a write (a single-row one or an app command) unless the writer cannot take it, and answers its caller
-   * through `resume`, counted by the metrics. An interrupted caller (client gone) is skipped if the writer has not
-   * taken its command yet.
+   * through `onExit`, counted by the metrics. Returns the cancel for a caller that goes away (client gone): its
+   * command is skipped if the writer has not taken it yet.
    */
   const enqueue = <A>(
     submission: Omit<Pending, "resume" | "cancelled" | "attempts" | "recheck"> | Omit<PendingCommand, "resume" | "cancelled" | "attempts" | "recheck">,
-    resume: (effect: Effect.Effect<A, CommandError>) => void
-  ) => {
-    if (closing) return resume(Effect.fail(new ShuttingDown({ reason: "the server is shutting down" })))
-    if (stopped !== undefined) return resume(Effect.fail(stopped))
-    if (pending.length >= maxPending) return resume(Effect.fail(new Overloaded({ reason: "too many commands queued; retry" })))
-    const p = {
-      ...submission,
-      resume: (exit: Exit.Exit<A, CommandError>) => {
-        metrics.answered(exit)
-        resume(exit)
-      },
-      cancelled: false,
-      attempts: 0,
-      recheck: false
-    } as Queued
+    onExit: (exit: Exit.Exit<A, CommandError>) => void
+  ): (() => void) => {
+    const refusal = closing
+      ? new ShuttingDown({ reason: "the server is shutting down" })
+      : stopped ?? (pending.length >= maxPending ? new Overloaded({ reason: "too many commands queued; retry" }) : undefined)
+    if (refusal !== undefined) {
+      onExit(Exit.fail(refusal))
+      return noCancel
+    }
+    const resume = (exit: Exit.Exit<A, CommandError>) => {
+      metrics.answered(exit)
+      onExit(exit)
+    }
+    // A single-row write is the hot case: its fields listed, one object shape for all (a spread cost more: bench:profile).
+    const p = (submission.kind === "command"
+      ? { ...submission, resume, cancelled: false, attempts: 0, recheck: false }
+      : {
+        kind: undefined,
+        type: submission.type,
+        id: submission.id,
+        intent: submission.intent,
+        expectedVersion: submission.expectedVersion,
+        onStage: submission.onStage,
+        idempotency: submission.idempotency,
+        resume,
+        cancelled: false,
+        attempts: 0,
+        recheck: false
+      }) as Queued
     submission.onStage?.("accepted")
     pending.push(p)
     wake?.()
-    return Effect.sync(() => {
+    return () => {
       p.cancelled = true
-    })
+    }
   }
 
+  /** A fiber waiting for `enqueue`'s answer (interrupting it cancels the command). */
+  const awaitAnswer = <A>(submission: Parameters<typeof enqueue<A>>[0]) =>
+    Effect.async<A, CommandError>((resume) => {
+      const cancel = enqueue(submission, resume)
+      return Effect.sync(cancel)
+    })
+
   return GroupCommit.of({
-    submit: (submission) => Effect.async<Committed, CommandError>((resume) => enqueue(submission, resume)),
-    submitCommand: (submission) =>
-      Effect.async<CommandCommitted, CommandError>((resume) => enqueue({ ...submission, kind: "command" as const }, resume)),
+    submit: (submission) => awaitAnswer<Committed>(submission),
+    offer: (submission, onExit) => enqueue(submission, onExit),
+    submitCommand: (submission) => awaitAnswer<CommandCommitted>({ ...submission, kind: "command" as const }),
     died: Deferred.await(death),
     queueDepth: () => pending.length
   })
 })
+
+const noCancel = () => {}
 
 export const GroupCommitLive = Layer.scoped(GroupCommit, makeGroupCommit)

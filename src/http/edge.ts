@@ -28,9 +28,24 @@ export interface EdgeOptions {
   readonly streamBuffer?: number
   /** Bytes all push streams together may hold for slow readers (WO_STREAM_MEMORY). */
   readonly streamMemory?: number
+  /** Tried before the handler: the requests it takes run without a fiber (see DirectRoute). */
+  readonly direct?: DirectRoute
 }
 
 export type EdgeHandler<R> = (request: EdgeRequest) => Effect.Effect<EdgeResponse, never, R>
+
+/**
+ * Requests answered without a fiber (the REST row writes: rest.ts): `respond` is called once, later or at once, and
+ * the result cancels the work if the client leaves first. Undefined when the request is not one: the handler
+ * takes it. Only buffered answers; a defect is answered as a failed fiber is.
+ */
+export type DirectRoute = (request: EdgeRequest, respond: DirectRespond) => (() => void) | undefined
+
+export interface DirectRespond {
+  readonly answer: (response: EdgeResponse) => void
+  /** The work died (a bug of ours): logged and answered 500, as a failed request's fiber is. */
+  readonly failed: (cause: Cause.Cause<unknown>) => void
+}
 
 export interface RunningEdge {
   readonly url: string
@@ -42,6 +57,9 @@ export interface RunningEdge {
 
 type Buffered = Extract<EdgeResponse, { _tag: "Buffered" }>
 
+/** The query of every request without one: shared, so read-only (no route changes a request's query). */
+const NO_QUERY = new URLSearchParams()
+
 const PLAIN_PATH = /^\/(?!\/)[A-Za-z0-9_\-/]*$/
 
 /**
@@ -50,7 +68,7 @@ const PLAIN_PATH = /^\/(?!\/)[A-Za-z0-9_\-/]*$/
  */
 const parseTarget = (target: string | undefined) => {
   // The usual target (a plain path: no query, dot segment, escape or backslash) is its own pathname.
-  if (target !== undefined && PLAIN_PATH.test(target)) return { pathname: target, search: "", searchParams: new URLSearchParams() }
+  if (target !== undefined && PLAIN_PATH.test(target)) return { pathname: target, search: "", searchParams: NO_QUERY }
   try {
     return new URL(target ?? "/", "http://edge")
   } catch {
@@ -69,6 +87,8 @@ const writeBuffered = (res: http.ServerResponse, response: Buffered, onEnd?: () 
   res.writeHead(response.status, { ...response.headers, "content-length": Buffer.byteLength(body) })
   res.end(body, onEnd)
 }
+
+const INTERNAL: Buffered = { _tag: "Buffered", status: 500, headers: { "content-type": "application/json" }, body: JSON.stringify({ error: "Internal", message: "internal error" }) }
 
 /** Writes one chunk, resolving only once the socket accepted it (real backpressure, no buffering). */
 const writeChunk = (res: http.ServerResponse, chunk: string) =>
@@ -163,6 +183,71 @@ export const startEdge = <R>(handler: EdgeHandler<R>, options: EdgeOptions) =>
     // One frame in the writer's hands plus the buffer: the bound the tests pin (limits.test.ts).
     const pushLimit = (options.streamBuffer ?? 1024) + 1
 
+    /** Requests on the direct path not yet answered: shutdown waits for them as for the fibers. */
+    const directInFlight = new Set<() => void>()
+    /** A request that died: logged and answered 500, as the generic path does for a failed fiber (never throws). */
+    const endFailed = (res: http.ServerResponse, cause: Cause.Cause<unknown>) => {
+      try {
+        if (!Cause.isInterruptedOnly(cause)) {
+          runFork(Effect.logError("request failed", cause))
+          if (!res.headersSent) writeBuffered(res, INTERNAL)
+        }
+        if (!res.writableEnded) res.end()
+      } catch {
+        res.destroy()
+      }
+    }
+
+    /**
+     * A request the direct route takes: answered by a callback, often from inside the writer's batch, so nothing
+     * here may throw into it. True when the route took it. Hand-tuned (bench/profile-core.ts create): a fiber per
+     * durable write, its run loop and its resumption were the largest share of its CPU after the store itself.
+     */
+    const dispatchDirect = (route: DirectRoute, request: EdgeRequest, res: http.ServerResponse) => {
+      let done = false
+      let cancel: (() => void) | undefined
+      const settle = () => {
+        done = true
+        if (cancel !== undefined) directInFlight.delete(cancel)
+        res.off("close", onClose)
+      }
+      const onClose = () => {
+        if (done || res.writableFinished) return
+        settle()
+        cancel?.()
+      }
+      const respond: DirectRespond = {
+        answer: (response) => {
+          if (done) return
+          settle()
+          try {
+            if (response._tag === "Buffered") writeBuffered(res, response)
+            else throw new Error(`the direct route answered with a ${response._tag} response`)
+          } catch (e) {
+            endFailed(res, Cause.die(e))
+          }
+        },
+        failed: (cause) => {
+          if (done) return
+          settle()
+          endFailed(res, cause)
+        }
+      }
+      res.on("close", onClose) // removed by settle (`once` would wrap it)
+      try {
+        cancel = route(request, respond)
+      } catch (e) {
+        respond.failed(Cause.die(e))
+        return true
+      }
+      if (cancel === undefined) {
+        res.off("close", onClose)
+        return false
+      }
+      if (!done) directInFlight.add(cancel)
+      return true
+    }
+
     const dispatch = (req: http.IncomingMessage, res: http.ServerResponse, body: Buffer) => {
       const url = parseTarget(req.url)
       if (url === undefined) return writeBuffered(res, badTarget)
@@ -175,6 +260,7 @@ export const startEdge = <R>(handler: EdgeHandler<R>, options: EdgeOptions) =>
         body,
         remoteAddress: req.socket.remoteAddress ?? ""
       }
+      if (options.direct !== undefined && dispatchDirect(options.direct, request, res)) return
       // A push stream outlives its fiber (see pushBody): then the fiber's end must not end the response.
       let parked = false
       const program = Effect.flatMap(Effect.suspend(() => handler(request)), (response) =>
@@ -195,7 +281,7 @@ export const startEdge = <R>(handler: EdgeHandler<R>, options: EdgeOptions) =>
         res.off("close", onClose)
         if (Exit.isFailure(exit) && !Cause.isInterruptedOnly(exit.cause)) {
           runFork(Effect.logError("request failed", exit.cause))
-          if (!res.headersSent) writeBuffered(res, { _tag: "Buffered", status: 500, headers: { "content-type": "application/json" }, body: JSON.stringify({ error: "Internal", message: "internal error" }) })
+          if (!res.headersSent) writeBuffered(res, INTERNAL)
         }
         if (!parked && !res.writableEnded) res.end()
       })
@@ -248,7 +334,8 @@ export const startEdge = <R>(handler: EdgeHandler<R>, options: EdgeOptions) =>
         server.closeIdleConnections()
         if (options.onShutdown) yield* options.onShutdown
         const deadline = Date.now() + (options.shutdownGraceMs ?? 10_000)
-        while (inFlight.size > 0 && Date.now() < deadline) yield* Effect.sleep("20 millis")
+        while (inFlight.size + directInFlight.size > 0 && Date.now() < deadline) yield* Effect.sleep("20 millis")
+        for (const cancel of directInFlight) cancel()
         for (const fiber of inFlight) yield* Fiber.interrupt(fiber)
         server.closeAllConnections()
       }))

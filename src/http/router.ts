@@ -7,6 +7,7 @@ import { Effect } from "effect"
 import { json, type EdgeRequest, type EdgeResponse } from "./edge-types.ts"
 import { WWW_AUTHENTICATE } from "./auth.ts"
 import type { Guards } from "./guards.ts"
+import type { DirectRoute } from "./edge.ts"
 import { edgeError } from "./edge-error.ts"
 import { COMMANDS_PREFIX, notFound } from "./rest.ts"
 import { HEALTH_PATHS } from "./health.ts"
@@ -63,3 +64,17 @@ export const makeRouter = (guards: Guards, routes: Routes, authorized: (authoriz
   if (request.path === BACKUP_PATH && routes.backup) return routes.backup(request)
   return routes.extra?.(request) ?? Effect.succeed(notFound(request))
 }
+
+/** The methods of the row writes: a read never pays for the direct route's checks. */
+const WRITE_METHODS = new Set(["POST", "PATCH", "DELETE"])
+
+/**
+ * The router's direct path (edge.ts, DirectRoute): a REST request that passes every check `makeRouter` makes goes
+ * to `rest`; any other, refusals included, is left to `makeRouter`, so that they are answered in one place.
+ */
+export const makeDirectRouter = (guards: Guards, rest: DirectRoute, authorized: (authorization: string | undefined) => boolean = () => true): DirectRoute =>
+  (request, respond) =>
+    WRITE_METHODS.has(request.method) && request.path.startsWith("/api/") && !request.path.startsWith("/api/_") &&
+      guards.hostAllowed(request.headers.host) && guards.originAllowed(request.headers.origin) && authorized(request.headers.authorization)
+      ? rest(request, respond)
+      : undefined

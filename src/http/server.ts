@@ -15,7 +15,7 @@ import { recordTo } from "./recorder.ts"
 import { recordedRefs, recordingOverData } from "./recording-setup.ts"
 import { makeGuards } from "./guards.ts"
 import { makeRestRoutes } from "./rest.ts"
-import { makeRouter } from "./router.ts"
+import { makeDirectRouter, makeRouter } from "./router.ts"
 import { makeViewRoutes } from "./view-routes.ts"
 import { makeHealthRoutes } from "./health.ts"
 import { makeMetricsRoute } from "./metrics-route.ts"
@@ -44,16 +44,22 @@ export const makeAppHandler = Effect.gen(function* () {
   // The embedded store's backup endpoint (`wo backup`); a PostgreSQL store is backed up with PostgreSQL's tools.
   const levelDb = settings.store === undefined ? yield* Effect.serviceOption(LevelDb) : Option.none()
   const control = Option.isSome(levelDb) ? yield* makeBackupControl(levelDb.value, settings.host) : undefined
-  const router = makeRouter(makeGuards(settings), {
-    rest: makeRestRoutes(catalog, commands, queries, settings.maxJsonDepth),
+  const guards = makeGuards(settings)
+  const authorized = makeAuthCheck(settings.authToken)
+  const rest = makeRestRoutes(catalog, commands, queries, settings.maxJsonDepth)
+  const router = makeRouter(guards, {
+    rest,
     mcp: yield* makeMcpRoute,
     extra: (request) => viewRoutes(request) ?? consoleRoutes.handle(request),
     health: yield* makeHealthRoutes,
     metrics: metrics.route,
     backup: control?.backup
-  }, makeAuthCheck(settings.authToken))
+  }, authorized)
   const streams = yield* OpenStreams
   const handler = settings.recordFile === undefined ? router : recordTo(settings.recordFile, { app: catalog.name, refs: recordedRefs(catalog) })(router)
+  // The REST row writes without a fiber per request (edge.ts); a recorded server sends every exchange through the
+  // recorder, so it has none.
+  const direct = settings.recordFile === undefined ? makeDirectRouter(guards, rest.direct, authorized) : undefined
   if (settings.recordFile !== undefined) {
     yield* Effect.logInfo(`recording every HTTP exchange to ${settings.recordFile}`)
     const { recovered } = yield* Rows
@@ -68,7 +74,7 @@ export const makeAppHandler = Effect.gen(function* () {
       metrics.observeStreams(edge.streams)
       if (control !== undefined) yield* control.publish(edge.url)
     })
-  return { handler, onShutdown, served }
+  return { handler, direct, onShutdown, served }
 })
 
 export const HttpServerLive = Layer.scoped(
@@ -76,7 +82,7 @@ export const HttpServerLive = Layer.scoped(
   Effect.gen(function* () {
     const settings = yield* WoConfig
     const app = yield* makeAppHandler
-    const edge = yield* startEdge(app.handler, { ...settings, onShutdown: app.onShutdown })
+    const edge = yield* startEdge(app.handler, { ...settings, onShutdown: app.onShutdown, direct: app.direct })
     yield* app.served(edge)
     return { url: edge.url }
   })

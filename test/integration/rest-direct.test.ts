@@ -1,0 +1,177 @@
+/**
+ * The REST row writes have two ways through the server: the direct route (no fiber per request: edge.ts,
+ * DirectRoute) and the generic Effect routes (requests with an Idempotency-Key, recorded servers, `wo dev`).
+ * Both must answer the same: each request here is sent both ways, on the real runtime, and the status, headers
+ * and body compared, for successes, validation errors, refusals, conflicts, missing rows and a failing store.
+ */
+import { Effect, Layer } from "effect"
+import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { Catalog } from "../../src/domain/app-catalog.ts"
+import { StoreFailed } from "../../src/domain/errors.ts"
+import { Commands } from "../../src/commands/commands.ts"
+import { WoConfig } from "../../src/config.ts"
+import { Queries } from "../../src/projections/queries.ts"
+import { makeRestRoutes } from "../../src/http/rest.ts"
+import type { EdgeRequest, EdgeResponse } from "../../src/http/edge-types.ts"
+import { LogFaults } from "../../testkit/log-faults.ts"
+import { apps, startServer } from "../../testkit/server.ts"
+
+type Server = Awaited<ReturnType<typeof startServer>>
+
+const request = (method: string, path: string, body?: unknown, headers: Record<string, string> = {}): EdgeRequest => ({
+  method,
+  path,
+  query: new URLSearchParams(),
+  search: "",
+  headers: { host: "127.0.0.1", ...(body === undefined ? {} : { "content-type": "application/json" }), ...headers },
+  body: Buffer.from(body === undefined ? "" : typeof body === "string" ? body : JSON.stringify(body)),
+  remoteAddress: "127.0.0.1"
+})
+
+/** The server's REST routes, built over its own services (the same ones its edge serves). */
+const routesOf = (server: Server) =>
+  server.runtime.runPromise(Effect.gen(function* () {
+    const settings = yield* WoConfig
+    return makeRestRoutes(yield* Catalog, yield* Commands, yield* Queries, settings.maxJsonDepth)
+  }))
+
+type Routes = Awaited<ReturnType<typeof routesOf>>
+
+const generic = (server: Server, routes: Routes, req: EdgeRequest) => server.runtime.runPromise(routes(req))
+
+const direct = (routes: Routes, req: EdgeRequest) =>
+  new Promise<EdgeResponse>((resolve, reject) => {
+    const taken = routes.direct(req, { answer: resolve, failed: (cause) => reject(new Error(`failed: ${String(cause)}`)) })
+    if (taken === undefined) reject(new Error(`the direct route did not take ${req.method} ${req.path}`))
+  })
+
+/** Status, headers and body; `ids` names row ids that differ between the two ways only because each wrote its own row. */
+const shape = (response: EdgeResponse, ids: Record<string, string> = {}) => {
+  if (response._tag !== "Buffered") throw new Error(`expected a buffered answer, got ${response._tag}`)
+  let text = JSON.stringify({ status: response.status, headers: response.headers, body: JSON.parse(response.body ?? "null") })
+  for (const [from, to] of Object.entries(ids)) text = text.replaceAll(from, to)
+  return JSON.parse(text)
+}
+
+describe("REST writes: the direct route answers as the generic routes do", () => {
+  let pricing: Server
+  let blog: Server
+  let pricingRoutes: Routes
+  let blogRoutes: Routes
+  let failWrites = false
+  beforeAll(async () => {
+    const faults = Layer.succeed(LogFaults, {
+      beforeWrite: () => (failWrites ? Effect.fail(new StoreFailed({ reason: "the disk is gone (test)" })) : Effect.void)
+    })
+    pricing = await startServer(apps.pricing, {}, faults)
+    blog = await startServer(apps.blog)
+    pricingRoutes = await routesOf(pricing)
+    blogRoutes = await routesOf(blog)
+  })
+  afterAll(async () => {
+    await pricing?.close()
+    await blog?.close()
+  })
+
+  /** The same request both ways, on rows that start alike; the answers with the ids made equal. */
+  const bothWays = async (server: Server, routes: Routes, make: (id: string) => EdgeRequest, ids: [string, string]) => {
+    const viaGeneric = await generic(server, routes, make(ids[0]))
+    const viaDirect = await direct(routes, make(ids[1]))
+    const same = (id: string) => ({ [`/${id}"`]: '/ID"', [`"id":"${id}"`]: '"id":"ID"', [`s ${id} is at`]: "s ID is at" })
+    return { generic: shape(viaGeneric, same(ids[0])), direct: shape(viaDirect, same(ids[1])) }
+  }
+  const product = { name: "lamp", price: 12, currency: "EUR" }
+  const createProduct = async () => {
+    const answer = shape(await direct(pricingRoutes, request("POST", "/api/products", product)))
+    expect(answer.status).toBe(201)
+    return answer.body.id as string
+  }
+
+  it("a create: 201 with the row, its ETag and Location (each way its own id)", async () => {
+    const viaGeneric = shape(await generic(pricing, pricingRoutes, request("POST", "/api/products", product)))
+    const id = viaGeneric.body.id
+    const viaDirect = shape(await direct(pricingRoutes, request("POST", "/api/products", product)), { [`/${Number(id) + 1}"`]: `/${id}"`, [`"id":"${Number(id) + 1}"`]: `"id":"${id}"` })
+    expect(viaGeneric.status).toBe(201)
+    expect(viaDirect).toEqual(viaGeneric)
+  })
+
+  it("a method call (set_price): 200 with the row; a refusal 422; a stale If-Match 412; a missing row 404", async () => {
+    const ids: [string, string] = [await createProduct(), await createProduct()]
+    const ok = await bothWays(pricing, pricingRoutes, (id) => request("POST", `/api/products/${id}/set_price`, { price: 30 }), ids)
+    expect(ok.generic.status).toBe(200)
+    expect(ok.generic.body).toMatchObject({ version: 2, price: 30 })
+    expect(ok.direct).toEqual(ok.generic)
+    const refused = await bothWays(pricing, pricingRoutes, (id) => request("POST", `/api/products/${id}/set_price`, { price: 0 }), ids)
+    expect(refused.generic).toMatchObject({ status: 422 })
+    expect(refused.generic.body).toMatchObject({ error: "Rejected", code: "not_positive" })
+    expect(refused.direct).toEqual(refused.generic)
+    const stale = await bothWays(pricing, pricingRoutes, (id) => request("POST", `/api/products/${id}/set_price`, { price: 5 }, { "if-match": '"1"' }), ids)
+    expect(stale.generic).toMatchObject({ status: 412 })
+    expect(stale.direct).toEqual(stale.generic)
+    const missing = await bothWays(pricing, pricingRoutes, (id) => request("POST", `/api/products/${id}/set_price`, { price: 5 }), ["999999", "999999"])
+    expect(missing.generic).toMatchObject({ status: 404 })
+    expect(missing.direct).toEqual(missing.generic)
+  })
+
+  it("bad input: 400 for invalid fields, unknown keys, bad JSON, a bad If-Match; 415 for another content type", async () => {
+    const cases = [
+      request("POST", "/api/products", { name: "", price: -1, currency: "GBP", extra: 1 }),
+      request("POST", "/api/products", "{ not json"),
+      request("POST", "/api/products", "[1]"),
+      request("POST", "/api/products", "name=x", { "content-type": "text/plain" }),
+      request("POST", "/api/products/1/set_price", { price: "high" }),
+      request("POST", "/api/products/1/set_price", { price: 3 }, { "if-match": "W/\"1\"" })
+    ]
+    const statuses = []
+    for (const req of cases) {
+      const viaGeneric = shape(await generic(pricing, pricingRoutes, req))
+      expect(shape(await direct(pricingRoutes, req))).toEqual(viaGeneric)
+      statuses.push(viaGeneric.status)
+    }
+    expect(statuses).toEqual([400, 400, 400, 415, 400, 400])
+  })
+
+  it("a failing store: 503 StoreUnavailable both ways, and the next write succeeds", async () => {
+    const ids: [string, string] = [await createProduct(), await createProduct()]
+    failWrites = true
+    try {
+      const failed = await bothWays(pricing, pricingRoutes, (id) => request("POST", `/api/products/${id}/set_price`, { price: 7 }), ids)
+      expect(failed.generic).toMatchObject({ status: 503 })
+      expect(failed.generic.body).toMatchObject({ error: "StoreUnavailable" })
+      expect(failed.direct).toEqual(failed.generic)
+      const create = request("POST", "/api/products", product)
+      expect(shape(await direct(pricingRoutes, create))).toEqual(shape(await generic(pricing, pricingRoutes, create)))
+    } finally {
+      failWrites = false
+    }
+    const after = await bothWays(pricing, pricingRoutes, (id) => request("POST", `/api/products/${id}/set_price`, { price: 7 }), ids)
+    expect(after.generic).toMatchObject({ status: 200 })
+    expect(after.direct).toEqual(after.generic)
+  })
+
+  it("an update and a delete (with If-Match): 200 with the row, then the deletion; a conflict 412", async () => {
+    const article = { title: "Hello", body: "First post", status: "draft", tags: ["intro"], author: { name: "Ann" } }
+    const created = await Promise.all([0, 1].map(() => direct(blogRoutes, request("POST", "/api/articles", article))))
+    const ids = created.map((c) => shape(c).body.id) as [string, string]
+    const patched = await bothWays(blog, blogRoutes, (id) => request("PATCH", `/api/articles/${id}`, { status: "published" }, { "if-match": '"1"' }), ids)
+    expect(patched.generic).toMatchObject({ status: 200 })
+    expect(patched.direct).toEqual(patched.generic)
+    const conflict = await bothWays(blog, blogRoutes, (id) => request("PATCH", `/api/articles/${id}`, { title: "x" }, { "if-match": '"1"' }), ids)
+    expect(conflict.generic).toMatchObject({ status: 412 })
+    expect(conflict.direct).toEqual(conflict.generic)
+    const deleted = await bothWays(blog, blogRoutes, (id) => request("DELETE", `/api/articles/${id}`, undefined, { "if-match": '"2"' }), ids)
+    expect(deleted.generic.body).toMatchObject({ version: 3, deleted: true })
+    expect(deleted.direct).toEqual(deleted.generic)
+  })
+
+  it("leaves to the generic routes what is not an unkeyed row write", () => {
+    const taken = (req: EdgeRequest) => pricingRoutes.direct(req, { answer: () => {}, failed: () => {} }) !== undefined
+    expect(taken(request("GET", "/api/products/1"))).toBe(false)
+    expect(taken(request("GET", "/api/products"))).toBe(false)
+    expect(taken(request("POST", "/api/products", product, { "idempotency-key": "k-1" }))).toBe(false)
+    expect(taken(request("POST", "/api/products/1/nothing", {}))).toBe(false)
+    expect(taken(request("PATCH", "/api/products/1", {}))).toBe(false) // pricing exposes no update
+    expect(taken(request("POST", "/api/nothing", {}))).toBe(false)
+    expect(taken(request("POST", "/api/products", "{ not json"))).toBe(true) // answered 400 at once
+  })
+})
