@@ -10,7 +10,7 @@ import * as path from "node:path"
 // The built layout: entries beside each other, shared chunks, and the console page's sources at console/page with
 // the SSE codec the page imports at sse.ts, as in src/ (src/console/assets.ts finds the page there).
 const ENTRIES = { "serve-args": "serve-args.ts", index: "index.ts", "testing/index": "testing/index.ts", "effect-imports": "effect-imports.ts" }
-const LAYOUT = "4"
+const LAYOUT = "5"
 
 /** A hash of the sources: each file's path, size and mtime. */
 const fingerprint = (src) => {
@@ -70,12 +70,33 @@ export async function builtSources(root) {
 
 /** The built modules import effect's modules themselves, not its index, which loads all of them (effect-imports.ts). */
 export const loadEffectModulesAlone = async (dir, extension = ".mjs") => {
-  const { rewriteEffectImports } = await import(`${dir}/effect-imports${extension}`)
+  const rewrite = await effectImportsRewriter(dir, extension)
   for (const file of fs.readdirSync(dir, { recursive: true })) {
     if (!file.endsWith(extension)) continue
     const code = fs.readFileSync(path.join(dir, file), "utf8")
-    const rewritten = rewriteEffectImports(code)
+    const rewritten = rewrite(code)
     if (rewritten !== code) fs.writeFileSync(path.join(dir, file), rewritten)
+  }
+}
+
+/**
+ * Rewrites every static `import/export { ... } from "effect"` of a built module, wherever esbuild placed it (a bundle
+ * keeps each module's imports in its own stretch). es-module-lexer finds the statements, so the same words inside a
+ * string or a template literal (the library template holds a whole app.ts) are never touched.
+ */
+export const effectImportsRewriter = async (dir, extension = ".mjs") => {
+  const { rewriteStatements } = await import(`${dir}/effect-imports${extension}`)
+  const { init, parse } = await import("es-module-lexer")
+  await init
+  return (code) => {
+    if (!code.includes("effect")) return code
+    const [imports] = parse(code)
+    let out = code
+    for (const i of [...imports].reverse()) {
+      if (i.n !== "effect" || i.d !== -1) continue
+      out = out.slice(0, i.ss) + rewriteStatements(out.slice(i.ss, i.se)) + out.slice(i.se)
+    }
+    return out
   }
 }
 

@@ -8,6 +8,7 @@ import { createHash } from "node:crypto"
 import * as fs from "node:fs"
 import * as path from "node:path"
 import { pathToFileURL } from "node:url"
+import { effectImportsRewriter } from "./built-sources.mjs"
 
 const APP_FILES = ["app.ts", "app.mts", "app.js", "app.mjs"]
 const OWN = /\.(ts|mts|tsx|js|mjs)$/
@@ -26,9 +27,11 @@ export async function compiledApp(appDir, built) {
     if (entry === undefined) return undefined
     const cache = path.join(dir, "node_modules/.cache/writeonce")
     const out = path.join(cache, `app-${createHash("sha256").update(`${entry}\0${built}`).digest("hex").slice(0, 16)}.mjs`)
-    if (fs.existsSync(out) && upToDate(`${out}.json`)) return pathToFileURL(out).href
+    const known = upToDate(`${out}.json`)
+    if (known === "tsx") return undefined
+    if (known === "built" && fs.existsSync(out)) return pathToFileURL(out).href
     const { build } = await import("esbuild")
-    const { rewriteEffectImports } = await import(`${built}/effect-imports.mjs`)
+    const rewrite = await effectImportsRewriter(built)
     const result = await build({
       entryPoints: [entry],
       absWorkingDir: dir,
@@ -51,9 +54,18 @@ export async function compiledApp(appDir, built) {
     fs.mkdirSync(cache, { recursive: true })
     // Written aside, then renamed into place: a process starting meanwhile sees the old pair or the new one.
     const next = `${out}.${process.pid}`
-    fs.writeFileSync(next, rewriteEffectImports(result.outputFiles[0].text))
+    // A source file outside the app's folder (an app importing a checkout's src/ by path) resolves its packages from
+    // its own place, which the built module, living in the app's folder, cannot: such an app keeps the loader (noted,
+    // so that the next start does not build it again).
+    const places = [dir, fs.realpathSync(dir)].map((d) => d + path.sep)
+    if (files.some((f) => !places.some((d) => f.startsWith(d)))) {
+      fs.writeFileSync(next, JSON.stringify({ load: "tsx", inputs }))
+      fs.renameSync(next, `${out}.json`)
+      return undefined
+    }
+    fs.writeFileSync(next, rewrite(result.outputFiles[0].text))
     fs.renameSync(next, out)
-    fs.writeFileSync(next, JSON.stringify(inputs))
+    fs.writeFileSync(next, JSON.stringify({ load: "built", inputs }))
     fs.renameSync(next, `${out}.json`)
     return pathToFileURL(out).href
   } catch {
@@ -61,13 +73,13 @@ export async function compiledApp(appDir, built) {
   }
 }
 
-/** Whether every file the module was built from is as it was then. */
+/** How the app was found to load ("built" or "tsx") if every file it was built from is as it was then; else undefined. */
 const upToDate = (manifest) => {
   try {
-    const inputs = JSON.parse(fs.readFileSync(manifest, "utf8"))
-    return Object.entries(inputs).every(([file, was]) => stamp(file) === was)
+    const { load, inputs } = JSON.parse(fs.readFileSync(manifest, "utf8"))
+    return Object.entries(inputs).every(([file, was]) => stamp(file) === was) ? load : undefined
   } catch {
-    return false
+    return undefined
   }
 }
 

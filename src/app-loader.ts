@@ -9,7 +9,7 @@ import { register } from "node:module"
 import * as path from "node:path"
 import { pathToFileURL } from "node:url"
 import { register as registerTsx } from "tsx/esm/api"
-import { rewriteEffectImports } from "./effect-imports.ts"
+import { rewriteEffectImports, rewriteStatements } from "./effect-imports.ts"
 import { RELOAD_PARAM, RELOAD_ROOT_PARAM } from "./reload-tag.ts"
 
 /**
@@ -42,6 +42,7 @@ export async function load(url, context, next) {
   return source.includes("effect") ? { ...loaded, source: rewriteEffectImports(source) } : loaded
 }
 ${rewriteEffectImports.toString()}
+${rewriteStatements.toString()}
 function reloadTag(parent) {
   if (parent === undefined || !parent.includes("${RELOAD_PARAM}=")) return undefined
   const url = new URL(parent)

@@ -6,6 +6,18 @@
  * each app module as it loads). It is self-contained on purpose: the app loader's hook runs its source text.
  */
 export function rewriteEffectImports(code: string): string {
+  // Only the module's opening stretch of imports is read: comments, directives, esbuild's `var __name = ...;`
+  // helpers and import/export-from statements, up to the first other statement. Past it the same words may be text
+  // (a template literal holding a sample app.ts), which must stay as written. A late import is left to the index:
+  // slower, never wrong. (Self-contained, for the loader hook: hence the patterns inline.)
+  const prologue = /\s+|\/\/[^\n]*|\/\*[\s\S]*?\*\/|(["'])use strict\1;?|var __\w+\s*=[^;"'`]*(?:"[^"\n]*"[^;"'`]*)*;|(?:import|export)\b[^;"'`]*(["'])[^"'\n]*\2(?:\s*(?:with|assert)\s*\{[^}]*\})?;?/y
+  let end = 0
+  for (let m = prologue.exec(code); m !== null && m[0] !== ""; m = prologue.exec(code)) end = prologue.lastIndex
+  return rewriteStatements(code.slice(0, end)) + code.slice(end)
+}
+
+/** Self-contained too (the loader hook embeds it beside rewriteEffectImports). */
+export function rewriteStatements(code: string): string {
   // Only plain `import { ... } from "effect"` / `export { ... } from "effect"` statements, at the start of a line or
   // after a `;` (tsx emits whole modules on one line), as compilers emit them; anything else (`import * as E from
   // "effect"`) is left as it is. The line count is kept, so source maps and stack traces still point at the right lines.
