@@ -5,7 +5,7 @@
 //  - reads while readers catch up: plain `GET /api/products/1` p99, one at a time, idle, then while `readers`
 //    readers of `/api/_events?from=0` catch up on the log (the set_price phases above wrote it); the ratio.
 import { Pool } from 'undici';
-import * as http from 'node:http';
+import { spawn } from 'node:child_process';
 import { LatencyHistogram } from '../lib/histogram.ts';
 import { openListen, type Subscriber } from '../lib/subscribers.ts';
 import { freshDataDir, isRow, restGet, restSetPrice, seedProducts, startWo } from '../lib/wo.ts';
@@ -40,6 +40,34 @@ export interface ReadersResult {
 }
 
 export const READERS_ENV = { WO_MAX_LISTENS_PER_CLIENT: '5000', WO_MAX_LISTEN_STREAMS: '10000', WO_MAX_EVENT_TAILS_PER_CLIENT: '64' };
+
+/**
+ * The readers' process (it says "connecting" as they start): `READERS` readers of `/api/_events?from=0` on HOST:PORT; prints "caught up" once each has
+ * seen the id line of event LAST_ID (searched in the bytes, kept across chunk boundaries by `tail`).
+ */
+const READERS_CLIENT = `
+const http = require('node:http');
+const n = Number(process.env.READERS);
+const last = Buffer.from('id: ' + process.env.LAST_ID + '\\n');
+let done = 0;
+process.stdout.write('connecting\\n');
+for (let i = 0; i < n; i++) {
+  let tail = Buffer.alloc(0);
+  const req = http.get({ host: process.env.HOST, port: Number(process.env.PORT), path: '/api/_events?from=0', agent: false }, (res) => {
+    if (res.statusCode !== 200) { console.error('/api/_events: HTTP ' + res.statusCode); process.exit(1); }
+    res.on('data', (chunk) => {
+      const found = chunk.includes(last) || Buffer.concat([tail, chunk.subarray(0, last.length - 1)]).includes(last);
+      tail = Buffer.from(chunk.subarray(Math.max(0, chunk.length - last.length)));
+      if (found) {
+        req.destroy();
+        if (++done === n) { process.stdout.write('caught up\\n'); setTimeout(() => process.exit(0), 100); }
+      }
+    });
+    res.on('error', () => undefined);
+  });
+  req.on('error', () => undefined);
+}
+`;
 
 export async function runReaders(ctx: BenchContext, opts: ReadersOptions): Promise<ReadersResult> {
   const dir = freshDataDir(ctx.dataRoot, 'readers');
@@ -96,36 +124,32 @@ export async function runReaders(ctx: BenchContext, opts: ReadersOptions): Promi
 
     const events = opts.writes * 3 + products;
     ctx.phase(`readers: GET while ${opts.readers} readers catch up on /api/_events?from=0 (${events} events)`);
+    // The readers run in a process of their own: in this one, 50 sockets' megabytes arriving at once would stall
+    // the event loop that times the GETs, and the client's delay would be counted as the server's.
     const { hostname, port } = new URL(server.url);
-    let done = 0;
-    const readers = Array.from({ length: opts.readers }, () =>
-      new Promise<void>((resolve, reject) => {
-        let tail = '';
-        const req = http.get({ host: hostname, port: Number(port), path: '/api/_events?from=0', agent: false }, (res) => {
-          if (res.statusCode !== 200) return reject(new Error(`/api/_events: HTTP ${res.statusCode}`));
-          res.setEncoding('latin1');
-          const last = `id: ${events}\n`;
-          res.on('data', (chunk: string) => {
-            // The last event's id line says the reader caught up (kept across chunk boundaries by `tail`).
-            const text = tail + chunk;
-            tail = text.slice(-last.length);
-            if (text.includes(last)) {
-              done++;
-              req.destroy();
-              resolve();
-            }
-          });
-          res.on('error', () => undefined);
-        });
-        req.on('error', () => undefined);
-      }));
+    const readersProcess = spawn(process.execPath, ['-e', READERS_CLIENT], {
+      env: { ...process.env, HOST: hostname, PORT: port, READERS: String(opts.readers), LAST_ID: String(events) },
+      stdio: ['ignore', 'pipe', 'inherit'],
+    });
+    let finished = false;
+    let connecting: () => void = () => undefined;
+    const started = new Promise<void>((resolve) => (connecting = resolve));
+    const readers = new Promise<boolean>((resolve) => {
+      readersProcess.stdout.on('data', (d: Buffer) => {
+        if (String(d).includes('connecting')) connecting();
+        if (String(d).includes('caught up')) resolve((finished = true));
+      });
+      readersProcess.on('exit', () => { connecting(); resolve(finished); });
+    });
+    await started;
     const busy = new LatencyHistogram();
     let busyGets = 0;
-    while (done < opts.readers && busyGets < opts.gets) {
+    while (!finished && busyGets < opts.gets) {
       busy.record(await get());
       busyGets++;
     }
-    const caughtUp = await Promise.race([Promise.all(readers).then(() => true), new Promise<boolean>((r) => setTimeout(() => r(false), 60_000))]);
+    const caughtUp = await Promise.race([readers, new Promise<boolean>((r) => setTimeout(() => r(false), 60_000))]);
+    readersProcess.kill();
     return {
       streams: opts.streams,
       subscriptions: opts.subscriptions,

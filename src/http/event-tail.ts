@@ -14,7 +14,7 @@
  *    and every batch passes a turnstile shared by all readers (turnstile.ts: `STEPS_PER_TURN` steps per
  *    event-loop turn), so requests that arrive meanwhile are served between two steps.
  */
-import { Chunk, Effect, Either, Option, Stream } from "effect"
+import { Chunk, Deferred, Effect, Either, Exit, Option, Scope, Stream } from "effect"
 import type { EventLogShape } from "../log/event-log.ts"
 import type { StoreError } from "../domain/errors.ts"
 import type { StoredEvent } from "../domain/events.ts"
@@ -43,6 +43,8 @@ export interface EventTailDeps {
 
 /** Events per catch-up write. */
 export const BATCH = 128
+/** Events read by catching-up readers kept for the readers behind them (a few MB at most). */
+export const SHARED_WINDOW = 4096
 /** Catch-up steps (a log read, or a batch framed and written) per event-loop turn, all readers together. */
 export const STEPS_PER_TURN = 1
 
@@ -74,24 +76,98 @@ const closedText = (reason: string) => sseFrame({ comment: `closed (${reason}); 
 export const makeEventTail = ({ log, feed, rows, capacity, heartbeatMs, streams, maxPerClient, maxTotal }: EventTailDeps) => {
   const turnstile = makeTurnstile(STEPS_PER_TURN)
 
-  /** Events `from..to` from the durable log, a batch per write; false when the stream closed meanwhile. */
+  /**
+   * Events readers catching up have read from the log, by seq, shared by all of them: readers replaying the
+   * same stretch (many readers `from=0`, in step through the turnstile) decode each event once and frame it
+   * once (`liveFrame`) instead of once each. Bounded by `SHARED_WINDOW`, oldest read first out, and emptied
+   * when no reader is catching up. Events in the log never change, so a seq names one event for good.
+   */
+  const shared = new Map<number, StoredEvent>()
+  /** Log reads under way, by the seq they read from: a reader missing that seq waits for it instead. */
+  const reads = new Map<number, Deferred.Deferred<void>>()
+  let replaying = 0
+  const remember = (events: ReadonlyArray<StoredEvent>) => {
+    for (const event of events) shared.set(event.seq, event)
+    for (const seq of shared.keys()) {
+      if (shared.size <= SHARED_WINDOW) break
+      shared.delete(seq)
+    }
+  }
+  /** Up to BATCH events from `from` on (and up to `to`) that some reader already read, in order, with no gap. */
+  const sharedRun = (from: number, to: number): Array<StoredEvent> => {
+    const run: Array<StoredEvent> = []
+    for (let seq = from; seq <= to && run.length < BATCH; seq++) {
+      const event = shared.get(seq)
+      if (event === undefined) break
+      run.push(event)
+    }
+    return run
+  }
+
+  /**
+   * Events `from..to`, a batch per write; false when the stream closed meanwhile. Each step (one log read, or
+   * one batch framed and written) passes the turnstile. A batch comes from the shared events when they hold
+   * `from`, else from the chunk this reader last read; only when neither does it read the log, from there.
+   * What it read stays its own until sent, so readers far apart cannot evict each other's events into a loop.
+   */
   const replay = (sink: PushSink, from: number, to: number): Effect.Effect<boolean, StoreError> =>
-    from > to ? Effect.succeed(true) : Effect.scoped(Effect.gen(function* () {
-      const pull = yield* Stream.toPull(log.readFrom(from).pipe(Stream.takeWhile((e) => e.seq <= to)))
-      for (;;) {
-        yield* turnstile.pass
-        const next = yield* Effect.either(pull)
-        if (Either.isLeft(next)) {
-          if (Option.isNone(next.left)) return true
-          return yield* Effect.fail(next.left.value)
+    from > to ? Effect.succeed(true) : Effect.gen(function* () {
+      let next = from
+      let own: ReadonlyArray<StoredEvent> = []
+      let at = 0
+      /** Whether this reader waited for another's read at `next`: once, then it reads for itself. */
+      let waited = false
+      /** The log stream this reader reads, while it is positioned at `next`; reopened when the cache moved it on. */
+      let reading: { readonly pull: Effect.Effect<Chunk.Chunk<StoredEvent>, Option.Option<StoreError>>; readonly scope: Scope.CloseableScope; position: number } | undefined
+      const stopReading = Effect.suspend(() => (reading === undefined ? Effect.void : Scope.close(reading.scope, Exit.void)))
+      const read = Effect.gen(function* () {
+        if (reading?.position !== next) {
+          yield* stopReading
+          const scope = yield* Scope.make()
+          const pull = yield* Scope.extend(Stream.toPull(log.readFrom(next)), scope)
+          reading = { pull, scope, position: next }
         }
-        const events = Chunk.toReadonlyArray(next.right)
-        for (let i = 0; i < events.length; i += BATCH) {
+        const chunk = yield* Effect.either(reading.pull)
+        if (Either.isLeft(chunk)) return Option.isNone(chunk.left) ? [] : yield* Effect.fail(chunk.left.value)
+        const events = Chunk.toReadonlyArray(chunk.right)
+        if (events.length > 0) reading.position = events[events.length - 1].seq + 1
+        return events.filter((e) => e.seq <= to)
+      })
+      return yield* Effect.gen(function* () {
+        while (next <= to) {
           yield* turnstile.pass
-          const frames = Buffer.from(events.slice(i, i + BATCH).map(eventText).join(""))
-          if (!(yield* sink.send(frames))) return false
+          while (at < own.length && own[at].seq < next) at++
+          let batch = sharedRun(next, to)
+          if (batch.length === 0) batch = own.slice(at, at + BATCH).filter((e) => e.seq <= to)
+          if (batch.length === 0) {
+            // Another reader reading from here already: wait for what it reads rather than read it again.
+            const underWay = reads.get(next)
+            if (underWay !== undefined && !waited) {
+              waited = true
+              yield* Deferred.await(underWay)
+              continue
+            }
+            const done = yield* Deferred.make<void>()
+            const key = next
+            reads.set(key, done)
+            own = yield* read.pipe(Effect.ensuring(Effect.sync(() => reads.delete(key)).pipe(Effect.zipRight(Deferred.succeed(done, undefined)))))
+            at = 0
+            if (own.length === 0) return true
+            remember(own)
+            continue
+          }
+          waited = false
+          if (!(yield* sink.send(Buffer.concat(batch.map(liveFrame))))) return false
+          next = batch[batch.length - 1].seq + 1
         }
-      }
+        return true
+      }).pipe(Effect.ensuring(stopReading))
+    }).pipe(counted)
+
+  /** Counts `work` among the replays running, and forgets the shared events when the last one ends. */
+  const counted = <A, E>(work: Effect.Effect<A, E>) =>
+    Effect.acquireUseRelease(Effect.sync(() => void replaying++), () => work, () => Effect.sync(() => {
+      if (--replaying === 0) shared.clear()
     }))
 
   /**

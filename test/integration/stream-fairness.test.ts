@@ -67,16 +67,18 @@ describe("readers cannot starve the server", () => {
 
     const readers = await Promise.all(Array.from({ length: READERS }, () => readEvents(server.url, 1)))
     const received = () => readers.reduce((n, r) => n + r.bytes(), 0)
-    // GETs one after another while the readers catch up: each is served between two catch-up batches, so
-    // all of them are answered while most of the catch-up is still to come.
+    // GETs one after another while the readers catch up: each is served between two catch-up batches, so the
+    // first is answered while most of the catch-up is still to come. (Not all 20: catch-up shared between the
+    // readers is cheap enough now to finish within 20 round trips of this busy client.)
     const atStart = received()
-    for (let i = 0; i < GETS; i++) expect((await http(`${server.url}/api/products/1`)).status).toBe(200)
+    expect((await http(`${server.url}/api/products/1`)).status).toBe(200)
     const atAnswer = received()
+    for (let i = 1; i < GETS; i++) expect((await http(`${server.url}/api/products/1`)).status).toBe(200)
     const last = readers[0]
     await until(() => last.ids().length >= EVENTS, "a reader caught up")
     await until(() => readers.every((r) => r.bytes() === last.bytes()), "every reader caught up")
     const total = received()
-    expect(atAnswer - atStart, "bytes sent to the readers while the GETs were served").toBeLessThan((total - atStart) / 2)
+    expect(atAnswer - atStart, "bytes sent to the readers while the first GET was served").toBeLessThan((total - atStart) / 2)
     for (const r of readers) expect(r.ids()).toEqual(Array.from({ length: EVENTS }, (_, i) => i + 1))
     for (const r of readers) r.close()
   })

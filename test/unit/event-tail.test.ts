@@ -7,7 +7,7 @@ import { describe, expect, it } from "@effect/vitest"
 import { Effect, Either, Exit, Scope, Stream } from "effect"
 import type { StoredEvent } from "../../src/domain/events.ts"
 import type { EdgeRequest, EdgeResponse } from "../../src/http/edge-types.ts"
-import { makeEventTail, startOf } from "../../src/http/event-tail.ts"
+import { BATCH, makeEventTail, SHARED_WINDOW, startOf } from "../../src/http/event-tail.ts"
 import { makeOpenStreams } from "../../src/http/open-streams.ts"
 import { makeStreamHub } from "../../src/http/stream-hub.ts"
 import { EventLog } from "../../src/log/event-log.ts"
@@ -36,26 +36,32 @@ interface Options {
   readonly maxPerClient?: number
   /** Commits published when the replay first reads the log (as if made while it runs). */
   readonly duringReplay?: ReadonlyArray<number>
+  /** Events in the log (1..events), the rows' checkpoint. */
+  readonly events?: number
 }
 
 /** A tail over a log holding events 1..3 (the rows' checkpoint), with the feed and the open-stream record it uses. */
-const setup = ({ capacity = 16, maxPerClient = 4, duringReplay = [] }: Options = {}) =>
+const setup = ({ capacity = 16, maxPerClient = 4, duringReplay = [], events = 3 }: Options = {}) =>
   Effect.gen(function* () {
     const stored = yield* EventLog
-    yield* stored.append({ entries: [1, 2, 3].map((seq) => ({ event: event(seq), row: null })), counters: new Map() })
+    const seqs = Array.from({ length: events }, (_, i) => i + 1)
+    yield* stored.append({ entries: seqs.map((seq) => ({ event: event(seq), row: null })), counters: new Map() })
     const feed = makeChangeFeed()
     let pending = duringReplay
+    /** The log reads started, by their first seq. */
+    const reads: Array<number> = []
     const log = {
       ...stored,
       readFrom: (from: number) =>
         stored.readFrom(from).pipe(Stream.onStart(Effect.sync(() => {
+          reads.push(from)
           const now = pending
           pending = []
           if (now.length > 0) feed.publish(now.map(change))
         })))
     }
     const streams = makeOpenStreams({ maxListensPerClient: 1, maxListenStreams: 1, maxEventTailsPerClient: maxPerClient, maxEventTails: 10 })
-    const rows = makeRows(new Map(), 3, { rows: 0, events: 0, tailEvents: 0, millis: 0 })
+    const rows = makeRows(new Map(), events, { rows: 0, events: 0, tailEvents: 0, millis: 0 })
     const tail = makeEventTail({ log, feed, rows, capacity, heartbeatMs: 60_000, streams, maxPerClient, maxTotal: 10 })
     const hub = makeStreamHub()
     /** Starts the response as the edge does, in `scope`; the socket it writes to. */
@@ -67,7 +73,15 @@ const setup = ({ capacity = 16, maxPerClient = 4, duringReplay = [] }: Options =
         yield* flushed
         return socket
       })
-    return { tail, feed, streams, run }
+    /** Starts the response in a fiber of `scope`, as the edge does for many at once; the socket it writes to. */
+    const fork = (response: EdgeResponse, scope: Scope.Scope) =>
+      Effect.gen(function* () {
+        if (response._tag !== "Push") return yield* Effect.die(`expected a push stream, got ${response.status}`)
+        const socket = new FakeSocket()
+        yield* Effect.forkIn(Scope.extend(response.start(hub.open(socket, capacity + 1)), scope), scope)
+        return socket
+      })
+    return { tail, feed, streams, run, fork, reads }
   }).pipe(Effect.provide(MemoryLogLive))
 
 describe("where a reader starts", () => {
@@ -119,6 +133,50 @@ describe("replay, then live", () => {
       expect(ids(socket)).toEqual([])
       expect(socket.text()).toBe(": closed (overflow); reconnect with Last-Event-ID to resume from the log\n\n")
       expect(socket.ended).toBe(true)
+    }))
+})
+
+/** Turns of the event loop until every socket holds `count` events (at most 10,000 turns); how many it took. */
+const turnsUntil = (sockets: ReadonlyArray<FakeSocket>, counts: ReadonlyArray<number>) =>
+  Effect.promise(async () => {
+    let turns = 0
+    while (sockets.some((s, i) => ids(s).length < counts[i]) && turns < 10_000) {
+      await new Promise((r) => setImmediate(r))
+      turns++
+    }
+    return turns
+  })
+
+describe("catch-up shared between readers, in slices", () => {
+  it.scoped("readers catching up together read the log once between them; each gets every event once, in order, a batch per write, a write per turn", () =>
+    Effect.gen(function* () {
+      const { tail, fork, reads } = yield* setup({ events: 1000 })
+      const scope = yield* Effect.scope
+      const sockets = [yield* fork(tail(request("from=1")), scope), yield* fork(tail(request("from=1")), scope), yield* fork(tail(request("")), scope)]
+      const turns = yield* turnsUntil(sockets, [1000, 1000, 1000])
+      const all = Array.from({ length: 1000 }, (_, i) => i + 1)
+      for (const socket of sockets) {
+        expect(ids(socket)).toEqual(all)
+        expect(Math.max(...socket.chunks.map((c) => [...c.matchAll(/^id: /gm)].length))).toBeLessThanOrEqual(BATCH)
+      }
+      // One reader read the log; the two behind it were served what it read.
+      expect(reads).toEqual([1])
+      // Other requests are served between two slices: no turn of the event loop carried two writes.
+      expect(sockets.reduce((n, s) => n + s.writes, 0)).toBeLessThanOrEqual(turns + 1)
+    }))
+
+  it.scoped("a reader whose events the others pushed out of the shared window still sends what it read, once, in order", () =>
+    Effect.gen(function* () {
+      // The first reader reads 1..4096 at once; the second's read of 4500.. then evicts the oldest of them.
+      const events = SHARED_WINDOW + 904
+      const { tail, fork, reads } = yield* setup({ events })
+      const scope = yield* Effect.scope
+      const sockets = [yield* fork(tail(request("from=1")), scope), yield* fork(tail(request("from=4500")), scope)]
+      yield* turnsUntil(sockets, [events, events - 4499])
+      expect(ids(sockets[0])).toEqual(Array.from({ length: events }, (_, i) => i + 1))
+      expect(ids(sockets[1])).toEqual(Array.from({ length: events - 4499 }, (_, i) => i + 4500))
+      expect(reads[0]).toBe(1)
+      expect(reads[1]).toBe(4500)
     }))
 })
 
