@@ -123,8 +123,9 @@ export const makeEventTail = ({ log, feed, rows, capacity, heartbeatMs, streams,
       const read = Effect.gen(function* () {
         if (reading?.position !== next) {
           yield* stopReading
+          // Decoded a slice of BATCH per read: no step decodes more than one write sends (a log batch is 1,000).
           const scope = yield* Scope.make()
-          const pull = yield* Scope.extend(Stream.toPull(log.readFrom(next)), scope)
+          const pull = yield* Scope.extend(Stream.toPull(log.readFrom(next, { slice: BATCH })), scope)
           reading = { pull, scope, position: next }
         }
         const chunk = yield* Effect.either(reading.pull)

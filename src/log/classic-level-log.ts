@@ -86,11 +86,15 @@ export const readFullHead = (db: Db): Promise<FullHead> =>
     }
   })()
 
-/** A key range read in batches of `READ_BATCH`, each record decoded (and verified) by `decode`. */
+/**
+ * A key range read in batches of `READ_BATCH`, each record decoded (and verified) by `decode`, at most `slice`
+ * records per chunk: a batch is fetched in one native call, and decoded a slice per pull, when it is pulled.
+ */
 const scan = <A>(
   h: LevelDbShape,
   range: { readonly gte: string; readonly lt: string },
-  decode: (key: string, value: string) => A
+  decode: (key: string, value: string) => A,
+  slice: number = READ_BATCH
 ): Stream.Stream<A, StoreError> =>
   Stream.acquireRelease(
     h.read("cannot read the store", async (db) => db.iterator(batchedRange(range.gte, range.lt))),
@@ -99,24 +103,36 @@ const scan = <A>(
     Stream.flatMap((it) => {
       // The next batch is read (on the thread pool) while this one is decoded and used; close waits for it.
       let ahead: Promise<Array<[string, string]>> | undefined
-      const pull = async () => {
+      const fetch = async () => {
         const entries = await (ahead ?? it.nextv(READ_BATCH))
         ahead = entries.length === 0 ? undefined : it.nextv(READ_BATCH)
         ahead?.catch(() => undefined) // a failure surfaces on the next pull, never as an unhandled rejection
         return entries
       }
-      return Stream.repeatEffectChunkOption(
-        Effect.tryPromise({ try: pull, catch: (e) => Option.some(corrupt(e)) }).pipe(
-          Effect.flatMap((entries) => {
-            if (entries.length === 0) return Effect.fail(Option.none())
-            try {
-              return Effect.succeed(Chunk.unsafeFromArray(entries.map(([key, value]) => decode(key, value))))
-            } catch (e) {
-              return Effect.fail(Option.some(corrupt(e)))
-            }
-          })
-        )
+      // The fetched batch and how far it is decoded.
+      let entries: Array<[string, string]> = []
+      let at = 0
+      const most = Math.max(1, Math.floor(slice))
+      const decodeSlice = Effect.suspend(() => {
+        const end = Math.min(at + most, entries.length)
+        const out = new Array<A>(end - at)
+        try {
+          for (let i = at; i < end; i++) out[i - at] = decode(entries[i][0], entries[i][1])
+        } catch (e) {
+          return Effect.fail(Option.some(corrupt(e)))
+        }
+        at = end
+        return Effect.succeed(Chunk.unsafeFromArray(out))
+      })
+      const fetched = Effect.tryPromise({ try: fetch, catch: (e) => Option.some(corrupt(e)) }).pipe(
+        Effect.flatMap((batch) => {
+          if (batch.length === 0) return Effect.fail(Option.none())
+          entries = batch
+          at = 0
+          return decodeSlice
+        })
       )
+      return Stream.repeatEffectChunkOption(Effect.suspend(() => (at < entries.length ? decodeSlice : fetched)))
     })
   )
 
@@ -127,7 +143,8 @@ const scan = <A>(
 export const readEvents = (
   h: LevelDbShape,
   fromSeq: number,
-  accepted: (from: number, to: number) => boolean = () => false
+  accepted: (from: number, to: number) => boolean = () => false,
+  slice?: number
 ): Stream.Stream<StoredEvent, StoreError> =>
   // Suspended so that each run of the stream checks the sequence from its own start.
   Stream.suspend(() => {
@@ -138,7 +155,7 @@ export const readEvents = (
       if (event.seq !== expected) throw new RecordCorrupt(`corrupt log: event ${expected} is missing (the next key is ${key})`)
       expected++
       return event
-    })
+    }, slice)
   })
 
 /** The stored rows, verified: checksums, keys, and the count per type the store recorded. */
@@ -324,7 +341,7 @@ export const makeClassicLevelLog = (h: LevelDbShape, mode: LogMode = {}) =>
         }),
       ...(record === undefined ? {} : { settle: record.settle }),
       head,
-      readFrom: (fromSeq) => readEvents(h, fromSeq, accepted),
+      readFrom: (fromSeq, options) => readEvents(h, fromSeq, accepted, options?.slice),
       storedRows: readStoredRows(h),
       storedViews: readStoredViews(h),
       storeViews: (views) =>

@@ -136,6 +136,12 @@ export interface AppendResult {
  */
 export class LogDiverged extends Data.TaggedError("LogDiverged")<{ readonly reason: string }> {}
 
+/** How a reader wants the log read. */
+export interface ReadOptions {
+  /** Events decoded per chunk at most (the default is the log's read batch, best for a tool reading it all). */
+  readonly slice?: number
+}
+
 export interface EventLogShape {
   /**
    * Writes the batch atomically with one durable commit; succeeds only once it is durable. A single-writer log
@@ -149,8 +155,11 @@ export interface EventLogShape {
    */
   readonly follow?: (afterSeq: number, applied?: () => number) => Stream.Stream<StoredEvent, StoreError | LogDiverged>
   readonly head: Effect.Effect<LogHead, StoreError>
-  /** Events with `seq >= fromSeq`, in order, up to the head at the time of reading. */
-  readonly readFrom: (fromSeq: number) => Stream.Stream<StoredEvent, StoreError>
+  /**
+   * Events with `seq >= fromSeq`, in order, up to the head at the time of reading. `options.slice`, from a reader
+   * that serves requests meanwhile: at most that many events decoded per chunk, each on demand (a log may ignore it).
+   */
+  readonly readFrom: (fromSeq: number, options?: ReadOptions) => Stream.Stream<StoredEvent, StoreError>
   /** The inline row state as stored, by type then id. */
   readonly storedRows: Stream.Stream<StoredRow, StoreError>
   /**

@@ -60,8 +60,8 @@ export const upcastingLog = (log: EventLogShape, catalog: CompiledApp): EventLog
     mapChunks(rows, (r) => upcastRow(catalog, r), (r) => `the stored row ${r.type}/${r.row.id}`)
   return {
     ...log,
-    readFrom: (fromSeq) =>
-      mapChunks(log.readFrom(fromSeq), (e) => upcastEvent(catalog, e), (e) => `event ${e.seq} (${e.type}/${e.id})`),
+    readFrom: (fromSeq, options) =>
+      mapChunks(log.readFrom(fromSeq, options), (e) => upcastEvent(catalog, e), (e) => `event ${e.seq} (${e.type}/${e.id})`),
     ...(log.follow === undefined ? {} : {
       follow: (afterSeq: number, applied?: () => number) =>
         mapChunks(log.follow!(afterSeq, applied), (e) => upcastEvent(catalog, e), (e) => `event ${e.seq} (${e.type}/${e.id})`)
