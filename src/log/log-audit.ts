@@ -3,16 +3,34 @@
  * (restart must stay fast on a large log), so a damaged event before the checkpoint would otherwise show only when
  * it is read (replay, resumption, `/api/_events`). Once the server is up, this reads the log once in the
  * background, verifying every checksum and the sequence, and logs an error naming the first problem.
+ *
+ * The server serves meanwhile: the audit gives the event loop a turn after each batch the log reads (decoded in
+ * one synchronous block), so a request waits behind at most one batch of it.
  */
 import { Effect, Layer, Stream } from "effect"
+import type { StoredEvent } from "../domain/events.ts"
+import type { StoreError } from "../domain/errors.ts"
 import { EventLog } from "./event-log.ts"
+
+/**
+ * One turn of the event loop (I/O included). `Effect.yieldNow` would not do: fibers resume on microtasks, so
+ * requests waiting on I/O would still queue behind the whole log.
+ */
+const nextTurn = Effect.async<void>((resume) => {
+  const turn = setImmediate(() => resume(Effect.void))
+  return Effect.sync(() => clearImmediate(turn))
+})
+
+/** Counts the events of `events` (which verifies them), with a turn of the event loop after each batch read. */
+export const auditEvents = (events: Stream.Stream<StoredEvent, StoreError>): Effect.Effect<number, StoreError> =>
+  events.pipe(Stream.mapChunksEffect((batch) => Effect.as(nextTurn, batch)), Stream.runCount)
 
 export const LogAuditLive = Layer.scopedDiscard(
   Effect.gen(function* () {
     const log = yield* EventLog
     const audit = Effect.gen(function* () {
       const started = Date.now()
-      const events = yield* Stream.runCount(log.readFrom(1))
+      const events = yield* auditEvents(log.readFrom(1))
       yield* Effect.logDebug(`log audit: ${events} events verified in ${Date.now() - started} ms`)
     }).pipe(
       Effect.catchAll((e) =>

@@ -17,8 +17,11 @@ import { READ_BATCH } from "../log/level-records.ts"
 import * as K from "../log/log-keys.ts"
 import { encodeIndexState, type IndexState, type StoreIndexes } from "../log/store-indexes.ts"
 
-/** Rows per chunk: the longest the writer waits for the backfill is one chunk (a few milliseconds). */
-export const BACKFILL_CHUNK = 500
+/**
+ * Rows per chunk: the longest the writer, or a list answered by a bounded scan meanwhile, waits for the backfill
+ * is one chunk (about a millisecond). Smaller than 500 trimmed those waits without slowing the build much (bench scale).
+ */
+export const BACKFILL_CHUNK = 128
 
 export interface BackfillAccess {
   readonly store: LevelDbShape

@@ -14,6 +14,7 @@ import { afterEach, describe, expect, it } from "vitest"
 import { writeProducts } from "../../bench/lib/row-writer.ts"
 import { indexKey, indexMetaKey } from "../../src/log/index-keys.ts"
 import { decodeIndexState } from "../../src/log/store-indexes.ts"
+import { BACKFILL_CHUNK } from "../../src/projections/index-backfill.ts"
 import { writeAppDir } from "../../testkit/app-dir.ts"
 import { http, runWo, spawnServer, tempDir } from "../../testkit/server.ts"
 
@@ -138,7 +139,7 @@ describe("secondary indexes on disk", () => {
     await first.stop("SIGKILL")
     const killed = await readIndexState(dataDir, ["name"])
     expect(killed?.state).toBe("building")
-    expect(killed!.after % 500).toBe(0) // a whole number of chunks stored
+    expect(killed!.after % BACKFILL_CHUNK).toBe(0) // a whole number of chunks stored
     const verify = await runWo(["verify", dataDir])
     expect(verify.code, verify.stdout + verify.stderr).toBe(0)
 
