@@ -35,6 +35,18 @@ const unauthorized = (request: EdgeRequest): EdgeResponse =>
     "www-authenticate": WWW_AUTHENTICATE
   })
 
+/** Host, Origin and the bearer token (on /mcp, /api/ and /metrics): the refusal, or undefined when all pass. */
+const refusalOf = (guards: Guards, authorized: (authorization: string | undefined) => boolean, request: EdgeRequest): EdgeResponse | undefined => {
+  if (!guards.hostAllowed(request.headers.host)) {
+    return forbidden(request, `Host ${request.headers.host ?? "(none)"} is not this server (see WO_HOSTS)`)
+  }
+  const origin = request.headers.origin
+  if (!guards.originAllowed(origin)) return forbidden(request, `Origin ${origin} is not allowed (see WO_MCP_ORIGINS)`)
+  const protectedPath = request.path === "/mcp" || request.path.startsWith("/api/") || request.path === METRICS_PATH
+  if (protectedPath && !authorized(request.headers.authorization)) return unauthorized(request)
+  return undefined
+}
+
 export const makeRouter = (guards: Guards, routes: Routes, authorized: (authorization: string | undefined) => boolean = () => true) => (incoming: EdgeRequest): Effect.Effect<EdgeResponse> => {
   // HEAD is GET without a body (node:http drops the body itself), except on /mcp, where a GET opens a
   // session's stream and would replace the real one.
@@ -46,15 +58,8 @@ export const makeRouter = (guards: Guards, routes: Routes, authorized: (authoriz
     if (routes.health) return routes.health(request)
     if (request.path !== "/readyz") return Effect.succeed(LIVE)
   }
-  if (!guards.hostAllowed(request.headers.host)) {
-    return Effect.succeed(forbidden(request, `Host ${request.headers.host ?? "(none)"} is not this server (see WO_HOSTS)`))
-  }
-  const origin = request.headers.origin
-  if (!guards.originAllowed(origin)) {
-    return Effect.succeed(forbidden(request, `Origin ${origin} is not allowed (see WO_MCP_ORIGINS)`))
-  }
-  const protectedPath = request.path === "/mcp" || request.path.startsWith("/api/") || request.path === METRICS_PATH
-  if (protectedPath && !authorized(request.headers.authorization)) return Effect.succeed(unauthorized(request))
+  const refused = refusalOf(guards, authorized, request)
+  if (refused !== undefined) return Effect.succeed(refused)
   if (request.path === "/mcp" && routes.mcp) return routes.mcp(request)
   // `/api/_...` is never a type (type names start with a letter): the console's read-only endpoints.
   if (request.path.startsWith("/api/") && !request.path.startsWith("/api/_")) return routes.rest(request)
@@ -69,12 +74,12 @@ export const makeRouter = (guards: Guards, routes: Routes, authorized: (authoriz
 const WRITE_METHODS = new Set(["POST", "PATCH", "DELETE"])
 
 /**
- * The router's direct path (edge.ts, DirectRoute): a REST request that passes every check `makeRouter` makes goes
- * to `rest`; any other, refusals included, is left to `makeRouter`, so that they are answered in one place.
+ * The router's direct path (edge.ts, DirectRoute): a REST write that passes the checks `makeRouter` makes (the same
+ * `refusalOf`) goes to `rest`; any other, refusals included, is left to `makeRouter`, which answers them.
  */
 export const makeDirectRouter = (guards: Guards, rest: DirectRoute, authorized: (authorization: string | undefined) => boolean = () => true): DirectRoute =>
   (request, respond) =>
     WRITE_METHODS.has(request.method) && request.path.startsWith("/api/") && !request.path.startsWith("/api/_") &&
-      guards.hostAllowed(request.headers.host) && guards.originAllowed(request.headers.origin) && authorized(request.headers.authorization)
+      refusalOf(guards, authorized, request) === undefined
       ? rest(request, respond)
       : undefined
