@@ -11,7 +11,7 @@
  *    resumes from the log with Last-Event-ID. Its backlog counts in the global stream memory budget.
  *  - Readers cannot starve the server: at most `maxPerClient` per source address and `maxTotal` in all (429
  *    past either); catch-up reads the log in batches of `BATCH` events, one socket write each, and every read
- *    and every batch passes a turnstile shared by all readers (turnstile.ts: `STEPS_PER_TURN` steps per
+ *    and every batch passes the process's turnstile for long work (turnstile.ts: `STEPS_PER_TURN` steps per
  *    event-loop turn), so requests that arrive meanwhile are served between two steps.
  */
 import { Chunk, Deferred, Effect, Either, Exit, Option, Scope, Stream } from "effect"
@@ -25,7 +25,7 @@ import type { CloseReason, PushSink } from "./push-sink.ts"
 import { makeHandOver } from "./hand-over.ts"
 import type { OpenStreamsShape } from "./open-streams.ts"
 import { SSE_HEADERS, sseFrame } from "../sse.ts"
-import { makeTurnstile } from "./turnstile.ts"
+import { longWork } from "../turnstile.ts"
 
 export interface EventTailDeps {
   readonly log: EventLogShape
@@ -45,8 +45,6 @@ export interface EventTailDeps {
 export const BATCH = 128
 /** Events read by catching-up readers kept for the readers behind them (a few MB at most). */
 export const SHARED_WINDOW = 4096
-/** Catch-up steps (a log read, or a batch framed and written) per event-loop turn, all readers together. */
-export const STEPS_PER_TURN = 1
 
 const SEQ = /^\d{1,15}$/
 
@@ -74,8 +72,6 @@ const liveFrame = (event: StoredEvent) => {
 const closedText = (reason: string) => sseFrame({ comment: `closed (${reason}); reconnect with Last-Event-ID to resume from the log` })
 
 export const makeEventTail = ({ log, feed, rows, capacity, heartbeatMs, streams, maxPerClient, maxTotal }: EventTailDeps) => {
-  const turnstile = makeTurnstile(STEPS_PER_TURN)
-
   /**
    * Events readers catching up have read from the log, by seq, shared by all of them: readers replaying the
    * same stretch (many readers `from=0`, in step through the turnstile) decode each event once and frame it
@@ -106,7 +102,7 @@ export const makeEventTail = ({ log, feed, rows, capacity, heartbeatMs, streams,
 
   /**
    * Events `from..to`, a batch per write; false when the stream closed meanwhile. Each step (one log read, or
-   * one batch framed and written) passes the turnstile. A batch comes from the shared events when they hold
+   * one batch framed and written) passes the turnstile (`longWork`). A batch comes from the shared events when they hold
    * `from`, else from the chunk this reader last read; only when neither does it read the log, from there.
    * What it read stays its own until sent, so readers far apart cannot evict each other's events into a loop.
    */
@@ -136,7 +132,7 @@ export const makeEventTail = ({ log, feed, rows, capacity, heartbeatMs, streams,
       })
       return yield* Effect.gen(function* () {
         while (next <= to) {
-          yield* turnstile.pass
+          yield* longWork.pass
           while (at < own.length && own[at].seq < next) at++
           let batch = sharedRun(next, to)
           if (batch.length === 0) batch = own.slice(at, at + BATCH).filter((e) => e.seq <= to)

@@ -4,26 +4,18 @@
  * it is read (replay, resumption, `/api/_events`). Once the server is up, this reads the log once in the
  * background, verifying every checksum and the sequence, and logs an error naming the first problem.
  *
- * The server serves meanwhile: the audit gives the event loop a turn after each batch the log reads (decoded in
- * one synchronous block), so a request waits behind at most one batch of it.
+ * The server serves meanwhile: the audit passes the turnstile for long work (turnstile.ts) after each batch the log
+ * reads (decoded in one synchronous block), so a request waits behind at most one batch of it.
  */
 import { Effect, Layer, Stream } from "effect"
 import type { StoredEvent } from "../domain/events.ts"
 import type { StoreError } from "../domain/errors.ts"
+import { longWork } from "../turnstile.ts"
 import { EventLog } from "./event-log.ts"
 
-/**
- * One turn of the event loop (I/O included). `Effect.yieldNow` would not do: fibers resume on microtasks, so
- * requests waiting on I/O would still queue behind the whole log.
- */
-const nextTurn = Effect.async<void>((resume) => {
-  const turn = setImmediate(() => resume(Effect.void))
-  return Effect.sync(() => clearImmediate(turn))
-})
-
-/** Counts the events of `events` (which verifies them), with a turn of the event loop after each batch read. */
+/** Counts the events of `events` (which verifies them), passing the turnstile after each batch read. */
 export const auditEvents = (events: Stream.Stream<StoredEvent, StoreError>): Effect.Effect<number, StoreError> =>
-  events.pipe(Stream.mapChunksEffect((batch) => Effect.as(nextTurn, batch)), Stream.runCount)
+  events.pipe(Stream.mapChunksEffect((batch) => Effect.as(longWork.pass, batch)), Stream.runCount)
 
 export const LogAuditLive = Layer.scopedDiscard(
   Effect.gen(function* () {

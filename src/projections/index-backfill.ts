@@ -16,6 +16,7 @@ import type { Db, LevelDbShape } from "../log/level-db.ts"
 import { READ_BATCH } from "../log/level-records.ts"
 import * as K from "../log/log-keys.ts"
 import { encodeIndexState, type IndexState, type StoreIndexes } from "../log/store-indexes.ts"
+import { longWork } from "../turnstile.ts"
 
 /**
  * Rows per chunk: the longest the writer, or a list answered by a bounded scan meanwhile, waits for the backfill
@@ -107,7 +108,7 @@ export class IndexBackfill {
       if (done._tag === "Left") throw done.left
       if (done.right) return
       // Let the writer's batches in between two chunks.
-      await new Promise((resolve) => setImmediate(resolve))
+      await Effect.runPromise(longWork.pass)
     }
   }
 

@@ -10,6 +10,9 @@
  *    rows' state before the window is needed for that. A row created inside the window has none; for the
  *    others, the log is read backwards from the window (in growing chunks) until each filtered field's value
  *    at that point is known, which ends at the row's create at the latest.
+ *
+ * Other requests are served meanwhile: every read of the log decodes a slice of `SLICE` events at a time, and
+ * passes the turnstile for long work (turnstile.ts) after each, as `/api/_events` catch-up does.
  */
 import { Chunk, Effect, Either, Stream } from "effect"
 import type { EventLogShape } from "../log/event-log.ts"
@@ -18,6 +21,7 @@ import type { StoreError } from "../domain/errors.ts"
 import { streamKey, type StoredEvent } from "../domain/events.ts"
 import { matchesAll } from "../domain/list-request.ts"
 import { parseUri, rowUri } from "../domain/uri.ts"
+import { longWork } from "../turnstile.ts"
 import type { HeldTopic, LiveQuery } from "./live-queries.ts"
 
 export interface ResumePosition {
@@ -35,6 +39,8 @@ export interface ResumedNotice {
 type Partial = Record<string, unknown> | null
 
 const FIRST_CHUNK = 1024
+/** Events decoded per step, between two turns of the event loop (as `/api/_events` catch-up: event-tail.ts BATCH). */
+export const SLICE = 128
 
 const fieldsOf = (event: StoredEvent, catalog: CompiledApp): Record<string, unknown> => {
   if (event.kind !== "created") return event.data
@@ -70,7 +76,9 @@ export const resumeNotices = (
       if (seq !== undefined && seq > since && seq >= from.seq && seq <= head) views.push({ uri, seq })
     }
   }
-  const window = () => log.readFrom(Math.max(1, from.seq)).pipe(Stream.takeWhile((e) => e.seq <= head))
+  /** The log from `seq` on, a slice at a time, each slice after a turn of the turnstile. */
+  const read = (seq: number) => log.readFrom(seq, { slice: SLICE }).pipe(Stream.mapChunksEffect((events) => Effect.as(longWork.pass, events)))
+  const window = () => read(Math.max(1, from.seq)).pipe(Stream.takeWhile((e) => e.seq <= head))
   const after = (seq: number, uri: string, own: boolean) =>
     seq > from.seq || (seq === from.seq && !own && (from.uri === undefined || uri > from.uri))
 
@@ -93,7 +101,7 @@ export const resumeNotices = (
     const open = new Set(unknown.keys())
     while (open.size > 0 && end > 1) {
       const start = Math.max(1, end - size)
-      const chunk = Chunk.toReadonlyArray(yield* Stream.runCollect(log.readFrom(start).pipe(Stream.takeWhile((e) => e.seq < end))))
+      const chunk = Chunk.toReadonlyArray(yield* Stream.runCollect(read(start).pipe(Stream.takeWhile((e) => e.seq < end))))
       for (let i = chunk.length - 1; i >= 0 && open.size > 0; i--) {
         const event = chunk[i]
         const key = streamKey(event.type, event.id)

@@ -1,7 +1,7 @@
 /**
  * The startup log audit (log-audit.ts) over a real classic-level log of several read batches: it counts every
  * event, and between two batches the event loop takes a turn (a request arriving meanwhile waits behind at most
- * one batch), which a ticker re-armed with `setImmediate` (as an I/O callback is served) shows by order, not time.
+ * one batch), which a turn counter (testkit/turn-counter.ts) shows by order, not time.
  */
 import { Effect, Layer, ManagedRuntime, Stream } from "effect"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
@@ -12,6 +12,7 @@ import { auditEvents } from "../../src/log/log-audit.ts"
 import { LevelDb, levelDbLayer } from "../../src/log/level-db.ts"
 import { READ_BATCH } from "../../src/log/level-records.ts"
 import { tempDir } from "../../testkit/server.ts"
+import { countTurns } from "../../testkit/turn-counter.ts"
 
 const BATCHES = 6
 const EVENTS = BATCHES * READ_BATCH
@@ -44,19 +45,13 @@ describe("log audit", () => {
     // is quicker than the decoding), so only the audit itself can let the event loop turn between them.
     const batches = [...(await runtime.runPromise(Stream.runCollect(Stream.chunks(log.readFrom(1)))))]
     expect(batches.length).toBe(BATCHES)
-    let ticks = 0
-    let ticking = true
-    const tick = () => {
-      ticks++
-      if (ticking) setImmediate(tick)
-    }
-    setImmediate(tick)
+    const counter = countTurns()
     const ticksAtBatch: Array<number> = []
-    const observed = Stream.fromChunks(...batches).pipe(Stream.mapChunks((batch) => (ticksAtBatch.push(ticks), batch)))
+    const observed = Stream.fromChunks(...batches).pipe(Stream.mapChunks((batch) => (ticksAtBatch.push(counter.turns()), batch)))
     try {
       expect(await runtime.runPromise(auditEvents(observed))).toBe(EVENTS)
     } finally {
-      ticking = false
+      counter.stop()
     }
     expect(ticksAtBatch.length).toBe(BATCHES)
     // Each batch was taken in a later turn of the event loop than the one before.

@@ -2,17 +2,20 @@
  * Legacy resumption (resumption.ts), over a log in memory: the notices a GET stream missed are recomputed in
  * the order the registry sends them live (by sequence, the row's own first, then the others by URI), each
  * only after the position and after the sequence its subscription began at; a live query's notices need the
- * row's fields from before the window, read backwards from the log; and positions round-trip through their
- * SSE ids.
+ * row's fields from before the window, read backwards from the log; positions round-trip through their SSE
+ * ids; and a long resumption gives the event loop a turn between two slices it reads (shown by order, with a
+ * turn counter, not by time).
  */
 import { describe, expect, it } from "@effect/vitest"
 import { Chunk, Effect, Either, Stream } from "effect"
 import pricing from "../../examples/pricing/app.ts"
 import { compileApp } from "../../src/domain/compile.ts"
 import type { StoredEvent } from "../../src/domain/events.ts"
-import { EventLog } from "../../src/log/event-log.ts"
+import { EventLog, type EventLogShape } from "../../src/log/event-log.ts"
+import { READ_BATCH } from "../../src/log/level-records.ts"
 import { storedTopic, type HeldTopic } from "../../src/projections/live-queries.ts"
-import { parsePosition, positionId, resumeNotices, type ResumePosition } from "../../src/projections/resumption.ts"
+import { parsePosition, positionId, resumeNotices, SLICE, type ResumePosition } from "../../src/projections/resumption.ts"
+import { countTurns } from "../../testkit/turn-counter.ts"
 import { MemoryLogLive } from "./memory-log.ts"
 
 const catalog = Either.getOrThrow(compileApp(pricing))
@@ -98,6 +101,41 @@ describe("resumeNotices", () => {
     Effect.gen(function* () {
       expect(yield* resumed({ [P1]: 0, [EUR]: 0 }, { seq: HEAD })).toEqual([])
     }))
+})
+
+describe("a long resumption", () => {
+  it("reads the log a slice at a time, the event loop turning between two slices, and resumes every notice in order", async () => {
+    // ROWS products made in EUR, then each repriced: resumed from the first repricing, the EUR query's window is
+    // ROWS events, and each row's currency is read back from its create, before the window.
+    const ROWS = 3 * READ_BATCH
+    const history: Array<StoredEvent> = []
+    for (let i = 1; i <= ROWS; i++) history.push(event(i, String(i), 1, "created", { name: `p${i}`, price: 1, currency: "EUR" }))
+    for (let i = 1; i <= ROWS; i++) history.push(event(ROWS + i, String(i), 2, "invoked", { price: 2 }))
+    const head = 2 * ROWS
+    const counter = countTurns()
+    // Each chunk of the log is there as soon as it is asked for (as when the log's read-ahead is quicker than the
+    // decoding), so only the resumption itself can let the event loop turn between two of them. Like the
+    // classic-level log, it decodes `slice` events per chunk when asked to, else a read batch.
+    const ticksAtChunk: Array<number> = []
+    const slices: Array<number> = []
+    const notices = await Effect.runPromise(Effect.gen(function* () {
+      const memory = yield* EventLog
+      yield* memory.append({ entries: history.map((e) => ({ event: e, row: null })), counters: new Map() })
+      const log: EventLogShape = {
+        ...memory,
+        readFrom: (seq, options) => {
+          slices.push(options?.slice ?? READ_BATCH)
+          return memory.readFrom(seq).pipe(Stream.rechunk(options?.slice ?? READ_BATCH), Stream.mapChunks((chunk) => (ticksAtChunk.push(counter.turns()), chunk)))
+        }
+      }
+      return yield* Stream.runCollect(resumeNotices(log, catalog, held({ [EUR]: 0 }), { seq: ROWS + 1 }, head, new Map()))
+    }).pipe(Effect.provide(MemoryLogLive), Effect.ensuring(Effect.sync(counter.stop))))
+    expect(Chunk.toReadonlyArray(notices).map(({ uri, seq }) => `${seq} ${uri}`)).toEqual(history.slice(ROWS).map((e) => `${e.seq} ${EUR}`))
+    expect(slices.every((slice) => slice === SLICE), `slices asked for: ${slices.join(",")}`).toBe(true)
+    // Every chunk was taken in a later turn of the event loop than the one before.
+    expect(ticksAtChunk.length).toBeGreaterThan(2 * ROWS / SLICE)
+    for (let i = 1; i < ticksAtChunk.length; i++) expect(ticksAtChunk[i], `ticks at each chunk: ${ticksAtChunk.join(",")}`).toBeGreaterThan(ticksAtChunk[i - 1])
+  })
 })
 
 describe("positions", () => {
