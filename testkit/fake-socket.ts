@@ -7,6 +7,8 @@ import type { SocketLike } from "../src/http/push-sink.ts"
 
 export class FakeSocket extends EventEmitter implements SocketLike {
   readonly chunks: Array<string> = []
+  /** The chunks as given to `write` (the same objects). */
+  readonly written: Array<Buffer | string> = []
   writes = 0
   ended = false
   destroyed = false
@@ -16,6 +18,7 @@ export class FakeSocket extends EventEmitter implements SocketLike {
   write(chunk: Buffer | string): boolean {
     this.writes++
     this.chunks.push(chunk.toString())
+    this.written.push(chunk)
     if (this.full) this.writableLength += chunk.length
     return !this.full
   }

@@ -82,6 +82,26 @@ export const makeEventTail = ({ log, feed, rows, capacity, heartbeatMs, streams,
   /** Log reads under way, by the seq they read from: a reader missing that seq waits for it instead. */
   const reads = new Map<number, Deferred.Deferred<void>>()
   let replaying = 0
+  /**
+   * The bytes of batches written, by their first seq: readers in step send the same batches (a batch is a run of
+   * seqs with no gap, so its first and last seq name it), and share one buffer for each instead of a copy each.
+   * As many as the shared events would fill, oldest first out, emptied with them.
+   */
+  const batches = new Map<number, { readonly last: number; readonly bytes: Buffer }>()
+  const batchBytes = (batch: ReadonlyArray<StoredEvent>): Buffer => {
+    const first = batch[0].seq
+    const last = batch[batch.length - 1].seq
+    const known = batches.get(first)
+    if (known?.last === last) return known.bytes
+    const bytes = Buffer.concat(batch.map(liveFrame))
+    batches.delete(first)
+    batches.set(first, { last, bytes })
+    for (const seq of batches.keys()) {
+      if (batches.size <= SHARED_WINDOW / BATCH) break
+      batches.delete(seq)
+    }
+    return bytes
+  }
   const remember = (events: ReadonlyArray<StoredEvent>) => {
     for (const event of events) shared.set(event.seq, event)
     for (const seq of shared.keys()) {
@@ -154,17 +174,20 @@ export const makeEventTail = ({ log, feed, rows, capacity, heartbeatMs, streams,
             continue
           }
           waited = false
-          if (!(yield* sink.send(Buffer.concat(batch.map(liveFrame))))) return false
+          if (!(yield* sink.send(batchBytes(batch)))) return false
           next = batch[batch.length - 1].seq + 1
         }
         return true
       }).pipe(Effect.ensuring(stopReading))
     }).pipe(counted)
 
-  /** Counts `work` among the replays running, and forgets the shared events when the last one ends. */
+  /** Counts `work` among the replays running, and forgets the shared events and batches when the last one ends. */
   const counted = <A, E>(work: Effect.Effect<A, E>) =>
     Effect.acquireUseRelease(Effect.sync(() => void replaying++), () => work, () => Effect.sync(() => {
-      if (--replaying === 0) shared.clear()
+      if (--replaying === 0) {
+        shared.clear()
+        batches.clear()
+      }
     }))
 
   /**

@@ -148,7 +148,7 @@ const turnsUntil = (sockets: ReadonlyArray<FakeSocket>, counts: ReadonlyArray<nu
   })
 
 describe("catch-up shared between readers, in slices", () => {
-  it.scoped("readers catching up together read the log once between them; each gets every event once, in order, a batch per write, a write per turn", () =>
+  it.scoped("readers catching up together read the log once between them; each gets every event once, in order, a batch per write (the same bytes for all), a write per turn", () =>
     Effect.gen(function* () {
       const { tail, fork, reads } = yield* setup({ events: 1000 })
       const scope = yield* Effect.scope
@@ -159,8 +159,9 @@ describe("catch-up shared between readers, in slices", () => {
         expect(ids(socket)).toEqual(all)
         expect(Math.max(...socket.chunks.map((c) => [...c.matchAll(/^id: /gm)].length))).toBeLessThanOrEqual(BATCH)
       }
-      // One reader read the log; the two behind it were served what it read.
+      // One reader read the log; the two behind it were served what it read, and sent the bytes it sent.
       expect(reads).toEqual([1])
+      expect(new Set(sockets.flatMap((s) => s.written)).size).toBe(sockets[0].written.length)
       // Other requests are served between two slices: no turn of the event loop carried two writes.
       expect(sockets.reduce((n, s) => n + s.writes, 0)).toBeLessThanOrEqual(turns + 1)
     }))
