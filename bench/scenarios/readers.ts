@@ -6,6 +6,7 @@
 //    readers of `/api/_events?from=0` catch up on the log (the set_price phases above wrote it); the ratio.
 import { Pool } from 'undici';
 import { spawn } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import { LatencyHistogram } from '../lib/histogram.ts';
 import { openListen, type Subscriber } from '../lib/subscribers.ts';
 import { freshDataDir, isRow, restGet, restSetPrice, seedProducts, startWo } from '../lib/wo.ts';
@@ -109,47 +110,8 @@ export async function runReaders(ctx: BenchContext, opts: ReadersOptions): Promi
     for (const s of subs.splice(0)) s.close();
     await new Promise((r) => setTimeout(r, 500));
 
-    const get = async () => {
-      const req = restGet(1);
-      const s = performance.now();
-      const res = await pool.request({ method: req.method, path: req.path });
-      await res.body.dump();
-      if (res.statusCode !== 200) throw new Error(`GET: HTTP ${res.statusCode}`);
-      return (performance.now() - s) * 1000;
-    };
-    ctx.phase(`readers: GET idle (${opts.gets})`);
-    for (let i = 0; i < 100; i++) await get();
-    const idle = new LatencyHistogram();
-    for (let i = 0; i < opts.gets; i++) idle.record(await get());
-
     const events = opts.writes * 3 + products;
-    ctx.phase(`readers: GET while ${opts.readers} readers catch up on /api/_events?from=0 (${events} events)`);
-    // The readers run in a process of their own: in this one, 50 sockets' megabytes arriving at once would stall
-    // the event loop that times the GETs, and the client's delay would be counted as the server's.
-    const { hostname, port } = new URL(server.url);
-    const readersProcess = spawn(process.execPath, ['-e', READERS_CLIENT], {
-      env: { ...process.env, HOST: hostname, PORT: port, READERS: String(opts.readers), LAST_ID: String(events) },
-      stdio: ['ignore', 'pipe', 'inherit'],
-    });
-    let finished = false;
-    let connecting: () => void = () => undefined;
-    const started = new Promise<void>((resolve) => (connecting = resolve));
-    const readers = new Promise<boolean>((resolve) => {
-      readersProcess.stdout.on('data', (d: Buffer) => {
-        if (String(d).includes('connecting')) connecting();
-        if (String(d).includes('caught up')) resolve((finished = true));
-      });
-      readersProcess.on('exit', () => { connecting(); resolve(finished); });
-    });
-    await started;
-    const busy = new LatencyHistogram();
-    let busyGets = 0;
-    while (!finished && busyGets < opts.gets) {
-      busy.record(await get());
-      busyGets++;
-    }
-    const caughtUp = await Promise.race([readers, new Promise<boolean>((r) => setTimeout(() => r(false), 60_000))]);
-    readersProcess.kill();
+    const catchUp = await getsWhileReadersCatchUp(ctx, server.url, pool, { readers: opts.readers, gets: opts.gets, events });
     return {
       streams: opts.streams,
       subscriptions: opts.subscriptions,
@@ -159,14 +121,94 @@ export async function runReaders(ctx: BenchContext, opts: ReadersOptions): Promi
       setPricesPerSecWith: withStreams.perSec,
       events,
       readers: opts.readers,
-      getP99MsIdle: idle.percentile(99) / 1000,
-      getP99MsWhileCatchingUp: busyGets ? busy.percentile(99) / 1000 : Number.NaN,
-      getsWhileCatchingUp: busyGets,
-      caughtUp,
+      getP99MsIdle: catchUp.idleP99Ms,
+      getP99MsWhileCatchingUp: catchUp.busyP99Ms,
+      getsWhileCatchingUp: catchUp.busyGets,
+      caughtUp: catchUp.caughtUp,
     };
   } finally {
     for (const s of subs) s.close();
     await pool.close();
     await server.stop();
   }
+}
+
+export interface CatchUpGets {
+  idleP99Ms: number;
+  busyP99Ms: number;
+  /** GETs answered while the readers were still catching up */
+  busyGets: number;
+  caughtUp: boolean;
+  /** The server's CPU time (user + system) from the readers' start until they caught up, when its pid was given. */
+  serverCpuMs?: number;
+}
+
+/** A process's CPU time so far (user + system), in ms (clock ticks of 10 ms). */
+const cpuMs = (pid: number): number => {
+  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
+  return (Number(fields[11]) + Number(fields[12])) * 10;
+};
+
+/**
+ * `GET /api/products/1` one at a time on `pool`: `gets` idle (after 100 to warm up), then, at most `gets`, while
+ * `readers` readers of `/api/_events?from=0` catch up on the `events` events of the log.
+ */
+export async function getsWhileReadersCatchUp(
+  ctx: Pick<BenchContext, 'phase'>,
+  url: string,
+  pool: Pool,
+  opts: { readers: number; gets: number; events: number; serverPid?: number },
+): Promise<CatchUpGets> {
+  const get = async () => {
+    const req = restGet(1);
+    const s = performance.now();
+    const res = await pool.request({ method: req.method, path: req.path });
+    await res.body.dump();
+    if (res.statusCode !== 200) throw new Error(`GET: HTTP ${res.statusCode}`);
+    return (performance.now() - s) * 1000;
+  };
+  ctx.phase(`readers: GET idle (${opts.gets})`);
+  for (let i = 0; i < 100; i++) await get();
+  const idle = new LatencyHistogram();
+  for (let i = 0; i < opts.gets; i++) idle.record(await get());
+
+  ctx.phase(`readers: GET while ${opts.readers} readers catch up on /api/_events?from=0 (${opts.events} events)`);
+  // The readers run in a process of their own: in this one, 50 sockets' megabytes arriving at once would stall
+  // the event loop that times the GETs, and the client's delay would be counted as the server's.
+  const { hostname, port } = new URL(url);
+  const readersProcess = spawn(process.execPath, ['-e', READERS_CLIENT], {
+    env: { ...process.env, HOST: hostname, PORT: port, READERS: String(opts.readers), LAST_ID: String(opts.events) },
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  let finished = false;
+  let connecting: () => void = () => undefined;
+  const started = new Promise<void>((resolve) => (connecting = resolve));
+  let cpuAtEnd: number | undefined;
+  const readers = new Promise<boolean>((resolve) => {
+    readersProcess.stdout.on('data', (d: Buffer) => {
+      if (String(d).includes('connecting')) connecting();
+      if (String(d).includes('caught up')) {
+        if (opts.serverPid !== undefined) cpuAtEnd = cpuMs(opts.serverPid);
+        resolve((finished = true));
+      }
+    });
+    readersProcess.on('exit', () => { connecting(); resolve(finished); });
+  });
+  await started;
+  const cpuAtStart = opts.serverPid === undefined ? undefined : cpuMs(opts.serverPid);
+  const busy = new LatencyHistogram();
+  let busyGets = 0;
+  while (!finished && busyGets < opts.gets) {
+    busy.record(await get());
+    busyGets++;
+  }
+  const caughtUp = await Promise.race([readers, new Promise<boolean>((r) => setTimeout(() => r(false), 60_000))]);
+  readersProcess.kill();
+  return {
+    idleP99Ms: idle.percentile(99) / 1000,
+    busyP99Ms: busyGets ? busy.percentile(99) / 1000 : Number.NaN,
+    busyGets,
+    caughtUp,
+    ...(cpuAtStart !== undefined && cpuAtEnd !== undefined ? { serverCpuMs: cpuAtEnd - cpuAtStart } : {}),
+  };
 }
