@@ -6,7 +6,7 @@
 //   node --conditions=writeonce-source --import tsx bench/readers-alternated.ts /tmp/wo-old .
 // Env: ROUNDS (5), READERS (50), GETS (150), WRITES (3000); FLOOR=1 adds the floor (bench/peers/catch-up-floor.ts: the
 // same policy hand-written on node:http, serving the events from memory) to each round. Writes nothing but a temp
-// data dir, removed at the end.
+// data dir, removed at the end. NODE_ARGS (e.g. '--cpu-prof --cpu-prof-dir=/tmp/p') goes to every server.
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
@@ -23,9 +23,10 @@ const [rounds, readers, gets, writes] = [env('ROUNDS', 5), env('READERS', 50), e
 const PRODUCTS = 50;
 const phase = () => undefined;
 // Each checkout's own server: its bench/lib/wo.ts starts its bin/wo.mjs.
-const starters: Array<(opts: { dir: string; env: Record<string, string> }) => Promise<SpawnedServer>> = await Promise.all(checkouts.map(async (c) =>
+const nodeArgs = process.env.NODE_ARGS?.split(' ').filter(Boolean) ?? [];
+const starters: Array<(opts: { dir: string; env: Record<string, string>; nodeArgs: string[] }) => Promise<SpawnedServer>> = await Promise.all(checkouts.map(async (c) =>
   c === FLOOR
-    ? () => spawnPeer('bench/peers/catch-up-floor.ts', { env: { EVENTS: String(writes + PRODUCTS) } })
+    ? () => spawnPeer('bench/peers/catch-up-floor.ts', { env: { EVENTS: String(writes + PRODUCTS) }, nodeArgs })
     : ((await import(join(c, 'bench/lib/wo.ts'))) as { startWo: typeof startWo }).startWo));
 
 const dir = mkdtempSync(join(tmpdir(), 'wo-readers-alternated-'));
@@ -49,7 +50,7 @@ try {
   const results = checkouts.map(() => ({ ratios: [] as number[], cpus: [] as number[] }));
   for (let round = 1; round <= rounds; round++) {
     for (const [k, checkout] of checkouts.entries()) {
-      const server = await starters[k]({ dir, env: READERS_ENV });
+      const server = await starters[k]({ dir, env: READERS_ENV, nodeArgs });
       const gets1 = new Pool(server.url, { connections: 1 });
       try {
         const r = await getsWhileReadersCatchUp({ phase }, server.url, gets1, { readers, gets, events: writes + PRODUCTS, serverPid: server.pid });
