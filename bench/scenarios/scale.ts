@@ -47,8 +47,14 @@ export interface ScaleResult {
   coldGetP99Ms: number;
   cachedGetP99Ms: number;
   unfilteredFirstPageMs: number;
-  /** The slowest of the five unfiltered first pages (the first one, as a rule). */
+  /** The slowest of the five unfiltered first pages before any filtered one (the first one, as a rule). */
   unfilteredSlowestMs: number;
+  /**
+   * The slowest of the unfiltered first pages matched with the first five filtered ones: the first unfiltered page
+   * (code not compiled yet, as for the first filtered one), then one taken just before each later filtered page
+   * (while the index is built, as they are).
+   */
+  unfilteredAlongside: number[];
   /** The slowest of the first five filtered first pages. */
   filteredFirstPageJustBuiltMs: number;
   /** The rows of the first filtered first page (a scan while the index is built: maybe fewer than the limit). */
@@ -153,11 +159,14 @@ export async function runScale(ctx: BenchContext, options: ScaleOptions): Promis
     const unfilteredTimes = await timings(`${url}/api/products?limit=50`);
     const unfiltered = middle(unfilteredTimes);
     const filteredUrl = `${url}/api/products?name=item-7&limit=50`;
-    // The first five filtered pages, while the index is built (its first use starts the build), against the first
-    // five unfiltered ones: the slowest of each (the first request of a kind also pays for code not compiled yet;
-    // a list that waited for the backfill would show it here).
+    // The first five filtered pages, while the index is built (its first use starts the build), against five
+    // unfiltered ones taken in the same conditions: the first one (the first request of a kind also pays for code
+    // not compiled yet), then one just before each later filtered page (the backfill and the start's log audit run
+    // meanwhile, and slow any request). The slowest of each: a list that waited for the backfill would show it.
     const building: Array<{ ms: number; items: number }> = [];
+    const alongside = [unfilteredTimes[0]];
     for (let k = 0; k < 5; k++) {
+      if (k > 0) alongside.push(await timedGet(`${url}/api/products?limit=50`));
       const t0 = performance.now();
       const page = (await (await fetch(filteredUrl)).json()) as { items: unknown[] };
       building.push({ ms: performance.now() - t0, items: page.items.length });
@@ -222,6 +231,7 @@ export async function runScale(ctx: BenchContext, options: ScaleOptions): Promis
       cachedGetP99Ms: p99(cached),
       unfilteredFirstPageMs: unfiltered,
       unfilteredSlowestMs: Math.max(...unfilteredTimes),
+      unfilteredAlongside: alongside,
       filteredFirstPageJustBuiltMs: justBuilt,
       filteredFirstPageJustBuiltItems: building[0].items,
       filteredWhileBuilding: building,
@@ -247,7 +257,7 @@ export const scaleBudgets = (r: ScaleResult): Budget[] => {
       `${r.afterRead.privateMb.toFixed(0)} against ${r.empty.privateMb.toFixed(0)} MB, cache ${r.cacheMb} MB. Counted without the mapped files (RssFile ${r.afterRead.filesMb.toFixed(0)} against ${r.empty.filesMb.toFixed(0)} MB: LevelDB's table files, clean page cache the kernel reclaims); all of RSS ${r.afterRead.rssMb.toFixed(0)} against ${r.empty.rssMb.toFixed(0)} MB`),
     budget('scaleColdGet', 'GET p99, cache cold / cached', '<=', 3, r.coldGetP99Ms / r.cachedGetP99Ms, 'x', `${r.coldGetP99Ms.toFixed(2)} against ${r.cachedGetP99Ms.toFixed(2)} ms`),
     budget('scaleFiltered', 'filtered first page (index built) / unfiltered first page', '<=', 1.5, r.filteredFirstPageMs / r.unfilteredFirstPageMs, 'x', `${r.filteredFirstPageMs.toFixed(2)} against ${r.unfilteredFirstPageMs.toFixed(2)} ms`),
-    budget('scaleFilteredBuild', 'filtered first page (index just built) / unfiltered first page, the slowest of the first 5 each', '<=', 1.5, r.filteredFirstPageJustBuiltMs / r.unfilteredSlowestMs, 'x', `${r.filteredFirstPageJustBuiltMs.toFixed(2)} against ${r.unfilteredSlowestMs.toFixed(2)} ms: while its index is built, a page is a bounded scan (${r.filteredWhileBuilding.map((b) => `${b.ms.toFixed(1)} ms ${b.items} rows`).join(', ')}; full pages from the index ${(r.indexBuildMs / 1000).toFixed(1)} s later)`),
+    budget('scaleFilteredBuild', 'filtered first page (index just built) / unfiltered first page, the slowest of 5 each, taken alternately', '<=', 1.5, r.filteredFirstPageJustBuiltMs / Math.max(...r.unfilteredAlongside), 'x', `${r.filteredFirstPageJustBuiltMs.toFixed(2)} against ${Math.max(...r.unfilteredAlongside).toFixed(2)} ms (medians ${middle(r.filteredWhileBuilding.map((b) => b.ms)).toFixed(2)} against ${middle(r.unfilteredAlongside).toFixed(2)} ms; unfiltered before the build: slowest ${r.unfilteredSlowestMs.toFixed(2)} ms): while its index is built, a page is a bounded scan (${r.filteredWhileBuilding.map((b) => `${b.ms.toFixed(1)} ms ${b.items} rows`).join(', ')}; full pages from the index ${(r.indexBuildMs / 1000).toFixed(1)} s later)`),
     budget('scaleFilteredRestart', 'filtered first page after a restart (index on disk, not built again) / unfiltered first page', '<=', 1.5, r.filteredAfterRestartMs / r.unfilteredAfterRestartMs, 'x', `${r.filteredAfterRestartMs.toFixed(2)} against ${r.unfilteredAfterRestartMs.toFixed(2)} ms, both on the restarted server`),
     budget('scaleIndexCpu', 'durable set_price server CPU with three indexes / without (median of paired rounds)', '<=', INDEX_COST_BUDGET, r.indexCost?.medianRatio ?? Number.NaN, 'x',
       r.indexCost === undefined ? '' : `${r.indexCost.b.srvCpuUsPerCall.toFixed(0)} against ${r.indexCost.a.srvCpuUsPerCall.toFixed(0)} µs/call; rounds ${r.indexCost.roundRatios.map((x) => x.toFixed(2)).join(', ')}`),
@@ -272,7 +282,7 @@ export function renderScale(r: ScaleResult): string {
     `| GET p99, cache cold / cached | | ${f(r.coldGetP99Ms, 2)} / ${f(r.cachedGetP99Ms, 2)} ms |`,
     `| first page, median of 5: unfiltered / \`?name=item-7\`, its index built | | ${f(r.unfilteredFirstPageMs, 2)} / ${f(r.filteredFirstPageMs, 2)} ms |`,
     `| first filtered list \`?name=item-7&limit=50\` (its index not built yet: a bounded scan, ${r.filteredWhileBuilding[0].items} rows) | | ${f(r.filteredWhileBuilding[0].ms, 2)} ms |`,
-    `| first page, the slowest of the first 5: unfiltered / \`?name=item-7\` while its index is built (bounded scans: ${r.filteredWhileBuilding.map((b) => b.items).join(", ")} of 50 rows) | | ${f(r.unfilteredSlowestMs, 2)} / ${f(r.filteredFirstPageJustBuiltMs, 2)} ms |`,
+    `| first page, the slowest of 5: unfiltered before the build / unfiltered alongside / \`?name=item-7\` while its index is built (bounded scans: ${r.filteredWhileBuilding.map((b) => b.items).join(", ")} of 50 rows) | | ${f(r.unfilteredSlowestMs, 2)} / ${f(Math.max(...r.unfilteredAlongside), 2)} / ${f(r.filteredFirstPageJustBuiltMs, 2)} ms |`,
     `| index on \`name\` built in the background, from the first filtered page | | ${f(r.indexBuildMs / 1000)} s |`,
     `| after a restart: unfiltered / \`?name=item-7\` (its index read from the store) | | ${f(r.unfilteredAfterRestartMs, 2)} / ${f(r.filteredAfterRestartMs, 2)} ms |`,
     '',
