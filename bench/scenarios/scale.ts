@@ -50,7 +50,7 @@ export interface ScaleResult {
   /** The slowest of the five unfiltered first pages before any filtered one (the first one, as a rule). */
   unfilteredSlowestMs: number;
   /**
-   * The slowest of the unfiltered first pages matched with the first five filtered ones: the first unfiltered page
+   * The unfiltered first pages (ms) matched with the first five filtered ones: the first unfiltered page
    * (code not compiled yet, as for the first filtered one), then one taken just before each later filtered page
    * (while the index is built, as they are).
    */
