@@ -14,10 +14,10 @@
  *
  * N is 200,000 in `npm test` (about 25 s on 2 loaded cores). WO_TEST_ROWS=<n> runs another size (at least 3,000: the
  * writes touch products 1007 and 2007); WO_TEST_ROWS=1000000 takes about 90 s on 2 cores at loadavg 5 (writing the
- * store about 30 s of it), and its memory bound failed there when last run (before it counted private memory only):
- * after every row was read once the server held about 127 MiB more anonymous memory than an empty dir's, against the
- * 8 MiB cache + 100 MiB allowed (and 89 MiB more mapped table files, which the bound leaves out now). Every other
- * check passes at 1,000,000.
+ * store about 30 s of it), and its memory bound fails there by a little: after every row was read once the server
+ * held 114-123 MiB more private memory than an empty dir's (two runs at loadavg 7; the second with
+ * MALLOC_ARENA_MAX=2, which changed nothing), against the 8 MiB cache + 100 MiB allowed; its mapped table files, left
+ * out of the bound, were 90 MiB more. Every other check passes at 1,000,000.
  */
 import * as fs from "node:fs"
 import { Effect, Either } from "effect"
