@@ -51,8 +51,12 @@ export function cpuMsPerCall(delta: CpuDelta, calls: number): number {
   return calls > 0 ? delta.cpuMs / calls : Number.NaN;
 }
 
-/** Resident set size in bytes (VmRSS), or NaN if the process is gone. */
-export function rssBytes(pid: number, part: 'VmRSS' | 'RssAnon' | 'RssFile' = 'VmRSS'): number {
+/**
+ * Resident set size in bytes (VmRSS: all of it), or one of its parts: RssAnon (the heap and other private memory),
+ * RssFile (mapped files: the node binary, LevelDB's table files; clean pages the kernel drops under pressure),
+ * RssShmem. NaN if the process is gone.
+ */
+export function rssBytes(pid: number, part: 'VmRSS' | 'RssAnon' | 'RssFile' | 'RssShmem' = 'VmRSS'): number {
   try {
     const m = new RegExp(`^${part}:\\s+(\\d+)\\s+kB`, 'm').exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
     return m ? Number(m[1]) * 1024 : Number.NaN;
@@ -60,6 +64,9 @@ export function rssBytes(pid: number, part: 'VmRSS' | 'RssAnon' | 'RssFile' = 'V
     return Number.NaN;
   }
 }
+
+/** The memory the process itself holds (RssAnon + RssShmem): resident memory but the mapped files the kernel can reclaim. */
+export const privateRssBytes = (pid: number): number => rssBytes(pid, 'RssAnon') + rssBytes(pid, 'RssShmem');
 
 /** Machine-wide busy CPU (all processes, all cores) in ms, from /proc/stat; for spotting noisy neighbours. */
 export function sampleSystemCpu(): CpuSample {

@@ -82,15 +82,17 @@ const start = (ctx: BenchContext, spec: SideSpec, tag: string): Promise<SpawnedS
 
 /**
  * Runs the comparison. `name` prefixes the progress lines; `whileMeasuring` (optional) is started once both sides
- * are warm and stopped when the last window ends (e.g. a scraper of side B), with B's server.
+ * are warm and stopped when the last window ends (e.g. a scraper of side B), with B's server; `overrides` changes the
+ * mode's sizes (e.g. more rounds).
  */
 export async function runSideBySide(
   ctx: BenchContext,
   name: string,
   specs: readonly [SideSpec, SideSpec],
   whileMeasuring?: (b: SpawnedServer) => () => void,
+  overrides: Partial<MeasureOptions> = {},
 ): Promise<SideBySideResult> {
-  const o = OPTIONS[ctx.mode];
+  const o = { ...OPTIONS[ctx.mode], ...overrides };
   ctx.phase(`${name}: starting set_price servers (${specs[0].label}; ${specs[1].label})`);
   const servers = await Promise.all([start(ctx, specs[0], 'a'), start(ctx, specs[1], 'b')]);
   let stopSideWork: (() => void) | undefined;
