@@ -22,9 +22,10 @@
  * append) with the versions the batch was decided on, and runs alone (its own transaction: one round trip). When
  * the picture was wrong (another node wrote meanwhile), the batch is planned again on the log the function
  * answered and runs alone once more: no lock is held between round trips, so a node whose event loop is busy never
- * stalls the other nodes' appends. Only when the log moved again in between (or nothing is left to write) is it
- * planned in a transaction: a miss there leaves the function's lock held, so the next plan is certain, and its
- * commit is sent right behind it (the lock is not held over a turn of this node's event loop).
+ * stalls the other nodes' appends. A batch with nothing left to write on the log as answered (every entry a
+ * duplicate or stale) is settled by that answer. Only when the log moved again in between is it planned in a
+ * transaction: a miss there leaves the function's lock held, so the next plan is certain, and its commit is sent
+ * right behind it (the lock is not held over a turn of this node's event loop).
  *
  * If the wait for a standby is cancelled (PostgreSQL then warns that the commit is local only), the append
  * fails: the caller is not acknowledged, and the writer's resync finds the events on its next batch.
@@ -430,9 +431,13 @@ export const appendPictured = (conn: PgConnectionShape, batch: AppendBatch, pict
       // Alone (one round trip, no lock held between round trips), on the log as this node pictures it, then once more
       // on the log as the function answered it (right unless another node wrote in between).
       let state: LogState | undefined
-      for (let attempt = 0; attempt < ALONE_ATTEMPTS; attempt++) {
+      for (let attempt = 0; ; attempt++) {
         const planned = plan(batch, state ?? expected(picture, touched), touched, tag)
-        if (!planned.writes) break
+        // Nothing left to write on the log as the function answered it: every entry is a duplicate (its key is
+        // stored) or stale (its entity, or its type's id counter, has moved on). Keys, versions and counters only
+        // grow, so a read under the lock would settle it the same way: no transaction to confirm it.
+        if (!planned.writes && state !== undefined) return { result: planned.result } satisfies Appended
+        if (!planned.writes || attempt === ALONE_ATTEMPTS) break
         const answered = yield* call(planned, true)
         if (answered === undefined) {
           if (attempt === 0) picture.cost.firstCall++
