@@ -1,6 +1,7 @@
 // Where one `wo run --store postgres://...` node's time and CPU go per durable write (issue 22): a PostgreSQL
-// primary and two synchronous standbys (scripts/pg-cluster.sh), one node under --cpu-prof, creates at
-// BENCH_IN_FLIGHT (default 32) in flight for one measured window after a warm-up. Prints writes/s, batches/s, events
+// primary and two synchronous standbys (scripts/pg-cluster.sh), one node under --cpu-prof, creates (BENCH_OP=set_price:
+// set_price on 1,000 products seeded first) at BENCH_IN_FLIGHT (default 32) in flight for one measured window after a
+// warm-up. Prints writes/s, batches/s, events
 // per batch, the mean append (commit) time and the round trips per batch (PostgreSQL's statement count for the
 // window, from pg_stat_statements when loaded, else from pg_stat_database's transactions), then the node's CPU by
 // function for the window (bench/lib/cpuprofile.ts). Profile: bench/results/pg-node.cpuprofile (git-ignored; another
