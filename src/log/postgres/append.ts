@@ -454,8 +454,8 @@ export const appendPictured = (conn: PgConnectionShape, batch: AppendBatch, pict
       for (let attempt = 0; ; attempt++) {
         const planned = plan(batch, state ?? expected(picture, touched), touched, tag)
         // Nothing left to write on the log as the function answered it: every entry is a duplicate (its key is
-        // stored) or stale (its entity, or its type's id counter, has moved on). Keys, versions and counters only
-        // grow, so a read under the lock would settle it the same way: no transaction to confirm it.
+        // stored) or stale (its entity, or its type's id counter, has moved on). A stored key's answer stands, and
+        // versions and counters only grow: a read under the lock would settle it no differently, so no transaction.
         if (!planned.writes && state !== undefined) return { result: planned.result } satisfies Appended
         if (!planned.writes || attempt === ALONE_ATTEMPTS) break
         const answered = yield* call(planned, true)
