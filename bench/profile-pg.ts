@@ -1,6 +1,7 @@
 // Where one `wo run --store postgres://...` node's time and CPU go per durable write (issue 22): a PostgreSQL
-// primary and two synchronous standbys (scripts/pg-cluster.sh), one node under --cpu-prof, creates at
-// BENCH_IN_FLIGHT (default 32) in flight for one measured window after a warm-up. Prints writes/s, batches/s, events
+// primary and two synchronous standbys (scripts/pg-cluster.sh), one node under --cpu-prof, creates (BENCH_OP=set_price:
+// set_price on 1,000 products seeded first) at BENCH_IN_FLIGHT (default 32) in flight for one measured window after a
+// warm-up. Prints writes/s, batches/s, events
 // per batch, the mean append (commit) time and the round trips per batch (PostgreSQL's statement count for the
 // window, from pg_stat_statements when loaded, else from pg_stat_database's transactions), then the node's CPU by
 // function for the window (bench/lib/cpuprofile.ts). Profile: bench/results/pg-node.cpuprofile (git-ignored; another
@@ -18,12 +19,15 @@ import { join } from 'node:path';
 import pg from 'pg';
 import { monoUs, readWindow, renderSelfTimes } from './lib/cpuprofile.ts';
 import { runLoad } from './lib/load.ts';
-import { isRow, repoRoot, restCreate } from './lib/wo.ts';
+import { isRow, repoRoot, restCreate, restSetPrice, seedProducts } from './lib/wo.ts';
 import { spawnWo } from '../testkit/spawn.ts';
 
 const IN_FLIGHT = Number(process.env.BENCH_IN_FLIGHT ?? 32);
 const LOAD_MS = Number(process.env.BENCH_PROFILE_MS ?? 5000);
 const NODES = Number(process.env.BENCH_NODES ?? 1);
+/** create (default) or set_price (on 1,000 products seeded first, each call on one at random, as the scale-out bench) */
+const OP = process.env.BENCH_OP === 'set_price' ? 'set_price' : 'create';
+const PRODUCTS = 1000;
 const SCRIPT = join(repoRoot, 'scripts/pg-cluster.sh');
 
 /** A node's account of its appends and its tailer, from its `store:` line at shutdown (postgres-log.ts). */
@@ -55,9 +59,11 @@ try {
       nodeArgs: ['--cpu-prof', '--cpu-prof-dir', join(profDir, String(k))],
     }));
   }
+  if (OP === 'set_price') await seedProducts(nodes[0].url, PRODUCTS);
+  const request = (i: number) => (OP === 'create' ? restCreate(i) : restSetPrice(1 + (Math.imul(i, 2654435761) >>> 0) % PRODUCTS, 1 + (i % 1000)));
   const load = async (ms: number) => {
     const all = await Promise.all(nodes.map((wo, k) =>
-      runLoad({ url: wo.url, concurrency: Math.max(1, Math.round(IN_FLIGHT / NODES)), durationMs: ms, makeRequest: (i) => restCreate(i * NODES + k), check: (s, b) => isRow(s, b, 201) })));
+      runLoad({ url: wo.url, concurrency: Math.max(1, Math.round(IN_FLIGHT / NODES)), durationMs: ms, makeRequest: (i) => request(i * NODES + k), check: (s, b) => isRow(s, b, OP === 'create' ? 201 : 200) })));
     return { calls: all.reduce((a, r) => a + r.calls, 0), errors: all.reduce((a, r) => a + r.errors, 0), durationMs: Math.max(...all.map((r) => r.durationMs)), perNode: all.map((r) => r.calls) };
   };
   await load(2000);
@@ -79,7 +85,7 @@ try {
   await new Promise((res) => setTimeout(res, 600)); // the statistics collector's flush
   const after = await scrape();
   const batches = after.batches - before.batches;
-  console.log(`${NODES} node(s), ${IN_FLIGHT} in flight, ${(r.calls / (r.durationMs / 1000)).toFixed(0)} creates/s (per node: ${r.perNode.join(', ')} calls), ${r.errors} errors`);
+  console.log(`${NODES} node(s), ${IN_FLIGHT} in flight, ${(r.calls / (r.durationMs / 1000)).toFixed(0)} ${OP}s/s (per node: ${r.perNode.join(', ')} calls), ${r.errors} errors`);
   console.log(`batches ${batches} (${(batches / (r.durationMs / 1000)).toFixed(0)}/s), ${((after.events - before.events) / batches).toFixed(1)} events/batch, append ${(((after.commitS - before.commitS) / batches) * 1000).toFixed(2)} ms mean`);
   console.log(`PostgreSQL transactions per batch (every connection: appends, the tailer's reads, polls): ${((after.xacts - before.xacts) / batches).toFixed(2)}`);
   await new Promise((res) => setTimeout(res, 2500)); // each node's last count (logged every 2 s)
@@ -102,8 +108,8 @@ try {
     return out;
   };
   const prof = { total: profs.reduce((a, p) => a + p.total, 0), byFunction: sum(profs.map((p) => p.byFunction)), byArea: sum(profs.map((p) => p.byArea)), inclusive: sum(profs.map((p) => p.inclusive)), windowed: profs.every((p) => p.windowed) };
-  console.log(`wo CPU (main threads, summed): ${(prof.total / r.calls).toFixed(0)} µs/create`);
-  console.log(renderSelfTimes(prof, r.calls, Number(process.env.BENCH_TOP ?? 25), 'create'));
+  console.log(`wo CPU (main threads, summed): ${(prof.total / r.calls).toFixed(0)} µs/${OP}`);
+  console.log(renderSelfTimes(prof, r.calls, Number(process.env.BENCH_TOP ?? 25), OP));
 } finally {
   await admin.end().catch(() => undefined);
   await Promise.allSettled(nodes.map((wo) => wo.stop()));

@@ -5,6 +5,7 @@
 //    statement per group of waiting requests) behind the same HTTP shape;
 //  - durable creates/s and set_price/s at 32 and 256 in flight: one embedded node, the floor, 1 node and 3 nodes on
 //    PostgreSQL (the load split evenly, one closed-loop generator per node); ack p50/p99 from the merged histograms;
+//    the floor and 1 node are measured in alternating windows (`rounds`), so that load from outside falls on both;
 //  - CPU per write: the writeonce nodes' (summed), and PostgreSQL's (every postgres process of the cluster);
 //  - commit to notification: one set_price at a time through node A, timed from just before the request to the
 //    notification on a listen stream on node C (another node: through the log, the notification and C's
@@ -30,6 +31,8 @@ export interface ScaleOutOptions {
   products: number;
   /** commits timed one at a time for commit-to-notification */
   notifyCommits: number;
+  /** the floor and 1 node are measured in this many alternating windows of windowMs / rounds each (default 2) */
+  rounds?: number;
 }
 
 export type Setup = 'embedded x1' | 'pg floor x1' | 'postgres x1' | 'postgres x3';
@@ -119,34 +122,64 @@ async function window(nodes: SpawnedServer[], inFlight: number, ms: number, make
   return { r, wo, pg };
 }
 
-function summarise(setup: ScaleOutWindow['setup'], op: ScaleOutWindow['op'], inFlight: number, w: { r: LoadResult[]; wo: number; pg: number }): ScaleOutWindow {
-  const h = w.r.reduce((acc, x) => (x.histogram ? acc.merge(x.histogram) : acc), new LatencyHistogram());
-  const calls = w.r.reduce((a, x) => a + x.calls, 0);
-  const wall = Math.max(...w.r.map((x) => x.durationMs));
+type Measured = Awaited<ReturnType<typeof window>>;
+
+/** One or more windows of a setup (one after another) as one row: their calls over their summed wall time. */
+function summarise(setup: ScaleOutWindow['setup'], op: ScaleOutWindow['op'], inFlight: number, windows: ReadonlyArray<Measured>): ScaleOutWindow {
+  const all = windows.flatMap((w) => w.r);
+  const h = all.reduce((acc, x) => (x.histogram ? acc.merge(x.histogram) : acc), new LatencyHistogram());
+  const calls = all.reduce((a, x) => a + x.calls, 0);
+  // The generators of one window run side by side (one per node); windows follow each other.
+  const wall = windows.reduce((a, w) => a + Math.max(...w.r.map((x) => x.durationMs)), 0);
+  const wo = windows.reduce((a, w) => a + w.wo, 0);
+  const pg = windows.reduce((a, w) => a + w.pg, 0);
   return {
     setup,
     op,
     inFlight,
     calls,
-    errors: w.r.reduce((a, x) => a + x.errors, 0),
+    errors: all.reduce((a, x) => a + x.errors, 0),
     callsPerSec: calls / (wall / 1000),
     p50Ms: pct(h, 50),
     p99Ms: pct(h, 99),
-    woCpuUsPerWrite: calls ? (w.wo * 1000) / calls : 0,
-    pgCpuUsPerWrite: calls ? (w.pg * 1000) / calls : 0,
+    woCpuUsPerWrite: calls ? (wo * 1000) / calls : 0,
+    pgCpuUsPerWrite: calls ? (pg * 1000) / calls : 0,
   };
 }
+
+const setPriceOf = (o: ScaleOutOptions, firstId: number) => (i: number) => restSetPrice(firstId + (Math.imul(i, 2654435761) >>> 0) % o.products, 1 + (i % 1000));
 
 async function measureSetup(ctx: BenchContext, setup: ScaleOutWindow['setup'], nodes: SpawnedServer[], o: ScaleOutOptions, firstId: number): Promise<ScaleOutWindow[]> {
   const out: ScaleOutWindow[] = [];
   for (const inFlight of o.inFlight) {
     ctx.phase(`scale-out: ${setup}, creates at ${inFlight} in flight`);
-    out.push(summarise(setup, 'create', inFlight, await window(nodes, inFlight, o.windowMs, restCreate, 201)));
+    out.push(summarise(setup, 'create', inFlight, [await window(nodes, inFlight, o.windowMs, restCreate, 201)]));
     ctx.phase(`scale-out: ${setup}, set_price at ${inFlight} in flight`);
-    const setPrice = (i: number) => restSetPrice(firstId + (Math.imul(i, 2654435761) >>> 0) % o.products, 1 + (i % 1000));
-    out.push(summarise(setup, 'set_price', inFlight, await window(nodes, inFlight, o.windowMs, setPrice, 200)));
+    out.push(summarise(setup, 'set_price', inFlight, [await window(nodes, inFlight, o.windowMs, setPriceOf(o, firstId), 200)]));
   }
   return out;
+}
+
+/**
+ * Several setups on the same cluster, window by window in turn (the order reversed every round), so that whatever
+ * else loads the machine meanwhile falls on each alike: their ratio is then worth reading on a shared box.
+ */
+async function measureAlternated(ctx: BenchContext, setups: ReadonlyArray<{ setup: Setup; nodes: SpawnedServer[] }>, o: ScaleOutOptions, firstId: number): Promise<ScaleOutWindow[]> {
+  const rounds = Math.max(1, o.rounds ?? 2);
+  const rows = new Map<Setup, ScaleOutWindow[]>(setups.map((s) => [s.setup, []]));
+  for (const inFlight of o.inFlight) {
+    for (const [op, make, want] of [['create', restCreate, 201], ['set_price', setPriceOf(o, firstId), 200]] as const) {
+      const measured = new Map<Setup, Measured[]>(setups.map((s) => [s.setup, []]));
+      for (let round = 0; round < rounds; round++) {
+        for (const { setup, nodes } of round % 2 === 0 ? setups : [...setups].reverse()) {
+          ctx.phase(`scale-out: ${setup}, ${op} at ${inFlight} in flight (round ${round + 1} of ${rounds})`);
+          measured.get(setup)!.push(await window(nodes, inFlight, o.windowMs / rounds, make, want));
+        }
+      }
+      for (const { setup } of setups) rows.get(setup)!.push(summarise(setup, op, inFlight, measured.get(setup)!));
+    }
+  }
+  return setups.flatMap((s) => rows.get(s.setup)!);
 }
 
 /** One set_price at a time through `writer`; time from before the request to the notification on `watcher`. */
@@ -203,18 +236,17 @@ export async function runScaleOut(ctx: BenchContext, o: ScaleOutOptions): Promis
     nodes.push(await spawnWo(['run', 'examples/pricing', '--data', data, '--listen', '127.0.0.1:0', '--store', url], { readyTimeoutMs: 30_000, stopTimeoutMs: 5000, env: { WO_LOG_LEVEL: 'Info' } }));
   };
   try {
-    // The floor first, alone with the cluster (its tables are its own).
-    ctx.phase('scale-out: the plain pg floor on the same cluster');
+    // The floor and 1 node on the cluster together (the floor's tables are its own), measured in turn.
+    ctx.phase('scale-out: the plain pg floor and 1 node on the same cluster');
     const floor = await spawnPeer('bench/peers/pg-floor.ts', { env: { STORE_URL: url } });
     try {
       await seedProducts(floor.url, o.products);
-      windows.push(...(await measureSetup(ctx, 'pg floor x1', [floor], o, 1)));
+      await startNode(0);
+      await seedProducts(nodes[0].url, o.products);
+      windows.push(...(await measureAlternated(ctx, [{ setup: 'pg floor x1', nodes: [floor] }, { setup: 'postgres x1', nodes: [nodes[0]] }], o, 1)));
     } finally {
       await floor.stop();
     }
-    await startNode(0);
-    await seedProducts(nodes[0].url, o.products);
-    windows.push(...(await measureSetup(ctx, 'postgres x1', nodes, o, 1)));
     await Promise.all([startNode(1), startNode(2)]);
     windows.push(...(await measureSetup(ctx, 'postgres x3', nodes, o, 1)));
     ctx.phase('scale-out: commit to notification, node A to a listen stream on node C, and on node A');

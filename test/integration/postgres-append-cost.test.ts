@@ -1,15 +1,15 @@
 /**
  * What a shared append costs the node, on a real 3-server cluster (scripts/pg-cluster.sh), counted on the real `pg`
  * client: a batch is one statement when the node's picture of the log is right, two when another node wrote meanwhile
- * (the second planned on the log the first answered), and a transaction only when the log moved again in between or
- * an entry is refused (its outcomes as before: ids given again, stale entries refused). A node's follower does not
+ * (the second planned on the log the first answered), and a transaction only when the log moved again in between;
+ * a batch with nothing left to write (stale or duplicate entries) is settled by the function's answer. A node's follower does not
  * read back what the node wrote and applied itself: it reads the other nodes' commits, and the node's own only when
  * the node did not apply them; what it reads keeps the node's picture of the log right.
  */
 import { Chunk, Effect, Fiber, ManagedRuntime, Stream } from "effect"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import type { StoredEvent } from "../../src/domain/events.ts"
-import { EventLog, isWritten, Stale, type AppendEntry, type AppendResult } from "../../src/log/event-log.ts"
+import { Duplicate, EventLog, isWritten, Stale, type AppendEntry, type AppendResult } from "../../src/log/event-log.ts"
 import { postgresLogLayer } from "../../src/log/postgres/postgres-log.ts"
 import { observedPostgresLog } from "../../testkit/observed-pg.ts"
 import { waitFor } from "../../testkit/wait.ts"
@@ -76,8 +76,9 @@ describe.skipIf(!haveBinaries)("the cost of a shared append, on a real PostgreSQ
       expect(await append([created(3, "three"), updated(2, 2, "two'")])).toEqual({ outcomes: ["4@1#5", "2@2#6"], statements: 2 })
       // The picture is right again.
       expect(await append([updated(1, 3, "one''")])).toEqual({ outcomes: ["1@3#7"], statements: 1 })
-      // Decided on a version the log has passed: refused under the lock, nothing written, the transaction rolled back.
-      expect(await append([updated(1, 3, "stale")])).toEqual({ outcomes: [Stale], statements: 4 })
+      // Decided on a version the log has passed: refused, nothing written. The function's answer settles it (versions
+      // only grow): no transaction to confirm it under the lock.
+      expect(await append([updated(1, 3, "stale")])).toEqual({ outcomes: [Stale], statements: 1 })
 
       expect(await cluster.sql("wo_cost_statements", "select seq::int, type, id, version from writeonce.events order by seq")).toEqual(
         [[1, "1", 1], [2, "2", 1], [3, "1", 2], [4, "3", 1], [5, "4", 1], [6, "2", 2], [7, "1", 3]].map(([seq, id, version]) => ({ seq, type: "items", id, version }))
@@ -87,6 +88,36 @@ describe.skipIf(!haveBinaries)("the cost of a shared append, on a real PostgreSQ
     } finally {
       await a.runtime.dispose()
       await b.dispose()
+    }
+  })
+
+  it("a batch with nothing left to write (its key stored, its entity moved on) is settled by the function's answer, in one statement", async () => {
+    const store = await cluster.createDatabase("wo_cost_nothing_left")
+    const a = countedLog(store)
+    try {
+      await a.runtime.runtime()
+      const claim = { key: "k-1", fingerprint: "f-1", at: Date.now(), first: 0, count: 1 }
+      const append = async (entries: ReadonlyArray<AppendEntry>, keys: ReadonlyArray<typeof claim> = []) => {
+        const before = a.counts.statements
+        const result = await a.runtime.runPromise(Effect.flatMap(EventLog, (log) => log.append({ entries, counters: new Map(), keys })))
+        return { result: result as AppendResult, statements: a.counts.statements - before }
+      }
+      const first = await append([created(1, "one")], [claim])
+      expect({ outcomes: written(first.result), statements: first.statements }).toEqual({ outcomes: ["1@1#1"], statements: 1 })
+      // The same keyed submission again (a retry), beside an update decided on a version the log has passed.
+      const again = await append([created(1, "one"), updated(1, 5, "stale")], [claim])
+      expect({ outcomes: again.result.outcomes, statements: again.statements }).toEqual({ outcomes: [Duplicate, Stale], statements: 1 })
+      expect(again.result.replays?.get("k-1")).toMatchObject({ key: "k-1", fingerprint: "f-1" })
+      expect(again.result.replays?.get("k-1")?.entries.map((e) => `${e.event.id}@${e.event.version}#${e.event.seq}`)).toEqual(["1@1#1"])
+      // Nothing was written, and the picture is still right: the next batch is one statement.
+      const next = await append([updated(1, 2, "one'")])
+      expect({ outcomes: written(next.result), statements: next.statements }).toEqual({ outcomes: ["1@2#2"], statements: 1 })
+      expect(await cluster.sql("wo_cost_nothing_left", "select seq::int, id, version from writeonce.events order by seq")).toEqual([
+        { seq: 1, id: "1", version: 1 },
+        { seq: 2, id: "1", version: 2 }
+      ])
+    } finally {
+      await a.runtime.dispose()
     }
   })
 

@@ -22,9 +22,10 @@
  * append) with the versions the batch was decided on, and runs alone (its own transaction: one round trip). When
  * the picture was wrong (another node wrote meanwhile), the batch is planned again on the log the function
  * answered and runs alone once more: no lock is held between round trips, so a node whose event loop is busy never
- * stalls the other nodes' appends. Only when the log moved again in between (or nothing is left to write) is it
- * planned in a transaction: a miss there leaves the function's lock held, so the next plan is certain, and its
- * commit is sent right behind it (the lock is not held over a turn of this node's event loop).
+ * stalls the other nodes' appends. A batch with nothing left to write on the log as answered (every entry a
+ * duplicate or stale) is settled by that answer. Only when the log moved again in between is it planned in a
+ * transaction: a miss there leaves the function's lock held, so the next plan is certain, and its commit is sent
+ * right behind it (the lock is not held over a turn of this node's event loop).
  *
  * If the wait for a standby is cancelled (PostgreSQL then warns that the commit is local only), the append
  * fails: the caller is not acknowledged, and the writer's resync finds the events on its next batch.
@@ -140,9 +141,6 @@ const expected = (picture: LogPicture, touched: ReturnType<typeof touchedBy>): L
   return { head: picture.head, keys: new Map(), versions, counts }
 }
 
-/** The events' columns, each one array parameter of the function, in its order. */
-const EVENT_ARRAYS = ["seq", "type", "id", "version", "kind", "schema", "at", "method", "params", "data", "checksum", "command", "correlation"] as const
-
 /** The batch planned against `state`: every entry's outcome, and the function's arguments that write it. */
 const plan = (batch: AppendBatch, state: LogState, touched: ReturnType<typeof touchedBy>, tag: string) => {
   const entries = batch.entries
@@ -185,19 +183,24 @@ const plan = (batch: AppendBatch, state: LogState, touched: ReturnType<typeof to
       start = end
       continue
     }
-    // What the group changes, to undo it when one of its entries cannot be written.
-    const undo: Array<() => void> = []
+    // What a group changes, to undo it when one of its entries cannot be written (a single entry fails before it
+    // changes anything: nothing to undo).
+    const undo: Array<() => void> | undefined = group ? [] : undefined
     const seqBefore = seq
     const setVersion = (key: string, version: number) => {
-      const had = versions.has(key)
-      const before = versions.get(key)
-      undo.push(() => (had ? versions.set(key, before!) : versions.delete(key)))
+      if (undo !== undefined) {
+        const had = versions.has(key)
+        const before = versions.get(key)
+        undo.push(() => (had ? versions.set(key, before!) : versions.delete(key)))
+      }
       versions.set(key, version)
     }
     const countOf = (type: string) => {
       const count = counts.get(type)!
-      const before = { ...count }
-      undo.push(() => Object.assign(count, before))
+      if (undo !== undefined) {
+        const before = { ...count }
+        undo.push(() => Object.assign(count, before))
+      }
       return count
     }
     const written: Array<AppendEntry> = []
@@ -238,7 +241,7 @@ const plan = (batch: AppendBatch, state: LogState, touched: ReturnType<typeof to
       written.push({ event, row, rowJson: json })
     }
     if (failed) {
-      for (let u = undo.length - 1; u >= 0; u--) undo[u]()
+      if (undo !== undefined) for (let u = undo.length - 1; u >= 0; u--) undo[u]()
       seq = seqBefore
       for (let i = start; i < end; i++) {
         const { event } = entries[i]
@@ -250,7 +253,9 @@ const plan = (batch: AppendBatch, state: LogState, touched: ReturnType<typeof to
       for (const entry of written) {
         const { event } = entry
         const c = eventColumns(event)
-        for (const column of EVENT_ARRAYS) (ev[column] as Array<unknown>).push(c[column])
+        ev.seq.push(c.seq), ev.type.push(c.type), ev.id.push(c.id), ev.version.push(c.version), ev.kind.push(c.kind)
+        ev.schema.push(c.schema), ev.at.push(c.at), ev.method.push(c.method), ev.params.push(c.params), ev.data.push(c.data)
+        ev.checksum.push(c.checksum), ev.command.push(c.command), ev.correlation.push(c.correlation)
         rowsAfter.set(streamKey(event.type, event.id), { type: event.type, id: event.id, version: event.version, schema: event.schema ?? 1, row: entry.rowJson ?? null })
         outcomes.push(entry)
       }
@@ -314,6 +319,22 @@ const plan = (batch: AppendBatch, state: LogState, touched: ReturnType<typeof to
     last: n === 0 ? undefined : { seq: ev.seq[n - 1], checksum: ev.checksum[n - 1] }
   }
 }
+
+const QUOTED = /["\\]/g
+/**
+ * An array argument as the PostgreSQL array literal `pg` would send for it: numbers bare, strings quoted in one pass
+ * (pg quotes every element, numbers too, in two regex passes: a few µs per write).
+ */
+const arrayLiteral = (values: ReadonlyArray<string | number | null | undefined>) => {
+  let out = "{"
+  for (let i = 0; i < values.length; i++) {
+    const v = values[i]
+    if (i > 0) out += ","
+    out += v == null ? "NULL" : typeof v === "number" ? String(v) : `"${v.replace(QUOTED, "\\$&")}"`
+  }
+  return `${out}}`
+}
+const argument = (value: unknown) => (Array.isArray(value) ? arrayLiteral(value) : value)
 
 /** The call of the function; its arguments are whether it runs alone, then `plan`'s, in order. */
 const CALL = `select ${SCHEMA}.append_batch(${Array.from({ length: 42 }, (_, i) => `$${i + 1}`).join(", ")}) as log`
@@ -380,7 +401,7 @@ export const appendPictured = (conn: PgConnectionShape, batch: AppendBatch, pict
         Effect.flatMap(Effect.sync(() => picture.cost.calls++), () => Effect.flatMap(
           Effect.tryPromise({
             try: () => {
-              const called = send<{ log: Answer | null }>(CALL, [alone, head, ...planned.args.slice(1)]).then(
+              const called = send<{ log: Answer | null }>(CALL, [alone, head, ...planned.args.slice(1).map(argument)]).then(
                 (r) => r.rows[0]?.log ?? undefined,
                 (e: { code?: string; detail?: string }) => {
                   if (e?.code === NOT_AS_PICTURED && typeof e.detail === "string") return JSON.parse(e.detail) as Answer
@@ -430,9 +451,13 @@ export const appendPictured = (conn: PgConnectionShape, batch: AppendBatch, pict
       // Alone (one round trip, no lock held between round trips), on the log as this node pictures it, then once more
       // on the log as the function answered it (right unless another node wrote in between).
       let state: LogState | undefined
-      for (let attempt = 0; attempt < ALONE_ATTEMPTS; attempt++) {
+      for (let attempt = 0; ; attempt++) {
         const planned = plan(batch, state ?? expected(picture, touched), touched, tag)
-        if (!planned.writes) break
+        // Nothing left to write on the log as the function answered it: every entry is a duplicate (its key is
+        // stored) or stale (its entity, or its type's id counter, has moved on). A stored key's answer stands, and
+        // versions and counters only grow: a read under the lock would settle it no differently, so no transaction.
+        if (!planned.writes && state !== undefined) return { result: planned.result } satisfies Appended
+        if (!planned.writes || attempt === ALONE_ATTEMPTS) break
         const answered = yield* call(planned, true)
         if (answered === undefined) {
           if (attempt === 0) picture.cost.firstCall++

@@ -98,7 +98,7 @@ export const eventColumns = (event: StoredEvent) => {
     command: event.command ?? null,
     correlation: event.correlation ?? null
   }
-  return { ...columns, checksum: checksum(eventKey(event.seq), eventPayload(columns)) }
+  return Object.assign(columns, { checksum: checksum(eventKey(event.seq), eventPayload(columns)) })
 }
 
 /**
