@@ -81,10 +81,16 @@ const badTarget = errorJson(400, "BadRequest", "the request target is not a vali
 const tooLarge = (target: string | undefined, limit: number) =>
   edgeError(parseTarget(target)?.pathname, 413, "PayloadTooLarge", `request body exceeds ${limit} bytes`, { connection: "close" }) as Buffered
 
-/** The head in one `writeHead` (the same lines, in the same order, as a `setHeader` each: cheaper per answer). */
+/**
+ * The head in one `writeHead` (the same lines, in the same order, as a `setHeader` each: cheaper per answer). A
+ * response that carries its Content-Length already (a durable write's: rest.ts) is written as it is, not copied.
+ */
 const writeBuffered = (res: http.ServerResponse, response: Buffered, onEnd?: () => void) => {
   const body = response.body ?? ""
-  res.writeHead(response.status, { ...response.headers, "content-length": Buffer.byteLength(body) })
+  const headers = response.headers["content-length"] !== undefined
+    ? response.headers
+    : { ...response.headers, "content-length": Buffer.byteLength(body) }
+  res.writeHead(response.status, headers)
   res.end(body, onEnd)
 }
 
