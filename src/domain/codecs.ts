@@ -6,6 +6,7 @@
  */
 import { Either, ParseResult, Schema, SchemaAST } from "effect"
 import { boundIssues, IssueCollector, MAX_ISSUES, type FieldIssue, type FieldIssues } from "./errors.ts"
+import { fastDecoder } from "./fast-decode.ts"
 
 export type Fields = Record<string, unknown>
 /** Left: at most MAX_ISSUES issues, with the count of the others (errors.ts). */
@@ -147,6 +148,15 @@ const refusingUnknownKeys = (ast: SchemaAST.AST, decode: (u: unknown) => Decoded
   }, knownSet)
 }
 
+/** `decode`, first tried without Effect's parser where the struct allows it (fast-decode.ts); same answers. */
+const withFastPath = (ast: SchemaAST.AST, options: typeof strict | typeof lenient, decode: (u: unknown) => Decoded) => {
+  const fast = fastDecoder(ast, options)
+  return fast === undefined ? decode : (u: unknown): Decoded => {
+    const out = fast(u)
+    return out === undefined ? decode(u) : Either.right(out)
+  }
+}
+
 /**
  * Decode then encode: the wire carries the encoded form, and that is what the log stores. Without
  * transformations the decoded value already is the encoded one, so the encode is skipped (the hot path).
@@ -154,7 +164,7 @@ const refusingUnknownKeys = (ast: SchemaAST.AST, decode: (u: unknown) => Decoded
 export const storableDecoder = <A, I>(schema: Schema.Schema<A, I>, options: typeof strict | typeof lenient = strict): InputDecoder => {
   const decode = Schema.decodeUnknownEither(schema, options)
   const checked = (whole: (u: unknown) => Decoded) => (options === strict ? refusingUnknownKeys(schema.ast, whole) : whole)
-  if (!transforms(schema.ast)) return checked((u: unknown) => Either.mapLeft(decode(u), issuesOf) as Decoded)
+  if (!transforms(schema.ast)) return checked(withFastPath(schema.ast, options, (u: unknown) => Either.mapLeft(decode(u), issuesOf) as Decoded))
   const encode = Schema.encodeEither(schema)
   return checked((u: unknown): Decoded =>
     Either.flatMap(Either.mapLeft(decode(u), issuesOf), (a) => Either.mapLeft(encode(a), issuesOf)) as Decoded)
@@ -163,7 +173,8 @@ export const storableDecoder = <A, I>(schema: Schema.Schema<A, I>, options: type
 /** Decodes to the typed values (params, for instance), unknown keys refused. */
 export const typedDecoder = <A, I>(schema: Schema.Schema<A, I>): InputDecoder => {
   const decode = Schema.decodeUnknownEither(schema, strict)
-  return refusingUnknownKeys(schema.ast, (u: unknown) => Either.mapLeft(decode(u), issuesOf) as Decoded)
+  const slow = (u: unknown) => Either.mapLeft(decode(u), issuesOf) as Decoded
+  return refusingUnknownKeys(schema.ast, transforms(schema.ast) ? slow : withFastPath(schema.ast, strict, slow))
 }
 
 /**
