@@ -198,7 +198,11 @@ const fieldCodec = (name: string, field: Schema.Struct.Field): FieldCodec => {
   const probe = Either.flatMap(Schema.decodeUnknownEither(one)({ [name]: null }), Schema.encodeEither(one))
   return {
     decode: storableDecoder(one),
-    encode: ((encode) => (u: unknown) => Either.mapLeft(encode(u), issuesOf) as Decoded)(Schema.encodeUnknownEither(one, strict)),
+    // Without a transformation, encoding checks what decoding checks and gives the same fields: the same fast path.
+    encode: ((encode) => {
+      const slow = (u: unknown) => Either.mapLeft(encode(u), issuesOf) as Decoded
+      return transforms(one.ast) ? slow : withFastPath(one.ast, strict, slow)
+    })(Schema.encodeUnknownEither(one, strict)),
     nullClears: Either.isRight(probe) && !(name in probe.right)
   }
 }

@@ -5,7 +5,8 @@
 import { Either, Schema } from "effect"
 import { describe, expect, it } from "vitest"
 import { fastDecoder } from "../../src/domain/fast-decode.ts"
-import { storableDecoder, strict } from "../../src/domain/codecs.ts"
+import { patchCodecs, storableDecoder, strict } from "../../src/domain/codecs.ts"
+import { inputIssues } from "../../src/domain/input-rules.ts"
 
 const Price = Schema.Number.pipe(Schema.positive())
 const product = Schema.Struct({
@@ -73,5 +74,20 @@ describe("fastDecoder", () => {
     const refused = decoder({ name: "", price: 1, currency: "GBP", active: true, kind: "item" })
     expect(Either.isLeft(refused) && refused.left.map((i) => i.path.join("."))).toEqual(["name", "currency"])
     expect(decoder(inputs[1])).toEqual(Either.right({ name: "b", price: 2.5, currency: "EUR", active: false, kind: "item" }))
+  })
+
+  it("encodes a method's change field by field as Schema does (patchCodecs): refinements still refuse", () => {
+    const { encodePatch } = patchCodecs(product.fields)
+    expect(encodePatch({ price: 2, currency: "EUR" })).toEqual(Either.right({ price: 2, currency: "EUR" }))
+    const refused = encodePatch({ price: -1, name: "" })
+    expect(Either.isLeft(refused) && refused.left.map((i) => i.path.join("."))).toEqual(["price", "name"])
+  })
+})
+
+describe("inputIssues", () => {
+  it("answers no issue for clean input, and every issue otherwise", () => {
+    expect(inputIssues({ a: [1, { b: "x" }], c: null })).toEqual([])
+    const issues = inputIssues(JSON.parse('{"a":[1,{"b":1e400}],"__proto__":{},"c":{"constructor":1}}'))
+    expect(issues.map((i) => i.path.join("."))).toEqual(["a.1.b", "__proto__", "c.constructor"])
   })
 })
