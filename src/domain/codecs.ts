@@ -135,11 +135,14 @@ const refusingUnknownKeys = (ast: SchemaAST.AST, decode: (u: unknown) => Decoded
   return withAccepts((u) => {
     if (typeof u !== "object" || u === null || Array.isArray(u)) return decode(u)
     const input = u as Fields
-    let issues: IssueCollector | undefined
+    // The usual input has no unknown key: found without building the list of keys (for-in, own keys only).
+    let unknown = false
+    for (const key in input) if (Object.hasOwn(input, key) && !knownSet.has(key)) unknown = true
+    if (!unknown) return decode(u)
+    const issues = new IssueCollector()
     for (const key of Object.keys(input)) {
-      if (!knownSet.has(key)) (issues ??= new IssueCollector()).add([key], unexpected)
+      if (!knownSet.has(key)) issues.add([key], unexpected)
     }
-    if (issues === undefined) return decode(u)
     const knownPart: Fields = {}
     for (const key of known) if (Object.hasOwn(input, key)) knownPart[key] = input[key]
     const rest = decode(knownPart)

@@ -33,7 +33,9 @@ const passes = (value: unknown): boolean => {
     for (let i = 0; i < value.length; i++) if (!passes(value[i])) return false
     return true
   }
-  for (const key of Object.keys(value)) {
+  // Object.keys' keys (own, enumerable, strings), without building their list.
+  for (const key in value) {
+    if (!Object.hasOwn(value, key)) continue
     if (FORBIDDEN_KEYS.has(key) || !passes((value as Record<string, unknown>)[key])) return false
   }
   return true
