@@ -10,7 +10,7 @@ import { Catalog } from "../domain/app-catalog.ts"
 import { NotFound, ValidationFailed, type CommandError } from "../domain/errors.ts"
 import { inputIssues } from "../domain/input-rules.ts"
 import { toIntent, type Command } from "../domain/intent.ts"
-import { GroupCommit } from "./group-commit.ts"
+import { GroupCommit, noCancel } from "./group-commit.ts"
 import type { CommandCommitted, Committed, Stage, Submission } from "./submission.ts"
 import { commandFromChanges, fingerprintOf, keyProblem, makeIdempotency, pruneExpiredKeys, storedChanges, type Keyed } from "./idempotency.ts"
 import { Metrics, metricsOff } from "../metrics/metrics.ts"
@@ -123,7 +123,7 @@ export const makeCommands =
         const submission = submissionOf(command, options)
         if (Either.isRight(submission)) return writer.offer(submission.right, onExit)
         onExit(Exit.fail(submission.left))
-        return () => {}
+        return noCancel
       },
       executeAppCommand: (name, input, options) =>
         Effect.suspend(() => {

@@ -307,6 +307,7 @@ export const makeGroupCommit = Effect.gen(function* () {
   })
 })
 
-const noCancel = () => {}
+/** The cancel of a command already answered (or refused before it was queued): nothing to undo. */
+export const noCancel = () => {}
 
 export const GroupCommitLive = Layer.scoped(GroupCommit, makeGroupCommit)

@@ -6,6 +6,7 @@
  */
 import { Either, ParseResult, Schema, SchemaAST } from "effect"
 import { boundIssues, IssueCollector, MAX_ISSUES, type FieldIssue, type FieldIssues } from "./errors.ts"
+import { fastDecoder } from "./fast-decode.ts"
 
 export type Fields = Record<string, unknown>
 /** Left: at most MAX_ISSUES issues, with the count of the others (errors.ts). */
@@ -134,17 +135,29 @@ const refusingUnknownKeys = (ast: SchemaAST.AST, decode: (u: unknown) => Decoded
   return withAccepts((u) => {
     if (typeof u !== "object" || u === null || Array.isArray(u)) return decode(u)
     const input = u as Fields
-    let issues: IssueCollector | undefined
+    // The usual input has no unknown key: found without building the list of keys (for-in, own keys only).
+    let unknown = false
+    for (const key in input) if (Object.hasOwn(input, key) && !knownSet.has(key)) unknown = true
+    if (!unknown) return decode(u)
+    const issues = new IssueCollector()
     for (const key of Object.keys(input)) {
-      if (!knownSet.has(key)) (issues ??= new IssueCollector()).add([key], unexpected)
+      if (!knownSet.has(key)) issues.add([key], unexpected)
     }
-    if (issues === undefined) return decode(u)
     const knownPart: Fields = {}
     for (const key of known) if (Object.hasOwn(input, key)) knownPart[key] = input[key]
     const rest = decode(knownPart)
     if (Either.isLeft(rest)) issues.addAll(rest.left)
     return Either.left(issues.issues)
   }, knownSet)
+}
+
+/** `decode`, first tried without Effect's parser where the struct allows it (fast-decode.ts); same answers. */
+const withFastPath = (ast: SchemaAST.AST, options: typeof strict | typeof lenient, decode: (u: unknown) => Decoded) => {
+  const fast = fastDecoder(ast, options)
+  return fast === undefined ? decode : (u: unknown): Decoded => {
+    const out = fast(u)
+    return out === undefined ? decode(u) : Either.right(out)
+  }
 }
 
 /**
@@ -154,7 +167,7 @@ const refusingUnknownKeys = (ast: SchemaAST.AST, decode: (u: unknown) => Decoded
 export const storableDecoder = <A, I>(schema: Schema.Schema<A, I>, options: typeof strict | typeof lenient = strict): InputDecoder => {
   const decode = Schema.decodeUnknownEither(schema, options)
   const checked = (whole: (u: unknown) => Decoded) => (options === strict ? refusingUnknownKeys(schema.ast, whole) : whole)
-  if (!transforms(schema.ast)) return checked((u: unknown) => Either.mapLeft(decode(u), issuesOf) as Decoded)
+  if (!transforms(schema.ast)) return checked(withFastPath(schema.ast, options, (u: unknown) => Either.mapLeft(decode(u), issuesOf) as Decoded))
   const encode = Schema.encodeEither(schema)
   return checked((u: unknown): Decoded =>
     Either.flatMap(Either.mapLeft(decode(u), issuesOf), (a) => Either.mapLeft(encode(a), issuesOf)) as Decoded)
@@ -163,7 +176,8 @@ export const storableDecoder = <A, I>(schema: Schema.Schema<A, I>, options: type
 /** Decodes to the typed values (params, for instance), unknown keys refused. */
 export const typedDecoder = <A, I>(schema: Schema.Schema<A, I>): InputDecoder => {
   const decode = Schema.decodeUnknownEither(schema, strict)
-  return refusingUnknownKeys(schema.ast, (u: unknown) => Either.mapLeft(decode(u), issuesOf) as Decoded)
+  const slow = (u: unknown) => Either.mapLeft(decode(u), issuesOf) as Decoded
+  return refusingUnknownKeys(schema.ast, transforms(schema.ast) ? slow : withFastPath(schema.ast, strict, slow))
 }
 
 /**
@@ -187,7 +201,11 @@ const fieldCodec = (name: string, field: Schema.Struct.Field): FieldCodec => {
   const probe = Either.flatMap(Schema.decodeUnknownEither(one)({ [name]: null }), Schema.encodeEither(one))
   return {
     decode: storableDecoder(one),
-    encode: ((encode) => (u: unknown) => Either.mapLeft(encode(u), issuesOf) as Decoded)(Schema.encodeUnknownEither(one, strict)),
+    // Without a transformation, encoding checks what decoding checks and gives the same fields: the same fast path.
+    encode: ((encode) => {
+      const slow = (u: unknown) => Either.mapLeft(encode(u), issuesOf) as Decoded
+      return transforms(one.ast) ? slow : withFastPath(one.ast, strict, slow)
+    })(Schema.encodeUnknownEither(one, strict)),
     nullClears: Either.isRight(probe) && !(name in probe.right)
   }
 }

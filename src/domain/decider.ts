@@ -78,7 +78,11 @@ export const decide = (
   intent: Intent,
   expectedVersion: number | undefined
 ): Either.Either<EventDraft, CommandError | UserCodeFailure> => {
-  if (intent._tag === "Create") return checked(type, "create", { kind: "created", data: intent.fields }, () => decodedRow(type, id, 1, intent.fields))
+  if (intent._tag === "Create") {
+    const draft: EventDraft = { kind: "created", data: intent.fields }
+    // Without invariants there is no row to check (and no closure to build for it).
+    return type.rules.invariants.length === 0 ? Either.right(draft) : checked(type, "create", draft, () => decodedRow(type, id, 1, intent.fields))
+  }
   if (state === undefined) return Either.left(new NotFound({ type: type.name, id }))
   if (expectedVersion !== undefined && expectedVersion !== state.version) {
     return Either.left(new VersionConflict({ type: type.name, id, expected: expectedVersion, actual: state.version }))
@@ -128,7 +132,8 @@ export const decideIsolated = <A>(
   }
   try {
     const result = decision()
-    if (Either.isRight(result)) return Either.right(result.right)
+    // A Right is returned as it is (no copy per decision): only its Left type differs.
+    if (Either.isRight(result)) return result as Either.Either<A, never>
     const refusal = result.left
     return refusal._tag === "UserCodeFailure" ? fail(refusal.reason, refusal.trace) : Either.left(refusal)
   } catch (e) {

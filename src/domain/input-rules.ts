@@ -16,9 +16,29 @@ export const FORBIDDEN_KEY = "is a reserved key, not allowed in input"
 
 /** The issues of a decoded JSON input, each with the path of the offending value or key; empty when it passes. */
 export const inputIssues = (input: unknown): FieldIssues => {
+  // The usual input breaks no rule: checked first without building a path or a collector.
+  if (passes(input)) return NO_ISSUES
   const issues = new IssueCollector()
   walk(input, [], issues)
   return issues.issues
+}
+
+const NO_ISSUES: FieldIssues = Object.freeze([])
+
+/** True when nothing in `value` breaks a rule (`walk` finds no issue). */
+const passes = (value: unknown): boolean => {
+  if (typeof value === "number") return Number.isFinite(value)
+  if (typeof value !== "object" || value === null) return true
+  if (Array.isArray(value)) {
+    for (let i = 0; i < value.length; i++) if (!passes(value[i])) return false
+    return true
+  }
+  // Object.keys' keys (own, enumerable, strings), without building their list.
+  for (const key in value) {
+    if (!Object.hasOwn(value, key)) continue
+    if (FORBIDDEN_KEYS.has(key) || !passes((value as Record<string, unknown>)[key])) return false
+  }
+  return true
 }
 
 const walk = (value: unknown, path: Array<string | number>, issues: IssueCollector): void => {

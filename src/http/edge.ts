@@ -81,10 +81,16 @@ const badTarget = errorJson(400, "BadRequest", "the request target is not a vali
 const tooLarge = (target: string | undefined, limit: number) =>
   edgeError(parseTarget(target)?.pathname, 413, "PayloadTooLarge", `request body exceeds ${limit} bytes`, { connection: "close" }) as Buffered
 
-/** The head in one `writeHead` (the same lines, in the same order, as a `setHeader` each: cheaper per answer). */
+/**
+ * The head in one `writeHead` (the same lines, in the same order, as a `setHeader` each: cheaper per answer). A
+ * response that carries its Content-Length already (a durable write's: rest.ts) is written as it is, not copied.
+ */
 const writeBuffered = (res: http.ServerResponse, response: Buffered, onEnd?: () => void) => {
   const body = response.body ?? ""
-  res.writeHead(response.status, { ...response.headers, "content-length": Buffer.byteLength(body) })
+  const headers = response.headers["content-length"] !== undefined
+    ? response.headers
+    : { ...response.headers, "content-length": Buffer.byteLength(body) }
+  res.writeHead(response.status, headers)
   res.end(body, onEnd)
 }
 
@@ -201,50 +207,55 @@ export const startEdge = <R>(handler: EdgeHandler<R>, options: EdgeOptions) =>
     /**
      * A request the direct route takes: answered by a callback, often from inside the writer's batch, so nothing
      * here may throw into it. True when the route took it. Hand-tuned (bench/profile-core.ts create): a fiber per
-     * durable write, its run loop and its resumption were the largest share of its CPU after the store itself.
+     * durable write, its run loop and its resumption were the largest share of its CPU after the store itself; one
+     * `DirectCall` per request (its methods shared) rather than a closure per callback.
      */
-    const dispatchDirect = (route: DirectRoute, request: EdgeRequest, res: http.ServerResponse) => {
-      let done = false
-      let cancel: (() => void) | undefined
-      const settle = () => {
-        done = true
-        if (cancel !== undefined) directInFlight.delete(cancel)
-        res.off("close", onClose)
+    class DirectCall implements DirectRespond {
+      done = false
+      cancel: (() => void) | undefined = undefined
+      constructor(readonly res: http.ServerResponse) {}
+      /** The client went away before the answer: the work is cancelled if it has not started. */
+      readonly onClose = () => {
+        if (this.done || this.res.writableFinished) return
+        this.settle()
+        this.cancel?.()
       }
-      const onClose = () => {
-        if (done || res.writableFinished) return
-        settle()
-        cancel?.()
+      settle() {
+        this.done = true
+        if (this.cancel !== undefined) directInFlight.delete(this.cancel)
+        this.res.off("close", this.onClose)
       }
-      const respond: DirectRespond = {
-        answer: (response) => {
-          if (done) return
-          settle()
-          try {
-            if (response._tag === "Buffered") writeBuffered(res, response)
-            else throw new Error(`the direct route answered with a ${response._tag} response`)
-          } catch (e) {
-            endFailed(res, Cause.die(e))
-          }
-        },
-        failed: (cause) => {
-          if (done) return
-          settle()
-          endFailed(res, cause)
+      answer(response: EdgeResponse) {
+        if (this.done) return
+        this.settle()
+        try {
+          if (response._tag === "Buffered") writeBuffered(this.res, response)
+          else throw new Error(`the direct route answered with a ${response._tag} response`)
+        } catch (e) {
+          endFailed(this.res, Cause.die(e))
         }
       }
-      res.on("close", onClose) // removed by settle (`once` would wrap it)
+      failed(cause: Cause.Cause<unknown>) {
+        if (this.done) return
+        this.settle()
+        endFailed(this.res, cause)
+      }
+    }
+
+    const dispatchDirect = (route: DirectRoute, request: EdgeRequest, res: http.ServerResponse) => {
+      const call = new DirectCall(res)
+      res.on("close", call.onClose) // removed by settle (`once` would wrap it)
       try {
-        cancel = route(request, respond)
+        call.cancel = route(request, call)
       } catch (e) {
-        respond.failed(Cause.die(e))
+        call.failed(Cause.die(e))
         return true
       }
-      if (cancel === undefined) {
-        res.off("close", onClose)
+      if (call.cancel === undefined) {
+        res.off("close", call.onClose)
         return false
       }
-      if (!done) directInFlight.add(cancel)
+      if (!call.done) directInFlight.add(call.cancel)
       return true
     }
 

@@ -15,6 +15,7 @@ import { deletedBody, listBody } from "./bodies.ts"
 import { fromQueryString } from "../domain/list-request.ts"
 import { commandBody } from "./command-body.ts"
 import { IDEMPOTENCY_KEY_HEADER, keyProblem, REPLAYED_HEADER } from "../commands/idempotency.ts"
+import { noCancel } from "../commands/group-commit.ts"
 
 /** App commands (commands across entity types): `POST /api/_commands/<name>` (see command-body.ts). */
 export const COMMANDS_PREFIX = "/api/_commands/"
@@ -56,13 +57,18 @@ const rowResponse = (status: number, row: Row) => jsonText(status, JSON.stringif
 /** `Idempotent-Replayed: true` on an answer given again for a retried idempotency key. */
 const replayHeader = (replayed: boolean | undefined): Record<string, string> => (replayed ? { [REPLAYED_HEADER]: "true" } : {})
 
-/** A committed row, answered with the serialisation the store already made. */
+/**
+ * A committed row, answered with the serialisation the store already made. Every write answers with this: its
+ * headers in one object literal with its Content-Length, so the edge writes them as they are (no copy: edge.ts).
+ */
 const committedRow = (status: number, c: Committed, location?: string): EdgeResponse => {
-  // Every write answers with this: its headers in one object (no spreads), in rowResponse's order.
-  const headers: Record<string, string> = { "content-type": "application/json", etag: etag(c.row!) }
-  if (location !== undefined) headers.location = location
+  const body = c.rowJson ?? JSON.stringify(c.row)
+  const length = String(Buffer.byteLength(body))
+  const headers: Record<string, string> = location === undefined
+    ? { "content-type": "application/json", etag: etag(c.row!), "content-length": length }
+    : { "content-type": "application/json", etag: etag(c.row!), location, "content-length": length }
   if (c.replayed) headers[REPLAYED_HEADER] = "true"
-  return { _tag: "Buffered", status, headers, body: c.rowJson ?? JSON.stringify(c.row) }
+  return { _tag: "Buffered", status, headers, body }
 }
 
 /** If-Match `"3"` or `3` -> 3; Left when present but not a version (weak tags never match, RFC 9110). */
@@ -78,20 +84,26 @@ const methodNotAllowed = (allow: ReadonlyArray<string>) =>
 /**
  * Reads and validates a JSON body: 415 for another content type, 400 for bad JSON. An empty body is `{}`.
  * `accepts`: the top-level keys the command takes, when known (most others are then left unparsed: excess-keys.ts).
+ * The body, or the answer that refuses it (a plain union: no wrapper per request on the write path).
  */
-const readBody = (request: EdgeRequest, maxDepth: number, accepts: ReadonlySet<string> | undefined): Either.Either<InputBody, EdgeResponse> => {
-  if (request.body.length === 0) return Either.right({ input: {}, keysLeftOut: 0 })
+const readBody = (request: EdgeRequest, maxDepth: number, accepts: ReadonlySet<string> | undefined): InputBody | EdgeResponse => {
+  if (request.body.length === 0) return { input: {}, keysLeftOut: 0 }
   if (!isJsonContentType(request.headers["content-type"])) {
-    return Either.left(errorJson(415, "UnsupportedMediaType", "send the body as Content-Type: application/json"))
+    return errorJson(415, "UnsupportedMediaType", "send the body as Content-Type: application/json")
   }
-  return Either.flatMap(
-    Either.mapLeft(parseInputBody(request.body, maxDepth, accepts), (p) =>
-      errorJson(400, "InvalidJson", p._tag === "TooDeep" ? describeBodyProblem(p) : `the body is not valid JSON: ${p.message}`)),
-    (body) => typeof body.input === "object" && body.input !== null && !Array.isArray(body.input)
-      ? Either.right(body)
-      : Either.left(errorJson(400, "ValidationFailed", "the body must be a JSON object", { issues: [{ path: [], message: "expected a JSON object" }] }))
-  )
+  const parsed = parseInputBody(request.body, maxDepth, accepts)
+  if (Either.isLeft(parsed)) {
+    const p = parsed.left
+    return errorJson(400, "InvalidJson", p._tag === "TooDeep" ? describeBodyProblem(p) : `the body is not valid JSON: ${p.message}`)
+  }
+  const input = parsed.right.input
+  return typeof input === "object" && input !== null && !Array.isArray(input)
+    ? parsed.right
+    : errorJson(400, "ValidationFailed", "the body must be a JSON object", { issues: [{ path: [], message: "expected a JSON object" }] })
 }
+
+/** Whether `readBody` (or a write's plan) answered with a refusal rather than a body (or a write). */
+const isResponse = (x: InputBody | RowWrite | EdgeResponse): x is EdgeResponse => "_tag" in x && x._tag !== "RowWrite"
 
 /** The request's `Idempotency-Key`, when it sends one: Left with the 400 answer when it is not a usable key. */
 const idempotencyKeyOf = (request: EdgeRequest): Either.Either<string | undefined, EdgeResponse> => {
@@ -103,16 +115,20 @@ const idempotencyKeyOf = (request: EdgeRequest): Either.Either<string | undefine
     : Either.left(errorJson(400, "ValidationFailed", `Idempotency-Key: ${problem}`, { issues: [{ path: ["Idempotency-Key"], message: problem }] }))
 }
 
-/** A row write a route asks for: the command, its body, whether its version came from If-Match, its answer. */
+/** The row writes REST routes: POST on a collection, PATCH and DELETE on an item, POST on an exposed method. */
+type WriteKind = "create" | "update" | "delete" | "invoke"
+
+/** A row write a route asks for: the command, the keys its body left unparsed, whether its version came from If-Match. */
 interface RowWrite {
+  readonly _tag: "RowWrite"
+  readonly kind: WriteKind
   readonly command: Command
-  readonly body: InputBody
+  readonly keysLeftOut: number
   readonly ifMatch: boolean
-  readonly onSuccess: (c: Committed) => EdgeResponse
 }
 
 /** A row write ready to run, or the answer that refuses the request before it (bad body, If-Match). */
-type PlannedWrite = Either.Either<RowWrite, EdgeResponse>
+type PlannedWrite = RowWrite | EdgeResponse
 
 /** The type and path segments an `/api/<type>[/<id>[/<method>]]` path names, or undefined (404). */
 const targetOf = (catalog: CompiledApp, path: string) => {
@@ -126,73 +142,81 @@ const targetOf = (catalog: CompiledApp, path: string) => {
   return type === undefined ? undefined : { type, parts }
 }
 
+const exposesMethod = (type: CompiledType, name: string) => type.methods.has(name) && type.rest.has(name)
+
+/** The row write `verb` asks for on a path of `parts` (1 to 3 segments), or undefined when it asks for none. */
+const writeOf = (type: CompiledType, parts: ReadonlyArray<string>, verb: string): WriteKind | undefined => {
+  switch (parts.length) {
+    case 1:
+      return verb === "POST" && type.rest.has("create") ? "create" : undefined
+    case 2:
+      return verb === "PATCH" && type.rest.has("update") ? "update" : verb === "DELETE" && type.rest.has("delete") ? "delete" : undefined
+    default:
+      return verb === "POST" && exposesMethod(type, parts[2]) ? "invoke" : undefined
+  }
+}
+
+/** The answer to a committed row write. */
+const answerOf = (write: RowWrite, c: Committed): EdgeResponse => {
+  switch (write.kind) {
+    case "create":
+      return committedRow(201, c, `/api/${write.command.type}/${c.event.id}`)
+    case "delete":
+      return jsonText(200, JSON.stringify(deletedBody(c.event)), replayHeader(c.replayed))
+    default:
+      return committedRow(200, c)
+  }
+}
+
 export const makeRestRoutes = (catalog: CompiledApp, commands: CommandsShape, queries: QueriesShape, maxJsonDepth: number) => {
   /** Runs a write with the request's idempotency key, if any (a bad key is 400, nothing done). */
-  const withKey = (request: EdgeRequest, body: InputBody, f: (options: ExecuteOptions) => Effect.Effect<EdgeResponse>) =>
+  const withKey = (request: EdgeRequest, keysLeftOut: number, f: (options: ExecuteOptions) => Effect.Effect<EdgeResponse>) =>
     Either.match(idempotencyKeyOf(request), {
       onLeft: Effect.succeed,
-      onRight: (key) => f({ ...(key === undefined ? {} : { idempotencyKey: key }), ...optionsOf(body) })
+      onRight: (key) => f({ ...(key === undefined ? {} : { idempotencyKey: key }), ...optionsOf(keysLeftOut) })
     })
 
-  const run = (request: EdgeRequest, planned: PlannedWrite) =>
-    Either.match(planned, {
-      onLeft: Effect.succeed,
-      onRight: (write) =>
-        withKey(request, write.body, (options) =>
-          commands.execute(write.command, options).pipe(Effect.match({ onFailure: (e) => errorResponse(e, write.ifMatch), onSuccess: write.onSuccess })))
-    })
+  /** A planned write run on a fiber (the generic way: a request with an Idempotency-Key takes it). */
+  const run = (request: EdgeRequest, planned: PlannedWrite): Effect.Effect<EdgeResponse> =>
+    isResponse(planned)
+      ? Effect.succeed(planned)
+      : withKey(request, planned.keysLeftOut, (options) =>
+        commands.execute(planned.command, options).pipe(
+          Effect.match({ onFailure: (e) => errorResponse(e, planned.ifMatch), onSuccess: (c) => answerOf(planned, c) })
+        ))
 
-  /** The request's body parsed for a command that takes `accepts` (decoders name theirs: codecs.ts). */
-  const withBody = (request: EdgeRequest, accepts: ReadonlySet<string> | undefined, f: (body: InputBody) => RowWrite): PlannedWrite =>
-    Either.map(readBody(request, maxJsonDepth, accepts), f)
+  /**
+   * The command a row write asks for, read from the request: its body (decoders name the keys they take: codecs.ts)
+   * and its If-Match version; or the answer that refuses it.
+   */
+  const planWrite = (kind: WriteKind, type: CompiledType, parts: ReadonlyArray<string>, request: EdgeRequest): PlannedWrite => {
+    let expectedVersion: number | undefined
+    if (kind !== "create") {
+      const ifMatch = parseIfMatch(request.headers["if-match"] as string | undefined)
+      if (Either.isLeft(ifMatch)) return errorJson(400, "ValidationFailed", ifMatch.left, { issues: [{ path: ["If-Match"], message: ifMatch.left }] })
+      expectedVersion = ifMatch.right
+    }
+    const accepts = kind === "create"
+      ? type.decodeCreate.accepts
+      : kind === "update"
+      ? type.decodePatch.accepts
+      : kind === "invoke"
+      ? type.methods.get(parts[2])!.decodeParams.accepts
+      : undefined
+    const body = kind === "delete" ? NO_BODY : readBody(request, maxJsonDepth, accepts)
+    if (isResponse(body)) return body
+    const command: Command = kind === "create"
+      ? { _tag: "Create", type: type.name, input: body.input }
+      : kind === "update"
+      ? { _tag: "Update", type: type.name, id: parts[1], expectedVersion, input: body.input }
+      : kind === "delete"
+      ? { _tag: "Delete", type: type.name, id: parts[1], expectedVersion }
+      : { _tag: "Invoke", type: type.name, id: parts[1], method: parts[2], expectedVersion, input: body.input }
+    return { _tag: "RowWrite", kind, command, keysLeftOut: body.keysLeftOut, ifMatch: expectedVersion !== undefined }
+  }
 
-  const withVersion = (request: EdgeRequest, f: (expected: number | undefined) => PlannedWrite): PlannedWrite =>
-    Either.flatMap(
-      Either.mapLeft(parseIfMatch(request.headers["if-match"] as string | undefined), (m) =>
-        errorJson(400, "ValidationFailed", m, { issues: [{ path: ["If-Match"], message: m }] })),
-      f
-    )
-
-  const createWrite = (type: CompiledType, request: EdgeRequest) =>
-    withBody(request, type.decodeCreate.accepts, (body) => ({
-      command: { _tag: "Create", type: type.name, input: body.input },
-      body,
-      ifMatch: false,
-      onSuccess: (c) => committedRow(201, c, `/api/${type.name}/${c.event.id}`)
-    }))
-
-  const updateWrite = (type: CompiledType, id: string, request: EdgeRequest) =>
-    withVersion(request, (expectedVersion) =>
-      withBody(request, type.decodePatch.accepts, (body) => ({
-        command: { _tag: "Update", type: type.name, id, expectedVersion, input: body.input },
-        body,
-        ifMatch: expectedVersion !== undefined,
-        onSuccess: (c) => committedRow(200, c)
-      })))
-
-  const deleteWrite = (type: CompiledType, id: string, request: EdgeRequest) =>
-    withVersion(request, (expectedVersion) =>
-      Either.right({
-        command: { _tag: "Delete", type: type.name, id, expectedVersion },
-        body: NO_BODY,
-        ifMatch: expectedVersion !== undefined,
-        onSuccess: (c) => jsonText(200, JSON.stringify(deletedBody(c.event)), replayHeader(c.replayed))
-      }))
-
-  /** Only for an exposed method (the caller checks `exposesMethod`). */
-  const invokeWrite = (type: CompiledType, id: string, name: string, request: EdgeRequest) =>
-    withVersion(request, (expectedVersion) =>
-      withBody(request, type.methods.get(name)!.decodeParams.accepts, (body) => ({
-        command: { _tag: "Invoke", type: type.name, id, method: name, expectedVersion, input: body.input },
-        body,
-        ifMatch: expectedVersion !== undefined,
-        onSuccess: (c) => committedRow(200, c)
-      })))
-
-  const exposesMethod = (type: CompiledType, name: string) => type.methods.has(name) && type.rest.has(name)
-
+  /** GET or 405 on a collection (its writes are routed before: `writeOf`). */
   const collection = (type: CompiledType, request: EdgeRequest): Effect.Effect<EdgeResponse> => {
-    const allow = [type.rest.has("list") && "GET", type.rest.has("create") && "POST"].filter((x): x is string => !!x)
     if (request.method === "GET" && type.rest.has("list")) {
       // `?status=published&order=-title&limit=&cursor=`: filters and order checked against the catalog.
       return Either.match(fromQueryString(type, request.search ?? request.query.toString()), {
@@ -206,79 +230,58 @@ export const makeRestRoutes = (catalog: CompiledApp, commands: CommandsShape, qu
           )
       })
     }
-    if (request.method === "POST" && type.rest.has("create")) return run(request, createWrite(type, request))
+    const allow = [type.rest.has("list") && "GET", type.rest.has("create") && "POST"].filter((x): x is string => !!x)
     return Effect.succeed(allow.length ? methodNotAllowed(allow) : notFound(request))
   }
 
+  /** GET or 405 on an item (its writes are routed before: `writeOf`). */
   const item = (type: CompiledType, id: string, request: EdgeRequest): Effect.Effect<EdgeResponse> => {
-    const allow = [type.rest.has("get") && "GET", type.rest.has("update") && "PATCH", type.rest.has("delete") && "DELETE"]
-      .filter((x): x is string => !!x)
     if (request.method === "GET" && type.rest.has("get")) {
       return queries.get(type.name, id).pipe(Effect.match({ onFailure: errorResponse, onSuccess: (row) => rowResponse(200, row) }))
     }
-    if (request.method === "PATCH" && type.rest.has("update")) return run(request, updateWrite(type, id, request))
-    if (request.method === "DELETE" && type.rest.has("delete")) return run(request, deleteWrite(type, id, request))
+    const allow = [type.rest.has("get") && "GET", type.rest.has("update") && "PATCH", type.rest.has("delete") && "DELETE"]
+      .filter((x): x is string => !!x)
     return Effect.succeed(allow.length ? methodNotAllowed(allow) : notFound(request))
   }
 
-  const method = (type: CompiledType, id: string, name: string, request: EdgeRequest): Effect.Effect<EdgeResponse> => {
-    if (!exposesMethod(type, name)) return Effect.succeed(notFound(request))
-    if (request.method !== "POST") return Effect.succeed(methodNotAllowed(["POST"]))
-    return run(request, invokeWrite(type, id, name, request))
-  }
+  /** 404 or 405 on a method path (a POST on an exposed method is a write: `writeOf`). */
+  const method = (type: CompiledType, name: string, request: EdgeRequest): EdgeResponse =>
+    exposesMethod(type, name) ? methodNotAllowed(["POST"]) : notFound(request)
 
   /** `POST /api/_commands/<name>`: 200 with every change, 422 refused, 400 bad params, 404 no such command. */
   const appCommand = (name: string, request: EdgeRequest): Effect.Effect<EdgeResponse> => {
     const command = catalog.commands.get(name)
     if (command === undefined || !command.rest) return Effect.succeed(notFound(request))
     if (request.method !== "POST") return Effect.succeed(methodNotAllowed(["POST"]))
-    return Either.match(readBody(request, maxJsonDepth, command.decodeParams.accepts), {
-      onLeft: Effect.succeed,
-      onRight: (body) =>
-        withKey(request, body, (options) =>
-          commands.executeAppCommand(name, body.input, options).pipe(
-            Effect.match({ onFailure: (e) => errorResponse(e), onSuccess: (c) => jsonText(200, commandBody(c), replayHeader(c.replayed)) })
-          ))
-    })
-  }
-
-  /** The row write a request on the direct path asks for, or undefined when it is none (the generic routes take it). */
-  const directWrite = (request: EdgeRequest): PlannedWrite | undefined => {
-    const target = targetOf(catalog, request.path)
-    if (target === undefined) return undefined
-    const { type, parts } = target
-    switch (parts.length) {
-      case 1:
-        return request.method === "POST" && type.rest.has("create") ? createWrite(type, request) : undefined
-      case 2:
-        return request.method === "PATCH" && type.rest.has("update")
-          ? updateWrite(type, parts[1], request)
-          : request.method === "DELETE" && type.rest.has("delete")
-          ? deleteWrite(type, parts[1], request)
-          : undefined
-      default:
-        return request.method === "POST" && exposesMethod(type, parts[2]) ? invokeWrite(type, parts[1], parts[2], request) : undefined
-    }
+    const body = readBody(request, maxJsonDepth, command.decodeParams.accepts)
+    if (isResponse(body)) return Effect.succeed(body)
+    return withKey(request, body.keysLeftOut, (options) =>
+      commands.executeAppCommand(name, body.input, options).pipe(
+        Effect.match({ onFailure: (e) => errorResponse(e), onSuccess: (c) => jsonText(200, commandBody(c), replayHeader(c.replayed)) })
+      ))
   }
 
   // The row writes without a fiber per request (edge.ts, DirectRoute), hand-tuned (bench/profile-core.ts create: a
   // fiber per request, its run loop and its resumption by the writer were the largest share of a durable write's CPU
-  // after the store itself). Both ways build the same command through the same plans and answer through the same
-  // `errorResponse`; a request with an Idempotency-Key goes the generic way (it may wait on its key's earlier attempt).
+  // after the store itself). Both ways route through `writeOf`, plan through `planWrite` and answer through
+  // `answerOf` and `errorResponse`; a request with an Idempotency-Key goes the generic way (it may wait on its key's
+  // earlier attempt).
   const direct: DirectRoute = (request, respond) => {
     if (request.headers[IDEMPOTENCY_KEY_HEADER] !== undefined) return undefined
-    const planned = directWrite(request)
-    if (planned === undefined) return undefined
-    if (Either.isLeft(planned)) {
-      respond.answer(planned.left)
+    const target = targetOf(catalog, request.path)
+    if (target === undefined) return undefined
+    const kind = writeOf(target.type, target.parts, request.method)
+    if (kind === undefined) return undefined
+    const write = planWrite(kind, target.type, target.parts, request)
+    if (isResponse(write)) {
+      respond.answer(write)
       return noCancel
     }
-    const write = planned.right
     // Called inside the writer's batch: nothing may throw into it.
-    return commands.executeNow(write.command, optionsOf(write.body), (exit) => {
+    return commands.executeNow(write.command, optionsOf(write.keysLeftOut), (exit) => {
       let response: EdgeResponse
       try {
-        if (Exit.isSuccess(exit)) response = write.onSuccess(exit.value)
+        if (Exit.isSuccess(exit)) response = answerOf(write, exit.value)
         else {
           const error = Cause.failureOption(exit.cause)
           // A defect is answered as the generic path's failed fiber is (edge.ts).
@@ -298,16 +301,16 @@ export const makeRestRoutes = (catalog: CompiledApp, commands: CommandsShape, qu
     const target = targetOf(catalog, request.path)
     if (target === undefined) return Effect.succeed(notFound(request))
     const { type, parts } = target
+    const kind = writeOf(type, parts, request.method)
+    if (kind !== undefined) return run(request, planWrite(kind, type, parts, request))
     if (parts.length === 1) return collection(type, request)
     if (parts.length === 2) return item(type, parts[1], request)
-    return method(type, parts[1], parts[2], request)
+    return Effect.succeed(method(type, parts[2], request))
   }
   return Object.assign(routes, { direct })
 }
 
-const noCancel = () => {}
-
 /** What the surface tells the command about its body: the keys it counted but left unparsed. */
-const optionsOf = (body: InputBody): ExecuteOptions | undefined => (body.keysLeftOut > 0 ? { keysLeftOut: body.keysLeftOut } : undefined)
+const optionsOf = (keysLeftOut: number): ExecuteOptions | undefined => (keysLeftOut > 0 ? { keysLeftOut } : undefined)
 
 export const notFound = (request: EdgeRequest) => errorJson(404, "NotFound", `no route for ${request.method} ${request.path}`)
