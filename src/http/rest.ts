@@ -16,6 +16,7 @@ import { fromQueryString } from "../domain/list-request.ts"
 import { commandBody } from "./command-body.ts"
 import { IDEMPOTENCY_KEY_HEADER, keyProblem, REPLAYED_HEADER } from "../commands/idempotency.ts"
 import { noCancel } from "../commands/group-commit.ts"
+import { etagOf, RowAnswers } from "./row-answers.ts"
 
 /** App commands (commands across entity types): `POST /api/_commands/<name>` (see command-body.ts). */
 export const COMMANDS_PREFIX = "/api/_commands/"
@@ -50,26 +51,6 @@ const storeErrorResponse = (error: StoreError): EdgeResponse => {
 
 const NO_BODY: InputBody = { input: undefined, keysLeftOut: 0 }
 
-const etag = (row: Row) => `"${row.version}"`
-
-/**
- * The answer to a GET of a row, kept beside the row (a change makes a new row object; none is changed in place), so
- * a row read again is answered with the bytes, etag and headers made the first time: its headers carry their
- * Content-Length, so the edge writes them as they are (edge.ts). Held weakly: as long as the row is (the row cache).
- */
-const rowAnswers = new WeakMap<Row, EdgeResponse>()
-
-const rowAnswer = (row: Row): EdgeResponse => {
-  let answer = rowAnswers.get(row)
-  if (answer === undefined) {
-    const body = JSON.stringify(row)
-    const headers = { "content-type": "application/json", etag: etag(row), "content-length": String(Buffer.byteLength(body)) }
-    answer = { _tag: "Buffered", status: 200, headers, body }
-    rowAnswers.set(row, answer)
-  }
-  return answer
-}
-
 /** `Idempotent-Replayed: true` on an answer given again for a retried idempotency key. */
 const replayHeader = (replayed: boolean | undefined): Record<string, string> => (replayed ? { [REPLAYED_HEADER]: "true" } : {})
 
@@ -81,8 +62,8 @@ const committedRow = (status: number, c: Committed, location?: string): EdgeResp
   const body = c.rowJson ?? JSON.stringify(c.row)
   const length = String(Buffer.byteLength(body))
   const headers: Record<string, string> = location === undefined
-    ? { "content-type": "application/json", etag: etag(c.row!), "content-length": length }
-    : { "content-type": "application/json", etag: etag(c.row!), location, "content-length": length }
+    ? { "content-type": "application/json", etag: etagOf(c.row!), "content-length": length }
+    : { "content-type": "application/json", etag: etagOf(c.row!), location, "content-length": length }
   if (c.replayed) headers[REPLAYED_HEADER] = "true"
   return { _tag: "Buffered", status, headers, body }
 }
@@ -185,6 +166,7 @@ const answerOf = (write: RowWrite, c: Committed): EdgeResponse => {
 }
 
 export const makeRestRoutes = (catalog: CompiledApp, commands: CommandsShape, queries: QueriesShape, maxJsonDepth: number) => {
+  const rowAnswers = new RowAnswers()
   /** Runs a write with the request's idempotency key, if any (a bad key is 400, nothing done). */
   const withKey = (request: EdgeRequest, keysLeftOut: number, f: (options: ExecuteOptions) => Effect.Effect<EdgeResponse>) =>
     Either.match(idempotencyKeyOf(request), {
@@ -253,7 +235,7 @@ export const makeRestRoutes = (catalog: CompiledApp, commands: CommandsShape, qu
   /** GET or 405 on an item (its writes are routed before: `writeOf`). */
   const item = (type: CompiledType, id: string, request: EdgeRequest): Effect.Effect<EdgeResponse> => {
     if (request.method === "GET" && type.rest.has("get")) {
-      return queries.get(type.name, id).pipe(Effect.match({ onFailure: errorResponse, onSuccess: rowAnswer }))
+      return queries.get(type.name, id).pipe(Effect.match({ onFailure: errorResponse, onSuccess: (row) => rowAnswers.answer(row) }))
     }
     const allow = [type.rest.has("get") && "GET", type.rest.has("update") && "PATCH", type.rest.has("delete") && "DELETE"]
       .filter((x): x is string => !!x)
@@ -293,7 +275,7 @@ export const makeRestRoutes = (catalog: CompiledApp, commands: CommandsShape, qu
       respond.failed(Cause.die(e))
       return noCancel
     }
-    respond.answer(row === undefined ? errorResponse(new NotFound({ type, id })) : rowAnswer(row))
+    respond.answer(row === undefined ? errorResponse(new NotFound({ type, id })) : rowAnswers.answer(row))
     return noCancel
   }
 
