@@ -213,17 +213,26 @@ export const startEdge = <R>(handler: EdgeHandler<R>, options: EdgeOptions) =>
     class DirectCall implements DirectRespond {
       done = false
       cancel: (() => void) | undefined = undefined
+      /** Made only for a call answered later (a write): one answered at once (a cached read) needs none. */
+      closeListener: (() => void) | undefined = undefined
       constructor(readonly res: http.ServerResponse) {}
       /** The client went away before the answer: the work is cancelled if it has not started. */
-      readonly onClose = () => {
+      onClose() {
         if (this.done || this.res.writableFinished) return
         this.settle()
         this.cancel?.()
       }
+      /** Waits for the answer: the client leaving cancels the work. */
+      pending() {
+        this.closeListener = () => this.onClose()
+        this.res.on("close", this.closeListener) // removed by settle (`once` would wrap it)
+        directInFlight.add(this.cancel!)
+      }
       settle() {
         this.done = true
-        if (this.cancel !== undefined) directInFlight.delete(this.cancel)
-        this.res.off("close", this.onClose)
+        if (this.closeListener === undefined) return
+        directInFlight.delete(this.cancel!)
+        this.res.off("close", this.closeListener)
       }
       answer(response: EdgeResponse) {
         if (this.done) return
@@ -244,18 +253,15 @@ export const startEdge = <R>(handler: EdgeHandler<R>, options: EdgeOptions) =>
 
     const dispatchDirect = (route: DirectRoute, request: EdgeRequest, res: http.ServerResponse) => {
       const call = new DirectCall(res)
-      res.on("close", call.onClose) // removed by settle (`once` would wrap it)
       try {
         call.cancel = route(request, call)
       } catch (e) {
         call.failed(Cause.die(e))
         return true
       }
-      if (call.cancel === undefined) {
-        res.off("close", call.onClose)
-        return false
-      }
-      if (!call.done) directInFlight.add(call.cancel)
+      if (call.cancel === undefined) return false
+      // Nothing can emit "close" between the route's return and this line: no I/O event runs in between.
+      if (!call.done) call.pending()
       return true
     }
 

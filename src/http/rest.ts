@@ -5,7 +5,7 @@
 import { Cause, Effect, Either, Exit, Option } from "effect"
 import type { Row } from "../domain/catalog.ts"
 import type { CompiledApp, CompiledType } from "../domain/compile.ts"
-import { STORE_UNAVAILABLE, storeErrorPolicy, type CommandError, type NotFound, type StoreError, type ValidationFailed } from "../domain/errors.ts"
+import { NotFound, STORE_UNAVAILABLE, storeErrorPolicy, type CommandError, type StoreError, type ValidationFailed } from "../domain/errors.ts"
 import type { Command, CommandsShape, Committed, ExecuteOptions } from "../commands/commands.ts"
 import type { QueriesShape } from "../projections/queries.ts"
 import { errorJson, jsonText, safeDecode, type EdgeRequest, type EdgeResponse } from "./edge-types.ts"
@@ -16,6 +16,7 @@ import { fromQueryString } from "../domain/list-request.ts"
 import { commandBody } from "./command-body.ts"
 import { IDEMPOTENCY_KEY_HEADER, keyProblem, REPLAYED_HEADER } from "../commands/idempotency.ts"
 import { noCancel } from "../commands/group-commit.ts"
+import { etagOf, RowAnswers } from "./row-answers.ts"
 
 /** App commands (commands across entity types): `POST /api/_commands/<name>` (see command-body.ts). */
 export const COMMANDS_PREFIX = "/api/_commands/"
@@ -50,10 +51,6 @@ const storeErrorResponse = (error: StoreError): EdgeResponse => {
 
 const NO_BODY: InputBody = { input: undefined, keysLeftOut: 0 }
 
-const etag = (row: Row) => `"${row.version}"`
-
-const rowResponse = (status: number, row: Row) => jsonText(status, JSON.stringify(row), { etag: etag(row) })
-
 /** `Idempotent-Replayed: true` on an answer given again for a retried idempotency key. */
 const replayHeader = (replayed: boolean | undefined): Record<string, string> => (replayed ? { [REPLAYED_HEADER]: "true" } : {})
 
@@ -65,8 +62,8 @@ const committedRow = (status: number, c: Committed, location?: string): EdgeResp
   const body = c.rowJson ?? JSON.stringify(c.row)
   const length = String(Buffer.byteLength(body))
   const headers: Record<string, string> = location === undefined
-    ? { "content-type": "application/json", etag: etag(c.row!), "content-length": length }
-    : { "content-type": "application/json", etag: etag(c.row!), location, "content-length": length }
+    ? { "content-type": "application/json", etag: etagOf(c.row!), "content-length": length }
+    : { "content-type": "application/json", etag: etagOf(c.row!), location, "content-length": length }
   if (c.replayed) headers[REPLAYED_HEADER] = "true"
   return { _tag: "Buffered", status, headers, body }
 }
@@ -169,6 +166,7 @@ const answerOf = (write: RowWrite, c: Committed): EdgeResponse => {
 }
 
 export const makeRestRoutes = (catalog: CompiledApp, commands: CommandsShape, queries: QueriesShape, maxJsonDepth: number) => {
+  const rowAnswers = new RowAnswers()
   /** Runs a write with the request's idempotency key, if any (a bad key is 400, nothing done). */
   const withKey = (request: EdgeRequest, keysLeftOut: number, f: (options: ExecuteOptions) => Effect.Effect<EdgeResponse>) =>
     Either.match(idempotencyKeyOf(request), {
@@ -237,7 +235,7 @@ export const makeRestRoutes = (catalog: CompiledApp, commands: CommandsShape, qu
   /** GET or 405 on an item (its writes are routed before: `writeOf`). */
   const item = (type: CompiledType, id: string, request: EdgeRequest): Effect.Effect<EdgeResponse> => {
     if (request.method === "GET" && type.rest.has("get")) {
-      return queries.get(type.name, id).pipe(Effect.match({ onFailure: errorResponse, onSuccess: (row) => rowResponse(200, row) }))
+      return queries.get(type.name, id).pipe(Effect.match({ onFailure: errorResponse, onSuccess: (row) => rowAnswers.answer(row) }))
     }
     const allow = [type.rest.has("get") && "GET", type.rest.has("update") && "PATCH", type.rest.has("delete") && "DELETE"]
       .filter((x): x is string => !!x)
@@ -261,12 +259,33 @@ export const makeRestRoutes = (catalog: CompiledApp, commands: CommandsShape, qu
       ))
   }
 
+  /**
+   * `GET /api/<type>/<id>` without a fiber, answered at once (the row is read synchronously, through the row cache),
+   * as `item` answers it; any other read goes the generic way. A store failure is a defect there too (500, logged).
+   */
+  const readNow: DirectRoute = (request, respond) => {
+    const target = targetOf(catalog, request.path)
+    if (target === undefined || target.parts.length !== 2 || !target.type.rest.has("get")) return undefined
+    const type = target.type.name
+    const id = target.parts[1]
+    let row: Row | undefined
+    try {
+      row = queries.row(type, id)
+    } catch (e) {
+      respond.failed(Cause.die(e))
+      return noCancel
+    }
+    respond.answer(row === undefined ? errorResponse(new NotFound({ type, id })) : rowAnswers.answer(row))
+    return noCancel
+  }
+
   // The row writes without a fiber per request (edge.ts, DirectRoute), hand-tuned (bench/profile-core.ts create: a
   // fiber per request, its run loop and its resumption by the writer were the largest share of a durable write's CPU
   // after the store itself). Both ways route through `writeOf`, plan through `planWrite` and answer through
   // `answerOf` and `errorResponse`; a request with an Idempotency-Key goes the generic way (it may wait on its key's
   // earlier attempt).
   const direct: DirectRoute = (request, respond) => {
+    if (request.method === "GET") return readNow(request, respond)
     if (request.headers[IDEMPOTENCY_KEY_HEADER] !== undefined) return undefined
     const target = targetOf(catalog, request.path)
     if (target === undefined) return undefined

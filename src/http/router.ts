@@ -70,16 +70,16 @@ export const makeRouter = (guards: Guards, routes: Routes, authorized: (authoriz
   return routes.extra?.(request) ?? Effect.succeed(notFound(request))
 }
 
-/** The methods of the row writes: a read never pays for the direct route's checks. */
-const WRITE_METHODS = new Set(["POST", "PATCH", "DELETE"])
+/** The methods rest.ts's direct route takes: the row writes and a row's GET (HEAD goes the generic way). */
+const DIRECT_METHODS = new Set(["GET", "POST", "PATCH", "DELETE"])
 
 /**
- * The router's direct path (edge.ts, DirectRoute): a REST write that passes the checks `makeRouter` makes (the same
- * `refusalOf`) goes to `rest`; any other, refusals included, is left to `makeRouter`, which answers them.
+ * The router's direct path (edge.ts, DirectRoute): a REST request that passes the checks `makeRouter` makes (the
+ * same `refusalOf`) goes to `rest`; any other, refusals included, is left to `makeRouter`, which answers them.
  */
 export const makeDirectRouter = (guards: Guards, rest: DirectRoute, authorized: (authorization: string | undefined) => boolean = () => true): DirectRoute =>
   (request, respond) =>
-    WRITE_METHODS.has(request.method) && request.path.startsWith("/api/") && !request.path.startsWith("/api/_") &&
+    DIRECT_METHODS.has(request.method) && request.path.startsWith("/api/") && !request.path.startsWith("/api/_") &&
       refusalOf(guards, authorized, request) === undefined
       ? rest(request, respond)
       : undefined

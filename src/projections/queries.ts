@@ -23,6 +23,8 @@ export type PageRequest = ListRequest
 
 export interface QueriesShape {
   readonly get: (type: string, id: string) => Effect.Effect<Row, NotFound>
+  /** The same row now, or undefined (REST's GET without a fiber: rest.ts); throws a StoreError when it cannot be read. */
+  readonly row: (type: string, id: string) => Row | undefined
   readonly list: (type: string, request: PageRequest) => Effect.Effect<Page, ValidationFailed>
   /** Up to `limit` rows of `type` whose ids follow `afterId`, in id order, and whether more follow. */
   readonly rowsAfter: (type: string, afterId: number, limit: number) => RowPage
@@ -38,6 +40,7 @@ export const makeQueries =
     const invalid = (type: string, path: string, message: string) =>
       new ValidationFailed({ type, issues: [{ path: [path], message }] })
     return Queries.of({
+      row: (type, id) => rows.get(type, id),
       get: (type, id) =>
         Effect.suspend(() => {
           const row = rows.get(type, id)

@@ -3,6 +3,7 @@
  * DirectRoute) and the generic Effect routes (requests with an Idempotency-Key, recorded servers, `wo dev`).
  * Both must answer the same: each request here is sent both ways, on the real runtime, and the status, headers
  * and body compared, for successes, validation errors, refusals, conflicts, missing rows and a failing store.
+ * A row's GET takes the direct route too (answered at once from the row cache).
  */
 import { Effect, Layer } from "effect"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
@@ -14,7 +15,7 @@ import { Queries } from "../../src/projections/queries.ts"
 import { makeRestRoutes } from "../../src/http/rest.ts"
 import type { EdgeRequest, EdgeResponse } from "../../src/http/edge-types.ts"
 import { LogFaults } from "../../testkit/log-faults.ts"
-import { apps, startServer } from "../../testkit/server.ts"
+import { apps, rawRequest, startServer } from "../../testkit/server.ts"
 
 type Server = Awaited<ReturnType<typeof startServer>>
 
@@ -164,10 +165,43 @@ describe("REST writes: the direct route answers as the generic routes do", () =>
     expect(deleted.direct).toEqual(deleted.generic)
   })
 
-  it("leaves to the generic routes what is not an unkeyed row write", () => {
+  it("a row's GET: the row as its write answered it, byte for byte, with its ETag; the new row after a change; 404", async () => {
+    const id = await createProduct()
+    const written = await direct(pricingRoutes, request("POST", `/api/products/${id}/set_price`, { price: 31 }))
+    for (let i = 0; i < 2; i++) { // the second read is answered from what the first made
+      const viaDirect = await direct(pricingRoutes, request("GET", `/api/products/${id}`))
+      const viaGeneric = await generic(pricing, pricingRoutes, request("GET", `/api/products/${id}`))
+      for (const answer of [viaDirect, viaGeneric]) {
+        if (answer._tag !== "Buffered" || written._tag !== "Buffered") throw new Error("expected buffered answers")
+        expect(answer.status).toBe(200)
+        expect(answer.body).toBe(written.body)
+        expect(answer.headers).toEqual({ "content-type": "application/json", etag: '"2"', "content-length": String(Buffer.byteLength(written.body!)) })
+      }
+    }
+    await direct(pricingRoutes, request("POST", `/api/products/${id}/set_price`, { price: 32 }))
+    const changed = shape(await direct(pricingRoutes, request("GET", `/api/products/${id}`)))
+    expect(changed).toMatchObject({ status: 200, headers: { etag: '"3"' }, body: { version: 3, price: 32 } })
+    const missing = await bothWays(pricing, pricingRoutes, (id) => request("GET", `/api/products/${id}`), ["999999", "999999"])
+    expect(missing.generic).toMatchObject({ status: 404, body: { error: "NotFound" } })
+    expect(missing.direct).toEqual(missing.generic)
+  })
+
+  it("a row's GET over HTTP keeps the Host and Origin checks", async () => {
+    const id = await createProduct()
+    expect((await rawRequest(`${pricing.url}/api/products/${id}`)).status).toBe(200)
+    for (const refused of [{ host: "evil.example" }, { origin: "http://evil.example" }] as Array<Record<string, string>>) {
+      const res = await rawRequest(`${pricing.url}/api/products/${id}`, { headers: refused })
+      expect(res.status, JSON.stringify(refused)).toBe(403)
+      expect(res.json).toMatchObject({ error: "Forbidden" })
+    }
+  })
+
+  it("leaves to the generic routes what is not an unkeyed row write or a row's GET", () => {
     const taken = (req: EdgeRequest) => pricingRoutes.direct(req, { answer: () => {}, failed: () => {} }) !== undefined
-    expect(taken(request("GET", "/api/products/1"))).toBe(false)
+    expect(taken(request("GET", "/api/products/1"))).toBe(true)
     expect(taken(request("GET", "/api/products"))).toBe(false)
+    expect(taken(request("GET", "/api/products/1/set_price"))).toBe(false)
+    expect(taken(request("GET", "/api/nothing/1"))).toBe(false)
     expect(taken(request("POST", "/api/products", product, { "idempotency-key": "k-1" }))).toBe(false)
     expect(taken(request("POST", "/api/products/1/nothing", {}))).toBe(false)
     expect(taken(request("PATCH", "/api/products/1", {}))).toBe(false) // pricing exposes no update
