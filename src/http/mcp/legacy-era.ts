@@ -46,10 +46,13 @@ export const makeLegacyPolicy = (sessions: SessionsShape): LegacyPolicy => {
     const { sessionId } = envelope
     if (sessionId === undefined) return Either.left(noSessionId)
     const version = envelope.protocolVersion ?? DEFAULT_LEGACY_HEADER_VERSION
-    return withSession(sessionId, (s) =>
+    const checked = (s: Session) =>
       isLegacyVersion(version)
         ? Either.right(f(s))
-        : Either.left(malformed(invalidRequest(`Unsupported MCP-Protocol-Version: ${version} (supported: ${LEGACY_VERSIONS.join(", ")})`))))
+        : Either.left(malformed(invalidRequest(`Unsupported MCP-Protocol-Version: ${version} (supported: ${LEGACY_VERSIONS.join(", ")})`)))
+    if (sessions.getHere === undefined) return withSession(sessionId, checked)
+    const s = sessions.getHere(sessionId)
+    return s === undefined ? Either.left(unknownSession) : checked(s)
   }
 
   const refuse = (failure: Failure): Refusal => {
