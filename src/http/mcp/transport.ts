@@ -176,7 +176,7 @@ export const makeMcpTransport = (deps: TransportDeps) => {
         onSuccess: (answer) => respond(policy, message, context, answer)
       })
     const admission = policy.admit(message, envelope)
-    // Decided already (modern, bench: MCP get): served without running the admission as an Effect.
+    // Decided already (modern; legacy with its sessions here; bench: MCP get): served without running it as an Effect.
     if (Either.isEither(admission)) {
       return Either.isRight(admission) ? serve(admission.right) : Effect.succeed(refused(message.id, admission.left))
     }
