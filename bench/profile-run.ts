@@ -4,7 +4,7 @@
 // warmed, one measured window, and only that window's samples counted, `src/` frames mapped to their
 // TypeScript lines (bench/lib/cpuprofile.ts). Profiles: bench/results/run-<scenario>.cpuprofile (git-ignored).
 //   node --import tsx bench/profile-run.ts [mcp_set_price_modern] [mcp_set_price_legacy] [mcp_get_modern]
-//        [mcp_get_legacy] [fanout] [listen_open] [sdk_v2_modern]        (default: all)
+//        [mcp_get_legacy] [rest_get] [fanout] [listen_open] [sdk_v2_modern]        (default: all)
 // BENCH_PROFILE_MS (default 4000) sets the measured window; BENCH_TOP (default 20) the list lengths;
 // BENCH_FANOUT_SUBSCRIBERS (default 100) the listen streams of `fanout`.
 import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
@@ -15,7 +15,7 @@ import { runLoad, type LoadRequest } from './lib/load.ts';
 import { modernToolCall, openLegacySession, toolCallSucceeded, type LegacySession } from '../testkit/mcp.ts';
 import { spawnPeer, type SpawnedServer } from './lib/wo.ts';
 import { DeliveryTracker, openListens } from './lib/subscribers.ts';
-import { mcpCall, repoRoot, restSetPrice, seedProducts, startWo } from './lib/wo.ts';
+import { isRow, mcpCall, repoRoot, restGet, restSetPrice, seedProducts, startWo } from './lib/wo.ts';
 
 const dataRoot = process.env.BENCH_DATA_DIR ?? join(repoRoot, '.data', 'bench-run');
 const outDir = join(repoRoot, 'bench', 'results');
@@ -68,6 +68,21 @@ const scenarios: Record<string, Scenario> = {
   mcp_set_price_legacy: toolLoad('products_set_price', 'legacy', (i, w) => ({ id: String(w + 1), price: 1 + (i % 1000) })),
   mcp_get_modern: toolLoad('products_get', 'modern', (_i, w) => ({ id: String(w + 1) })),
   mcp_get_legacy: toolLoad('products_get', 'legacy', (_i, w) => ({ id: String(w + 1) })),
+  // The REST read the MCP gets are held against (issue 25), loaded the same way: 64 in flight, each on its row.
+  rest_get: {
+    server: 'wo',
+    unit: 'call',
+    prepare: async (server) => {
+      await seedProducts(server.url, CONCURRENCY);
+      return {
+        run: async (durationMs) => {
+          const r = await runLoad({ url: server.url, concurrency: CONCURRENCY, durationMs, makeRequest: (_i, w) => restGet(w + 1), check: (status, body) => isRow(status, body, 200) });
+          if (r.errors) console.error(`rest_get: ${r.errors} errors, first: ${r.firstError}`);
+          return { units: r.calls, perSec: r.callsPerSec };
+        },
+      };
+    },
+  },
   sdk_v2_modern: {
     server: 'sdk-v2',
     unit: 'call',

@@ -63,6 +63,19 @@ describe("the legacy policy", () => {
       expect(refusedWith(exit)).toMatchObject({ _tag: "Unavailable", retryAfter: 1, error: { code: ErrorCode.InternalError, message: "the store is unavailable: down" } })
     }))
 
+  it("decides without an Effect when the sessions are all here (getHere): the same contexts and refusals", () => {
+    const here = makeLegacyPolicy({ ...sessionsWhere(() => Effect.die("asked the store")), getHere: (id) => (id === "s1" ? session : undefined) })
+    const admitted = here.admit(request("tools/list"), envelope({ sessionId: "s1", protocolVersion: "2025-11-25" }))
+    expect(Either.isEither(admitted) && Either.getOrThrow(admitted)).toMatchObject({ era: "legacy", version: "2025-06-18", session: { id: "s1" } })
+    const refused = (e: Partial<Envelope>) => {
+      const admission = here.admit(request("tools/list"), envelope(e))
+      return Either.isEither(admission) && Either.isLeft(admission) ? admission.left : undefined
+    }
+    expect(refused({})).toMatchObject({ _tag: "Malformed", error: { message: expect.stringMatching(/Mcp-Session-Id header is required/) } })
+    expect(refused({ sessionId: "gone" })).toMatchObject({ _tag: "UnknownSession", error: { message: expect.stringMatching(/^Session not found/) } })
+    expect(refused({ sessionId: "s1", protocolVersion: "2099-01-01" })).toMatchObject({ _tag: "Malformed", error: { message: expect.stringMatching(/^Unsupported MCP-Protocol-Version/) } })
+  })
+
   it("leaves results as they are and spells failures its way: -32002, unavailable, and an answered error for an unknown method", () => {
     const outcome: Outcome = { result: { tools: [] }, cache: CATALOG_CACHE }
     expect(legacy.decorate(outcome)).toBe(outcome)
@@ -83,6 +96,13 @@ describe("the modern policy", () => {
       expect(context.session).toBeUndefined()
       yield* modern.admitNotice(envelope({}))
     }))
+
+  it("decides every admission without an Effect (the transport serves it at once)", () => {
+    const ok = modern.admit(request("tools/list"), envelope({ meta, protocolVersion: MODERN_VERSIONS[0], mcpMethod: "tools/list" }))
+    expect(Either.isEither(ok) && Either.isRight(ok)).toBe(true)
+    const refused = modern.admit(request("tools/list"), envelope({ meta, protocolVersion: MODERN_VERSIONS[0] }))
+    expect(Either.isEither(refused) && Either.isLeft(refused) && refused.left).toMatchObject({ _tag: "Malformed", error: { code: ErrorCode.HeaderMismatch } })
+  })
 
   it("decorates a result with resultType, cache hints and serverInfo: the same JSON from text as from the object", () => {
     const result = { content: [{ type: "text", text: "{\"id\":\"1\"}" }], structuredContent: { id: "1" } }

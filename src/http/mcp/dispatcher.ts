@@ -292,7 +292,8 @@ export const makeDispatcher = ({ catalog, tools, resources, sessions, server, ch
               run: (onStage) => Effect.map(tool.call(args, { onStage, ...keyed }), (r): Outcome => ({ result: r.result, json: r.json }))
             })
           }
-          return Effect.map(tool.call(args, keyed), (r) => result({ result: r.result, json: r.json }))
+          // A tool's result is already an Outcome (a result, its JSON): answered as it is.
+          return Effect.map(tool.call(args, keyed), result)
         })
     }],
     [Method.resourcesList, {

@@ -5,7 +5,7 @@
  * that the transport gives a status). Everything else (the methods, the tools, the resources) is the
  * dispatcher's, shared by both.
  */
-import type { Effect } from "effect"
+import type { Effect, Either } from "effect"
 import { storeErrorPolicy, type StoreError } from "../../domain/errors.ts"
 import type { CallContext, Failure, Outcome, Unavailable } from "./dispatcher.ts"
 import { ErrorCode, internalError, RpcError, type Era, type Params, type RpcRequest } from "./protocol.ts"
@@ -57,10 +57,17 @@ export const unavailable = (failure: Unavailable | StoreError): Refusal =>
     ? { _tag: "Unavailable", error: internalError(failure.message), retryAfter: failure.retryAfter }
     : storeDown(failure)
 
+/**
+ * An admission: an Either when it is decided without waiting (the modern era's checks, a legacy request without
+ * a session id), which the transport serves without running it as an Effect (bench: MCP get), else an Effect (a
+ * legacy session's lookup, which may ask the store).
+ */
+export type Admission = Either.Either<CallContext, Refusal> | Effect.Effect<CallContext, Refusal>
+
 export interface EraPolicy {
   readonly era: Era
   /** The context a request is served in, or why it is refused. */
-  readonly admit: (request: RpcRequest, envelope: Envelope) => Effect.Effect<CallContext, Refusal>
+  readonly admit: (request: RpcRequest, envelope: Envelope) => Admission
   /** Whether a notification or response is accepted (then 202). */
   readonly admitNotice: (envelope: Envelope) => Effect.Effect<void, Refusal>
   /** A result as this era puts it on the wire. */

@@ -6,7 +6,7 @@
  * named (L3). Results go out as they are; resource not found is -32002 (L9). The transport gives each refusal
  * its HTTP status.
  */
-import { Effect } from "effect"
+import { Effect, Either } from "effect"
 import type { CallContext, Failure } from "./dispatcher.ts"
 import { answered, malformed, storeDown, unavailable, type Envelope, type EraPolicy, type Refusal } from "./era-policy.ts"
 import {
@@ -28,25 +28,32 @@ export interface LegacyPolicy extends EraPolicy {
 }
 
 export const makeLegacyPolicy = (sessions: SessionsShape): LegacyPolicy => {
-  const session = ({ sessionId }: Envelope): Effect.Effect<Session, Refusal> => {
-    if (sessionId === undefined) return Effect.fail(malformed(invalidRequest("Bad Request: Mcp-Session-Id header is required (send initialize first)")))
-    return sessions.get(sessionId).pipe(
-      Effect.mapError(storeDown),
-      Effect.flatMap((s) =>
-        s === undefined
-          ? Effect.fail<Refusal>({ _tag: "UnknownSession", error: invalidRequest("Session not found: it expired or was terminated; initialize again") })
-          : Effect.succeed(s))
-    )
-  }
+  const noSessionId = malformed(invalidRequest("Bad Request: Mcp-Session-Id header is required (send initialize first)"))
+  const unknownSession: Refusal = { _tag: "UnknownSession", error: invalidRequest("Session not found: it expired or was terminated; initialize again") }
+
+  /** The live session an envelope names, then `then` of it, as one step after the lookup (bench: MCP get, legacy). */
+  const withSession = <A>(sessionId: string, then: (s: Session) => Either.Either<A, Refusal>): Effect.Effect<A, Refusal> =>
+    Effect.matchEffect(sessions.get(sessionId), {
+      onFailure: (e) => Effect.fail(storeDown(e)),
+      onSuccess: (s) => (s === undefined ? Effect.fail(unknownSession) : then(s))
+    })
+
+  const session = ({ sessionId }: Envelope): Effect.Effect<Session, Refusal> =>
+    sessionId === undefined ? Effect.fail(noSessionId) : withSession(sessionId, Either.right)
 
   /** The session, then the version header (in that order: a client without a session is told so first). */
-  const admitted = (envelope: Envelope): Effect.Effect<Session, Refusal> =>
-    Effect.flatMap(session(envelope), (s) => {
-      const version = envelope.protocolVersion ?? DEFAULT_LEGACY_HEADER_VERSION
-      return isLegacyVersion(version)
-        ? Effect.succeed(s)
-        : Effect.fail(malformed(invalidRequest(`Unsupported MCP-Protocol-Version: ${version} (supported: ${LEGACY_VERSIONS.join(", ")})`)))
-    })
+  const admitted = <A>(envelope: Envelope, f: (s: Session) => A): Either.Either<A, Refusal> | Effect.Effect<A, Refusal> => {
+    const { sessionId } = envelope
+    if (sessionId === undefined) return Either.left(noSessionId)
+    const version = envelope.protocolVersion ?? DEFAULT_LEGACY_HEADER_VERSION
+    const checked = (s: Session) =>
+      isLegacyVersion(version)
+        ? Either.right(f(s))
+        : Either.left(malformed(invalidRequest(`Unsupported MCP-Protocol-Version: ${version} (supported: ${LEGACY_VERSIONS.join(", ")})`)))
+    if (sessions.getHere === undefined) return withSession(sessionId, checked)
+    const s = sessions.getHere(sessionId)
+    return s === undefined ? Either.left(unknownSession) : checked(s)
+  }
 
   const refuse = (failure: Failure): Refusal => {
     switch (failure._tag) {
@@ -64,9 +71,9 @@ export const makeLegacyPolicy = (sessions: SessionsShape): LegacyPolicy => {
     session,
     admit: (request, envelope) =>
       request.method === Method.initialize
-        ? Effect.succeed<CallContext>({ era: "legacy", version: LATEST_LEGACY, meta: envelope.meta, client: envelope.client })
-        : Effect.map(admitted(envelope), (s): CallContext => ({ era: "legacy", version: s.version, session: s, meta: envelope.meta, client: envelope.client })),
-    admitNotice: (envelope) => Effect.asVoid(admitted(envelope)),
+        ? Either.right<CallContext>({ era: "legacy", version: LATEST_LEGACY, meta: envelope.meta, client: envelope.client })
+        : admitted(envelope, (s): CallContext => ({ era: "legacy", version: s.version, session: s, meta: envelope.meta, client: envelope.client })),
+    admitNotice: (envelope) => Effect.asVoid(admitted(envelope, () => undefined)),
     decorate: (outcome) => outcome,
     refuse,
     // L7: POST SSE events carry ids; 2025-11-25 opens the stream with a priming event.

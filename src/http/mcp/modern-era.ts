@@ -53,18 +53,18 @@ export const makeModernPolicy = (server: ServerDescription): EraPolicy => {
       const version = meta?.[META.protocolVersion]
       const capabilities = meta?.[META.clientCapabilities]
       if (meta === undefined || typeof version !== "string" || typeof capabilities !== "object" || capabilities === null) {
-        return Effect.fail(malformed(invalidParams(`params._meta must carry "${META.protocolVersion}" and "${META.clientCapabilities}"`)))
+        return Either.left(malformed(invalidParams(`params._meta must carry "${META.protocolVersion}" and "${META.clientCapabilities}"`)))
       }
       if (envelope.protocolVersion !== version) {
-        return Effect.fail(malformed(headerMismatch(`MCP-Protocol-Version header value '${envelope.protocolVersion ?? ""}' does not match body value '${version}'`)))
+        return Either.left(malformed(headerMismatch(`MCP-Protocol-Version header value '${envelope.protocolVersion ?? ""}' does not match body value '${version}'`)))
       }
       if (!isModernVersion(version)) {
-        return Effect.fail(malformed(
+        return Either.left(malformed(
           new RpcError({ code: ErrorCode.UnsupportedProtocolVersion, message: "Unsupported protocol version", data: { supported: [...MODERN_VERSIONS], requested: version } })))
       }
       const mirrors = checkMirrorHeaders(envelope, request.method, request.params)
-      if (Either.isLeft(mirrors)) return Effect.fail(malformed(headerMismatch(mirrors.left)))
-      return Effect.succeed({ era: "modern", version, meta, client: envelope.client })
+      if (Either.isLeft(mirrors)) return Either.left(malformed(headerMismatch(mirrors.left)))
+      return Either.right({ era: "modern", version, meta, client: envelope.client })
     },
     // M2: a POSTed notification or response gets 202, even without Mcp-Method.
     admitNotice: () => Effect.void,

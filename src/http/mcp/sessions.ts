@@ -51,6 +51,11 @@ export interface SessionsShape {
    * because a session may live in a shared store (several nodes) and not be in this process yet.
    */
   readonly get: (id: string) => Effect.Effect<Session | undefined, StoreError>
+  /**
+   * `get` without an Effect, present when every session lives in this process (no shared store): the legacy
+   * era then admits a request as the modern one does, without running an Effect (bench: MCP get, legacy).
+   */
+  readonly getHere?: (id: string) => Session | undefined
   /** SubscriptionsFull: WO_MAX_SUBSCRIPTIONS reached; SubscriptionBytesFull: WO_MAX_SUBSCRIPTION_BYTES would be passed. Nothing is made then. */
   readonly subscribe: (session: Session, topic: Topic, sinceSeq: number) => Effect.Effect<SubscribeOutcome, StoreError>
   readonly unsubscribe: (session: Session, uri: string) => Effect.Effect<void, StoreError>
@@ -196,6 +201,13 @@ export const SessionsLive = Layer.scoped(
       Effect.repeat(Effect.ignoreLogged(sweep), Schedule.spaced(Duration.millis(Math.min(60_000, Math.max(50, settings.sessionIdleMs / 4)))))
     )
 
+    const getHere = (id: string): Session | undefined => {
+      const e = entries.get(id)
+      if (e === undefined) return undefined
+      e.lastSeen = Date.now()
+      return e.session
+    }
+
     return Sessions.of({
       create: (version) =>
         Effect.suspend((): Effect.Effect<Session | SessionsFull, StoreError> => {
@@ -204,15 +216,8 @@ export const SessionsLive = Layer.scoped(
           entries.set(e.session.id, e)
           return Effect.as(store.create(e.session.id, e.session), e.session)
         }),
-      get: (id) =>
-        shared
-          ? refresh(id)
-          : Effect.sync(() => {
-            const e = entries.get(id)
-            if (e === undefined) return undefined
-            e.lastSeen = Date.now()
-            return e.session
-          }),
+      get: (id) => (shared ? refresh(id) : Effect.sync(() => getHere(id))),
+      ...(shared ? {} : { getHere }),
       // Made here first (so concurrent subscribes count it), stored, and taken back if the store refuses.
       subscribe: (session, topic, since) =>
         Effect.suspend((): Effect.Effect<SubscribeOutcome, StoreError> => {

@@ -10,7 +10,7 @@ import { Effect, Either, Stream } from "effect"
 import type { IncomingHttpHeaders } from "node:http"
 import { isStoreError } from "../../domain/errors.ts"
 import { httpError } from "../edge-error.ts"
-import { empty, json, jsonText, type EdgeRequest, type EdgeResponse, type Headers } from "../edge-types.ts"
+import { empty, json, type EdgeRequest, type EdgeResponse, type Headers } from "../edge-types.ts"
 import { describeBodyProblem, isJsonContentType, parseJsonBody } from "../json-body.ts"
 import { SSE_HEADERS, sseFrame } from "../../sse.ts"
 import type { Answer, CallContext, Dispatcher, Outcome } from "./dispatcher.ts"
@@ -69,7 +69,15 @@ const resultBody = (id: RpcId, outcome: Outcome): string =>
     ? `{"jsonrpc":"2.0","id":${JSON.stringify(id)},"result":${outcome.json}}`
     : JSON.stringify({ jsonrpc: "2.0", id, result: outcome.result })
 
-const rpcResult = (id: RpcId, outcome: Outcome, headers: Headers = {}): EdgeResponse => jsonText(200, resultBody(id, outcome), headers)
+/** A result's response, its headers in one literal with their Content-Length (the edge then writes them as they are). */
+const rpcResult = (id: RpcId, outcome: Outcome, session?: Session): EdgeResponse => {
+  const body = resultBody(id, outcome)
+  const length = String(Buffer.byteLength(body))
+  const headers: Headers = session === undefined
+    ? { "content-type": "application/json", "content-length": length }
+    : { "content-type": "application/json", [SESSION_HEADER]: session.id, "content-length": length }
+  return { _tag: "Buffered", status: 200, headers, body }
+}
 
 /** The HTTP status of each kind of refusal: the one place the policies' refusals meet HTTP. */
 const REFUSAL_STATUS: { readonly [K in Refusal["_tag"]]: number } = {
@@ -122,10 +130,8 @@ export const makeMcpTransport = (deps: TransportDeps) => {
   /** A request's answer on the wire, in its era's shape. */
   const respond = (policy: EraPolicy, request: RpcRequest, context: CallContext, answer: Answer): EdgeResponse => {
     switch (answer._tag) {
-      case "Result": {
-        const headers: Headers = answer.opened !== undefined ? { [SESSION_HEADER]: answer.opened.id } : {}
-        return rpcResult(request.id, policy.decorate(answer.outcome), headers)
-      }
+      case "Result":
+        return rpcResult(request.id, policy.decorate(answer.outcome), answer.opened)
       case "Progress": {
         const { eventIds, priming } = policy.streamShape(context)
         const streamId = eventIds ? `req${++responseStreams}` : undefined
@@ -164,16 +170,17 @@ export const makeMcpTransport = (deps: TransportDeps) => {
       // C3: notifications and responses get 202 once admitted.
       return Effect.match(policy.admitNotice(envelope), { onFailure: (r) => refused(null, r), onSuccess: accepted })
     }
-    return policy.admit(message, envelope).pipe(
-      Effect.flatMap((context) =>
-        dispatcher.dispatch(message, context).pipe(
-          Effect.match({
-            onFailure: (failure) => refused(message.id, policy.refuse(failure)),
-            onSuccess: (answer) => respond(policy, message, context, answer)
-          })
-        )),
-      Effect.catchAll((refusal) => Effect.succeed(refused(message.id, refusal)))
-    )
+    const serve = (context: CallContext): Effect.Effect<EdgeResponse> =>
+      Effect.match(dispatcher.dispatch(message, context), {
+        onFailure: (failure) => refused(message.id, policy.refuse(failure)),
+        onSuccess: (answer) => respond(policy, message, context, answer)
+      })
+    const admission = policy.admit(message, envelope)
+    // Decided already (modern; legacy with its sessions here; bench: MCP get): served without running it as an Effect.
+    if (Either.isEither(admission)) {
+      return Either.isRight(admission) ? serve(admission.right) : Effect.succeed(refused(message.id, admission.left))
+    }
+    return Effect.matchEffect(admission, { onFailure: (refusal) => Effect.succeed(refused(message.id, refusal)), onSuccess: serve })
   }
 
   const postMessage = (request: EdgeRequest): Effect.Effect<EdgeResponse> => {

@@ -1,0 +1,67 @@
+// Old against new on the MCP read path (issue 25: MCP products_get against REST GET), in one run: `wo run
+// examples/pricing` from this checkout and from another one (OLD_ROOT, e.g. `git worktree add --detach /tmp/wo-old
+// main`, with its node_modules linked to this one's). Each server is warmed, then REST GET, MCP get (modern) and
+// MCP get (legacy, one session) are measured in alternating windows (ROUNDS, default 3, of WIN ms, default 3000)
+// at C in flight (default 64). Prints server CPU per call, p99, and the MCP/REST and new/old ratios.
+//   OLD_ROOT=/tmp/wo-old node --import tsx bench/mcp-get-ab.ts
+import { mkdirSync, mkdtempSync } from 'node:fs';
+import { join } from 'node:path';
+import { openLegacySession, toolCallSucceeded } from '../testkit/mcp.ts';
+import { combine, measure, type Load, type Measured } from './lib/measure.ts';
+import { warmUntilStable } from './lib/warmup.ts';
+import { isRow, mcpCall, repoRoot, restGet, seedProducts, startWo, type SpawnedServer } from './lib/wo.ts';
+
+const OLD = process.env.OLD_ROOT;
+if (!OLD) throw new Error('set OLD_ROOT to a checkout of the old code');
+const oldWo: typeof import('./lib/wo.ts') = await import(join(OLD, 'bench/lib/wo.ts'));
+const dataRoot = process.env.BENCH_DATA_DIR ?? join(repoRoot, '.data', 'bench-mcp-get-ab');
+mkdirSync(dataRoot, { recursive: true });
+const dir = (label: string) => mkdtempSync(join(dataRoot, `${label}-`));
+const ROUNDS = Number(process.env.ROUNDS ?? 3);
+const WIN = Number(process.env.WIN ?? 3000);
+const C = Number(process.env.C ?? 64);
+
+type Version = 'old' | 'new';
+type Kind = 'rest' | 'modern' | 'legacy';
+const KINDS: ReadonlyArray<Kind> = ['rest', 'modern', 'legacy'];
+
+const servers: Record<Version, SpawnedServer> = {
+  old: await oldWo.startWo({ dir: dir('old') }),
+  new: await startWo({ dir: dir('new') }),
+};
+try {
+  const loads = {} as Record<Version, Record<Kind, Load>>;
+  for (const v of ['old', 'new'] as const) {
+    const url = servers[v].url;
+    await seedProducts(url, C);
+    const session = await openLegacySession(url);
+    loads[v] = {
+      rest: { url, concurrency: C, makeRequest: (_i, w) => restGet(w + 1), check: (status, body) => isRow(status, body, 200) },
+      modern: { url, concurrency: C, makeRequest: (i, w) => mcpCall('modern', i + 1, 'products_get', { id: String(w + 1) }), check: toolCallSucceeded },
+      legacy: { url, concurrency: C, makeRequest: (i, w) => mcpCall(session, i + 1, 'products_get', { id: String(w + 1) }), check: toolCallSucceeded },
+    };
+    for (const k of KINDS) await warmUntilStable({ load: loads[v][k], pid: servers[v].pid, maxMs: 6000 });
+  }
+  const windows = { old: { rest: [], modern: [], legacy: [] }, new: { rest: [], modern: [], legacy: [] } } as Record<Version, Record<Kind, Array<Measured>>>;
+  for (let r = 0; r < ROUNDS; r++) {
+    const order: ReadonlyArray<Version> = r % 2 ? ['new', 'old'] : ['old', 'new'];
+    for (const k of KINDS) for (const v of order) windows[v][k].push(await measure(servers[v], loads[v][k], WIN));
+  }
+  const m = {} as Record<Version, Record<Kind, Measured>>;
+  for (const v of ['old', 'new'] as const) {
+    m[v] = { rest: combine(windows[v].rest), modern: combine(windows[v].modern), legacy: combine(windows[v].legacy) };
+    for (const k of KINDS) {
+      const x = m[v][k];
+      console.log(`${v} ${k.padEnd(6)} server CPU ${(x.srvCpuMsPerCall * 1000).toFixed(1)} µs/call, p99 ${x.load.p99Ms.toFixed(2)} ms, ` +
+        `${x.load.callsPerSec.toFixed(0)}/s, other cores ${x.otherCores.toFixed(2)}, errors ${x.load.errors}`);
+    }
+  }
+  const cpu = (a: Measured, b: Measured) => (a.srvCpuMsPerCall / b.srvCpuMsPerCall).toFixed(3);
+  for (const v of ['old', 'new'] as const) {
+    console.log(`${v}: MCP/REST CPU modern ${cpu(m[v].modern, m[v].rest)}x, legacy ${cpu(m[v].legacy, m[v].rest)}x; ` +
+      `p99 − REST p99 modern ${(m[v].modern.load.p99Ms - m[v].rest.load.p99Ms).toFixed(2)} ms, legacy ${(m[v].legacy.load.p99Ms - m[v].rest.load.p99Ms).toFixed(2)} ms`);
+  }
+  console.log(`new/old CPU/call: rest ${cpu(m.new.rest, m.old.rest)}, modern ${cpu(m.new.modern, m.old.modern)}, legacy ${cpu(m.new.legacy, m.old.legacy)}`);
+} finally {
+  for (const s of Object.values(servers)) await s.stop();
+}
