@@ -4,21 +4,13 @@
 // its CPU per call is stable, then measured in alternating windows (ROUNDS, default 4, of WIN ms, default 3000) at
 // C in flight (default 16, as bench:core). Prints server CPU per call, calls/s, and the ratios against the echo.
 //   OLD_ROOT=/tmp/wo-old node --import tsx bench/get-ab.ts
-import { mkdirSync, mkdtempSync } from 'node:fs';
 import { join } from 'node:path';
 import { combine, measure, type Measured } from './lib/measure.ts';
 import { warmUntilStable } from './lib/warmup.ts';
-import { isRow, plainEcho, repoRoot, restGet, seedProducts, spawnPeer, startWo, type SpawnedServer } from './lib/wo.ts';
+import { isRow, plainEcho, restGet, seedProducts, spawnPeer, startWo, type SpawnedServer } from './lib/wo.ts';
+import { oldVsNew } from './lib/old-vs-new.ts';
 
-const OLD = process.env.OLD_ROOT;
-if (!OLD) throw new Error('set OLD_ROOT to a checkout of the old code');
-const oldWo: typeof import('./lib/wo.ts') = await import(join(OLD, 'bench/lib/wo.ts'));
-const dataRoot = process.env.BENCH_DATA_DIR ?? join(repoRoot, '.data', 'bench-get-ab');
-mkdirSync(dataRoot, { recursive: true });
-const dir = (label: string) => mkdtempSync(join(dataRoot, `${label}-`));
-const ROUNDS = Number(process.env.ROUNDS ?? 4);
-const WIN = Number(process.env.WIN ?? 3000);
-const C = Number(process.env.C ?? 16);
+const { oldWo, dir, ROUNDS, WIN, C } = await oldVsNew('get-ab', { rounds: 4, inFlight: 16 });
 
 type Name = 'old' | 'new' | 'echo';
 const servers: Record<Name, SpawnedServer> = {

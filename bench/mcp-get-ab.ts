@@ -4,22 +4,13 @@
 // MCP get (legacy, one session) are measured in alternating windows (ROUNDS, default 3, of WIN ms, default 3000)
 // at C in flight (default 64). Prints server CPU per call, p99, and the MCP/REST and new/old ratios.
 //   OLD_ROOT=/tmp/wo-old node --import tsx bench/mcp-get-ab.ts
-import { mkdirSync, mkdtempSync } from 'node:fs';
-import { join } from 'node:path';
 import { openLegacySession, toolCallSucceeded } from '../testkit/mcp.ts';
 import { combine, measure, type Load, type Measured } from './lib/measure.ts';
 import { warmUntilStable } from './lib/warmup.ts';
-import { isRow, mcpCall, repoRoot, restGet, seedProducts, startWo, type SpawnedServer } from './lib/wo.ts';
+import { isRow, mcpCall, restGet, seedProducts, startWo, type SpawnedServer } from './lib/wo.ts';
+import { oldVsNew } from './lib/old-vs-new.ts';
 
-const OLD = process.env.OLD_ROOT;
-if (!OLD) throw new Error('set OLD_ROOT to a checkout of the old code');
-const oldWo: typeof import('./lib/wo.ts') = await import(join(OLD, 'bench/lib/wo.ts'));
-const dataRoot = process.env.BENCH_DATA_DIR ?? join(repoRoot, '.data', 'bench-mcp-get-ab');
-mkdirSync(dataRoot, { recursive: true });
-const dir = (label: string) => mkdtempSync(join(dataRoot, `${label}-`));
-const ROUNDS = Number(process.env.ROUNDS ?? 3);
-const WIN = Number(process.env.WIN ?? 3000);
-const C = Number(process.env.C ?? 64);
+const { oldWo, dir, ROUNDS, WIN, C } = await oldVsNew('mcp-get-ab', { rounds: 3, inFlight: 64 });
 
 type Version = 'old' | 'new';
 type Kind = 'rest' | 'modern' | 'legacy';

@@ -4,21 +4,12 @@
 // stable, then measured in alternating windows (ROUNDS, default 3, of WIN ms, default 3000) at C in flight
 // (default 32). KIND=create (default) or set_price. Prints server CPU per call, calls/s and the ratios.
 //   OLD_ROOT=/tmp/wo-old node --import tsx bench/write-ab.ts
-import { mkdirSync, mkdtempSync } from 'node:fs';
-import { join } from 'node:path';
 import { combine, measure, type Measured } from './lib/measure.ts';
 import { warmUntilStable } from './lib/warmup.ts';
-import { repoRoot, restCreate, restSetPrice, seedProducts, spawnPeer, startWo, type SpawnedServer } from './lib/wo.ts';
+import { restCreate, restSetPrice, seedProducts, spawnPeer, startWo, type SpawnedServer } from './lib/wo.ts';
+import { oldVsNew } from './lib/old-vs-new.ts';
 
-const OLD = process.env.OLD_ROOT;
-if (!OLD) throw new Error('set OLD_ROOT to a checkout of the old code');
-const oldWo: typeof import('./lib/wo.ts') = await import(join(OLD, 'bench/lib/wo.ts'));
-const dataRoot = process.env.BENCH_DATA_DIR ?? join(repoRoot, '.data', 'bench-write-ab');
-mkdirSync(dataRoot, { recursive: true });
-const dir = (label: string) => mkdtempSync(join(dataRoot, `${label}-`));
-const ROUNDS = Number(process.env.ROUNDS ?? 3);
-const WIN = Number(process.env.WIN ?? 3000);
-const C = Number(process.env.C ?? 32);
+const { oldWo, dir, ROUNDS, WIN, C } = await oldVsNew('write-ab', { rounds: 3, inFlight: 32 });
 const kind = process.env.KIND ?? 'create';
 const request = kind === 'create' ? restCreate : (i: number) => restSetPrice(1 + (i % 100), 1 + (i % 1000));
 const want = kind === 'create' ? 201 : 200;
