@@ -24,7 +24,8 @@ export interface CommandsResult {
 
 const BUDGET = 1.5;
 
-const APP = `import { Schema } from "effect"
+/** The app both sides of the comparison run (bench/commands-ab.ts runs it too). */
+export const LENDING_APP = `import { Schema } from "effect"
 import { defineApp, entity, reject } from "writeonce"
 export default defineApp({
   name: "lending",
@@ -49,11 +50,41 @@ export default defineApp({
 })
 `;
 
+/** Writes the lending app into `appDir`, its `writeonce` the checkout at `root`. */
+export const writeLendingApp = (appDir: string, root: string): void => {
+  mkdirSync(join(appDir, 'node_modules'));
+  symlinkSync(root, join(appDir, 'node_modules', 'writeonce'), 'dir');
+  symlinkSync(join(root, 'node_modules', 'effect'), join(appDir, 'node_modules', 'effect'), 'dir');
+  writeFileSync(join(appDir, 'package.json'), JSON.stringify({ type: 'module' }));
+  writeFileSync(join(appDir, 'app.ts'), LENDING_APP);
+};
+
 const json = { 'content-type': 'application/json' };
 const post = async (url: string, path: string, body: unknown) => {
   const res = await fetch(`${url}${path}`, { method: 'POST', headers: json, body: JSON.stringify(body) });
   if (!res.ok) throw new Error(`POST ${path}: ${res.status} ${await res.text()}`);
 };
+
+/** `books` books with copies to spare, `products` products and one member. */
+export const seedLending = async (url: string, books: number, products: number): Promise<void> => {
+  for (let i = 0; i < books; i++) await post(url, '/api/books', { title: `b${i}`, available: 1_000_000_000 });
+  for (let i = 0; i < products; i++) await post(url, '/api/products', { name: `p${i}`, price: 1, currency: 'USD' });
+  await post(url, '/api/members', { name: 'm' });
+};
+
+/** The two loads compared: `lend` round the books, `set_price` round the products. */
+export const lendingLoads = (url: string, concurrency: number, books: number, products: number) => ({
+  lend: {
+    url, concurrency,
+    makeRequest: (i: number) => ({ method: 'POST' as const, path: '/api/_commands/lend', headers: json, body: JSON.stringify({ book: String(1 + (i % books)), member: '1' }) }),
+    check: (s: number, b: string) => s === 200 && b.startsWith('{"command":"lend"'),
+  },
+  setPrice: {
+    url, concurrency,
+    makeRequest: (i: number) => ({ method: 'POST' as const, path: `/api/products/${1 + (i % products)}/set_price`, headers: json, body: JSON.stringify({ price: 1 + (i % 500) }) }),
+    check: (s: number, b: string) => s === 200 && b.startsWith('{"id":"'),
+  },
+});
 
 const summary = (m: Measured) => ({
   calls: m.load.calls,
@@ -68,30 +99,15 @@ export async function runCommands(ctx: BenchContext, o: CommandsOptions): Promis
   const dir = freshDataDir(ctx.dataRoot, 'commands');
   ctx.track(appDir);
   ctx.track(dir);
-  mkdirSync(join(appDir, 'node_modules'));
-  symlinkSync(ROOT, join(appDir, 'node_modules', 'writeonce'), 'dir');
-  symlinkSync(join(ROOT, 'node_modules', 'effect'), join(appDir, 'node_modules', 'effect'), 'dir');
-  writeFileSync(join(appDir, 'package.json'), JSON.stringify({ type: 'module' }));
-  writeFileSync(join(appDir, 'app.ts'), APP);
+  writeLendingApp(appDir, ROOT);
   const server = await spawnWo(['run', appDir, '--data', dir, '--listen', '127.0.0.1:0'], {
     readyTimeoutMs: 30_000, stopTimeoutMs: 3000, outputLimit: 16_384, env: { WO_LOG_LEVEL: 'Info' },
   });
   try {
     const url = server.loopbackUrl;
     ctx.phase(`commands: seeding ${o.books} books and ${o.products} products`);
-    for (let i = 0; i < o.books; i++) await post(url, '/api/books', { title: `b${i}`, available: 1_000_000_000 });
-    for (let i = 0; i < o.products; i++) await post(url, '/api/products', { name: `p${i}`, price: 1, currency: 'USD' });
-    await post(url, '/api/members', { name: 'm' });
-    const lend = {
-      url, concurrency: o.concurrency,
-      makeRequest: (i: number) => ({ method: 'POST' as const, path: '/api/_commands/lend', headers: json, body: JSON.stringify({ book: String(1 + (i % o.books)), member: '1' }) }),
-      check: (s: number, b: string) => s === 200 && b.startsWith('{"command":"lend"'),
-    };
-    const setPrice = {
-      url, concurrency: o.concurrency,
-      makeRequest: (i: number) => ({ method: 'POST' as const, path: `/api/products/${1 + (i % o.products)}/set_price`, headers: json, body: JSON.stringify({ price: 1 + (i % 500) }) }),
-      check: (s: number, b: string) => s === 200 && b.startsWith('{"id":"'),
-    };
+    await seedLending(url, o.books, o.products);
+    const { lend, setPrice } = lendingLoads(url, o.concurrency, o.books, o.products);
     for (const [name, load] of Object.entries({ lend, setPrice })) {
       ctx.phase(`commands: warming ${name}`);
       const w = await warmUntilStable({ load, pid: server.pid, chunkMs: o.warmChunkMs, maxMs: o.warmMaxMs, minCalls: o.warmMinCalls });

@@ -11,7 +11,7 @@ import { NotFound, ValidationFailed, type CommandError } from "../domain/errors.
 import { inputIssues } from "../domain/input-rules.ts"
 import { toIntent, type Command } from "../domain/intent.ts"
 import { GroupCommit, noCancel } from "./group-commit.ts"
-import type { CommandCommitted, Committed, Stage, Submission } from "./submission.ts"
+import type { CommandCommitted, CommandSubmission, Committed, Stage, Submission } from "./submission.ts"
 import { commandFromChanges, fingerprintOf, keyProblem, makeIdempotency, pruneExpiredKeys, storedChanges, type Keyed } from "./idempotency.ts"
 import { Metrics, metricsOff } from "../metrics/metrics.ts"
 
@@ -49,6 +49,13 @@ export interface CommandsShape {
    * NotFound (type "_commands") when the app declares no such command.
    */
   readonly executeAppCommand: (name: string, input: unknown, options?: ExecuteOptions) => Effect.Effect<CommandCommitted, CommandError>
+  /** `executeAppCommand` without a fiber, for a command without an idempotency key (as `executeNow` is `execute`'s). */
+  readonly executeAppCommandNow: (
+    name: string,
+    input: unknown,
+    options: Omit<ExecuteOptions, "idempotencyKey"> | undefined,
+    onExit: (exit: Exit.Exit<CommandCommitted, CommandError>) => void
+  ) => () => void
 }
 
 export class Commands extends Context.Tag("writeonce/Commands")<Commands, CommandsShape>() {}
@@ -107,6 +114,25 @@ export const makeCommands =
         idempotency: keyed.right
       })
     }
+    /** The app command checked and its params decoded into what the writer takes (its key, if any, checked). */
+    const commandSubmissionOf = (name: string, input: unknown, options: ExecuteOptions | undefined): Either.Either<CommandSubmission, CommandError> => {
+      const command = catalog.commands.get(name)
+      if (command === undefined) return Either.left(new NotFound({ type: "_commands", id: name }))
+      const issues = inputIssues(input)
+      if (issues.length > 0) return Either.left(new ValidationFailed({ type: name, issues }))
+      const params = command.decodeParams(input ?? {})
+      if (Either.isLeft(params)) return Either.left(new ValidationFailed({ type: name, issues: params.left, omitted: options?.keysLeftOut }))
+      const keyed = options?.idempotencyKey === undefined ? UNKEYED : keyedBy(options.idempotencyKey, ["Command", name, input ?? {}])
+      if (Either.isLeft(keyed)) return Either.left(keyed.left)
+      return Either.right({
+        app: catalog,
+        command,
+        params: params.right,
+        correlation: randomUUID(),
+        onStage: options?.onStage,
+        idempotency: keyed.right
+      })
+    }
     return Commands.of({
       execute: (command, options) =>
         Effect.suspend(() => {
@@ -127,27 +153,21 @@ export const makeCommands =
       },
       executeAppCommand: (name, input, options) =>
         Effect.suspend(() => {
-          const command = catalog.commands.get(name)
-          if (command === undefined) return Effect.fail(new NotFound({ type: "_commands", id: name }))
-          const issues = inputIssues(input)
-          if (issues.length > 0) return Effect.fail(new ValidationFailed({ type: name, issues }))
-          const params = command.decodeParams(input ?? {})
-          if (Either.isLeft(params)) return Effect.fail(new ValidationFailed({ type: name, issues: params.left, omitted: options?.keysLeftOut }))
-          const keyed = keyedBy(options?.idempotencyKey, ["Command", name, input ?? {}])
-          if (Either.isLeft(keyed)) return Effect.fail(keyed.left)
-          const submit = writer.submitCommand({
-            app: catalog,
-            command,
-            params: params.right,
-            correlation: randomUUID(),
-            onStage: options?.onStage,
-            ...(keyed.right === undefined ? {} : { idempotency: keyed.right })
-          })
-          if (keyed.right === undefined) return submit
-          const fingerprint = keyed.right.fingerprint
-          return idempotency.run(keyed.right, submit, (stored) => Either.map(storedChanges(stored, fingerprint), (changes) => commandFromChanges(changes, true)), (c): CommandCommitted =>
+          const submission = commandSubmissionOf(name, input, options)
+          if (Either.isLeft(submission)) return Effect.fail(submission.left)
+          const submit = writer.submitCommand(submission.right)
+          const keyed = submission.right.idempotency
+          if (keyed === undefined) return submit
+          const fingerprint = keyed.fingerprint
+          return idempotency.run(keyed, submit, (stored) => Either.map(storedChanges(stored, fingerprint), (changes) => commandFromChanges(changes, true)), (c): CommandCommitted =>
             ({ ...c, replayed: true })).pipe(Effect.tap(countReplay))
-        })
+        }),
+      executeAppCommandNow: (name, input, options, onExit) => {
+        const submission = commandSubmissionOf(name, input, options)
+        if (Either.isRight(submission)) return writer.offerCommand(submission.right, onExit)
+        onExit(Exit.fail(submission.left))
+        return noCancel
+      }
     })
   })
 

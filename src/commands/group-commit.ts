@@ -43,6 +43,8 @@ export interface GroupCommitShape {
   readonly offer: (submission: Submission, onExit: (exit: Exit.Exit<Committed, CommandError>) => void) => () => void
   /** Queues an app command and waits until all of its events are durable (or it is refused, and none written). */
   readonly submitCommand: (submission: CommandSubmission) => Effect.Effect<CommandCommitted, CommandError>
+  /** `submitCommand` without a fiber, as `offer` is `submit` without one (same rules for `onExit`). */
+  readonly offerCommand: (submission: CommandSubmission, onExit: (exit: Exit.Exit<CommandCommitted, CommandError>) => void) => () => void
   /**
    * Completes if the writer dies from a bug of ours. Every command then fails fast with WriterStopped; the
    * process should exit non-zero so that a supervisor restarts it (`wo run` does).
@@ -253,7 +255,7 @@ export const makeGroupCommit = Effect.gen(function* () {
    * command is skipped if the writer has not taken it yet.
    */
   const enqueue = <A>(
-    submission: Omit<Pending, "resume" | "cancelled" | "attempts" | "recheck"> | Omit<PendingCommand, "resume" | "cancelled" | "attempts" | "recheck">,
+    submission: Submission | CommandSubmission,
     onExit: (exit: Exit.Exit<A, CommandError>) => void
   ): (() => void) => {
     const refusal = closing
@@ -267,9 +269,21 @@ export const makeGroupCommit = Effect.gen(function* () {
       metrics.answered(exit)
       onExit(exit)
     }
-    // A single-row write is the hot case: its fields listed, one object shape for all (a spread cost more: bench:profile).
-    const p = (submission.kind === "command"
-      ? { ...submission, resume, cancelled: false, attempts: 0, recheck: false }
+    // Its fields listed, one object shape per kind (a spread cost more: bench:profile).
+    const p = ("command" in submission
+      ? {
+        kind: "command",
+        app: submission.app,
+        command: submission.command,
+        params: submission.params,
+        correlation: submission.correlation,
+        onStage: submission.onStage,
+        idempotency: submission.idempotency,
+        resume,
+        cancelled: false,
+        attempts: 0,
+        recheck: false
+      }
       : {
         kind: undefined,
         type: submission.type,
@@ -301,7 +315,8 @@ export const makeGroupCommit = Effect.gen(function* () {
   return GroupCommit.of({
     submit: (submission) => awaitAnswer<Committed>(submission),
     offer: (submission, onExit) => enqueue(submission, onExit),
-    submitCommand: (submission) => awaitAnswer<CommandCommitted>({ ...submission, kind: "command" as const }),
+    submitCommand: (submission) => awaitAnswer<CommandCommitted>(submission),
+    offerCommand: (submission, onExit) => enqueue(submission, onExit),
     died: Deferred.await(death),
     queueDepth: () => pending.length
   })

@@ -9,7 +9,7 @@ import { NotFound, STORE_UNAVAILABLE, storeErrorPolicy, type CommandError, type 
 import type { Command, CommandsShape, Committed, ExecuteOptions } from "../commands/commands.ts"
 import type { QueriesShape } from "../projections/queries.ts"
 import { errorJson, jsonText, safeDecode, type EdgeRequest, type EdgeResponse } from "./edge-types.ts"
-import type { DirectRoute } from "./edge.ts"
+import type { DirectRespond, DirectRoute } from "./edge.ts"
 import { describeBodyProblem, isJsonContentType, parseInputBody, type InputBody } from "./json-body.ts"
 import { deletedBody, listBody } from "./bodies.ts"
 import { fromQueryString } from "../domain/list-request.ts"
@@ -283,10 +283,12 @@ export const makeRestRoutes = (catalog: CompiledApp, commands: CommandsShape, qu
   // fiber per request, its run loop and its resumption by the writer were the largest share of a durable write's CPU
   // after the store itself). Both ways route through `writeOf`, plan through `planWrite` and answer through
   // `answerOf` and `errorResponse`; a request with an Idempotency-Key goes the generic way (it may wait on its key's
-  // earlier attempt).
+  // earlier attempt). App commands too (`commandNow`: bench/scenarios/commands.ts, the fiber was the largest
+  // difference between a lend's CPU and a set_price's in bench/profile-lend.ts).
   const direct: DirectRoute = (request, respond) => {
     if (request.method === "GET") return readNow(request, respond)
     if (request.headers[IDEMPOTENCY_KEY_HEADER] !== undefined) return undefined
+    if (request.path.startsWith(COMMANDS_PREFIX)) return commandNow(request, respond)
     const target = targetOf(catalog, request.path)
     if (target === undefined) return undefined
     const kind = writeOf(target.type, target.parts, request.method)
@@ -296,22 +298,20 @@ export const makeRestRoutes = (catalog: CompiledApp, commands: CommandsShape, qu
       respond.answer(write)
       return noCancel
     }
-    // Called inside the writer's batch: nothing may throw into it.
-    return commands.executeNow(write.command, optionsOf(write.keysLeftOut), (exit) => {
-      let response: EdgeResponse
-      try {
-        if (Exit.isSuccess(exit)) response = answerOf(write, exit.value)
-        else {
-          const error = Cause.failureOption(exit.cause)
-          // A defect is answered as the generic path's failed fiber is (edge.ts).
-          if (Option.isNone(error)) return respond.failed(exit.cause)
-          response = errorResponse(error.value, write.ifMatch)
-        }
-      } catch (e) {
-        return respond.failed(Cause.die(e))
-      }
-      respond.answer(response)
-    })
+    return commands.executeNow(write.command, optionsOf(write.keysLeftOut), answerExit(respond, (c) => answerOf(write, c), write.ifMatch))
+  }
+
+  /** `POST /api/_commands/<name>` the direct way, answered as `appCommand` answers it; anything else goes the generic way. */
+  const commandNow: DirectRoute = (request, respond) => {
+    const name = safeDecode(request.path.slice(COMMANDS_PREFIX.length))
+    const command = catalog.commands.get(name)
+    if (request.method !== "POST" || command === undefined || !command.rest) return undefined
+    const body = readBody(request, maxJsonDepth, command.decodeParams.accepts)
+    if (isResponse(body)) {
+      respond.answer(body)
+      return noCancel
+    }
+    return commands.executeAppCommandNow(name, body.input, optionsOf(body.keysLeftOut), answerExit(respond, (c) => jsonText(200, commandBody(c), replayHeader(c.replayed))))
   }
 
   /** Routes a request whose path starts with /api/. */
@@ -327,6 +327,26 @@ export const makeRestRoutes = (catalog: CompiledApp, commands: CommandsShape, qu
     return Effect.succeed(method(type, parts[2], request))
   }
   return Object.assign(routes, { direct })
+}
+
+/**
+ * The writer's answer to a direct write, turned into the response as the generic route would (`ok` for a success,
+ * `errorResponse` for a refusal, a defect answered as a failed fiber is: edge.ts). Called inside the writer's batch:
+ * nothing may throw into it.
+ */
+const answerExit = <A>(respond: DirectRespond, ok: (a: A) => EdgeResponse, ifMatch = false) => (exit: Exit.Exit<A, CommandError>) => {
+  let response: EdgeResponse
+  try {
+    if (Exit.isSuccess(exit)) response = ok(exit.value)
+    else {
+      const error = Cause.failureOption(exit.cause)
+      if (Option.isNone(error)) return respond.failed(exit.cause)
+      response = errorResponse(error.value, ifMatch)
+    }
+  } catch (e) {
+    return respond.failed(Cause.die(e))
+  }
+  respond.answer(response)
 }
 
 /** What the surface tells the command about its body: the keys it counted but left unparsed. */

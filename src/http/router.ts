@@ -70,7 +70,7 @@ export const makeRouter = (guards: Guards, routes: Routes, authorized: (authoriz
   return routes.extra?.(request) ?? Effect.succeed(notFound(request))
 }
 
-/** The methods rest.ts's direct route takes: the row writes and a row's GET (HEAD goes the generic way). */
+/** The methods rest.ts's direct route takes: the row writes, app commands and a row's GET (HEAD goes the generic way). */
 const DIRECT_METHODS = new Set(["GET", "POST", "PATCH", "DELETE"])
 
 /**
@@ -79,7 +79,8 @@ const DIRECT_METHODS = new Set(["GET", "POST", "PATCH", "DELETE"])
  */
 export const makeDirectRouter = (guards: Guards, rest: DirectRoute, authorized: (authorization: string | undefined) => boolean = () => true): DirectRoute =>
   (request, respond) =>
-    DIRECT_METHODS.has(request.method) && request.path.startsWith("/api/") && !request.path.startsWith("/api/_") &&
+    DIRECT_METHODS.has(request.method) && request.path.startsWith("/api/") &&
+      (!request.path.startsWith("/api/_") || request.path.startsWith(COMMANDS_PREFIX)) &&
       refusalOf(guards, authorized, request) === undefined
       ? rest(request, respond)
       : undefined

@@ -3,7 +3,7 @@
  * DirectRoute) and the generic Effect routes (requests with an Idempotency-Key, recorded servers, `wo dev`).
  * Both must answer the same: each request here is sent both ways, on the real runtime, and the status, headers
  * and body compared, for successes, validation errors, refusals, conflicts, missing rows and a failing store.
- * A row's GET takes the direct route too (answered at once from the row cache).
+ * A row's GET takes the direct route too (answered at once from the row cache), and so do app commands.
  */
 import { Effect, Layer } from "effect"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
@@ -16,6 +16,7 @@ import { makeRestRoutes } from "../../src/http/rest.ts"
 import type { EdgeRequest, EdgeResponse } from "../../src/http/edge-types.ts"
 import { LogFaults } from "../../testkit/log-faults.ts"
 import { apps, rawRequest, startServer } from "../../testkit/server.ts"
+import { library } from "../../testkit/library-app.ts"
 
 type Server = Awaited<ReturnType<typeof startServer>>
 
@@ -59,6 +60,8 @@ describe("REST writes: the direct route answers as the generic routes do", () =>
   let blog: Server
   let pricingRoutes: Routes
   let blogRoutes: Routes
+  let lending: Server
+  let lendingRoutes: Routes
   let failWrites = false
   beforeAll(async () => {
     const faults = Layer.succeed(LogFaults, {
@@ -68,10 +71,13 @@ describe("REST writes: the direct route answers as the generic routes do", () =>
     blog = await startServer(apps.blog)
     pricingRoutes = await routesOf(pricing)
     blogRoutes = await routesOf(blog)
+    lending = await startServer(library)
+    lendingRoutes = await routesOf(lending)
   })
   afterAll(async () => {
     await pricing?.close()
     await blog?.close()
+    await lending?.close()
   })
 
   /** The same request both ways, on rows that start alike; the answers with the ids made equal. */
@@ -165,6 +171,34 @@ describe("REST writes: the direct route answers as the generic routes do", () =>
     expect(deleted.direct).toEqual(deleted.generic)
   })
 
+  it("an app command (lend): 200 with every change; a refusal 422; bad params 400; each way its own rows", async () => {
+    const make = async (copies: number) => {
+      const book = shape(await direct(lendingRoutes, request("POST", "/api/books", { title: `b${copies}` }))).body.id as string
+      if (copies > 0) await direct(lendingRoutes, request("POST", `/api/books/${book}/add_copies`, { n: copies }))
+      return book
+    }
+    const member = shape(await direct(lendingRoutes, request("POST", "/api/members", { name: "Ann" }))).body.id as string
+    const lend = (book: string) => request("POST", "/api/_commands/lend", { book, member })
+    // The two ways lend two books alike; the loans' ids and the correlations differ only because each made its own.
+    const books = [await make(1), await make(1)]
+    const viaGeneric = shape(await generic(lending, lendingRoutes, lend(books[0])))
+    const viaDirect = shape(await direct(lendingRoutes, lend(books[1])))
+    expect(viaGeneric.status).toBe(200)
+    expect(viaGeneric.body.changes.map((c: { type: string; kind: string }) => `${c.type} ${c.kind}`)).toEqual(["books invoked", "loans created"])
+    const same = (a: typeof viaGeneric) => ({ ...a, body: { ...a.body, correlation: "C", changes: a.body.changes.map((c: { type: string }) => ({ ...c, id: "ID", row: { ...(c as { row: object }).row, id: "ID", book: "B" } })) } })
+    expect(same(viaDirect)).toEqual(same(viaGeneric))
+    expect(viaDirect.headers).toEqual(viaGeneric.headers)
+    // No copy left: refused both ways alike, nothing written.
+    const refused = await bothWays(lending, lendingRoutes, (book) => lend(book), [books[0], books[1]])
+    expect(refused.generic).toMatchObject({ status: 422, body: { error: "Rejected", code: "no_copies" } })
+    expect(refused.direct).toEqual(refused.generic)
+    for (const bad of [request("POST", "/api/_commands/lend", { book: 1, member, extra: true }), request("POST", "/api/_commands/lend", "{ not json")]) {
+      const answer = shape(await generic(lending, lendingRoutes, bad))
+      expect(answer.status).toBe(400)
+      expect(shape(await direct(lendingRoutes, bad))).toEqual(answer)
+    }
+  })
+
   it("a row's GET: the row as its write answered it, byte for byte, with its ETag; the new row after a change; 404", async () => {
     const id = await createProduct()
     const written = await direct(pricingRoutes, request("POST", `/api/products/${id}/set_price`, { price: 31 }))
@@ -207,5 +241,10 @@ describe("REST writes: the direct route answers as the generic routes do", () =>
     expect(taken(request("PATCH", "/api/products/1", {}))).toBe(false) // pricing exposes no update
     expect(taken(request("POST", "/api/nothing", {}))).toBe(false)
     expect(taken(request("POST", "/api/products", "{ not json"))).toBe(true) // answered 400 at once
+    const lendingTaken = (req: EdgeRequest) => lendingRoutes.direct(req, { answer: () => {}, failed: () => {} }) !== undefined
+    expect(lendingTaken(request("POST", "/api/_commands/lend", "{ not json"))).toBe(true) // answered 400 at once
+    expect(lendingTaken(request("POST", "/api/_commands/lend", {}, { "idempotency-key": "k-2" }))).toBe(false)
+    expect(lendingTaken(request("GET", "/api/_commands/lend"))).toBe(false) // 405 the generic way
+    expect(lendingTaken(request("POST", "/api/_commands/nothing", {}))).toBe(false) // 404 the generic way
   })
 })
