@@ -9,7 +9,7 @@ import { DEFAULT_REJECTION_CODE, isRejection, type Row } from "./catalog.ts"
 import type { CompiledMethod, CompiledType } from "./compile.ts"
 import { MethodFailed, NotFound, Rejected, ValidationFailed, VersionConflict, type CommandError, type FieldIssue } from "./errors.ts"
 import type { EventKind, StoredEvent } from "./events.ts"
-import { checkInvariants, decodedRow } from "./invariants.ts"
+import { decodedRow, decodedRowAfter, invariantRefusal } from "./invariants.ts"
 import { describeThrown, issuesText, notPlainObject, plainData, runUserCode, traceOf, userCodeFailure, type UserCodeFailure } from "./user-code.ts"
 
 /** A command whose payload has already been decoded against the type's schema. */
@@ -80,8 +80,8 @@ export const decide = (
 ): Either.Either<EventDraft, CommandError | UserCodeFailure> => {
   if (intent._tag === "Create") {
     const draft: EventDraft = { kind: "created", data: intent.fields }
-    // Without invariants there is no row to check (and no closure to build for it).
-    return type.rules.invariants.length === 0 ? Either.right(draft) : checked(type, "create", draft, () => decodedRow(type, id, 1, intent.fields))
+    // Without invariants there is no row to check (and none to build for it).
+    return type.rules.invariants.length === 0 ? Either.right(draft) : checked(type, "create", draft, decodedRow(type, id, 1, intent.fields))
   }
   if (state === undefined) return Either.left(new NotFound({ type: type.name, id }))
   if (expectedVersion !== undefined && expectedVersion !== state.version) {
@@ -92,17 +92,18 @@ export const decide = (
     case "Update":
       return Object.keys(intent.patch).length === 0
         ? Either.left(new ValidationFailed({ type: type.name, issues: [{ path: [], message: "no fields to update" }] }))
-        : checked(type, "update", { kind: "updated", data: intent.patch }, () => decodedRow(type, id, version + 1, { ...stored, ...intent.patch }))
+        : type.rules.invariants.length === 0
+        ? Either.right({ kind: "updated", data: intent.patch })
+        : checked(type, "update", { kind: "updated", data: intent.patch }, decodedRowAfter(type, id, version + 1, stored, intent.patch))
     case "Delete":
       return Either.right({ kind: "deleted", data: {} })
     case "Invoke": {
       const row = decodedRow(type, id, version, stored)
-      return Either.flatMap(
-        applyMethod(type, intent.method, row, intent.params),
-        (data) =>
-          checked(type, intent.method.name, { kind: "invoked", method: intent.method.name, params: intent.params, data }, () =>
-            decodedRow(type, id, version + 1, { ...stored, ...data }))
-      )
+      const applied = applyMethod(type, intent.method, row, intent.params)
+      if (Either.isLeft(applied)) return Either.left(applied.left)
+      const data = applied.right
+      const draft: EventDraft = { kind: "invoked", method: intent.method.name, params: intent.params, data }
+      return type.rules.invariants.length === 0 ? Either.right(draft) : checked(type, intent.method.name, draft, decodedRowAfter(type, id, version + 1, stored, data))
     }
   }
 }
@@ -141,14 +142,11 @@ export const decideIsolated = <A>(
   }
 }
 
-/** The draft, once the row after it holds every invariant of its type (none declared: nothing to decode). */
-const checked = (
-  type: CompiledType,
-  operation: string,
-  draft: EventDraft,
-  rowAfter: () => Row
-): Either.Either<EventDraft, Rejected | UserCodeFailure> =>
-  type.rules.invariants.length === 0 ? Either.right(draft) : Either.map(checkInvariants(type, operation, rowAfter()), () => draft)
+/** The draft, once the row after it holds every invariant of its type (callers skip it when none is declared). */
+const checked = (type: CompiledType, operation: string, draft: EventDraft, rowAfter: Row): Either.Either<EventDraft, Rejected | UserCodeFailure> => {
+  const refusal = invariantRefusal(type, operation, rowAfter)
+  return refusal === undefined ? Either.right(draft) : Either.left(refusal)
+}
 
 /** Folds one event into the row. Key order is stable ({id, version, ...fields}) so JSON bodies are too. */
 export const evolve = (state: Row | undefined, event: StoredEvent): Row | undefined => {

@@ -82,12 +82,20 @@ export const traceOf = (thrown: unknown): string => {
  * Whether `value` is a Promise (a thenable); if so its rejection is handled here, so that a Promise user code
  * threw or returned, and nobody awaits, cannot end the process as an unhandled rejection.
  */
-const settleThenable = (value: unknown): boolean => {
+export const settleThenable = (value: unknown): boolean => {
   if ((typeof value !== "object" && typeof value !== "function") || value === null) return false
   const then = attempt(() => (value as { then?: unknown }).then)
   if (typeof then !== "function") return false
   attempt(() => then.call(value, undefined, () => undefined))
   return true
+}
+
+export const RETURNED_PROMISE = "it returned a Promise; it must return its result synchronously"
+
+/** What user code threw, as `runUserCode` answers it (for callers that run it without a closure: invariants.ts). */
+export const thrownByUserCode = (e: unknown): UserCodeFailure => {
+  settleThenable(e)
+  return userCodeFailure(describeThrown(e), traceOf(e))
 }
 
 /**
@@ -99,10 +107,9 @@ export const runUserCode = <A>(callback: () => A): Either.Either<A, UserCodeFail
   try {
     result = callback()
   } catch (e) {
-    settleThenable(e)
-    return Either.left(userCodeFailure(describeThrown(e), traceOf(e)))
+    return Either.left(thrownByUserCode(e))
   }
-  if (settleThenable(result)) return Either.left(userCodeFailure("it returned a Promise; it must return its result synchronously"))
+  if (settleThenable(result)) return Either.left(userCodeFailure(RETURNED_PROMISE))
   return Either.right(result)
 }
 

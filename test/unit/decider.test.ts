@@ -4,6 +4,8 @@ import { compileApp } from "../../src/domain/compile.ts"
 import { decide, evolve } from "../../src/domain/decider.ts"
 import type { StoredEvent } from "../../src/domain/events.ts"
 import { apps } from "../../testkit/server.ts"
+import { defineApp, entity, reject } from "../../src/domain/catalog.ts"
+import { Schema } from "effect"
 
 const pricing = Either.getOrThrow(compileApp(apps.pricing))
 const products = pricing.types.get("products")!
@@ -37,6 +39,48 @@ describe("decide", () => {
   it("refuses an empty update", () => {
     const d = decide(products, "1", row, { _tag: "Update", patch: {} }, undefined)
     expect(Either.isLeft(d) && d.left._tag).toBe("ValidationFailed")
+  })
+})
+
+describe("invariants", () => {
+  // One check per way it can answer: the row after the method is what each sees.
+  const seen: Array<unknown> = []
+  const app = Either.getOrThrow(compileApp(defineApp({
+    name: "shop",
+    entities: {
+      items: entity({
+        fields: { n: Schema.Number, tag: Schema.String },
+        methods: { set: { params: { n: Schema.Number }, apply: (_row, { n }) => (n === 13 ? reject("unlucky", "no 13") : { n }) } },
+        invariants: {
+          capped: { check: (i) => (seen.push(i), i.n <= 100), message: "at most 100" },
+          no_throw: { check: (i) => { if (i.n === 50) throw new Error("boom"); return true }, message: "-" },
+          boolean: { check: (i) => (i.n === 60 ? (1 as unknown as boolean) : true), message: "-" },
+          sync: { check: (i) => (i.n === 70 ? (Promise.resolve(true) as unknown as boolean) : true), message: "-" }
+        }
+      })
+    }
+  })))
+  const items = app.types.get("items")!
+  const set = items.methods.get("set")!
+  const current = { id: "1", version: 3, n: 1, tag: "a" }
+  const invoke = (n: number) => decide(items, "1", current, { _tag: "Invoke", method: set, params: { n } }, undefined)
+
+  it("checks the row after a method (the stored fields with its change, the next version); all hold: the draft", () => {
+    seen.length = 0
+    expect(Either.getOrThrow(invoke(7))).toEqual({ kind: "invoked", method: "set", params: { n: 7 }, data: { n: 7 } })
+    expect(seen).toEqual([{ id: "1", version: 4, n: 7, tag: "a" }])
+    expect(Either.getOrThrow(decide(items, "1", current, { _tag: "Update", patch: { tag: "b" } }, undefined))).toEqual({ kind: "updated", data: { tag: "b" } })
+    expect(seen[1]).toEqual({ id: "1", version: 4, n: 1, tag: "b" })
+  })
+
+  it("a false check is Rejected with its code; a throw, a non-boolean or a Promise is the author's bug; a reject stays the method's", () => {
+    const left = (d: ReturnType<typeof invoke>) => (Either.isLeft(d) ? d.left : undefined)
+    expect(left(invoke(101))).toMatchObject({ _tag: "Rejected", code: "capped", reason: "at most 100", operation: "set", id: "1" })
+    expect(left(invoke(50))).toMatchObject({ _tag: "UserCodeFailure", reason: "invariant no_throw threw: boom" })
+    expect(left(invoke(60))).toMatchObject({ _tag: "UserCodeFailure", reason: "invariant boolean returned 1, not a boolean" })
+    expect(left(invoke(70))).toMatchObject({ _tag: "UserCodeFailure", reason: "invariant sync threw: it returned a Promise; it must return its result synchronously" })
+    expect(left(invoke(13))).toMatchObject({ _tag: "Rejected", code: "unlucky" })
+    expect(left(decide(items, "2", undefined, { _tag: "Create", fields: { n: 500, tag: "x" } }, undefined))).toMatchObject({ _tag: "Rejected", code: "capped", operation: "create" })
   })
 })
 
