@@ -9,7 +9,7 @@
  */
 import { Either } from "effect"
 import type { Row } from "../domain/catalog.ts"
-import { commandFailed, planCommand } from "../domain/command-decider.ts"
+import { commandFailed, planCommand, type PlannedChange } from "../domain/command-decider.ts"
 import { decide, decideIsolated, evolve } from "../domain/decider.ts"
 import type { CommandError, MethodFailed } from "../domain/errors.ts"
 import { streamKey, type StoredEvent } from "../domain/events.ts"
@@ -54,7 +54,7 @@ export interface DecidedBatch {
 }
 
 /** The operation a command runs, as MethodFailed names it. */
-const operationOf = (p: Pending) => (p.intent._tag === "Invoke" ? p.intent.method.name : OPERATIONS[p.intent._tag])
+const operationOf = (p: Pending | PlannedChange) => (p.intent._tag === "Invoke" ? p.intent.method.name : OPERATIONS[p.intent._tag])
 const OPERATIONS = { Create: "create", Update: "update", Delete: "delete" } as const
 
 /** Refusals that may come from rows lagging a shared log: decided once more, caught up. */
@@ -85,25 +85,32 @@ export const decideBatch = (
   // Shared log: the entities created in this batch (the log may give them other ids).
   const createdHere = new Set<string>()
 
-  /** Decides one change against `current`: the event and the row after it, or the error to answer with. */
-  const decideOne = (p: Pending, id: string, current: Row | undefined, seq: number): Either.Either<Decided, CommandError> =>
+  /**
+   * Decides one change against `current`: the event and the row after it, or the error to answer with. `of`: the app
+   * command it is part of, named on its event.
+   */
+  const decideOne = (p: Pending | PlannedChange, id: string, current: Row | undefined, seq: number, of?: PendingCommand): Either.Either<Decided, CommandError> =>
     decideIsolated(
       { type: p.type.name, id, operation: operationOf(p) },
       (): Either.Either<Decided, CommandError | UserCodeFailure> => {
         // A method that threw or returned what cannot be stored is the author's bug: answered 500 and logged.
-        const decision = decide(p.type, id, current, p.intent, p.expectedVersion)
+        const decision = decide(p.type, id, current, p.intent, "expectedVersion" in p ? p.expectedVersion : undefined)
         if (Either.isLeft(decision)) return Either.left(decision.left)
         const dangling = referenceRefusal(p.type, id, operationOf(p), decision.right, rows, overlay)
         if (dangling !== undefined) return Either.left(dangling)
-        const event: StoredEvent = {
-          seq,
-          at,
-          type: p.type.name,
-          id,
-          version: (current?.version ?? 0) + 1,
-          schema: p.type.version,
-          ...decision.right
-        }
+        const event: StoredEvent = of === undefined
+          ? { seq, at, type: p.type.name, id, version: (current?.version ?? 0) + 1, schema: p.type.version, ...decision.right }
+          : {
+            seq,
+            at,
+            type: p.type.name,
+            id,
+            version: (current?.version ?? 0) + 1,
+            schema: p.type.version,
+            ...decision.right,
+            command: of.command.name,
+            correlation: of.correlation
+          }
         const row = evolve(current, event) ?? null
         return Either.right({ event, row, before: current ?? null, rowJson: row === null ? null : JSON.stringify(row), uri: rowUri(p.type.name, id) })
       },
@@ -156,8 +163,7 @@ export const decideBatch = (
         return again.push(p)
       }
       // Each change is decided as the single-row write would be, with the same checks.
-      const entry: Pending = { type: change.type, id, intent: change.intent, resume: () => undefined, cancelled: false, attempts: 0, recheck: false }
-      const one = decideOne(entry, id, create ? undefined : lookup(type, id), lastSeq + 1 + decided.length)
+      const one = decideOne(change, id, create ? undefined : lookup(type, id), lastSeq + 1 + decided.length, p)
       if (Either.isLeft(one)) {
         rollback()
         return refuse(one.left)
@@ -165,7 +171,7 @@ export const decideBatch = (
       const key = streamKey(type, id)
       undo.push([key, overlay.has(key), overlay.get(key)])
       overlay.set(key, one.right.row)
-      decided.push({ ...one.right, event: { ...one.right.event, command: p.command.name, correlation: p.correlation } })
+      decided.push(one.right)
     }
     if (decided.length === 0) return unchanged.push(p)
     for (const d of decided) {

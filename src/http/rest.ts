@@ -303,7 +303,9 @@ export const makeRestRoutes = (catalog: CompiledApp, commands: CommandsShape, qu
 
   /** `POST /api/_commands/<name>` the direct way, answered as `appCommand` answers it; anything else goes the generic way. */
   const commandNow: DirectRoute = (request, respond) => {
-    const name = safeDecode(request.path.slice(COMMANDS_PREFIX.length))
+    const segment = request.path.slice(COMMANDS_PREFIX.length)
+    // Command names are [a-z0-9_]: nothing to decode unless escaped (decodeURIComponent's try cost per call).
+    const name = segment.includes("%") ? safeDecode(segment) : segment
     const command = catalog.commands.get(name)
     if (request.method !== "POST" || command === undefined || !command.rest) return undefined
     const body = readBody(request, maxJsonDepth, command.decodeParams.accepts)
