@@ -8,7 +8,6 @@
  * result, and either how it reads or which command its arguments make. `toolNames(type)` reads the same table.
  */
 import { Cause, Effect, Either, Exit, Option, Schema } from "effect"
-import type { Row } from "../../domain/catalog.ts"
 import type { CompiledApp, CompiledMethod, CompiledType } from "../../domain/compile.ts"
 import type { CompiledView } from "../../domain/compile-views.ts"
 import { withoutProperties, type JsonSchema } from "../../domain/json-schema.ts"
@@ -20,7 +19,7 @@ import type { QueriesShape } from "../../projections/queries.ts"
 import { ViewFailed, ViewRefolding, type ViewsShape } from "../../projections/views.ts"
 import { deletedBody, listBody, viewBody } from "../bodies.ts"
 import { commandBody } from "../command-body.ts"
-import { argumentError, asReplay, errorResult, failure, jsonResult, rowResult, success, type ToolResult } from "./tool-results.ts"
+import { argumentError, asReplay, errorResult, failure, jsonResult, readRowResult, rowResult, success, type ToolResult } from "./tool-results.ts"
 import {
   COMMAND_RESULT,
   decodeIdOnly,
@@ -191,7 +190,7 @@ const CRUD: ReadonlyArray<Operation> = [
     input: () => objectSchema(ID_ONLY.properties, ID_ONLY.required),
     output: (p) => p.row,
     read: ({ t }, queries) => {
-      const onRead = { onFailure: failure, onSuccess: (row: Row) => rowResult(row) }
+      const onRead = { onFailure: failure, onSuccess: readRowResult }
       const read = (id: string) => Effect.match(queries.get(t, id), onRead)
       return (args) => {
         const id = plainId(args)
@@ -204,7 +203,7 @@ const CRUD: ReadonlyArray<Operation> = [
     readNow: ({ t }, queries) => {
       const read = (id: string): ToolResult => {
         const row = queries.row(t, id)
-        return row === undefined ? failure(new NotFound({ type: t, id })) : rowResult(row)
+        return row === undefined ? failure(new NotFound({ type: t, id })) : readRowResult(row)
       }
       return (args) => {
         const id = plainId(args)
