@@ -33,6 +33,7 @@ import {
   objectSchema,
   pageArgs,
   plainId,
+  plainTarget,
   propertiesOf,
   requiredOf,
   ROW_KEYS,
@@ -142,14 +143,15 @@ const targeted = (
   type: string,
   args: Readonly<Record<string, unknown>>,
   f: (id: string, expectedVersion: number | undefined, rest: Readonly<Record<string, unknown>>) => Command
-): Either.Either<Command, ToolResult> =>
-  Either.match(decodeTarget(args), {
-    onLeft: (e) => Either.left(argumentError(type, e)),
-    onRight: ({ id, expectedVersion }) => {
-      const { id: _id, expectedVersion: _v, ...rest } = args
-      return Either.right(f(id, expectedVersion, rest))
-    }
-  })
+): Either.Either<Command, ToolResult> => {
+  const target = plainTarget(args)
+  if (target === undefined) {
+    const decoded = decodeTarget(args)
+    if (Either.isLeft(decoded)) return Either.left(argumentError(type, decoded.left))
+  }
+  const { id, expectedVersion, ...rest } = args
+  return Either.right(f(id as string, expectedVersion as number | undefined, rest))
+}
 
 /** The operations every type has, in tool order. */
 const CRUD: ReadonlyArray<Operation> = [
