@@ -370,8 +370,11 @@ export const makeDispatcher = ({ catalog, tools, resources, sessions, server, ch
 
   return {
     tools,
-    dispatchNow: (request, context, reply) =>
-      request.method === Method.toolsCall ? callNow(request, context, reply) : request.method === Method.resourcesRead ? readNow(request, reply) : undefined,
+    dispatchNow: (request, context, reply) => {
+      // Only where `dispatch` would run the same method's handler (both serve both eras): else it answers.
+      if (!routes.get(request.method)?.eras.includes(context.era)) return undefined
+      return request.method === Method.toolsCall ? callNow(request, context, reply) : request.method === Method.resourcesRead ? readNow(request, reply) : undefined
+    },
     dispatch: (request, context) => {
       // One lookup per request; a method of the other era is as unknown as one of no era.
       const route = routes.get(request.method)

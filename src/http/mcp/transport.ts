@@ -24,10 +24,10 @@ import {
   classify,
   ErrorCode,
   eraOf,
-  Method,
   errorMessage,
   idOf,
   metaOf,
+  Method,
   MODERN_VERSIONS,
   RpcError,
   type RpcId,
@@ -257,9 +257,8 @@ export const makeMcpTransport = (deps: TransportDeps) => {
   }
 
   /**
-   * POST /mcp without a fiber (edge.ts, DirectRoute), hand-tuned (bench/profile-run.ts mcp_get_*, mcp_set_price_*:
-   * the fiber per request, its run loop and its resumption were the largest share of an MCP call's CPU after the
-   * node:http work): a request whose admission is decided at once (modern; legacy with its sessions here) and that
+   * POST /mcp without a fiber (edge.ts, DirectRoute), hand-tuned (bench/profile-run.ts mcp_get_modern: Effect's
+   * run loop, fiber refs and runtime flags of the fiber per request were a quarter of an MCP get's CPU): a request whose admission is decided at once (modern; legacy with its sessions here) and that
    * the dispatcher answers with one JSON result (`dispatchNow`: tools/call without a key or progress,
    * resources/read). Anything else (a refusal by Accept or Content-Type, a malformed body, a notification, another
    * method, a session kept in the store) is left to the route below, with the message it read kept for it. The
