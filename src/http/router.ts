@@ -73,14 +73,28 @@ export const makeRouter = (guards: Guards, routes: Routes, authorized: (authoriz
 /** The methods rest.ts's direct route takes: the row writes, app commands and a row's GET (HEAD goes the generic way). */
 const DIRECT_METHODS = new Set(["GET", "POST", "PATCH", "DELETE"])
 
+/** The routes that answer some requests without a fiber (edge.ts, DirectRoute). */
+export interface DirectRoutes {
+  readonly rest: DirectRoute
+  /** POST /mcp (mcp/transport.ts). */
+  readonly mcp?: DirectRoute
+}
+
 /**
- * The router's direct path (edge.ts, DirectRoute): a REST request that passes the checks `makeRouter` makes (the
- * same `refusalOf`) goes to `rest`; any other, refusals included, is left to `makeRouter`, which answers them.
+ * The router's direct path (edge.ts, DirectRoute): a REST request or a POST to /mcp that passes the checks
+ * `makeRouter` makes (the same `refusalOf`) goes to its direct route; any other, refusals included, is left to
+ * `makeRouter`, which answers them.
  */
-export const makeDirectRouter = (guards: Guards, rest: DirectRoute, authorized: (authorization: string | undefined) => boolean = () => true): DirectRoute =>
-  (request, respond) =>
-    DIRECT_METHODS.has(request.method) && request.path.startsWith("/api/") &&
-      (!request.path.startsWith("/api/_") || request.path.startsWith(COMMANDS_PREFIX)) &&
-      refusalOf(guards, authorized, request) === undefined
-      ? rest(request, respond)
+export const makeDirectRouter = (guards: Guards, routes: DirectRoutes, authorized: (authorization: string | undefined) => boolean = () => true): DirectRoute =>
+  (request, respond) => {
+    if (request.path === "/mcp") {
+      return routes.mcp !== undefined && request.method === "POST" && refusalOf(guards, authorized, request) === undefined
+        ? routes.mcp(request, respond)
+        : undefined
+    }
+    return DIRECT_METHODS.has(request.method) && request.path.startsWith("/api/") &&
+        (!request.path.startsWith("/api/_") || request.path.startsWith(COMMANDS_PREFIX)) &&
+        refusalOf(guards, authorized, request) === undefined
+      ? routes.rest(request, respond)
       : undefined
+  }

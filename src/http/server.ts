@@ -47,9 +47,10 @@ export const makeAppHandler = Effect.gen(function* () {
   const guards = makeGuards(settings)
   const authorized = makeAuthCheck(settings.authToken)
   const rest = makeRestRoutes(catalog, commands, queries, settings.maxJsonDepth)
+  const mcp = yield* makeMcpRoute
   const router = makeRouter(guards, {
     rest,
-    mcp: yield* makeMcpRoute,
+    mcp,
     extra: (request) => viewRoutes(request) ?? consoleRoutes.handle(request),
     health: yield* makeHealthRoutes,
     metrics: metrics.route,
@@ -57,9 +58,9 @@ export const makeAppHandler = Effect.gen(function* () {
   }, authorized)
   const streams = yield* OpenStreams
   const handler = settings.recordFile === undefined ? router : recordTo(settings.recordFile, { app: catalog.name, refs: recordedRefs(catalog) })(router)
-  // The REST row writes without a fiber per request (edge.ts); a recorded server sends every exchange through the
-  // recorder, so it has none.
-  const direct = settings.recordFile === undefined ? makeDirectRouter(guards, rest.direct, authorized) : undefined
+  // The REST row writes and reads, and MCP's tool calls and resource reads, without a fiber per request (edge.ts);
+  // a recorded server sends every exchange through the recorder, so it has none.
+  const direct = settings.recordFile === undefined ? makeDirectRouter(guards, { rest: rest.direct, mcp: mcp.direct }, authorized) : undefined
   if (settings.recordFile !== undefined) {
     yield* Effect.logInfo(`recording every HTTP exchange to ${settings.recordFile}`)
     const { recovered } = yield* Rows

@@ -9,7 +9,7 @@
 import { Effect, Either, Option } from "effect"
 import type { CompiledApp, CompiledType } from "../../domain/compile.ts"
 import { fromQueryString } from "../../domain/list-request.ts"
-import { listUriTemplate, parseUri, rowUri, rowUriTemplate, schemaUri, viewUri } from "../../domain/uri.ts"
+import { listUriTemplate, parseUri, type ParsedUri, rowUri, rowUriTemplate, schemaUri, viewUri } from "../../domain/uri.ts"
 import { ResourceCursor } from "../../projections/cursor.ts"
 import type { QueriesShape } from "../../projections/queries.ts"
 import { ViewRefolding, type ViewsShape } from "../../projections/views.ts"
@@ -40,6 +40,11 @@ export interface Resources {
   readonly list: (cursor: string | undefined) => { readonly resources: ReadonlyArray<ResourceEntry>; readonly nextCursor?: string } | undefined
   readonly templates: ReadonlyArray<{ uriTemplate: string; name: string; title: string; description: string; mimeType: "application/json" }>
   readonly read: (uri: string) => Effect.Effect<ResourceContents, ReadProblem>
+  /**
+   * `read` without an Effect, for every resource but a list (undefined: `read` it), which the direct /mcp route
+   * answers at once (transport.ts). A store failure is thrown, as `read` dies of it.
+   */
+  readonly readNow?: (uri: string) => Either.Either<ResourceContents, ReadProblem> | undefined
 }
 
 /** Rows are read through Queries, like every other read; views from their projection. */
@@ -132,40 +137,48 @@ export const makeResources = (catalog: CompiledApp, { queries, views }: Resource
 
   const contents = (uri: string, text: string): ResourceContents => ({ uri, mimeType: "application/json", text })
 
+  const readNow = (uri: string): Either.Either<ResourceContents, ReadProblem> | undefined => {
+    const parsed = parseUri(uri)
+    if (parsed === undefined) return Either.left(NOT_FOUND)
+    if (parsed._tag === "View") {
+      const view = views.get(parsed.name)
+      if (view === undefined) return Either.left(NOT_FOUND)
+      if (view.refolding !== undefined) return Either.left({ _tag: "Failed", message: new ViewRefolding({ name: view.name, reason: view.refolding }).message })
+      return view.failed !== undefined ? Either.left({ _tag: "Failed", message: view.failed }) : Either.right(contents(uri, viewBody(view)))
+    }
+    if (parsed._tag === "Schema" && uri === COMMANDS_URI) return commands.length === 0 ? Either.left(NOT_FOUND) : Either.right(contents(uri, commandsText()))
+    const type = catalog.types.get(parsed.type)
+    if (type === undefined || type.mcp.size === 0) return Either.left(NOT_FOUND)
+    switch (parsed._tag) {
+      case "Schema":
+        return Either.right(contents(uri, schemaText(type)))
+      case "Row": {
+        if (!type.mcp.has("get")) return Either.left(NOT_FOUND)
+        const row = queries.row(type.name, parsed.id)
+        return row === undefined ? Either.left(NOT_FOUND) : Either.right(contents(uri, JSON.stringify(row)))
+      }
+      case "List":
+        return type.mcp.has("list") ? undefined : Either.left(NOT_FOUND)
+    }
+  }
+
+  /** A list's page as REST serves it: the first one, or the one a `cursor` in the query names. */
+  const readList = (uri: string, type: CompiledType, query: string): Effect.Effect<ResourceContents, ReadProblem> =>
+    Either.match(fromQueryString(type, query), {
+      onLeft: (e) => Effect.fail<ReadProblem>({ _tag: "Invalid", message: e.message }),
+      onRight: (request) =>
+        queries.list(type.name, request).pipe(
+          Effect.mapBoth({ onFailure: (e): ReadProblem => ({ _tag: "Invalid", message: e.message }), onSuccess: (page) => contents(uri, listBody(page)) })
+        )
+    })
+
   const read: Resources["read"] = (uri) =>
     Effect.suspend((): Effect.Effect<ResourceContents, ReadProblem> => {
-      const parsed = parseUri(uri)
-      if (parsed === undefined) return Effect.fail(NOT_FOUND)
-      if (parsed._tag === "View") {
-        const view = views.get(parsed.name)
-        if (view === undefined) return Effect.fail(NOT_FOUND)
-        if (view.refolding !== undefined) return Effect.fail({ _tag: "Failed", message: new ViewRefolding({ name: view.name, reason: view.refolding }).message })
-        return view.failed !== undefined ? Effect.fail({ _tag: "Failed", message: view.failed }) : Effect.succeed(contents(uri, viewBody(view)))
-      }
-      if (parsed._tag === "Schema" && uri === COMMANDS_URI) return commands.length === 0 ? Effect.fail(NOT_FOUND) : Effect.succeed(contents(uri, commandsText()))
-      const type = catalog.types.get(parsed.type)
-      if (type === undefined || type.mcp.size === 0) return Effect.fail(NOT_FOUND)
-      switch (parsed._tag) {
-        case "Schema":
-          return Effect.succeed(contents(uri, schemaText(type)))
-        case "Row": {
-          if (!type.mcp.has("get")) return Effect.fail(NOT_FOUND)
-          return queries.get(type.name, parsed.id).pipe(
-            Effect.mapBoth({ onFailure: () => NOT_FOUND, onSuccess: (row) => contents(uri, JSON.stringify(row)) })
-          )
-        }
-        case "List": {
-          if (!type.mcp.has("list")) return Effect.fail(NOT_FOUND)
-          // The list's page as REST serves it: the first one, or the one a `cursor` in the query names.
-          return Either.match(fromQueryString(type, parsed.query), {
-            onLeft: (e) => Effect.fail<ReadProblem>({ _tag: "Invalid", message: e.message }),
-            onRight: (request) =>
-              queries.list(type.name, request).pipe(
-                Effect.mapBoth({ onFailure: (e): ReadProblem => ({ _tag: "Invalid", message: e.message }), onSuccess: (page) => contents(uri, listBody(page)) })
-              )
-          })
-        }
-      }
+      const now = readNow(uri)
+      if (now !== undefined) return now
+      // Only a list of an exposed type is left to read here.
+      const parsed = parseUri(uri) as Extract<ParsedUri, { readonly _tag: "List" }>
+      return readList(uri, catalog.types.get(parsed.type)!, parsed.query)
     })
 
   return {
@@ -188,6 +201,7 @@ export const makeResources = (catalog: CompiledApp, { queries, views }: Resource
         mimeType: "application/json" as const
       }))
     ],
-    read
+    read,
+    readNow
   }
 }

@@ -62,6 +62,22 @@ export const rowResult = (row: Row, rowJson: string = JSON.stringify(row)): Tool
   json: `{"content":[{"type":"text","text":${JSON.stringify(rowJson)}}],"structuredContent":${rowJson}}`
 })
 
+/**
+ * A read row's result, made once per row object (a change makes a new row; none is changed in place, as REST's
+ * row-answers.ts relies on too), so a row read again costs no JSON. Weak: an entry lives as long as its row is
+ * held (the row cache bounds them). Hand-tuned, bench: MCP get.
+ */
+const readResults = new WeakMap<Row, ToolResult>()
+
+export const readRowResult = (row: Row): ToolResult => {
+  let result = readResults.get(row)
+  if (result === undefined) {
+    result = rowResult(row)
+    readResults.set(row, result)
+  }
+  return result
+}
+
 /** Bounded as every ValidationFailed is (errors.ts): at most MAX_ISSUES issues, each clipped, the rest counted. */
 export const argumentError = (type: string, error: ParseResult.ParseError): ToolResult => {
   const issues = new ValidationFailed({ type, issues: issuesOf(error) })

@@ -6,14 +6,16 @@
  * refusal with the status of its kind (REFUSAL_STATUS). GET opens a legacy session's stream (L5, L7), DELETE
  * ends the session; both are 405 for modern clients (M5).
  */
-import { Effect, Either, Stream } from "effect"
+import { Cause, Effect, Either, Stream } from "effect"
 import type { IncomingHttpHeaders } from "node:http"
 import { isStoreError } from "../../domain/errors.ts"
+import { noCancel } from "../../commands/group-commit.ts"
+import type { DirectRespond, DirectRoute } from "../edge.ts"
 import { httpError } from "../edge-error.ts"
 import { empty, json, type EdgeRequest, type EdgeResponse, type Headers } from "../edge-types.ts"
 import { describeBodyProblem, isJsonContentType, parseJsonBody } from "../json-body.ts"
 import { SSE_HEADERS, sseFrame } from "../../sse.ts"
-import type { Answer, CallContext, Dispatcher, Outcome } from "./dispatcher.ts"
+import type { Answer, CallContext, DirectReply, Dispatcher, Failure, Outcome } from "./dispatcher.ts"
 import { malformed, storeDown, type Envelope, type EraPolicy, type Refusal } from "./era-policy.ts"
 import type { LegacyPolicy } from "./legacy-era.ts"
 import type { ListenRequest } from "./listen-stream.ts"
@@ -25,6 +27,7 @@ import {
   errorMessage,
   idOf,
   metaOf,
+  Method,
   MODERN_VERSIONS,
   RpcError,
   type RpcId,
@@ -99,6 +102,36 @@ const refused = (id: RpcId | null, refusal: Refusal): EdgeResponse =>
 const accepted = (): EdgeResponse => empty(202)
 
 const withHeaders = (response: EdgeResponse, headers: Headers): EdgeResponse => ({ ...response, headers: { ...response.headers, ...headers } })
+
+/**
+ * A request served on the direct route (`makeMcpTransport`'s `direct`), answered as `respond` in transport's
+ * `post` answers it: a result in its era's shape, a failure as its era refuses it. Called from the writer's batch
+ * for a write: never throws. One object per request, its methods shared.
+ */
+class ReplyTo implements DirectReply {
+  constructor(readonly respond: DirectRespond, readonly policy: EraPolicy, readonly id: RpcId) {}
+  result(outcome: Outcome) {
+    let response: EdgeResponse
+    try {
+      response = rpcResult(this.id, this.policy.decorate(outcome))
+    } catch (e) {
+      return this.respond.failed(Cause.die(e))
+    }
+    this.respond.answer(response)
+  }
+  failure(failure: Failure) {
+    let response: EdgeResponse
+    try {
+      response = refused(this.id, this.policy.refuse(failure))
+    } catch (e) {
+      return this.respond.failed(Cause.die(e))
+    }
+    this.respond.answer(response)
+  }
+  died(cause: Cause.Cause<unknown>) {
+    this.respond.failed(cause)
+  }
+}
 
 // ---------------------------------------------------------------------------------------------------
 
@@ -183,11 +216,16 @@ export const makeMcpTransport = (deps: TransportDeps) => {
     return Effect.matchEffect(admission, { onFailure: (refusal) => Effect.succeed(refused(message.id, refusal)), onSuccess: serve })
   }
 
+  /** Messages the direct route read and then left to `postMessage`: not parsed twice. */
+  const readAlready = new WeakMap<EdgeRequest, RpcMessage>()
+
   const postMessage = (request: EdgeRequest): Effect.Effect<EdgeResponse> => {
     if (!acceptsBoth(request.headers.accept)) {
       return Effect.succeed(httpError(406, "Accept must allow both application/json and text/event-stream"))
     }
     if (!isJsonContentType(request.headers["content-type"])) return Effect.succeed(httpError(415, "Content-Type must be application/json"))
+    const known = readAlready.get(request)
+    if (known !== undefined) return post(known, request)
     const parsed = parseJsonBody(request.body, maxJsonDepth)
     if (Either.isLeft(parsed)) {
       const problem = parsed.left
@@ -218,8 +256,47 @@ export const makeMcpTransport = (deps: TransportDeps) => {
     )
   }
 
+  /**
+   * POST /mcp without a fiber (edge.ts, DirectRoute), hand-tuned (bench/profile-run.ts mcp_get_modern: Effect's
+   * run loop, fiber refs and runtime flags of the fiber per request were a quarter of an MCP get's CPU): a request whose admission is decided at once (modern; legacy with its sessions here) and that
+   * the dispatcher answers with one JSON result (`dispatchNow`: tools/call without a key or progress,
+   * resources/read). Anything else (a refusal by Accept or Content-Type, a malformed body, a notification, another
+   * method, a session kept in the store) is left to the route below, with the message it read kept for it. The
+   * answers are the ones `post` gives: the same `refused`, `rpcResult` and policy.
+   */
+  const direct: DirectRoute = (request, respond) => {
+    const dispatchNow = dispatcher.dispatchNow
+    if (dispatchNow === undefined || request.method !== "POST" || !acceptsBoth(request.headers.accept) || !isJsonContentType(request.headers["content-type"])) {
+      return undefined
+    }
+    const parsed = parseJsonBody(request.body, maxJsonDepth)
+    if (Either.isLeft(parsed)) return undefined
+    const classified = classify(parsed.right)
+    if (Either.isLeft(classified)) return undefined
+    const message = classified.right
+    if (message._tag !== "Request" || (message.method !== Method.toolsCall && message.method !== Method.resourcesRead)) {
+      readAlready.set(request, message)
+      return undefined
+    }
+    const meta = metaOf(message.params)
+    const envelope = envelopeOf(request, meta)
+    const policy = eraOf(meta, envelope.protocolVersion) === "modern" ? modern : legacy
+    const admission = policy.admit(message, envelope)
+    if (!Either.isEither(admission)) {
+      readAlready.set(request, message)
+      return undefined
+    }
+    if (Either.isLeft(admission)) {
+      respond.answer(refused(message.id, admission.left))
+      return noCancel
+    }
+    const cancel = dispatchNow(message, admission.right, new ReplyTo(respond, policy, message.id))
+    if (cancel === undefined) readAlready.set(request, message)
+    return cancel
+  }
+
   /** The /mcp route. */
-  return (request: EdgeRequest): Effect.Effect<EdgeResponse> => {
+  const route = (request: EdgeRequest): Effect.Effect<EdgeResponse> => {
     if (request.method === "POST") return postMessage(request)
     if (request.method !== "GET" && request.method !== "DELETE") {
       return Effect.succeed(httpError(405, `${request.method} is not supported on /mcp`, { allow: "POST" }))
@@ -234,4 +311,5 @@ export const makeMcpTransport = (deps: TransportDeps) => {
     }
     return sessionRequest(request)
   }
+  return Object.assign(route, { direct })
 }
