@@ -10,6 +10,7 @@ export const scopedSync = <A>(acquire: () => A, release: (a: A) => void): Effect
   Effect.uninterruptible(
     Effect.flatMap(Effect.scope, (scope) => {
       const a = acquire()
-      return Effect.as(Scope.addFinalizer(scope, Effect.sync(() => release(a))), a)
+      // The finalizer's Effect is made when the scope closes: until then the scope holds one closure.
+      return Effect.as(Scope.addFinalizerExit(scope, () => Effect.sync(() => release(a))), a)
     })
   )
