@@ -96,10 +96,16 @@ export const BUDGET = {
 export function streamRatios(ours: NotifyResult | null | undefined, floor: NotifyResult | null | undefined, n = 1000) {
   const lat = (r: NotifyResult | null | undefined) => r?.latency.find((l) => l.subscribers === n)?.p99Ms ?? Number.NaN;
   const cpu = (r: NotifyResult | null | undefined) => r?.fanout.find((o) => o.subscribers === n)?.srvCpuUsPerNotification ?? Number.NaN;
-  const rss = (r: NotifyResult | null | undefined) => {
-    const base = r?.rss.find((x) => x.subscribers === 0);
-    const top = r?.rss.find((x) => x.subscribers === n);
+  const rss = (r: NotifyResult | null | undefined, gc = false) => {
+    const readings = gc ? r?.rssGc : r?.rss;
+    const base = readings?.find((x) => x.subscribers === 0);
+    const top = readings?.find((x) => x.subscribers === n);
     return base && top ? ((top.rssMb - base.rssMb) * 1024) / n : Number.NaN;
+  };
+  // Issue 25: the same after a forced full GC, printed beside (what the streams retain, without uncollected garbage).
+  const gcNote = () => {
+    const [o, f] = [rss(ours, true), rss(floor, true)];
+    return Number.isFinite(o) && Number.isFinite(f) ? `; after a forced GC ours ${o.toFixed(2)}, floor ${f.toFixed(2)} KiB/stream (${(o / f).toFixed(2)}x)` : '';
   };
   return {
     p99: lat(ours) / lat(floor),
@@ -108,7 +114,7 @@ export function streamRatios(ours: NotifyResult | null | undefined, floor: Notif
     afterClose: ours?.rssAfterClose ? ours.rssAfterClose.afterMb / ours.rssAfterClose.beforeMb : Number.NaN,
     detail: (what: 'p99' | 'cpu' | 'rss') => {
       const [o, f, unit] = what === 'p99' ? [lat(ours), lat(floor), 'ms'] : what === 'cpu' ? [cpu(ours), cpu(floor), 'µs/notification'] : [rss(ours), rss(floor), 'KiB/stream'];
-      return Number.isFinite(o) && Number.isFinite(f) ? `${n.toLocaleString('en-US')} streams: ours ${o.toFixed(what === 'cpu' ? 1 : 2)} ${unit}, floor ${f.toFixed(what === 'cpu' ? 1 : 2)} ${unit}` : 'not measured in this run';
+      return Number.isFinite(o) && Number.isFinite(f) ? `${n.toLocaleString('en-US')} streams: ours ${o.toFixed(what === 'cpu' ? 1 : 2)} ${unit}, floor ${f.toFixed(what === 'cpu' ? 1 : 2)} ${unit}${what === 'rss' ? gcNote() : ''}` : 'not measured in this run';
     },
   };
 }
@@ -199,8 +205,13 @@ export function evaluateBudgets(r: Pick<RunReport, 'load' | 'fsync' | 'notify' |
   const rd = r.readers;
   const am = r.amplify;
   const streams = (id: string, name: string, value: number, detail: string) => b(id, name, '<=', BUDGET.streamsOverFloor, value, 'x', detail);
+  // Issue 25: beside the plain figure, the same after a forced full GC, and the floor's (same streams, same wait).
+  const gcClose = (c: NonNullable<NotifyResult['rssAfterClose']>) =>
+    c.afterGcMb !== undefined && c.beforeGcMb !== undefined ? `; after a forced GC ${c.beforeGcMb.toFixed(0)} / ${c.afterGcMb.toFixed(0)} MB (${(c.afterGcMb / c.beforeGcMb).toFixed(2)}x)` : '';
+  const floorClose = r.notifyFloor?.rssAfterClose;
   const closeDetail = (run: NotifyResult | null | undefined) =>
-    run?.rssAfterClose ? `${run.rssAfterClose.beforeMb.toFixed(0)} MB before the streams opened, ${run.rssAfterClose.afterMb.toFixed(0)} MB ${(run.rssAfterClose.settleMs / 1000).toFixed(0)} s after they all closed` : 'not measured in this run';
+    run?.rssAfterClose ? `${run.rssAfterClose.beforeMb.toFixed(0)} MB before the streams opened, ${run.rssAfterClose.afterMb.toFixed(0)} MB ${(run.rssAfterClose.settleMs / 1000).toFixed(0)} s after they all closed${gcClose(run.rssAfterClose)}` +
+      (floorClose ? `; the floor ${floorClose.beforeMb.toFixed(0)} / ${floorClose.afterMb.toFixed(0)} MB (${(floorClose.afterMb / floorClose.beforeMb).toFixed(2)}x)${gcClose(floorClose)}` : '') : 'not measured in this run';
   const issue13 = [
     streams('notifyP99OverFloorModern', 'commit-to-notification p99 / floor, 1,000 listen streams', modern.p99, modern.detail('p99')),
     streams('notifyP99OverFloorLegacy', 'commit-to-notification p99 / floor, 1,000 legacy GET streams', legacy.p99, legacy.detail('p99')),

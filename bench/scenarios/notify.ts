@@ -15,6 +15,7 @@ import { assertAlive } from '../lib/measure.ts';
 import { DeliveryTracker, openLegacyGets, openListens, type Subscriber } from '../lib/subscribers.ts';
 import { freshDataDir, isRow, restSetPrice, seedProducts, startWo } from '../lib/wo.ts';
 import { spawnPeer, type SpawnedServer } from '../lib/wo.ts';
+import { ROOT } from '../../testkit/spawn.ts';
 import type { BenchContext } from './context.ts';
 
 export interface NotifyOptions {
@@ -76,8 +77,34 @@ export interface NotifyResult {
   fanout: FanOut[];
   /** server RSS before any listen stream, and with each count open */
   rss: { subscribers: number; rssMb: number }[];
-  /** issue 13: server RSS before the streams opened, and `settleMs` after they all closed */
-  rssAfterClose?: { beforeMb: number; afterMb: number; settleMs: number };
+  /**
+   * The same readings, each taken just after the plain one and a forced full GC (issue 25): what the streams
+   * retain, without the garbage V8 has not collected yet. Absent on a server not started here.
+   */
+  rssGc?: { subscribers: number; rssMb: number }[];
+  /** issue 13: server RSS before the streams opened, and `settleMs` after they all closed; `*GcMb` after a forced full GC */
+  rssAfterClose?: { beforeMb: number; afterMb: number; settleMs: number; beforeGcMb?: number; afterGcMb?: number };
+}
+
+/** Preloaded into the servers started here (ours and the floor alike): a full GC on SIGUSR2, then GC_DONE on stderr. */
+const GC_ARGS = ['--expose-gc', '--require', `${ROOT}/testkit/gc-on-signal.cjs`];
+
+/** The server's RSS in MB after a forced full GC (both collections of gc-on-signal.cjs), or undefined on a timeout. */
+async function rssAfterGc(srv: SpawnedServer): Promise<number | undefined> {
+  const stderr = srv.child.stderr;
+  if (!stderr) return undefined;
+  const done = new Promise<boolean>((resolve) => {
+    const timer = setTimeout(() => finish(false), 10_000);
+    const onData = (chunk: Buffer) => void (chunk.includes('GC_DONE') && finish(true));
+    const finish = (ok: boolean) => {
+      clearTimeout(timer);
+      stderr.off('data', onData);
+      resolve(ok);
+    };
+    stderr.on('data', onData);
+  });
+  srv.child.kill('SIGUSR2');
+  return (await done) ? rssBytes(srv.pid) / 2 ** 20 : undefined;
 }
 
 const URI = 'wo://products/1';
@@ -96,16 +123,24 @@ export const NOTIFY_ENV = { WO_MAX_LISTENS_PER_CLIENT: '5000', WO_MAX_LISTEN_STR
  */
 export async function runNotify(ctx: BenchContext, opts: NotifyOptions, shared?: SpawnedServer, peer = false, era: 'modern' | 'legacy' = 'modern'): Promise<NotifyResult> {
   let server = shared;
-  if (peer) server = await spawnPeer('bench/peers/sse-fanout.ts');
+  if (peer) server = await spawnPeer('bench/peers/sse-fanout.ts', { nodeArgs: GC_ARGS });
   if (!server) {
     const dir = freshDataDir(ctx.dataRoot, 'notify');
     ctx.track(dir);
-    server = await startWo({ dir, env: NOTIFY_ENV });
+    server = await startWo({ dir, env: NOTIFY_ENV, nodeArgs: GC_ARGS });
   }
+  const gcHook = !shared || peer;
   const srv = server;
   const pool = new Pool(srv.url, { connections: 1, pipelining: 1, keepAliveTimeout: 60_000 });
   const subs: Subscriber[] = [];
-  const result: NotifyResult = { server: peer ? 'plain node:http SSE fan-out (floor)' : 'wo', era, window: opts.window, latency: [], fanout: [], rss: [] };
+  const result: NotifyResult = { server: peer ? 'plain node:http SSE fan-out (floor)' : 'wo', era, window: opts.window, latency: [], fanout: [], rss: [], ...(gcHook ? { rssGc: [] } : {}) };
+  /** RSS now, then (on a server started here) after a forced full GC. */
+  const readRss = async (subscribers: number) => {
+    result.rss.push({ subscribers, rssMb: rssBytes(srv.pid) / 2 ** 20 });
+    if (!gcHook) return;
+    const rssMb = await rssAfterGc(srv);
+    if (rssMb !== undefined) result.rssGc!.push({ subscribers, rssMb });
+  };
   const open = (n: number) => (era === 'legacy' ? openLegacyGets(srv.url, n, URI) : openListens(srv.url, n, URI));
   let price = 1;
   const setPrice = async (): Promise<number> => {
@@ -118,11 +153,11 @@ export async function runNotify(ctx: BenchContext, opts: NotifyOptions, shared?:
   };
   try {
     if (!shared && !peer) await seedProducts(srv.url, 1);
-    result.rss.push({ subscribers: 0, rssMb: rssBytes(srv.pid) / 2 ** 20 });
+    await readRss(0);
     for (const n of [...opts.subscriberCounts].sort((a, b) => a - b)) {
       ctx.phase(`notifications${peer ? ' (plain node:http floor)' : ''}: ${n} ${era === 'legacy' ? 'legacy GET' : 'listen'} subscriber${n === 1 ? '' : 's'} on ${URI}`);
       if (subs.length < n) subs.push(...(await open(n - subs.length)));
-      result.rss.push({ subscribers: n, rssMb: rssBytes(srv.pid) / 2 ** 20 });
+      await readRss(n);
       const active = subs.slice(0, n);
       for (const s of subs.slice(n)) s.close();
 
@@ -230,6 +265,9 @@ export async function runNotify(ctx: BenchContext, opts: NotifyOptions, shared?:
       ctx.phase(`notifications: RSS ${opts.afterCloseMs / 1000} s after ${subs.length} streams closed`);
       await new Promise((r) => setTimeout(r, opts.afterCloseMs));
       result.rssAfterClose = { beforeMb: result.rss[0].rssMb, afterMb: rssBytes(srv.pid) / 2 ** 20, settleMs: opts.afterCloseMs };
+      const afterGcMb = gcHook ? await rssAfterGc(srv) : undefined;
+      const beforeGcMb = result.rssGc?.find((x) => x.subscribers === 0)?.rssMb;
+      if (afterGcMb !== undefined && beforeGcMb !== undefined) Object.assign(result.rssAfterClose, { beforeGcMb, afterGcMb });
     }
   } finally {
     for (const s of subs) s.close();

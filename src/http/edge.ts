@@ -332,7 +332,11 @@ export const startEdge = <R>(handler: EdgeHandler<R>, options: EdgeOptions) =>
         chunks.push(chunk)
       })
       req.on("end", () => {
-        if (!rejected) dispatch(req, res, chunks.length === 1 ? chunks[0] : Buffer.concat(chunks))
+        if (rejected) return
+        const body = chunks.length === 1 ? chunks[0] : Buffer.concat(chunks)
+        // These listeners stay on the request while its stream is open (heap snapshot): they must not keep the body.
+        chunks.length = 0
+        dispatch(req, res, body)
       })
       req.on("error", () => res.destroy())
     })

@@ -7,6 +7,7 @@
  */
 import { Context, Effect, Layer, type Scope } from "effect"
 import { type Settings, WoConfig } from "../config.ts"
+import { scopedSync } from "../scoped-sync.ts"
 import { makeClientSlots, type ClientSlots } from "./client-slots.ts"
 import type { EndReason } from "./notice-buffer.ts"
 
@@ -71,18 +72,17 @@ export const makeOpenStreams = (settings: Caps): OpenStreamsShape => {
     full: (kind, client) => caps[kind]?.full(client) ?? false,
     reserve,
     track: (info, stream, reserved) =>
-      Effect.acquireRelease(
-        Effect.sync(() => {
+      Effect.asVoid(scopedSync(
+        () => {
           const place = reserved ?? reserve(info.kind, info.client)
           open.set(stream, info)
           return place
-        }),
-        (place) =>
-          Effect.sync(() => {
-            open.delete(stream)
-            caps[place.kind]?.release(place.client)
-          })
-      ).pipe(Effect.asVoid),
+        },
+        (place) => {
+          open.delete(stream)
+          caps[place.kind]?.release(place.client)
+        }
+      )),
     closeAll: (reason) => {
       for (const stream of open.keys()) stream.close(reason)
     },

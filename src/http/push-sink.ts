@@ -105,8 +105,8 @@ export const makePushSink = (socket: SocketLike, limit: number, hub: SinkHub): P
     hub.backlogged(sink, true)
   }
 
-  /** Completes once the socket has room (or the stream closed). */
-  const writable: Effect.Effect<void> = Effect.async<void>((resume) => {
+  /** Completes once the socket has room (or the stream closed). Made when needed: an open stream keeps no Effect. */
+  const writable = (): Effect.Effect<void> => Effect.async<void>((resume) => {
     if (!blocked || reason !== undefined) return resume(Effect.void)
     const w = () => resume(Effect.void)
     roomWaiters.push(w)
@@ -173,12 +173,12 @@ export const makePushSink = (socket: SocketLike, limit: number, hub: SinkHub): P
       const attempt: Effect.Effect<boolean> = Effect.suspend(() => {
         if (reason !== undefined || socket.destroyed) return Effect.succeed(false)
         flush()
-        if (blocked) return Effect.zipRight(writable, attempt)
+        if (blocked) return Effect.zipRight(writable(), attempt)
         lastWrite = Date.now()
         if (!socket.write(frame)) block()
         return Effect.succeed(true)
       })
-      return Effect.flatMap(attempt, (ok) => (ok ? Effect.as(writable, true) : Effect.succeed(false)))
+      return Effect.flatMap(attempt, (ok) => (ok ? Effect.as(writable(), true) : Effect.succeed(false)))
     },
     close,
     isClosed: () => reason !== undefined,

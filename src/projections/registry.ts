@@ -16,6 +16,7 @@ import type { Change } from "../domain/events.ts"
 import { ChangeFeed } from "./change-feed.ts"
 import { LiveQueryIndex, type LiveQuery, type Topic } from "./live-queries.ts"
 import type { ViewUpdate } from "./views.ts"
+import { scopedSync } from "../scoped-sync.ts"
 
 export type Notice =
   | { readonly _tag: "Updated"; readonly uri: string; readonly seq: number }
@@ -138,7 +139,8 @@ export const makeRegistry = (): RegistryShape & {
   }
   return {
     subscribe: (sink, topics, listChanges = false) =>
-      Effect.acquireRelease(Effect.sync(() => open(sink, topics, listChanges)), (subscription) => Effect.sync(subscription.end)),
+      // Not acquireRelease: its finalizer would hold the fiber's FiberRefs for as long as the stream is open.
+      scopedSync(() => open(sink, topics, listChanges), (subscription) => subscription.end()),
     stats: () => ({ uris: byUri.size, subscriptions, listWatchers: listWatchers.size, liveQueries: liveQueries.size }),
     liveQueries,
     route: (notices) => {

@@ -11,7 +11,9 @@ import type { Topic } from "../../projections/live-queries.ts"
 import type { RegistryShape } from "../../projections/registry.ts"
 import type { RowsShape } from "../../projections/rows.ts"
 import type { EdgeResponse } from "../edge-types.ts"
-import type { NoticeBuffer } from "../notice-buffer.ts"
+import type { EndReason, NoticeBuffer } from "../notice-buffer.ts"
+import type { Notice } from "../../projections/registry.ts"
+import type { PushSink } from "../push-sink.ts"
 import type { OpenStreamsShape } from "../open-streams.ts"
 import { SSE_HEADERS, sseFrame } from "../../sse.ts"
 import { modernParts, modernSplice, subscriptionIdBytes } from "./notice-frames.ts"
@@ -39,6 +41,37 @@ export interface ListenStreamDeps {
   readonly resultMeta: object
 }
 
+/**
+ * The stream as the registry and OpenStreams see it: one object whose methods are shared by every listen stream,
+ * rather than a closure each (it lives as long as the stream: bench/stream-memory.ts, heap per open stream).
+ */
+class ListenBuffer implements NoticeBuffer {
+  constructor(
+    readonly sink: PushSink,
+    readonly idBytes: Buffer,
+    readonly listChanges: boolean,
+    readonly toolsListChanges: boolean
+  ) {}
+  deliver(notice: Notice) {
+    const [prefix, suffix] = modernParts(notice)
+    this.sink.enqueue(prefix, this.idBytes, suffix)
+  }
+  close(reason: EndReason) {
+    this.sink.close(reason)
+  }
+  isClosed() {
+    return this.sink.isClosed()
+  }
+  catalogChanged() {
+    if (this.toolsListChanges) this.notify(Notification.toolListChanged)
+    if (this.listChanges) this.notify(Notification.resourceListChanged)
+  }
+  notify(method: string) {
+    const [prefix, suffix] = modernSplice(method, {})
+    this.sink.enqueue(prefix, this.idBytes, suffix)
+  }
+}
+
 export const makeListenStreams = ({ registry, rows, streams, settings, resultMeta }: ListenStreamDeps) =>
   ({ id, client, topics, listChanges, toolsListChanges, honoured }: ListenRequest): Either.Either<EdgeResponse, RpcError> => {
     if (streams.full("listen", client)) {
@@ -50,22 +83,7 @@ export const makeListenStreams = ({ registry, rows, streams, settings, resultMet
     const start: Extract<EdgeResponse, { _tag: "Push" }>["start"] = (sink) =>
       Effect.gen(function* () {
         const idBytes = subscriptionIdBytes(id as string | number)
-        const notify = (method: string) => {
-          const [prefix, suffix] = modernSplice(method, {})
-          sink.enqueue(prefix, idBytes, suffix)
-        }
-        const buffer: NoticeBuffer = {
-          deliver: (notice) => {
-            const [prefix, suffix] = modernParts(notice)
-            sink.enqueue(prefix, idBytes, suffix)
-          },
-          close: sink.close,
-          isClosed: sink.isClosed,
-          catalogChanged: () => {
-            if (toolsListChanges === true) notify(Notification.toolListChanged)
-            if (listChanges) notify(Notification.resourceListChanged)
-          }
-        }
+        const buffer = new ListenBuffer(sink, idBytes, listChanges, toolsListChanges === true)
         // A graceful close (shutdown) ends with the listen request's result; overflow just closes.
         sink.farewell((reason) =>
           reason === "shutdown"

@@ -13,8 +13,9 @@ import { parsePosition, positionId, resumeNotices } from "../../projections/resu
 import type { RowsShape } from "../../projections/rows.ts"
 import type { ViewsShape } from "../../projections/views.ts"
 import type { EdgeResponse } from "../edge-types.ts"
-import { makeHandOver } from "../hand-over.ts"
-import type { NoticeBuffer } from "../notice-buffer.ts"
+import { makeHandOver, type HandOver } from "../hand-over.ts"
+import type { EndReason, NoticeBuffer } from "../notice-buffer.ts"
+import type { PushSink } from "../push-sink.ts"
 import type { OpenStreamsShape } from "../open-streams.ts"
 import { SSE_HEADERS } from "../../sse.ts"
 import { legacyCatalogChangedFrames, legacyFrame, legacyUpdatedFrame } from "./notice-frames.ts"
@@ -27,6 +28,31 @@ import type { Session, SessionsShape } from "./sessions.ts"
 export const getStreamEventId = positionId
 export const parseGetStreamEventId = parsePosition
 
+
+type Updated = Notice & { readonly _tag: "Updated" }
+
+/**
+ * The stream as the registry, the session and OpenStreams see it: one object with shared methods (it lives as long
+ * as the stream: bench/stream-memory.ts), and a hand-over only while a resumed stream replays.
+ */
+class SessionBuffer implements NoticeBuffer {
+  handOver: HandOver<Updated> | undefined = undefined
+  constructor(readonly sink: PushSink) {}
+  deliver(notice: Notice) {
+    if (notice._tag !== "Updated") return
+    if (this.handOver === undefined) this.sink.enqueue(legacyFrame(notice))
+    else this.handOver.offer(notice)
+  }
+  close(reason: EndReason) {
+    this.sink.close(reason)
+  }
+  isClosed() {
+    return this.sink.isClosed()
+  }
+  catalogChanged() {
+    this.sink.enqueue(legacyCatalogChangedFrames)
+  }
+}
 
 export interface SessionStreamDeps {
   readonly catalog: CompiledApp
@@ -43,26 +69,19 @@ export const makeSessionStream = ({ catalog, sessions, log, rows, views, streams
     const from = parseGetStreamEventId(lastEventId)
     const start: Extract<EdgeResponse, { _tag: "Push" }>["start"] = (sink) =>
       Effect.gen(function* () {
+        const buffer = new SessionBuffer(sink)
         // While the replay runs, live notices wait in the hand-over (bounded like the sink), then follow it in order.
-        const handOver = makeHandOver<Notice & { readonly _tag: "Updated" }>({
+        const handOver = from === undefined ? undefined : makeHandOver<Updated>({
           capacity: settings.streamBuffer,
           send: (notice) => sink.enqueue(legacyFrame(notice)),
           overflow: () => sink.close("overflow"),
-          isClosed: sink.isClosed,
-          holding: from !== undefined
+          isClosed: sink.isClosed
         })
-        const buffer: NoticeBuffer = {
-          deliver: (notice) => {
-            if (notice._tag === "Updated") handOver.offer(notice)
-          },
-          close: (reason) => sink.close(reason),
-          isClosed: sink.isClosed,
-          catalogChanged: () => sink.enqueue(legacyCatalogChangedFrames)
-        }
+        buffer.handOver = handOver
         // Live delivery starts before the replay reads the log, so nothing falls between the two.
         yield* sessions.stream(session, buffer)
         yield* streams.track({ kind: "session", client, owner: session.id, since: rows.checkpoint(), subscriptions: () => [...sessions.snapshot(session).subscriptions.keys()], listChanges: false }, buffer)
-        if (from === undefined) return
+        if (handOver === undefined || from === undefined) return
         // The head and the views' last changes, read in one step: live notices after it come from the hand-over.
         const head = rows.checkpoint()
         const viewSeqs = new Map(views.all().map((v) => [viewUri(v.name), v.seq]))
@@ -79,6 +98,7 @@ export const makeSessionStream = ({ catalog, sessions, log, rows, views, streams
         )
         if (!replayed) return sink.close("store")
         handOver.release((notice) => notice.seq > head)
+        buffer.handOver = undefined
       })
     return { _tag: "Push", status: 200, headers: SSE_HEADERS, start, heartbeatMs: settings.heartbeatMs }
   }

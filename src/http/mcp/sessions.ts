@@ -24,6 +24,7 @@ import { storedTopic, type HeldTopic, type Topic } from "../../projections/live-
 import { SubscriptionRegistry, type Subscription } from "../../projections/registry.ts"
 import type { NoticeBuffer } from "../notice-buffer.ts"
 import { overSubscriptionCaps, uriBytes } from "./uri-limits.ts"
+import { scopedSync } from "../../scoped-sync.ts"
 
 /** A legacy session as a request holds it: who it is. What it holds is read through a snapshot. */
 export interface Session {
@@ -245,13 +246,12 @@ export const SessionsLive = Layer.scoped(
           closeStream(e, "replaced")
           const subscription = yield* registry.subscribe(buffer, [...e.subscriptions.values()].map((s) => s.topic))
           e.stream = { buffer, subscription }
-          yield* Effect.addFinalizer(() =>
-            Effect.sync(() => {
-              if (e.stream?.buffer !== buffer) return
-              e.stream = undefined
-              e.lastSeen = Date.now()
-            })
-          )
+          // A plain finalizer: Effect.addFinalizer's would hold the fiber's FiberRefs while the stream is open.
+          yield* scopedSync(() => undefined, () => {
+            if (e.stream?.buffer !== buffer) return
+            e.stream = undefined
+            e.lastSeen = Date.now()
+          })
         }),
       terminate,
       snapshot: (session) => snapshotOf(entryOf(session)),
