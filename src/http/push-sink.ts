@@ -36,7 +36,10 @@ export interface SocketLike {
 /** The process-wide side of the sinks: coalesced flushing and the memory budget (see stream-budget.ts). */
 export interface SinkHub {
   readonly dirty: (sink: PushSink) => void
+  /** The sink's socket filled (true: its backlog counts against the budget from now) or drained (false). */
   readonly backlogged: (sink: PushSink, on: boolean) => void
+  /** A blocked sink queued `bytes` more: the budget is checked once enough has piled up, not per frame. */
+  readonly grew: (bytes: number) => void
   /** Counting (metrics): frames written to the socket, frames dropped, the stream's close. Once per flush, not per frame. */
   readonly wrote?: (frames: number) => void
   readonly lost?: (frames: number) => void
@@ -166,12 +169,15 @@ export const makePushSink = (socket: SocketLike, limit: number, hub: SinkHub): P
       hub.lost?.(1)
       return false
     }
+    let n = 0
     for (const p of frame) {
       parts.push(p)
-      bytes += p.length
+      n += p.length
     }
-    if (frames++ === 0) hub.dirty(sink)
-    if (blocked) hub.backlogged(sink, true)
+    bytes += n
+    if (frames++ === 0 && !blocked) hub.dirty(sink)
+    // Blocked: nothing to schedule (the drain writes it), only the memory budget to keep count for.
+    if (blocked) hub.grew(n)
     return true
   }
 

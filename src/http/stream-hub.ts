@@ -34,13 +34,17 @@ export const SLICE_MS = 1
 /** Default WO_STREAM_MEMORY: 64 MiB of unread stream bytes in all. */
 export const DEFAULT_STREAM_MEMORY = 64 * 1024 * 1024
 
-export const makeStreamHub = (memoryLimit: number = DEFAULT_STREAM_MEMORY): StreamHub => {
+/** `sliceMs`: how long one slice of the fan-out may run (tests pass 0: 16 writes a slice). */
+export const makeStreamHub = (memoryLimit: number = DEFAULT_STREAM_MEMORY, sliceMs: number = SLICE_MS): StreamHub => {
   const budget = makeStreamBudget(memoryLimit)
   const heartbeat = makeHeartbeat()
   // The sinks with frames to write, in the order they got their first one: a FIFO (an array and its head).
   let dirty: Array<PushSink> = []
   let head = 0
   let check = false
+  /** Bytes blocked sinks queued since the budget was last enforced, and how many make it worth enforcing again. */
+  let growth = 0
+  const step = Math.max(1, Math.floor(memoryLimit / 64))
   /** A flush is queued: a microtask (the first slice after a delivery) or an immediate (a round under way). */
   let scheduled = false
   let observer: StreamObserver | undefined
@@ -55,7 +59,7 @@ export const makeStreamHub = (memoryLimit: number = DEFAULT_STREAM_MEMORY): Stre
    */
   const run = () => {
     scheduled = false
-    const until = performance.now() + SLICE_MS
+    const until = performance.now() + sliceMs
     let i = head
     const end = dirty.length
     while (i < end) {
@@ -79,6 +83,7 @@ export const makeStreamHub = (memoryLimit: number = DEFAULT_STREAM_MEMORY): Stre
     }
     if (check) {
       check = false
+      growth = 0
       budget.enforce()
     }
   }
@@ -99,6 +104,16 @@ export const makeStreamHub = (memoryLimit: number = DEFAULT_STREAM_MEMORY): Stre
     backlogged: (sink: PushSink, on: boolean) => {
       budget.mark(sink, on)
       if (on) {
+        check = true
+        schedule()
+      }
+    },
+    grew: (bytes) => {
+      // The budget is enforced once the blocked sinks together queued 1/64 of it since the last check: a blocked
+      // stream then costs a sum per frame, not a pass over every backlog per delivery; the total overshoots
+      // the budget by that much at most.
+      growth += bytes
+      if (growth >= step) {
         check = true
         schedule()
       }
