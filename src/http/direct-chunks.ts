@@ -1,6 +1,6 @@
 /**
- * A chunked SSE response written straight to its TCP socket: each write is one HTTP/1.1 chunk (size line, data,
- * CRLF) built in one buffer and handed to `net.Socket.write`, one `write(2)`.
+ * A chunked SSE response whose live frames are written straight to its TCP socket: each flush of a push sink is
+ * one HTTP/1.1 chunk (size line, data, CRLF) built in one buffer and handed to `net.Socket.write`, one `write(2)`.
  *
  * Hand-tuned (bench/readers-ab.ts, issue 25): `ServerResponse.write` frames a chunk as four socket writes under a
  * cork, uncorked on a `process.nextTick` per call, so each one cost a tick, an array and a `writev(2)` of four
@@ -43,16 +43,13 @@ export const directChunks = (res: SocketLike): SocketLike | DirectSocket => {
   if (!isResponse(res)) return res
   const socket: Socket | null = res.socket
   if (socket === null || res.chunkedEncoding !== true || !res.headersSent || res.writableEnded || (res.outputData?.length ?? 1) > 0) return res
-  const one: Array<Buffer> = [Buffer.alloc(0)]
-  const writeParts = (parts: ReadonlyArray<Buffer>, bytes: number): boolean =>
-    // An empty chunk would end the body: never write one.
-    bytes === 0 ? !socket.writableNeedDrain : socket.write(chunkOf(parts, bytes))
   return {
-    writeParts,
-    write: (data) => {
-      one[0] = typeof data === "string" ? Buffer.from(data) : data
-      return writeParts(one, one[0].length)
-    },
+    writeParts: (parts, bytes) =>
+      // An empty chunk would end the body: never write one.
+      bytes === 0 ? !socket.writableNeedDrain : socket.write(chunkOf(parts, bytes)),
+    // Whole frames (a replay's batches, tens of kB; a heartbeat; the last words) stay the response's: node writes
+    // a big one without copying it, and they are not per stream per change. Both end up on the socket in order.
+    write: (data) => res.write(data),
     once: (event, listener) => socket.once(event, listener),
     off: (event, listener) => socket.off(event, listener),
     end: () => res.end(),
