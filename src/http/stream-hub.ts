@@ -30,8 +30,8 @@ export interface StreamHub {
 
 /**
  * How long one slice of the fan-out may hold the event loop before it yields (see `run`). Measured with 1,000
- * streams (bench/notify-ab.ts, readers-ab.ts): 1 ms gave the writer the same CPU per commit as 4 ms but added a
- * fifth to commit-to-notification p99 (a round of 1,000 writes yielded twenty times); 4 ms did not.
+ * streams (bench/notify-ab.ts, readers-ab.ts; a loaded machine): 1 ms gave the writer the same CPU per commit as
+ * 4 ms, but commit-to-notification p99 at 1.2x the unsliced code's, where 4 ms (or no slicing) gave 0.5-0.7x.
  */
 export const SLICE_MS = 4
 
