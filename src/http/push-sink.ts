@@ -17,6 +17,7 @@
  */
 import { Effect } from "effect"
 import { sseFrame } from "../sse.ts"
+import type { DirectSocket } from "./direct-chunks.ts"
 
 /** Why a stream ended. "memory": closed by the global stream memory budget; "client": the client went away. */
 export type CloseReason = "overflow" | "memory" | "shutdown" | "replaced" | "terminated" | "client" | "store" | "done"
@@ -35,7 +36,10 @@ export interface SocketLike {
 /** The process-wide side of the sinks: coalesced flushing and the memory budget (see stream-budget.ts). */
 export interface SinkHub {
   readonly dirty: (sink: PushSink) => void
+  /** The sink's socket filled (true: its backlog counts against the budget from now) or drained (false). */
   readonly backlogged: (sink: PushSink, on: boolean) => void
+  /** A blocked sink queued `bytes` more: the budget is checked once enough has piled up, not per frame. */
+  readonly grew: (bytes: number) => void
   /** Counting (metrics): frames written to the socket, frames dropped, the stream's close. Once per flush, not per frame. */
   readonly wrote?: (frames: number) => void
   readonly lost?: (frames: number) => void
@@ -70,7 +74,7 @@ export interface PushSink {
 const HEARTBEAT = Buffer.from(sseFrame({ comment: "heartbeat" }))
 
 export const makePushSink = (socket: SocketLike, limit: number, hub: SinkHub): PushSink => {
-  let parts: Array<Buffer> = []
+  const parts: Array<Buffer> = []
   let frames = 0
   let bytes = 0
   let blocked = false
@@ -79,12 +83,19 @@ export const makePushSink = (socket: SocketLike, limit: number, hub: SinkHub): P
   let lastWrite = Date.now()
   const waiters: Array<(reason: CloseReason) => void> = []
 
-  const take = () => {
-    const chunk = parts.length === 1 ? parts[0] : Buffer.concat(parts, bytes)
-    parts = []
+  // A socket that takes the parts as they are (direct-chunks.ts) frames them in one buffer: no join first.
+  const direct = "writeParts" in socket ? (socket as DirectSocket) : undefined
+
+  /** Writes what is queued, as one write; false when the socket is full. */
+  const writeQueued = (): boolean => {
+    const ok = direct !== undefined
+      ? direct.writeParts(parts, bytes)
+      : socket.write(parts.length === 1 ? parts[0] : Buffer.concat(parts, bytes))
+    // The array is reused: both writes above copied or kept the buffers, not the array.
+    parts.length = 0
     frames = 0
     bytes = 0
-    return chunk
+    return ok
   }
 
   /** Waiting for the socket to have room again (send); woken by a drain or by the close. */
@@ -121,7 +132,7 @@ export const makePushSink = (socket: SocketLike, limit: number, hub: SinkHub): P
     lastWrite = Date.now()
     // Hand-tuned: counted once per flush (one delivery to this stream), never per frame.
     hub.wrote?.(frames)
-    if (!socket.write(take())) block()
+    if (!writeQueued()) block()
   }
 
   const close = (why: CloseReason, last?: string) => {
@@ -133,7 +144,7 @@ export const makePushSink = (socket: SocketLike, limit: number, hub: SinkHub): P
     if (why === "memory" || why === "client") {
       // Free what the stream holds at once: the client resumes, or re-listens, from what it got.
       if (frames > 0) hub.lost?.(frames)
-      parts = []
+      parts.length = 0
       frames = 0
       bytes = 0
       socket.destroy()
@@ -141,7 +152,7 @@ export const makePushSink = (socket: SocketLike, limit: number, hub: SinkHub): P
       // Bounded by `limit` frames: hand them over, then end (a stalled client's socket then times out).
       if (frames > 0) {
         hub.wrote?.(frames)
-        socket.write(take())
+        writeQueued()
       }
       const final = last ?? lastWords?.(why)
       if (final !== undefined) socket.write(final)
@@ -158,12 +169,15 @@ export const makePushSink = (socket: SocketLike, limit: number, hub: SinkHub): P
       hub.lost?.(1)
       return false
     }
+    let n = 0
     for (const p of frame) {
       parts.push(p)
-      bytes += p.length
+      n += p.length
     }
-    if (frames++ === 0) hub.dirty(sink)
-    if (blocked) hub.backlogged(sink, true)
+    bytes += n
+    if (frames++ === 0 && !blocked) hub.dirty(sink)
+    // Blocked: nothing to schedule (the drain writes it), only the memory budget to keep count for.
+    if (blocked) hub.grew(n)
     return true
   }
 

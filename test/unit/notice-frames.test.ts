@@ -21,7 +21,10 @@ import { FakeSocket } from "../../testkit/fake-socket.ts"
 
 const N = 25
 const URI = "wo://products/1"
-const flushed = Effect.promise(() => new Promise<void>((r) => queueMicrotask(r)))
+// The hub writes at least 16 streams a slice, a slice per event-loop turn (stream-hub.ts): 8 turns cover them all.
+const flushed = Effect.promise(async () => {
+  for (let i = 0; i < 8; i++) await new Promise<void>((r) => setImmediate(r))
+})
 
 describe("frames built once per change", () => {
   it.effect("one change to N legacy and N modern subscribers serialises once per era", () =>

@@ -14,6 +14,11 @@ export const frameBuilds = { legacy: 0, modern: 0 }
 
 const legacyFrames = new WeakMap<Notice, Buffer>()
 const modernFrames = new WeakMap<Notice, readonly [Buffer, Buffer]>()
+// The last notice asked for, per era: it is kept alive only until the next one (a notice and its bytes, small).
+let lastLegacy: Notice | undefined
+let lastLegacyFrame: Buffer | undefined
+let lastModern: Notice | undefined
+let lastModernParts: readonly [Buffer, Buffer] | undefined
 
 /** A legacy GET stream's `notifications/resources/updated` frame for a notice at `seq` on `uri`. */
 export const legacyUpdatedFrame = (uri: string, seq: number): Buffer =>
@@ -23,11 +28,14 @@ export const legacyUpdatedFrame = (uri: string, seq: number): Buffer =>
 
 /** The legacy frame of a live notice, shared by every session it reaches. */
 export const legacyFrame = (notice: Notice & { readonly _tag: "Updated" }): Buffer => {
+  if (notice === lastLegacy) return lastLegacyFrame!
   let frame = legacyFrames.get(notice)
   if (frame === undefined) {
     frameBuilds.legacy++
     legacyFrames.set(notice, (frame = legacyUpdatedFrame(notice.uri, notice.seq)))
   }
+  lastLegacy = notice
+  lastLegacyFrame = frame
   return frame
 }
 
@@ -50,6 +58,9 @@ export const modernSplice = (method: string, params: object): readonly [Buffer, 
 
 /** The modern frame parts of a live notice, shared by every listen stream it reaches. */
 export const modernParts = (notice: Notice): readonly [Buffer, Buffer] => {
+  // Hand-tuned: called once per stream per notice, and every stream of a notice asks in a row; a compare, not a
+  // WeakMap lookup, answers all but the first.
+  if (notice === lastModern) return lastModernParts!
   let parts = modernFrames.get(notice)
   if (parts === undefined) {
     frameBuilds.modern++
@@ -58,6 +69,8 @@ export const modernParts = (notice: Notice): readonly [Buffer, Buffer] => {
       : modernSplice("notifications/resources/list_changed", {})
     modernFrames.set(notice, parts)
   }
+  lastModern = notice
+  lastModernParts = parts
   return parts
 }
 

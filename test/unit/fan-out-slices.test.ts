@@ -1,0 +1,59 @@
+/**
+ * The hub's fan-out in slices (stream-hub.ts): a delivery to many streams is written a slice at a time, yielding
+ * to the event loop in between; a stream still waiting for its turn takes the next delivery's frames into the
+ * same write; every stream gets every frame, in order. A stream whose socket is full costs no scheduling per
+ * frame, and the memory budget is still enforced once its backlog has grown enough.
+ */
+import { describe, expect, it } from "@effect/vitest"
+import { makeStreamHub } from "../../src/http/stream-hub.ts"
+import { FakeSocket } from "../../testkit/fake-socket.ts"
+
+const frame = (n: number) => Buffer.from(`data: ${n}\n\n`)
+const microtask = () => new Promise<void>((r) => queueMicrotask(r))
+const turn = () => new Promise<void>((r) => setImmediate(r))
+
+describe("fan-out slices", () => {
+  it("writes a slice, yields, and coalesces the next delivery into the writes still to come", async () => {
+    const hub = makeStreamHub(undefined, 0) // a slice of 0 ms: 16 writes, then yield
+    const sockets = Array.from({ length: 40 }, () => new FakeSocket())
+    const sinks = sockets.map((s) => hub.open(s, 8))
+    for (const sink of sinks) sink.enqueue(frame(1))
+    await microtask()
+    expect(sockets.filter((s) => s.writes > 0).length).toBe(16)
+    for (const sink of sinks) sink.enqueue(frame(2))
+    for (let i = 0; i < 10; i++) await turn()
+    // The first slice's streams had frame 1 alone, then frame 2; the others took both in one write.
+    expect(sockets.slice(0, 16).every((s) => s.chunks.join("|") === "data: 1\n\n|data: 2\n\n")).toBe(true)
+    expect(sockets.slice(16).every((s) => s.chunks.join("|") === "data: 1\n\ndata: 2\n\n")).toBe(true)
+  })
+
+  it("a blocked stream is not scheduled per frame, and the budget closes it once its backlog is past it", async () => {
+    const hub = makeStreamHub(64 * 100, 0)
+    const socket = new FakeSocket()
+    const sink = hub.open(socket, 10_000)
+    socket.stall(true)
+    sink.enqueue(frame(0))
+    await microtask() // written; the socket says it is full
+    expect(socket.writes).toBe(1)
+    for (let i = 1; i <= 5; i++) sink.enqueue(frame(i))
+    await turn()
+    expect(socket.writes).toBe(1) // nothing written while blocked
+    expect(sink.isClosed()).toBe(false)
+    for (let i = 0; i < 1000 && !sink.isClosed(); i++) sink.enqueue(Buffer.alloc(64, 97))
+    await microtask()
+    expect(sink.isClosed()).toBe(true)
+    expect(hub.budget.stats().closed).toBe(1)
+  })
+
+  it("writes what a blocked stream queued in one write on drain, after what it had written", async () => {
+    const hub = makeStreamHub(undefined, 0)
+    const socket = new FakeSocket()
+    const sink = hub.open(socket, 100)
+    socket.stall(true)
+    sink.enqueue(frame(1))
+    await microtask()
+    for (let i = 2; i <= 4; i++) sink.enqueue(frame(i))
+    socket.stall(false)
+    expect(socket.chunks).toEqual(["data: 1\n\n", "data: 2\n\ndata: 3\n\ndata: 4\n\n"])
+  })
+})
