@@ -10,6 +10,8 @@ import { errorJson, type EdgeRequest, type EdgeResponse } from "./edge-types.ts"
 import { edgeError } from "./edge-error.ts"
 import type { CloseReason } from "./push-sink.ts"
 import { sseFrame } from "../sse.ts"
+import { isJsonContentType } from "./json-body.ts"
+import { JsonScan } from "./json-scan.ts"
 import { makeStreamHub, type StreamHub } from "./stream-hub.ts"
 
 /** The port could not be bound (in use, no permission). */
@@ -265,7 +267,7 @@ export const startEdge = <R>(handler: EdgeHandler<R>, options: EdgeOptions) =>
       return true
     }
 
-    const dispatch = (req: http.IncomingMessage, res: http.ServerResponse, body: Buffer) => {
+    const dispatch = (req: http.IncomingMessage, res: http.ServerResponse, body: Buffer, bodyShape: JsonScan | undefined) => {
       const url = parseTarget(req.url)
       if (url === undefined) return writeBuffered(res, badTarget)
       const request: EdgeRequest = {
@@ -275,6 +277,7 @@ export const startEdge = <R>(handler: EdgeHandler<R>, options: EdgeOptions) =>
         search: url.search,
         headers: req.headers,
         body,
+        bodyShape,
         remoteAddress: req.socket.remoteAddress ?? ""
       }
       if (options.direct !== undefined && dispatchDirect(options.direct, request, res)) return
@@ -321,6 +324,8 @@ export const startEdge = <R>(handler: EdgeHandler<R>, options: EdgeOptions) =>
       const chunks: Array<Buffer> = []
       let size = 0
       let rejected = false
+      // A JSON body is read as it arrives, a chunk per step, rather than in one long step once it is all here.
+      let shape: JsonScan | undefined
       req.on("data", (chunk: Buffer) => {
         if (rejected) return
         size += chunk.length
@@ -329,10 +334,11 @@ export const startEdge = <R>(handler: EdgeHandler<R>, options: EdgeOptions) =>
           writeBuffered(res, tooLarge(req.url, options.bodyLimit), () => req.destroy())
           return
         }
-        chunks.push(chunk)
+        if (chunks.push(chunk) === 1 && isJsonContentType(req.headers["content-type"])) shape = new JsonScan()
+        shape?.feed(chunk)
       })
       req.on("end", () => {
-        if (!rejected) dispatch(req, res, chunks.length === 1 ? chunks[0] : Buffer.concat(chunks))
+        if (!rejected) dispatch(req, res, chunks.length === 1 ? chunks[0] : Buffer.concat(chunks), shape)
       })
       req.on("error", () => res.destroy())
     })
