@@ -54,40 +54,53 @@ export class JsonScan {
     this.length += chunk.length
     let depth = this.depth
     let inString = this.inString
+    // Members are recorded only inside the first top-level value, and only when it is an object.
+    let recording = this.close < 0 && this.openByte !== OPEN_ARRAY
+    const n = chunk.length
     let i = 0
     if (this.skip) {
       this.skip = false
       i = 1
     }
-    const n = chunk.length
-    for (; i < n; i++) {
-      const c = chunk[i]
+    while (i < n) {
       if (inString) {
+        // Most of a body's bytes are in strings: a tight loop to the next quote or backslash.
+        let c = chunk[i]
+        while (c !== QUOTE && c !== BACKSLASH && ++i < n) c = chunk[i]
+        if (i >= n) break
         if (c === BACKSLASH) {
-          if (depth === 1 && this.close < 0 && this.keyEnd < 0) this.keyEscaped = true
-          if (++i >= n) this.skip = true
-        } else if (c === QUOTE) {
-          inString = false
-          if (depth === 1 && this.close < 0 && this.keyEnd < 0) this.keyEnd = base + i + 1
+          if (depth === 1 && recording && this.keyEnd < 0) this.keyEscaped = true
+          i += 2
+          if (i > n) this.skip = true
+          continue
         }
-      } else if (c === QUOTE) {
+        inString = false
+        if (depth === 1 && recording && this.keyEnd < 0) this.keyEnd = base + i + 1
+        i++
+        continue
+      }
+      const c = chunk[i]
+      if (c === QUOTE) {
         inString = true
-        if (depth === 1 && this.close < 0 && this.keyStart < 0) this.keyStart = base + i
+        if (depth === 1 && recording && this.keyStart < 0) this.keyStart = base + i
       } else if (c === OPEN_OBJECT || c === OPEN_ARRAY) {
         if (depth++ === 0 && this.open < 0) {
           this.open = base + i
           this.openByte = c
+          recording = c === OPEN_OBJECT
         }
         if (depth > this.maxDepth) this.maxDepth = depth
       } else if (c === CLOSE_OBJECT || c === CLOSE_ARRAY) {
         if (--depth === 0 && this.close < 0) {
           this.close = base + i
-          if (this.openByte === OPEN_OBJECT) this.endMember(base + i)
+          if (recording) this.endMember(base + i)
+          recording = false
         }
       } else if (depth === 1) {
         if (c === COLON) this.members++
-        else if (c === COMMA && this.close < 0 && this.openByte === OPEN_OBJECT) this.endMember(base + i)
+        else if (c === COMMA && recording) this.endMember(base + i)
       }
+      i++
     }
     this.depth = depth
     this.inString = inString
