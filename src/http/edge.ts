@@ -324,21 +324,35 @@ export const startEdge = <R>(handler: EdgeHandler<R>, options: EdgeOptions) =>
       const chunks: Array<Buffer> = []
       let size = 0
       let rejected = false
-      // A JSON body is read as it arrives, a chunk per step, rather than in one long step once it is all here.
+      // A body is read as it arrives, a chunk per step, rather than in one long step once it is all here: a JSON
+      // body's shape is scanned, and a body of several chunks whose length was declared is copied into one
+      // buffer of that length (its pages are only touched, so only resident, as the bytes arrive).
       let shape: JsonScan | undefined
+      let whole: Buffer | undefined
+      let first = true
       req.on("data", (chunk: Buffer) => {
         if (rejected) return
-        size += chunk.length
-        if (size > options.bodyLimit) {
+        if (first) {
+          first = false
+          if (isJsonContentType(req.headers["content-type"])) shape = new JsonScan()
+          if (declared > chunk.length) whole = Buffer.allocUnsafe(declared)
+        }
+        if (size + chunk.length > options.bodyLimit) {
           rejected = true
           writeBuffered(res, tooLarge(req.url, options.bodyLimit), () => req.destroy())
           return
         }
-        if (chunks.push(chunk) === 1 && isJsonContentType(req.headers["content-type"])) shape = new JsonScan()
+        if (whole !== undefined && size + chunk.length <= whole.length) chunk.copy(whole, size)
+        else chunks.push(chunk)
+        size += chunk.length
         shape?.feed(chunk)
       })
       req.on("end", () => {
-        if (!rejected) dispatch(req, res, chunks.length === 1 ? chunks[0] : Buffer.concat(chunks), shape)
+        if (rejected) return
+        const body = whole !== undefined
+          ? (chunks.length === 0 ? whole.subarray(0, size) : Buffer.concat([whole.subarray(0, size - chunks.reduce((n, c) => n + c.length, 0)), ...chunks]))
+          : chunks.length === 1 ? chunks[0] : Buffer.concat(chunks)
+        dispatch(req, res, body, shape)
       })
       req.on("error", () => res.destroy())
     })
