@@ -28,6 +28,7 @@ const server = createServer((req, res) => {
   const chunks: Buffer[] = [];
   req.on('data', (chunk: Buffer) => chunks.push(chunk));
   req.on('end', () => {
+    if (process.env.DISCARD === '1') return answer(res, 400, { error: 'ValidationFailed' });
     let input: unknown;
     try {
       input = JSON.parse(Buffer.concat(chunks).toString('utf8'));

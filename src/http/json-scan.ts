@@ -48,12 +48,18 @@ export class JsonScan {
   private keyEnd = -1
   private keyEscaped = false
 
-  /** Reads the next chunk of the body. */
+  /** Reads the next chunk of the body. The state lives in locals while it runs (V8 keeps them in registers). */
   feed(chunk: Uint8Array): void {
     const base = this.length
     this.length += chunk.length
     let depth = this.depth
     let inString = this.inString
+    let keyStart = this.keyStart
+    let keyEnd = this.keyEnd
+    let keyEscaped = this.keyEscaped
+    let members = this.members
+    let layout = this.layout
+    let at = this.count * 3
     // Members are recorded only inside the first top-level value, and only when it is an object.
     let recording = this.close < 0 && this.openByte !== OPEN_ARRAY
     const n = chunk.length
@@ -63,26 +69,22 @@ export class JsonScan {
       i = 1
     }
     while (i < n) {
+      let c = chunk[i]
       if (inString) {
         // Most of a body's bytes are in strings: a tight loop to the next quote or backslash.
-        let c = chunk[i]
         while (c !== QUOTE && c !== BACKSLASH && ++i < n) c = chunk[i]
         if (i >= n) break
         if (c === BACKSLASH) {
-          if (depth === 1 && recording && this.keyEnd < 0) this.keyEscaped = true
+          if (depth === 1 && keyEnd < 0) keyEscaped = true
           i += 2
           if (i > n) this.skip = true
           continue
         }
         inString = false
-        if (depth === 1 && recording && this.keyEnd < 0) this.keyEnd = base + i + 1
-        i++
-        continue
-      }
-      const c = chunk[i]
-      if (c === QUOTE) {
+        if (depth === 1 && keyEnd < 0) keyEnd = base + i + 1
+      } else if (c === QUOTE) {
         inString = true
-        if (depth === 1 && recording && this.keyStart < 0) this.keyStart = base + i
+        if (depth === 1 && keyStart < 0) keyStart = base + i
       } else if (c === OPEN_OBJECT || c === OPEN_ARRAY) {
         if (depth++ === 0 && this.open < 0) {
           this.open = base + i
@@ -90,35 +92,43 @@ export class JsonScan {
           recording = c === OPEN_OBJECT
         }
         if (depth > this.maxDepth) this.maxDepth = depth
-      } else if (c === CLOSE_OBJECT || c === CLOSE_ARRAY) {
-        if (--depth === 0 && this.close < 0) {
-          this.close = base + i
-          if (recording) this.endMember(base + i)
-          recording = false
+      } else if (depth === 1 || c === CLOSE_OBJECT || c === CLOSE_ARRAY) {
+        if (c === COLON) members++
+        else if (c === COMMA || c === CLOSE_OBJECT || c === CLOSE_ARRAY) {
+          const closing = c !== COMMA
+          if (closing) depth--
+          if (depth === 0 || (depth === 1 && !closing)) {
+            if (recording) {
+              if (at + 3 > layout.length) {
+                const grown = new Int32Array(layout.length * 2)
+                grown.set(layout)
+                layout = grown
+              }
+              layout[at] = keyStart
+              layout[at + 1] = keyEscaped ? -keyEnd : keyEnd
+              layout[at + 2] = base + i
+              at += 3
+            }
+            keyStart = -1
+            keyEnd = -1
+            keyEscaped = false
+            if (closing && this.close < 0) {
+              this.close = base + i
+              recording = false
+            }
+          }
         }
-      } else if (depth === 1) {
-        if (c === COLON) this.members++
-        else if (c === COMMA && recording) this.endMember(base + i)
       }
       i++
     }
     this.depth = depth
     this.inString = inString
-  }
-
-  private endMember(end: number) {
-    if (this.count * 3 + 3 > this.layout.length) {
-      const grown = new Int32Array(this.layout.length * 2)
-      grown.set(this.layout)
-      this.layout = grown
-    }
-    const at = this.count++ * 3
-    this.layout[at] = this.keyStart
-    this.layout[at + 1] = this.keyEscaped ? -this.keyEnd : this.keyEnd
-    this.layout[at + 2] = end
-    this.keyStart = -1
-    this.keyEnd = -1
-    this.keyEscaped = false
+    this.keyStart = keyStart
+    this.keyEnd = keyEnd
+    this.keyEscaped = keyEscaped
+    this.members = members
+    this.layout = layout
+    this.count = at / 3
   }
 }
 
