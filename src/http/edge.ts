@@ -12,6 +12,7 @@ import type { CloseReason } from "./push-sink.ts"
 import { sseFrame } from "../sse.ts"
 import { isJsonContentType } from "./json-body.ts"
 import { JsonScan } from "./json-scan.ts"
+import { longWork } from "../turnstile.ts"
 import { makeStreamHub, type StreamHub } from "./stream-hub.ts"
 
 /** The port could not be bound (in use, no permission). */
@@ -346,6 +347,13 @@ export const startEdge = <R>(handler: EdgeHandler<R>, options: EdgeOptions) =>
         else chunks.push(chunk)
         size += chunk.length
         shape?.feed(chunk)
+        // Past its first chunk a body is long work: one chunk per turn of the process's turnstile (turnstile.ts),
+        // so that a few large bodies arriving at once (libuv reads up to 32 chunks per socket in one go) do not
+        // hold requests that arrive meanwhile for tens of milliseconds.
+        if (size > chunk.length) {
+          req.pause()
+          longWork.enter(() => req.resume())
+        }
       })
       req.on("end", () => {
         if (rejected) return
