@@ -1,6 +1,6 @@
 // The bad-bodies budget (bench/scenarios/amplify.ts: GET p99 while clients send 3.4 MB bodies of unknown keys /
 // idle), old against new in one run: a server from each checkout given, in turn, each on a fresh data dir with
-// one product, for ROUNDS rounds; FLOOR=1 adds the floor (bench/peers/bad-body-floor.ts) to each round. Per round
+// one product, for ROUNDS rounds; FLOOR=1 adds the floor (bench/peers/bad-body-floor.ts) to each round, FLOOR=2 also the floor that only reads the bytes. Per round
 // and server: the p99 ratio, the time a bad body takes and the server's CPU per bad body.
 //   node --conditions=writeonce-source --import tsx bench/amplify-alternated.ts /work/main .
 // Env: ROUNDS (3), SENDERS (4), KEYS (200000), GETS (150). Writes nothing but temp data dirs, removed at the end.
@@ -13,13 +13,16 @@ import { seedProducts, spawnPeer, startWo, type SpawnedServer } from './lib/wo.t
 const FLOOR = 'floor (bench/peers/bad-body-floor.ts)';
 const checkouts = process.argv.slice(2).map((c) => resolve(c));
 if (checkouts.length === 0) throw new Error('usage: amplify-alternated.ts CHECKOUT... (each with node_modules)');
-if (process.env.FLOOR === '1') checkouts.push(FLOOR);
+const DISCARD = 'floor, DISCARD=1 (reads the bytes only)';
+if (process.env.FLOOR === '1' || process.env.FLOOR === '2') checkouts.push(FLOOR);
+if (process.env.FLOOR === '2') checkouts.push(DISCARD);
 const env = (name: string, fallback: number) => Number(process.env[name] ?? fallback);
 const opts = { senders: env('SENDERS', 4), unknownKeys: env('KEYS', 200_000), gets: env('GETS', 150) };
 const rounds = env('ROUNDS', 3);
 const ctx = { phase: () => undefined, warn: (m: string) => console.warn(m) };
 const starters: Array<(dir: string) => Promise<SpawnedServer>> = await Promise.all(checkouts.map(async (c) => {
   if (c === FLOOR) return () => spawnPeer('bench/peers/bad-body-floor.ts');
+  if (c === DISCARD) return () => spawnPeer('bench/peers/bad-body-floor.ts', { env: { DISCARD: '1' } });
   const start = ((await import(join(c, 'bench/lib/wo.ts'))) as { startWo: typeof startWo }).startWo;
   return async (dir: string) => {
     const server = await start({ dir, env: {}, readyTimeoutMs: 60_000 });
