@@ -180,6 +180,17 @@ export const budget = (id: string, name: string, want: '>=' | '<=', threshold: n
   detail: fin(value) ? detail : 'not measured in this run',
 });
 
+/** The bad-bodies floor (bench/peers/bad-body-floor.ts: node:http that JSON.parses the body whole), same run. */
+const amplifyFloorDetail = (am: AmplifyResult): string => {
+  const f = am.floor;
+  if (f === undefined) return '';
+  const ratio = f.getP99MsWithBadBodies / f.getP99MsIdle;
+  const ours = am.getP99MsWithBadBodies / am.getP99MsIdle;
+  return `. Floor (plain node:http, JSON.parse of the whole body): p99 ${f.getP99MsWithBadBodies.toFixed(2)} ms against ${f.getP99MsIdle.toFixed(2)} ms idle = ${ratio.toFixed(2)}x ` +
+    `(ours/floor ${(ours / ratio).toFixed(2)}), ${f.badBodyMsMean.toFixed(0)} ms per bad body` +
+    (f.serverCpuMsPerBadBody !== undefined && am.serverCpuMsPerBadBody !== undefined ? `, server CPU ${f.serverCpuMsPerBadBody.toFixed(1)} ms (ours/floor ${(am.serverCpuMsPerBadBody / f.serverCpuMsPerBadBody).toFixed(2)})` : '');
+};
+
 export function evaluateBudgets(r: Pick<RunReport, 'load' | 'fsync' | 'notify' | 'notifyFloor' | 'replay'> & Partial<Pick<RunReport, 'notifyLegacy' | 'notifyFloorLegacy' | 'readers' | 'amplify'>>, ratios: Record<string, number>): Budget[] {
   const L = (id: string, c: number) => levelAt(r.load, id, c);
   const at = (id: string, c: number) => L(id, c)?.concurrency ?? c;
@@ -232,7 +243,8 @@ export function evaluateBudgets(r: Pick<RunReport, 'load' | 'fsync' | 'notify' |
       am ? am.getP99MsWithBadBodies / am.getP99MsIdle : Number.NaN, 'x',
       am ? `${am.senders} clients sending ${(am.badBodyBytes / 1e6).toFixed(1)} MB bodies of unknown keys back to back (${am.badBodiesAnswered} answered${am.badBodyResets ? `, ${am.badBodyResets} connections reset` : ''}, ` +
         `${am.badBodyMsMean.toFixed(0)} ms each, largest 400 ${am.errorBodyBytesMax.toLocaleString('en-US')} bytes): p99 ${am.getP99MsWithBadBodies.toFixed(2)} ms over ` +
-        `${am.getsWithBadBodies} GETs${am.getResets ? ` (${am.getResets} retried after a reset)` : ''} against ${am.getP99MsIdle.toFixed(2)} ms idle` : 'not measured in this run'),
+        `${am.getsWithBadBodies} GETs${am.getResets ? ` (${am.getResets} retried after a reset)` : ''} against ${am.getP99MsIdle.toFixed(2)} ms idle` +
+        (am.serverCpuMsPerBadBody !== undefined ? `; server CPU ${am.serverCpuMsPerBadBody.toFixed(1)} ms per bad body` : '') + amplifyFloorDetail(am) : 'not measured in this run'),
   ];
   return [
     ...issue13,

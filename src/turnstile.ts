@@ -13,6 +13,8 @@ import { Effect } from "effect"
 export interface Turnstile {
   /** Completes when it is this caller's turn. */
   readonly pass: Effect.Effect<void>
+  /** Runs `step` on this caller's turn (for plain callbacks, such as the edge reading a large body). */
+  readonly enter: (step: () => void) => void
 }
 
 export const makeTurnstile = (perTurn: number): Turnstile => {
@@ -29,6 +31,10 @@ export const makeTurnstile = (perTurn: number): Turnstile => {
     setImmediate(turn)
   }
   return {
+    enter: (step) => {
+      queue.push(step)
+      schedule()
+    },
     pass: Effect.async<void>((resume) => {
       const go = () => resume(Effect.void)
       queue.push(go)

@@ -1,10 +1,12 @@
 // Bad bodies cannot starve the server (issue 20, finding 7), on one `wo run examples/pricing`: plain
 // `GET /api/products/1` p99, one at a time, idle, then while `senders` clients each send 3 MB bodies of 200,000
 // unknown keys to `POST /api/products` back to back; the ratio of the two p99s. Also each bad answer's size
-// (bounded: at most 20 issues and a count) and the time one takes.
+// (bounded: at most 20 issues and a count), the time one takes and the server's CPU per bad body. The same, in
+// the same run, against the floor (bench/peers/bad-body-floor.ts: plain node:http that JSON.parses the body).
 import { Pool } from 'undici';
+import { sampleCpu } from '../lib/cpu.ts';
 import { LatencyHistogram } from '../lib/histogram.ts';
-import { freshDataDir, restGet, seedProducts, startWo } from '../lib/wo.ts';
+import { freshDataDir, restGet, seedProducts, spawnPeer, startWo } from '../lib/wo.ts';
 import type { BenchContext } from './context.ts';
 
 export interface AmplifyOptions {
@@ -16,7 +18,7 @@ export interface AmplifyOptions {
   gets: number;
 }
 
-export interface AmplifyResult {
+export interface AmplifyMeasure {
   senders: number;
   badBodyBytes: number;
   /** the largest 400 answered to a bad body */
@@ -30,6 +32,13 @@ export interface AmplifyResult {
   getP99MsIdle: number;
   getP99MsWithBadBodies: number;
   getsWithBadBodies: number;
+  /** the server's CPU (all threads) per bad body answered, over the busy phase */
+  serverCpuMsPerBadBody?: number;
+}
+
+export interface AmplifyResult extends AmplifyMeasure {
+  /** the floor's figures, measured in the same run (undefined when it was not) */
+  floor?: AmplifyMeasure;
 }
 
 /** A products create with `n` keys no product has. */
@@ -40,10 +49,26 @@ export async function runAmplify(ctx: BenchContext, opts: AmplifyOptions): Promi
   const dir = freshDataDir(ctx.dataRoot, 'amplify');
   ctx.track(dir);
   const server = await startWo({ dir, env: {}, readyTimeoutMs: 60_000 });
-  const gets = new Pool(server.url, { connections: 1, pipelining: 1, keepAliveTimeout: 60_000 });
-  const senders = new Pool(server.url, { connections: opts.senders, pipelining: 1, keepAliveTimeout: 60_000, bodyTimeout: 120_000, headersTimeout: 120_000 });
+  let ours: AmplifyMeasure;
   try {
     await seedProducts(server.url, 1);
+    ours = await measureAmplify(ctx, server.url, opts, server.pid);
+  } finally {
+    await server.stop();
+  }
+  const peer = await spawnPeer('bench/peers/bad-body-floor.ts');
+  try {
+    return { ...ours, floor: await measureAmplify(ctx, peer.url, opts, peer.pid) };
+  } finally {
+    await peer.stop();
+  }
+}
+
+/** The scenario against a server (ours or the floor) that has product 1. */
+export async function measureAmplify(ctx: Pick<BenchContext, 'phase' | 'warn'>, url: string, opts: AmplifyOptions, serverPid?: number): Promise<AmplifyMeasure> {
+  const gets = new Pool(url, { connections: 1, pipelining: 1, keepAliveTimeout: 60_000 });
+  const senders = new Pool(url, { connections: opts.senders, pipelining: 1, keepAliveTimeout: 60_000, bodyTimeout: 120_000, headersTimeout: 120_000 });
+  try {
     const body = badBody(opts.unknownKeys);
     let getResets = 0;
     const get = async () => {
@@ -101,6 +126,8 @@ export async function runAmplify(ctx: BenchContext, opts: AmplifyOptions): Promi
     await new Promise((r) => setTimeout(r, 200)); // the bodies are on their way
     const busy = new LatencyHistogram();
     let busyGets = 0;
+    const cpuBefore = serverPid === undefined ? undefined : sampleCpu(serverPid).cpuMs;
+    const answeredBefore = answered;
     try {
       while (busyGets < opts.gets && failure === undefined) {
         busy.record(await get());
@@ -110,6 +137,7 @@ export async function runAmplify(ctx: BenchContext, opts: AmplifyOptions): Promi
       sending = false;
       await Promise.all(running);
     }
+    const cpuMs = serverPid === undefined || cpuBefore === undefined ? undefined : sampleCpu(serverPid).cpuMs - cpuBefore;
     if (failure !== undefined) throw failure;
     return {
       senders: opts.senders,
@@ -122,10 +150,10 @@ export async function runAmplify(ctx: BenchContext, opts: AmplifyOptions): Promi
       getP99MsIdle: idle.percentile(99) / 1000,
       getP99MsWithBadBodies: busy.percentile(99) / 1000,
       getsWithBadBodies: busyGets,
+      ...(cpuMs !== undefined && answered > answeredBefore ? { serverCpuMsPerBadBody: cpuMs / (answered - answeredBefore) } : {}),
     };
   } finally {
     await gets.close();
     await senders.close();
-    await server.stop();
   }
 }

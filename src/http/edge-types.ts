@@ -2,6 +2,7 @@
 import type { IncomingHttpHeaders } from "node:http"
 import type { Effect, Scope, Stream } from "effect"
 import type { PushSink } from "./push-sink.ts"
+import type { JsonScan } from "./json-scan.ts"
 
 export interface EdgeRequest {
   readonly method: string
@@ -12,6 +13,8 @@ export interface EdgeRequest {
   /** Lower-cased names, as node:http gives them. */
   readonly headers: IncomingHttpHeaders
   readonly body: Buffer
+  /** A JSON body's shape, read chunk by chunk as it arrived (json-scan.ts), so that no step reads it whole again. */
+  readonly bodyShape?: JsonScan
   /** The client's address, for per-client limits. */
   readonly remoteAddress: string
 }

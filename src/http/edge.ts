@@ -10,6 +10,9 @@ import { errorJson, type EdgeRequest, type EdgeResponse } from "./edge-types.ts"
 import { edgeError } from "./edge-error.ts"
 import type { CloseReason } from "./push-sink.ts"
 import { sseFrame } from "../sse.ts"
+import { isJsonContentType } from "./json-body.ts"
+import { JsonScan } from "./json-scan.ts"
+import { longWork } from "../turnstile.ts"
 import { makeStreamHub, type StreamHub } from "./stream-hub.ts"
 
 /** The port could not be bound (in use, no permission). */
@@ -265,7 +268,7 @@ export const startEdge = <R>(handler: EdgeHandler<R>, options: EdgeOptions) =>
       return true
     }
 
-    const dispatch = (req: http.IncomingMessage, res: http.ServerResponse, body: Buffer) => {
+    const dispatch = (req: http.IncomingMessage, res: http.ServerResponse, body: Buffer, bodyShape: JsonScan | undefined) => {
       const url = parseTarget(req.url)
       if (url === undefined) return writeBuffered(res, badTarget)
       const request: EdgeRequest = {
@@ -275,6 +278,7 @@ export const startEdge = <R>(handler: EdgeHandler<R>, options: EdgeOptions) =>
         search: url.search,
         headers: req.headers,
         body,
+        bodyShape,
         remoteAddress: req.socket.remoteAddress ?? ""
       }
       if (options.direct !== undefined && dispatchDirect(options.direct, request, res)) return
@@ -321,22 +325,47 @@ export const startEdge = <R>(handler: EdgeHandler<R>, options: EdgeOptions) =>
       const chunks: Array<Buffer> = []
       let size = 0
       let rejected = false
+      // A body is read as it arrives, a chunk per step, rather than in one long step once it is all here: a JSON
+      // body's shape is scanned, and a body of several chunks whose length was declared is copied into one
+      // buffer of that length (its pages are only touched, so only resident, as the bytes arrive).
+      let shape: JsonScan | undefined
+      let whole: Buffer | undefined
+      let first = true
       req.on("data", (chunk: Buffer) => {
         if (rejected) return
-        size += chunk.length
-        if (size > options.bodyLimit) {
+        if (first) {
+          first = false
+          if (isJsonContentType(req.headers["content-type"])) shape = new JsonScan()
+          if (declared > chunk.length) whole = Buffer.allocUnsafe(declared)
+        }
+        if (size + chunk.length > options.bodyLimit) {
           rejected = true
           writeBuffered(res, tooLarge(req.url, options.bodyLimit), () => req.destroy())
           return
         }
-        chunks.push(chunk)
+        if (whole !== undefined && size + chunk.length <= whole.length) chunk.copy(whole, size)
+        else chunks.push(chunk)
+        size += chunk.length
+        shape?.feed(chunk)
+        // Past its first chunk a body is long work: one chunk per turn of the process's turnstile (turnstile.ts),
+        // so that a few large bodies arriving at once (libuv reads up to 32 chunks per socket in one go) do not
+        // hold requests that arrive meanwhile for tens of milliseconds.
+        if (size > chunk.length) {
+          req.pause()
+          longWork.enter(() => req.resume())
+        }
       })
       req.on("end", () => {
         if (rejected) return
-        const body = chunks.length === 1 ? chunks[0] : Buffer.concat(chunks)
+        const body = whole !== undefined
+          ? (chunks.length === 0 ? whole.subarray(0, size) : Buffer.concat([whole.subarray(0, size - chunks.reduce((n, c) => n + c.length, 0)), ...chunks]))
+          : chunks.length === 1 ? chunks[0] : Buffer.concat(chunks)
         // These listeners stay on the request while its stream is open (heap snapshot): they must not keep the body.
         chunks.length = 0
-        dispatch(req, res, body)
+        whole = undefined
+        const bodyShape = shape
+        shape = undefined
+        dispatch(req, res, body, bodyShape)
       })
       req.on("error", () => res.destroy())
     })

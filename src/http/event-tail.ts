@@ -153,6 +153,14 @@ export const makeEventTail = ({ log, feed, rows, capacity, heartbeatMs, streams,
       return yield* Effect.gen(function* () {
         while (next <= to) {
           yield* longWork.pass
+          // Readers in step send the batch another has framed: its bytes, without gathering its events again.
+          const framed = batches.get(next)
+          if (framed !== undefined && framed.last <= to) {
+            waited = false
+            if (!(yield* sink.send(framed.bytes))) return false
+            next = framed.last + 1
+            continue
+          }
           while (at < own.length && own[at].seq < next) at++
           let batch = sharedRun(next, to)
           if (batch.length === 0) batch = own.slice(at, at + BATCH).filter((e) => e.seq <= to)

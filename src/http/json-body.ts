@@ -2,34 +2,12 @@
 import { Either } from "effect"
 import { isUtf8 } from "node:buffer"
 import { leaveOutExcessKeys, worthCutting } from "./excess-keys.ts"
+import { scanBody, type JsonScan } from "./json-scan.ts"
 
 
 /** True when the Content-Type names JSON (parameters such as charset allowed). */
 export const isJsonContentType = (value: string | undefined) =>
   value !== undefined && /^application\/json\s*(;|$)/i.test(value.trim())
-
-/**
- * One linear scan of a JSON text's UTF-8 bytes (strings skipped; a multi-byte character is never one of the ASCII
- * bytes looked for): -1 when it nests arrays and objects deeper than `max`, else how many members its top-level
- * object has (0 when the text is not an object).
- */
-export const scanJson = (text: Uint8Array, max: number): number => {
-  let depth = 0
-  let members = 0
-  let inString = false
-  for (let i = 0; i < text.length; i++) {
-    const c = text[i]
-    if (inString) {
-      if (c === 92) i++ // backslash: skip the escaped character
-      else if (c === 34) inString = false
-    } else if (c === 34) inString = true
-    else if (c === 123 || c === 91) {
-      if (++depth > max) return -1
-    } else if (c === 125 || c === 93) depth--
-    else if (c === 58 && depth === 1) members++
-  }
-  return members
-}
 
 export type BodyProblem = { readonly _tag: "Malformed"; readonly message: string } | { readonly _tag: "TooDeep"; readonly max: number }
 
@@ -46,13 +24,14 @@ export interface InputBody {
 /**
  * Parses a JSON body, refusing invalid UTF-8 and nesting deeper than `maxDepth`. Given the keys a command's
  * decoder accepts, a top-level object of many more members is parsed without most of the keys it will refuse.
+ * `scan`: the body's shape when the edge read it as it arrived (json-scan.ts), else it is read here.
  */
-export const parseInputBody = (body: Buffer, maxDepth: number, accepts?: ReadonlySet<string>): Either.Either<InputBody, BodyProblem> => {
-  // The bytes are checked first (cheaply), and decoded only when they are parsed whole.
+export const parseInputBody = (body: Buffer, maxDepth: number, accepts?: ReadonlySet<string>, scan?: JsonScan): Either.Either<InputBody, BodyProblem> => {
+  // The bytes are checked first (cheaply, native), and decoded only when they are parsed whole.
   if (!isUtf8(body)) return Either.left(NOT_UTF8)
-  const members = scanJson(body, maxDepth)
-  if (members < 0) return Either.left({ _tag: "TooDeep", max: maxDepth })
-  const cut = accepts !== undefined && worthCutting(members, accepts) ? leaveOutExcessKeys(body, accepts) : undefined
+  const shape = scan !== undefined && scan.length === body.length ? scan : scanBody(body)
+  if (shape.maxDepth > maxDepth) return Either.left({ _tag: "TooDeep", max: maxDepth })
+  const cut = accepts !== undefined && worthCutting(shape.members, accepts) ? leaveOutExcessKeys(body, accepts, shape) : undefined
   if (cut !== undefined) {
     const parsed = parse(cut.text)
     // A syntax error in what was kept is reported as the whole body's (its position is in the original).
@@ -79,8 +58,8 @@ const parse = (text: string): Either.Either<unknown, BodyProblem> => {
 }
 
 /** Parses a JSON body, refusing invalid UTF-8 and nesting deeper than `maxDepth`. */
-export const parseJsonBody = (body: Buffer, maxDepth: number): Either.Either<unknown, BodyProblem> =>
-  Either.map(parseInputBody(body, maxDepth), (parsed) => parsed.input)
+export const parseJsonBody = (body: Buffer, maxDepth: number, scan?: JsonScan): Either.Either<unknown, BodyProblem> =>
+  Either.map(parseInputBody(body, maxDepth, undefined, scan), (parsed) => parsed.input)
 
 export const describeBodyProblem = (problem: BodyProblem) =>
   problem._tag === "TooDeep" ? `JSON nests deeper than ${problem.max} levels (WO_MAX_JSON_DEPTH)` : problem.message

@@ -88,7 +88,7 @@ const readBody = (request: EdgeRequest, maxDepth: number, accepts: ReadonlySet<s
   if (!isJsonContentType(request.headers["content-type"])) {
     return errorJson(415, "UnsupportedMediaType", "send the body as Content-Type: application/json")
   }
-  const parsed = parseInputBody(request.body, maxDepth, accepts)
+  const parsed = parseInputBody(request.body, maxDepth, accepts, request.bodyShape)
   if (Either.isLeft(parsed)) {
     const p = parsed.left
     return errorJson(400, "InvalidJson", p._tag === "TooDeep" ? describeBodyProblem(p) : `the body is not valid JSON: ${p.message}`)
