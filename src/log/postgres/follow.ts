@@ -5,9 +5,10 @@
  * connection drops, the primary changes), so the reader also polls: often while it is not listening, rarely
  * while it is.
  *
- * This node's own commits are not read back: its appends say what they wrote (`wrote`; its own notifications count
- * only a little later), and the follower's `applied` says how far the node has applied the log (its writer applies
- * its own batch when nothing of another node's came before it). A fetch starts after that, and happens only when
+ * This node's own commits are not read back: its appends say what they wrote (`wrote`; its own notifications are
+ * ignored up to there, and count only a little later beyond it: an append that failed after its commit landed),
+ * and the follower's `applied` says how far the node has applied the log (its writer applies its own batch when
+ * nothing of another node's came before it). A fetch starts after that, and happens only when
  * something beyond it may exist: another node's notification, an own batch the node has not applied itself, a
  * failed append (it may have landed), the poll, or a (re)connected LISTEN.
  *
