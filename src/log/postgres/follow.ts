@@ -5,9 +5,10 @@
  * connection drops, the primary changes), so the reader also polls: often while it is not listening, rarely
  * while it is.
  *
- * This node's own commits are not read back: its appends say what they wrote (`wrote`; its own notifications count
- * only a little later), and the follower's `applied` says how far the node has applied the log (its writer applies
- * its own batch when nothing of another node's came before it). A fetch starts after that, and happens only when
+ * This node's own commits are not read back: its appends say what they wrote (`wrote`; its own notifications are
+ * ignored up to there, and count only a little later beyond it: an append that failed after its commit landed),
+ * and the follower's `applied` says how far the node has applied the log (its writer applies its own batch when
+ * nothing of another node's came before it). A fetch starts after that, and happens only when
  * something beyond it may exist: another node's notification, an own batch the node has not applied itself, a
  * failed append (it may have landed), the poll, or a (re)connected LISTEN.
  *
@@ -49,6 +50,8 @@ export const makeFollow = (conn: PgConnectionShape, tag: string, seen: (events: 
     let heard = 0
     // The last event of this node's last append: the divergence check's, when the follower skips over it.
     let ownLast: { readonly seq: number; readonly checksum: string } | undefined
+    // The highest head this node's appends answered for: its own notifications up to it are not news.
+    let wroteUpTo = 0
     // What following costs: logged at Debug (postgres-log.ts), read by bench/profile-pg.ts.
     const cost = { notifications: 0, fetches: 0, emptyFetches: 0, rows: 0 }
     const sleepers = new Set<() => void>()
@@ -69,8 +72,9 @@ export const makeFollow = (conn: PgConnectionShape, tag: string, seen: (events: 
       if (head === undefined) return wake()
       // This node's own commit: its append says so (`wrote`), unless it failed after the commit landed; then the
       // notification, heard a little later (the node has applied the batch by then if its append answered), does.
-      if (writer === tag) setTimeout(() => hear(head), OWN_NOTIFICATION_LATER)
-      else hear(head)
+      // One the append has already answered for is nothing new (no timer, no wake-up: one per batch otherwise).
+      if (writer !== tag) hear(head)
+      else if (head > wroteUpTo) setTimeout(() => hear(head), OWN_NOTIFICATION_LATER)
     }
     /**
      * This node appended up to `head`. Its writer applies the batch itself when it can, right after this: the
@@ -78,6 +82,7 @@ export const makeFollow = (conn: PgConnectionShape, tag: string, seen: (events: 
      */
     const wrote = (head: number, last?: { readonly seq: number; readonly checksum: string }) => {
       if (last !== undefined) ownLast = last
+      if (head > wroteUpTo) wroteUpTo = head
       if (head > heard) heard = head
       setImmediate(rouse)
     }
@@ -158,39 +163,45 @@ export const makeFollow = (conn: PgConnectionShape, tag: string, seen: (events: 
         // The last event delivered (seq and checksum), and the primary it was read from.
         let last: { seq: number; checksum: string } | undefined
         let generation = conn.generation()
-        return Stream.paginateChunkEffect(afterSeq + 1, (from) =>
+        // Each pull waits here until there are events to deliver: a wake-up with nothing new (this node's own batch,
+        // applied by its writer; an empty fetch) loops here instead of passing an empty chunk down the stream.
+        return Stream.paginateChunkEffect(afterSeq + 1, (start) =>
           Effect.gen(function* () {
-            // What the node applied itself (its own batches) is not read again.
-            const position = Math.max(from - 1, applied?.() ?? 0)
-            if (position >= from && ownLast !== undefined && ownLast.seq === position) last = ownLast
-            if (generation !== conn.generation() && last !== undefined) {
-              const now = yield* checksumAt(last.seq)
-              if (now !== last.checksum) {
-                return yield* new LogDiverged({
-                  reason: `after the primary changed, the log ${now === undefined ? "no longer has" : "holds another"} event ${last.seq}, which this node applied ` +
-                    `(a commit the old primary never replicated, never acknowledged)`
-                })
+            for (let from = start; ;) {
+              // What the node applied itself (its own batches) is not read again.
+              const position = Math.max(from - 1, applied?.() ?? 0)
+              if (position >= from && ownLast !== undefined && ownLast.seq === position) last = ownLast
+              if (generation !== conn.generation() && last !== undefined) {
+                const now = yield* checksumAt(last.seq)
+                if (now !== last.checksum) {
+                  return yield* new LogDiverged({
+                    reason: `after the primary changed, the log ${now === undefined ? "no longer has" : "holds another"} event ${last.seq}, which this node applied ` +
+                      `(a commit the old primary never replicated, never acknowledged)`
+                  })
+                }
               }
-            }
-            generation = conn.generation()
-            if (!due && heard <= position) {
-              yield* nap
-              return [Chunk.empty<StoredEvent>(), Option.some(position + 1)] as const
-            }
-            // Cleared before the read: a wake-up that arrives during it makes the next nap return at once.
-            due = false
-            const batch = yield* fetch(position + 1)
-            cost.fetches++
-            cost.rows += batch.length
-            if (batch.length === 0) {
-              cost.emptyFetches++
-              yield* nap
-            } else {
-              seen(batch.map((b) => b.event))
+              generation = conn.generation()
+              from = position + 1
+              if (!due && heard <= position) {
+                yield* nap
+                continue
+              }
+              // Cleared before the read: a wake-up that arrives during it makes the next nap return at once.
+              due = false
+              const batch = yield* fetch(from)
+              cost.fetches++
+              cost.rows += batch.length
+              if (batch.length === 0) {
+                cost.emptyFetches++
+                yield* nap
+                continue
+              }
+              const events = batch.map((b) => b.event)
+              seen(events)
               last = batch[batch.length - 1]
               if (last.seq > heard) heard = last.seq
+              return [Chunk.unsafeFromArray(events), Option.some(from + batch.length)] as const
             }
-            return [Chunk.unsafeFromArray(batch.map((b) => b.event)), Option.some(position + 1 + batch.length)] as const
           }))
       })
 

@@ -141,17 +141,20 @@ declare
   v_log json;
 begin
   select h.seq into v_head from ${SCHEMA}.log_head h for update;
+  -- Each check only when the batch has something for it (CASE: the branch not taken is not run; in parentheses,
+  -- or PL/pgSQL would end the IF's condition at the THEN inside it).
   if v_head = p_head
-    and (select count(*) from ${SCHEMA}.idempotency_keys k where k.key = any(p_claims)) = cardinality(p_present)
-    and (select count(*) from ${SCHEMA}.idempotency_keys k where k.key = any(p_present)) = cardinality(p_present)
-    and not exists (
+    and (case when cardinality(p_claims) = 0 then cardinality(p_present) = 0 else
+      (select count(*) from ${SCHEMA}.idempotency_keys k where k.key = any(p_claims)) = cardinality(p_present)
+      and (select count(*) from ${SCHEMA}.idempotency_keys k where k.key = any(p_present)) = cardinality(p_present) end)
+    and (case when cardinality(p_ent_types) = 0 then true else not exists (
       select 1 from unnest(p_ent_types, p_ent_ids, p_ent_versions) as x(type, id, version)
       left join ${SCHEMA}.rows r on r.type = x.type and r.id = x.id
-      where coalesce(r.version, 0) <> x.version)
-    and not exists (
+      where coalesce(r.version, 0) <> x.version) end)
+    and (case when cardinality(p_cnt_types) = 0 then true else not exists (
       select 1 from unnest(p_cnt_types, p_cnt_last, p_cnt_rows) as x(type, last_id, row_count)
       left join ${SCHEMA}.types t on t.type = x.type
-      where coalesce(t.last_id, 0) <> x.last_id or coalesce(t.row_count, 0) <> x.row_count)
+      where coalesce(t.last_id, 0) <> x.last_id or coalesce(t.row_count, 0) <> x.row_count) end)
   then
     insert into ${SCHEMA}.events (seq, type, id, version, kind, schema, at, method, params, data, checksum, command, correlation)
       select x.seq, x.type, x.id, x.version, x.kind, x.schema, x.at, x.method, x.params::json, x.data::json, x.checksum, x.command, x.correlation
@@ -162,14 +165,21 @@ begin
       from unnest(r_type, r_id, r_version, r_schema, r_row, r_checksum) as x(type, id, version, schema, row, checksum)
       on conflict (type, id) do update
         set version = excluded.version, schema = excluded.schema, row = excluded.row, checksum = excluded.checksum;
-    insert into ${SCHEMA}.types as t (type, last_id, row_count, checksum)
-      select * from unnest(t_type, t_last, t_rows, t_checksum)
-      on conflict (type) do update set last_id = excluded.last_id, row_count = excluded.row_count, checksum = excluded.checksum;
-    insert into ${SCHEMA}.views as v (name, record, checksum)
-      select * from unnest(v_name, v_record, v_checksum)
-      on conflict (name) do update set record = excluded.record, checksum = excluded.checksum;
-    insert into ${SCHEMA}.idempotency_keys (key, at, result, checksum)
-      select * from unnest(k_key, k_at, k_result, k_checksum);
+    -- The statements a batch has nothing for are not run (a set_price batch: no counters, views or keys).
+    if cardinality(t_type) > 0 then
+      insert into ${SCHEMA}.types as t (type, last_id, row_count, checksum)
+        select * from unnest(t_type, t_last, t_rows, t_checksum)
+        on conflict (type) do update set last_id = excluded.last_id, row_count = excluded.row_count, checksum = excluded.checksum;
+    end if;
+    if cardinality(v_name) > 0 then
+      insert into ${SCHEMA}.views as v (name, record, checksum)
+        select * from unnest(v_name, v_record, v_checksum)
+        on conflict (name) do update set record = excluded.record, checksum = excluded.checksum;
+    end if;
+    if cardinality(k_key) > 0 then
+      insert into ${SCHEMA}.idempotency_keys (key, at, result, checksum)
+        select * from unnest(k_key, k_at, k_result, k_checksum);
+    end if;
     update ${SCHEMA}.log_head set seq = p_new_head;
     perform pg_notify('${HEAD_CHANNEL}', p_new_head::text || ' ' || p_tag);
     return null;
