@@ -6,14 +6,13 @@
 // process, all threads, from /proc) and PostgreSQL CPU per write (this cluster's servers and backends only), and the
 // ratios new/old and against the floor. KIND=create|set_price limits it to one op.
 //   OLD_ROOT=/tmp/wo-old node --import tsx bench/pg-ab.ts
-import { execFileSync } from 'node:child_process';
-import { chmodSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
-import { loadavg, tmpdir } from 'node:os';
+import { loadavg } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
-import { clockTicksPerSecond, cpuBetween, sampleCpu } from './lib/cpu.ts';
+import { startBenchCluster } from './lib/pg-bench-cluster.ts';
+import { cpuBetween, sampleCpu } from './lib/cpu.ts';
 import { runLoad } from './lib/load.ts';
-import { isRow, repoRoot, restCreate, restSetPrice, seedProducts, spawnPeer, type SpawnedServer } from './lib/wo.ts';
+import { isRow, restCreate, restSetPrice, seedProducts, spawnPeer, type SpawnedServer } from './lib/wo.ts';
 import { spawnWo } from '../testkit/spawn.ts';
 
 const OLD_ROOT = process.env.OLD_ROOT;
@@ -24,32 +23,10 @@ const WIN = Number(process.env.WIN ?? 3000);
 const LEVELS = (process.env.C ?? '32,256').split(',').map(Number);
 const KINDS = process.env.KIND ? [process.env.KIND as 'create' | 'set_price'] : (['create', 'set_price'] as const);
 const PRODUCTS = 1000;
-const SCRIPT = join(repoRoot, 'scripts/pg-cluster.sh');
 
-const dir = mkdtempSync(join(tmpdir(), 'wo-pg-ab-'));
-chmodSync(dir, 0o755); // the servers run as the postgres user
-const base = 20_000 + Math.floor(Math.random() * 12_000);
-const url = execFileSync('bash', [SCRIPT, 'start', join(dir, 'pg'), String(base)], { encoding: 'utf8' }).trim().split('\n').pop()!;
-const urlOf = (db: string) => url.replace(/\/[^/?]+(\?|$)/, `/${db}$1`);
-
-/** This cluster's postgres processes: its three postmasters and their children. */
-const postmasters = () => ['primary', 's1', 's2'].map((n) => Number(readFileSync(join(dir, 'pg', n, 'postmaster.pid'), 'utf8').split('\n')[0]));
-const samplePg = () => {
-  const roots = new Set(postmasters());
-  let ticks = 0;
-  for (const pid of readdirSync('/proc')) {
-    if (!/^\d+$/.test(pid)) continue;
-    try {
-      const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-      const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-      if (!roots.has(Number(pid)) && !roots.has(Number(f[1]))) continue;
-      ticks += Number(f[11]) + Number(f[12]);
-    } catch {
-      // gone meanwhile
-    }
-  }
-  return (ticks * 1000) / clockTicksPerSecond();
-};
+const cluster = startBenchCluster('wo-pg-ab-');
+const { dir, urlOf, port: base } = cluster;
+const samplePg = cluster.cpuMs;
 
 const servers: Record<string, SpawnedServer> = {};
 try {
@@ -117,6 +94,5 @@ try {
   }
 } finally {
   await Promise.allSettled(Object.values(servers).map((s) => s.stop()));
-  execFileSync('bash', [SCRIPT, 'stop', join(dir, 'pg')]);
-  rmSync(dir, { recursive: true, force: true });
+  cluster.stop();
 }

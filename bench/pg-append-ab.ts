@@ -5,13 +5,11 @@
 // (ROUNDS, default 4, of N batches, default 150). Prints per event the cluster's CPU (its postgres processes only)
 // and this process's CPU (planning the batch and the pg driver), and new/old. Load-insensitive: CPU time, not rates.
 //   OLD_ROOT=/tmp/wo-old node --import tsx bench/pg-append-ab.ts
-import { execFileSync } from 'node:child_process';
-import { chmodSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
-import { loadavg, tmpdir } from 'node:os';
+import { loadavg } from 'node:os';
 import { join } from 'node:path';
 import { Effect, ManagedRuntime } from 'effect';
 import pg from 'pg';
-import { clockTicksPerSecond } from './lib/cpu.ts';
+import { startBenchCluster } from './lib/pg-bench-cluster.ts';
 import { repoRoot } from './lib/wo.ts';
 
 const OLD_ROOT = process.env.OLD_ROOT;
@@ -20,7 +18,6 @@ const ROUNDS = Number(process.env.ROUNDS ?? 4);
 const N = Number(process.env.N ?? 150);
 const SIZES = (process.env.BATCH ?? '12,100').split(',').map(Number);
 const PRODUCTS = 1000;
-const SCRIPT = join(repoRoot, 'scripts/pg-cluster.sh');
 
 type Side = { name: string; append: typeof import('../src/log/postgres/append.ts'); conn: typeof import('../src/log/postgres/connection.ts'); schema: typeof import('../src/log/postgres/schema.ts') };
 const load = async (name: string, root: string): Promise<Side> => ({
@@ -31,29 +28,9 @@ const load = async (name: string, root: string): Promise<Side> => ({
 });
 const sides = [await load('old', OLD_ROOT), await load('new', repoRoot)];
 
-const dir = mkdtempSync(join(tmpdir(), 'wo-pg-append-ab-'));
-chmodSync(dir, 0o755); // the servers run as the postgres user
-const base = 20_000 + Math.floor(Math.random() * 12_000);
-const url = execFileSync('bash', [SCRIPT, 'start', join(dir, 'pg'), String(base)], { encoding: 'utf8' }).trim().split('\n').pop()!;
-const urlOf = (db: string) => url.replace(/\/[^/?]+(\?|$)/, `/${db}$1`);
-
-const postmasters = () => ['primary', 's1', 's2'].map((n) => Number(readFileSync(join(dir, 'pg', n, 'postmaster.pid'), 'utf8').split('\n')[0]));
-const pgCpuMs = () => {
-  const roots = new Set(postmasters());
-  let ticks = 0;
-  for (const pid of readdirSync('/proc')) {
-    if (!/^\d+$/.test(pid)) continue;
-    try {
-      const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-      const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-      if (!roots.has(Number(pid)) && !roots.has(Number(f[1]))) continue;
-      ticks += Number(f[11]) + Number(f[12]);
-    } catch {
-      // gone meanwhile
-    }
-  }
-  return (ticks * 1000) / clockTicksPerSecond();
-};
+const cluster = startBenchCluster('wo-pg-append-ab-');
+const { dir, urlOf, port: base } = cluster;
+const pgCpuMs = cluster.cpuMs;
 const selfCpuMs = () => {
   const u = process.cpuUsage();
   return (u.user + u.system) / 1000;
@@ -132,6 +109,5 @@ try {
   }
 } finally {
   for (const rt of runtimes) await rt.dispose().catch(() => undefined);
-  execFileSync('bash', [SCRIPT, 'stop', join(dir, 'pg')]);
-  rmSync(dir, { recursive: true, force: true });
+  cluster.stop();
 }
