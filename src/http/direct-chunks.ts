@@ -10,7 +10,7 @@
  */
 import type * as http from "node:http"
 import type { Socket } from "node:net"
-import type { SocketLike } from "./push-sink.ts"
+import type { DirectSocket, SocketLike } from "./push-sink.ts"
 
 const CR = 13
 const LF = 10
@@ -33,10 +33,6 @@ export const chunkOf = (parts: ReadonlyArray<Buffer>, bytes: number): Buffer => 
   return chunk
 }
 
-export interface DirectSocket extends SocketLike {
-  /** Writes `parts` (`bytes` in all) as one chunk, without joining them first. */
-  readonly writeParts: (parts: ReadonlyArray<Buffer>, bytes: number) => boolean
-}
 
 /** The response's socket as a SocketLike that writes whole chunks, or the response itself when that is not safe. */
 export const directChunks = (res: SocketLike): SocketLike | DirectSocket => {

@@ -17,7 +17,6 @@
  */
 import { Effect } from "effect"
 import { sseFrame } from "../sse.ts"
-import type { DirectSocket } from "./direct-chunks.ts"
 
 /** Why a stream ended. "memory": closed by the global stream memory budget; "client": the client went away. */
 export type CloseReason = "overflow" | "memory" | "shutdown" | "replaced" | "terminated" | "client" | "store" | "done"
@@ -31,6 +30,11 @@ export interface SocketLike {
   destroy(): unknown
   readonly writableLength: number
   readonly destroyed: boolean
+}
+
+/** A SocketLike that can write a flush's parts as one chunk, without joining them first (direct-chunks.ts). */
+export interface DirectSocket extends SocketLike {
+  readonly writeParts: (parts: ReadonlyArray<Buffer>, bytes: number) => boolean
 }
 
 /** The process-wide side of the sinks: coalesced flushing and the memory budget (see stream-budget.ts). */
