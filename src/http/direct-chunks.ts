@@ -33,7 +33,6 @@ export const chunkOf = (parts: ReadonlyArray<Buffer>, bytes: number): Buffer => 
   return chunk
 }
 
-
 /** The response's socket as a SocketLike that writes whole chunks, or the response itself when that is not safe. */
 export const directChunks = (res: SocketLike): SocketLike | DirectSocket => {
   if (!isResponse(res)) return res
