@@ -111,18 +111,16 @@ const withHeaders = (response: EdgeResponse, headers: Headers): EdgeResponse => 
 class ReplyTo implements DirectReply {
   constructor(readonly respond: DirectRespond, readonly policy: EraPolicy, readonly id: RpcId) {}
   result(outcome: Outcome) {
-    let response: EdgeResponse
-    try {
-      response = rpcResult(this.id, this.policy.decorate(outcome))
-    } catch (e) {
-      return this.respond.failed(Cause.die(e))
-    }
-    this.respond.answer(response)
+    this.answer(() => rpcResult(this.id, this.policy.decorate(outcome)))
   }
   failure(failure: Failure) {
+    this.answer(() => refused(this.id, this.policy.refuse(failure)))
+  }
+  /** Answers what `make` builds; a throw while building it is answered as a defect. */
+  private answer(make: () => EdgeResponse) {
     let response: EdgeResponse
     try {
-      response = refused(this.id, this.policy.refuse(failure))
+      response = make()
     } catch (e) {
       return this.respond.failed(Cause.die(e))
     }
