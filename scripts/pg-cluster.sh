@@ -4,13 +4,14 @@
 #   scripts/pg-cluster.sh start <dir> [base-port]   primary on base-port (default 54320), standbys s1, s2 on the next two;
 #                                                   on a cluster already made, starts whatever is not running: the
 #                                                   current primary as it is, every other node as its standby (an old
-#                                                   primary is first rewound onto the new primary's timeline with
-#                                                   pg_rewind; one that cannot be is left stopped, never writable)
+#                                                   primary, or a stopped standby of an older timeline, is first
+#                                                   rewound onto the new primary's timeline with pg_rewind; one that
+#                                                   cannot be is left stopped, never writable)
 #   scripts/pg-cluster.sh stop <dir>                stops whatever of the three is running (idempotent)
 #   scripts/pg-cluster.sh kill <dir> <node>         kill -9 of one server's postmaster (primary, s1 or s2): a crash
 #   scripts/pg-cluster.sh promote <dir> [node]      failover after the primary is lost (and fenced): promotes the
 #                                                   standby given, else the one that received the most WAL, and
-#                                                   points the other standby at it; prints the promoted node
+#                                                   points the other running standby at it; prints the promoted node
 #                                                   (recorded in <dir>/primary-node for `start`)
 #
 # `start` prints the connection string (every host listed; writeonce finds the writable one) as its last line.
@@ -96,17 +97,33 @@ stop_node() { # node
     || as_pg "$BIN/pg_ctl" -D "$dir/$1" -m immediate -w stop >/dev/null 2>&1 || true
 }
 
+# The timeline of a stopped node's last checkpoint (or restartpoint).
+timeline_of() { # node
+  as_pg "$BIN/pg_controldata" -D "$dir/$1" | sed -n "s/^Latest checkpoint's TimeLineID: *//p"
+}
+
 # Makes `node` a standby of `primary` (its slot there, its conninfo, standby.signal) and starts it. A node without
 # standby.signal was a primary: it may hold commits the new primary never had (never acknowledged: an ack needed a
-# standby), so it is first rewound to the point where the timelines forked. Fails (leaving it stopped) if it cannot be.
+# standby), so it is first rewound to the point where the timelines forked. So is a stopped standby that followed
+# an older timeline: it may have received more of it than the promoted server (the wrong standby was promoted), and
+# could not follow the new one. (pg_rewind does nothing to one that holds no more.) Fails (leaving it stopped) if
+# it cannot be rewound.
 as_standby() { # node primary
-  local node=$1 primary=$2 pport
+  local node=$1 primary=$2 pport why=""
   pport=$(port_of "$primary")
+  # pg_rewind reads the source's timeline from its control file, updated by the first checkpoint after promotion.
   if [ ! -f "$dir/$node/standby.signal" ]; then
-    if running "$node"; then stop_node "$node"; fi
-    echo "pg-cluster: $node was a primary; rewinding it onto $primary's timeline" >&2
-    # pg_rewind reads the source's timeline from its control file, updated by the first checkpoint after promotion.
+    why="was a primary"
+  elif ! running "$node"; then
     sql "$pport" "checkpoint" >/dev/null
+    [ "$(timeline_of "$node")" = "$(sql "$pport" "select timeline_id from pg_control_checkpoint()")" ] || why="followed an older timeline"
+  fi
+  if [ -n "$why" ]; then
+    if running "$node"; then stop_node "$node"; fi
+    echo "pg-cluster: $node $why; rewinding it onto $primary's timeline" >&2
+    sql "$pport" "checkpoint" >/dev/null
+    # pg_rewind first recovers a server that was killed, in single-user mode, which refuses standby mode.
+    rm -f "$dir/$node/standby.signal"
     as_pg "$BIN/pg_rewind" -D "$dir/$node" --source-server="host=127.0.0.1 port=$pport user=postgres dbname=postgres" \
       >"$dir/$node.rewind.log" 2>&1 || { cat "$dir/$node.rewind.log" >&2; return 1; }
   fi
@@ -149,7 +166,7 @@ case "$cmd" in
       # The standby that received the most WAL: it holds every commit that was acknowledged (ANY 1 of the two).
       best=""
       best_lsn=""
-      for s in s1 s2; do
+      for s in $(others_of "$(current_primary)"); do
         running "$s" || continue
         lsn=$(sql "$(port_of "$s")" "select pg_last_wal_receive_lsn() - '0/0'::pg_lsn" 2>/dev/null || true)
         [ -n "$lsn" ] || continue
@@ -169,10 +186,11 @@ case "$cmd" in
     names=$(others_of "$node" | paste -sd, - | sed 's/,/, /')
     sql "$new_port" "alter system set synchronous_standby_names = 'ANY 1 ($names)'" >/dev/null
     sql "$new_port" "select pg_reload_conf()" >/dev/null
-    other=s1
-    [ "$node" = s1 ] && other=s2
-    if running "$other"; then
-      # The other standby follows the new primary (recovery_target_timeline is 'latest'), through a slot there.
+    for other in $(others_of "$node"); do
+      # A running standby (whichever node it is: after two promotions the first primary may be one) follows the
+      # new primary (recovery_target_timeline is 'latest'), through a slot there.
+      running "$other" || continue
+      [ "$(sql "$(port_of "$other")" "select pg_is_in_recovery()" 2>/dev/null || true)" = t ] || continue
       sql "$new_port" "select pg_create_physical_replication_slot('$other') where not exists (select 1 from pg_replication_slots where slot_name = '$other')" >/dev/null
       sql "$(port_of "$other")" "alter system set primary_conninfo = 'host=127.0.0.1 port=$new_port user=postgres application_name=$other'" >/dev/null
       sql "$(port_of "$other")" "select pg_reload_conf()" >/dev/null
@@ -181,7 +199,7 @@ case "$cmd" in
         [ "$n" = 1 ] && break
         sleep 0.1
       done
-    fi
+    done
     echo "$node"
     ;;
   start)

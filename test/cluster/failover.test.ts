@@ -1,7 +1,8 @@
 /**
  * The PostgreSQL store under operator faults (issue 22): a paused primary (bounded stalls), a promotion (session
- * reads follow the log), and an old primary brought back writable beside the promoted one (fencing). One cluster
- * and two nodes for the file; the tests run in order on it. Counts are asserted, never durations.
+ * reads follow the log), an old primary brought back writable beside the promoted one (fencing), and a standby
+ * promoted without acknowledged commits (the nodes that applied them notice). One cluster and two nodes for the
+ * file; the tests run in order on it. Counts are asserted, never durations.
  */
 import pg from "pg"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
@@ -176,5 +177,39 @@ describe.skipIf(!haveBinaries)("the PostgreSQL store under a paused primary, a p
     expect(await missingAcks(cluster, DB, acked)).toEqual([])
     const latest = await latestRows(cluster, DB)
     for (let n = 0; n < nodes.length; n++) expect(await convergeOn(nodes[n].loopbackUrl, latest), `node ${n}`).toEqual([])
+  }, 180_000)
+
+  // Last: it leaves the cluster with acknowledged writes lost, as the operator's mistake does.
+  it("a standby promoted without acknowledged commits: every node that applied them exits with why; a node started again serves the new primary's log", async () => {
+    const standbys = (["primary", "s1", "s2"] as const).filter((n) => n !== cluster.primary())
+    const [lacking, holding] = standbys
+    cluster.kill(lacking)
+    // Acknowledged through the other standby alone (ANY 1): every node applies them, `lacking` never sees them.
+    for (let n = 0; n < nodes.length; n++) {
+      const price = nextPrice++
+      const res = await http(`${nodes[n].loopbackUrl}/api/products/${products[n % 2]}/set_price`, { method: "POST", body: { price } })
+      expect(res.status, res.text).toBe(200)
+    }
+    // Each node applies every one of them (its own at once, the others' through its tailer).
+    const latest = await latestRows(cluster, DB)
+    for (let n = 0; n < nodes.length; n++) expect(await convergeOn(nodes[n].loopbackUrl, latest), `node ${n}`).toEqual([])
+    cluster.kill(holding)
+    cluster.kill(cluster.primary())
+    cluster.startAsIs(lacking) // still a standby, of a primary that is gone
+    expect(cluster.promote(lacking)).toBe(lacking)
+
+    // The nodes find the promoted server (its timeline is higher), whose log lacks what they applied.
+    expect(await until(() => nodes.every((n) => n.exitReport() !== undefined), 1200)).toBe(true)
+    for (const n of nodes) {
+      expect(n.exitReport()).toMatch(/^exited \(code 1/)
+      expect(n.output()).toMatch(/the log no longer has event \d+, which this node applied.*exiting so that a supervisor restarts the server from the store/s)
+    }
+    // The other servers rejoin as its standbys (rewound: they hold what it lacks), so that its commits are acknowledged.
+    cluster.restart()
+    // Started again (the supervisor's part), a node serves the promoted server's log, and writes to it.
+    const again = await startNode(store, NODE_ENV)
+    nodes.push(again)
+    expect(await convergeOn(again.loopbackUrl, await latestRows(cluster, DB))).toEqual([])
+    expect((await keyedSetPrice(again.loopbackUrl, products[0])).res?.status).toBe(200)
   }, 180_000)
 })

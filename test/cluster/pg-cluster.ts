@@ -56,8 +56,11 @@ export interface PgCluster {
   readonly startAsIs: (node: PgNode) => void
   /** SIGSTOP (true) or SIGCONT (false) to every process of the node's server: a paused primary, not a dead one. */
   readonly pause: (node: PgNode, paused: boolean) => void
-  /** Promotes the most advanced standby and points the other at it; returns the promoted node. */
-  readonly promote: () => PgNode
+  /**
+   * Promotes the most advanced standby and points the other at it; returns the promoted node. Naming a node
+   * promotes that one whatever it holds (the operator's mistake).
+   */
+  readonly promote: (node?: PgNode) => PgNode
   readonly stop: () => void
 }
 
@@ -114,7 +117,7 @@ export const startCluster = async (): Promise<PgCluster> => {
       })
       for (const pid of [postmaster, ...children.map(Number)]) process.kill(pid, paused ? "SIGSTOP" : "SIGCONT")
     },
-    promote: () => (primary = run("promote", dir).trim().split("\n").pop() as PgNode),
+    promote: (node) => (primary = run("promote", dir, ...(node === undefined ? [] : [node])).trim().split("\n").pop() as PgNode),
     stop: () => {
       run("stop", dir)
       if (process.env.WO_KEEP_PG === undefined) fs.rmSync(dir, { recursive: true, force: true })
@@ -197,6 +200,29 @@ export const missingAcks = async (cluster: PgCluster, database: string, acked: R
 export const latestRows = async (cluster: PgCluster, database: string) => {
   const rows = await cluster.sql<{ id: string; version: number }>(database, "select id, version from writeonce.rows where type = 'products' and row is not null")
   return new Map(rows.map((r) => [r.id, r.version]))
+}
+
+/**
+ * `convergeOn` for a node this test started, explained: [] once it serves every row at its latest version; else a
+ * line per row it lags on (what it serves, what the log holds for it) and the tail of the node's output.
+ */
+export const lagsOf = async (cluster: PgCluster, database: string, node: Spawned, latest: ReadonlyMap<string, number>) => {
+  const output = () => `--- the node's output, last 8 KB ---\n${node.output().slice(-8192)}`
+  const behind = await convergeOn(node.loopbackUrl, latest).catch((e: unknown) => e as Error)
+  if (behind instanceof Error) return [`${behind.message}; the node ${node.exitReport() ?? "runs"}`, output()]
+  if (behind.length === 0) return []
+  const served = new Map<string, number>(
+    ((await http(`${node.loopbackUrl}/api/products?limit=100000`)).json.items as Array<{ id: string; version: number }>).map((r) => [r.id, r.version])
+  )
+  const events = await cluster.sql<{ seq: string; id: string; version: number }>(
+    database,
+    "select seq, id, version from writeonce.events where type = 'products' and id = any($1) order by seq",
+    [behind]
+  )
+  const lines = behind.map((id) =>
+    `products ${id}: served at version ${served.get(id) ?? "none"}, latest ${latest.get(id)}; in the log at seqs ` +
+    events.filter((e) => e.id === id).map((e) => `${e.seq} (v${e.version})`).join(", "))
+  return [...lines, output()]
 }
 
 /** Polls (by count, not by time) until the node serves every row at its latest version; the rows it lags on. */

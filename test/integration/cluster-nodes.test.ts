@@ -9,7 +9,7 @@ import { openListen } from "../../testkit/modern-client.ts"
 import { http } from "../../testkit/server.ts"
 import { openSse, type SseConnection } from "../../testkit/sse.ts"
 import { runWo, type Spawned } from "../../testkit/spawn.ts"
-import { convergeOn, haveBinaries, latestRows, missingAcks, startCluster, startNode, warnIfSkipped, writeLoad, type PgCluster } from "../cluster/pg-cluster.ts"
+import { convergeOn, haveBinaries, lagsOf, latestRows, missingAcks, startCluster, startNode, warnIfSkipped, writeLoad, type PgCluster } from "../cluster/pg-cluster.ts"
 
 warnIfSkipped("the multi-node cluster tests")
 
@@ -68,7 +68,7 @@ describe.skipIf(!haveBinaries)("three wo nodes on one PostgreSQL log (a primary 
     const seen = new Set(load.acked.map((a) => `${a.id}@${a.version}`))
     expect(seen.size).toBe(load.acked.length)
     const latest = await latestRows(cluster, "wo_nodes")
-    for (let i = 0; i < 3; i++) expect(await convergeOn(url(i), latest), `node ${i}`).toEqual([])
+    for (let i = 0; i < 3; i++) expect(await lagsOf(cluster, "wo_nodes", nodes[i]!, latest), `node ${i}`).toEqual([])
   })
 
   it("lets exactly one of two nodes win each of 200 races with the same expected version; without one, both land", async () => {
@@ -168,7 +168,7 @@ describe.skipIf(!haveBinaries)("three wo nodes on one PostgreSQL log (a primary 
     // The killed node comes back (any data dir will do: the state is in PostgreSQL) and serves everything.
     nodes[2] = await startNode(store)
     const latest = await latestRows(cluster, "wo_nodes")
-    expect(await convergeOn(url(2), latest)).toEqual([])
+    expect(await lagsOf(cluster, "wo_nodes", nodes[2]!, latest)).toEqual([])
   })
 
   it("loses no acked write when the primary is killed with -9 under load and the most advanced standby promoted", async () => {
@@ -189,7 +189,7 @@ describe.skipIf(!haveBinaries)("three wo nodes on one PostgreSQL log (a primary 
     console.info(`kill -9 of the primary, ${promoted} promoted: ${load.acked.length} acked (${atKill} before the kill), ${missing.length} lost`)
     expect(missing).toEqual([])
     const latest = await latestRows(cluster, "wo_nodes")
-    for (let i = 0; i < 3; i++) expect(await convergeOn(url(i), latest), `node ${i}`).toEqual([])
+    for (let i = 0; i < 3; i++) expect(await lagsOf(cluster, "wo_nodes", nodes[i]!, latest), `node ${i}`).toEqual([])
   })
 
   it("verifies the shared store (wo verify --store) and rebuilds its rows from the log (wo replay --store)", async () => {

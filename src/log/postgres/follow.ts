@@ -12,10 +12,12 @@
  * something beyond it may exist: another node's notification, an own batch the node has not applied itself, a
  * failed append (it may have landed), the poll, or a (re)connected LISTEN.
  *
- * A commit is visible on the primary while it waits for a standby. If the primary dies then, the promoted standby
- * may lack it (it was never acknowledged), yet a node may have applied it. So after the primary changes, the
- * reader first checks that the last event it delivered (or this node wrote and applied) is still in the log,
- * unchanged; if not it fails with LogDiverged, and the node must start again from the store.
+ * A commit waiting for its standby stays invisible, but one whose wait was cancelled is visible on the primary
+ * alone, and a promoted standby may lack commits (an asynchronous one, or the wrong one picked). A node may then
+ * have applied an event the new primary does not have. So after the primary changes, the reader first checks that
+ * the last event it delivered (or this node wrote and applied) is still in the log, unchanged; if not it fails
+ * with LogDiverged, and the node must start again from the store. What it checks survives a failed read (the
+ * tailer follows again), and a read that ran across the change is checked before it counts.
  */
 import { Chunk, Duration, Effect, Option, Schedule, Stream } from "effect"
 import type { StoredEvent } from "../../domain/events.ts"
@@ -52,6 +54,11 @@ export const makeFollow = (conn: PgConnectionShape, tag: string, seen: (events: 
     let ownLast: { readonly seq: number; readonly checksum: string } | undefined
     // The highest head this node's appends answered for: its own notifications up to it are not news.
     let wroteUpTo = 0
+    // The last event this node took from the log (read, or its own batch applied), and the primary it came from.
+    // Kept here, not per stream: the tailer follows again after a failed read (a dead primary), and the check
+    // after the primary changed must still run then.
+    let last: { seq: number; checksum: string } | undefined
+    let generation = conn.generation()
     // What following costs: logged at Debug (postgres-log.ts), read by bench/profile-pg.ts.
     const cost = { notifications: 0, fetches: 0, emptyFetches: 0, rows: 0 }
     const sleepers = new Set<() => void>()
@@ -160,9 +167,6 @@ export const makeFollow = (conn: PgConnectionShape, tag: string, seen: (events: 
      */
     const events = (afterSeq: number, applied?: () => number): Stream.Stream<StoredEvent, StoreError | LogDiverged> =>
       Stream.suspend(() => {
-        // The last event delivered (seq and checksum), and the primary it was read from.
-        let last: { seq: number; checksum: string } | undefined
-        let generation = conn.generation()
         // Each pull waits here until there are events to deliver: a wake-up with nothing new (this node's own batch,
         // applied by its writer; an empty fetch) loops here instead of passing an empty chunk down the stream.
         return Stream.paginateChunkEffect(afterSeq + 1, (start) =>
@@ -191,6 +195,11 @@ export const makeFollow = (conn: PgConnectionShape, tag: string, seen: (events: 
               const batch = yield* fetch(from)
               cost.fetches++
               cost.rows += batch.length
+              if (generation !== conn.generation()) {
+                // The primary changed during the read (which may have run on the new one): check, then read again.
+                due = true
+                continue
+              }
               if (batch.length === 0) {
                 cost.emptyFetches++
                 yield* nap
