@@ -202,6 +202,27 @@ export const latestRows = async (cluster: PgCluster, database: string) => {
   return new Map(rows.map((r) => [r.id, r.version]))
 }
 
+/** What a node prints when it exits because the log lost a commit it had applied (tailer.ts, follow.ts). */
+const DIVERGED = /the log no longer has event \d+, which this node applied.*exiting so that a supervisor restarts the server from the store/s
+
+/**
+ * The supervisor's part after a kill -9 of the primary. Killing the postmaster ends its backends' waits for the
+ * standbys: a commit never acknowledged then shows to the other backends still running for a moment, and the
+ * promoted standby lacks it. A node that applied one finds it gone and exits (status 1) to be started again from
+ * the store. Such a node is started again here; any other exit throws. The indexes of the nodes started again.
+ */
+export const restartDiverged = async (nodes: Array<Spawned | undefined>, storeUrl: string) => {
+  const restarted: Array<number> = []
+  for (let i = 0; i < nodes.length; i++) {
+    const node = nodes[i]
+    if (node === undefined || node.exitReport() === undefined) continue
+    if (!DIVERGED.test(node.output())) throw new Error(`node ${i} ${node.exitReport()}\n${node.output().slice(-8192)}`)
+    nodes[i] = await startNode(storeUrl)
+    restarted.push(i)
+  }
+  return restarted
+}
+
 /**
  * `convergeOn` for a node this test started, explained: [] once it serves every row at its latest version; else a
  * line per row it lags on (what it serves, what the log holds for it) and the tail of the node's output.

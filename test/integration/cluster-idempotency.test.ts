@@ -13,7 +13,7 @@ import { Duplicate, type AppendBatch, type AppendEntry } from "../../src/log/eve
 import { KeyedClient, type KeyedWrite } from "../../testkit/keyed-client.ts"
 import { http } from "../../testkit/server.ts"
 import { runWo, type Spawned } from "../../testkit/spawn.ts"
-import { haveBinaries, startCluster, startNode, warnIfSkipped, type PgCluster } from "../cluster/pg-cluster.ts"
+import { haveBinaries, restartDiverged, startCluster, startNode, warnIfSkipped, type PgCluster } from "../cluster/pg-cluster.ts"
 
 warnIfSkipped("the idempotency cluster tests")
 
@@ -189,6 +189,8 @@ describe.skipIf(!haveBinaries)("idempotency keys on one PostgreSQL log, two node
     expect(await waitAnswers(beforeFailover + 100)).toBeGreaterThanOrEqual(beforeFailover + 100)
     stop = true
     await Promise.all(workers)
+    // A node that applied a commit the kill revealed and the promoted standby lacks has exited: started again.
+    await restartDiverged(nodes, store)
     expect(await client.retryPending([url(0), url(1)])).toEqual([])
     const notReplayed = await client.resendAnswered([url(1), url(0)])
     const perKey = await eventsPerKey(prices)
