@@ -168,8 +168,15 @@ case "$cmd" in
       best_lsn=""
       for s in $(others_of "$(current_primary)"); do
         running "$s" || continue
-        lsn=$(sql "$(port_of "$s")" "select pg_last_wal_receive_lsn() - '0/0'::pg_lsn" 2>/dev/null || true)
-        [ -n "$lsn" ] || continue
+        # A running standby whose position cannot be read is not passed over (the other might lack acknowledged
+        # commits): asked again, then the promotion refused. Before its first stream, replayed WAL is what it holds.
+        lsn=""
+        for _ in $(seq 1 50); do
+          lsn=$(sql "$(port_of "$s")" "select coalesce(pg_last_wal_receive_lsn(), pg_last_wal_replay_lsn()) - '0/0'::pg_lsn" 2>/dev/null || true)
+          [ -n "$lsn" ] && break
+          sleep 0.1
+        done
+        [ -n "$lsn" ] || { echo "pg-cluster: cannot read $s's WAL position; name the standby to promote" >&2; exit 1; }
         if [ -z "$best" ] || [ "$(sql "$(port_of "$s")" "select $lsn > $best_lsn")" = t ]; then best=$s; best_lsn=$lsn; fi
       done
       [ -n "$best" ] || { echo "pg-cluster: no running standby to promote" >&2; exit 1; }

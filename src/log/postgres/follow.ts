@@ -12,8 +12,9 @@
  * something beyond it may exist: another node's notification, an own batch the node has not applied itself, a
  * failed append (it may have landed), the poll, or a (re)connected LISTEN.
  *
- * A commit waiting for its standby stays invisible, but one whose wait was cancelled is visible on the primary
- * alone, and a promoted standby may lack commits (an asynchronous one, or the wrong one picked). A node may then
+ * A commit waiting for its standby stays invisible, but one whose wait was cut short (cancelled, or its postmaster
+ * killed: scripts/pg-unacked-probe.ts) is visible on the primary alone, and a promoted standby may lack commits
+ * (an asynchronous one, or the wrong one picked). A node may then
  * have applied an event the new primary does not have. So after the primary changes, the reader first checks that
  * the last event it delivered (or this node wrote and applied) is still in the log, unchanged; if not it fails
  * with LogDiverged, and the node must start again from the store. What it checks survives a failed read (the
