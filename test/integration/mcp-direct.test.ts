@@ -3,7 +3,8 @@
  * fiber route does. The same call with a progressToken is served the fiber way (as SSE), so each case is asked
  * both ways, on both eras, over a real server, and the two results must be the same.
  */
-import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest"
+import { JsonScan } from "../../src/http/json-scan.ts"
 import { openSession } from "../../testkit/legacy-client.ts"
 import { LEGACY_VERSION, MCP_HEADERS, modernRequest } from "../../testkit/mcp.ts"
 import { apps, http, startServer } from "../../testkit/server.ts"
@@ -93,6 +94,32 @@ describe("the direct /mcp route answers as the fiber route", () => {
       expect(tools.message.result.tools.map((t: { name: string }) => t.name)).toContain("products_get")
     })
   }
+
+  it("reads a body's bytes once: the shape the edge scanned as it arrived is the one the depth check uses", async () => {
+    const feed = vi.spyOn(JsonScan.prototype, "feed")
+    try {
+      const scanned = async (headers: Record<string, string>, message: Record<string, unknown>) => {
+        const body = JSON.stringify(message)
+        feed.mockClear()
+        const res = await http(`${server.url}/mcp`, { method: "POST", headers, body })
+        expect(res.status).toBe(200)
+        return feed.mock.calls.reduce((n, [chunk]) => n + chunk.length, 0) / Buffer.byteLength(body)
+      }
+      const get = { name: "products_get", arguments: { id: "1" } }
+      const modern = (method: string, params: Record<string, unknown>, name?: string) => {
+        const req = modernRequest({ id: 7, method, params, name })
+        return scanned(req.headers, JSON.parse(req.body))
+      }
+      const legacy = { ...MCP_HEADERS, "mcp-session-id": session, "mcp-protocol-version": LEGACY_VERSION }
+      // The direct route (tools/call), and a method it reads and leaves to the fiber route (tools/list).
+      expect(await modern("tools/call", get, "products_get")).toBe(1)
+      expect(await modern("tools/list", {})).toBe(1)
+      expect(await scanned(legacy, { jsonrpc: "2.0", id: 8, method: "tools/call", params: get })).toBe(1)
+      expect(await scanned(legacy, { jsonrpc: "2.0", id: 9, method: "tools/list", params: {} })).toBe(1)
+    } finally {
+      feed.mockRestore()
+    }
+  })
 
   it("legacy: a refused admission is answered on the direct route with the fiber route's status", async () => {
     const body = JSON.stringify({ jsonrpc: "2.0", id: 3, method: "tools/call", params: { name: "products_get", arguments: { id: "1" } } })

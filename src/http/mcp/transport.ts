@@ -224,7 +224,7 @@ export const makeMcpTransport = (deps: TransportDeps) => {
     if (!isJsonContentType(request.headers["content-type"])) return Effect.succeed(httpError(415, "Content-Type must be application/json"))
     const known = readAlready.get(request)
     if (known !== undefined) return post(known, request)
-    const parsed = parseJsonBody(request.body, maxJsonDepth)
+    const parsed = parseJsonBody(request.body, maxJsonDepth, request.bodyShape)
     if (Either.isLeft(parsed)) {
       const problem = parsed.left
       return Effect.succeed(refused(null, malformed(problem._tag === "TooDeep"
@@ -267,7 +267,8 @@ export const makeMcpTransport = (deps: TransportDeps) => {
     if (dispatchNow === undefined || request.method !== "POST" || !acceptsBoth(request.headers.accept) || !isJsonContentType(request.headers["content-type"])) {
       return undefined
     }
-    const parsed = parseJsonBody(request.body, maxJsonDepth)
+    // The shape the edge scanned as the body arrived: its bytes are not read again for the depth check.
+    const parsed = parseJsonBody(request.body, maxJsonDepth, request.bodyShape)
     if (Either.isLeft(parsed)) return undefined
     const classified = classify(parsed.right)
     if (Either.isLeft(classified)) return undefined
