@@ -5,9 +5,11 @@ import { leaveOutExcessKeys, worthCutting } from "./excess-keys.ts"
 import { scanBody, type JsonScan } from "./json-scan.ts"
 
 
-/** True when the Content-Type names JSON (parameters such as charset allowed). */
+const JSON_TYPE = /^application\/json\s*(;|$)/i
+
+/** True when the Content-Type names JSON (parameters such as charset allowed); what clients send, without the regex. */
 export const isJsonContentType = (value: string | undefined) =>
-  value !== undefined && /^application\/json\s*(;|$)/i.test(value.trim())
+  value === "application/json" || (value !== undefined && JSON_TYPE.test(value.trim()))
 
 export type BodyProblem = { readonly _tag: "Malformed"; readonly message: string } | { readonly _tag: "TooDeep"; readonly max: number }
 

@@ -6,7 +6,7 @@
 import { Either } from "effect"
 import { describe, expect, it } from "vitest"
 import { JsonScan, scanBody } from "../../src/http/json-scan.ts"
-import { parseInputBody } from "../../src/http/json-body.ts"
+import { isJsonContentType, parseInputBody } from "../../src/http/json-body.ts"
 
 const ACCEPTS: ReadonlySet<string> = new Set(["name", "price", "currency"])
 const unknownKeys = (count: number) => Array.from({ length: count }, (_, i) => `"x\\"${i}":"v\\\\é}"`).join(",")
@@ -37,5 +37,14 @@ describe("a JSON body's shape, read as it arrives", () => {
     expect(Either.isRight(without) && without.right.keysLeftOut).toBe(40 - 20)
     expect(parseInputBody(BODY, 32, ACCEPTS, fed(BODY, [7, 100, 101]))).toEqual(without)
     expect(parseInputBody(BODY, 2, ACCEPTS, fed(BODY, [7]))).toEqual(Either.left({ _tag: "TooDeep", max: 2 }))
+  })
+
+  it("takes a JSON Content-Type, with parameters, in any case, and no other", () => {
+    for (const value of ["application/json", "Application/JSON", " application/json ", "application/json; charset=utf-8", "application/json;charset=UTF-8"]) {
+      expect(isJsonContentType(value), value).toBe(true)
+    }
+    for (const value of [undefined, "", "text/plain", "application/jsonx", "application/json-patch+json", "application/ json", "xapplication/json"]) {
+      expect(isJsonContentType(value), String(value)).toBe(false)
+    }
   })
 })
