@@ -196,12 +196,18 @@ export function evaluateBudgets(r: Pick<RunReport, 'load' | 'fsync' | 'notify' |
   const at = (id: string, c: number) => L(id, c)?.concurrency ?? c;
   const c = BUDGET_LEVEL.sdk;
   const b = budget;
+  // What the ratio would be for a server that spent only the durable-write floor's CPU on a set_price (REST, no
+  // JSON-RPC): the bound the budget meets even at the floor.
+  const floorBound = (sdkUs: number) => {
+    const floor = L('floor.rest.set_price', c);
+    return floor ? `; the durable-write floor's REST set_price ${floor.srvCpuUsPerCall.toFixed(0)} µs/call: SDK v2 / floor ${(sdkUs / floor.srvCpuUsPerCall).toFixed(2)}x` : '';
+  };
   const sdkDetail = (era: string, ours: string, peer: string) => {
     const o = L(ours, c);
     const p = L(peer, c);
     return o && p
       ? `${era}, ${at(ours, c)} in flight, each caller on its own product: ours ${o.srvCpuUsPerCall.toFixed(0)} µs/call, ${o.callsPerSec.toFixed(0)} calls/s (durable); ` +
-        `SDK v2 ${p.srvCpuUsPerCall.toFixed(0)} µs/call, ${p.callsPerSec.toFixed(0)} calls/s (in memory)`
+        `SDK v2 ${p.srvCpuUsPerCall.toFixed(0)} µs/call, ${p.callsPerSec.toFixed(0)} calls/s (in memory)` + floorBound(p.srvCpuUsPerCall)
       : 'not measured in this run';
   };
   const create = L('wo.rest.create.on', BUDGET_LEVEL.creates);
