@@ -14,6 +14,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { EventLog, isWritten, Stale, type AppendBatch, type AppendEntry, type EventLogShape } from "../../src/log/event-log.ts"
 import type { StoredEvent } from "../../src/domain/events.ts"
 import { postgresLogLayer } from "../../src/log/postgres/postgres-log.ts"
+import { checksum, eventKey, eventPayload } from "../../src/log/postgres/records.ts"
 import { spawnWo } from "../../testkit/spawn.ts"
 import { http, ROOT, tempDir } from "../../testkit/server.ts"
 import { waitFor } from "../../testkit/wait.ts"
@@ -53,6 +54,9 @@ let dir = ""
 let url = ""
 let primaryPort = 0
 const databases: Array<string> = []
+
+/** An events row as records.ts checksums it. */
+type EventColumns = Parameters<typeof eventPayload>[0] & { readonly checksum: string }
 
 /** The cluster's URL for a database of the test's own (created on first use). */
 const freshDatabase = async (name: string) => {
@@ -179,6 +183,30 @@ describe.skipIf(!haveBinaries)("the PostgreSQL store (primary and two synchronou
       expect(badEvent._tag).toBe("DataCorrupt")
       expect(badEvent.reason).toBe("corrupt record at key e!3: checksum mismatch")
       await sql("wo_roundtrip", `update writeonce.events set data = '{"price":7}' where seq = 3`)
+      expect((await run(again, (log) => collect(log.readFrom(1)))).length).toBe(5)
+
+      // Events are written with the seq-free checksum (`@` and the CRC keyed by entity and version, records.ts): a
+      // flipped bit in one, its version or its mark changed, are each a mismatch naming the event.
+      const [stored] = await sql<EventColumns & { seq: number }>("wo_roundtrip", `select seq::int, type, id, version, kind, schema, at::float8 as at, method, params::text as params, data::text as data, command, correlation, checksum from writeonce.events where seq = 3`)
+      expect(stored.checksum).toMatch(/^@[0-9a-f]{8}$/)
+      for (const [damage, undo] of [
+        [`update writeonce.events set data = '{"price":5}' where seq = 3`, `update writeonce.events set data = '{"price":7}' where seq = 3`],
+        [`update writeonce.events set version = 9 where seq = 3`, `update writeonce.events set version = 2 where seq = 3`],
+        [`update writeonce.events set checksum = substr(checksum, 2) where seq = 3`, `update writeonce.events set checksum = '${stored.checksum}' where seq = 3`]
+      ]) {
+        await sql("wo_roundtrip", damage)
+        const bad = await failure(again, (log) => collect(log.readFrom(1)))
+        expect([bad._tag, bad.reason]).toEqual(["DataCorrupt", "corrupt record at key e!3: checksum mismatch"])
+        await sql("wo_roundtrip", undo)
+      }
+      // An event as an older writeonce wrote it (the checksum keyed by its seq) still verifies, and a flipped bit in it
+      // is still a mismatch.
+      const seqKeyed = checksum(eventKey(3), eventPayload(stored))
+      await sql("wo_roundtrip", `update writeonce.events set checksum = $1 where seq = 3`, [seqKeyed])
+      expect((await run(again, (log) => collect(log.readFrom(1)))).map((e) => e.seq)).toEqual([1, 2, 3, 4, 5])
+      await sql("wo_roundtrip", `update writeonce.events set data = '{"price":5}' where seq = 3`)
+      expect((await failure(again, (log) => collect(log.readFrom(1)))).reason).toBe("corrupt record at key e!3: checksum mismatch")
+      await sql("wo_roundtrip", `update writeonce.events set data = '{"price":7}', checksum = $1 where seq = 3`, [stored.checksum])
       expect((await run(again, (log) => collect(log.readFrom(1)))).length).toBe(5)
 
       // One byte changed in a stored row.

@@ -1,9 +1,21 @@
 /**
  * Checksums and decoding for what the PostgreSQL store holds. Every events, rows, types and views row carries the
- * CRC-32C of record.ts over a key naming it (`e!<seq>`, `r!<type>/<id>`, `t!<type>`, `v!<name>`) and a payload
- * made of all its other columns, so a changed value, or a value moved under another key, is a mismatch when it
- * is loaded: a StoreError naming the key, never a changed row served. Rows come from the driver as
+ * CRC-32C of record.ts over a key naming it (`r!<type>/<id>`, `t!<type>`, `v!<name>`; an event: see below) and a
+ * payload made of all its other columns, so a changed value, or a value moved under another key, is a mismatch when
+ * it is loaded: a StoreError naming the key, never a changed row served. Rows come from the driver as
  * strings (bigint and json columns are read as text) and are decoded with Schema before they are trusted.
+ *
+ * An event's checksum has two forms, told apart by the stored text:
+ *   - `<8 hex>`, keyed by its seq (`e!<seq>`): every event written before seq-shiftable batches, still verified so;
+ *   - `@<8 hex>`, keyed by its entity and version (`e!<type>/<id>@<version>`, unique in the log): every event
+ *     written since. It does not depend on the seq, so the append function may write a batch at later seqs than it
+ *     was planned at (another node's commit moved the head in between: append.ts) without a checksum to redo.
+ * What the seq-free form no longer catches by itself: an event moved to another seq unchanged (two events' seqs
+ * swapped, say). A move that leaves a gap or a duplicate seq is still caught by seq continuity (readers and `wo
+ * verify` check every seq from 1 to the head); a swap of two events of one entity by its version continuity (`wo
+ * verify`: 1, then +1). A swap of two events of different entities passes both: each entity's history is intact,
+ * only their relative order changed, which a view folding both could see. That needs write access to the table and a
+ * deliberate edit of two seqs (a flipped bit changes one value), and the old form caught it only for the seqs.
  */
 import { Either, ParseResult, Schema } from "effect"
 import type { Row } from "../../domain/catalog.ts"
@@ -61,9 +73,10 @@ const Kind = Schema.Literal("created", "updated", "deleted", "invoked")
 
 // ---- events
 
+/** Where an event is, as errors name it; and the key of its checksum in the old form (by seq). */
 export const eventKey = (seq: number) => `e!${seq}`
 
-/** The checksummed payload of an event: every column but seq (in the key) and the checksum. */
+/** The checksummed payload of an event: every column but seq (in the old form's key) and the checksum. */
 export const eventPayload = (e: {
   readonly type: string
   readonly id: string
@@ -82,6 +95,25 @@ export const eventPayload = (e: {
   // (every event of a store written before them) keep the payload, and so the checksum, they had.
   (e.command === null && e.correlation === null ? "" : `\n${JSON.stringify([e.command, e.correlation])}`)
 
+/** The key of an event's checksum in the seq-free form: its entity and version, unique in the log. */
+export const eventEntityKey = (type: string, id: string, version: number) => `e!${type}/${id}@${version}`
+/** Marks a checksum of the seq-free form (hex never holds it). */
+const SEQ_FREE = "@"
+
+/** The checksum column of an event written now: the seq-free form. */
+export const eventChecksum = (e: Parameters<typeof eventPayload>[0]) => SEQ_FREE + checksum(eventEntityKey(e.type, e.id, e.version), eventPayload(e))
+
+/** Verifies an event row's checksum in either form; throws RecordCorrupt naming the event by its seq. */
+const verifyEvent = (seq: number, e: Parameters<typeof eventPayload>[0] & { readonly checksum: string }) => {
+  const seqFree = e.checksum.length === HEX + 1 && e.checksum.startsWith(SEQ_FREE)
+  const key = seqFree ? eventEntityKey(e.type, e.id, e.version) : eventKey(seq)
+  try {
+    unseal(key, (seqFree ? e.checksum.slice(1) : e.checksum) + eventPayload(e))
+  } catch {
+    throw new RecordCorrupt(`corrupt record at key ${eventKey(seq)}: checksum mismatch`)
+  }
+}
+
 /** The columns of an event, as the append writes them. */
 export const eventColumns = (event: StoredEvent) => {
   const columns = {
@@ -98,7 +130,8 @@ export const eventColumns = (event: StoredEvent) => {
     command: event.command ?? null,
     correlation: event.correlation ?? null
   }
-  return Object.assign(columns, { checksum: checksum(eventKey(event.seq), eventPayload(columns)) })
+  // The seq-free form: the append may write the event at a later seq than planned (append.ts).
+  return Object.assign(columns, { checksum: eventChecksum(columns) })
 }
 
 /**
@@ -128,7 +161,7 @@ const decodeEventRow = decoder(EventRow, "the events row")
 export const decodeEvent = (raw: { readonly seq?: unknown }): StoredEvent => {
   const key = eventKey(Number(raw.seq))
   const e = decodeEventRow(raw, key)
-  verify(key, e.checksum, eventPayload(e))
+  verifyEvent(e.seq, e)
   const event: StoredEvent = {
     seq: e.seq,
     at: e.at,
