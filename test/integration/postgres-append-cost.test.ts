@@ -9,7 +9,8 @@
 import { Chunk, Effect, Fiber, ManagedRuntime, Stream } from "effect"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import type { StoredEvent } from "../../src/domain/events.ts"
-import { Duplicate, EventLog, isWritten, Stale, type AppendEntry, type AppendResult } from "../../src/log/event-log.ts"
+import pg from "pg"
+import { Duplicate, EventLog, isWritten, Stale, type AppendBatch, type AppendEntry, type AppendResult } from "../../src/log/event-log.ts"
 import { postgresLogLayer } from "../../src/log/postgres/postgres-log.ts"
 import { observedPostgresLog } from "../../testkit/observed-pg.ts"
 import { waitFor } from "../../testkit/wait.ts"
@@ -86,6 +87,62 @@ describe.skipIf(!haveBinaries)("the cost of a shared append, on a real PostgreSQ
       expect(await cluster.sql("wo_cost_statements", "select seq::int from writeonce.log_head")).toEqual([{ seq: 7 }])
       expect(await cluster.sql("wo_cost_statements", "select last_id::int, row_count::int from writeonce.types")).toEqual([{ last_id: 4, row_count: 4 }])
     } finally {
+      await a.runtime.dispose()
+      await b.dispose()
+    }
+  })
+
+  it("a batch whose picture is wrong only in its head (another node wrote to other entities meanwhile) is written by its first call, after that commit", async () => {
+    const database = "wo_cost_shift"
+    const store = await cluster.createDatabase(database)
+    const a = countedLog(store)
+    const b = ManagedRuntime.make(postgresLogLayer(store))
+    // The notifications, as another node's follower hears them: `<new head> <tag>`.
+    const heard: Array<number> = []
+    const listener = new pg.Client({ host: "127.0.0.1", port: cluster.port(cluster.primary()), user: "postgres", database })
+    try {
+      await a.runtime.runtime()
+      await listener.connect()
+      listener.on("notification", (n) => heard.push(Number(n.payload?.split(" ")[0])))
+      await listener.query("listen writeonce_log")
+      const append = async (entries: ReadonlyArray<AppendEntry>, keys?: AppendBatch["keys"]) => {
+        const before = a.counts.statements
+        const result = await a.runtime.runPromise(Effect.flatMap(EventLog, (log) => log.append({ entries, counters: new Map(), ...(keys === undefined ? {} : { keys }) })))
+        return { outcomes: written(result), lastSeq: (result as AppendResult).lastSeq, statements: a.counts.statements - before }
+      }
+      const appendB = async (entries: ReadonlyArray<AppendEntry>) =>
+        written(await b.runPromise(Effect.flatMap(EventLog, (log) => log.append({ entries, counters: new Map() }))))
+      expect(await append([created(1, "one"), created(2, "two"), created(3, "three")])).toEqual({ outcomes: ["1@1#1", "2@1#2", "3@1#3"], lastSeq: 3, statements: 1 })
+
+      // Another node reprices item 2 twice: this node's picture (head 3) is wrong now, in its head only.
+      expect(await appendB([updated(2, 2, "b"), updated(2, 3, "b'")])).toEqual(["2@2#4", "2@3#5"])
+      // One call: written after the other node's commit, at seqs 6 and 7 (planned at 4 and 5).
+      expect(await append([updated(1, 2, "one'"), updated(3, 2, "three'")])).toEqual({ outcomes: ["1@2#6", "3@2#7"], lastSeq: 7, statements: 1 })
+      // The picture moved past both: the next batch is one statement, at the next seq.
+      expect(await append([updated(1, 3, "one''")])).toEqual({ outcomes: ["1@3#8"], lastSeq: 8, statements: 1 })
+
+      // A keyed batch is never shifted: its key's stored answer names its seqs (planned again, then written).
+      expect(await appendB([updated(2, 4, "b''")])).toEqual(["2@4#9"])
+      const claim = { key: "k-shift", fingerprint: "f", at: Date.now(), first: 0, count: 1 }
+      expect(await append([updated(3, 3, "three''")], [claim])).toEqual({ outcomes: ["3@3#10"], lastSeq: 10, statements: 2 })
+      // Nor one whose entity moved on: refused, whatever the head.
+      expect(await appendB([updated(1, 4, "b")])).toEqual(["1@4#11"])
+      expect(await append([updated(1, 4, "late")])).toEqual({ outcomes: [Stale], lastSeq: 11, statements: 1 })
+
+      expect(await cluster.sql(database, "select seq::int, id, version from writeonce.events order by seq")).toEqual(
+        [[1, "1", 1], [2, "2", 1], [3, "3", 1], [4, "2", 2], [5, "2", 3], [6, "1", 2], [7, "3", 2], [8, "1", 3], [9, "2", 4], [10, "3", 3], [11, "1", 4]]
+          .map(([seq, id, version]) => ({ seq, id, version }))
+      )
+      expect(await cluster.sql(database, "select seq::int from writeonce.log_head")).toEqual([{ seq: 11 }])
+      // Every event verifies where it landed (read back from 1, checksums and seq continuity), and the rows are the log's.
+      const events = await a.runtime.runPromise(Effect.flatMap(EventLog, (log) => Effect.map(Stream.runCollect(log.readFrom(1)), Chunk.toReadonlyArray)))
+      expect(events.map((e) => `${e.id}@${e.version}#${e.seq}`)).toEqual(["1@1#1", "2@1#2", "3@1#3", "2@2#4", "2@3#5", "1@2#6", "3@2#7", "1@3#8", "2@4#9", "3@3#10", "1@4#11"])
+      expect(await cluster.sql(database, "select id, version from writeonce.rows order by id")).toEqual([{ id: "1", version: 4 }, { id: "2", version: 4 }, { id: "3", version: 3 }])
+      // The shifted commit notified its real head (7), not the planned one (5).
+      await waitFor(() => heard.length === 7, 20_000)
+      expect(heard).toEqual([3, 5, 7, 8, 9, 10, 11])
+    } finally {
+      await listener.end()
       await a.runtime.dispose()
       await b.dispose()
     }

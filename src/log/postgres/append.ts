@@ -14,6 +14,12 @@
  *      without gaps), checks that the log is exactly as pictured, and only then writes the plan: the events, the
  *      rows after them (the inline projection), the id counters and row counts, the views, the keys of the
  *      submissions written (with their entries as written: the answer), the new head, and `pg_notify` of it.
+ *      When only the head is wrong (other nodes committed meanwhile, to other entities and without moving its
+ *      types' counters) and the batch is shiftable (no idempotency key, no view record: their stored answers and
+ *      records name seqs; the events' checksums name none, records.ts), it writes the plan after those commits,
+ *      every seq moved by as many, and answers the shift: the batch's result moves with it (`shifted`). This is
+ *      what keeps several nodes' appends from missing each other: each call queued on the lock behind another
+ *      node's commit would otherwise find the head moved and be planned and sent again.
  *      Otherwise it writes nothing and answers the log as it is, which the batch is planned against again;
  *   3. commit: with `synchronous_commit=on` and `ANY 1 (s1, s2)`, it returns once the batch is fsynced on the
  *      primary and on at least one standby.
@@ -78,10 +84,14 @@ export interface LogPicture {
   readonly cost: AppendCost
 }
 
-/** Per node: batches appended, how many were written by the first call, calls of the function, transactions opened. */
+/**
+ * Per node: batches appended, how many were written by the first call, calls of the function, transactions opened,
+ * and how many were written after other nodes' commits (shifted).
+ */
 export interface AppendCost {
   batches: number
   firstCall: number
+  shifted: number
   calls: number
   transactions: number
   events: number
@@ -90,7 +100,7 @@ export interface AppendCost {
 export const makeLogPicture = (head: number, types: ReadonlyArray<{ readonly type: string; readonly lastId: number; readonly rowCount: number }>): LogPicture => ({
   head,
   counts: new Map(types.map((t) => [t.type, { lastId: t.lastId, rowCount: t.rowCount }])),
-  cost: { batches: 0, firstCall: 0, calls: 0, transactions: 0, events: 0 }
+  cost: { batches: 0, firstCall: 0, shifted: 0, calls: 0, transactions: 0, events: 0 }
 })
 
 /**
@@ -336,11 +346,29 @@ const arrayLiteral = (values: ReadonlyArray<string | number | null | undefined>)
 }
 const argument = (value: unknown) => (Array.isArray(value) ? arrayLiteral(value) : value)
 
-/** The call of the function; its arguments are whether it runs alone, then `plan`'s, in order. */
-const CALL = `select ${SCHEMA}.append_batch(${Array.from({ length: 42 }, (_, i) => `$${i + 1}`).join(", ")}) as log`
+/**
+ * A written batch's result, its seqs moved by `shift` (the function wrote it after other nodes' commits). Nothing
+ * else of a shiftable batch names a seq: rows, ids, versions and counters are as planned.
+ */
+const shifted = (planned: { readonly result: AppendResult; readonly last?: { readonly seq: number; readonly checksum: string } }, shift: number) =>
+  shift === 0 ? planned : {
+    result: {
+      ...planned.result,
+      outcomes: planned.result.outcomes.map((o) => (isWritten(o) ? { ...o, event: { ...o.event, seq: o.event.seq + shift } } : o)),
+      lastSeq: planned.result.lastSeq + shift
+    } satisfies AppendResult,
+    ...(planned.last === undefined ? {} : { last: { seq: planned.last.seq + shift, checksum: planned.last.checksum } })
+  }
+
+/** The call of the function; its arguments are whether it runs alone, whether the batch is shiftable, then `plan`'s, in order. */
+const CALL = `select ${SCHEMA}.append_batch(${Array.from({ length: 43 }, (_, i) => `$${i + 1}`).join(", ")}) as log`
 /** The error the function raises, alone, when the log is not as pictured (its detail: the log as it is). */
 const NOT_AS_PICTURED = "WO001"
 
+/** What the function answered for a batch it wrote after other nodes' commits: by how many seqs it moved it. */
+interface ShiftAnswer {
+  readonly shift: string
+}
 /** The log as the function answered it (it wrote nothing: the batch's picture was wrong). */
 interface Answer {
   readonly head: string
@@ -390,9 +418,11 @@ export const appendPictured = (conn: PgConnectionShape, batch: AppendBatch, pict
       yield* Effect.acquireRelease(Effect.sync(() => client.on("notice", onNotice)), () => Effect.sync(() => client.removeListener("notice", onNotice)))
 
       const touched = touchedBy(batch)
+      // Nothing of the batch but its events' seqs names a seq (schema.ts: the function checks it again).
+      const shiftable = (batch.keys ?? []).length === 0 && (batch.views ?? []).length === 0
       type Planned = ReturnType<typeof plan>
       /**
-       * Calls the function: undefined when it wrote the plan, else the log as it is. Alone, it answers by an error
+       * Calls the function: the shift (0: as planned) when it wrote the plan, else the log as it is. Alone, it answers by an error
        * (which ends its transaction without a commit to wait for); in a transaction, it answers and keeps the lock.
        * `thenCommit` (in a transaction whose lock is held, so the plan is certain) sends the commit right behind the
        * call: the lock is not held over a turn of this node's event loop between the two.
@@ -401,7 +431,7 @@ export const appendPictured = (conn: PgConnectionShape, batch: AppendBatch, pict
         Effect.flatMap(Effect.sync(() => picture.cost.calls++), () => Effect.flatMap(
           Effect.tryPromise({
             try: () => {
-              const called = send<{ log: Answer | null }>(CALL, [alone, head, ...planned.args.slice(1).map(argument)]).then(
+              const called = send<{ log: Answer | ShiftAnswer | null }>(CALL, [alone, shiftable && head !== UNKNOWN_HEAD, head, ...planned.args.slice(1).map(argument)]).then(
                 (r) => r.rows[0]?.log ?? undefined,
                 (e: { code?: string; detail?: string }) => {
                   if (e?.code === NOT_AS_PICTURED && typeof e.detail === "string") return JSON.parse(e.detail) as Answer
@@ -424,22 +454,33 @@ export const appendPictured = (conn: PgConnectionShape, batch: AppendBatch, pict
                 ? conn.failed("the commit failed (its outcome is unknown until the log is read again)", e.commitFailed)
                 : conn.failed("cannot write the batch", e)
           }),
-          (answer) => {
-            if (answer === undefined) return Effect.succeed(undefined)
+          (answer): Effect.Effect<LogState | number, StoreError> => {
+            if (answer === undefined) return Effect.succeed(0)
+            if ("shift" in answer) {
+              const shift = Number(answer.shift)
+              return Number.isInteger(shift) && shift > 0
+                ? Effect.succeed(shift)
+                : Effect.fail(new StoreFailed({ reason: `the append function answered a shift of ${answer.shift} (a bug)` }))
+            }
             const state = decodeAnswer(answer)
             return Either.isLeft(state) ? Effect.fail(state.left) : Effect.succeed(state.right)
           }
         ))
-      const durable = (planned: Planned) =>
+      const durable = (planned: Planned, shift: number) =>
         Effect.suspend(() => {
           if (localOnly !== undefined) {
             return Effect.fail(new StoreFailed({
               reason: `the batch committed on the primary, but no standby confirmed it (${localOnly}); not acknowledged`
             }))
           }
-          picture.head = planned.result.lastSeq
+          // Written after other nodes' commits: the picture's head is past them, but its counters of other types may
+          // miss their creates (seePicture skips events behind the head); a wrong counter costs one call, never a
+          // wrong write (the function checks it).
+          const { result, last } = shifted(planned, shift)
+          if (shift > 0) picture.cost.shifted++
+          picture.head = result.lastSeq
           for (const [type, c] of planned.counts) picture.counts.set(type, c)
-          return Effect.succeed({ result: planned.result, ...(planned.last === undefined ? {} : { last: planned.last }) } satisfies Appended)
+          return Effect.succeed({ result, ...(last === undefined ? {} : { last }) } satisfies Appended)
         })
       const remember = (state: LogState) => {
         picture.head = state.head
@@ -459,9 +500,9 @@ export const appendPictured = (conn: PgConnectionShape, batch: AppendBatch, pict
         if (!planned.writes && state !== undefined) return { result: planned.result } satisfies Appended
         if (!planned.writes || attempt === ALONE_ATTEMPTS) break
         const answered = yield* call(planned, true)
-        if (answered === undefined) {
+        if (typeof answered === "number") {
           if (attempt === 0) picture.cost.firstCall++
-          return yield* durable(planned)
+          return yield* durable(planned, answered)
         }
         remember(answered)
         state = answered
@@ -480,9 +521,9 @@ export const appendPictured = (conn: PgConnectionShape, batch: AppendBatch, pict
         }
         // Under the lock the plan is certain: its commit goes right behind it.
         const answered = yield* call(planned, false, state !== undefined && planned.writes ? planned.args[0] : UNKNOWN_HEAD, locked)
-        if (answered === undefined) {
+        if (typeof answered === "number") {
           if (!locked) yield* q("the commit failed (its outcome is unknown until the log is read again)", "commit")
-          return yield* durable(planned)
+          return yield* durable(planned, answered)
         }
         // The commit sent behind the call ended the transaction (it wrote nothing).
         if (locked) break

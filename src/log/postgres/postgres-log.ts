@@ -194,7 +194,7 @@ export const makePostgresLog = Effect.gen(function* () {
     const f = follow.cost
     const line = `store: ${a.batches} batches appended (${a.events} events), ${a.firstCall} written by their first call, ` +
       `${a.calls} calls of append_batch, ${a.transactions} transactions; the tailer heard ${f.notifications} notifications, ` +
-      `made ${f.fetches} fetches (${f.emptyFetches} empty), read ${f.rows} events`
+      `made ${f.fetches} fetches (${f.emptyFetches} empty), read ${f.rows} events; ${a.shifted} batches written after other nodes' commits`
     if (line === reported) return Effect.void
     reported = line
     return Effect.logDebug(line)

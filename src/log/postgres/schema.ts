@@ -120,13 +120,19 @@ export const STORE_VERSION = STEPS.length
 /**
  * The append of one batch (log/postgres/append.ts), one statement: under the log_head lock, if the log is as the
  * batch was planned on (the head, which of its keys are stored, its entities' versions, its types' counters),
- * write the plan and notify `<new head> <node tag>`, and answer null. Otherwise write nothing and answer the log
+ * write the plan and notify `<new head> <node tag>`, and answer null. A shiftable batch (`p_shiftable`: its events'
+ * checksums do not depend on their seqs, it claims no idempotency key and stores no view record, whose answers and
+ * records would name seqs) whose picture is right but for the head (other nodes committed since: the head moved
+ * forward) is written all the same, after them: its seqs and its new head moved by as many, answered as
+ * `{"shift": n}`. Its entities' versions and its types' counters are as planned, so the plan on the log as it is
+ * would be the same but for the seqs. Otherwise write nothing and answer the log
  * as it is: by an error WO001 whose detail is that answer when the call runs alone (no commit to wait for), or as
- * the result, the lock kept, in the caller's transaction. Replaced at every start: no store format of its own.
+ * the result, the lock kept, in the caller's transaction. Replaced at every start: no store format of its own (an
+ * older release's signature, without `p_shiftable`, is left for its nodes).
  */
 const APPEND_FUNCTION = `
 create or replace function ${SCHEMA}.append_batch(
-  p_alone boolean, p_head bigint, p_claims text[], p_present text[],
+  p_alone boolean, p_shiftable boolean, p_head bigint, p_claims text[], p_present text[],
   p_ent_types text[], p_ent_ids text[], p_ent_versions int[], p_cnt_types text[], p_cnt_last bigint[], p_cnt_rows bigint[],
   e_seq bigint[], e_type text[], e_id text[], e_version int[], e_kind text[], e_schema int[], e_at bigint[], e_method text[],
   e_params text[], e_data text[], e_checksum text[], e_command text[], e_correlation text[],
@@ -138,12 +144,18 @@ create or replace function ${SCHEMA}.append_batch(
 ) returns json language plpgsql volatile as $fn$
 declare
   v_head bigint;
+  v_shift bigint := 0;
   v_log json;
 begin
   select h.seq into v_head from ${SCHEMA}.log_head h for update;
+  -- Only the head moved (forward, from a head the caller pictured): written after the others' commits, if the other
+  -- checks pass. Keys and view records name seqs: never shifted, whatever the caller says.
+  if p_shiftable and p_head >= 0 and v_head > p_head and cardinality(p_claims) = 0 and cardinality(v_name) = 0 then
+    v_shift := v_head - p_head;
+  end if;
   -- Each check only when the batch has something for it (CASE: the branch not taken is not run; in parentheses,
   -- or PL/pgSQL would end the IF's condition at the THEN inside it).
-  if v_head = p_head
+  if v_head = p_head + v_shift
     and (case when cardinality(p_claims) = 0 then cardinality(p_present) = 0 else
       (select count(*) from ${SCHEMA}.idempotency_keys k where k.key = any(p_claims)) = cardinality(p_present)
       and (select count(*) from ${SCHEMA}.idempotency_keys k where k.key = any(p_present)) = cardinality(p_present) end)
@@ -157,7 +169,7 @@ begin
       where coalesce(t.last_id, 0) <> x.last_id or coalesce(t.row_count, 0) <> x.row_count) end)
   then
     insert into ${SCHEMA}.events (seq, type, id, version, kind, schema, at, method, params, data, checksum, command, correlation)
-      select x.seq, x.type, x.id, x.version, x.kind, x.schema, x.at, x.method, x.params::json, x.data::json, x.checksum, x.command, x.correlation
+      select x.seq + v_shift, x.type, x.id, x.version, x.kind, x.schema, x.at, x.method, x.params::json, x.data::json, x.checksum, x.command, x.correlation
       from unnest(e_seq, e_type, e_id, e_version, e_kind, e_schema, e_at, e_method, e_params, e_data, e_checksum, e_command, e_correlation)
         as x(seq, type, id, version, kind, schema, at, method, params, data, checksum, command, correlation);
     insert into ${SCHEMA}.rows as r (type, id, version, schema, row, checksum)
@@ -180,9 +192,12 @@ begin
       insert into ${SCHEMA}.idempotency_keys (key, at, result, checksum)
         select * from unnest(k_key, k_at, k_result, k_checksum);
     end if;
-    update ${SCHEMA}.log_head set seq = p_new_head;
-    perform pg_notify('${HEAD_CHANNEL}', p_new_head::text || ' ' || p_tag);
-    return null;
+    update ${SCHEMA}.log_head set seq = p_new_head + v_shift;
+    perform pg_notify('${HEAD_CHANNEL}', (p_new_head + v_shift)::text || ' ' || p_tag);
+    if v_shift = 0 then
+      return null;
+    end if;
+    return json_build_object('shift', v_shift::text);
   end if;
   v_log := json_build_object(
     'head', v_head::text,
