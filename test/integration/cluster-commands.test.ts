@@ -10,7 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { PgConnection, pgConnectionLayer } from "../../src/log/postgres/connection.ts"
 import { ensureSchema, STORE_VERSION } from "../../src/log/postgres/schema.ts"
 import { appendBatch } from "../../src/log/postgres/append.ts"
-import { checksum, eventColumns, rowKey, rowPayload, typeKey, typePayload } from "../../src/log/postgres/records.ts"
+import { checksum, eventColumns, eventKey, eventPayload, rowKey, rowPayload, typeKey, typePayload } from "../../src/log/postgres/records.ts"
 import { isWritten, Stale, type AppendEntry } from "../../src/log/event-log.ts"
 import type { Row } from "../../src/domain/catalog.ts"
 import type { StoredEvent } from "../../src/domain/events.ts"
@@ -46,7 +46,8 @@ describe.skipIf(!haveBinaries)("app commands on one PostgreSQL log, two nodes", 
     // One book written by that release: its event has no command columns, and its checksum stays valid after the upgrade.
     const old = { title: "Old", copies: 1, available: 1 }
     const e = eventColumns({ seq: 1, at: 1, type: "books", id: "1", version: 1, schema: 1, kind: "created", data: old })
-    await cluster.sql("wo_cmds", "insert into writeonce.events (seq, type, id, version, kind, schema, at, method, params, data, checksum) values (1, 'books', '1', 1, 'created', 1, 1, null, null, $1::json, $2)", [e.data, e.checksum])
+    // Its checksum keyed by its seq, as every release before format 7 wrote it (records.ts).
+    await cluster.sql("wo_cmds", "insert into writeonce.events (seq, type, id, version, kind, schema, at, method, params, data, checksum) values (1, 'books', '1', 1, 'created', 1, 1, null, null, $1::json, $2)", [e.data, checksum(eventKey(1), eventPayload(e))])
     const rowJson = JSON.stringify({ id: "1", version: 1, ...old })
     await cluster.sql("wo_cmds", "insert into writeonce.rows (type, id, version, schema, row, checksum) values ('books', '1', 1, 1, $1::json, $2)", [rowJson, checksum(rowKey("books", "1"), rowPayload(1, 1, rowJson))])
     await cluster.sql("wo_cmds", "insert into writeonce.types (type, last_id, row_count, checksum) values ('books', 1, 1, $1)", [checksum(typeKey("books"), typePayload(1, 1))])

@@ -24,6 +24,10 @@
  * transaction: when (`at`, ms, for pruning), and its request's fingerprint and answer (`result`, log/key-record.ts),
  * checksummed under `k!<key>`. The append reads the batch's keys under the head lock (append.ts).
  *
+ * Format 7 changes no data: events are written from then on with a checksum that does not depend on their seq
+ * (records.ts), which an older writeonce would take for a corrupt event; the step makes it refuse the store by name
+ * instead. Events written before keep their checksums.
+ *
  * The function `append_batch` (the append of one batch in one statement, append.ts) is not a format step: it is
  * replaced (CREATE OR REPLACE) at every start, so a store of any format gets the release's own.
  *
@@ -112,6 +116,10 @@ const STEPS: ReadonlyArray<string> = [
   `
   delete from ${SCHEMA}.views;
   alter table ${SCHEMA}.views add column if not exists at bigint not null default 0;
+  `,
+  `
+  comment on column ${SCHEMA}.events.checksum is
+    'CRC-32C (records.ts): 8 hex keyed by e!<seq> (before format 7), or @ and 8 hex keyed by e!<type>/<id>@<version>';
   `
 ]
 
