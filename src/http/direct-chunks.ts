@@ -33,27 +33,45 @@ export const chunkOf = (parts: ReadonlyArray<Buffer>, bytes: number): Buffer => 
   return chunk
 }
 
+/**
+ * A live stream's socket, for as long as the stream is open: one class, its methods shared (heap per open stream,
+ * bench/stream-memory.ts).
+ */
+class DirectChunks implements DirectSocket {
+  constructor(private readonly res: Response, private readonly socket: Socket) {}
+  writeParts(parts: ReadonlyArray<Buffer>, bytes: number): boolean {
+    // An empty chunk would end the body: never write one.
+    return bytes === 0 ? !this.socket.writableNeedDrain : this.socket.write(chunkOf(parts, bytes))
+  }
+  // Whole frames (a replay's batches, tens of kB; a heartbeat; the last words) stay the response's: node writes
+  // a big one without copying it, and they are not per stream per change. Both end up on the socket in order.
+  write(data: Buffer | string): boolean {
+    return this.res.write(data)
+  }
+  once(event: "drain" | "close", listener: () => void) {
+    return this.socket.once(event, listener)
+  }
+  off(event: "drain" | "close", listener: () => void) {
+    return this.socket.off(event, listener)
+  }
+  end() {
+    return this.res.end()
+  }
+  destroy() {
+    return this.res.destroy()
+  }
+  get writableLength() {
+    return this.socket.writableLength
+  }
+  get destroyed() {
+    return this.res.destroyed || this.socket.destroyed
+  }
+}
+
 /** The response's socket as a SocketLike that writes whole chunks, or the response itself when that is not safe. */
 export const directChunks = (res: SocketLike): SocketLike | DirectSocket => {
   if (!isResponse(res)) return res
   const socket: Socket | null = res.socket
   if (socket === null || res.chunkedEncoding !== true || !res.headersSent || res.writableEnded || (res.outputData?.length ?? 1) > 0) return res
-  return {
-    writeParts: (parts, bytes) =>
-      // An empty chunk would end the body: never write one.
-      bytes === 0 ? !socket.writableNeedDrain : socket.write(chunkOf(parts, bytes)),
-    // Whole frames (a replay's batches, tens of kB; a heartbeat; the last words) stay the response's: node writes
-    // a big one without copying it, and they are not per stream per change. Both end up on the socket in order.
-    write: (data) => res.write(data),
-    once: (event, listener) => socket.once(event, listener),
-    off: (event, listener) => socket.off(event, listener),
-    end: () => res.end(),
-    destroy: () => res.destroy(),
-    get writableLength() {
-      return socket.writableLength
-    },
-    get destroyed() {
-      return res.destroyed || socket.destroyed
-    }
-  }
+  return new DirectChunks(res, socket)
 }

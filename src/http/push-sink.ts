@@ -77,150 +77,173 @@ export interface PushSink {
 
 const HEARTBEAT = Buffer.from(sseFrame({ comment: "heartbeat" }))
 
-export const makePushSink = (socket: SocketLike, limit: number, hub: SinkHub): PushSink => {
-  const parts: Array<Buffer> = []
-  let frames = 0
-  let bytes = 0
-  let blocked = false
-  let reason: CloseReason | undefined
-  let lastWords: ((reason: CloseReason) => string | undefined) | undefined
-  let lastWrite = Date.now()
-  const waiters: Array<(reason: CloseReason) => void> = []
+/**
+ * One class for every sink, its methods shared (an open stream keeps only its fields: bench/stream-memory.ts, heap
+ * per open stream). Every field is set in the constructor and none is added later, so that sinks keep one shape.
+ * Its methods may be passed on unbound where the interface allows it (`isClosed`, `beat`): those two are bound.
+ */
+class Sink implements PushSink {
+  private readonly parts: Array<Buffer> = []
+  private frames = 0
+  private bytes = 0
+  private blocked = false
+  private reason: CloseReason | undefined = undefined
+  private lastWords: ((reason: CloseReason) => string | undefined) | undefined = undefined
+  private lastWrite = Date.now()
+  private readonly waiters: Array<(reason: CloseReason) => void> = []
+  /** Waiting for the socket to have room again (send); woken by a drain or by the close. */
+  private readonly roomWaiters: Array<() => void> = []
+  /** A socket that takes the parts as they are (direct-chunks.ts) frames them in one buffer: no join first. */
+  private readonly direct: DirectSocket | undefined
+  /** The socket's "drain" listener: bound once, so that `close` can remove it. */
+  private readonly onDrain: () => void
 
-  // A socket that takes the parts as they are (direct-chunks.ts) frames them in one buffer: no join first.
-  const direct = "writeParts" in socket ? (socket as DirectSocket) : undefined
+  constructor(private readonly socket: SocketLike, private readonly limit: number, private readonly hub: SinkHub) {
+    this.direct = "writeParts" in socket ? (socket as DirectSocket) : undefined
+    this.onDrain = () => this.drained()
+  }
 
   /** Writes what is queued, as one write; false when the socket is full. */
-  const writeQueued = (): boolean => {
-    const ok = direct !== undefined
-      ? direct.writeParts(parts, bytes)
-      : socket.write(parts.length === 1 ? parts[0] : Buffer.concat(parts, bytes))
+  private writeQueued(): boolean {
+    const parts = this.parts
+    const ok = this.direct !== undefined
+      ? this.direct.writeParts(parts, this.bytes)
+      : this.socket.write(parts.length === 1 ? parts[0] : Buffer.concat(parts, this.bytes))
     // The array is reused: both writes above copied or kept the buffers, not the array.
     parts.length = 0
-    frames = 0
-    bytes = 0
+    this.frames = 0
+    this.bytes = 0
     return ok
   }
 
-  /** Waiting for the socket to have room again (send); woken by a drain or by the close. */
-  const roomWaiters: Array<() => void> = []
-
-  const onDrain = () => {
-    blocked = false
-    flush()
-    if (!blocked) {
-      if (frames === 0) hub.backlogged(sink, false)
-      for (const w of roomWaiters.splice(0)) w()
+  private drained() {
+    this.blocked = false
+    this.flush()
+    if (!this.blocked) {
+      if (this.frames === 0) this.hub.backlogged(this, false)
+      for (const w of this.roomWaiters.splice(0)) w()
     }
   }
 
-  const block = () => {
-    blocked = true
-    socket.once("drain", onDrain)
-    hub.backlogged(sink, true)
+  private block() {
+    this.blocked = true
+    this.socket.once("drain", this.onDrain)
+    this.hub.backlogged(this, true)
   }
 
   /** Completes once the socket has room (or the stream closed). Made when needed: an open stream keeps no Effect. */
-  const writable = (): Effect.Effect<void> => Effect.async<void>((resume) => {
-    if (!blocked || reason !== undefined) return resume(Effect.void)
-    const w = () => resume(Effect.void)
-    roomWaiters.push(w)
-    return Effect.sync(() => {
-      const i = roomWaiters.indexOf(w)
-      if (i >= 0) roomWaiters.splice(i, 1)
+  private writable(): Effect.Effect<void> {
+    return Effect.async<void>((resume) => {
+      if (!this.blocked || this.reason !== undefined) return resume(Effect.void)
+      const w = () => resume(Effect.void)
+      this.roomWaiters.push(w)
+      return Effect.sync(() => {
+        const i = this.roomWaiters.indexOf(w)
+        if (i >= 0) this.roomWaiters.splice(i, 1)
+      })
     })
-  })
-
-  const flush = () => {
-    if (blocked || frames === 0 || reason !== undefined) return
-    lastWrite = Date.now()
-    // Hand-tuned: counted once per flush (one delivery to this stream), never per frame.
-    hub.wrote?.(frames)
-    if (!writeQueued()) block()
   }
 
-  const close = (why: CloseReason, last?: string) => {
-    if (reason !== undefined) return
-    reason = why
-    socket.off("drain", onDrain)
-    hub.backlogged(sink, false)
+  flush() {
+    if (this.blocked || this.frames === 0 || this.reason !== undefined) return
+    this.lastWrite = Date.now()
+    // Hand-tuned: counted once per flush (one delivery to this stream), never per frame.
+    this.hub.wrote?.(this.frames)
+    if (!this.writeQueued()) this.block()
+  }
+
+  close(why: CloseReason, last?: string) {
+    if (this.reason !== undefined) return
+    this.reason = why
+    const { socket, hub } = this
+    socket.off("drain", this.onDrain)
+    hub.backlogged(this, false)
     hub.closed?.(why)
     if (why === "memory" || why === "client") {
       // Free what the stream holds at once: the client resumes, or re-listens, from what it got.
-      if (frames > 0) hub.lost?.(frames)
-      parts.length = 0
-      frames = 0
-      bytes = 0
+      if (this.frames > 0) hub.lost?.(this.frames)
+      this.parts.length = 0
+      this.frames = 0
+      this.bytes = 0
       socket.destroy()
     } else if (!socket.destroyed) {
       // Bounded by `limit` frames: hand them over, then end (a stalled client's socket then times out).
-      if (frames > 0) {
-        hub.wrote?.(frames)
-        writeQueued()
+      if (this.frames > 0) {
+        hub.wrote?.(this.frames)
+        this.writeQueued()
       }
-      const final = last ?? lastWords?.(why)
+      const final = last ?? this.lastWords?.(why)
       if (final !== undefined) socket.write(final)
       socket.end()
     }
-    for (const w of roomWaiters.splice(0)) w()
-    for (const w of waiters.splice(0)) w(why)
+    for (const w of this.roomWaiters.splice(0)) w()
+    for (const w of this.waiters.splice(0)) w(why)
   }
 
-  const enqueue = (...frame: ReadonlyArray<Buffer>): boolean => {
-    if (reason !== undefined) return false
-    if (frames >= limit) {
-      close("overflow")
-      hub.lost?.(1)
+  enqueue(...frame: ReadonlyArray<Buffer>): boolean {
+    if (this.reason !== undefined) return false
+    if (this.frames >= this.limit) {
+      this.close("overflow")
+      this.hub.lost?.(1)
       return false
     }
     let n = 0
     for (const p of frame) {
-      parts.push(p)
+      this.parts.push(p)
       n += p.length
     }
-    bytes += n
-    if (frames++ === 0 && !blocked) hub.dirty(sink)
+    this.bytes += n
+    if (this.frames++ === 0 && !this.blocked) this.hub.dirty(this)
     // Blocked: nothing to schedule (the drain writes it), only the memory budget to keep count for.
-    if (blocked) hub.grew(n)
+    if (this.blocked) this.hub.grew(n)
     return true
   }
 
-  const sink: PushSink = {
-    enqueue,
-    send: (frame) => {
-      const attempt: Effect.Effect<boolean> = Effect.suspend(() => {
-        if (reason !== undefined || socket.destroyed) return Effect.succeed(false)
-        flush()
-        if (blocked) return Effect.zipRight(writable(), attempt)
-        lastWrite = Date.now()
-        if (!socket.write(frame)) block()
-        return Effect.succeed(true)
-      })
-      return Effect.flatMap(attempt, (ok) => (ok ? Effect.as(writable(), true) : Effect.succeed(false)))
-    },
-    close,
-    isClosed: () => reason !== undefined,
-    farewell: (f) => void (lastWords = f),
-    closed: Effect.async<CloseReason>((resume) => {
-      if (reason !== undefined) return resume(Effect.succeed(reason))
-      const w = (r: CloseReason) => resume(Effect.succeed(r))
-      waiters.push(w)
-      return Effect.sync(() => {
-        const i = waiters.indexOf(w)
-        if (i >= 0) waiters.splice(i, 1)
-      })
-    }),
-    whenClosed: (f) => {
-      if (reason !== undefined) f(reason)
-      else waiters.push(f)
-    },
-    backlog: () => (reason !== undefined ? 0 : bytes + (blocked ? socket.writableLength : 0)),
-    flush,
-    beat: (since) => {
-      if (reason !== undefined || blocked || frames > 0 || lastWrite > since) return
-      lastWrite = Date.now()
-      if (!socket.write(HEARTBEAT)) block()
-    }
+  send(frame: Buffer | string): Effect.Effect<boolean> {
+    const attempt: Effect.Effect<boolean> = Effect.suspend(() => {
+      if (this.reason !== undefined || this.socket.destroyed) return Effect.succeed(false)
+      this.flush()
+      if (this.blocked) return Effect.zipRight(this.writable(), attempt)
+      this.lastWrite = Date.now()
+      if (!this.socket.write(frame)) this.block()
+      return Effect.succeed(true)
+    })
+    return Effect.flatMap(attempt, (ok) => (ok ? Effect.as(this.writable(), true) : Effect.succeed(false)))
   }
-  return sink
+
+  readonly isClosed = (): boolean => this.reason !== undefined
+
+  farewell(lastWords: (reason: CloseReason) => string | undefined) {
+    this.lastWords = lastWords
+  }
+
+  /** Made on each use, not kept per stream. */
+  get closed(): Effect.Effect<CloseReason> {
+    return Effect.async<CloseReason>((resume) => {
+      if (this.reason !== undefined) return resume(Effect.succeed(this.reason))
+      const w = (r: CloseReason) => resume(Effect.succeed(r))
+      this.waiters.push(w)
+      return Effect.sync(() => {
+        const i = this.waiters.indexOf(w)
+        if (i >= 0) this.waiters.splice(i, 1)
+      })
+    })
+  }
+
+  whenClosed(f: (reason: CloseReason) => void) {
+    if (this.reason !== undefined) f(this.reason)
+    else this.waiters.push(f)
+  }
+
+  backlog(): number {
+    return this.reason !== undefined ? 0 : this.bytes + (this.blocked ? this.socket.writableLength : 0)
+  }
+
+  readonly beat = (since: number): void => {
+    if (this.reason !== undefined || this.blocked || this.frames > 0 || this.lastWrite > since) return
+    this.lastWrite = Date.now()
+    if (!this.socket.write(HEARTBEAT)) this.block()
+  }
 }
+
+export const makePushSink = (socket: SocketLike, limit: number, hub: SinkHub): PushSink => new Sink(socket, limit, hub)

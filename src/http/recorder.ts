@@ -78,8 +78,15 @@ export const recordTo = (file: string, options: RecorderOptions = {}) => {
     start: (sink) => {
       const chunks: Array<string> = []
       let byClient = false
+      // Every member named: the sink's methods live on its class (push-sink.ts), a spread would not copy them.
       const teed: PushSink = {
-        ...sink,
+        isClosed: () => sink.isClosed(),
+        farewell: (lastWords) => sink.farewell(lastWords),
+        closed: sink.closed,
+        whenClosed: (f) => sink.whenClosed(f),
+        backlog: () => sink.backlog(),
+        flush: () => sink.flush(),
+        beat: (since) => sink.beat(since),
         enqueue: (...parts) => {
           const ok = sink.enqueue(...parts)
           if (ok) chunks.push(Buffer.concat(parts).toString("utf8"))

@@ -128,4 +128,18 @@ describe("push sink", () => {
     sinks[2].close("shutdown")
     expect(hub.heartbeat.size()).toBe(0)
   })
+
+  it("keeps its state per stream and its methods shared, and works with isClosed and beat passed on unbound", () => {
+    const hub = makeStreamHub()
+    const [a, b] = [new FakeSocket(), new FakeSocket()].map((s) => hub.open(s, 8))
+    // One set of methods for every open stream (bench/stream-memory.ts: heap per stream), not closures each.
+    for (const m of ["enqueue", "send", "close", "flush", "farewell", "whenClosed", "backlog"] as const) expect(a[m]).toBe(b[m])
+    const isClosed = a.isClosed
+    const beat = a.beat
+    expect(isClosed()).toBe(false)
+    beat(Date.now() + 1)
+    a.close("shutdown")
+    expect(isClosed()).toBe(true)
+    expect(b.isClosed()).toBe(false)
+  })
 })
