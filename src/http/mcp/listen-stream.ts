@@ -2,8 +2,8 @@
  * A modern `subscriptions/listen` stream (M6), once its params are checked: the ack first, then only the
  * requested notice types, each tagged with the listen request's id; bounded; counted per client and in all
  * (open-streams.ts holds the caps).
- * Live notices go straight to the push sink: the frame's prefix and suffix are shared by every listen stream
- * (notice-frames.ts), only this stream's id bytes are its own.
+ * Live notices go straight to the push sink as two parts: the notice's prefix, shared by every listen stream, and
+ * this stream's id with the suffix every frame ends with (notice-frames.ts).
  */
 import { Effect, Either } from "effect"
 import type { Settings } from "../../config.ts"
@@ -16,7 +16,7 @@ import type { Notice } from "../../projections/registry.ts"
 import type { PushSink } from "../push-sink.ts"
 import type { OpenStreamsShape } from "../open-streams.ts"
 import { SSE_HEADERS, sseFrame } from "../../sse.ts"
-import { modernParts, modernSplice, subscriptionIdBytes } from "./notice-frames.ts"
+import { modernParts, modernSplice, subscriptionIdBytes, subscriptionTail } from "./notice-frames.ts"
 import { ErrorCode, META, Notification, resultMessage, RpcError, type RpcId } from "./protocol.ts"
 
 export interface ListenRequest {
@@ -48,13 +48,13 @@ export interface ListenStreamDeps {
 class ListenBuffer implements NoticeBuffer {
   constructor(
     readonly sink: PushSink,
-    readonly idBytes: Buffer,
+    /** The id and the suffix every modern frame ends with, in one buffer (notice-frames.ts): a frame is two parts. */
+    readonly tail: Buffer,
     readonly listChanges: boolean,
     readonly toolsListChanges: boolean
   ) {}
   deliver(notice: Notice) {
-    const [prefix, suffix] = modernParts(notice)
-    this.sink.enqueue(prefix, this.idBytes, suffix)
+    this.sink.enqueue(modernParts(notice)[0], this.tail)
   }
   close(reason: EndReason) {
     this.sink.close(reason)
@@ -67,8 +67,7 @@ class ListenBuffer implements NoticeBuffer {
     if (this.listChanges) this.notify(Notification.resourceListChanged)
   }
   notify(method: string) {
-    const [prefix, suffix] = modernSplice(method, {})
-    this.sink.enqueue(prefix, this.idBytes, suffix)
+    this.sink.enqueue(modernSplice(method, {})[0], this.tail)
   }
 }
 
@@ -82,8 +81,8 @@ export const makeListenStreams = ({ registry, rows, streams, settings, resultMet
     }
     const start: Extract<EdgeResponse, { _tag: "Push" }>["start"] = (sink) =>
       Effect.gen(function* () {
-        const idBytes = subscriptionIdBytes(id as string | number)
-        const buffer = new ListenBuffer(sink, idBytes, listChanges, toolsListChanges === true)
+        const tail = subscriptionTail(subscriptionIdBytes(id as string | number))
+        const buffer = new ListenBuffer(sink, tail, listChanges, toolsListChanges === true)
         // A graceful close (shutdown) ends with the listen request's result; overflow just closes.
         sink.farewell((reason) =>
           reason === "shutdown"
@@ -91,8 +90,7 @@ export const makeListenStreams = ({ registry, rows, streams, settings, resultMet
             : undefined)
         const uris = topics.map((t) => t.uri)
         yield* streams.track({ kind: "listen", client, owner: String(id), since: rows.checkpoint(), subscriptions: () => uris, listChanges }, buffer)
-        const [ackPrefix, ackSuffix] = modernSplice("notifications/subscriptions/acknowledged", { notifications: honoured })
-        sink.enqueue(ackPrefix, idBytes, ackSuffix)
+        sink.enqueue(modernSplice("notifications/subscriptions/acknowledged", { notifications: honoured })[0], tail)
         yield* registry.subscribe(buffer, topics, listChanges)
       })
     return Either.right<EdgeResponse>({ _tag: "Push", status: 200, headers: SSE_HEADERS, start, heartbeatMs: settings.heartbeatMs })
