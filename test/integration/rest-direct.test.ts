@@ -230,6 +230,18 @@ describe("REST writes: the direct route answers as the generic routes do", () =>
     }
   })
 
+  it("routes /api/<type>[/<id>[/<method>]] alone: an empty or a fourth segment is 404 both ways; escaped segments are decoded", async () => {
+    const id = await createProduct()
+    for (const path of ["/api/", "/api/products/", "/api//1", `/api/products//set_price`, `/api/products/${id}/`, `/api/products/${id}/set_price/`, `/api/products/${id}/set_price/x`]) {
+      expect(pricingRoutes.direct(request("POST", path, { price: 3 }), { answer: () => {}, failed: () => {} }), path).toBeUndefined()
+      const answer = shape(await generic(pricing, pricingRoutes, request("POST", path, { price: 3 })))
+      expect(answer, path).toMatchObject({ status: 404, body: { error: "NotFound", message: `no route for POST ${path}` } })
+    }
+    const escaped = await bothWays(pricing, pricingRoutes, (i) => request("POST", `/api/%70roducts/${i}/set%5Fprice`, { price: 7 }), [id, id])
+    expect(escaped.generic).toMatchObject({ status: 200, body: { id: "ID", version: 2, price: 7 } })
+    expect(escaped.direct).toMatchObject({ status: 200, body: { id: "ID", version: 3, price: 7 } })
+  })
+
   it("leaves to the generic routes what is not an unkeyed row write or a row's GET", () => {
     const taken = (req: EdgeRequest) => pricingRoutes.direct(req, { answer: () => {}, failed: () => {} }) !== undefined
     expect(taken(request("GET", "/api/products/1"))).toBe(true)
