@@ -20,11 +20,10 @@ type Response = http.ServerResponse & { readonly chunkedEncoding?: boolean; read
 
 const isResponse = (s: SocketLike): s is SocketLike & Response => "headersSent" in s && "socket" in s
 
-/** An HTTP chunk of `bytes` data bytes from `parts`, in one buffer: in `into` (from its start) when it fits there. */
-export const chunkOf = (parts: ReadonlyArray<Buffer>, bytes: number, into?: Buffer): Buffer => {
+/** An HTTP chunk of `bytes` data bytes from `parts`, in one buffer. */
+export const chunkOf = (parts: ReadonlyArray<Buffer>, bytes: number): Buffer => {
   const size = bytes.toString(16)
-  const length = size.length + bytes + 4
-  const chunk = into !== undefined && length <= into.length ? into.subarray(0, length) : Buffer.allocUnsafe(length)
+  const chunk = Buffer.allocUnsafe(size.length + bytes + 4)
   let at = chunk.write(size, 0, "latin1")
   chunk[at++] = CR
   chunk[at++] = LF
@@ -35,14 +34,6 @@ export const chunkOf = (parts: ReadonlyArray<Buffer>, bytes: number, into?: Buff
 }
 
 /**
- * The buffer every stream's chunks are built in, reused while each is written whole at once. Hand-tuned
- * (bench/readers-ab.ts, 1,000 streams that never read): a fresh buffer per write was a tenth of the fan-out's CPU
- * in allocation and garbage collection. Node keeps a written buffer only when it could not write it at once (the
- * socket then has bytes waiting): the buffer is then left to that write, and a new one made.
- */
-let scratch = Buffer.allocUnsafeSlow(64 * 1024)
-
-/**
  * A live stream's socket, for as long as the stream is open: one class, its methods shared (heap per open stream,
  * bench/stream-memory.ts).
  */
@@ -50,11 +41,7 @@ class DirectChunks implements DirectSocket {
   constructor(private readonly res: Response, private readonly socket: Socket) {}
   writeParts(parts: ReadonlyArray<Buffer>, bytes: number): boolean {
     // An empty chunk would end the body: never write one.
-    if (bytes === 0) return !this.socket.writableNeedDrain
-    const chunk = chunkOf(parts, bytes, scratch)
-    const ok = this.socket.write(chunk)
-    if (chunk.buffer === scratch.buffer && this.socket.writableLength > 0) scratch = Buffer.allocUnsafeSlow(scratch.length)
-    return ok
+    return bytes === 0 ? !this.socket.writableNeedDrain : this.socket.write(chunkOf(parts, bytes))
   }
   // Whole frames (a replay's batches, tens of kB; a heartbeat; the last words) stay the response's: node writes
   // a big one without copying it, and they are not per stream per change. Both end up on the socket in order.
