@@ -12,10 +12,10 @@ import { Pool } from 'undici';
 import { cpuBetween, rssBytes, sampleCpu } from '../lib/cpu.ts';
 import { LatencyHistogram } from '../lib/histogram.ts';
 import { assertAlive } from '../lib/measure.ts';
+import { forceGc, GC_ARGS } from '../lib/force-gc.ts';
 import { DeliveryTracker, openLegacyGets, openListens, type Subscriber } from '../lib/subscribers.ts';
 import { freshDataDir, isRow, restSetPrice, seedProducts, startWo } from '../lib/wo.ts';
 import { spawnPeer, type SpawnedServer } from '../lib/wo.ts';
-import { ROOT } from '../../testkit/spawn.ts';
 import type { BenchContext } from './context.ts';
 
 export interface NotifyOptions {
@@ -86,25 +86,9 @@ export interface NotifyResult {
   rssAfterClose?: { beforeMb: number; afterMb: number; settleMs: number; beforeGcMb?: number; afterGcMb?: number };
 }
 
-/** Preloaded into the servers started here (ours and the floor alike): a full GC on SIGUSR2, then GC_DONE on stderr. */
-const GC_ARGS = ['--expose-gc', '--require', `${ROOT}/testkit/gc-on-signal.cjs`];
-
-/** The server's RSS in MB after a forced full GC (both collections of gc-on-signal.cjs), or undefined on a timeout. */
+/** The server's RSS in MB after a forced full GC (lib/force-gc.ts), or undefined on a timeout. */
 async function rssAfterGc(srv: SpawnedServer): Promise<number | undefined> {
-  const stderr = srv.child.stderr;
-  if (!stderr) return undefined;
-  const done = new Promise<boolean>((resolve) => {
-    const timer = setTimeout(() => finish(false), 10_000);
-    const onData = (chunk: Buffer) => void (chunk.includes('GC_DONE') && finish(true));
-    const finish = (ok: boolean) => {
-      clearTimeout(timer);
-      stderr.off('data', onData);
-      resolve(ok);
-    };
-    stderr.on('data', onData);
-  });
-  srv.child.kill('SIGUSR2');
-  return (await done) ? rssBytes(srv.pid) / 2 ** 20 : undefined;
+  return (await forceGc(srv)) ? rssBytes(srv.pid) / 2 ** 20 : undefined;
 }
 
 const URI = 'wo://products/1';
