@@ -91,11 +91,46 @@ export const plainEcho = (i: number): LoadRequest => ({
   body: JSON.stringify({ id: `p${i % 100}`, price: 1 + (i % 1000) }),
 });
 
-/** MCP tools/call on our server, modern (no session) or legacy (on `session`). */
-export function mcpCall(session: LegacySession | 'modern', id: number, name: string, args: Record<string, unknown>): LoadRequest {
+/** MCP tools/call, built by the testkit each time (the bytes `mcpCall` sends; what bench/mcp-get-ab.ts CLIENT_AB compares it to). */
+export function mcpCallBuilt(session: LegacySession | 'modern', id: number, name: string, args: Record<string, unknown>): LoadRequest {
   return session === 'modern'
     ? modernToolCall({ id, name, arguments: args })
     : legacyToolCall(session, { id, name, arguments: args });
+}
+
+/** A tools/call's fixed parts: its headers, and its body around the id and the arguments. */
+interface CallShape {
+  path: string;
+  headers: Record<string, string>;
+  parts: [string, string, string];
+}
+
+const ID_MARK = -987_654_321;
+const callShapes = new WeakMap<LegacySession, Map<string, CallShape>>();
+const modernShapes = new Map<string, CallShape>();
+
+const shapeOf = (session: LegacySession | 'modern', name: string): CallShape => {
+  const shapes = session === 'modern' ? modernShapes : callShapes.get(session) ?? callShapes.set(session, new Map()).get(session)!;
+  let shape = shapes.get(name);
+  if (shape === undefined) {
+    const sample = mcpCallBuilt(session, ID_MARK, name, {});
+    const [head, rest] = sample.body!.split(`"id":${ID_MARK}`);
+    const [middle, tail] = rest.split('"arguments":{}');
+    shape = { path: sample.path, headers: sample.headers!, parts: [`${head}"id":`, `${middle}"arguments":`, tail] };
+    shapes.set(name, shape);
+  }
+  return shape;
+};
+
+/**
+ * MCP tools/call on our server, modern (no session) or legacy (on `session`): the testkit's request, its fixed
+ * parts made once per session and tool. The generator shares the cores with the server: building each request
+ * anew (spreads, a nested JSON.stringify, Mcp-Name's encoding) cost it more CPU than a REST GET's whole round
+ * trip, which the MCP rows' p99 paid against REST's (issue 25; bench/mcp-get-ab.ts CLIENT_AB=1).
+ */
+export function mcpCall(session: LegacySession | 'modern', id: number, name: string, args: Record<string, unknown>): LoadRequest {
+  const { path, headers, parts } = shapeOf(session, name);
+  return { method: 'POST', path, headers, body: `${parts[0]}${JSON.stringify(id)}${parts[1]}${JSON.stringify(args)}${parts[2]}` };
 }
 
 /** A REST row body: `{"id":"...` with the wanted status. */
