@@ -116,7 +116,8 @@ const shapeOf = (session: LegacySession | 'modern', name: string): CallShape => 
     const sample = mcpCallBuilt(session, ID_MARK, name, {});
     const [head, rest] = sample.body!.split(`"id":${ID_MARK}`);
     const [middle, tail] = rest.split('"arguments":{}');
-    shape = { path: sample.path, headers: sample.headers!, parts: [`${head}"id":`, `${middle}"arguments":`, tail] };
+    // Shared by every call of the shape: frozen, so a caller that adds a header fails rather than adds it to all.
+    shape = { path: sample.path, headers: Object.freeze(sample.headers!), parts: [`${head}"id":`, `${middle}"arguments":`, tail] };
     shapes.set(name, shape);
   }
   return shape;
