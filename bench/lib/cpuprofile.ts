@@ -73,8 +73,37 @@ export function shortUrl(url: string): string {
   return u.startsWith(repoRoot) ? u.slice(repoRoot.length) : u;
 }
 
+/**
+ * `wo run` serves a checkout's src/ bundled by esbuild (bin/built-sources.mjs: .wo-build/<hash>/*.mjs, no source
+ * maps); esbuild heads each module's code with a `// src/<file>.ts` comment: the module a built line came from.
+ */
+const builtModules = new Map<string, Array<readonly [number, string]>>();
+export function builtModuleOf(url: string, line: number): string | undefined {
+  if (!url.includes('/.wo-build/')) return undefined;
+  const path = url.replace(/^file:\/\//, '');
+  let marks = builtModules.get(path);
+  if (marks === undefined) {
+    marks = [];
+    try {
+      readFileSync(path, 'utf8').split('\n').forEach((l, i) => {
+        if (l.startsWith('// src/')) marks!.push([i, l.slice(3)]);
+      });
+    } catch {
+      // pruned since: the frame keeps its built name
+    }
+    builtModules.set(path, marks);
+  }
+  let found: string | undefined;
+  for (const [at, module] of marks) {
+    if (at > line) break;
+    found = module;
+  }
+  return found;
+}
+
 export function areaOf(f: CallFrame): string {
   if (!f.url) return f.functionName.startsWith('(') ? f.functionName : '(native)';
+  if (builtModuleOf(f.url, f.lineNumber) !== undefined) return 'src/ (ours)';
   const u = shortUrl(f.url);
   if (u.startsWith('src/')) return 'src/ (ours)';
   if (u.startsWith('bench/')) return 'bench/ (peer)';
@@ -89,6 +118,8 @@ export async function labelOf(f: CallFrame): Promise<string> {
   const name = f.functionName || '(anonymous)';
   if (!f.url) return name;
   const u = shortUrl(f.url);
+  const built = builtModuleOf(f.url, f.lineNumber);
+  if (built !== undefined) return `${name}  ${built} (built line ${f.lineNumber + 1})`;
   const path = f.url.replace(/^file:\/\//, '');
   if (path.startsWith(repoRoot) && path.endsWith('.ts')) {
     const entry = (await sourceMapOf(path))?.findEntry(f.lineNumber, f.columnNumber);
@@ -127,7 +158,7 @@ export async function selfTimes(profile: CpuProfile, fromUs: number, toUs: numbe
     for (let at: number | undefined = id; at !== undefined; at = parent.get(at)) {
       const f = byNode.get(at)!.callFrame;
       const u = shortUrl(f.url);
-      if (f.url && (u.startsWith('src/') || u.startsWith('bench/'))) seen.add(await labelOf(f));
+      if (f.url && (u.startsWith('src/') || u.startsWith('bench/') || builtModuleOf(f.url, f.lineNumber) !== undefined)) seen.add(await labelOf(f));
     }
     ownFrames.set(id, (list = [...seen]));
     return list;
