@@ -9,7 +9,8 @@
 // BENCH_NODES=3 runs that many nodes on the cluster, the load split evenly over them (the scale-out bench's shape),
 // each under --cpu-prof: the CPU table is their sum (the busiest node's profile kept, pg-node-<k>.cpuprofile), and
 // each node's own account of its appends and its tailer (its last `store:` line, logged at Debug) is printed per batch:
-// calls of append_batch, transactions opened, batches written by their first call, events read back by the tailer.
+// calls of append_batch, transactions opened, batches written by their first call, events read back by the tailer,
+// and how many of those were its own batches read back (the log's length less the events its appends carried).
 //   node --conditions=writeonce-source --import tsx bench/profile-pg.ts
 //   BENCH_NODES=3 node --conditions=writeonce-source --import tsx bench/profile-pg.ts
 import { execFileSync } from 'node:child_process';
@@ -90,6 +91,11 @@ try {
   console.log(`PostgreSQL transactions per batch (every connection: appends, the tailer's reads, polls): ${((after.xacts - before.xacts) / batches).toFixed(2)}`);
   await new Promise((res) => setTimeout(res, 2500)); // each node's last count (logged every 2 s)
   await Promise.all(nodes.map((wo) => wo.stop()));
+  // The log's length, to split what each node's tailer read into the others' events and its own read back.
+  const store = new pg.Client({ host: '127.0.0.1', port: base, user: 'postgres', database: 'writeonce' });
+  await store.connect();
+  const inLog = Number((await store.query<{ n: string }>('select count(*)::text as n from writeonce.events')).rows[0].n);
+  await store.end();
   // Each node's whole run (warm-up included), per batch it appended.
   for (const [k, wo] of nodes.entries()) {
     const c = costOf(wo.output());
@@ -100,6 +106,9 @@ try {
     const per = (v: number) => (c.batches ? (v / c.batches).toFixed(2) : '-');
     console.log(`node ${k}: ${c.batches} batches, ${per(c.events)} events/batch; per batch: ${per(c.calls)} calls, ${per(c.transactions)} transactions, ` +
       `${per(c.firstCall)} written by the first call; tailer: ${per(c.notifications)} notifications, ${per(c.fetches)} fetches (${per(c.emptyFetches)} empty), ${per(c.rows)} events read`);
+    // What it read beyond the others' events (every event in the log but those its appends carried; an entry refused
+    // as stale and carried again counts twice there, so this is a floor): its own batches read back.
+    console.log(`node ${k}: of the ${inLog} events in the log, ${c.events} carried by its appends; its tailer read ${c.rows}: ${c.rows - (inLog - c.events)} of its own read back`);
   }
   const profs = await Promise.all(nodes.map((_, k) => readWindow(join(profDir, String(k)), from, to, join(process.env.BENCH_PROFILE_OUT ?? join(repoRoot, 'bench', 'results'), NODES === 1 ? 'pg-node.cpuprofile' : `pg-node-${k}.cpuprofile`))));
   const sum = (maps: Map<string, number>[]) => {

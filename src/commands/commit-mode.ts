@@ -6,8 +6,9 @@
  *   - Shared (PostgreSQL: several nodes append): the log assigns seqs and create ids and refuses, entry by entry,
  *     what was decided against a stale row. A tailer applies every node's commits. When nothing of another node's
  *     came before a written batch (the tailer stands at its predecessor), the writer applies it at once and the
- *     tailer skips it; otherwise the writer answers once the tailer has applied it (read-your-writes). Stale
- *     commands are decided again.
+ *     tailer skips it; otherwise the tailer holds it, reads the other nodes' commits before it and applies it right
+ *     after them (never reading it back), and the writer answers once it has (read-your-writes). Stale commands are
+ *     decided again.
  */
 import { Context, Effect, Either, Layer, Stream } from "effect"
 import { type StoreError, StoreFailed, Contended } from "../domain/errors.ts"
@@ -163,7 +164,8 @@ export const makeSharedMode = Effect.gen(function* () {
       Effect.gen(function* () {
         if (result === undefined) return yield* Effect.dieMessage("the Shared commit mode needs a log that answers what it wrote")
         const settled = settleOutcomes(batch, result)
-        // Nothing of another node's came before this batch: apply it here, without waiting to read it back.
+        // Nothing of another node's came before this batch: apply it here. Else the tailer applies it right after
+        // the others' commits before it; either way it is not read back.
         const { written, head } = settled
         if (written.length > 0 && written[written.length - 1].event.seq === head && (yield* tailer.applyOwn(written))) return settled
         const caught = yield* Effect.either(tailer.reached(head))

@@ -151,9 +151,10 @@ export interface EventLogShape {
   /**
    * Present on a shared log: the events after `afterSeq`, in order, forever (woken by the store's notifications,
    * polling when they are lost). It fails when the store cannot be read; the follower resumes from what it applied.
-   * `applied`, the follower's position, lets the log skip what the follower applied itself (its node's own commits).
+   * `applied`, the follower's position, lets the log skip what the follower applied itself (its node's own commits);
+   * `readBefore`, when it answers a seq, stops the reads before it (an own commit the follower will apply itself).
    */
-  readonly follow?: (afterSeq: number, applied?: () => number) => Stream.Stream<StoredEvent, StoreError | LogDiverged>
+  readonly follow?: (afterSeq: number, applied?: () => number, readBefore?: () => number | undefined) => Stream.Stream<StoredEvent, StoreError | LogDiverged>
   readonly head: Effect.Effect<LogHead, StoreError>
   /**
    * Events with `seq >= fromSeq`, in order, up to the head at the time of reading. `options.slice`, from a reader

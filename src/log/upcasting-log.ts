@@ -63,8 +63,8 @@ export const upcastingLog = (log: EventLogShape, catalog: CompiledApp): EventLog
     readFrom: (fromSeq, options) =>
       mapChunks(log.readFrom(fromSeq, options), (e) => upcastEvent(catalog, e), (e) => `event ${e.seq} (${e.type}/${e.id})`),
     ...(log.follow === undefined ? {} : {
-      follow: (afterSeq: number, applied?: () => number) =>
-        mapChunks(log.follow!(afterSeq, applied), (e) => upcastEvent(catalog, e), (e) => `event ${e.seq} (${e.type}/${e.id})`)
+      follow: (afterSeq: number, applied?: () => number, readBefore?: () => number | undefined) =>
+        mapChunks(log.follow!(afterSeq, applied, readBefore), (e) => upcastEvent(catalog, e), (e) => `event ${e.seq} (${e.type}/${e.id})`)
     }),
     ...(log.eventsOf === undefined ? {} : {
       eventsOf: (entities: ReadonlyArray<{ readonly type: string; readonly id: string }>, toSeq: number) =>

@@ -29,9 +29,9 @@ export interface TailerShape {
   /** The last seq this node's rows include. */
   readonly applied: () => number
   /**
-   * Applies this node's own batch, just written to the log as consecutive seqs, now, if this node stands at the
-   * seq just before it (nothing of another node's is missing in between); the tailer then skips it when the log
-   * delivers it. False when the node is elsewhere: the caller waits for the tailer (`reached`).
+   * Takes this node's own batch, just written to the log as consecutive seqs: applies it now if this node stands at
+   * the seq just before it (true), else keeps it (false: the caller waits for `reached`) and applies it right after
+   * the other nodes' commits before it, which alone the log is asked for. Either way the log does not read it back.
    */
   readonly applyOwn: (changes: ReadonlyArray<Change>) => Effect.Effect<boolean>
   /** Waits until this node's rows include `seq`; fails when that takes longer than READ_BACK_LIMIT. */
@@ -82,10 +82,29 @@ export const makeTailer = Effect.gen(function* () {
   // The last snapshot, at shutdown (bounded like every store query: a dead primary does not hold the shutdown).
   yield* Effect.addFinalizer(() => snapshot)
 
-  /** Applies changes up to `last` and records it, in one synchronous step: the writer's `applyOwn` cannot come between. */
+  /**
+   * This node's own batches written after other nodes' commits it has not applied yet (its writer's `applyOwn`), in
+   * seq order: each is applied as soon as the node stands just before it, and the log is read only up to the first.
+   */
+  let held: Array<{ readonly first: number; readonly last: number; readonly changes: ReadonlyArray<Change> }> = []
+  /** Where the log's reads stop for now: the first held batch, which this node applies itself. */
+  const readBefore = () => held[0]?.first
+
+  /**
+   * Applies changes up to `last` and records it, then every held batch that follows on, in one synchronous step:
+   * the writer's `applyOwn` cannot come between.
+   */
   const advance = (changes: ReadonlyArray<Change>, last: number) => {
-    const failures = projector.applyNow(changes)
+    let failures = projector.applyNow(changes)
     applied = last
+    while (held.length > 0 && held[0].first <= applied + 1) {
+      const own = held.shift()!
+      // Read from the log after all (a read sent before the batch was held): that copy was applied.
+      if (own.first <= applied) continue
+      const more = projector.applyNow(own.changes)
+      failures = failures.length === 0 ? more : more.length === 0 ? failures : [...failures, ...more]
+      applied = own.last
+    }
     if (waiters.length > 0) {
       const ready = waiters.filter((w) => w.seq <= applied)
       if (ready.length > 0) {
@@ -103,20 +122,30 @@ export const makeTailer = Effect.gen(function* () {
       const fresh: Array<StoredEvent> = []
       for (const event of events) if (event.seq > applied && (fresh.length === 0 || event.seq > fresh[fresh.length - 1].seq)) fresh.push(event)
       if (fresh.length === 0) return Effect.void
-      return advance(projector.fold(fresh), fresh[fresh.length - 1].seq)
+      const last = fresh[fresh.length - 1].seq
+      // A held batch the log delivered all the same (read before it was held): the log's copy is applied.
+      if (held.length > 0 && held[0].first <= last) held = held.filter((own) => own.first > last)
+      return advance(projector.fold(fresh), last)
     })
 
   const applyOwn = (changes: ReadonlyArray<Change>) =>
     Effect.suspend(() => {
       const first = changes[0]?.event.seq
-      if (first === undefined || first !== applied + 1) return Effect.succeed(false)
+      if (first === undefined || first <= applied) return Effect.succeed(false)
       for (let i = 1; i < changes.length; i++) if (changes[i].event.seq !== first + i) return Effect.succeed(false)
-      return Effect.as(advance(changes, first + changes.length - 1), true)
+      const last = first + changes.length - 1
+      if (first === applied + 1) return Effect.as(advance(changes, last), true)
+      // Other nodes' commits come first: applied once the tailer has read them (`advance`).
+      let at = held.length
+      while (at > 0 && held[at - 1].first > first) at--
+      held.splice(at, 0, { first, last, changes })
+      return Effect.succeed(false)
     })
 
   const diverged = yield* Deferred.make<string>()
-  // The log skips what this node applied itself (`applyOwn`): its own commits are not read back.
-  const followOnce = Effect.suspend(() => Stream.runForEachChunk(follow(applied, () => applied), applyChunk))
+  // The log skips what this node applied itself and stops before what it holds (`applyOwn`): its own commits are
+  // not read back.
+  const followOnce = Effect.suspend(() => Stream.runForEachChunk(follow(applied, () => applied, readBefore), applyChunk))
   yield* Effect.forkScoped(
     Effect.forever(
       followOnce.pipe(

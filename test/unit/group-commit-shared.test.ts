@@ -98,6 +98,32 @@ describe("group commit on a shared log", () => {
       expect((yield* Rows).get("products", "1")).toMatchObject({ version: 3, price: 7 })
     }).pipe(Effect.scoped, Effect.provide(node)))
 
+  it.effect("a batch written after another node's commit is applied right after it, and never read back", () =>
+    Effect.gen(function* () {
+      const log = yield* SharedMemoryLog
+      const published: Array<Change> = []
+      yield* (yield* ChangeFeed).listen((changes) => void published.push(...changes))
+      log.pauseFollow()
+      log.foreign("products", undefined, { name: "theirs", price: 1, currency: "USD" }) // seq 1, id 1: not read yet
+      // Written at seq 2 (id 2): this node stands at 0, so the writer waits for its tailer.
+      const writer = yield* Effect.fork(execute(create("mine")))
+      // Once its tailer holds it (the PostgreSQL log's reads wait for the append's answer: follow.ts).
+      yield* until(() => log.heldFrom() === 2)
+      log.resumeFollow()
+      const created = yield* Fiber.join(writer)
+      expect(created.event).toMatchObject({ seq: 2, id: "2" })
+      // Read-your-writes on the acking node, and the other node's row before it.
+      expect((yield* Rows).get("products", "2")).toMatchObject({ name: "mine", version: 1 })
+      expect((yield* Rows).get("products", "1")).toMatchObject({ name: "theirs", version: 1 })
+      // Each commit published once, in log order; the log was read for the other node's commit alone.
+      expect(published.map((c) => c.event.seq)).toEqual([1, 2])
+      expect(log.delivered).toEqual([1])
+      // The next write follows on, published once.
+      expect((yield* execute(setPrice("2", 9))).event).toMatchObject({ seq: 3, version: 2 })
+      yield* until(() => published.length === 3)
+      expect(published.map((c) => c.event.seq)).toEqual([1, 2, 3])
+    }).pipe(Effect.scoped, Effect.provide(node)))
+
   it.effect("a create takes the id the log assigns, even when this node's counter lags", () =>
     Effect.gen(function* () {
       const log = yield* SharedMemoryLog

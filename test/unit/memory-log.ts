@@ -98,6 +98,10 @@ export interface SharedMemoryLogControl {
   /** Every batch this node handed to append, and what the log answered for each entry (`Stale` or the seq). */
   readonly appends: ReadonlyArray<{ readonly batch: AppendBatch; readonly outcomes: ReadonlyArray<number | Stale> }>
   readonly events: ReadonlyArray<StoredEvent>
+  /** The seqs `follow` delivered, in order: what this node read from the log. */
+  readonly delivered: ReadonlyArray<number>
+  /** The first seq of an own batch the follower holds (its `readBefore`): `follow` reads up to it. */
+  readonly heldFrom: () => number | undefined
   /** A commit made by another node: the next version of the entity (a create when it has none). */
   readonly foreign: (type: string, id: string | undefined, data: Record<string, unknown>) => StoredEvent
   /** While paused, `follow` delivers nothing: this node's rows lag the log. */
@@ -123,6 +127,8 @@ export const SharedMemoryLogLive: Layer.Layer<EventLog | SharedMemoryLog> = Laye
     const wakers = new Set<() => void>()
     let paused = false
     let headReads = 0
+    const delivered: Array<number> = []
+    let followerHolds: () => number | undefined = () => undefined
     const wake = () => {
       for (const w of [...wakers]) w()
     }
@@ -165,25 +171,35 @@ export const SharedMemoryLogLive: Layer.Layer<EventLog | SharedMemoryLog> = Laye
         return { lastSeq: events.length, checkpoint: events.length, counters: new Map(lastIds) }
       }),
       readFrom: (fromSeq) => Stream.suspend(() => Stream.fromIterable(events.filter((e) => e.seq >= fromSeq))),
-      follow: (afterSeq) =>
-        Stream.paginateChunkEffect(afterSeq + 1, (from) =>
+      follow: (afterSeq, applied, readBefore) => {
+        followerHolds = readBefore ?? (() => undefined)
+        return Stream.paginateChunkEffect(afterSeq + 1, (from) =>
           Effect.async<readonly [Chunk.Chunk<StoredEvent>, Option.Option<number>]>((resume) => {
             const deliver = () => {
-              if (paused || events.length < from) return false
+              // After what the follower applied itself, up to an own batch it holds, as the PostgreSQL log reads
+              // (log/postgres/follow.ts).
+              const start = Math.max(from, (applied?.() ?? 0) + 1)
+              const stop = readBefore?.()
+              const end = stop !== undefined && stop > start ? Math.min(events.length, stop - 1) : events.length
+              if (paused || end < start) return false
               wakers.delete(deliver)
-              const chunk = events.slice(from - 1)
-              resume(Effect.succeed([Chunk.unsafeFromArray(chunk), Option.some(from + chunk.length)] as const))
+              const chunk = events.slice(start - 1, end)
+              delivered.push(...chunk.map((e) => e.seq))
+              resume(Effect.succeed([Chunk.unsafeFromArray(chunk), Option.some(start + chunk.length)] as const))
               return true
             }
             if (!deliver()) wakers.add(deliver)
             return Effect.sync(() => void wakers.delete(deliver))
-          })),
+          }))
+      },
       storedRows: Stream.empty,
       stats: Effect.sync(() => ({ syncWrites: appends.length, eventsWritten: events.length }))
     })
     const control: SharedMemoryLogControl = {
       appends,
       events,
+      delivered,
+      heldFrom: () => followerHolds(),
       foreign: (type, id, data) => {
         const created = id === undefined
         const theId = id ?? String((lastIds.get(type) ?? 0) + 1)

@@ -8,9 +8,12 @@
  * This node's own commits are not read back: its appends say what they wrote (`wrote`; its own notifications are
  * ignored up to there, and count only a little later beyond it: an append that failed after its commit landed),
  * and the follower's `applied` says how far the node has applied the log (its writer applies its own batch when
- * nothing of another node's came before it). A fetch starts after that, and happens only when
- * something beyond it may exist: another node's notification, an own batch the node has not applied itself, a
- * failed append (it may have landed), the poll, or a (re)connected LISTEN.
+ * nothing of another node's came before it, else its tailer holds it and applies it right after those: `readBefore`).
+ * A fetch starts after that, stops before an own batch (one under way: `sending`; one answered that the writer is
+ * taking), and happens only when something beyond it may exist: another node's notification, an own batch the node
+ * has not taken, a failed append (it may have landed), the poll, or a (re)connected LISTEN. While this node's
+ * append is under way the other nodes' newer commits wait for its answer (one append, a few ms under load): its
+ * commit may be visible before the answer is handled, and a read then would take the node's own batch back.
  *
  * A commit waiting for its standby stays invisible, but one whose wait was cut short (cancelled, or its postmaster
  * killed: scripts/pg-unacked-probe.ts) is visible on the primary alone, and a promoted standby may lack commits
@@ -61,12 +64,19 @@ export const makeFollow = (conn: PgConnectionShape, tag: string, seen: (events: 
     let last: { seq: number; checksum: string } | undefined
     let generation = conn.generation()
     // What following costs: logged at Debug (postgres-log.ts), read by bench/profile-pg.ts.
-    const cost = { notifications: 0, fetches: 0, emptyFetches: 0, rows: 0 }
+    // `ownRows`: events read that this node wrote (its own batches: read back only when its writer could not apply them).
+    const cost = { notifications: 0, fetches: 0, emptyFetches: 0, rows: 0, ownRows: 0 }
+    // This node's appends not yet passed by the follower, in seq order: `until`, when their writer has had its
+    // chance to take them (`wrote`); their events read are counted in `ownRows`.
+    const own: Array<{ readonly first: number; readonly last: number; readonly until: number }> = []
+    // The head below which this node's append under way will land (`sending`).
+    let sendingAfter: number | undefined
     const sleepers = new Set<() => void>()
     const rouse = () => {
       for (const s of sleepers) s()
     }
     const wake = () => {
+      sendingAfter = undefined
       due = true
       rouse()
     }
@@ -85,15 +95,58 @@ export const makeFollow = (conn: PgConnectionShape, tag: string, seen: (events: 
       else if (head > wroteUpTo) setTimeout(() => hear(head), OWN_NOTIFICATION_LATER)
     }
     /**
-     * This node appended up to `head`. Its writer applies the batch itself when it can, right after this: the
-     * follower looks once that had its chance (after the current turn), and reads it only if it was not.
+     * This node appended `first`..`head`. Its writer takes the batch right after this (applies it, or holds it until
+     * the other nodes' commits before it are applied: the tailer's `readBefore`): until it had its chance (for
+     * OWN_NOTIFICATION_LATER), the follower reads only up to the batch, and reads the batch only if it was not taken.
      */
-    const wrote = (head: number, last?: { readonly seq: number; readonly checksum: string }) => {
+    const wrote = (head: number, last?: { readonly seq: number; readonly checksum: string }, first?: number) => {
+      sendingAfter = undefined
+      if (first !== undefined && first <= head) own.push({ first, last: head, until: Date.now() + OWN_NOTIFICATION_LATER })
       if (last !== undefined) ownLast = last
       if (head > wroteUpTo) wroteUpTo = head
       if (head > heard) heard = head
       setImmediate(rouse)
+      setTimeout(rouse, OWN_NOTIFICATION_LATER + 1)
     }
+    /**
+     * This node is appending a batch to a log whose head was at least `head`: until the append answers (`wrote`) or
+     * fails (`wake`), the follower reads no further, so that it never reads the batch it is about to be told of.
+     * Its commit may be visible before this node has handled the answer, and the other nodes' commits after `head`
+     * are read right after it, up to the batch.
+     */
+    const sending = (head: number) => {
+      sendingAfter = head
+    }
+    /** Where a read after `position` stops: before this node's own batch its writer is (or may still be) taking. */
+    const readsStop = (position: number, readBefore: number | undefined) => {
+      while (own.length > 0 && own[0].last <= position) own.shift()
+      // A held batch is never just after the position (the node applies it then): if it were, it is read.
+      let stop = readBefore !== undefined && readBefore > position + 1 ? readBefore : Infinity
+      const now = Date.now()
+      for (const o of own) {
+        if (o.first > position && o.until > now) {
+          stop = Math.min(stop, o.first)
+          break
+        }
+      }
+      if (sendingAfter !== undefined) stop = Math.min(stop, sendingAfter + 1)
+      return stop === Infinity ? undefined : stop
+    }
+    /** Waits for a wake-up, or `ms`: the follower stands just before an own batch its writer is taking. */
+    const rest = (ms: number) =>
+      Effect.async<void>((resume) => {
+        const done = () => {
+          clearTimeout(timer)
+          sleepers.delete(done)
+          resume(Effect.void)
+        }
+        const timer = setTimeout(done, ms)
+        sleepers.add(done)
+        return Effect.sync(() => {
+          clearTimeout(timer)
+          sleepers.delete(done)
+        })
+      })
     let listening = false
 
     // The LISTEN connection: reopened (to whatever is the primary then) after it drops.
@@ -138,9 +191,10 @@ export const makeFollow = (conn: PgConnectionShape, tag: string, seen: (events: 
       })
     })
 
-    const fetch = (from: number) =>
+    /** Up to FOLLOW_BATCH events from `from` on, all before `before`. */
+    const fetch = (from: number, before: number) =>
       Effect.flatMap(
-        conn.query("cannot read the log", `select ${EVENT_COLUMNS} from ${SCHEMA}.events e where e.seq >= $1 order by e.seq limit $2`, [from, FOLLOW_BATCH]),
+        conn.query("cannot read the log", `select ${EVENT_COLUMNS} from ${SCHEMA}.events e where e.seq >= $1 order by e.seq limit $2`, [from, Math.min(FOLLOW_BATCH, before - from)]),
         (r) => {
           const decoded = decodeOrFail(() => r.rows.map((raw) => ({ event: decodeEvent(raw), seq: Number(raw.seq), checksum: String(raw.checksum) })))
           if (decoded._tag === "Left") return Effect.fail(decoded.left)
@@ -166,7 +220,7 @@ export const makeFollow = (conn: PgConnectionShape, tag: string, seen: (events: 
      * The events after `afterSeq`. `applied` (the follower's position) lets the reader skip what the node applied
      * itself, and fetch only when something beyond it may exist.
      */
-    const events = (afterSeq: number, applied?: () => number): Stream.Stream<StoredEvent, StoreError | LogDiverged> =>
+    const events = (afterSeq: number, applied?: () => number, readBefore?: () => number | undefined): Stream.Stream<StoredEvent, StoreError | LogDiverged> =>
       Stream.suspend(() => {
         // Each pull waits here until there are events to deliver: a wake-up with nothing new (this node's own batch,
         // applied by its writer; an empty fetch) loops here instead of passing an empty chunk down the stream.
@@ -191,9 +245,17 @@ export const makeFollow = (conn: PgConnectionShape, tag: string, seen: (events: 
                 yield* nap
                 continue
               }
+              // An own batch its writer takes is applied by the node once the others' commits before it are: read up
+              // to it, and not at all when the node stands just before it.
+              const stop = readsStop(position, readBefore?.())
+              if (stop !== undefined && stop <= from) {
+                // Woken when the append answers (`wrote`, `wake`) or when the writer's chance to take its batch is over.
+                yield* rest(sendingAfter !== undefined ? Duration.toMillis(POLL_LISTENING) : OWN_NOTIFICATION_LATER + 1)
+                continue
+              }
               // Cleared before the read: a wake-up that arrives during it makes the next nap return at once.
               due = false
-              const batch = yield* fetch(from)
+              const batch = yield* fetch(from, stop ?? Infinity)
               cost.fetches++
               cost.rows += batch.length
               if (generation !== conn.generation()) {
@@ -207,6 +269,7 @@ export const makeFollow = (conn: PgConnectionShape, tag: string, seen: (events: 
                 continue
               }
               const events = batch.map((b) => b.event)
+              for (const { seq } of events) if (own.some((o) => o.first <= seq && seq <= o.last)) cost.ownRows++
               seen(events)
               last = batch[batch.length - 1]
               if (last.seq > heard) heard = last.seq
@@ -215,5 +278,5 @@ export const makeFollow = (conn: PgConnectionShape, tag: string, seen: (events: 
           }))
       })
 
-    return { events, wake, wrote, cost }
+    return { events, wake, sending, wrote, cost }
   })

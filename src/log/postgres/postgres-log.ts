@@ -11,7 +11,7 @@
  * log-audit.ts). Views are stored by each node as snapshots exact at a seq (`storeViews`, schema.ts), off the write
  * path; a starting node loads them and folds only the events after (`eventsOf` gives the rows that tail starts from).
  */
-import { Chunk, Duration, Effect, Either, Layer, Option, Schedule, Stream } from "effect"
+import { Chunk, Duration, Effect, Either, Exit, Layer, Option, Schedule, Stream } from "effect"
 import { type StoreError, DataCorrupt } from "../../domain/errors.ts"
 import type { StoredEvent } from "../../domain/events.ts"
 import { EventLog, isWritten, type LogHead, type StoredRow } from "../event-log.ts"
@@ -194,7 +194,8 @@ export const makePostgresLog = Effect.gen(function* () {
     const f = follow.cost
     const line = `store: ${a.batches} batches appended (${a.events} events), ${a.firstCall} written by their first call, ` +
       `${a.calls} calls of append_batch, ${a.transactions} transactions; the tailer heard ${f.notifications} notifications, ` +
-      `made ${f.fetches} fetches (${f.emptyFetches} empty), read ${f.rows} events; ${a.shifted} batches written after other nodes' commits`
+      `made ${f.fetches} fetches (${f.emptyFetches} empty), read ${f.rows} events (${f.ownRows} of them this node's own); ` +
+      `${a.shifted} batches written after other nodes' commits`
     if (line === reported) return Effect.void
     reported = line
     return Effect.logDebug(line)
@@ -205,16 +206,20 @@ export const makePostgresLog = Effect.gen(function* () {
     append: (batch) =>
       // Bounded as a whole: a paused primary fails the batch (503) instead of holding every writer. Whether a batch
       // cut off after its commit was sent landed is settled by the log: the tailer applies it if it did.
-      conn.bounded("cannot append to the log", appendPictured(conn, batch, picture, tag)).pipe(
+      Effect.suspend(() => {
+        // The batch lands after the head as this node knows it: its tailer reads no further until it is told where.
+        follow.sending(picture.head)
+        return conn.bounded("cannot append to the log", appendPictured(conn, batch, picture, tag))
+      }).pipe(
         Effect.map(({ result, last }) => {
           syncWrites++
           eventsWritten += result.outcomes.filter(isWritten).length
           // This node applies its batch itself when it can; else its tailer reads it now, not on the notification.
-          follow.wrote(result.lastSeq, last)
+          follow.wrote(result.lastSeq, last, result.outcomes.find(isWritten)?.event.seq)
           return result
         }),
-        // A failed append may have landed: the tailer reads what the log holds now.
-        Effect.tapError(() => Effect.sync(() => follow.wake()))
+        // A failed (or interrupted) append may have landed: the tailer reads what the log holds now.
+        Effect.onExit((exit) => (Exit.isFailure(exit) ? Effect.sync(() => follow.wake()) : Effect.void))
       ),
     head,
     readFrom,
