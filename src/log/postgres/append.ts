@@ -80,6 +80,13 @@ interface LogState {
 export interface LogPicture {
   head: number
   readonly counts: Map<string, Counts>
+  /**
+   * Per type, the seq its counters are exact at (absent: `base`, the head read at start): an event of the type the
+   * log delivers later counts only past it. After a batch written behind other nodes' commits (shifted), the head
+   * is past them before they are delivered, and the counters of the batch's own types include them already.
+   */
+  readonly countedAt: Map<string, number>
+  readonly base: number
   /** What the appends on this picture cost: logged at Debug (postgres-log.ts), read by bench/profile-pg.ts. */
   readonly cost: AppendCost
 }
@@ -100,22 +107,40 @@ export interface AppendCost {
 export const makeLogPicture = (head: number, types: ReadonlyArray<{ readonly type: string; readonly lastId: number; readonly rowCount: number }>): LogPicture => ({
   head,
   counts: new Map(types.map((t) => [t.type, { lastId: t.lastId, rowCount: t.rowCount }])),
+  countedAt: new Map(),
+  base: head,
   cost: { batches: 0, firstCall: 0, shifted: 0, calls: 0, transactions: 0, events: 0 }
 })
 
 /**
- * Moves the picture over events the log delivered (other nodes' commits, in seq order) that follow on from it, so
- * that this node's next append is planned on the log as it is.
+ * Moves the picture over events the log delivered (other nodes' commits, in seq order; now and then one of this
+ * node's own, read back), so that this node's next append is planned on the log as it is: the head, and each
+ * type's counters past the seq they are exact at.
  */
 export const seePicture = (picture: LogPicture, events: ReadonlyArray<StoredEvent>) => {
   for (const event of events) {
-    if (event.seq !== picture.head + 1) continue
-    picture.head = event.seq
+    if (event.seq > picture.head) picture.head = event.seq
     if (event.kind !== "created" && event.kind !== "deleted") continue
+    if (event.seq <= (picture.countedAt.get(event.type) ?? picture.base)) continue
+    picture.countedAt.set(event.type, event.seq)
     const c = picture.counts.get(event.type) ?? { lastId: 0, rowCount: 0 }
     picture.counts.set(event.type, event.kind === "created"
       ? { lastId: Math.max(c.lastId, Number(event.id)), rowCount: c.rowCount + 1 }
       : { lastId: c.lastId, rowCount: c.rowCount - 1 })
+  }
+}
+
+/**
+ * The picture after the log was seen (the function's answer) or written (a batch) at `head`: the head, and the
+ * counters of `types`, exact there (the function checked them under the lock). A type's counters already moved
+ * past `head` by delivered events are left as they are (a wrong counter costs one call, never a wrong write).
+ */
+export const pictureAt = (picture: LogPicture, head: number, types: Iterable<readonly [string, Counts]>) => {
+  if (head > picture.head) picture.head = head
+  for (const [type, c] of types) {
+    if ((picture.countedAt.get(type) ?? picture.base) > head) continue
+    picture.counts.set(type, c)
+    picture.countedAt.set(type, head)
   }
 }
 
@@ -473,19 +498,16 @@ export const appendPictured = (conn: PgConnectionShape, batch: AppendBatch, pict
               reason: `the batch committed on the primary, but no standby confirmed it (${localOnly}); not acknowledged`
             }))
           }
-          // Written after other nodes' commits: the picture's head is past them, but its counters of other types may
-          // miss their creates (seePicture skips events behind the head); a wrong counter costs one call, never a
-          // wrong write (the function checks it).
+          // Written after other nodes' commits: the picture's head is past them, and its counters of the batch's
+          // types include them (the function checked that none moved); those of other types count their events
+          // when they are delivered (seePicture).
           const { result, last } = shifted(planned, shift)
           if (shift > 0) picture.cost.shifted++
-          picture.head = result.lastSeq
-          for (const [type, c] of planned.counts) picture.counts.set(type, c)
+          pictureAt(picture, result.lastSeq, planned.counts)
           return Effect.succeed({ result, ...(last === undefined ? {} : { last }) } satisfies Appended)
         })
-      const remember = (state: LogState) => {
-        picture.head = state.head
-        for (const type of touched.types) picture.counts.set(type, state.counts.get(type) ?? { lastId: 0, rowCount: 0 })
-      }
+      const remember = (state: LogState) =>
+        pictureAt(picture, state.head, [...touched.types].map((type) => [type, state.counts.get(type) ?? { lastId: 0, rowCount: 0 }] as const))
 
       picture.cost.batches++
       picture.cost.events += batch.entries.length
