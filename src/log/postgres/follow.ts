@@ -76,9 +76,13 @@ export const makeFollow = (conn: PgConnectionShape, tag: string, seen: (events: 
       for (const s of sleepers) s()
     }
     const wake = () => {
-      sendingAfter = undefined
       due = true
       rouse()
+    }
+    /** This node's append failed (or was cut short): it may have landed, and is read like another node's commit. */
+    const failed = () => {
+      sendingAfter = undefined
+      wake()
     }
     const hear = (head: number) => {
       if (head > heard) heard = head
@@ -110,7 +114,7 @@ export const makeFollow = (conn: PgConnectionShape, tag: string, seen: (events: 
     }
     /**
      * This node is appending a batch to a log whose head was at least `head`: until the append answers (`wrote`) or
-     * fails (`wake`), the follower reads no further, so that it never reads the batch it is about to be told of.
+     * fails (`failed`), the follower reads no further, so that it never reads the batch it is about to be told of.
      * Its commit may be visible before this node has handled the answer, and the other nodes' commits after `head`
      * are read right after it, up to the batch.
      */
@@ -191,12 +195,19 @@ export const makeFollow = (conn: PgConnectionShape, tag: string, seen: (events: 
       })
     })
 
-    /** Up to FOLLOW_BATCH events from `from` on, all before `before`. */
-    const fetch = (from: number, before: number) =>
+    /**
+     * Up to FOLLOW_BATCH events from `from` on, all before `before`, and before `stop()` as it is once they arrive:
+     * an append sent while the read waited for a connection may have landed in it.
+     */
+    const fetch = (from: number, before: number, stop: () => number | undefined) =>
       Effect.flatMap(
         conn.query("cannot read the log", `select ${EVENT_COLUMNS} from ${SCHEMA}.events e where e.seq >= $1 order by e.seq limit $2`, [from, Math.min(FOLLOW_BATCH, before - from)]),
         (r) => {
-          const decoded = decodeOrFail(() => r.rows.map((raw) => ({ event: decodeEvent(raw), seq: Number(raw.seq), checksum: String(raw.checksum) })))
+          const end = stop()
+          const raws = end === undefined ? r.rows : r.rows.filter((raw) => Number(raw.seq) < end)
+          // What was cut off is read again once the node has taken its batch: no nap before that.
+          if (raws.length < r.rows.length) due = true
+          const decoded = decodeOrFail(() => raws.map((raw) => ({ event: decodeEvent(raw), seq: Number(raw.seq), checksum: String(raw.checksum) })))
           if (decoded._tag === "Left") return Effect.fail(decoded.left)
           let expected = from
           for (const { event } of decoded.right) {
@@ -249,13 +260,13 @@ export const makeFollow = (conn: PgConnectionShape, tag: string, seen: (events: 
               // to it, and not at all when the node stands just before it.
               const stop = readsStop(position, readBefore?.())
               if (stop !== undefined && stop <= from) {
-                // Woken when the append answers (`wrote`, `wake`) or when the writer's chance to take its batch is over.
+                // Woken when the append answers (`wrote`, `failed`) or when the writer's chance to take its batch is over.
                 yield* rest(sendingAfter !== undefined ? Duration.toMillis(POLL_LISTENING) : OWN_NOTIFICATION_LATER + 1)
                 continue
               }
               // Cleared before the read: a wake-up that arrives during it makes the next nap return at once.
               due = false
-              const batch = yield* fetch(from, stop ?? Infinity)
+              const batch = yield* fetch(from, stop ?? Infinity, () => readsStop(position, readBefore?.()))
               cost.fetches++
               cost.rows += batch.length
               if (generation !== conn.generation()) {
@@ -278,5 +289,5 @@ export const makeFollow = (conn: PgConnectionShape, tag: string, seen: (events: 
           }))
       })
 
-    return { events, wake, sending, wrote, cost }
+    return { events, wake, failed, sending, wrote, cost }
   })

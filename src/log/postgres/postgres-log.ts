@@ -219,7 +219,7 @@ export const makePostgresLog = Effect.gen(function* () {
           return result
         }),
         // A failed (or interrupted) append may have landed: the tailer reads what the log holds now.
-        Effect.onExit((exit) => (Exit.isFailure(exit) ? Effect.sync(() => follow.wake()) : Effect.void))
+        Effect.onExit((exit) => (Exit.isFailure(exit) ? Effect.sync(() => follow.failed()) : Effect.void))
       ),
     head,
     readFrom,
