@@ -6,6 +6,7 @@
 //  - durable creates/s and set_price/s at 32 and 256 in flight: one embedded node, the floor, 1 node and 3 nodes on
 //    PostgreSQL (the load split evenly, one closed-loop generator per node); ack p50/p99 from the merged histograms;
 //    the floor and 1 node are measured in alternating windows (`rounds`), so that load from outside falls on both;
+//    each setup first runs an unmeasured window of each op (`warmUpMs`);
 //  - CPU per write: the writeonce nodes' (summed), and PostgreSQL's (every postgres process of the cluster);
 //  - commit to notification: one set_price at a time through node A, timed from just before the request to the
 //    notification on a listen stream on node C (another node: through the log, the notification and C's
@@ -33,6 +34,8 @@ export interface ScaleOutOptions {
   notifyCommits: number;
   /** the floor and 1 node are measured in this many alternating windows of windowMs / rounds each (default 2) */
   rounds?: number;
+  /** an unmeasured window of each op per setup before its first measured one (default windowMs / 4, at most 2 s) */
+  warmUpMs?: number;
 }
 
 export type Setup = 'embedded x1' | 'pg floor x1' | 'postgres x1' | 'postgres x3';
@@ -149,8 +152,21 @@ function summarise(setup: ScaleOutWindow['setup'], op: ScaleOutWindow['op'], inF
 
 const setPriceOf = (o: ScaleOutOptions, firstId: number) => (i: number) => restSetPrice(firstId + (Math.imul(i, 2654435761) >>> 0) % o.products, 1 + (i % 1000));
 
+/**
+ * Creates, then set_prices, unmeasured: a setup's first measured window otherwise pays its code's first runs (the
+ * JIT), which the seeding's serial creates do not cover at this concurrency.
+ */
+async function warmUp(ctx: BenchContext, setup: Setup, nodes: SpawnedServer[], o: ScaleOutOptions, firstId: number): Promise<void> {
+  const ms = o.warmUpMs ?? Math.min(2000, o.windowMs / 4);
+  if (ms <= 0) return;
+  ctx.phase(`scale-out: ${setup}, warming up`);
+  await window(nodes, o.inFlight[0], ms, restCreate, 201);
+  await window(nodes, o.inFlight[0], ms, setPriceOf(o, firstId), 200);
+}
+
 async function measureSetup(ctx: BenchContext, setup: ScaleOutWindow['setup'], nodes: SpawnedServer[], o: ScaleOutOptions, firstId: number): Promise<ScaleOutWindow[]> {
   const out: ScaleOutWindow[] = [];
+  await warmUp(ctx, setup, nodes, o, firstId);
   for (const inFlight of o.inFlight) {
     ctx.phase(`scale-out: ${setup}, creates at ${inFlight} in flight`);
     out.push(summarise(setup, 'create', inFlight, [await window(nodes, inFlight, o.windowMs, restCreate, 201)]));
@@ -167,6 +183,7 @@ async function measureSetup(ctx: BenchContext, setup: ScaleOutWindow['setup'], n
 async function measureAlternated(ctx: BenchContext, setups: ReadonlyArray<{ setup: Setup; nodes: SpawnedServer[] }>, o: ScaleOutOptions, firstId: number): Promise<ScaleOutWindow[]> {
   const rounds = Math.max(1, o.rounds ?? 2);
   const rows = new Map<Setup, ScaleOutWindow[]>(setups.map((s) => [s.setup, []]));
+  for (const { setup, nodes } of setups) await warmUp(ctx, setup, nodes, o, firstId);
   for (const inFlight of o.inFlight) {
     for (const [op, make, want] of [['create', restCreate, 201], ['set_price', setPriceOf(o, firstId), 200]] as const) {
       const measured = new Map<Setup, Measured[]>(setups.map((s) => [s.setup, []]));
