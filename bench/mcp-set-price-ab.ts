@@ -9,6 +9,7 @@ import { combine, measure, type Load, type Measured } from './lib/measure.ts';
 import { warmUntilStable } from './lib/warmup.ts';
 import { mcpCall, seedProducts, spawnPeer, startWo, type SpawnedServer } from './lib/wo.ts';
 import { oldVsNew } from './lib/old-vs-new.ts';
+import { loadavg } from 'node:os';
 
 const { oldWo, dir, ROUNDS, WIN, C } = await oldVsNew('mcp-set-price-ab', { rounds: 3, inFlight: 64 });
 
@@ -64,6 +65,7 @@ try {
     console.log(`${v}: SDK v2 / ours CPU modern ${cpu(m.sdk.modern, m[v].modern)}x, legacy ${cpu(m.sdk.legacy, m[v].legacy)}x`);
   }
   console.log(`new/old CPU/call: modern ${cpu(m.new.modern, m.old.modern)}, legacy ${cpu(m.new.legacy, m.old.legacy)}`);
+  console.log(`load average ${loadavg().map((x) => x.toFixed(2)).join(' ')}`);
 } finally {
   for (const s of sessions) await closeLegacySession(s).catch(() => {});
   for (const s of Object.values(servers)) await s.stop();
