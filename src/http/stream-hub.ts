@@ -41,13 +41,16 @@ export const DEFAULT_STREAM_MEMORY = 64 * 1024 * 1024
 /**
  * A round of the fan-out (every stream dirty when it starts, written once) that found more deliveries waiting when
  * it ended is followed by a pause of PACE times its own cost before the next one: under sustained load the fan-out
- * takes at most half of the event loop, and the next round writes what was committed meanwhile, many frames per
- * write. Measured with 1,000 listen streams that never read (bench/readers-ab.ts, 6 rounds, a loaded 2-core
- * machine): back to back, rounds carried ~16 frames a write and a set_price cost 1.3-1.8 ms of server CPU; paused,
- * 0.7-1.1 ms. A round that found nothing waiting (one commit at a time) is not followed by a pause: its latency is
- * unchanged (bench/notify-ab.ts). Under sustained load a notice may wait up to a pause more (about one round).
+ * takes at most a third of the event loop, and the next round writes what was committed meanwhile, many frames per
+ * write. A socket write costs ~10-25 µs whatever it carries (bench/fan-out-writes-ab.ts: 1 frame a write, 24 µs a
+ * frame; 40 frames, 0.3-0.8), so fewer, fuller writes are what cuts the fan-out. Measured with 1,000 listen streams
+ * that never read (bench/readers-ab.ts, 2,000 set_price a phase, a 2-core machine at load 5-9): back to back, rounds
+ * carried ~16 frames a write and a set_price cost 1.3-1.8 ms of server CPU; a pause of 1x, 0.7-1.1 ms; 2x, 0.80x
+ * of 1x's CPU and 1.6x its set_price/s with the streams open; 3x, no better than 2x (0.80x) for a longer wait. A
+ * round that found nothing waiting (one commit at a time) is not followed by a pause: its latency is unchanged
+ * (bench/notify-ab.ts). Under sustained load a notice may wait up to a pause more (about two rounds).
  */
-export const PACE = 1
+export const PACE = 2
 
 /** `sliceMs`: how long one slice of the fan-out may run (tests pass 0: 16 writes a slice); `pace`: see PACE. */
 export const makeStreamHub = (memoryLimit: number = DEFAULT_STREAM_MEMORY, sliceMs: number = SLICE_MS, pace: number = PACE): StreamHub => {
