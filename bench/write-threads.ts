@@ -1,0 +1,73 @@
+// Where a durable REST write's server CPU runs, ours against the durable-write floor (bench/peers/durable-floor.ts):
+// the main thread (HTTP, our JS, the writer) apart from the process's other threads (libuv's pool: LevelDB's
+// synced batch writes, the acknowledged-head pwrite; LevelDB's compaction thread), from /proc/<pid>/task/*/stat.
+// Both servers warmed, then measured in alternating windows (ROUNDS, default 3, of WIN ms, default 4000) at C in
+// flight (default 32). KIND=create (default) or set_price. Prints µs per call by thread and ours/floor for each.
+//   node --import tsx bench/write-threads.ts
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync } from 'node:fs';
+import { loadavg } from 'node:os';
+import { join } from 'node:path';
+import { runLoad } from './lib/load.ts';
+import { warmUntilStable } from './lib/warmup.ts';
+import { repoRoot, restCreate, restSetPrice, seedProducts, spawnPeer, startWo, type SpawnedServer } from './lib/wo.ts';
+
+const kind = process.env.KIND ?? 'create';
+const ROUNDS = Number(process.env.ROUNDS ?? 3);
+const WIN = Number(process.env.WIN ?? 4000);
+const C = Number(process.env.C ?? 32);
+const dataRoot = process.env.BENCH_DATA_DIR ?? join(repoRoot, '.data', 'bench-write-threads');
+mkdirSync(dataRoot, { recursive: true });
+const request = kind === 'create' ? restCreate : (i: number) => restSetPrice(1 + (i % 100), 1 + (i % 1000));
+const want = kind === 'create' ? 201 : 200;
+
+/** CPU ms so far of a process's main thread and of all its other threads (clock ticks of 10 ms). */
+const threadCpu = (pid: number) => {
+  let main = 0;
+  let other = 0;
+  for (const tid of readdirSync(`/proc/${pid}/task`)) {
+    let stat: string;
+    try {
+      stat = readFileSync(`/proc/${pid}/task/${tid}/stat`, 'utf8');
+    } catch {
+      continue; // a thread that ended meanwhile
+    }
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    const ms = (Number(fields[11]) + Number(fields[12])) * 10;
+    if (tid === String(pid)) main += ms;
+    else other += ms;
+  }
+  return { main, other };
+};
+
+const servers: Record<'wo' | 'floor', SpawnedServer> = {
+  wo: await startWo({ dir: mkdtempSync(join(dataRoot, 'wo-')), env: { WO_GROUP_COMMIT: 'on' } }),
+  floor: await spawnPeer('bench/peers/durable-floor.ts', { env: { DATA_DIR: mkdtempSync(join(dataRoot, 'floor-')) } }),
+};
+try {
+  const load = (s: SpawnedServer) => ({ url: s.url, concurrency: C, makeRequest: request, check: (status: number) => status === want });
+  for (const s of Object.values(servers)) {
+    if (kind !== 'create') await seedProducts(s.url, 100);
+    await warmUntilStable({ load: load(s), pid: s.pid, maxMs: 8000 });
+  }
+  const sum = { wo: { main: 0, other: 0, calls: 0 }, floor: { main: 0, other: 0, calls: 0 } };
+  for (let r = 0; r < ROUNDS; r++) {
+    for (const k of (r % 2 ? ['floor', 'wo'] : ['wo', 'floor']) as Array<'wo' | 'floor'>) {
+      const before = threadCpu(servers[k].pid);
+      const result = await runLoad({ ...load(servers[k]), durationMs: WIN });
+      const after = threadCpu(servers[k].pid);
+      sum[k].main += after.main - before.main;
+      sum[k].other += after.other - before.other;
+      sum[k].calls += result.calls;
+    }
+  }
+  const us = (ms: number, calls: number) => (ms * 1000) / calls;
+  console.log(`load average ${loadavg().map((x) => x.toFixed(2)).join(' ')}; ${kind}, ${C} in flight, ${ROUNDS} windows of ${WIN} ms each`);
+  for (const k of ['wo', 'floor'] as const) {
+    const { main, other, calls } = sum[k];
+    console.log(`${k.padEnd(5)} main thread ${us(main, calls).toFixed(1)} µs/call, other threads ${us(other, calls).toFixed(1)} µs/call, all ${us(main + other, calls).toFixed(1)} µs/call (${calls} calls)`);
+  }
+  const ratio = (f: (x: typeof sum.wo) => number) => (f(sum.wo) / sum.wo.calls / (f(sum.floor) / sum.floor.calls)).toFixed(2);
+  console.log(`ours/floor: main thread ${ratio((x) => x.main)}x, other threads ${ratio((x) => x.other)}x, all ${ratio((x) => x.main + x.other)}x`);
+} finally {
+  for (const s of Object.values(servers)) await s.stop();
+}
