@@ -58,6 +58,11 @@ export interface PushSink {
   readonly enqueue: (...parts: ReadonlyArray<Buffer>) => boolean
   /** Writes a frame now and waits until the socket took it (replay: backpressure without a queue). */
   readonly send: (frame: Buffer | string) => Effect.Effect<boolean>
+  /**
+   * `send` for plain callbacks (a replay stepping a page per turn without a fiber step each): writes the frame now,
+   * then calls `then(true)` once the socket has room again, or `then(false)` when the stream is or gets closed.
+   */
+  readonly sendThen: (frame: Buffer | string, then: (open: boolean) => void) => void
   /** Ends the stream; `last` (e.g. a listen's graceful result) is written after what is queued. Idempotent. */
   readonly close: (reason: CloseReason, last?: string) => void
   readonly isClosed: () => boolean
@@ -209,6 +214,20 @@ class Sink implements PushSink {
       return Effect.succeed(true)
     })
     return Effect.flatMap(attempt, (ok) => (ok ? Effect.as(this.writable(), true) : Effect.succeed(false)))
+  }
+
+  sendThen(frame: Buffer | string, then: (open: boolean) => void): void {
+    if (this.reason !== undefined || this.socket.destroyed) return then(false)
+    this.flush()
+    if (this.blocked) {
+      this.roomWaiters.push(() => this.sendThen(frame, then))
+      return
+    }
+    this.lastWrite = Date.now()
+    if (this.socket.write(frame)) return then(true)
+    this.block()
+    // Woken by the drain, or by the close (then false).
+    this.roomWaiters.push(() => then(this.reason === undefined))
   }
 
   readonly isClosed = (): boolean => this.reason !== undefined

@@ -93,6 +93,11 @@ export const recordTo = (file: string, options: RecorderOptions = {}) => {
           return ok
         },
         send: (frame) => Effect.tap(sink.send(frame), (ok) => void (ok && chunks.push(frame.toString()))),
+        sendThen: (frame, then) =>
+          sink.sendThen(frame, (open) => {
+            if (open) chunks.push(frame.toString())
+            then(open)
+          }),
         close: (reason, last) => {
           if (!sink.isClosed() && last !== undefined) chunks.push(last)
           if (!sink.isClosed()) byClient = reason === "client"

@@ -7,7 +7,8 @@ import { describe, expect, it } from "@effect/vitest"
 import { Effect, Either, Exit, Scope, Stream } from "effect"
 import type { StoredEvent } from "../../src/domain/events.ts"
 import type { EdgeRequest, EdgeResponse } from "../../src/http/edge-types.ts"
-import { BATCH, makeEventTail, SHARED_WINDOW, startOf } from "../../src/http/event-tail.ts"
+import { PAGE, pageStart, SHARED_PAGES } from "../../src/http/catch-up.ts"
+import { makeEventTail, startOf } from "../../src/http/event-tail.ts"
 import { makeOpenStreams } from "../../src/http/open-streams.ts"
 import { makeStreamHub } from "../../src/http/stream-hub.ts"
 import { EventLog } from "../../src/log/event-log.ts"
@@ -157,7 +158,7 @@ describe("catch-up shared between readers, in slices", () => {
       const all = Array.from({ length: 1000 }, (_, i) => i + 1)
       for (const socket of sockets) {
         expect(ids(socket)).toEqual(all)
-        expect(Math.max(...socket.chunks.map((c) => [...c.matchAll(/^id: /gm)].length))).toBeLessThanOrEqual(BATCH)
+        expect(Math.max(...socket.chunks.map((c) => [...c.matchAll(/^id: /gm)].length))).toBeLessThanOrEqual(PAGE)
       }
       // One reader read the log; the two behind it were served what it read, and sent the bytes it sent.
       expect(reads).toEqual([1])
@@ -166,10 +167,11 @@ describe("catch-up shared between readers, in slices", () => {
       expect(sockets.reduce((n, s) => n + s.writes, 0)).toBeLessThanOrEqual(turns + 1)
     }))
 
-  it.scoped("a reader whose events the others pushed out of the shared window still sends what it read, once, in order", () =>
+  it.scoped("a reader whose page the others pushed out of the shared window still sends what it read, once, in order", () =>
     Effect.gen(function* () {
-      // The first reader reads 1..4096 at once; the second's read of 4500.. then evicts the oldest of them.
-      const events = SHARED_WINDOW + 904
+      // Two readers far apart read pages of their own, more than the window keeps: each page read is still
+      // written by the reader that read it, and the one starting inside a page writes only its part of it.
+      const events = SHARED_PAGES * PAGE + 904
       const { tail, fork, reads } = yield* setup({ events })
       const scope = yield* Effect.scope
       const sockets = [yield* fork(tail(request("from=1")), scope), yield* fork(tail(request("from=4500")), scope)]
@@ -177,7 +179,30 @@ describe("catch-up shared between readers, in slices", () => {
       expect(ids(sockets[0])).toEqual(Array.from({ length: events }, (_, i) => i + 1))
       expect(ids(sockets[1])).toEqual(Array.from({ length: events - 4499 }, (_, i) => i + 4500))
       expect(reads[0]).toBe(1)
-      expect(reads[1]).toBe(4500)
+      // Pages are aligned on the log: the second reader reads from the start of the page holding 4500.
+      expect(reads[1]).toBe(pageStart(4500))
+      expect(pageStart(4500)).toBe(4481)
+    }))
+})
+
+describe("catch-up backpressure", () => {
+  it.scoped("a reader whose socket is full writes nothing more until it drains, then goes on where it stopped", () =>
+    Effect.gen(function* () {
+      const events = 10 * PAGE
+      const { tail, fork } = yield* setup({ events })
+      const socket = yield* fork(tail(request("from=1")), yield* Effect.scope)
+      yield* turnsUntil([socket], [1])
+      socket.stall(true)
+      const writes = socket.writes
+      // The write that found the socket full is the last one until it drains, however many turns go by.
+      yield* Effect.promise(async () => {
+        for (let i = 0; i < 50; i++) await new Promise((r) => setImmediate(r))
+      })
+      expect(socket.writes).toBeLessThanOrEqual(writes + 1)
+      expect(ids(socket).length).toBeLessThan(events)
+      socket.stall(false)
+      yield* turnsUntil([socket], [events])
+      expect(ids(socket)).toEqual(Array.from({ length: events }, (_, i) => i + 1))
     }))
 })
 

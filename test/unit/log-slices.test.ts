@@ -6,7 +6,8 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { Chunk, Effect, Either, Layer, ManagedRuntime, Scope, Stream } from "effect"
 import type { StoredEvent } from "../../src/domain/events.ts"
-import { BATCH, makeEventTail } from "../../src/http/event-tail.ts"
+import { PAGE } from "../../src/http/catch-up.ts"
+import { makeEventTail } from "../../src/http/event-tail.ts"
 import { makeOpenStreams } from "../../src/http/open-streams.ts"
 import { makeStreamHub } from "../../src/http/stream-hub.ts"
 import { makeClassicLevelLog } from "../../src/log/classic-level-log.ts"
@@ -91,7 +92,7 @@ describe("the classic-level log read in slices", () => {
     }
   })
 
-  it("a reader of /api/_events catching up over 3,000 events sends each once, in order, asking the log for slices of at most BATCH", async () => {
+  it("a reader of /api/_events catching up over 3,000 events sends each once, in order, asking the log for slices of at most PAGE", async () => {
     const chunkSizes: Array<number> = []
     const asked: Array<number | undefined> = []
     const spied: EventLogShape = {
@@ -117,8 +118,8 @@ describe("the classic-level log read in slices", () => {
     })))
     expect(ids()).toEqual(seqs(1, EVENTS))
     expect(asked.length).toBeGreaterThan(0)
-    expect(asked.every((slice) => slice !== undefined && slice <= BATCH)).toBe(true)
+    expect(asked.every((slice) => slice !== undefined && slice <= PAGE)).toBe(true)
     expect(chunkSizes.reduce((a, b) => a + b, 0)).toBeGreaterThanOrEqual(EVENTS)
-    expect(Math.max(...chunkSizes)).toBeLessThanOrEqual(BATCH)
+    expect(Math.max(...chunkSizes)).toBeLessThanOrEqual(PAGE)
   })
 })
