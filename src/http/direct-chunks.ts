@@ -51,6 +51,9 @@ const scratch: Array<Buffer> = Array.from({ length: 17 - MIN_SCRATCH_LOG2 }, (_,
 /** The index in `scratch` of the smallest buffer that holds `length` bytes (1 to MAX_SCRATCH). */
 const scratchClass = (length: number): number => Math.max(0, 32 - Math.clz32(length - 1) - MIN_SCRATCH_LOG2)
 
+/** Whole frames as HTTP chunks, by the buffer they frame: built once for every stream that writes the same buffer. */
+const framed = new WeakMap<Buffer, Buffer>()
+
 /**
  * A live stream's socket, for as long as the stream is open: one class, its methods shared (heap per open stream,
  * bench/stream-memory.ts).
@@ -78,10 +81,15 @@ class DirectChunks implements DirectSocket {
     }
     return ok
   }
-  // Whole frames (a replay's batches, tens of kB; a heartbeat; the last words) stay the response's: node writes
-  // a big one without copying it, and they are not per stream per change. Both end up on the socket in order.
+  // Whole frames (a replay's pages, tens of kB; a heartbeat; the last words): a buffer goes out as one chunk, framed
+  // once however many streams write it (a catch-up page is written to every reader that passes it), in one socket
+  // write. Hand-tuned (bench/readers-alternated.ts): through the response, each was a cork, three writes and a
+  // `writev` on the next tick, the largest share of a catch-up's CPU. A string (the last words) stays the response's.
   write(data: Buffer | string): boolean {
-    return this.res.write(data)
+    if (typeof data === "string" || data.length === 0) return this.res.write(data)
+    let chunk = framed.get(data)
+    if (chunk === undefined) framed.set(data, (chunk = chunkOf([data], data.length)))
+    return this.socket.write(chunk)
   }
   once(event: "drain" | "close", listener: () => void) {
     return this.socket.once(event, listener)
