@@ -8,7 +8,7 @@
 // same policy hand-written on node:http, serving the events from memory) to each round. Writes nothing but a temp
 // data dir, removed at the end. NODE_ARGS (e.g. '--cpu-prof --cpu-prof-dir=/tmp/p') goes to every server.
 import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { loadavg, tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { Pool } from 'undici';
 import { getsWhileReadersCatchUp, READERS_ENV } from './scenarios/readers.ts';
@@ -47,7 +47,9 @@ try {
   await pool.close();
   await seeding.stop();
 
-  const results = checkouts.map(() => ({ ratios: [] as number[], cpus: [] as number[] }));
+  const results = checkouts.map(() => ({ ratios: [] as number[], cpus: [] as number[], idle: [] as number[], busy: [] as number[] }));
+  const load = () => loadavg().map((x) => x.toFixed(2)).join(' ');
+  console.log(`load average before: ${load()}`);
   for (let round = 1; round <= rounds; round++) {
     for (const [k, checkout] of checkouts.entries()) {
       const server = await starters[k]({ dir, env: READERS_ENV, nodeArgs });
@@ -57,6 +59,8 @@ try {
         if (!r.caughtUp) throw new Error(`${checkout}: the readers did not catch up`);
         results[k].ratios.push(r.busyP99Ms / r.idleP99Ms);
         results[k].cpus.push(r.serverCpuMs ?? Number.NaN);
+        results[k].idle.push(r.idleP99Ms);
+        results[k].busy.push(r.busyP99Ms);
         console.log(`round ${round} ${checkout}: GET p99 idle ${r.idleP99Ms.toFixed(2)} ms, while catching up ${r.busyP99Ms.toFixed(2)} ms (${r.busyGets} GETs): ${(r.busyP99Ms / r.idleP99Ms).toFixed(2)}x; server CPU for the catch-up ${r.serverCpuMs} ms`);
       } finally {
         await gets1.close();
@@ -66,8 +70,9 @@ try {
   }
   const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
   for (const [k, checkout] of checkouts.entries()) {
-    console.log(`${checkout}: p99 ratios ${results[k].ratios.map((x) => x.toFixed(2)).join(' ')} (median ${median(results[k].ratios).toFixed(2)}x); catch-up CPU ${results[k].cpus.join(' ')} ms (median ${median(results[k].cpus)})`);
+    console.log(`${checkout}: p99 ratios ${results[k].ratios.map((x) => x.toFixed(2)).join(' ')} (median ${median(results[k].ratios).toFixed(2)}x); GET p99 median idle ${median(results[k].idle).toFixed(2)} ms, while catching up ${median(results[k].busy).toFixed(2)} ms; catch-up CPU ${results[k].cpus.join(' ')} ms (median ${median(results[k].cpus)})`);
   }
+  console.log(`load average after: ${load()}`);
 } finally {
   rmSync(dir, { recursive: true, force: true });
 }
