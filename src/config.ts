@@ -106,6 +106,8 @@ export interface Settings {
 
 /** The default of `viewSnapshotEvery` (WO_VIEW_SNAPSHOT_EVERY). */
 export const VIEW_SNAPSHOT_EVERY = 10_000
+/** WO_STORE_TIMEOUT's default: the bound on a wait for the shared store's primary. */
+export const STORE_TIMEOUT_MS = 5000
 
 export class WoConfig extends Context.Tag("writeonce/Config")<WoConfig, Settings>() {}
 
@@ -228,7 +230,7 @@ const fromEnvironment = (d: Partial<Settings>) =>
       store: yield* optionalString("WO_STORE", d.store),
       metrics: yield* onOff("WO_METRICS", d.metrics ?? true),
       readyMaxLag: yield* positiveInt("WO_READY_MAX_LAG", d.readyMaxLag ?? 1000),
-      storeTimeoutMs: yield* durationMs("WO_STORE_TIMEOUT", d.storeTimeoutMs ?? 5000),
+      storeTimeoutMs: yield* durationMs("WO_STORE_TIMEOUT", d.storeTimeoutMs ?? STORE_TIMEOUT_MS),
       viewSnapshotEvery: yield* positiveInt("WO_VIEW_SNAPSHOT_EVERY", d.viewSnapshotEvery ?? VIEW_SNAPSHOT_EVERY)
     }
     return settings

@@ -23,7 +23,7 @@ import { makeProjector } from "./projector.ts"
 import { Rows } from "./rows.ts"
 import { Views } from "./views.ts"
 import { Metrics, metricsOff } from "../metrics/metrics.ts"
-import { VIEW_SNAPSHOT_EVERY, WoConfig } from "../config.ts"
+import { STORE_TIMEOUT_MS, VIEW_SNAPSHOT_EVERY, WoConfig } from "../config.ts"
 
 export interface TailerShape {
   /** The last seq this node's rows include. */
@@ -34,7 +34,10 @@ export interface TailerShape {
    * the other nodes' commits before it, which alone the log is asked for. Either way the log does not read it back.
    */
   readonly applyOwn: (changes: ReadonlyArray<Change>) => Effect.Effect<boolean>
-  /** Waits until this node's rows include `seq`; fails when that takes longer than READ_BACK_LIMIT. */
+  /**
+   * Waits until this node's rows include `seq`; fails (ReplicaLagging) past the store's bound, WO_STORE_TIMEOUT: the
+   * writer waits here, and a primary paused while a batch is held must not hold every write of the node.
+   */
   readonly reached: (seq: number) => Effect.Effect<void, StoreError>
   /**
    * Completes if this node applied a commit the shared log no longer has (a failover lost an unacknowledged
@@ -43,8 +46,6 @@ export interface TailerShape {
   readonly diverged: Effect.Effect<string>
 }
 
-/** How long a writer waits for its own commit to come back through the tailer before it says so. */
-const READ_BACK_LIMIT = Duration.seconds(30)
 /** The pause before following again after the store could not be read. */
 const RETRY_AFTER = Duration.millis(200)
 
@@ -64,7 +65,11 @@ export const makeTailer = Effect.gen(function* () {
   const views = Option.getOrUndefined(yield* Effect.serviceOption(Views))
   const storeViews = log.storeViews
   // How many applied events between two snapshots (the most a later start folds past one): WO_VIEW_SNAPSHOT_EVERY.
-  const snapshotEvery = Option.match(yield* Effect.serviceOption(WoConfig), { onNone: () => VIEW_SNAPSHOT_EVERY, onSome: (s) => s.viewSnapshotEvery })
+  const settings = yield* Effect.serviceOption(WoConfig)
+  const snapshotEvery = Option.match(settings, { onNone: () => VIEW_SNAPSHOT_EVERY, onSome: (s) => s.viewSnapshotEvery })
+  // How long a writer waits for its commit to be applied here (`reached`): the store's bound, as for every wait on
+  // the primary (a batch held behind another node's commit waits for the tailer to read that commit).
+  const readBackLimit = Duration.millis(Option.match(settings, { onNone: () => STORE_TIMEOUT_MS, onSome: (s) => s.storeTimeoutMs }))
   let snapshotAt = applied
   let snapshotting = false
   const snapshot = Effect.suspend(() => {
@@ -164,8 +169,10 @@ export const makeTailer = Effect.gen(function* () {
 
   const reached = (seq: number): Effect.Effect<void, StoreError> =>
     Effect.suspend(() => (seq <= applied ? Effect.void : waitFor(seq)))
+  // The wait is interruptible even inside the writer's uninterruptible batch: else the timeout, which interrupts it,
+  // would wait for it to end, and the bound would never apply (a paused primary then held every write of the node).
   const waitFor = (seq: number) =>
-    Effect.async<void>((resume) => {
+    Effect.interruptible(Effect.async<void>((resume) => {
       // Checked again here: the tailer may have applied it between the call and this registration.
       if (seq <= applied) return resume(Effect.void)
       const w = { seq, done: () => resume(Effect.void) }
@@ -173,9 +180,9 @@ export const makeTailer = Effect.gen(function* () {
       return Effect.sync(() => {
         waiters = waiters.filter((x) => x !== w)
       })
-    }).pipe(
+    })).pipe(
       Effect.timeoutFail({
-        duration: READ_BACK_LIMIT,
+        duration: readBackLimit,
         onTimeout: () => new ReplicaLagging({ reason: `this node has not read the shared log up to seq ${seq} (it is at ${applied})` })
       })
     )

@@ -4,7 +4,7 @@
  * the tailer. Another node's commits are injected; pausing `follow` makes this node lag, deterministically.
  */
 import { describe, expect, it } from "@effect/vitest"
-import { ConfigProvider, Effect, Either, Fiber, Layer } from "effect"
+import { ConfigProvider, Effect, Either, Fiber, Layer, Option, TestClock } from "effect"
 import pricing from "../../examples/pricing/app.ts"
 import { Commands, CommandsLive, type Command } from "../../src/commands/commands.ts"
 import { create, setPrice } from "./pricing-commands.ts"
@@ -36,6 +36,17 @@ const until = (check: () => boolean) =>
   Effect.gen(function* () {
     for (let i = 0; i < 10_000 && !check(); i++) yield* Effect.yieldNow()
     expect(check()).toBe(true)
+  })
+
+/** The event a write's fiber answered, once it is done (a bounded number of yields: no clock involved). */
+const answeredSoon = (fiber: Fiber.RuntimeFiber<{ readonly event: unknown }, unknown>) =>
+  Effect.gen(function* () {
+    for (let i = 0; i < 10_000; i++) {
+      const exit = yield* Fiber.poll(fiber)
+      if (Option.isSome(exit)) return exit.value._tag === "Success" ? exit.value.value.event : exit.value
+      yield* Effect.yieldNow()
+    }
+    return "still waiting"
   })
 
 describe("group commit on a shared log", () => {
@@ -141,5 +152,32 @@ describe("group commit on a shared log", () => {
       expect(rows.get("products", "2")).toMatchObject({ name: "mine" })
       // The next create continues after both.
       expect((yield* execute(create("next"))).event.id).toBe("3")
+    }).pipe(Effect.scoped, Effect.provide(node)))
+  it.effect("a batch held behind another node's commit the tailer cannot read (a paused primary) is answered at the store's bound, and the writer goes on", () =>
+    Effect.gen(function* () {
+      const log = yield* SharedMemoryLog
+      log.pauseFollow() // nothing can be read from now on, as from a paused primary
+      log.foreign("products", undefined, { name: "theirs", price: 1, currency: "USD" }) // seq 1, never read here
+      const held = yield* Effect.fork(execute(create("mine"))) // written at seq 2: held behind seq 1
+      yield* until(() => log.heldFrom() === 2)
+      // Short of WO_STORE_TIMEOUT (default 5 s, TestClock time) the writer waits for its tailer...
+      yield* TestClock.adjust("4999 millis")
+      yield* Effect.yieldNow()
+      expect(Option.isNone(yield* Fiber.poll(held))).toBe(true)
+      // ...and at it, the durable write is acknowledged (without read-your-writes: logged) instead of holding every
+      // write of the node for as long as the primary does not answer.
+      yield* TestClock.adjust("1 millis")
+      expect(yield* answeredSoon(held)).toMatchObject({ seq: 2, id: "2" })
+      const rows = yield* Rows
+      expect(rows.get("products", "2")).toBeUndefined()
+      // The next write is decided and appended (held too: the tailer still cannot read), not queued behind the first.
+      const next = yield* Effect.fork(execute(create("next")))
+      yield* until(() => log.appends.length === 2)
+      yield* TestClock.adjust("5 seconds")
+      expect(yield* answeredSoon(next)).toMatchObject({ seq: 3, id: "3" })
+      // Once the log can be read again, this node applies everything in order.
+      log.resumeFollow()
+      yield* until(() => rows.get("products", "3") !== undefined)
+      expect([1, 2, 3].map((id) => rows.get("products", String(id))?.name)).toEqual(["theirs", "mine", "next"])
     }).pipe(Effect.scoped, Effect.provide(node)))
 })

@@ -17,6 +17,7 @@
  */
 import { Context, Effect, Exit, Layer, type Scope } from "effect"
 import pg from "pg"
+import { STORE_TIMEOUT_MS } from "../../config.ts"
 import { type StoreError, StoreFailed } from "../../domain/errors.ts"
 import { describeHost, parseStoreUrl, redactStoreUrl, type StoreHost, type StoreTarget } from "./store-url.ts"
 
@@ -53,9 +54,6 @@ export interface PgConnectionShape {
 }
 
 export class PgConnection extends Context.Tag("writeonce/PgConnection")<PgConnection, PgConnectionShape>() {}
-
-/** The store's bound on a wait for the primary when none is configured (WO_STORE_TIMEOUT's default). */
-export const DEFAULT_STORE_TIMEOUT_MS = 5000
 
 export interface PgConnectionOptions {
   /** WO_STORE_TIMEOUT: how long a statement or an append may wait for the primary. */
@@ -141,7 +139,7 @@ export const choosePrimary = (writable: ReadonlyArray<Writable>, floor: number):
  */
 export const findPrimary = (target: StoreTarget, options: { readonly timeoutMs?: number; readonly floor?: number } = {}) =>
   Effect.gen(function* () {
-    const timeoutMs = options.timeoutMs ?? DEFAULT_STORE_TIMEOUT_MS
+    const timeoutMs = options.timeoutMs ?? STORE_TIMEOUT_MS
     const floor = options.floor ?? 0
     const answers = yield* Effect.all(target.hosts.map((host) => probe(target, host, timeoutMs)), { concurrency: "unbounded" })
     const writable = answers.filter((a): a is Writable => typeof a !== "string")
@@ -167,7 +165,7 @@ export const findPrimary = (target: StoreTarget, options: { readonly timeoutMs?:
 export const makePgConnection = (url: string, options: PgConnectionOptions = {}) =>
   Effect.gen(function* () {
     const target = yield* Effect.mapError(parseStoreUrl(url), (reason) => new StoreFailed({ reason }))
-    const timeoutMs = options.timeoutMs ?? DEFAULT_STORE_TIMEOUT_MS
+    const timeoutMs = options.timeoutMs ?? STORE_TIMEOUT_MS
     const openPool = (host: StoreHost) => {
       // Waiting for a pooled connection is bounded too (all of them may be stuck on a paused primary).
       const p = new pg.Pool({ ...clientConfig(target, host, timeoutMs), connectionTimeoutMillis: Math.min(timeoutMs, target.connectTimeout * 1000), max: POOL_SIZE, idleTimeoutMillis: 60_000 })
@@ -274,7 +272,7 @@ const layers = new Map<string, Layer.Layer<PgConnection, StoreError>>()
 
 /** The connection layer for `url`: the same value for the same URL and options, so one runtime builds it once. */
 export const pgConnectionLayer = (url: string, options: PgConnectionOptions = {}) => {
-  const key = `${options.timeoutMs ?? DEFAULT_STORE_TIMEOUT_MS} ${url}`
+  const key = `${options.timeoutMs ?? STORE_TIMEOUT_MS} ${url}`
   let layer = layers.get(key)
   if (layer === undefined) {
     layer = Layer.scoped(PgConnection, makePgConnection(url, options))
