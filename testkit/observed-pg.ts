@@ -17,19 +17,29 @@ export interface PgObserver {
 }
 
 export const observedConnection = (url: string, observer: PgObserver) => {
-  const observed = (c: pg.PoolClient): pg.PoolClient =>
-    new Proxy(c, {
-      get(target, p) {
-        if (p === "query") {
-          return (text: string, values?: Array<unknown>) => {
-            observer.sent?.(text, "client")
-            return target.query(text, values).then((r) => (observer.returned?.(text, r, "client"), r))
+  // One proxy per pooled connection, as the log sees one object per connection (it keeps per-connection state).
+  const proxies = new WeakMap<pg.PoolClient, pg.PoolClient>()
+  const observed = (c: pg.PoolClient): pg.PoolClient => {
+    let proxy = proxies.get(c)
+    if (proxy === undefined) {
+      proxy = new Proxy(c, {
+        get(target, p) {
+          if (p === "query") {
+            // A statement is sent as its text, or as a config object (a named prepared statement).
+            return (query: string | { readonly text: string }, values?: Array<unknown>) => {
+              const text = typeof query === "string" ? query : query.text
+              observer.sent?.(text, "client")
+              return (target.query as (q: unknown, v?: Array<unknown>) => Promise<pg.QueryResult>)(query, values).then((r) => (observer.returned?.(text, r, "client"), r))
+            }
           }
+          const v = Reflect.get(target, p, target)
+          return typeof v === "function" ? v.bind(target) : v
         }
-        const v = Reflect.get(target, p, target)
-        return typeof v === "function" ? v.bind(target) : v
-      }
-    })
+      })
+      proxies.set(c, proxy)
+    }
+    return proxy
+  }
   return Layer.effect(
     PgConnection,
     Effect.map(PgConnection, (conn) => ({

@@ -271,7 +271,9 @@ const plan = (batch: AppendBatch, state: LogState, touched: ReturnType<typeof to
         break
       } else if (event.kind === "deleted") countOf(event.type).rowCount--
       setVersion(key, event.version)
-      event = { ...event, seq: ++seq } satisfies StoredEvent
+      // The seq the writer decided it with, on a right picture: the same event (its change is then answered as is,
+      // commit-mode.ts), not a copy per write.
+      if (event.seq !== ++seq) event = { ...event, seq } satisfies StoredEvent
       const json = row === null ? null : rowJson ?? JSON.stringify(row)
       written.push({ event, row, rowJson: json })
     }
@@ -387,6 +389,12 @@ const shifted = (planned: { readonly result: AppendResult; readonly last?: { rea
 
 /** The call of the function; its arguments are whether it runs alone, whether the batch is shiftable, then `plan`'s, in order. */
 const CALL = `select ${SCHEMA}.append_batch(${Array.from({ length: 43 }, (_, i) => `$${i + 1}`).join(", ")}) as log`
+/**
+ * The call as a named prepared statement: parsed once per pooled connection, not per batch (the server's parse and
+ * plan of the call, and its text on the wire, every batch otherwise). CREATE OR REPLACE of the function at another
+ * node's start keeps its oid: the statement stays valid.
+ */
+const CALL_NAME = "writeonce_append_batch"
 /** The error the function raises, alone, when the log is not as pictured (its detail: the log as it is). */
 const NOT_AS_PICTURED = "WO001"
 
@@ -413,6 +421,25 @@ const decodeAnswer = (a: Answer): Either.Either<LogState, StoreError> =>
     }))
   }))
 
+/**
+ * Per pooled connection, whether PostgreSQL warned that a commit's wait for the standbys was cancelled (the commit
+ * then returns, local only). The listener is added once per connection, not per batch.
+ */
+const noticeWatches = new WeakMap<pg.PoolClient, { localOnly: string | undefined }>()
+const watchNotices = (client: pg.PoolClient) => {
+  let watch = noticeWatches.get(client)
+  if (watch === undefined) {
+    const w: { localOnly: string | undefined } = { localOnly: undefined }
+    client.on("notice", (n: { readonly message?: string; readonly detail?: string }) => {
+      if (/synchronous replication|might not have been replicated/i.test(`${n.message ?? ""} ${n.detail ?? ""}`)) w.localOnly = n.message ?? "warning"
+    })
+    noticeWatches.set(client, w)
+    watch = w
+  }
+  watch.localOnly = undefined
+  return watch
+}
+
 /** A head no log has: the function then writes nothing and answers the log as it is. */
 const UNKNOWN_HEAD = -1
 /** Calls alone before the transaction: on the node's picture, then on the log as the function answered it. */
@@ -432,16 +459,14 @@ export const appendPictured = (conn: PgConnectionShape, batch: AppendBatch, pict
   Effect.scoped(
     Effect.gen(function* () {
       const client = yield* conn.client
+      // Bounded as a whole (WO_STORE_TIMEOUT): a paused primary fails the batch (503) instead of holding every writer.
+      // (The wait for a pooled connection before it has its own bound, the pool's connection timeout.)
+      const deadline = conn.deadline()
+      yield* Effect.addFinalizer(() => Effect.sync(deadline.clear))
       const send = <R extends pg.QueryResultRow>(text: string, values?: ReadonlyArray<unknown>) =>
-        client.query<R>(text, values as Array<unknown> | undefined)
+        deadline.within(client.query<R>(text, values as Array<unknown> | undefined))
       const q = (what: string, text: string) => Effect.tryPromise({ try: () => send(text), catch: (e) => conn.failed(what, e) })
-      // PostgreSQL warns (and the commit returns) when a commit's wait for the standbys is cancelled.
-      let localOnly: string | undefined
-      const onNotice = (n: { readonly message?: string; readonly detail?: string }) => {
-        if (/synchronous replication|might not have been replicated/i.test(`${n.message ?? ""} ${n.detail ?? ""}`)) localOnly = n.message ?? "warning"
-      }
-      yield* Effect.acquireRelease(Effect.sync(() => client.on("notice", onNotice)), () => Effect.sync(() => client.removeListener("notice", onNotice)))
-
+      const notices = watchNotices(client)
       const touched = touchedBy(batch)
       // Nothing of the batch but its events' seqs names a seq (schema.ts: the function checks it again).
       const shiftable = (batch.keys ?? []).length === 0 && (batch.views ?? []).length === 0
@@ -456,7 +481,11 @@ export const appendPictured = (conn: PgConnectionShape, batch: AppendBatch, pict
         Effect.flatMap(Effect.sync(() => picture.cost.calls++), () => Effect.flatMap(
           Effect.tryPromise({
             try: () => {
-              const called = send<{ log: Answer | ShiftAnswer | null }>(CALL, [alone, shiftable && head !== UNKNOWN_HEAD, head, ...planned.args.slice(1).map(argument)]).then(
+              const called = deadline.within(client.query<{ log: Answer | ShiftAnswer | null }>({
+                name: CALL_NAME,
+                text: CALL,
+                values: [alone, shiftable && head !== UNKNOWN_HEAD, head, ...planned.args.slice(1).map(argument)]
+              })).then(
                 (r) => r.rows[0]?.log ?? undefined,
                 (e: { code?: string; detail?: string }) => {
                   if (e?.code === NOT_AS_PICTURED && typeof e.detail === "string") return JSON.parse(e.detail) as Answer
@@ -493,9 +522,9 @@ export const appendPictured = (conn: PgConnectionShape, batch: AppendBatch, pict
         ))
       const durable = (planned: Planned, shift: number) =>
         Effect.suspend(() => {
-          if (localOnly !== undefined) {
+          if (notices.localOnly !== undefined) {
             return Effect.fail(new StoreFailed({
-              reason: `the batch committed on the primary, but no standby confirmed it (${localOnly}); not acknowledged`
+              reason: `the batch committed on the primary, but no standby confirmed it (${notices.localOnly}); not acknowledged`
             }))
           }
           // Written after other nodes' commits: the picture's head is past them, and its counters of the batch's

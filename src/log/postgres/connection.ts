@@ -33,8 +33,8 @@ export interface PgConnectionShape {
   readonly generation: () => number
   /** How long a statement, or an append as a whole, may wait for the primary (WO_STORE_TIMEOUT). */
   readonly timeoutMs: number
-  /** The effect, failed as the primary's loss (a search starts) when it takes longer than `timeoutMs`. */
-  readonly bounded: <A, R>(what: string, effect: Effect.Effect<A, StoreError, R>) => Effect.Effect<A, StoreError, R>
+  /** A bound of `timeoutMs` from now, for the promises of one piece of work (an append's statements). */
+  readonly deadline: () => Deadline
   readonly database: string
   /** Runs one statement on any pooled connection. */
   readonly query: <R extends pg.QueryResultRow = pg.QueryResultRow>(
@@ -51,6 +51,26 @@ export interface PgConnectionShape {
    * writes (the primary died or was demoted) also starts looking for the writable primary among the hosts again.
    */
   readonly failed: (what: string, e: unknown) => StoreError
+}
+
+/**
+ * A wait for the primary bounded by one timer: `within` rejects once the deadline passes (an error without SQLSTATE:
+ * `failed` takes it for the primary's loss, and a search starts), whatever the promise does; `clear` ends the timer.
+ * Raced at the promise level because Effect's timeout forks two fibers per call (per batch and per read: measured).
+ */
+export interface Deadline {
+  readonly within: <A>(p: Promise<A>) => Promise<A>
+  readonly clear: () => void
+}
+
+const makeDeadline = (timeoutMs: number): Deadline => {
+  let expire!: (e: Error) => void
+  const expired = new Promise<never>((_, reject) => {
+    expire = reject
+  })
+  expired.catch(ignore)
+  const timer = setTimeout(() => expire(new Error(`the primary did not answer within ${timeoutMs} ms (WO_STORE_TIMEOUT)`)), timeoutMs)
+  return { within: (p) => Promise.race([p, expired]), clear: () => clearTimeout(timer) }
 }
 
 export class PgConnection extends Context.Tag("writeonce/PgConnection")<PgConnection, PgConnectionShape>() {}
@@ -213,18 +233,17 @@ export const makePgConnection = (url: string, options: PgConnectionOptions = {})
       if (lostPrimary(e)) search(pool)
       return new StoreFailed({ reason: `${what}: ${describe(e)}` })
     }
-    const bounded: PgConnectionShape["bounded"] = (what, effect) =>
-      Effect.suspend(() => {
-        const pool = current.pool
-        return Effect.timeoutFail(effect, {
-          duration: timeoutMs,
-          onTimeout: () => failedOn(pool)(what, new Error(`the primary did not answer within ${timeoutMs} ms (WO_STORE_TIMEOUT)`))
-        })
-      })
+    const deadline = () => makeDeadline(timeoutMs)
     const query: PgConnectionShape["query"] = (what, text, values) =>
       Effect.suspend(() => {
         const pool = current.pool
-        return bounded(what, Effect.tryPromise({ try: () => pool.query(text, values as Array<unknown> | undefined), catch: (e) => failedOn(pool)(what, e) }))
+        return Effect.tryPromise({
+          try: () => {
+            const bound = makeDeadline(timeoutMs)
+            return bound.within(pool.query(text, values as Array<unknown> | undefined)).finally(bound.clear)
+          },
+          catch: (e) => failedOn(pool)(what, e)
+        })
       })
     const client = Effect.acquireRelease(
       Effect.suspend(() => {
@@ -232,11 +251,10 @@ export const makePgConnection = (url: string, options: PgConnectionOptions = {})
         return Effect.tryPromise({
           try: () => pool.connect(),
           catch: (e) => failedOn(pool)("cannot connect to the store", e)
-        }).pipe(Effect.tap((c) => Effect.sync(() => c.on("error", ignore))))
+        }).pipe(Effect.tap((c) => Effect.sync(() => watchErrors(c))))
       }),
       (c, exit) =>
         Effect.sync(() => {
-          c.removeListener("error", ignore)
           // After a failure the connection's state is unknown (a transaction may be open): never reuse it.
           c.release(Exit.isFailure(exit) ? new Error("discarded after a failure") : undefined)
         })
@@ -254,7 +272,7 @@ export const makePgConnection = (url: string, options: PgConnectionOptions = {})
       primary: () => current.primary,
       generation: () => generation,
       timeoutMs,
-      bounded,
+      deadline,
       database: target.database ?? target.user ?? "postgres",
       query,
       client,
@@ -265,6 +283,13 @@ export const makePgConnection = (url: string, options: PgConnectionOptions = {})
 
 /** A checked-out connection that loses its server reports it through its next query; the event itself is ignored. */
 const ignore = () => undefined
+/** Pooled connections already ignoring their `error` events: the listener is added once per connection, not per checkout. */
+const watched = new WeakSet<pg.PoolClient>()
+const watchErrors = (c: pg.PoolClient) => {
+  if (watched.has(c)) return
+  watched.add(c)
+  c.on("error", ignore)
+}
 
 // One layer value per URL and bound: Effect builds a layer value once per runtime, so the log, its tailer and the
 // session store of one runtime share one connection (and one failover), while two runtimes get one each.
