@@ -32,12 +32,12 @@ const PRODUCTS = 1000;
 const SCRIPT = join(repoRoot, 'scripts/pg-cluster.sh');
 
 /** A node's account of its appends and its tailer, from its `store:` line at shutdown (postgres-log.ts). */
-const storeLine = /store: (\d+) batches appended \((\d+) events\), (\d+) written by their first call, (\d+) calls of append_batch, (\d+) transactions; the tailer heard (\d+) notifications, made (\d+) fetches \((\d+) empty\), read (\d+) events/;
+const storeLine = /store: (\d+) batches appended \((\d+) events\), (\d+) written by their first call, (\d+) calls of append_batch, (\d+) transactions; the tailer heard (\d+) notifications, made (\d+) fetches \((\d+) empty\), read (\d+) events(?:.*?the follower woke (\d+) times)?/;
 const costOf = (output: string) => {
   const m = [...output.matchAll(new RegExp(storeLine, 'g'))].pop();
   if (!m) return undefined;
-  const [batches, events, firstCall, calls, transactions, notifications, fetches, emptyFetches, rows] = m.slice(1).map(Number);
-  return { batches, events, firstCall, calls, transactions, notifications, fetches, emptyFetches, rows };
+  const [batches, events, firstCall, calls, transactions, notifications, fetches, emptyFetches, rows, wakes] = m.slice(1).map(Number);
+  return { batches, events, firstCall, calls, transactions, notifications, fetches, emptyFetches, rows, wakes };
 };
 
 const metric = (text: string, name: string) =>
@@ -105,7 +105,8 @@ try {
     }
     const per = (v: number) => (c.batches ? (v / c.batches).toFixed(2) : '-');
     console.log(`node ${k}: ${c.batches} batches, ${per(c.events)} events/batch; per batch: ${per(c.calls)} calls, ${per(c.transactions)} transactions, ` +
-      `${per(c.firstCall)} written by the first call; tailer: ${per(c.notifications)} notifications, ${per(c.fetches)} fetches (${per(c.emptyFetches)} empty), ${per(c.rows)} events read`);
+      `${per(c.firstCall)} written by the first call; tailer: ${per(c.notifications)} notifications, ${per(c.fetches)} fetches (${per(c.emptyFetches)} empty), ${per(c.rows)} events read` +
+      (Number.isNaN(c.wakes) ? '' : `, ${per(c.wakes)} wake-ups`));
     // What it read beyond the others' events (every event in the log but those its appends carried; an entry refused
     // as stale and carried again counts twice there, so this is a floor): its own batches read back.
     console.log(`node ${k}: of the ${inLog} events in the log, ${c.events} carried by its appends; its tailer read ${c.rows}: ${c.rows - (inLog - c.events)} of its own read back`);

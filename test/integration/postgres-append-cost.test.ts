@@ -6,12 +6,16 @@
  * read back what the node wrote and applied itself: it reads the other nodes' commits, and the node's own only when
  * the node did not apply them; what it reads keeps the node's picture of the log right.
  */
-import { Chunk, Effect, Fiber, ManagedRuntime, Stream } from "effect"
+import { Chunk, Duration, Effect, Fiber, ManagedRuntime, Stream } from "effect"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import type { StoredEvent } from "../../src/domain/events.ts"
 import pg from "pg"
 import { Duplicate, EventLog, isWritten, Stale, type AppendBatch, type AppendEntry, type AppendResult } from "../../src/log/event-log.ts"
 import { postgresLogLayer } from "../../src/log/postgres/postgres-log.ts"
+import { appendPictured, makeLogPicture } from "../../src/log/postgres/append.ts"
+import { PgConnection, pgConnectionLayer } from "../../src/log/postgres/connection.ts"
+import { makeFollow } from "../../src/log/postgres/follow.ts"
+import { ensureSchema } from "../../src/log/postgres/schema.ts"
 import { observedPostgresLog } from "../../testkit/observed-pg.ts"
 import { waitFor } from "../../testkit/wait.ts"
 import { haveBinaries, startCluster, warnIfSkipped, type PgCluster } from "../cluster/pg-cluster.ts"
@@ -226,6 +230,54 @@ describe.skipIf(!haveBinaries)("the cost of a shared append, on a real PostgreSQ
     } finally {
       await a.runtime.dispose()
       await b.dispose()
+    }
+  })
+
+  it("a node's follower sleeps through the node's own batches its writer applied (their answers and notifications wake nothing), and wakes for another node's", async () => {
+    const store = await cluster.createDatabase("wo_cost_wakes")
+    const runtime = ManagedRuntime.make(pgConnectionLayer(store))
+    try {
+      await runtime.runPromise(Effect.scoped(Effect.gen(function* () {
+        const conn = yield* PgConnection
+        yield* ensureSchema(conn)
+        const picture = makeLogPicture(0, [])
+        const follow = yield* makeFollow(conn, "node-a", () => undefined)
+        // The tailer's position: this node's own batches are applied by its writer right after their answer.
+        let applied = 0
+        const delivered: Array<number> = []
+        yield* Effect.forkScoped(Stream.runForEachChunk(follow.events(0, () => applied), (chunk) =>
+          Effect.sync(() => {
+            for (const e of Chunk.toReadonlyArray(chunk)) delivered.push(e.seq)
+            applied = Math.max(applied, ...Chunk.toReadonlyArray(chunk).map((e) => e.seq))
+          })))
+        // Started: listening, the log read once.
+        yield* Effect.sleep(Duration.millis(500))
+        const wakesAtStart = follow.cost.wakes
+        const fetchesAtStart = follow.cost.fetches
+        const own = 20
+        for (let i = 1; i <= own; i++) {
+          follow.sending(picture.head)
+          const { result, last } = yield* appendPictured(conn, { entries: [created(i, `a${i}`)], counters: new Map() }, picture, "node-a")
+          follow.wrote(result.lastSeq, last, result.lastSeq)
+          applied = result.lastSeq
+        }
+        // Past the delay after which an own notification the append did not answer for counts.
+        yield* Effect.sleep(Duration.millis(500))
+        expect(delivered).toEqual([])
+        expect(follow.cost.notifications).toBeGreaterThanOrEqual(own)
+        // Each own batch woke the follower twice before (its answer, and a timer after it), for nothing.
+        expect(follow.cost.wakes - wakesAtStart).toBeLessThanOrEqual(2)
+        expect(follow.cost.fetches - fetchesAtStart).toBeLessThanOrEqual(2)
+
+        // Another node's commit wakes it, and is delivered.
+        const other = makeLogPicture(-1, []) // a head no log has: planned on the log as the function answers it
+        yield* appendPictured(conn, { entries: [created(own + 1, "b")], counters: new Map() }, other, "node-b")
+        yield* Effect.promise(() => waitFor(() => delivered.length === 1, 20_000))
+        expect(delivered).toEqual([own + 1])
+        expect(follow.cost.wakes - wakesAtStart).toBeGreaterThanOrEqual(1)
+      })))
+    } finally {
+      await runtime.dispose()
     }
   })
 })

@@ -65,15 +65,19 @@ export const makeFollow = (conn: PgConnectionShape, tag: string, seen: (events: 
     let generation = conn.generation()
     // What following costs: logged at Debug (postgres-log.ts), read by bench/profile-pg.ts.
     // `ownRows`: events read that this node wrote (its own batches: read back only when its writer could not apply them).
-    const cost = { notifications: 0, fetches: 0, emptyFetches: 0, rows: 0, ownRows: 0 }
+    // `wakes`: how often the follower woke from a nap (a wake-up per own batch, applied by the writer, is waste).
+    const cost = { notifications: 0, fetches: 0, emptyFetches: 0, rows: 0, ownRows: 0, wakes: 0 }
     // This node's appends not yet passed by the follower, in seq order: `until`, when their writer has had its
     // chance to take them (`wrote`); their events read are counted in `ownRows`.
     const own: Array<{ readonly first: number; readonly last: number; readonly until: number }> = []
     // The head below which this node's append under way will land (`sending`).
     let sendingAfter: number | undefined
-    const sleepers = new Set<() => void>()
+    // Each returns whether it woke (a nap with nothing new to read sleeps on).
+    const sleepers = new Set<() => boolean>()
     const rouse = () => {
-      for (const s of sleepers) s()
+      let woke = false
+      for (const s of sleepers) if (s()) woke = true
+      return woke
     }
     const wake = () => {
       due = true
@@ -96,7 +100,19 @@ export const makeFollow = (conn: PgConnectionShape, tag: string, seen: (events: 
       // notification, heard a little later (the node has applied the batch by then if its append answered), does.
       // One the append has already answered for is nothing new (no timer, no wake-up: one per batch otherwise).
       if (writer !== tag) hear(head)
-      else if (head > wroteUpTo) setTimeout(() => hear(head), OWN_NOTIFICATION_LATER)
+      else if (head > wroteUpTo) hearOwnLater(head)
+    }
+    // Own notifications that came before their append's answer (most do, under load): one timer for all of them.
+    let ownHeardLater = 0
+    let ownTimer: ReturnType<typeof setTimeout> | undefined
+    const hearOwnLater = (head: number) => {
+      if (head > ownHeardLater) ownHeardLater = head
+      if (ownTimer !== undefined) return
+      ownTimer = setTimeout(() => {
+        ownTimer = undefined
+        // The append answered for it meanwhile: nothing new.
+        if (ownHeardLater > wroteUpTo) hear(ownHeardLater)
+      }, OWN_NOTIFICATION_LATER)
     }
     /**
      * This node appended `first`..`head`. Its writer takes the batch right after this (applies it, or holds it until
@@ -109,8 +125,11 @@ export const makeFollow = (conn: PgConnectionShape, tag: string, seen: (events: 
       if (last !== undefined) ownLast = last
       if (head > wroteUpTo) wroteUpTo = head
       if (head > heard) heard = head
-      setImmediate(rouse)
-      setTimeout(rouse, OWN_NOTIFICATION_LATER + 1)
+      // Once the writer has taken its batch, a napping follower has nothing new (it sleeps on): the timer only when
+      // someone woke (the batch was not taken, or the follower stands before it).
+      setImmediate(() => {
+        if (rouse()) setTimeout(rouse, OWN_NOTIFICATION_LATER + 1)
+      })
     }
     /**
      * This node is appending a batch to a log whose head was at least `head`: until the append answers (`wrote`) or
@@ -143,6 +162,7 @@ export const makeFollow = (conn: PgConnectionShape, tag: string, seen: (events: 
           clearTimeout(timer)
           sleepers.delete(done)
           resume(Effect.void)
+          return true
         }
         const timer = setTimeout(done, ms)
         sleepers.add(done)
@@ -176,22 +196,30 @@ export const makeFollow = (conn: PgConnectionShape, tag: string, seen: (events: 
     )
     yield* Effect.forkScoped(Effect.repeat(listenOnce, Schedule.spaced(Duration.millis(250))))
 
-    /** Waits for a wake-up or the poll period, whichever comes first. */
-    const nap = Effect.async<void>((resume) => {
+    /**
+     * Waits for a wake-up or the poll period, whichever comes first. A wake-up (`rouse`) with nothing `fresh` (no fetch
+     * due, nothing heard beyond what the node applied) leaves it asleep: one per own batch otherwise, for nothing.
+     */
+    const nap = (fresh: () => boolean) => Effect.async<void>((resume) => {
       if (due) return resume(Effect.void)
       const done = () => {
         clearTimeout(timer)
-        sleepers.delete(done)
+        sleepers.delete(sleeper)
         resume(Effect.void)
+      }
+      const sleeper = () => {
+        if (!due && !fresh()) return false
+        done()
+        return true
       }
       const timer = setTimeout(() => {
         due = true
         done()
       }, Duration.toMillis(listening ? POLL_LISTENING : POLL_DEAF))
-      sleepers.add(done)
+      sleepers.add(sleeper)
       return Effect.sync(() => {
         clearTimeout(timer)
-        sleepers.delete(done)
+        sleepers.delete(sleeper)
       })
     })
 
@@ -252,8 +280,11 @@ export const makeFollow = (conn: PgConnectionShape, tag: string, seen: (events: 
               }
               generation = conn.generation()
               from = position + 1
+              // Worth waking for: a head heard beyond what the node has applied by then (its writer applies its own).
+              const fresh = () => heard > Math.max(from - 1, applied?.() ?? 0)
               if (!due && heard <= position) {
-                yield* nap
+                yield* nap(fresh)
+                cost.wakes++
                 continue
               }
               // An own batch its writer takes is applied by the node once the others' commits before it are: read up
@@ -276,7 +307,8 @@ export const makeFollow = (conn: PgConnectionShape, tag: string, seen: (events: 
               }
               if (batch.length === 0) {
                 cost.emptyFetches++
-                yield* nap
+                yield* nap(fresh)
+                cost.wakes++
                 continue
               }
               const events = batch.map((b) => b.event)

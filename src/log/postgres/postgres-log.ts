@@ -195,7 +195,7 @@ export const makePostgresLog = Effect.gen(function* () {
     const line = `store: ${a.batches} batches appended (${a.events} events), ${a.firstCall} written by their first call, ` +
       `${a.calls} calls of append_batch, ${a.transactions} transactions; the tailer heard ${f.notifications} notifications, ` +
       `made ${f.fetches} fetches (${f.emptyFetches} empty), read ${f.rows} events (${f.ownRows} of them this node's own); ` +
-      `${a.shifted} batches written after other nodes' commits`
+      `${a.shifted} batches written after other nodes' commits; the follower woke ${f.wakes} times`
     if (line === reported) return Effect.void
     reported = line
     return Effect.logDebug(line)
@@ -204,12 +204,12 @@ export const makePostgresLog = Effect.gen(function* () {
 
   return EventLog.of({
     append: (batch) =>
-      // Bounded as a whole: a paused primary fails the batch (503) instead of holding every writer. Whether a batch
-      // cut off after its commit was sent landed is settled by the log: the tailer applies it if it did.
+      // Bounded as a whole (append.ts). Whether a batch cut off after its commit was sent landed is settled by the
+      // log: the tailer applies it if it did.
       Effect.suspend(() => {
         // The batch lands after the head as this node knows it: its tailer reads no further until it is told where.
         follow.sending(picture.head)
-        return conn.bounded("cannot append to the log", appendPictured(conn, batch, picture, tag))
+        return appendPictured(conn, batch, picture, tag)
       }).pipe(
         Effect.map(({ result, last }) => {
           syncWrites++
