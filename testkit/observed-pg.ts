@@ -25,11 +25,9 @@ export const observedConnection = (url: string, observer: PgObserver) => {
       proxy = new Proxy(c, {
         get(target, p) {
           if (p === "query") {
-            // A statement is sent as its text, or as a config object (a named prepared statement).
-            return (query: string | { readonly text: string }, values?: Array<unknown>) => {
-              const text = typeof query === "string" ? query : query.text
+            return (text: string, values?: Array<unknown>) => {
               observer.sent?.(text, "client")
-              return (target.query as (q: unknown, v?: Array<unknown>) => Promise<pg.QueryResult>)(query, values).then((r) => (observer.returned?.(text, r, "client"), r))
+              return target.query(text, values).then((r) => (observer.returned?.(text, r, "client"), r))
             }
           }
           const v = Reflect.get(target, p, target)

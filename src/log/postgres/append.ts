@@ -389,12 +389,6 @@ const shifted = (planned: { readonly result: AppendResult; readonly last?: { rea
 
 /** The call of the function; its arguments are whether it runs alone, whether the batch is shiftable, then `plan`'s, in order. */
 const CALL = `select ${SCHEMA}.append_batch(${Array.from({ length: 43 }, (_, i) => `$${i + 1}`).join(", ")}) as log`
-/**
- * The call as a named prepared statement: parsed once per pooled connection, not per batch (the server's parse and
- * plan of the call, and its text on the wire, every batch otherwise). CREATE OR REPLACE of the function at another
- * node's start keeps its oid: the statement stays valid.
- */
-const CALL_NAME = "writeonce_append_batch"
 /** The error the function raises, alone, when the log is not as pictured (its detail: the log as it is). */
 const NOT_AS_PICTURED = "WO001"
 
@@ -481,11 +475,7 @@ export const appendPictured = (conn: PgConnectionShape, batch: AppendBatch, pict
         Effect.flatMap(Effect.sync(() => picture.cost.calls++), () => Effect.flatMap(
           Effect.tryPromise({
             try: () => {
-              const called = deadline.within(client.query<{ log: Answer | ShiftAnswer | null }>({
-                name: CALL_NAME,
-                text: CALL,
-                values: [alone, shiftable && head !== UNKNOWN_HEAD, head, ...planned.args.slice(1).map(argument)]
-              })).then(
+              const called = send<{ log: Answer | ShiftAnswer | null }>(CALL, [alone, shiftable && head !== UNKNOWN_HEAD, head, ...planned.args.slice(1).map(argument)]).then(
                 (r) => r.rows[0]?.log ?? undefined,
                 (e: { code?: string; detail?: string }) => {
                   if (e?.code === NOT_AS_PICTURED && typeof e.detail === "string") return JSON.parse(e.detail) as Answer
