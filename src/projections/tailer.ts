@@ -14,7 +14,7 @@
  * from what it applied, so nothing is skipped or applied twice. On a single-writer log there is nothing to
  * follow: the writer applies its own commits (commands/commit-mode.ts runs a tailer only in the Shared mode).
  */
-import { Deferred, Duration, Effect, Option, Stream } from "effect"
+import { Deferred, Duration, Effect, Fiber, Option, Stream } from "effect"
 import type { Chunk } from "effect"
 import { isStoreError, ReplicaLagging, type StoreError } from "../domain/errors.ts"
 import type { Change, StoredEvent } from "../domain/events.ts"
@@ -169,23 +169,27 @@ export const makeTailer = Effect.gen(function* () {
 
   const reached = (seq: number): Effect.Effect<void, StoreError> =>
     Effect.suspend(() => (seq <= applied ? Effect.void : waitFor(seq)))
-  // The wait is interruptible even inside the writer's uninterruptible batch: else the timeout, which interrupts it,
-  // would wait for it to end, and the bound would never apply (a paused primary then held every write of the node).
+  // The writer waits here inside its uninterruptible batch, where an Effect timeout cannot interrupt the wait (it
+  // would wait for it to end: the bound never applied, and a primary paused while a batch was held held every write
+  // of the node). So the bound is a timer of its own that answers the wait, and the wait stays uninterruptible: a
+  // shutdown still lets the batch finish and answer its callers. (The timer itself is interruptible: it is forked
+  // from that region, and is stopped as soon as the wait is answered.)
   const waitFor = (seq: number) =>
-    Effect.interruptible(Effect.async<void>((resume) => {
-      // Checked again here: the tailer may have applied it between the call and this registration.
-      if (seq <= applied) return resume(Effect.void)
-      const w = { seq, done: () => resume(Effect.void) }
-      waiters.push(w)
-      return Effect.sync(() => {
-        waiters = waiters.filter((x) => x !== w)
-      })
-    })).pipe(
-      Effect.timeoutFail({
-        duration: readBackLimit,
-        onTimeout: () => new ReplicaLagging({ reason: `this node has not read the shared log up to seq ${seq} (it is at ${applied})` })
-      })
-    )
+    Effect.flatMap(Effect.forkDaemon(Effect.interruptible(Effect.sleep(readBackLimit))), (timer) =>
+      Effect.async<void, ReplicaLagging>((resume) => {
+        let answered = false
+        const answer = (result: Effect.Effect<void, ReplicaLagging>) => {
+          if (answered) return
+          answered = true
+          waiters = waiters.filter((x) => x !== w)
+          resume(result)
+        }
+        const w = { seq, done: () => answer(Effect.void) }
+        // Checked again here: the tailer may have applied it between the call and this registration.
+        if (seq <= applied) return answer(Effect.void)
+        waiters.push(w)
+        timer.addObserver(() => answer(Effect.fail(new ReplicaLagging({ reason: `this node has not read the shared log up to seq ${seq} (it is at ${applied})` }))))
+      }).pipe(Effect.ensuring(Fiber.interrupt(timer))))
 
   return { applied: () => applied, applyOwn, reached, diverged: Deferred.await(diverged) } satisfies TailerShape
 })

@@ -4,7 +4,7 @@
  * the tailer. Another node's commits are injected; pausing `follow` makes this node lag, deterministically.
  */
 import { describe, expect, it } from "@effect/vitest"
-import { ConfigProvider, Effect, Either, Fiber, Layer, Option, TestClock } from "effect"
+import { ConfigProvider, Context, Effect, Either, Exit, Fiber, Layer, Option, Scope, TestClock } from "effect"
 import pricing from "../../examples/pricing/app.ts"
 import { Commands, CommandsLive, type Command } from "../../src/commands/commands.ts"
 import { create, setPrice } from "./pricing-commands.ts"
@@ -180,4 +180,21 @@ describe("group commit on a shared log", () => {
       yield* until(() => rows.get("products", "3") !== undefined)
       expect([1, 2, 3].map((id) => rows.get("products", String(id))?.name)).toEqual(["theirs", "mine", "next"])
     }).pipe(Effect.scoped, Effect.provide(node)))
+  it.effect("a batch held when the node shuts down is still answered: the shutdown lets it finish (at the store's bound, the log being unreadable)", () =>
+    Effect.gen(function* () {
+      const scope = yield* Scope.make()
+      const built = yield* Layer.buildWithScope(node, scope)
+      const log = Context.get(built, SharedMemoryLog)
+      log.pauseFollow()
+      log.foreign("products", undefined, { name: "theirs", price: 1, currency: "USD" })
+      const held = yield* Effect.fork(execute(create("mine")).pipe(Effect.provide(built)))
+      yield* until(() => log.heldFrom() === 2)
+      // The shutdown interrupts the writer while it waits for its tailer; it must not cut the batch short.
+      const closing = yield* Effect.fork(Scope.close(scope, Exit.void))
+      for (let i = 0; i < 100; i++) yield* Effect.yieldNow()
+      expect(Option.isNone(yield* Fiber.poll(held))).toBe(true)
+      yield* TestClock.adjust("5 seconds")
+      expect(yield* answeredSoon(held)).toMatchObject({ seq: 2, id: "2" })
+      yield* Fiber.join(closing)
+    }))
 })
