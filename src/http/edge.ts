@@ -8,7 +8,7 @@ import * as http from "node:http"
 import type { AddressInfo } from "node:net"
 import { errorJson, type EdgeRequest, type EdgeResponse } from "./edge-types.ts"
 import { edgeError } from "./edge-error.ts"
-import type { CloseReason } from "./push-sink.ts"
+import type { CloseReason, PushSink } from "./push-sink.ts"
 import { sseFrame } from "../sse.ts"
 import { isJsonContentType } from "./json-body.ts"
 import { JsonScan } from "./json-scan.ts"
@@ -127,14 +127,15 @@ const streamBody = (res: http.ServerResponse, response: Extract<EdgeResponse, { 
   res.writeHead(response.status, { ...SSE_BASE_HEADERS, ...response.headers })
   res.flushHeaders()
   // The shared heartbeat timer, not a merge per stream; a comment never splits a chunk (each is written whole).
-  const stop = response.heartbeatMs === undefined
-    ? () => {}
-    : hub.heartbeat.add(response.heartbeatMs, () => {
+  const beater = {
+    beat: () => {
       if (!res.destroyed && !res.writableNeedDrain) res.write(HEARTBEAT)
-    })
+    }
+  }
+  if (response.heartbeatMs !== undefined) hub.heartbeat.add(response.heartbeatMs, beater)
   return Stream.runForEach(response.events, (chunk) => writeChunk(res, chunk)).pipe(
     Effect.ensuring(Effect.sync(() => {
-      stop()
+      hub.heartbeat.remove(beater)
       res.end()
     }))
   )
@@ -157,25 +158,43 @@ const pushBody = (
     res.flushHeaders()
     const sink = hub.open(res, limit, response.heartbeatMs)
     const scope = yield* Scope.make()
-    const end = (reason: CloseReason) =>
-      Effect.suspend(() => {
-        sink.close(reason)
-        return Scope.close(scope, Exit.void)
-      })
     // Interrupted (the client left during a replay) or failed: close now, in this fiber.
-    yield* Scope.extend(response.start(sink), scope).pipe(Effect.onExit((exit) => (Exit.isFailure(exit) ? end("client") : Effect.void)))
+    yield* Scope.extend(response.start(sink), scope).pipe(
+      Effect.onExit((exit) => (Exit.isFailure(exit) ? endPush(sink, scope, "client") : Effect.void))
+    )
     if (sink.isClosed()) {
-      yield* end("done")
+      yield* endPush(sink, scope, "done")
       return false
     }
-    const onClose = () => sink.close("client")
-    res.once("close", onClose)
-    sink.whenClosed(() => {
-      res.off("close", onClose)
-      runFork(end("done"))
-    })
+    closeTogether(res, sink, scope, runFork)
     return true
   })
+
+const endPush = (sink: PushSink, scope: Scope.CloseableScope, reason: CloseReason) =>
+  Effect.suspend(() => {
+    sink.close(reason)
+    return Scope.close(scope, Exit.void)
+  })
+
+/**
+ * An open push stream's two ties, for as long as it is open: the client leaving closes the sink, the sink closing
+ * closes the scope. A function of its own so that what they keep is these four alone, not the response and the
+ * handler's `start` (bench/stream-memory.ts, heap per open stream); `on`, not `once` (its wrapper is kept too):
+ * the listener is removed when the sink closes, whoever closed it.
+ */
+const closeTogether = (
+  res: http.ServerResponse,
+  sink: PushSink,
+  scope: Scope.CloseableScope,
+  runFork: <A, E>(effect: Effect.Effect<A, E>) => unknown
+) => {
+  const onClose = () => sink.close("client")
+  res.on("close", onClose)
+  sink.whenClosed(() => {
+    res.off("close", onClose)
+    runFork(endPush(sink, scope, "done"))
+  })
+}
 
 /**
  * Starts the edge; the server stops accepting when the scope closes, in-flight requests get

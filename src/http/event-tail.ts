@@ -83,7 +83,7 @@ export const makeEventTail = ({ log, feed, rows, capacity, heartbeatMs, streams,
         capacity,
         send: (event) => sink.enqueue(liveFrame(event)),
         overflow: () => sink.close("overflow"),
-        isClosed: sink.isClosed
+        isClosed: () => sink.isClosed()
       })
       // A reader that starts past the head waits for the log to get there: nothing before `start` is ever sent.
       yield* feed.listen((changes) => {

@@ -45,7 +45,10 @@ export interface OpenStreamsShape {
    * requests cannot all pass `full` first; the stream's `track` takes the place over and frees it.
    */
   readonly reserve: (kind: StreamKind, client: string) => Reservation
-  /** Tracks the stream for the current scope, counted against its caps (in the place reserved for it, if any). */
+  /**
+   * Tracks the stream for the current scope, counted against its caps (in the place reserved for it, if any: a
+   * place reserved for the same kind and client as `info`'s).
+   */
   readonly track: (info: StreamInfo, stream: OpenStream, reserved?: Reservation) => Effect.Effect<void, never, Scope.Scope>
   readonly closeAll: (reason: EndReason) => void
   /** wo dev: every open stream tells its client that the catalog changed (tools and resource lists). */
@@ -68,21 +71,22 @@ export const makeOpenStreams = (settings: Caps): OpenStreamsShape => {
     caps[kind]?.take(client)
     return { kind, client }
   }
+  // One release for every stream, keyed by the stream: what an open stream keeps here is its entry alone.
+  const untrack = (stream: OpenStream) => {
+    const info = open.get(stream)
+    if (info === undefined) return
+    open.delete(stream)
+    caps[info.kind]?.release(info.client)
+  }
   return {
     full: (kind, client) => caps[kind]?.full(client) ?? false,
     reserve,
     track: (info, stream, reserved) =>
-      Effect.asVoid(scopedSync(
-        () => {
-          const place = reserved ?? reserve(info.kind, info.client)
-          open.set(stream, info)
-          return place
-        },
-        (place) => {
-          open.delete(stream)
-          caps[place.kind]?.release(place.client)
-        }
-      )),
+      Effect.asVoid(scopedSync(() => {
+        if (reserved === undefined) caps[info.kind]?.take(info.client)
+        open.set(stream, info)
+        return stream
+      }, untrack)),
     closeAll: (reason) => {
       for (const stream of open.keys()) stream.close(reason)
     },

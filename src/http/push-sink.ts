@@ -47,7 +47,8 @@ export interface SinkHub {
   /** Counting (metrics): frames written to the socket, frames dropped, the stream's close. Once per flush, not per frame. */
   readonly wrote?: (frames: number) => void
   readonly lost?: (frames: number) => void
-  readonly closed?: (reason: CloseReason) => void
+  /** The sink closed (it leaves the heartbeat; metrics count it). */
+  readonly closed: (sink: PushSink, reason: CloseReason) => void
 }
 
 export interface PushSink {
@@ -65,7 +66,7 @@ export interface PushSink {
   readonly sendThen: (frame: Buffer | string, then: (open: boolean) => void) => void
   /** Ends the stream; `last` (e.g. a listen's graceful result) is written after what is queued. Idempotent. */
   readonly close: (reason: CloseReason, last?: string) => void
-  readonly isClosed: () => boolean
+  isClosed(): boolean
   /** Sets the frame written last when the stream ends for `reason` (not when the client left or memory ran out). */
   readonly farewell: (lastWords: (reason: CloseReason) => string | undefined) => void
   /** Completes with the reason once the stream is closed. */
@@ -77,7 +78,7 @@ export interface PushSink {
   /** Writes every queued frame the socket has room for (the hub calls it after each delivery). */
   readonly flush: () => void
   /** Writes a comment if nothing was written since `since` and nothing is waiting (the shared heartbeat). */
-  readonly beat: (since: number) => void
+  beat(since: number): void
 }
 
 const HEARTBEAT = Buffer.from(sseFrame({ comment: "heartbeat" }))
@@ -85,7 +86,7 @@ const HEARTBEAT = Buffer.from(sseFrame({ comment: "heartbeat" }))
 /**
  * One class for every sink, its methods shared (an open stream keeps only its fields: bench/stream-memory.ts, heap
  * per open stream). Every field is set in the constructor and none is added later, so that sinks keep one shape.
- * Its methods may be passed on unbound where the interface allows it (`isClosed`, `beat`): those two are bound.
+ * Its methods are not bound: call them on the sink (the heartbeat holds the sink itself, not its `beat`).
  */
 class Sink implements PushSink {
   private readonly parts: Array<Buffer> = []
@@ -95,7 +96,8 @@ class Sink implements PushSink {
   private reason: CloseReason | undefined = undefined
   private lastWords: ((reason: CloseReason) => string | undefined) | undefined = undefined
   private lastWrite = Date.now()
-  private readonly waiters: Array<(reason: CloseReason) => void> = []
+  /** Made with its first waiter, at its size (an open stream has one: a pushed-to empty array takes 16 slots). */
+  private waiters: Array<(reason: CloseReason) => void> | undefined = undefined
   /** Waiting for the socket to have room again (send); woken by a drain or by the close. */
   private readonly roomWaiters: Array<() => void> = []
   /** A socket that takes the parts as they are (direct-chunks.ts) frames them in one buffer: no join first. */
@@ -163,7 +165,7 @@ class Sink implements PushSink {
     const { socket, hub } = this
     socket.off("drain", this.onDrain)
     hub.backlogged(this, false)
-    hub.closed?.(why)
+    hub.closed(this, why)
     if (why === "memory" || why === "client") {
       // Free what the stream holds at once: the client resumes, or re-listens, from what it got.
       if (this.frames > 0) hub.lost?.(this.frames)
@@ -182,7 +184,9 @@ class Sink implements PushSink {
       socket.end()
     }
     for (const w of this.roomWaiters.splice(0)) w()
-    for (const w of this.waiters.splice(0)) w(why)
+    const waiters = this.waiters
+    this.waiters = undefined
+    if (waiters !== undefined) for (const w of waiters) w(why)
   }
 
   enqueue(...frame: ReadonlyArray<Buffer>): boolean {
@@ -230,7 +234,9 @@ class Sink implements PushSink {
     this.roomWaiters.push(() => then(this.reason === undefined))
   }
 
-  readonly isClosed = (): boolean => this.reason !== undefined
+  isClosed(): boolean {
+    return this.reason !== undefined
+  }
 
   farewell(lastWords: (reason: CloseReason) => string | undefined) {
     this.lastWords = lastWords
@@ -241,16 +247,21 @@ class Sink implements PushSink {
     return Effect.async<CloseReason>((resume) => {
       if (this.reason !== undefined) return resume(Effect.succeed(this.reason))
       const w = (r: CloseReason) => resume(Effect.succeed(r))
-      this.waiters.push(w)
+      this.waitFor(w)
       return Effect.sync(() => {
-        const i = this.waiters.indexOf(w)
-        if (i >= 0) this.waiters.splice(i, 1)
+        const i = this.waiters?.indexOf(w) ?? -1
+        if (i >= 0) this.waiters!.splice(i, 1)
       })
     })
   }
 
   whenClosed(f: (reason: CloseReason) => void) {
     if (this.reason !== undefined) f(this.reason)
+    else this.waitFor(f)
+  }
+
+  private waitFor(f: (reason: CloseReason) => void) {
+    if (this.waiters === undefined) this.waiters = [f]
     else this.waiters.push(f)
   }
 
@@ -258,7 +269,7 @@ class Sink implements PushSink {
     return this.reason !== undefined ? 0 : this.bytes + (this.blocked ? this.socket.writableLength : 0)
   }
 
-  readonly beat = (since: number): void => {
+  beat(since: number): void {
     if (this.reason !== undefined || this.blocked || this.frames > 0 || this.lastWrite > since) return
     this.lastWrite = Date.now()
     if (!this.socket.write(HEARTBEAT)) this.block()

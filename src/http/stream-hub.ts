@@ -3,7 +3,7 @@
  * synchronous delivery (from one microtask on, in slices of SLICE_MS: see `run`), the memory budget over their
  * backlogs, and the shared heartbeat. It keeps no list of the open streams: that is OpenStreams' alone
  * (open-streams.ts, one per runtime; `wo dev` runs several behind one edge). A sink reports its own backlog to
- * the budget and stops its own heartbeat when it closes.
+ * the budget and leaves the heartbeat when it closes.
  */
 import { directChunks } from "./direct-chunks.ts"
 import { makeHeartbeat, type Heartbeat } from "./heartbeat.ts"
@@ -131,7 +131,10 @@ export const makeStreamHub = (memoryLimit: number = DEFAULT_STREAM_MEMORY, slice
   const hub: SinkHub = {
     wrote: (frames) => observer?.notified(frames),
     lost: (frames) => observer?.dropped(frames),
-    closed: (reason) => observer?.streamClosed(reason),
+    closed: (sink, reason) => {
+      heartbeat.remove(sink)
+      observer?.streamClosed(reason)
+    },
     dirty: (sink: PushSink) => {
       dirty.push(sink)
       schedule()
@@ -157,7 +160,7 @@ export const makeStreamHub = (memoryLimit: number = DEFAULT_STREAM_MEMORY, slice
   return {
     open: (socket, limit, heartbeatMs) => {
       const sink = makePushSink(directChunks(socket), limit, hub)
-      if (heartbeatMs !== undefined) sink.whenClosed(heartbeat.add(heartbeatMs, sink.beat))
+      if (heartbeatMs !== undefined) heartbeat.add(heartbeatMs, sink)
       return sink
     },
     heartbeat,

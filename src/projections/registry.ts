@@ -31,10 +31,10 @@ export interface Sink {
 /** One sink's subscriptions, held for a scope: changed while it lasts (a legacy session's subscribe), ended with it. */
 export interface Subscription {
   /** Routes the topic's notices to the sink too (nothing when it has it already). */
-  readonly add: (topic: Topic) => void
-  readonly remove: (uri: string) => void
+  add(topic: Topic): void
+  remove(uri: string): void
   /** Ends every subscription of the sink now (a replaced or ended session's stream); the scope's end does it too. */
-  readonly end: () => void
+  end(): void
 }
 
 export interface RegistryShape {
@@ -47,6 +47,8 @@ export interface RegistryShape {
 }
 
 export class SubscriptionRegistry extends Context.Tag("writeonce/SubscriptionRegistry")<SubscriptionRegistry, RegistryShape>() {}
+
+const endSubscription = (subscription: Subscription) => subscription.end()
 
 /**
  * The notices a batch makes, in order: per change, the row's, a list change for creates and deletes, then
@@ -116,23 +118,26 @@ export const makeRegistry = (): RegistryShape & {
       }
     }
   }
-  const open = (sink: Sink, topics: Iterable<Topic>, listChanges: boolean): Subscription => {
-    const mine = new Set<string>()
-    const subscription: Subscription = {
-      add: (topic) => {
-        if (mine.has(topic.uri)) return
-        mine.add(topic.uri)
-        add(topic, sink)
-      },
-      remove: (uri) => {
-        if (mine.delete(uri)) remove(uri, sink)
-      },
-      end: () => {
-        for (const uri of mine) remove(uri, sink)
-        mine.clear()
-        listWatchers.delete(sink)
-      }
+  /** A sink's subscriptions: one class per registry, its methods shared (not three closures per open stream). */
+  class SinkSubscription implements Subscription {
+    private readonly mine = new Set<string>()
+    constructor(private readonly sink: Sink) {}
+    add(topic: Topic) {
+      if (this.mine.has(topic.uri)) return
+      this.mine.add(topic.uri)
+      add(topic, this.sink)
     }
+    remove(uri: string) {
+      if (this.mine.delete(uri)) remove(uri, this.sink)
+    }
+    end() {
+      for (const uri of this.mine) remove(uri, this.sink)
+      this.mine.clear()
+      listWatchers.delete(this.sink)
+    }
+  }
+  const open = (sink: Sink, topics: Iterable<Topic>, listChanges: boolean): Subscription => {
+    const subscription = new SinkSubscription(sink)
     for (const topic of topics) subscription.add(topic)
     if (listChanges) listWatchers.add(sink)
     return subscription
@@ -140,7 +145,7 @@ export const makeRegistry = (): RegistryShape & {
   return {
     subscribe: (sink, topics, listChanges = false) =>
       // Not acquireRelease: its finalizer would hold the fiber's FiberRefs for as long as the stream is open.
-      scopedSync(() => open(sink, topics, listChanges), (subscription) => subscription.end()),
+      scopedSync(() => open(sink, topics, listChanges), endSubscription),
     stats: () => ({ uris: byUri.size, subscriptions, listWatchers: listWatchers.size, liveQueries: liveQueries.size }),
     liveQueries,
     route: (notices) => {

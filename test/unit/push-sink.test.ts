@@ -129,17 +129,15 @@ describe("push sink", () => {
     expect(hub.heartbeat.size()).toBe(0)
   })
 
-  it("keeps its state per stream and its methods shared, and works with isClosed and beat passed on unbound", () => {
+  it("keeps its state per stream and its methods shared, none bound per stream", () => {
     const hub = makeStreamHub()
-    const [a, b] = [new FakeSocket(), new FakeSocket()].map((s) => hub.open(s, 8))
+    const [a, b] = [new FakeSocket(), new FakeSocket()].map((s) => hub.open(s, 8, 60_000))
     // One set of methods for every open stream (bench/stream-memory.ts: heap per stream), not closures each.
-    for (const m of ["enqueue", "send", "close", "flush", "farewell", "whenClosed", "backlog"] as const) expect(a[m]).toBe(b[m])
-    const isClosed = a.isClosed
-    const beat = a.beat
-    expect(isClosed()).toBe(false)
-    beat(Date.now() + 1)
+    for (const m of ["enqueue", "send", "close", "flush", "farewell", "whenClosed", "backlog", "isClosed", "beat"] as const) expect(a[m]).toBe(b[m])
+    expect(Object.keys(a).filter((k) => typeof (a as unknown as Record<string, unknown>)[k] === "function")).toEqual(["onDrain"])
     a.close("shutdown")
-    expect(isClosed()).toBe(true)
+    expect(a.isClosed()).toBe(true)
     expect(b.isClosed()).toBe(false)
+    expect(hub.heartbeat.size()).toBe(1)
   })
 })

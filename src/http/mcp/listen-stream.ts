@@ -13,7 +13,7 @@ import type { RowsShape } from "../../projections/rows.ts"
 import type { EdgeResponse } from "../edge-types.ts"
 import type { EndReason, NoticeBuffer } from "../notice-buffer.ts"
 import type { Notice } from "../../projections/registry.ts"
-import type { PushSink } from "../push-sink.ts"
+import type { CloseReason, PushSink } from "../push-sink.ts"
 import type { OpenStreamsShape } from "../open-streams.ts"
 import { SSE_HEADERS, sseFrame } from "../../sse.ts"
 import { modernParts, modernSplice, subscriptionIdBytes, subscriptionTail } from "./notice-frames.ts"
@@ -71,6 +71,19 @@ class ListenBuffer implements NoticeBuffer {
   }
 }
 
+/*
+ * What an open listen stream keeps beyond its ListenBuffer are these two closures: made here, out of the request's
+ * scope, they keep only what they name (made inline, they kept the request's topics, ack and `start` too).
+ */
+
+/** A graceful close (shutdown) ends with the listen request's result; overflow just closes. */
+const listenFarewell = (id: RpcId, resultMeta: object) => (reason: CloseReason) =>
+  reason === "shutdown"
+    ? sseFrame({ event: "message", data: JSON.stringify(resultMessage(id, { resultType: "complete", _meta: { [META.subscriptionId]: id, ...resultMeta } })) })
+    : undefined
+
+const fixedList = (uris: ReadonlyArray<string>) => () => uris
+
 export const makeListenStreams = ({ registry, rows, streams, settings, resultMeta }: ListenStreamDeps) =>
   ({ id, client, topics, listChanges, toolsListChanges, honoured }: ListenRequest): Either.Either<EdgeResponse, RpcError> => {
     if (streams.full("listen", client)) {
@@ -83,13 +96,8 @@ export const makeListenStreams = ({ registry, rows, streams, settings, resultMet
       Effect.gen(function* () {
         const tail = subscriptionTail(subscriptionIdBytes(id as string | number))
         const buffer = new ListenBuffer(sink, tail, listChanges, toolsListChanges === true)
-        // A graceful close (shutdown) ends with the listen request's result; overflow just closes.
-        sink.farewell((reason) =>
-          reason === "shutdown"
-            ? sseFrame({ event: "message", data: JSON.stringify(resultMessage(id, { resultType: "complete", _meta: { [META.subscriptionId]: id, ...resultMeta } })) })
-            : undefined)
-        const uris = topics.map((t) => t.uri)
-        yield* streams.track({ kind: "listen", client, owner: String(id), since: rows.checkpoint(), subscriptions: () => uris, listChanges }, buffer)
+        sink.farewell(listenFarewell(id, resultMeta))
+        yield* streams.track({ kind: "listen", client, owner: String(id), since: rows.checkpoint(), subscriptions: fixedList(topics.map((t) => t.uri)), listChanges }, buffer)
         sink.enqueue(modernSplice("notifications/subscriptions/acknowledged", { notifications: honoured })[0], tail)
         yield* registry.subscribe(buffer, topics, listChanges)
       })

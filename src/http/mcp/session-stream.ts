@@ -75,7 +75,7 @@ export const makeSessionStream = ({ catalog, sessions, log, rows, views, streams
           capacity: settings.streamBuffer,
           send: (notice) => sink.enqueue(legacyFrame(notice)),
           overflow: () => sink.close("overflow"),
-          isClosed: sink.isClosed
+          isClosed: () => sink.isClosed()
         })
         buffer.handOver = handOver
         // Live delivery starts before the replay reads the log, so nothing falls between the two.
