@@ -199,6 +199,9 @@ export const makeGroupCommit = Effect.gen(function* () {
       Effect.tap(() => {
         inFlight = []
       }),
+      // A batch once begun is seen through: shutdown's interrupt waits for it. So no Effect timeout inside it can
+      // fire either (a timeout interrupts, and waits for the interrupted effect to end): every wait in here is bounded
+      // by the store itself or by a timer that answers it (the tailer's `reached`, the PostgreSQL append's deadline).
       Effect.uninterruptible
     )
 
