@@ -180,6 +180,22 @@ export const budget = (id: string, name: string, want: '>=' | '<=', threshold: n
   detail: fin(value) ? detail : 'not measured in this run',
 });
 
+/** The readers scenario's floors (bench/peers/notify-floor.ts, catch-up-floor.ts), same run: their own ratio, and ours over it. */
+const unreadFloorDetail = (rd: ReadersResult) => {
+  const f = rd.floor;
+  if (f === undefined) return '';
+  const ratio = f.setPriceP99MsWith / f.setPriceP99MsWithout;
+  return `; the floor (bench/peers/notify-floor.ts) ${f.setPriceP99MsWith.toFixed(2)} ms (${f.setPricesPerSecWith.toFixed(0)}/s) against ${f.setPriceP99MsWithout.toFixed(2)} ms ` +
+    `(${f.setPricesPerSecWithout.toFixed(0)}/s): ${ratio.toFixed(2)}x (ours/floor ${(rd.setPriceP99MsWith / rd.setPriceP99MsWithout / ratio).toFixed(2)})`;
+};
+const catchUpFloorDetail = (rd: ReadersResult) => {
+  const f = rd.floor;
+  if (f === undefined) return '';
+  const ratio = f.getP99MsWhileCatchingUp / f.getP99MsIdle;
+  return `; the floor (bench/peers/catch-up-floor.ts) ${f.getP99MsWhileCatchingUp.toFixed(2)} ms against ${f.getP99MsIdle.toFixed(2)} ms idle: ${ratio.toFixed(2)}x ` +
+    `(ours/floor ${(rd.getP99MsWhileCatchingUp / rd.getP99MsIdle / ratio).toFixed(2)})${f.caughtUp ? '' : ', NOT every reader caught up'}`;
+};
+
 /** The bad-bodies floor (bench/peers/bad-body-floor.ts: node:http that JSON.parses the body whole), same run. */
 const amplifyFloorDetail = (am: AmplifyResult): string => {
   const f = am.floor;
@@ -239,10 +255,10 @@ export function evaluateBudgets(r: Pick<RunReport, 'load' | 'fsync' | 'notify' |
     b('rssAfterClose', 'server RSS after 1,000 listen streams closed / before they opened', '<=', BUDGET.rssAfterClose, modern.afterClose, 'x', closeDetail(r.notify)),
     b('writesWithUnreadStreams', 'set_price p99 with unread listen streams open / without', '<=', BUDGET.readersP99,
       rd ? rd.setPriceP99MsWith / rd.setPriceP99MsWithout : Number.NaN, 'x',
-      rd ? `${rd.streams.toLocaleString('en-US')} unread streams x ${rd.subscriptions} subscriptions: p99 ${rd.setPriceP99MsWith.toFixed(2)} ms (${rd.setPricesPerSecWith.toFixed(0)}/s) against ${rd.setPriceP99MsWithout.toFixed(2)} ms (${rd.setPricesPerSecWithout.toFixed(0)}/s)` : 'not measured in this run'),
+      rd ? `${rd.streams.toLocaleString('en-US')} unread streams x ${rd.subscriptions} subscriptions: p99 ${rd.setPriceP99MsWith.toFixed(2)} ms (${rd.setPricesPerSecWith.toFixed(0)}/s) against ${rd.setPriceP99MsWithout.toFixed(2)} ms (${rd.setPricesPerSecWithout.toFixed(0)}/s)` + unreadFloorDetail(rd) : 'not measured in this run'),
     b('getWhileCatchingUp', 'GET p99 while readers catch up on /api/_events / idle', '<=', BUDGET.readersP99,
       rd ? rd.getP99MsWhileCatchingUp / rd.getP99MsIdle : Number.NaN, 'x',
-      rd ? `${rd.readers} readers over ${rd.events.toLocaleString('en-US')} events: p99 ${rd.getP99MsWhileCatchingUp.toFixed(2)} ms over ${rd.getsWhileCatchingUp} GETs against ${rd.getP99MsIdle.toFixed(2)} ms idle; ${rd.caughtUp ? 'every reader caught up' : 'NOT every reader caught up'}` : 'not measured in this run'),
+      rd ? `${rd.readers} readers over ${rd.events.toLocaleString('en-US')} events: p99 ${rd.getP99MsWhileCatchingUp.toFixed(2)} ms over ${rd.getsWhileCatchingUp} GETs against ${rd.getP99MsIdle.toFixed(2)} ms idle; ${rd.caughtUp ? 'every reader caught up' : 'NOT every reader caught up'}` + catchUpFloorDetail(rd) : 'not measured in this run'),
   ];
   const issue20 = [
     b('getWhileBadBodies', 'GET p99 while 3 MB bad bodies are answered / idle', '<=', BUDGET.badBodiesP99,

@@ -15,7 +15,7 @@ export const WO_READY = /serving app "pricing" \(products\) at (http:\/\/\S+)/;
 export const PEER_READY = /listening\s+(https?:\/\/\S+)/;
 
 // Bench servers keep only the tail of their output (long runs), and get SIGKILL 3 s after a SIGTERM they ignore.
-const BENCH_DEFAULTS = { readyTimeoutMs: 15_000, stopTimeoutMs: 3000, outputLimit: 16_384 } as const;
+const BENCH_DEFAULTS = { readyTimeoutMs: 15_000, stopTimeoutMs: 3000, outputLimit: Number(process.env.BENCH_OUTPUT_LIMIT ?? 16_384) } as const;
 
 export function freshDataDir(root: string, label: string): string {
   mkdirSync(root, { recursive: true });

@@ -29,8 +29,16 @@ interface Pending extends FloorWrite {
   res: ServerResponse;
 }
 
+/** What a floor adds to the write path (bench/peers/notify-floor.ts: listen streams and their notifications). */
+export interface FloorExtras {
+  /** Answers a request other than the writes (its body parsed); true when it did. */
+  route?: (method: string, path: string, body: unknown, res: ServerResponse) => boolean;
+  /** A group is durable and its callers answered. */
+  committed?: (group: ReadonlyArray<FloorWrite>) => void;
+}
+
 /** The floor's HTTP server over `write`, which makes one group durable (resolves once it is). */
-export function floorServer(write: (group: ReadonlyArray<FloorWrite>) => Promise<void>): Server {
+export function floorServer(write: (group: ReadonlyArray<FloorWrite>) => Promise<void>, extras: FloorExtras = {}): Server {
   const rows = new Map<string, Product>();
   /** Rows decided but not yet durable (a second set_price on a row in the same group builds on the first). */
   const latest = new Map<string, Product>();
@@ -66,7 +74,10 @@ export function floorServer(write: (group: ReadonlyArray<FloorWrite>) => Promise
     const group = waiting;
     waiting = [];
     write(group).then(
-      () => settle(group, undefined),
+      () => {
+        settle(group, undefined);
+        extras.committed?.(group);
+      },
       (err: unknown) => settle(group, err ?? 'the write failed'),
     ).finally(() => {
       writing = false;
@@ -107,6 +118,7 @@ export function floorServer(write: (group: ReadonlyArray<FloorWrite>) => Promise
       } catch {
         return refuse(res, 400, 'the body is not JSON');
       }
+      if (extras.route?.(req.method ?? 'GET', req.url ?? '/', body, res)) return;
       const pending = decide(req.method ?? 'GET', req.url ?? '/', body, res);
       if (pending === undefined) return;
       latest.set(pending.row.id, pending.row);

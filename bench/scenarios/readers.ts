@@ -8,12 +8,15 @@
 //    phase old against new, with server CPU per set_price;
 //  - reads while readers catch up: plain `GET /api/products/1` p99, one at a time, idle, then while `readers`
 //    readers of `/api/_events?from=0` catch up on the log (the set_price phases above wrote it); the ratio.
+// Then both phases again against their floors, in the same run: bench/peers/notify-floor.ts (the durable-write
+// floor, group commit on classic-level, with the listen streams' fan-out written at once after each group) and
+// bench/peers/catch-up-floor.ts (the readers' policy hand-written, the events served from memory).
 import { Pool } from 'undici';
 import { spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { LatencyHistogram } from '../lib/histogram.ts';
 import { openListen, type Subscriber } from '../lib/subscribers.ts';
-import { freshDataDir, isRow, restGet, restSetPrice, seedProducts, startWo } from '../lib/wo.ts';
+import { freshDataDir, isRow, restGet, restSetPrice, seedProducts, spawnPeer, startWo } from '../lib/wo.ts';
 import type { BenchContext } from './context.ts';
 
 export interface ReadersOptions {
@@ -42,6 +45,19 @@ export interface ReadersResult {
   getsWhileCatchingUp: number;
   /** every reader got the whole log */
   caughtUp: boolean;
+  /**
+   * The same phases against the floors, in the same run: bench/peers/notify-floor.ts (the durable-write floor with
+   * the listen streams' fan-out) and bench/peers/catch-up-floor.ts (the readers' policy, events from memory).
+   */
+  floor?: {
+    setPriceP99MsWithout: number;
+    setPriceP99MsWith: number;
+    setPricesPerSecWithout: number;
+    setPricesPerSecWith: number;
+    getP99MsIdle: number;
+    getP99MsWhileCatchingUp: number;
+    caughtUp: boolean;
+  };
 }
 
 export const READERS_ENV = { WO_MAX_LISTENS_PER_CLIENT: '5000', WO_MAX_LISTEN_STREAMS: '10000', WO_MAX_EVENT_TAILS_PER_CLIENT: '64' };
@@ -78,13 +94,89 @@ export async function runReaders(ctx: BenchContext, opts: ReadersOptions): Promi
   const dir = freshDataDir(ctx.dataRoot, 'readers');
   ctx.track(dir);
   const server = await startWo({ dir, env: READERS_ENV });
-  const pool = new Pool(server.url, { connections: opts.concurrency, pipelining: 1, keepAliveTimeout: 60_000 });
+  const products = Math.max(opts.subscriptions, 1);
+  let ours: UnreadStreams;
+  let catchUp: CatchUpGets;
+  const events = opts.writes * 3 + products;
+  try {
+    ours = await writesWithUnreadStreams(ctx, server.url, opts, 'ours');
+    await new Promise((r) => setTimeout(r, 500));
+    const pool = new Pool(server.url, { connections: 1, pipelining: 1, keepAliveTimeout: 60_000 });
+    try {
+      catchUp = await getsWhileReadersCatchUp(ctx, server.url, pool, { readers: opts.readers, gets: opts.gets, events });
+    } finally {
+      await pool.close();
+    }
+  } finally {
+    await server.stop();
+  }
+  // The floors, in the same run: the same phases against hand-written servers (bench/peers/notify-floor.ts,
+  // catch-up-floor.ts), so that each ratio has the least a server pays for the same work beside it.
+  const floorDir = freshDataDir(ctx.dataRoot, 'readers-floor');
+  ctx.track(floorDir);
+  const notifyFloor = await spawnPeer('bench/peers/notify-floor.ts', { env: { DATA_DIR: floorDir } });
+  let floor: UnreadStreams;
+  try {
+    floor = await writesWithUnreadStreams(ctx, notifyFloor.url, opts, 'the floor');
+  } finally {
+    await notifyFloor.stop();
+  }
+  const catchUpFloor = await spawnPeer('bench/peers/catch-up-floor.ts', { env: { EVENTS: String(events) } });
+  let floorCatchUp: CatchUpGets;
+  const floorPool = new Pool(catchUpFloor.url, { connections: 1, pipelining: 1, keepAliveTimeout: 60_000 });
+  try {
+    floorCatchUp = await getsWhileReadersCatchUp(ctx, catchUpFloor.url, floorPool, { readers: opts.readers, gets: opts.gets, events });
+  } finally {
+    await floorPool.close();
+    await catchUpFloor.stop();
+  }
+  return {
+    streams: opts.streams,
+    subscriptions: opts.subscriptions,
+    setPriceP99MsWithout: ours.without.p99,
+    setPriceP99MsWith: ours.with.p99,
+    setPricesPerSecWithout: ours.without.perSec,
+    setPricesPerSecWith: ours.with.perSec,
+    events,
+    readers: opts.readers,
+    getP99MsIdle: catchUp.idleP99Ms,
+    getP99MsWhileCatchingUp: catchUp.busyP99Ms,
+    getsWhileCatchingUp: catchUp.busyGets,
+    caughtUp: catchUp.caughtUp,
+    floor: {
+      setPriceP99MsWithout: floor.without.p99,
+      setPriceP99MsWith: floor.with.p99,
+      setPricesPerSecWithout: floor.without.perSec,
+      setPricesPerSecWith: floor.with.perSec,
+      getP99MsIdle: floorCatchUp.idleP99Ms,
+      getP99MsWhileCatchingUp: floorCatchUp.busyP99Ms,
+      caughtUp: floorCatchUp.caughtUp,
+    },
+  };
+}
+
+interface WritePhase {
+  p99: number;
+  perSec: number;
+}
+
+interface UnreadStreams {
+  without: WritePhase;
+  with: WritePhase;
+}
+
+/**
+ * On a fresh server at `url` (ours, or the floor): `subscriptions` products seeded, set_price p99 without streams
+ * (after a warm-up phase), then with `streams` listen streams that never read, each following every product.
+ */
+async function writesWithUnreadStreams(ctx: Pick<BenchContext, 'phase'>, url: string, opts: ReadersOptions, who: string): Promise<UnreadStreams> {
+  const pool = new Pool(url, { connections: opts.concurrency, pipelining: 1, keepAliveTimeout: 60_000 });
   const subs: Subscriber[] = [];
   const products = Math.max(opts.subscriptions, 1);
   try {
-    await seedProducts(server.url, products);
+    await seedProducts(url, products);
     let price = 1;
-    const writes = async () => {
+    const writes = async (): Promise<WritePhase> => {
       const h = new LatencyHistogram();
       let next = 0;
       const t0 = performance.now();
@@ -95,45 +187,25 @@ export async function runReaders(ctx: BenchContext, opts: ReadersOptions): Promi
           const s = performance.now();
           const res = await pool.request({ method: req.method, path: req.path, headers: req.headers, body: req.body });
           const body = await res.body.text();
-          if (!isRow(res.statusCode, body, 200)) throw new Error(`set_price: HTTP ${res.statusCode} ${body.slice(0, 200)}`);
+          if (!isRow(res.statusCode, body, 200)) throw new Error(`set_price (${who}): HTTP ${res.statusCode} ${body.slice(0, 200)}`);
           h.record((performance.now() - s) * 1000);
         }
       }));
       return { p99: h.percentile(99) / 1000, perSec: opts.writes / ((performance.now() - t0) / 1000) };
     };
-    ctx.phase(`readers: set_price without streams (${opts.writes} at ${opts.concurrency} in flight)`);
+    ctx.phase(`readers (${who}): set_price without streams (${opts.writes} at ${opts.concurrency} in flight)`);
     await writes(); // warm
     const without = await writes();
-    ctx.phase(`readers: opening ${opts.streams} unread listen streams x ${opts.subscriptions} subscriptions`);
+    ctx.phase(`readers (${who}): opening ${opts.streams} unread listen streams x ${opts.subscriptions} subscriptions`);
     const uris = Array.from({ length: opts.subscriptions }, (_, i) => `wo://products/${i + 1}`);
     for (let i = 0; i < opts.streams; i += 50) {
-      subs.push(...(await Promise.all(Array.from({ length: Math.min(50, opts.streams - i) }, (_, j) => openListen(server.url, 2_000_000 + i + j, uris, { paused: true })))));
+      subs.push(...(await Promise.all(Array.from({ length: Math.min(50, opts.streams - i) }, (_, j) => openListen(url, 2_000_000 + i + j, uris, { paused: true })))));
     }
-    ctx.phase('readers: set_price with the unread streams open');
-    const withStreams = await writes();
-    for (const s of subs.splice(0)) s.close();
-    await new Promise((r) => setTimeout(r, 500));
-
-    const events = opts.writes * 3 + products;
-    const catchUp = await getsWhileReadersCatchUp(ctx, server.url, pool, { readers: opts.readers, gets: opts.gets, events });
-    return {
-      streams: opts.streams,
-      subscriptions: opts.subscriptions,
-      setPriceP99MsWithout: without.p99,
-      setPriceP99MsWith: withStreams.p99,
-      setPricesPerSecWithout: without.perSec,
-      setPricesPerSecWith: withStreams.perSec,
-      events,
-      readers: opts.readers,
-      getP99MsIdle: catchUp.idleP99Ms,
-      getP99MsWhileCatchingUp: catchUp.busyP99Ms,
-      getsWhileCatchingUp: catchUp.busyGets,
-      caughtUp: catchUp.caughtUp,
-    };
+    ctx.phase(`readers (${who}): set_price with the unread streams open`);
+    return { without, with: await writes() };
   } finally {
     for (const s of subs) s.close();
     await pool.close();
-    await server.stop();
   }
 }
 
