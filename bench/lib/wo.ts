@@ -15,7 +15,7 @@ export const WO_READY = /serving app "pricing" \(products\) at (http:\/\/\S+)/;
 export const PEER_READY = /listening\s+(https?:\/\/\S+)/;
 
 // Bench servers keep only the tail of their output (long runs), and get SIGKILL 3 s after a SIGTERM they ignore.
-const BENCH_DEFAULTS = { readyTimeoutMs: 15_000, stopTimeoutMs: 3000, outputLimit: Number(process.env.BENCH_OUTPUT_LIMIT ?? 16_384) } as const;
+const BENCH_DEFAULTS = { readyTimeoutMs: 15_000, stopTimeoutMs: 3000, outputLimit: 16_384 } as const;
 
 export function freshDataDir(root: string, label: string): string {
   mkdirSync(root, { recursive: true });
@@ -29,6 +29,8 @@ export interface WoOptions {
   nodeArgs?: string[];
   readyTimeoutMs?: number;
   stopTimeoutMs?: number;
+  /** Keep this many characters of output, not the default tail (bench/gc-survival.ts parses V8's trace from it). */
+  outputLimit?: number;
 }
 
 export async function startWo(opts: WoOptions): Promise<SpawnedServer> {
@@ -39,6 +41,7 @@ export async function startWo(opts: WoOptions): Promise<SpawnedServer> {
     ...(opts.nodeArgs ? { nodeArgs: opts.nodeArgs } : {}),
     ...(opts.readyTimeoutMs ? { readyTimeoutMs: opts.readyTimeoutMs } : {}),
     ...(opts.stopTimeoutMs ? { stopTimeoutMs: opts.stopTimeoutMs } : {}),
+    ...(opts.outputLimit ? { outputLimit: opts.outputLimit } : {}),
   });
 }
 
@@ -46,6 +49,7 @@ export interface PeerOptions {
   env?: Record<string, string>;
   nodeArgs?: string[];
   stopTimeoutMs?: number;
+  outputLimit?: number;
 }
 
 /** A peer server of bench/peers/ (run with tsx) on an ephemeral port ($PORT=0). */
@@ -57,6 +61,7 @@ export function spawnPeer(file: string, opts: PeerOptions = {}): Promise<Spawned
     env: { PORT: '0', ...opts.env },
     ...(opts.nodeArgs ? { nodeArgs: opts.nodeArgs } : {}),
     ...(opts.stopTimeoutMs ? { stopTimeoutMs: opts.stopTimeoutMs } : {}),
+    ...(opts.outputLimit ? { outputLimit: opts.outputLimit } : {}),
   });
 }
 
