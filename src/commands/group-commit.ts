@@ -113,88 +113,96 @@ export const makeGroupCommit = Effect.gen(function* () {
     else p.resume(Exit.succeed(changes.right[0]))
   }
 
+  /**
+   * One batch: decided, written, answered. A generator function made once (`fnUntraced`), not one per batch
+   * (`Effect.gen(function* () {...})` inside `commitBatch`): in V8 a generator function made per call kept what it
+   * closed over (the batch, its callers) alive through young-generation collections, into the old generation
+   * (bench/gc-survival.ts; a generator function made once does not).
+   */
+  const decideWriteAnswer = Effect.fnUntraced(function* (batch: ReadonlyArray<Queued>) {
+    inFlight = batch
+    if (resync) {
+      const synced = yield* Effect.either(resyncWithLog)
+      if (Either.isLeft(synced)) {
+        for (const p of batch) p.resume(Exit.fail(synced.left))
+        return
+      }
+    }
+    if (catchUp) {
+      catchUp = false
+      yield* mode.catchUp
+    }
+    // Keyed submissions whose key is stored already (a retry after a restart or a kill, or of a write another node
+    // made) are answered from the store, not decided: one read for the batch's keys.
+    let settled: Set<Queued> | undefined
+    const keyed = log.storedKeys === undefined ? [] : batch.filter((p) => !p.cancelled && p.idempotency !== undefined)
+    if (keyed.length > 0) {
+      settled = new Set()
+      const found = yield* Effect.either(log.storedKeys!(keyed.map((p) => p.idempotency!.key)))
+      for (const p of keyed) {
+        const stored = Either.isRight(found) ? found.right.get(p.idempotency!.key) : undefined
+        if (Either.isLeft(found)) p.resume(Exit.fail(found.left))
+        else if (stored !== undefined) answerFromStored(p, stored)
+        else continue
+        settled.add(p)
+      }
+    }
+    const ready = yield* Effect.either(rows.decisionsReady)
+    if (Either.isLeft(ready)) {
+      for (const p of batch) if (!settled?.has(p)) p.resume(Exit.fail(ready.left))
+      return
+    }
+    const firstSeq = lastSeq
+    const at = Date.now()
+    const decided = decideBatch(batch, rows, { lastSeq, counters, at, shared }, settled)
+    const { changes, waiters, spans } = decided
+    for (const [p, error] of decided.refused) p.resume(Exit.fail(error))
+    for (const p of decided.unchanged) p.resume(Exit.succeed({ command: p.command.name, correlation: p.correlation, changes: [] }))
+    for (const p of waiters) p.onStage?.("decided")
+    for (const p of decided.rechecks) p.recheck = true
+    if (decided.rechecks.length > 0) catchUp = true
+    for (const { error, stack } of decided.failures) {
+      // A stack when the user code threw an Error; a value that is not one has only its description.
+      yield* Effect.logError(`${error.type}${error.id === "" ? "" : ` ${error.id}`}: ${error.message} (nothing was written for it)${stack === error.reason ? "" : `\n${stack}`}`)
+    }
+    if (decided.again.length > 0) pending = [...decided.again, ...pending]
+    if (changes.length === 0) return
+    lastSeq += changes.length
+    // The views' next values are stored in the same atomic write; they become visible only once it is durable.
+    const prepared = mode.prepare(decided)
+    const viewRecords = prepared?.records ?? []
+    // Each keyed submission's key is stored with its entries, in the same atomic write.
+    const keys: Array<KeyClaim> = []
+    for (let w = 0, i = 0; w < waiters.length; i += spans[w], w++) {
+      const keyed = waiters[w].idempotency
+      if (keyed !== undefined) keys.push({ key: keyed.key, fingerprint: keyed.fingerprint, at, first: i, count: spans[w] })
+    }
+    const written = yield* Effect.either(log.append({
+      entries: changes,
+      counters: decided.moved,
+      ...(viewRecords.length > 0 ? { views: viewRecords } : {}),
+      ...(keys.length > 0 ? { keys } : {})
+    }))
+    if (Either.isLeft(written)) {
+      // No ack without durability: the whole batch fails. The next batch first re-reads the head.
+      lastSeq = firstSeq
+      resync = true
+      prepared?.discard()
+      yield* Effect.logWithLevel(storeErrorPolicy(written.left).log, `durable write failed for ${changes.length} events: ${written.left.reason}`)
+      for (const p of waiters) p.resume(Exit.fail(written.left))
+      return
+    }
+    const done = yield* mode.settle(decided, written.right, prepared)
+    for (const [type, n] of done.counters) counters.set(type, Math.max(counters.get(type) ?? 0, n))
+    lastSeq = Math.max(lastSeq, done.head)
+    for (const [p, error] of done.failed) p.resume(Exit.fail(error))
+    for (const [p, stored] of done.replayed) answerFromStored(p, stored)
+    if (done.again.length > 0) pending = [...done.again, ...pending]
+    for (const { p, from, to } of done.answered) answerWith(p, done.written, from, to)
+  })
+
   const commitBatch = (batch: ReadonlyArray<Queued>) =>
-    Effect.gen(function* () {
-      inFlight = batch
-      if (resync) {
-        const synced = yield* Effect.either(resyncWithLog)
-        if (Either.isLeft(synced)) {
-          for (const p of batch) p.resume(Exit.fail(synced.left))
-          return
-        }
-      }
-      if (catchUp) {
-        catchUp = false
-        yield* mode.catchUp
-      }
-      // Keyed submissions whose key is stored already (a retry after a restart or a kill, or of a write another node
-      // made) are answered from the store, not decided: one read for the batch's keys.
-      let settled: Set<Queued> | undefined
-      const keyed = log.storedKeys === undefined ? [] : batch.filter((p) => !p.cancelled && p.idempotency !== undefined)
-      if (keyed.length > 0) {
-        settled = new Set()
-        const found = yield* Effect.either(log.storedKeys!(keyed.map((p) => p.idempotency!.key)))
-        for (const p of keyed) {
-          const stored = Either.isRight(found) ? found.right.get(p.idempotency!.key) : undefined
-          if (Either.isLeft(found)) p.resume(Exit.fail(found.left))
-          else if (stored !== undefined) answerFromStored(p, stored)
-          else continue
-          settled.add(p)
-        }
-      }
-      const ready = yield* Effect.either(rows.decisionsReady)
-      if (Either.isLeft(ready)) {
-        for (const p of batch) if (!settled?.has(p)) p.resume(Exit.fail(ready.left))
-        return
-      }
-      const firstSeq = lastSeq
-      const at = Date.now()
-      const decided = decideBatch(batch, rows, { lastSeq, counters, at, shared }, settled)
-      const { changes, waiters, spans } = decided
-      for (const [p, error] of decided.refused) p.resume(Exit.fail(error))
-      for (const p of decided.unchanged) p.resume(Exit.succeed({ command: p.command.name, correlation: p.correlation, changes: [] }))
-      for (const p of waiters) p.onStage?.("decided")
-      for (const p of decided.rechecks) p.recheck = true
-      if (decided.rechecks.length > 0) catchUp = true
-      for (const { error, stack } of decided.failures) {
-        // A stack when the user code threw an Error; a value that is not one has only its description.
-        yield* Effect.logError(`${error.type}${error.id === "" ? "" : ` ${error.id}`}: ${error.message} (nothing was written for it)${stack === error.reason ? "" : `\n${stack}`}`)
-      }
-      if (decided.again.length > 0) pending = [...decided.again, ...pending]
-      if (changes.length === 0) return
-      lastSeq += changes.length
-      // The views' next values are stored in the same atomic write; they become visible only once it is durable.
-      const prepared = mode.prepare(decided)
-      const viewRecords = prepared?.records ?? []
-      // Each keyed submission's key is stored with its entries, in the same atomic write.
-      const keys: Array<KeyClaim> = []
-      for (let w = 0, i = 0; w < waiters.length; i += spans[w], w++) {
-        const keyed = waiters[w].idempotency
-        if (keyed !== undefined) keys.push({ key: keyed.key, fingerprint: keyed.fingerprint, at, first: i, count: spans[w] })
-      }
-      const written = yield* Effect.either(log.append({
-        entries: changes,
-        counters: decided.moved,
-        ...(viewRecords.length > 0 ? { views: viewRecords } : {}),
-        ...(keys.length > 0 ? { keys } : {})
-      }))
-      if (Either.isLeft(written)) {
-        // No ack without durability: the whole batch fails. The next batch first re-reads the head.
-        lastSeq = firstSeq
-        resync = true
-        prepared?.discard()
-        yield* Effect.logWithLevel(storeErrorPolicy(written.left).log, `durable write failed for ${changes.length} events: ${written.left.reason}`)
-        for (const p of waiters) p.resume(Exit.fail(written.left))
-        return
-      }
-      const done = yield* mode.settle(decided, written.right, prepared)
-      for (const [type, n] of done.counters) counters.set(type, Math.max(counters.get(type) ?? 0, n))
-      lastSeq = Math.max(lastSeq, done.head)
-      for (const [p, error] of done.failed) p.resume(Exit.fail(error))
-      for (const [p, stored] of done.replayed) answerFromStored(p, stored)
-      if (done.again.length > 0) pending = [...done.again, ...pending]
-      for (const { p, from, to } of done.answered) answerWith(p, done.written, from, to)
-    }).pipe(
+    decideWriteAnswer(batch).pipe(
       // Cleared only when the batch ends normally: if the writer dies in it, onDeath still sees its callers.
       Effect.tap(() => {
         inFlight = []

@@ -318,27 +318,29 @@ export const makeClassicLevelLog = (h: LevelDbShape, mode: LogMode = {}) =>
         return chained.write({ sync: true })
       })
 
+    // A generator function made once, not one per append (group-commit.ts's `decideWriteAnswer` says why).
+    const append = Effect.fnUntraced(function* (batch: AppendBatch) {
+      const counts = new Map<string, number>()
+      yield* write(batch, counts)
+      if (record !== undefined) {
+        // Durable in LevelDB: recorded before any caller of it is answered (a pwrite, no fsync: acked-head.ts).
+        const end = batch.entries[batch.entries.length - 1]?.event.seq ?? 0
+        const writing = record
+        // No ack unless the record is written too (the batch landed: the writer re-reads the head and applies it).
+        yield* Effect.tryPromise({
+          try: () => writing.acknowledged(end, batch.counters),
+          catch: storeError("write failed: cannot write the acknowledged-head record")
+        })
+      }
+      for (const [type, n] of counts) rowCounts.set(type, n)
+      formatted = true
+      if (record !== undefined) recordKeyWritten = true
+      syncWrites++
+      eventsWritten += batch.entries.length
+    })
+
     return EventLog.of({
-      append: (batch) =>
-        Effect.gen(function* () {
-          const counts = new Map<string, number>()
-          yield* write(batch, counts)
-          if (record !== undefined) {
-            // Durable in LevelDB: recorded before any caller of it is answered (a pwrite, no fsync: acked-head.ts).
-            const end = batch.entries[batch.entries.length - 1]?.event.seq ?? 0
-            const writing = record
-            // No ack unless the record is written too (the batch landed: the writer re-reads the head and applies it).
-            yield* Effect.tryPromise({
-              try: () => writing.acknowledged(end, batch.counters),
-              catch: storeError("write failed: cannot write the acknowledged-head record")
-            })
-          }
-          for (const [type, n] of counts) rowCounts.set(type, n)
-          formatted = true
-          if (record !== undefined) recordKeyWritten = true
-          syncWrites++
-          eventsWritten += batch.entries.length
-        }),
+      append,
       ...(record === undefined ? {} : { settle: record.settle }),
       head,
       readFrom: (fromSeq, options) => readEvents(h, fromSeq, accepted, options?.slice),
