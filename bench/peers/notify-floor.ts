@@ -13,33 +13,16 @@ import type { ServerResponse } from 'node:http';
 import { floorServer } from './floor-core.ts';
 import { openLevelFloorWrite } from './level-floor-write.ts';
 import { listenAndAnnounce } from './listen.ts';
+import { openListenStream, SUBSCRIPTION_ID, type ListenRequest, type ListenStreams } from './listen-streams.ts';
 
-const SUBSCRIPTION_ID = 'io.modelcontextprotocol/subscriptionId';
-/** uri -> the listen streams following it, with their id's JSON */
-const listens = new Map<string, Map<ServerResponse, string>>();
-
-const listen = (msg: { id?: unknown; params?: { notifications?: { resourceSubscriptions?: string[] } } }, res: ServerResponse) => {
-  const idJson = JSON.stringify(msg.id);
-  const uris = msg.params?.notifications?.resourceSubscriptions ?? [];
-  res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' });
-  const ack = { jsonrpc: '2.0', method: 'notifications/subscriptions/acknowledged', params: { notifications: msg.params?.notifications ?? {}, _meta: { [SUBSCRIPTION_ID]: msg.id } } };
-  res.write(`event: message\ndata: ${JSON.stringify(ack)}\n\n`);
-  for (const uri of uris) {
-    let m = listens.get(uri);
-    if (!m) listens.set(uri, (m = new Map()));
-    m.set(res, idJson);
-  }
-  res.on('close', () => {
-    for (const uri of uris) listens.get(uri)?.delete(res);
-  });
-};
+const listens: ListenStreams = new Map();
 
 listenAndAnnounce(
   floorServer(await openLevelFloorWrite(process.env.DATA_DIR!), {
     route: (method, path, body, res) => {
       if (method !== 'POST' || path !== '/mcp') return false;
       const msg = body as { method?: string };
-      if (msg.method === 'subscriptions/listen') listen(body as Parameters<typeof listen>[0], res);
+      if (msg.method === 'subscriptions/listen') openListenStream(listens, body as ListenRequest, res);
       else res.writeHead(404).end();
       return true;
     },

@@ -16,14 +16,14 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { listenAndAnnounce } from './listen.ts';
+import { openListenStream, SUBSCRIPTION_ID, type ListenStreams } from './listen-streams.ts';
 
-const SUBSCRIPTION_ID = 'io.modelcontextprotocol/subscriptionId';
 const dir = fs.mkdtempSync(path.join(process.env.DATA_DIR ?? os.tmpdir(), 'sse-fanout-'));
 const log = fs.openSync(path.join(dir, 'log'), 'a');
 process.once('exit', () => fs.rmSync(dir, { recursive: true, force: true }));
 
-/** uri -> listen streams (with their id's JSON) and legacy streams */
-const listens = new Map<string, Map<ServerResponse, string>>();
+/** uri -> listen streams (with their id's JSON) */
+const listens: ListenStreams = new Map();
 const sessions = new Map<string, { stream?: ServerResponse }>();
 /** uri -> legacy sessions subscribed to it */
 const sessionsByUri = new Map<string, Set<{ stream?: ServerResponse }>>();
@@ -57,21 +57,7 @@ const server = createServer((req, res) => {
     }
     if (req.method === 'POST' && req.url === '/mcp') {
       const msg = JSON.parse(Buffer.concat(chunks).toString() || '{}');
-      if (msg.method === 'subscriptions/listen') {
-        const idJson = JSON.stringify(msg.id);
-        const uris: string[] = msg.params?.notifications?.resourceSubscriptions ?? [];
-        openStream(res);
-        res.write(frame({ jsonrpc: '2.0', method: 'notifications/subscriptions/acknowledged', params: { notifications: msg.params?.notifications ?? {}, _meta: { [SUBSCRIPTION_ID]: msg.id } } }));
-        for (const uri of uris) {
-          let m = listens.get(uri);
-          if (!m) listens.set(uri, (m = new Map()));
-          m.set(res, idJson);
-        }
-        res.on('close', () => {
-          for (const uri of uris) listens.get(uri)?.delete(res);
-        });
-        return;
-      }
+      if (msg.method === 'subscriptions/listen') return openListenStream(listens, msg, res);
       if (msg.method === 'initialize') {
         const id = randomBytes(18).toString('base64url');
         sessions.set(id, {});
