@@ -3,6 +3,7 @@
 // synced batch writes, the acknowledged-head pwrite; LevelDB's compaction thread), from /proc/<pid>/task/*/stat.
 // Both servers warmed, then measured in alternating windows (ROUNDS, default 3, of WIN ms, default 4000) at C in
 // flight (default 32). KIND=create (default) or set_price. Prints µs per call by thread and ours/floor for each.
+// ACKED_OFF=1 adds a third server, ours with `WO_ACKED_RECORD=off`, to tell the acknowledged-head record's share.
 //   node --import tsx bench/write-threads.ts
 import { mkdirSync, mkdtempSync, readdirSync, readFileSync } from 'node:fs';
 import { loadavg } from 'node:os';
@@ -39,22 +40,29 @@ const threadCpu = (pid: number) => {
   return { main, other };
 };
 
-const servers: Record<'wo' | 'floor', SpawnedServer> = {
-  wo: await startWo({ dir: mkdtempSync(join(dataRoot, 'wo-')), env: { WO_GROUP_COMMIT: 'on' } }),
-  floor: await spawnPeer('bench/peers/durable-floor.ts', { env: { DATA_DIR: mkdtempSync(join(dataRoot, 'floor-')) } }),
-};
+type Arm = 'wo' | 'wo-noack' | 'floor';
+const arms: Arm[] = process.env.ACKED_OFF === '1' ? ['wo', 'wo-noack', 'floor'] : ['wo', 'floor'];
+const servers: Partial<Record<Arm, SpawnedServer>> = {};
+for (const arm of arms) {
+  servers[arm] =
+    arm === 'floor'
+      ? await spawnPeer('bench/peers/durable-floor.ts', { env: { DATA_DIR: mkdtempSync(join(dataRoot, 'floor-')) } })
+      : await startWo({ dir: mkdtempSync(join(dataRoot, `${arm}-`)), env: { WO_GROUP_COMMIT: 'on', ...(arm === 'wo-noack' ? { WO_ACKED_RECORD: 'off' } : {}) } });
+}
 try {
   const load = (s: SpawnedServer) => ({ url: s.url, concurrency: C, makeRequest: request, check: (status: number) => status === want });
   for (const s of Object.values(servers)) {
     if (kind !== 'create') await seedProducts(s.url, 100);
     await warmUntilStable({ load: load(s), pid: s.pid, maxMs: 8000 });
   }
-  const sum = { wo: { main: 0, other: 0, calls: 0 }, floor: { main: 0, other: 0, calls: 0 } };
+  const sum = Object.fromEntries(arms.map((k) => [k, { main: 0, other: 0, calls: 0 }])) as Record<Arm, { main: number; other: number; calls: number }>;
   for (let r = 0; r < ROUNDS; r++) {
-    for (const k of (r % 2 ? ['floor', 'wo'] : ['wo', 'floor']) as Array<'wo' | 'floor'>) {
-      const before = threadCpu(servers[k].pid);
-      const result = await runLoad({ ...load(servers[k]), durationMs: WIN });
-      const after = threadCpu(servers[k].pid);
+    // Alternated: each arm goes first as often as last.
+    for (const k of r % 2 ? [...arms].reverse() : arms) {
+      const server = servers[k]!;
+      const before = threadCpu(server.pid);
+      const result = await runLoad({ ...load(server), durationMs: WIN });
+      const after = threadCpu(server.pid);
       sum[k].main += after.main - before.main;
       sum[k].other += after.other - before.other;
       sum[k].calls += result.calls;
@@ -62,12 +70,14 @@ try {
   }
   const us = (ms: number, calls: number) => (ms * 1000) / calls;
   console.log(`load average ${loadavg().map((x) => x.toFixed(2)).join(' ')}; ${kind}, ${C} in flight, ${ROUNDS} windows of ${WIN} ms each`);
-  for (const k of ['wo', 'floor'] as const) {
+  for (const k of arms) {
     const { main, other, calls } = sum[k];
-    console.log(`${k.padEnd(5)} main thread ${us(main, calls).toFixed(1)} µs/call, other threads ${us(other, calls).toFixed(1)} µs/call, all ${us(main + other, calls).toFixed(1)} µs/call (${calls} calls)`);
+    console.log(`${k.padEnd(8)} main thread ${us(main, calls).toFixed(1)} µs/call, other threads ${us(other, calls).toFixed(1)} µs/call, all ${us(main + other, calls).toFixed(1)} µs/call (${calls} calls)`);
   }
-  const ratio = (f: (x: typeof sum.wo) => number) => (f(sum.wo) / sum.wo.calls / (f(sum.floor) / sum.floor.calls)).toFixed(2);
-  console.log(`ours/floor: main thread ${ratio((x) => x.main)}x, other threads ${ratio((x) => x.other)}x, all ${ratio((x) => x.main + x.other)}x`);
+  for (const k of arms.filter((a) => a !== 'floor')) {
+    const ratio = (f: (x: typeof sum.wo) => number) => (f(sum[k]) / sum[k].calls / (f(sum.floor) / sum.floor.calls)).toFixed(2);
+    console.log(`${k}/floor: main thread ${ratio((x) => x.main)}x, other threads ${ratio((x) => x.other)}x, all ${ratio((x) => x.main + x.other)}x`);
+  }
 } finally {
-  for (const s of Object.values(servers)) await s.stop();
+  for (const s of Object.values(servers)) await s!.stop();
 }
