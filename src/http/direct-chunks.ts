@@ -84,7 +84,9 @@ class DirectChunks implements DirectSocket {
   // Whole frames (a replay's pages, tens of kB; a heartbeat; the last words): a buffer goes out as one chunk, framed
   // once however many streams write it (a catch-up page is written to every reader that passes it), in one socket
   // write. Hand-tuned (bench/readers-alternated.ts): through the response, each was a cork, three writes and a
-  // `writev` on the next tick, the largest share of a catch-up's CPU. A string (the last words) stays the response's.
+  // `writev` on the next tick, the largest share of a catch-up's CPU. A string (the last words) stays the response's:
+  // with its head sent and nothing of its own buffered, the response writes to the same socket at once, so strings
+  // and buffers keep their call order (test/unit/direct-chunks.test.ts).
   write(data: Buffer | string): boolean {
     if (typeof data === "string" || data.length === 0) return this.res.write(data)
     let chunk = framed.get(data)

@@ -1,7 +1,7 @@
 /**
  * SSE chunks written straight to the socket (direct-chunks.ts), on a real node:http server on port 0: a client
- * reads the same frames, in order, as the response would have written them, the response's end still closes the
- * body, and where the response is not chunked (an HTTP/1.0 client) the response itself is written to. Chunks the
+ * reads the same frames, in order, as the response would have written them (strings through the response and
+ * buffers past it too), the response's end still closes the body, and where the response is not chunked (an HTTP/1.0 client) the response itself is written to. Chunks the
  * socket takes at once are built in one reused buffer; a blocked stream holds no more memory than it reports to the
  * stream memory budget.
  */
@@ -63,6 +63,40 @@ describe("direct chunks", () => {
       })
       expect(direct).toBe(true)
       expect(body).toBe("data: {\"id\":1}\n\ndata: {\"id\":2}\n\ndata: {\"id\":3}\n\ndata: 4\n\ndata: bye\n\n")
+    } finally {
+      server.close()
+    }
+  })
+
+  it("a string (through the response) and whole buffers (straight to the socket) reach the client in the order written", async () => {
+    // Strings go through node's response, buffers past it: both must land in the socket's one queue in call order,
+    // also within one tick (while node's response has the socket corked) and with the socket full.
+    const server = await serve((res) => {
+      const out = directChunks(res) as DirectSocket
+      out.write("data: s1\n\n")
+      out.write(Buffer.from("data: b1\n\n"))
+      out.write("data: s2\n\n")
+      out.writeParts([Buffer.from("data: p1\n\n")], 10)
+      out.write(Buffer.alloc(256 * 1024, "x")) // more than the socket takes at once: node queues it
+      out.write("data: s3\n\n")
+      out.write(Buffer.from("data: b2\n\n"))
+      setImmediate(() => {
+        out.write(Buffer.from("data: b3\n\n"))
+        out.write("data: s4\n\n")
+        out.end()
+      })
+    })
+    try {
+      const body = await new Promise<string>((resolve, reject) => {
+        http.get({ port: port(server), host: "127.0.0.1", agent: false }, (res) => {
+          let text = ""
+          res.setEncoding("latin1")
+          res.on("data", (d) => (text += d))
+          res.on("end", () => resolve(text))
+        }).on("error", reject)
+      })
+      expect(body.replace(/x+/, "X")).toBe("data: s1\n\ndata: b1\n\ndata: s2\n\ndata: p1\n\nXdata: s3\n\ndata: b2\n\ndata: b3\n\ndata: s4\n\n")
+      expect(body.length).toBe(256 * 1024 + 8 * 10)
     } finally {
       server.close()
     }
