@@ -25,6 +25,17 @@ const serve = (handler: (res: http.ServerResponse) => void) =>
 
 const port = (server: http.Server) => (server.address() as AddressInfo).port
 
+/** The body of a GET's answer (chunked encoding undone by node's client), read to its end. */
+const bodyOf = (server: http.Server) =>
+  new Promise<string>((resolve, reject) => {
+    http.get({ port: port(server), host: "127.0.0.1", agent: false }, (res) => {
+      let text = ""
+      res.setEncoding("latin1")
+      res.on("data", (d) => (text += d))
+      res.on("end", () => resolve(text))
+    }).on("error", reject)
+  })
+
 /** The raw bytes of a request's answer, read until the server closes the connection. */
 const raw = (server: http.Server, request: string) =>
   new Promise<string>((resolve, reject) => {
@@ -53,14 +64,7 @@ describe("direct chunks", () => {
       })
     })
     try {
-      const body = await new Promise<string>((resolve, reject) => {
-        http.get({ port: port(server), host: "127.0.0.1", agent: false }, (res) => {
-          let text = ""
-          res.setEncoding("utf8")
-          res.on("data", (d) => (text += d))
-          res.on("end", () => resolve(text))
-        }).on("error", reject)
-      })
+      const body = await bodyOf(server)
       expect(direct).toBe(true)
       expect(body).toBe("data: {\"id\":1}\n\ndata: {\"id\":2}\n\ndata: {\"id\":3}\n\ndata: 4\n\ndata: bye\n\n")
     } finally {
@@ -87,14 +91,7 @@ describe("direct chunks", () => {
       })
     })
     try {
-      const body = await new Promise<string>((resolve, reject) => {
-        http.get({ port: port(server), host: "127.0.0.1", agent: false }, (res) => {
-          let text = ""
-          res.setEncoding("latin1")
-          res.on("data", (d) => (text += d))
-          res.on("end", () => resolve(text))
-        }).on("error", reject)
-      })
+      const body = await bodyOf(server)
       expect(body.replace(/x+/, "X")).toBe("data: s1\n\ndata: b1\n\ndata: s2\n\ndata: p1\n\nXdata: s3\n\ndata: b2\n\ndata: b3\n\ndata: s4\n\n")
       expect(body.length).toBe(256 * 1024 + 8 * 10)
     } finally {
@@ -142,14 +139,7 @@ describe("direct chunks", () => {
       })
     })
     try {
-      const body = await new Promise<string>((resolve, reject) => {
-        http.get({ port: port(server), host: "127.0.0.1", agent: false }, (res) => {
-          let text = ""
-          res.setEncoding("utf8")
-          res.on("data", (d) => (text += d))
-          res.on("end", () => resolve(text))
-        }).on("error", reject)
-      })
+      const body = await bodyOf(server)
       expect(body).toBe([1, 2, 3, 4, 5].map((n) => `data: ${String(n).repeat(4992)}\n\n`).join(""))
       expect(buffers[1]).toBe(buffers[0])
       expect(new Set(buffers.slice(0, 4)).size).toBe(3)
