@@ -48,7 +48,7 @@ export const referenceRefusal = (
     // A row may reference itself; the event being decided is what creates or keeps it.
     if (target === type.name && value === id) continue
     // Another spelling of an id ("01" for 1) is no row: never looked up, so that it cannot reach row 1's key.
-    if (!isCanonicalId(value) || live(rows, overlay, target, value) === undefined) return missingReference(type.name, id, operation, target, value)
+    if (!isCanonicalId(value) || live(rows, overlay, target, value as string) === undefined) return missingReference(type.name, id, operation, target, value)
   }
   return undefined
 }

@@ -14,4 +14,4 @@ export const MAX_ID = 10 ** MAX_ID_DIGITS - 1
 const CANONICAL = new RegExp(`^(?:0|[1-9][0-9]{0,${MAX_ID_DIGITS - 1}})$`)
 
 /** Whether `id` is the canonical spelling of an id within the store's range ("0" included: it names no row). */
-export const isCanonicalId = (id: unknown): id is string => typeof id === "string" && CANONICAL.test(id)
+export const isCanonicalId = (id: unknown): boolean => typeof id === "string" && CANONICAL.test(id)

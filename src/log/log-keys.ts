@@ -25,7 +25,7 @@ export const EVENTS_END = "e!~"
  * any other spelling is a defect of the caller (the surfaces refuse it before reading), thrown rather than aliased.
  */
 export const rowKey = (type: string, id: string) => {
-  if (!isCanonicalId(id)) throw new Error(`no row key for the non-canonical id ${JSON.stringify(String(id).slice(0, 40))} of ${type}`)
+  if (!isCanonicalId(id)) throw new Error(`no row key for the non-canonical id ${JSON.stringify(id.slice(0, 40))} of ${type}`)
   return `r!${type}!${id.padStart(MAX_ID_DIGITS, "0")}`
 }
 export const typeOfRowKey = (key: string) => key.slice(2, key.lastIndexOf("!"))

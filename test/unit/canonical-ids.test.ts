@@ -8,6 +8,7 @@ import { Effect } from "effect"
 import { describe, expect, it } from "vitest"
 import { isCanonicalId } from "../../src/domain/ids.ts"
 import { openDb } from "../../src/log/level-db.ts"
+import { idPart } from "../../src/log/index-keys.ts"
 import * as K from "../../src/log/log-keys.ts"
 import { seal, unsealJson } from "../../src/log/record.ts"
 import { verifyStore } from "../../src/log/verify.ts"
@@ -17,14 +18,15 @@ import { http, startServer } from "../../testkit/server.ts"
 
 const OTHER_SPELLINGS = ["01", "000000000001", "+1", "-1", " 1", "1 ", "1.0", "1e0", "0x1", "", "1000000000000", "١"]
 
-describe("a row key", () => {
-  it("is built from a canonical id, and refuses any other spelling instead of padding it onto the same key", () => {
+describe("a row key and an index key's id part", () => {
+  it("are built from a canonical id, and refuse any other spelling instead of padding it onto the same key", () => {
     expect(K.rowKey("members", "1")).toBe("r!members!000000000001")
     expect(K.rowKey("members", "999999999999")).toBe("r!members!999999999999")
     expect(K.rowKey("members", "0")).toBe("r!members!000000000000")
     for (const id of OTHER_SPELLINGS) {
       expect(isCanonicalId(id), id).toBe(false)
       expect(() => K.rowKey("members", id), id).toThrow(/non-canonical id/)
+      expect(() => idPart(id), id).toThrow(/non-canonical id/)
     }
   })
 })
