@@ -141,6 +141,24 @@ describe("an id spelled another way is no row (MCP, both eras)", () => {
   })
 })
 
+describe("cursors carry only ids the store can key", () => {
+  const cursor = (position: object) => Buffer.from(JSON.stringify(position)).toString("base64url")
+  it("a list cursor past the store's ids is refused as a cursor, not read (REST and the MCP list tool)", async () => {
+    for (const a of [1e21, 1_000_000_000_000]) {
+      const rest = await get(`/api/members?cursor=${cursor({ t: "members", a })}`)
+      expect(rest.status, rest.text).toBe(400)
+      const tool = await callTool(server.url, "members_list", { cursor: cursor({ t: "members", a }) })
+      expect(tool.isError).toBe(true)
+    }
+    expect((await get(`/api/members?cursor=${cursor({ t: "members", a: 1 })}`)).json.items.map((m: any) => m.id)).toEqual(["2"])
+  })
+
+  it("a resources/list cursor naming a row position before 0 is refused", async () => {
+    const refused = await rpc(server.url, "resources/list", { cursor: cursor({ p: 0, a: -5 }) })
+    expect(refused.json.error.code).toBe(-32602)
+  })
+})
+
 describe("races through aliases", () => {
   it("12 concurrent lends of a one-copy book through 12 spellings: exactly one loan", async () => {
     const spellings = ["1", ...aliasesOf("1").slice(0, 11)]
