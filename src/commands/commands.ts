@@ -8,12 +8,14 @@ import { EventLog } from "../log/event-log.ts"
 import { randomUUID } from "node:crypto"
 import { Catalog } from "../domain/app-catalog.ts"
 import { NotFound, ValidationFailed, type CommandError } from "../domain/errors.ts"
+import { isCanonicalId } from "../domain/ids.ts"
 import { inputIssues } from "../domain/input-rules.ts"
 import { toIntent, type Command } from "../domain/intent.ts"
 import { GroupCommit, noCancel } from "./group-commit.ts"
 import type { CommandCommitted, CommandSubmission, Committed, Stage, Submission } from "./submission.ts"
 import { commandFromChanges, fingerprintOf, keyProblem, makeIdempotency, pruneExpiredKeys, storedChanges, type Keyed } from "./idempotency.ts"
 import { Metrics, metricsOff } from "../metrics/metrics.ts"
+import { paramsReferenceRefusal } from "./reference-check.ts"
 
 // Where they were before app commands needed them in the domain.
 export { toIntent, type Command }
@@ -100,6 +102,8 @@ export const makeCommands =
     const submissionOf = (command: Command, options: ExecuteOptions | undefined): Either.Either<Submission, CommandError> => {
       const type = catalog.types.get(command.type)
       if (type === undefined) return Either.left(new NotFound({ type: command.type, id: "id" in command ? command.id : "" }))
+      // One row, one name: any other spelling of an id is no row, decided before the writer reads anything.
+      if (command._tag !== "Create" && !isCanonicalId(command.id)) return Either.left(new NotFound({ type: command.type, id: String(command.id) }))
       const intent = toIntent(type, command, options?.keysLeftOut)
       if (Either.isLeft(intent)) return Either.left(intent.left)
       // The request's fingerprint only for a keyed write (most are not).
@@ -122,6 +126,8 @@ export const makeCommands =
       if (issues.length > 0) return Either.left(new ValidationFailed({ type: name, issues }))
       const params = command.decodeParams(input ?? {})
       if (Either.isLeft(params)) return Either.left(new ValidationFailed({ type: name, issues: params.left, omitted: options?.keysLeftOut }))
+      const dangling = paramsReferenceRefusal(command, params.right)
+      if (dangling !== undefined) return Either.left(dangling)
       const keyed = options?.idempotencyKey === undefined ? UNKEYED : keyedBy(options.idempotencyKey, ["Command", name, input ?? {}])
       if (Either.isLeft(keyed)) return Either.left(keyed.left)
       return Either.right({

@@ -12,6 +12,7 @@ import type { Row } from "../domain/catalog.ts"
 import { commandFailed, planCommand, type PlannedChange } from "../domain/command-decider.ts"
 import { decide, decideIsolated, evolve, type EventDraft } from "../domain/decider.ts"
 import type { CommandError, MethodFailed } from "../domain/errors.ts"
+import { isCanonicalId } from "../domain/ids.ts"
 import { streamKey, type StoredEvent } from "../domain/events.ts"
 import { rowUri } from "../domain/uri.ts"
 import type { UserCodeFailure } from "../domain/user-code.ts"
@@ -121,6 +122,8 @@ export const decideBatch = (
 
   /** The row as the batch left it so far (what a command's `ctx.get` and its changes are decided against). */
   const lookup = (type: string, id: string) => {
+    // A command's code may spell an id any way ("01"): no row has that name, so no store key is built for it.
+    if (!isCanonicalId(id)) return undefined
     const key = streamKey(type, id)
     return overlay.has(key) ? overlay.get(key) ?? undefined : rows.get(type, id)
   }

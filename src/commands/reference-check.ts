@@ -8,7 +8,9 @@
 import type { Row } from "../domain/catalog.ts"
 import type { CompiledType } from "../domain/compile.ts"
 import type { EventDraft } from "../domain/decider.ts"
-import { Rejected } from "../domain/errors.ts"
+import type { CompiledCommand } from "../domain/compile-commands.ts"
+import { MAX_ISSUE_TEXT, Rejected } from "../domain/errors.ts"
+import { isCanonicalId } from "../domain/ids.ts"
 import { streamKey } from "../domain/events.ts"
 import type { RowsShape } from "../projections/rows.ts"
 
@@ -45,9 +47,28 @@ export const referenceRefusal = (
     if (value === undefined || value === null) continue
     // A row may reference itself; the event being decided is what creates or keeps it.
     if (target === type.name && value === id) continue
-    if (live(rows, overlay, target, String(value)) === undefined) {
-      return new Rejected({ type: type.name, id, operation, code: MISSING_REFERENCE, reason: `${target} ${String(value)} does not exist` })
-    }
+    // Another spelling of an id ("01" for 1) is no row: never looked up, so that it cannot reach row 1's key.
+    if (!isCanonicalId(value) || live(rows, overlay, target, value as string) === undefined) return missingReference(type.name, id, operation, target, value)
+  }
+  return undefined
+}
+
+const missingReference = (type: string, id: string, operation: string, target: string, value: unknown) =>
+  new Rejected({ type, id, operation, code: MISSING_REFERENCE, reason: `${target} ${clipped(String(value))} does not exist` })
+
+/** An id quoted in a refusal, cut as error texts are (a client may send megabytes). */
+const clipped = (id: string) => (id.length > MAX_ISSUE_TEXT ? `${id.slice(0, MAX_ISSUE_TEXT)}…` : id)
+
+/**
+ * The refusal of an app command whose `ref` params spell an id other than canonically (`"01"`, `"+1"`):
+ * `missing_reference`, as a ref field holding it would be, decided before the writer reads a row. Whether a
+ * canonical id names a live row is the command's own business (`ctx.get`) and its changes' reference checks.
+ */
+export const paramsReferenceRefusal = (command: CompiledCommand, params: Readonly<Record<string, unknown>>): Rejected | undefined => {
+  for (const [param, target] of command.refs) {
+    const value = params[param]
+    if (value === undefined || value === null || isCanonicalId(value)) continue
+    return missingReference(command.name, "", command.name, target, value)
   }
   return undefined
 }

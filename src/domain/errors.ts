@@ -80,8 +80,15 @@ export class ValidationFailed extends Data.TaggedError("ValidationFailed")<{
   }
 }
 
-/** No row with that id (or it was deleted). REST 404. */
+/**
+ * No row with that id (or it was deleted). REST 404. The id is clipped as an issue's text is: a client may send
+ * an id of megabytes, and the answer stays small.
+ */
 export class NotFound extends Data.TaggedError("NotFound")<{ readonly type: string; readonly id: string }> {
+  constructor(args: { readonly type: string; readonly id: string }) {
+    super({ type: args.type, id: clip(args.id) })
+  }
+
   override get message() {
     return `${this.type} ${this.id} not found`
   }

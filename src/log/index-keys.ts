@@ -18,12 +18,13 @@
  * The ranks a < b < n < s < z follow `compareValues`: absent, booleans, numbers, strings, the rest.
  */
 import type { Row } from "../domain/catalog.ts"
+import { isCanonicalId, MAX_ID_DIGITS } from "../domain/ids.ts"
 
 export const INDEXES_START = "x!"
 export const INDEXES_END = "x!~"
 export const INDEX_META_PREFIX = "m!index!"
 
-const ID_DIGITS = 12
+const ID_DIGITS = MAX_ID_DIGITS
 const hex4 = (n: number) => n.toString(16).padStart(4, "0")
 const words = new DataView(new ArrayBuffer(8))
 
@@ -75,7 +76,12 @@ export const indexPrefix = (type: string, fields: ReadonlyArray<string>) => `${I
 /** The end of the range a prefix starts (the key just past every key that begins with it). */
 export const prefixEnd = (prefix: string) => `${prefix}\uffff`
 
-export const idPart = (id: number | string) => String(id).padStart(ID_DIGITS, "0")
+/** An index key's id part, padded as a row key's is: from a canonical id only (log-keys.ts says why). */
+export const idPart = (id: number | string) => {
+  const text = String(id)
+  if (!isCanonicalId(text)) throw new Error(`no index key for the non-canonical id ${JSON.stringify(text.slice(0, 40))}`)
+  return text.padStart(ID_DIGITS, "0")
+}
 
 /** The row's entry in the index on `fields` of `type`. */
 export const indexKey = (type: string, fields: ReadonlyArray<string>, row: Row): string => {

@@ -4,6 +4,7 @@
  */
 import type { Row } from "../domain/catalog.ts"
 import type { StoredEvent } from "../domain/events.ts"
+import { isCanonicalId } from "../domain/ids.ts"
 import type { StoredRow } from "./event-log.ts"
 import * as K from "./log-keys.ts"
 import { RecordCorrupt, unsealJson } from "./record.ts"
@@ -37,7 +38,7 @@ export const decodeEvent = (key: string, value: string): StoredEvent => {
 export const decodeRow = (key: string, value: string): StoredRow => {
   const record = unsealJson<RowRecord>(key, value)
   const type = K.typeOfRowKey(key)
-  if (record?.row === undefined || K.rowKey(type, String(record.row.id)) !== key) {
+  if (record?.row === undefined || !isCanonicalId(String(record.row.id)) || K.rowKey(type, String(record.row.id)) !== key) {
     throw new RecordCorrupt(`corrupt row: key ${key} does not hold the row it names`)
   }
   return { type, row: record.row, schema: record.schema }

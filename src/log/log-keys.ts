@@ -15,10 +15,19 @@
  *   t!<at:16>!<key>       the same key by commit time, so that expired keys are pruned in order (payload: the key)
  *   x!..., m!index!...    secondary index records and their state (index-keys.ts)
  */
+import { isCanonicalId, MAX_ID_DIGITS } from "../domain/ids.ts"
+
 export const eventKey = (seq: number) => `e!${String(seq).padStart(16, "0")}`
 export const EVENTS_START = "e!"
 export const EVENTS_END = "e!~"
-export const rowKey = (type: string, id: string) => `r!${type}!${id.padStart(12, "0")}`
+/**
+ * A row's key. Only a canonical id (domain/ids.ts) has one: padding "01" would reach row 1 under another name, so
+ * any other spelling is a defect of the caller (the surfaces refuse it before reading), thrown rather than aliased.
+ */
+export const rowKey = (type: string, id: string) => {
+  if (!isCanonicalId(id)) throw new Error(`no row key for the non-canonical id ${JSON.stringify(id.slice(0, 40))} of ${type}`)
+  return `r!${type}!${id.padStart(MAX_ID_DIGITS, "0")}`
+}
 export const typeOfRowKey = (key: string) => key.slice(2, key.lastIndexOf("!"))
 export const idOfRowKey = (key: string) => Number(key.slice(key.lastIndexOf("!") + 1))
 export const ROWS_START = "r!"

@@ -16,6 +16,7 @@
 import { Effect, Either } from "effect"
 import { streamKey } from "../domain/events.ts"
 import type { StoreError } from "../domain/errors.ts"
+import { isCanonicalId } from "../domain/ids.ts"
 import { batchedRange, decodeEvent, decodeRow, READ_BATCH } from "./level-records.ts"
 import type { Db, LevelDbShape } from "./level-db.ts"
 import * as K from "./log-keys.ts"
@@ -40,6 +41,14 @@ export interface VerifyReport {
 }
 
 const MAX_LISTED = 50
+
+/**
+ * The problem of an event naming a row by another spelling than its id's ("01" for 1): the row store and the log
+ * then disagree on which entity it changed. Earlier versions accepted such ids; the README says how to repair.
+ */
+export const nonCanonicalEvent = (seq: number, type: string, id: string) =>
+  `event ${seq}: ${type} ${JSON.stringify(id.length > 40 ? `${id.slice(0, 40)}…` : id)} is not a canonical id ` +
+  `(written by a writeonce that accepted other spellings of ids); see "Non-canonical ids in a log" in the README to repair`
 
 /** The problems a check finds, in the order found: the first MAX_LISTED listed, the rest only counted. */
 export const makeProblems = () => {
@@ -124,6 +133,7 @@ export const verifyStore = (h: LevelDbShape): Effect.Effect<VerifyReport, StoreE
       } catch (e) {
         return problem(describe(e))
       }
+      if (!isCanonicalId(event.id)) problem(nonCanonicalEvent(seq, event.type, String(event.id)))
       const entity = streamKey(event.type, event.id)
       const before = versions.get(entity)
       // Versions that lie in an accepted loss: the entity's events resume past it.

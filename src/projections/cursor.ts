@@ -8,6 +8,7 @@
  *  - `tools/list`: the index of the next tool, a bare number.
  */
 import { Option, Schema } from "effect"
+import { MAX_ID } from "../domain/ids.ts"
 import type { SortKey } from "./ordered-index.ts"
 
 /** A cursor codec for positions of one Schema. */
@@ -30,10 +31,16 @@ export const makeCursor = <A, I>(position: Schema.Schema<A, I>): CursorCodec<A> 
 // Finite: `1e400` parses to Infinity, which no row holds.
 const Scalar = Schema.Union(Schema.String, Schema.Finite, Schema.Boolean, Schema.Null)
 
+/**
+ * A row id a cursor carries: within the ids the store assigns (0: before the first), so that its decimal string
+ * is canonical (domain/ids.ts) and a row key can be built from it; a larger number is no cursor this server issued.
+ */
+const CursorId = Schema.Int.pipe(Schema.between(0, MAX_ID))
+
 /** Where a page of rows continues. */
 const RowPosition = makeCursor(Schema.Struct({
   t: Schema.String,
-  a: Schema.Int.pipe(Schema.nonNegative()),
+  a: CursorId,
   o: Schema.optional(Schema.String),
   k: Schema.optional(Scalar)
 }))
@@ -65,7 +72,7 @@ export const decodeCursor = (
 }
 
 /** `resources/list`: a phase (-1: the catalog's fixed entries; n: the n-th readable type's rows) and the last item in it. */
-export const ResourceCursor = makeCursor(Schema.Struct({ p: Schema.Int, a: Schema.Int }))
+export const ResourceCursor = makeCursor(Schema.Struct({ p: Schema.Int, a: Schema.Int.pipe(Schema.between(-1, MAX_ID)) }))
 
 /** `tools/list`: the index of the first tool of the next page. */
 export const ToolsCursor = makeCursor(Schema.Int.pipe(Schema.nonNegative()))

@@ -11,8 +11,9 @@
 import { Either } from "effect"
 import type { Row } from "../domain/catalog.ts"
 import type { CompiledApp } from "../domain/compile.ts"
-import type { ValidationFailed } from "../domain/errors.ts"
+import { ValidationFailed } from "../domain/errors.ts"
 import { fromQueryString, matchesAll, type Filter } from "../domain/list-request.ts"
+import { isCanonicalId } from "../domain/ids.ts"
 import { parseUri } from "../domain/uri.ts"
 
 export interface LiveQuery {
@@ -50,6 +51,11 @@ export interface HeldTopic {
 
 /** The topic a URI names; Left when it names a live query with a bad field or value (it could never notify). */
 export const topicOf = (catalog: CompiledApp, uri: string): Either.Either<Topic, ValidationFailed> => {
+  // Row events are published under the canonical id's URI: `wo://members/01` would subscribe to nothing, silently.
+  const row = parseUri(uri)
+  if (row?._tag === "Row" && !isCanonicalId(row.id)) {
+    return Either.left(new ValidationFailed({ type: row.type, issues: [{ path: ["uri"], message: `${row.id} is not an id: ids are written as the store assigns them, such as 1 or 42` }] }))
+  }
   const query = parseLiveQuery(catalog, uri)
   return query === undefined ? Either.right({ uri }) : Either.map(query, (q) => ({ uri, query: q }))
 }

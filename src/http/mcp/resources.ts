@@ -9,6 +9,7 @@
 import { Effect, Either, Option } from "effect"
 import type { CompiledApp, CompiledType } from "../../domain/compile.ts"
 import { fromQueryString } from "../../domain/list-request.ts"
+import { isCanonicalId } from "../../domain/ids.ts"
 import { listUriTemplate, parseUri, type ParsedUri, rowUri, rowUriTemplate, schemaUri, viewUri } from "../../domain/uri.ts"
 import { ResourceCursor } from "../../projections/cursor.ts"
 import type { QueriesShape } from "../../projections/queries.ts"
@@ -122,7 +123,8 @@ export const makeResources = (catalog: CompiledApp, { queries, views }: Resource
     let start = { p: -1, a: -1 }
     if (cursor !== undefined) {
       const pos = ResourceCursor.decode(cursor)
-      if (Option.isNone(pos) || pos.value.p < -1 || pos.value.p >= Math.max(readable.length, 1)) return undefined
+      // A row phase's position is a row id (0 or more); -1 only starts the catalog's fixed entries.
+      if (Option.isNone(pos) || pos.value.p < -1 || pos.value.p >= Math.max(readable.length, 1) || (pos.value.p >= 0 && pos.value.a < 0)) return undefined
       start = pos.value
     }
     const resources: Array<ResourceEntry> = []
@@ -154,7 +156,8 @@ export const makeResources = (catalog: CompiledApp, { queries, views }: Resource
         return Either.right(contents(uri, schemaText(type)))
       case "Row": {
         if (!type.mcp.has("get")) return Either.left(NOT_FOUND)
-        const row = queries.row(type.name, parsed.id)
+        // `wo://members/01` is not `wo://members/1`: another spelling of an id names no row.
+        const row = isCanonicalId(parsed.id) ? queries.row(type.name, parsed.id) : undefined
         return row === undefined ? Either.left(NOT_FOUND) : Either.right(contents(uri, JSON.stringify(row)))
       }
       case "List":

@@ -15,6 +15,7 @@ import { fromArguments } from "../../domain/list-request.ts"
 import type { Command, CommandsShape, Committed, ExecuteOptions } from "../../commands/commands.ts"
 import { noCancel } from "../../commands/group-commit.ts"
 import { NotFound } from "../../domain/errors.ts"
+import { isCanonicalId } from "../../domain/ids.ts"
 import type { QueriesShape } from "../../projections/queries.ts"
 import { ViewFailed, ViewRefolding, type ViewsShape } from "../../projections/views.ts"
 import { deletedBody, listBody, viewBody } from "../bodies.ts"
@@ -193,7 +194,7 @@ const CRUD: ReadonlyArray<Operation> = [
     output: (p) => p.row,
     read: ({ t }, queries) => {
       const onRead = { onFailure: failure, onSuccess: readRowResult }
-      const read = (id: string) => Effect.match(queries.get(t, id), onRead)
+      const read = (id: string) => Effect.match(isCanonicalId(id) ? queries.get(t, id) : Effect.fail(new NotFound({ type: t, id })), onRead)
       return (args) => {
         const id = plainId(args)
         return id !== undefined
@@ -204,7 +205,8 @@ const CRUD: ReadonlyArray<Operation> = [
     // The same answers as `read`: the row through the row cache, NotFound as its isError result.
     readNow: ({ t }, queries) => {
       const read = (id: string): ToolResult => {
-        const row = queries.row(t, id)
+        // Any other spelling of an id ("01") names no row: answered without reading the store.
+        const row = isCanonicalId(id) ? queries.row(t, id) : undefined
         return row === undefined ? failure(new NotFound({ type: t, id })) : readRowResult(row)
       }
       return (args) => {

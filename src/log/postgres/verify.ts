@@ -14,7 +14,8 @@
 import { Effect } from "effect"
 import type { StoreError } from "../../domain/errors.ts"
 import { streamKey } from "../../domain/events.ts"
-import { makeProblems, type VerifyReport } from "../verify.ts"
+import { isCanonicalId } from "../../domain/ids.ts"
+import { makeProblems, nonCanonicalEvent, type VerifyReport } from "../verify.ts"
 import type { PgConnectionShape } from "./connection.ts"
 import { decodeEvent, decodeRow, decodeStoredKey, decodeType, EVENT_COLUMNS, KEY_COLUMNS, ROW_COLUMNS, TYPE_COLUMNS } from "./records.ts"
 import { SCHEMA } from "./schema.ts"
@@ -56,6 +57,7 @@ export const verifyPostgresStore = (conn: PgConnectionShape): Effect.Effect<Veri
             problem(describe(e))
             continue
           }
+          if (!isCanonicalId(event.id)) problem(nonCanonicalEvent(seq, event.type, String(event.id)))
           const entity = streamKey(event.type, event.id)
           const before = versions.get(entity)
           if (before === -1) problem(`event ${seq}: ${entity} changes after its delete`)
