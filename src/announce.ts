@@ -25,13 +25,23 @@ export const connectionsLine = (settings: Pick<Settings, "maxConnections" | "max
   return `connections: at most ${settings.maxConnectionsPerClient} per client address (WO_MAX_CONNECTIONS_PER_CLIENT), ${settings.maxConnections} in all (WO_MAX_CONNECTIONS); open-file limit ${files.limit} (${files.source})`
 }
 
+/** A warning when WO_MAX_CONNECTIONS leaves no room below the open-file limit for the store and the rest. */
+export const connectionsWarning = (settings: Pick<Settings, "maxConnections">) => {
+  const files = fdLimit()
+  return settings.maxConnections < files.limit ? undefined
+    : `WO_MAX_CONNECTIONS=${settings.maxConnections} is not below the open-file limit ${files.limit}: once the files run out, new connections are reset with nothing logged, and the store may fail to open a file. Lower it, or raise the limit (ulimit -n)`
+}
+
 export const SHUTTING_DOWN = "shutting down: flushing the last batch and closing the store"
 
 export const announce = Layer.scopedDiscard(
   Effect.gen(function* () {
     const { url } = yield* HttpServer
     yield* announceServing(url, yield* Catalog, (yield* Rows).recovered)
-    yield* Effect.logInfo(connectionsLine(yield* WoConfig))
+    const settings = yield* WoConfig
+    yield* Effect.logInfo(connectionsLine(settings))
+    const warning = connectionsWarning(settings)
+    if (warning !== undefined) yield* Effect.logWarning(warning)
     yield* Effect.addFinalizer(() => Effect.logInfo(SHUTTING_DOWN))
   })
 )

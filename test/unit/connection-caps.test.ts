@@ -5,6 +5,7 @@
  */
 import { ConfigProvider, Effect } from "effect"
 import { describe, expect, it } from "vitest"
+import { connectionsLine, connectionsWarning } from "../../src/announce.ts"
 import { loadSettings } from "../../src/config.ts"
 import { fdLimit, parseProcLimits, UNLIMITED_FILES } from "../../src/fd-limit.ts"
 import { connectionCapsFor, ConnectionTable, makeRateLimitedLog } from "../../src/http/connection-caps.ts"
@@ -142,6 +143,15 @@ describe("WO_MAX_CONNECTIONS and WO_MAX_CONNECTIONS_PER_CLIENT", () => {
     expect(await caps({})).toEqual([derived.total, derived.perClient])
     expect(await caps({ WO_MAX_CONNECTIONS: "100" })).toEqual([100, 50])
     expect(await caps({ WO_MAX_CONNECTIONS: "100", WO_MAX_CONNECTIONS_PER_CLIENT: "7" })).toEqual([100, 7])
+  })
+
+  it("are logged at start with the open-file limit, with a warning when the total leaves no room below it", () => {
+    const files = fdLimit().limit
+    expect(connectionsLine({ maxConnections: 100, maxConnectionsPerClient: 7 })).toBe(
+      `connections: at most 7 per client address (WO_MAX_CONNECTIONS_PER_CLIENT), 100 in all (WO_MAX_CONNECTIONS); open-file limit ${files} (${fdLimit().source})`
+    )
+    expect(connectionsWarning({ maxConnections: connectionCapsFor(files).total })).toBeUndefined()
+    expect(connectionsWarning({ maxConnections: files })).toMatch(new RegExp(`^WO_MAX_CONNECTIONS=${files} is not below the open-file limit ${files}`))
   })
 
   it("refuse a value that is not a positive integer", async () => {
