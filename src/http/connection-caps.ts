@@ -57,8 +57,9 @@ interface Entry {
  * from the moment it opens until its first request is read. Waiting for the request timeout instead
  * (`WO_REQUEST_TIMEOUT_MS`, 30 s by default) would refuse every fresh client for that long while the process is at
  * its cap. Closing such a connection loses no work (nothing of it has been handled), and a real client retries on
- * a new connection as it does when a keep-alive connection is closed. Since a connection goes to the back of the
- * set each time it answers a request, the first ones closed are those that never sent one.
+ * a new connection as it does when a keep-alive connection is closed. A connection goes to the back of the set
+ * each time it answers a request, so one that never sent a request is closed before every connection that was
+ * answered after it opened, and a fresh client's connection, the newest, is the last one closed.
  */
 export class ConnectionTable<C> {
   private readonly byAddress = new Map<string, number>()
