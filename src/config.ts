@@ -3,6 +3,8 @@
  * default and is listed in the README.
  */
 import { Config, ConfigError, Context, Effect, Either, Layer, Option } from "effect"
+import { fdLimit } from "./fd-limit.ts"
+import { connectionCapsFor } from "./http/connection-caps.ts"
 
 export interface Settings {
   /** Where to listen. `WO_LISTEN`, default 127.0.0.1:8080 (loopback: see the MCP DNS-rebinding rules). */
@@ -102,6 +104,17 @@ export interface Settings {
    * default 10000; one is stored at shutdown too): the most a node starting later folds past the last snapshot.
    */
   readonly viewSnapshotEvery: number
+  /**
+   * Most open HTTP connections from one client address (`WO_MAX_CONNECTIONS_PER_CLIENT`; default half of
+   * `maxConnections`); past it a new connection is closed at once, with a rate-limited warning.
+   */
+  readonly maxConnectionsPerClient: number
+  /**
+   * Most open HTTP connections in all (`WO_MAX_CONNECTIONS`; default the process's open-file limit less a quarter
+   * of it, at least 64 and at most 1024 files, kept for the store and the rest). At it, the connection idle longest
+   * is closed to make room for a new one; with none idle, the new one is closed.
+   */
+  readonly maxConnections: number
 }
 
 /** The default of `viewSnapshotEvery` (WO_VIEW_SNAPSHOT_EVERY). */
@@ -188,6 +201,18 @@ const durationMs = (name: string, fallbackMs: number) =>
     }))
   )
 
+/** WO_MAX_CONNECTIONS and WO_MAX_CONNECTIONS_PER_CLIENT; the defaults follow the open-file limit (src/fd-limit.ts). */
+const connectionCaps = (d: Partial<Settings>) =>
+  Effect.gen(function* () {
+    const derived = (total?: number) => connectionCapsFor(fdLimit().limit, total)
+    const maxConnections = yield* positiveInt("WO_MAX_CONNECTIONS", d.maxConnections ?? derived().total)
+    const maxConnectionsPerClient = yield* positiveInt(
+      "WO_MAX_CONNECTIONS_PER_CLIENT",
+      d.maxConnectionsPerClient ?? derived(maxConnections).perClient
+    )
+    return { maxConnections, maxConnectionsPerClient }
+  })
+
 /** The settings the environment sets, each falling back to `d` and then to writeonce's default. */
 const fromEnvironment = (d: Partial<Settings>) =>
   Effect.gen(function* () {
@@ -231,7 +256,8 @@ const fromEnvironment = (d: Partial<Settings>) =>
       metrics: yield* onOff("WO_METRICS", d.metrics ?? true),
       readyMaxLag: yield* positiveInt("WO_READY_MAX_LAG", d.readyMaxLag ?? 1000),
       storeTimeoutMs: yield* durationMs("WO_STORE_TIMEOUT", d.storeTimeoutMs ?? STORE_TIMEOUT_MS),
-      viewSnapshotEvery: yield* positiveInt("WO_VIEW_SNAPSHOT_EVERY", d.viewSnapshotEvery ?? VIEW_SNAPSHOT_EVERY)
+      viewSnapshotEvery: yield* positiveInt("WO_VIEW_SNAPSHOT_EVERY", d.viewSnapshotEvery ?? VIEW_SNAPSHOT_EVERY),
+      ...(yield* connectionCaps(d))
     }
     return settings
   })
@@ -244,7 +270,8 @@ const KNOWN_KEYS: ReadonlySet<string> = new Set(Object.keys({
   maxSubscriptions: true, maxUriLength: true, maxSubscriptionBytes: true, maxJsonDepth: true,
   maxListensPerClient: true, maxListenStreams: true, streamMemory: true, maxEventTailsPerClient: true,
   maxEventTails: true, authToken: true, insecure: true, acceptDataLoss: true, recordFile: true,
-  idempotencyTtlMs: true, store: true, metrics: true, readyMaxLag: true, storeTimeoutMs: true, viewSnapshotEvery: true, catalogReloads: true
+  idempotencyTtlMs: true, store: true, metrics: true, readyMaxLag: true, storeTimeoutMs: true, viewSnapshotEvery: true, catalogReloads: true,
+  maxConnectionsPerClient: true, maxConnections: true
 } satisfies Record<keyof SettingsInput, true>))
 
 /** `input` as Settings fields: an unknown key or a malformed `listen` is a ConfigError naming it. */

@@ -32,6 +32,8 @@ export interface SpawnOptions {
   readonly outputLimit?: number
   /** Echo the child's stderr as it comes (default: it is only kept). */
   readonly inheritStderr?: boolean
+  /** Run the child under `ulimit -n <fdLimit>` (through bash, which then execs node: the pid is node's). */
+  readonly fdLimit?: number
 }
 
 export interface Spawned {
@@ -80,7 +82,11 @@ const keepTail = (limit: number | undefined) => {
 export const spawnNode = (entry: string, args: ReadonlyArray<string>, options: SpawnOptions): Promise<Spawned> =>
   new Promise((resolve, reject) => {
     const tsx = options.importTsx ? ["--import", "tsx"] : []
-    const child = spawn(process.execPath, [...(options.nodeArgs ?? []), ...tsx, entry, ...args], {
+    const argv = [...(options.nodeArgs ?? []), ...tsx, entry, ...args]
+    const [file, fileArgs] = options.fdLimit === undefined
+      ? [process.execPath, argv]
+      : ["bash", ["-c", `ulimit -n ${Math.floor(options.fdLimit)} && exec "$0" "$@"`, process.execPath, ...argv]]
+    const child = spawn(file, fileArgs, {
       cwd: ROOT,
       env: environment(options.env),
       stdio: ["ignore", "pipe", "pipe"]

@@ -5,7 +5,7 @@
  */
 import { Cause, Data, Effect, Exit, Fiber, Runtime, RuntimeFlags, Scope, Stream } from "effect"
 import * as http from "node:http"
-import type { AddressInfo } from "node:net"
+import type * as net from "node:net"
 import { errorJson, type EdgeRequest, type EdgeResponse } from "./edge-types.ts"
 import { edgeError } from "./edge-error.ts"
 import type { CloseReason, PushSink } from "./push-sink.ts"
@@ -14,6 +14,7 @@ import { isJsonContentType } from "./json-body.ts"
 import { JsonScan } from "./json-scan.ts"
 import { longWork } from "../turnstile.ts"
 import { makeStreamHub, type StreamHub } from "./stream-hub.ts"
+import { capConnections, type ConnectionTable } from "./connection-caps.ts"
 
 /** The port could not be bound (in use, no permission). */
 export class ListenError extends Data.TaggedError("ListenError")<{ readonly message: string }> {}
@@ -33,6 +34,12 @@ export interface EdgeOptions {
   readonly streamMemory?: number
   /** Tried before the handler: the requests it takes run without a fiber (see DirectRoute). */
   readonly direct?: DirectRoute
+  /**
+   * Most open connections per client address and in all (WO_MAX_CONNECTIONS_PER_CLIENT, WO_MAX_CONNECTIONS; see
+   * connection-caps.ts). Unset (an edge started by a test): no caps.
+   */
+  readonly maxConnectionsPerClient?: number
+  readonly maxConnections?: number
 }
 
 export type EdgeHandler<R> = (request: EdgeRequest) => Effect.Effect<EdgeResponse, never, R>
@@ -52,10 +59,12 @@ export interface DirectRespond {
 
 export interface RunningEdge {
   readonly url: string
-  readonly address: AddressInfo
+  readonly address: net.AddressInfo
   readonly server: http.Server
   /** The push streams' machinery: their memory budget and heartbeat (for stats and tests). */
   readonly streams: StreamHub
+  /** The open connections as the caps count them, when capped (for stats and tests). */
+  readonly connections?: ConnectionTable<net.Socket>
 }
 
 type Buffered = Extract<EdgeResponse, { _tag: "Buffered" }>
@@ -335,6 +344,7 @@ export const startEdge = <R>(handler: EdgeHandler<R>, options: EdgeOptions) =>
       connectionsCheckingInterval: Math.max(100, Math.min(1_000, options.requestTimeoutMs / 4)),
       keepAliveTimeout: 5_000
     }, (req, res) => {
+      connections?.requestStarted(req, res)
       const declared = Number(req.headers["content-length"] ?? 0)
       if (declared > options.bodyLimit) {
         writeBuffered(res, tooLarge(req.url, options.bodyLimit))
@@ -388,13 +398,20 @@ export const startEdge = <R>(handler: EdgeHandler<R>, options: EdgeOptions) =>
       })
       req.on("error", () => res.destroy())
     })
+    // The request listener above first runs once the server listens, after this is set.
+    const connections = options.maxConnections === undefined && options.maxConnectionsPerClient === undefined
+      ? undefined
+      : capConnections(server, {
+        total: options.maxConnections ?? Number.MAX_SAFE_INTEGER,
+        perClient: options.maxConnectionsPerClient ?? Number.MAX_SAFE_INTEGER
+      }, (line) => runFork(Effect.logWarning(line)))
 
     yield* Effect.async<void, ListenError>((resume) => {
       server.once("error", (e) =>
         resume(Effect.fail(new ListenError({ message: `cannot listen on ${options.host}:${options.port}: ${e.message}` }))))
       server.listen(options.port, options.host, () => resume(Effect.void))
     })
-    const address = server.address() as AddressInfo
+    const address = server.address() as net.AddressInfo
     const hostPart = address.family === "IPv6" ? `[${address.address}]` : address.address
 
     yield* Effect.addFinalizer(() =>
@@ -407,7 +424,8 @@ export const startEdge = <R>(handler: EdgeHandler<R>, options: EdgeOptions) =>
         for (const cancel of directInFlight) cancel()
         for (const fiber of inFlight) yield* Fiber.interrupt(fiber)
         server.closeAllConnections()
+        connections?.close()
       }))
 
-    return { url: `http://${hostPart}:${address.port}`, address, server, streams: hub } satisfies RunningEdge
+    return { url: `http://${hostPart}:${address.port}`, address, server, streams: hub, connections: connections?.table } satisfies RunningEdge
   })
