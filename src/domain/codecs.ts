@@ -325,10 +325,16 @@ export const opaqueFieldsCopier = (fields: Schema.Struct.Fields): ((u: Fields) =
     }
   }
   if (names.length === 0) return undefined
+  // Fields such as Schema.Date reach a declared type but store a string: nothing to copy, no spread either.
   return (u) => {
-    const out: Fields = { ...u }
-    for (const name of names) if (Object.hasOwn(out, name)) out[name] = copyData(out[name])
-    return out
+    let out: Fields | undefined
+    for (const name of names) {
+      const value = u[name]
+      if (typeof value !== "object" || value === null || !Object.hasOwn(u, name)) continue
+      out ??= { ...u }
+      out[name] = copyData(value)
+    }
+    return out ?? u
   }
 }
 

@@ -113,6 +113,14 @@ describe("the decode user code sees", () => {
     expect(stored).toEqual(storedFields())
   })
 
+  it("a field that reaches a declared type but stores a string (Schema.Date) still decodes to its type", () => {
+    const dated = Either.getOrThrow(compileApp(defineApp({ name: "d", entities: { events: entity({ fields: { when: Schema.Date, meta: Schema.Unknown } }) } })))
+    const decoded = dated.types.get("events")!.decodeStored({ when: "2020-01-02T00:00:00.000Z", meta: null })
+    expect(decoded.when).toBeInstanceOf(Date)
+    expect((decoded.when as Date).toISOString()).toBe("2020-01-02T00:00:00.000Z")
+    expect(decoded.meta).toBeNull()
+  })
+
   it("copyData copies plain data deeply, keeps an own __proto__ key a key, and keeps class instances", () => {
     const input = JSON.parse('{"a":[{"b":1}],"__proto__":{"polluted":true}}')
     const copy = copyData(input) as Loose
