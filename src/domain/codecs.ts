@@ -251,3 +251,100 @@ export const patchCodecs = (fields: Schema.Struct.Fields) => {
       run(u, (codec, key, value) => (value === undefined ? undefined : codec.encode({ [key]: value })))
   }
 }
+
+/**
+ * Whether decoding a value of `ast` can hand back objects of its input by reference. Schema's decode builds new
+ * structs, records and arrays, but `Unknown`, `Any`, `object` and declared types (`instanceOf`, ...) answer their
+ * input itself, with everything nested under it. A transformation is counted on both sides (its decode may pass
+ * its input through).
+ */
+export const reachesOpaque = (ast: SchemaAST.AST, seen: Set<SchemaAST.AST> = new Set()): boolean => {
+  if (seen.has(ast)) return false
+  seen.add(ast)
+  switch (ast._tag) {
+    case "UnknownKeyword":
+    case "AnyKeyword":
+    case "ObjectKeyword":
+    case "Declaration":
+      return true
+    case "Refinement":
+      return reachesOpaque(ast.from, seen)
+    case "Transformation":
+      return reachesOpaque(ast.from, seen) || reachesOpaque(ast.to, seen)
+    case "Suspend":
+      return reachesOpaque(ast.f(), seen)
+    case "Union":
+      return ast.types.some((t) => reachesOpaque(t, seen))
+    case "TupleType":
+      return ast.elements.some((e) => reachesOpaque(e.type, seen)) || ast.rest.some((r) => reachesOpaque(r.type, seen))
+    case "TypeLiteral":
+      return ast.propertySignatures.some((p) => reachesOpaque(p.type, seen)) || ast.indexSignatures.some((i) => reachesOpaque(i.type, seen))
+    default:
+      return false
+  }
+}
+
+/**
+ * A deep copy of plain data: arrays and plain objects are copied, anything else (scalars, and objects of a class,
+ * which JSON data never holds) is kept as it is. Each object is copied by a spread, then its object values in turn:
+ * about twice as fast as a key-by-key copy on a row and an event, and ten times as fast as `structuredClone` (a
+ * view's evolve gets a copy of every change it folds). A spread keeps an own `__proto__` key a key, and an own
+ * key shadows the setter of that name, so the assignment below never sets a prototype.
+ */
+export const copyData = (value: unknown): unknown => {
+  if (typeof value !== "object" || value === null) return value
+  if (Array.isArray(value)) {
+    const n = value.length
+    const out: Array<unknown> = new Array(n)
+    for (let i = 0; i < n; i++) out[i] = copyData(value[i])
+    return out
+  }
+  const proto = Object.getPrototypeOf(value)
+  if (proto !== Object.prototype && proto !== null) return value
+  const out: Fields = { ...(value as Fields) }
+  for (const key in out) {
+    if (!Object.hasOwn(out, key)) continue
+    const item = out[key]
+    if (typeof item === "object" && item !== null) out[key] = copyData(item)
+  }
+  return out
+}
+
+/**
+ * Copies the fields whose decode would hand user code the stored objects themselves (`reachesOpaque`): a shallow
+ * copy of `fields` with those fields deep-copied. Undefined when the struct has none, so that a type without such
+ * fields pays nothing (the hot path: its decode already copies everything).
+ */
+export const opaqueFieldsCopier = (fields: Schema.Struct.Fields): ((u: Fields) => Fields) | undefined => {
+  const names: Array<string> = []
+  for (const [name, field] of Object.entries(fields)) {
+    try {
+      if (reachesOpaque(Schema.Struct({ [name]: field }).ast)) names.push(name)
+    } catch {
+      // not a schema: compile reports that
+    }
+  }
+  if (names.length === 0) return undefined
+  // Fields such as Schema.Date reach a declared type but store a string: nothing to copy, no spread either.
+  return (u) => {
+    let out: Fields | undefined
+    for (const name of names) {
+      const value = u[name]
+      if (typeof value !== "object" || value === null || !Object.hasOwn(u, name)) continue
+      out ??= { ...u }
+      out[name] = copyData(value)
+    }
+    return out ?? u
+  }
+}
+
+/**
+ * Stored (encoded) fields to the typed values user code sees, as a copy of its own: the fields whose decode would
+ * pass stored objects through are copied first (`opaqueFieldsCopier`), so that what user code changes in place is
+ * never the writer's row or event.
+ */
+export const storedDecoder = (struct: DataSchema, fields: Schema.Struct.Fields): ((u: unknown) => Fields) => {
+  const decode = Schema.decodeUnknownSync(struct)
+  const copy = opaqueFieldsCopier(fields)
+  return copy === undefined ? decode : (u) => decode(typeof u === "object" && u !== null ? copy(u as Fields) : u)
+}

@@ -47,7 +47,7 @@ const contextFor = (app: CompiledApp, rows: RowLookup): CommandContext<any> => (
     if (t === undefined) throw new Error(`ctx.get: the app declares no type ${JSON.stringify(type)}`)
     const row = rows(type, String(id))
     if (row === undefined) return undefined
-    // As a method sees its row: the stored fields decoded, with the row's id and version.
+    // As a method sees its row: the stored fields decoded (a copy of its own: decodeStored), with the row's id and version.
     const { id: rowId, version, ...stored } = row
     return { id: rowId, version, ...t.decodeStored(stored) } as never
   },
@@ -98,7 +98,8 @@ export const planCommand = (
   params: Record<string, unknown>,
   rows: RowLookup
 ): Either.Either<ReadonlyArray<PlannedChange>, CommandError | UserCodeFailure> => {
-  const returned = runUserCode(() => command.decide(contextFor(app, rows), params))
+  const copyParams = command.copyParams
+  const returned = runUserCode(() => command.decide(contextFor(app, rows), copyParams === undefined ? params : copyParams(params)))
   if (Either.isLeft(returned)) return Either.left(returned.left)
   // Reading what decide returned is reading user data: a getter or a Proxy may throw here too.
   const planned = runUserCode((): Either.Either<ReadonlyArray<PlannedChange>, CommandError | UserCodeFailure> => {

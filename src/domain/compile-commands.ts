@@ -4,7 +4,7 @@
  */
 import { Either, Schema } from "effect"
 import type { AppDef, CommandDef } from "./catalog.ts"
-import { asData, typedDecoder, type InputDecoder } from "./codecs.ts"
+import { asData, opaqueFieldsCopier, typedDecoder, type InputDecoder } from "./codecs.ts"
 import type { FieldIssue } from "./errors.ts"
 import { toJsonSchema, type JsonSchema } from "./json-schema.ts"
 import { refFields } from "./rules.ts"
@@ -20,6 +20,11 @@ export interface CompiledCommand {
   readonly decide: CommandDef["decide"]
   /** The params as a client sends them, decoded to the values `decide` sees; unknown keys refused. */
   readonly decodeParams: InputDecoder
+  /**
+   * A copy of decoded params for `decide`, for params whose decode passes objects through (`Unknown`, ...): a command
+   * decided again (a shared log) must see the params the client sent. Undefined when the decode copies everything.
+   */
+  readonly copyParams?: (params: Record<string, unknown>) => Record<string, unknown>
   readonly paramsJsonSchema: JsonSchema
   /** Params that reference rows: param -> referenced type. */
   readonly refs: ReadonlyMap<string, string>
@@ -79,11 +84,13 @@ export const compileCommands = (
       continue
     }
     const rest = def.rest ?? true
+    const copyParams = opaqueFieldsCopier(params as Schema.Struct.Fields)
     commands.set(name, {
       name,
       ...(def.description === undefined ? {} : { description: def.description }),
       decide: def.decide,
       decodeParams: typedDecoder(asData(struct)),
+      ...(copyParams === undefined ? {} : { copyParams }),
       paramsJsonSchema,
       refs: refFields(params as Schema.Struct.Fields),
       rest,

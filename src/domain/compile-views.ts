@@ -4,7 +4,7 @@
  */
 import { Either, Schema } from "effect"
 import { CRUD_OPS, type AppDef, type ViewChange, type ViewDef } from "./catalog.ts"
-import { issuesOf } from "./codecs.ts"
+import { copyData, issuesOf } from "./codecs.ts"
 import type { EventKind, StoredEvent } from "./events.ts"
 import { toJsonSchema, type JsonSchema } from "./json-schema.ts"
 import { describeThrown, issuesText, plainJson } from "./user-code.ts"
@@ -25,7 +25,10 @@ export interface CompiledView {
   readonly on: Readonly<Record<string, ReadonlyArray<string>>>
   /** Whether it folds this event (its type, and its kind or method). */
   readonly folds: (event: StoredEvent) => boolean
-  /** User code: callers run it isolated (domain/user-code.ts). */
+  /**
+   * User code: callers run it isolated (domain/user-code.ts). It gets a copy of the change (`changeCopy`): its state
+   * is its own, but the event is the log's and the rows are the served ones.
+   */
   readonly evolve: (state: unknown, change: ViewChange) => unknown
   /** The typed value to its JSON text; Left: why it does not fit the schema or is not plain JSON data. Never throws. */
   readonly encode: (state: unknown) => Either.Either<string, string>
@@ -127,6 +130,7 @@ export const compileViews = (
       const names = folded.get(event.type)
       return names !== undefined && (names.has(event.kind) || (event.method !== undefined && names.has(event.method)))
     }
+    const evolve = def.evolve
     views.set(name, {
       name,
       ...(def.description === undefined ? {} : { description: def.description }),
@@ -135,7 +139,7 @@ export const compileViews = (
       types: new Set(folded.keys()),
       on: Object.fromEntries([...folded].map(([type, names]) => [type, [...names]])),
       folds,
-      evolve: def.evolve,
+      evolve: (state, change) => evolve(state, changeCopy(change)),
       encode,
       decode,
       declaration: JSON.stringify({
@@ -148,6 +152,16 @@ export const compileViews = (
   }
   return views
 }
+
+/**
+ * A copy of a change for one evolve: evolve changing its event or rows in place must change neither what the log
+ * stores (views are folded before their batch is written) nor the rows served, nor what the next view sees.
+ */
+const changeCopy = (change: ViewChange): ViewChange => ({
+  event: copyData(change.event) as StoredEvent,
+  before: copyData(change.before) as ViewChange["before"],
+  after: copyData(change.after) as ViewChange["after"]
+})
 
 /** The tool names the types generate (CRUD and methods), so a view's tool cannot shadow one. */
 export const typeToolNames = (typeMethods: ReadonlyMap<string, ReadonlySet<string>>): ReadonlySet<string> =>

@@ -4,7 +4,7 @@
  */
 import { Either, Schema } from "effect"
 import { CRUD_OPS, type AppDef, type MethodSpec } from "./catalog.ts"
-import { asData, patchCodecs, rowNormaliser, storableDecoder, typedDecoder, type InputDecoder } from "./codecs.ts"
+import { asData, opaqueFieldsCopier, patchCodecs, rowNormaliser, storableDecoder, storedDecoder, typedDecoder, type InputDecoder } from "./codecs.ts"
 import { CatalogError, type FieldIssue } from "./errors.ts"
 import { filterableFields, type FilterableField } from "./filterable.ts"
 import { compileIndexes } from "./indexes.ts"
@@ -26,6 +26,11 @@ export interface CompiledMethod {
   readonly description?: string
   readonly spec: MethodSpec<any, any>
   readonly decodeParams: InputDecoder
+  /**
+   * A copy of decoded params for `apply`, for params whose decode passes objects through (`Unknown`, ...): the event
+   * stores the params, so `apply` must not change them. Undefined when the decode already copies everything.
+   */
+  readonly copyParams?: (params: Record<string, unknown>) => Record<string, unknown>
   readonly paramsJsonSchema: JsonSchema
 }
 
@@ -38,7 +43,7 @@ export interface CompiledType {
   readonly decodeCreate: InputDecoder
   /** Decodes a partial update (unknown keys rejected) into encoded fields. */
   readonly decodePatch: InputDecoder
-  /** Stored (encoded) fields to the typed values a method sees. */
+  /** Stored (encoded) fields to the typed values user code sees: a copy of its own, nothing shared with the row. */
   readonly decodeStored: (u: unknown) => Record<string, unknown>
   /** A method's typed change back to encoded fields; fails when the method broke the type's rules. */
   readonly encodePatch: (u: unknown) => Either.Either<Record<string, unknown>, ReadonlyArray<FieldIssue>>
@@ -113,11 +118,13 @@ export const compileApp = (app: AppDef): Either.Either<CompiledApp, CatalogError
         if (RESERVED_PARAMS.has(p)) problems.push(`type "${name}", method "${mname}", param "${p}": the name is reserved`)
       }
       const paramsStruct = Schema.Struct(params)
+      const copyParams = opaqueFieldsCopier(params)
       methods.set(mname, {
         name: mname,
         description: spec?.description,
         spec,
         decodeParams: typedDecoder(asData(paramsStruct)),
+        ...(copyParams === undefined ? {} : { copyParams }),
         paramsJsonSchema: jsonSchemaOrProblem(paramsStruct, `type "${name}", method "${mname}" params`, problems)
       })
     }
@@ -150,7 +157,7 @@ export const compileApp = (app: AppDef): Either.Either<CompiledApp, CatalogError
       struct,
       decodeCreate: storableDecoder(data),
       decodePatch,
-      decodeStored: Schema.decodeUnknownSync(data),
+      decodeStored: storedDecoder(data, fields),
       encodePatch,
       normalise: rowNormaliser(data),
       version,

@@ -36,7 +36,9 @@ const applyMethod = (
   row: Row,
   params: Record<string, unknown>
 ): Either.Either<Record<string, unknown>, Rejected | UserCodeFailure> => {
-  const applied = runUserCode(() => method.spec.apply(row as never, params))
+  // `row` is a copy of its own (decodedRow); the params are the event's, so apply gets a copy where their decode shares objects.
+  const copyParams = method.copyParams
+  const applied = runUserCode(() => method.spec.apply(row as never, copyParams === undefined ? params : copyParams(params)))
   if (Either.isLeft(applied)) return Either.left(applied.left)
   const returned = (issues: ReadonlyArray<FieldIssue>) =>
     userCodeFailure(`it returned ${issuesText(issues)}`)

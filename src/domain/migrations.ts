@@ -7,6 +7,7 @@
 import { Data } from "effect"
 import type { EntityDef, Migration } from "./catalog.ts"
 import type { FieldIssue } from "./errors.ts"
+import { copyData } from "./codecs.ts"
 import { issuesText, plainData, runUserCode } from "./user-code.ts"
 
 /** Rename a field, when present: `migrations: { 2: renameField("title", "headline") }`. */
@@ -81,8 +82,11 @@ export const compileMigrations = (type: string, def: EntityDef, problems: Array<
   return {
     version,
     upcast: (fields, from, fits) => {
-      let out = fields
-      for (let v = Math.max(from, 1) + 1; v <= version; v++) {
+      const first = Math.max(from, 1) + 1
+      // The first migration gets a copy: the fields are the event or row as read, which other readers share
+      // (each later migration gets the copy of the one before).
+      let out = first <= version ? (copyData(fields) as Record<string, unknown>) : fields
+      for (let v = first; v <= version; v++) {
         // User code: what it throws is described; what it returns is copied as plain JSON data (no NaN,
         // which JSON would store as null, no BigInt, cycle or getter) or refused naming the field.
         const step = steps[v]
