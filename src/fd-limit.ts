@@ -51,3 +51,15 @@ let known: FdLimit | undefined
 
 /** The soft open-file limit, read at the first call and remembered (it does not change while the process runs). */
 export const fdLimit = (): FdLimit => (known ??= read())
+
+/**
+ * Files kept for what else the process opens besides connections (the store's files, PostgreSQL connections, a
+ * backup's copies, stdio): a quarter of the limit, at least 64 and at most 1024.
+ */
+export const reservedFiles = (files: number) => Math.min(1024, Math.max(64, Math.ceil(files / 4)))
+
+/**
+ * The table files LevelDB may keep open (its `maxOpenFiles`, 1000 by default): at most half the reserved files, so
+ * that a large store and a full set of connections together stay below the process's limit.
+ */
+export const storeOpenFiles = (files: number) => Math.min(1000, Math.max(32, Math.floor(reservedFiles(files) / 2)))

@@ -16,6 +16,7 @@
  */
 import type * as http from "node:http"
 import type * as net from "node:net"
+import { reservedFiles } from "../fd-limit.ts"
 
 export interface ConnectionCaps {
   /** Most connections one client address may hold open. */
@@ -24,11 +25,6 @@ export interface ConnectionCaps {
   readonly total: number
 }
 
-/**
- * Files kept for what else the process opens (the store's files, PostgreSQL connections, a backup's copies,
- * stdio): a quarter of the limit, at least 64 and at most 1024.
- */
-const reservedFiles = (files: number) => Math.min(1024, Math.max(64, Math.ceil(files / 4)))
 
 /**
  * The default caps for a process that may open `files` files (or, given `total`, for that total): all the files

@@ -16,6 +16,7 @@ import { ClassicLevel } from "classic-level"
 import { Context, Effect, Layer } from "effect"
 import * as fs from "node:fs"
 import * as path from "node:path"
+import { fdLimit, storeOpenFiles } from "../fd-limit.ts"
 import { DataCorrupt, isStoreError, StoreFailed, type StoreError } from "../domain/errors.ts"
 import { prepareDataDir } from "./data-dir.ts"
 import { silentWalDamage } from "./wal-check.ts"
@@ -154,7 +155,7 @@ const openChecked = async (dir: string, options: OpenOptions, afterFailedWrite: 
   // Evidence for the acknowledged-head check (classic-level-log.ts), which can only run once the store is open.
   if (options.holdWriteAheadLogs && !afterFailedWrite) holdWriteAheadLogs(dir)
   const db: Db = new ClassicLevel(dir, { keyEncoding: "utf8", valueEncoding: "utf8" })
-  await db.open({ createIfMissing })
+  await db.open({ createIfMissing, maxOpenFiles: storeOpenFiles(fdLimit().limit) })
   const dropped = [...silent, ...readLog(dir).split("\n").filter((line) => DROPPED.test(line))]
   if (dropped.length === 0) {
     if (options.acceptDataLoss && keep) fs.rmSync(marker, { force: true })

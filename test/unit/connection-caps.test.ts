@@ -7,7 +7,7 @@ import { ConfigProvider, Effect } from "effect"
 import { describe, expect, it } from "vitest"
 import { connectionsLine, connectionsWarning } from "../../src/announce.ts"
 import { loadSettings } from "../../src/config.ts"
-import { fdLimit, parseProcLimits, UNLIMITED_FILES } from "../../src/fd-limit.ts"
+import { fdLimit, parseProcLimits, storeOpenFiles, UNLIMITED_FILES } from "../../src/fd-limit.ts"
 import { connectionCapsFor, ConnectionTable, makeRateLimitedLog } from "../../src/http/connection-caps.ts"
 import { waitFor } from "../../testkit/wait.ts"
 
@@ -115,6 +115,17 @@ describe("the default caps", () => {
     expect(connectionCapsFor(20_000)).toEqual({ total: 18_976, perClient: 9488 })
     expect(connectionCapsFor(50)).toEqual({ total: 8, perClient: 4 })
     expect(connectionCapsFor(1024, 100)).toEqual({ total: 100, perClient: 50 })
+  })
+
+  it("leave LevelDB's table files within the reserve, so a full set of connections and a large store fit the limit", () => {
+    for (const files of [256, 1024, 4096, 20_000, UNLIMITED_FILES]) {
+      const store = storeOpenFiles(files)
+      expect(store).toBeGreaterThanOrEqual(32)
+      expect(store).toBeLessThanOrEqual(1000)
+      // Half the reserve stays for the rest: PostgreSQL connections, a backup's copies, stdio, the log files.
+      expect(connectionCapsFor(files).total + 2 * store).toBeLessThanOrEqual(files)
+    }
+    expect(storeOpenFiles(1024)).toBe(128)
   })
 
   it("read the soft limit from /proc/self/limits", () => {
