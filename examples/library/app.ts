@@ -7,6 +7,9 @@
 import { Schema } from "effect"
 import { defineApp, entity, ref, reject, view } from "writeonce"
 
+/** More copies of one book than any library holds: a request past it is a mistake, refused before the sum overflows. */
+const MAX_COPIES = 1_000_000
+
 const books = entity({
   description: "A book the library owns: how many copies, and how many are on the shelf.",
   fields: {
@@ -27,7 +30,10 @@ const books = entity({
     add_copies: {
       description: "Add copies of the book to the shelf.",
       params: { n: Schema.Int.pipe(Schema.positive()) },
-      apply: (book, { n }) => ({ copies: book.copies + n, available: book.available + n })
+      apply: (book, { n }) =>
+        book.copies + n > MAX_COPIES
+          ? reject("too_many_copies", `a book has at most ${MAX_COPIES} copies: it has ${book.copies}, and ${n} more is too many`)
+          : { copies: book.copies + n, available: book.available + n }
     },
     check_out: {
       description: "Take one copy off the shelf.",

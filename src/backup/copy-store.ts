@@ -13,7 +13,8 @@
  *
  * The copy is built under a temporary name beside `dest`, opened once (LevelDB replays its write-ahead log;
  * an open that drops anything fails the backup), and renamed into place once whole and durable: a `dest` that
- * exists is always a finished backup. Beside LevelDB's files it holds:
+ * exists is always a finished backup; the temporary copies a killed backup leaves are removed by the next one
+ * (leftovers.ts). Beside LevelDB's files it holds:
  * - `WO-ACKED` (acked-head.ts) claiming exactly the seq it holds: a server started on it finds every acknowledged
  *   seq there and reports no lost writes;
  * - `WO-ACCEPTED-LOSS`, if the source has one (losses accepted earlier, which `wo verify` reads as accepted);
@@ -28,6 +29,8 @@ import { openAckedHead } from "../log/acked-head.ts"
 import { openDb, storeError } from "../log/level-db.ts"
 import * as K from "../log/log-keys.ts"
 import { unseal } from "../log/record.ts"
+import { checkBackupDestination } from "./destination.ts"
+import { removeLeftoverCopies, startPartial } from "./leftovers.ts"
 import { copyPinned, pinFiles, type PinnedFile } from "./pin-files.ts"
 
 export const BACKUP_FILE = "WO-BACKUP"
@@ -44,22 +47,6 @@ export interface BackupInfo {
   /** How long the writes were held, and the whole backup. */
   readonly heldMillis: number
   readonly millis: number
-}
-
-/** Why `dest` cannot receive a backup (or a restore), or undefined: it must be absent, or an empty directory. */
-export const checkDestination = (dest: string): string | undefined => {
-  let stat: fs.Stats
-  try {
-    stat = fs.statSync(dest)
-  } catch (e) {
-    if ((e as NodeJS.ErrnoException).code === "ENOENT") {
-      return fs.existsSync(path.dirname(dest)) ? undefined : `the parent of ${dest} does not exist`
-    }
-    return `cannot read ${dest}: ${(e as Error).message}`
-  }
-  if (!stat.isDirectory()) return `${dest} is a file, not a directory`
-  const files = fs.readdirSync(dest)
-  return files.length === 0 ? undefined : `${dest} is not empty (${files.slice(0, 5).join(", ")}${files.length > 5 ? ", ..." : ""}): it must be new or empty`
 }
 
 export const fsyncPath = (p: string) => {
@@ -87,21 +74,25 @@ const readHead = (dir: string) =>
   }))
 
 /**
- * Copies the store in `sourceDir` into `dest`. `pin` opens the files of one state: the running server's holds its
+ * Copies the store in `sourceDir` into `dest` (new or empty, outside `sourceDir`: destination.ts). `pin` opens the files of one state: the running server's holds its
  * writes meanwhile; a stopped dir's needs no hold.
  */
 export const copyStore = (
   sourceDir: string,
-  dest: string,
+  destination: string,
   pin: (f: () => Promise<Array<PinnedFile>>) => Effect.Effect<Array<PinnedFile>, StoreError>
 ): Effect.Effect<BackupInfo, StoreError> =>
   Effect.gen(function* () {
-    const problem = checkDestination(dest)
+    const dest = path.resolve(destination) // the path checked is the path written (destination.ts)
+    const problem = checkBackupDestination(sourceDir, dest)
     if (problem !== undefined) return yield* new StoreFailed({ reason: problem })
     const started = Date.now()
-    const building = `${dest}.partial-${process.pid}-${Date.now()}`
+    const removed = removeLeftoverCopies(dest, started)
+    if (removed.length > 0) yield* Effect.logInfo(`removed ${removed.length} leftover temporary cop${removed.length === 1 ? "y" : "ies"} of an interrupted backup or restore: ${removed.join(", ")}`)
+    const partial = startPartial(dest, started)
+    const building = partial.name
     const fail = storeError(`cannot back up ${sourceDir} to ${dest}`)
-    yield* Effect.try({ try: () => fs.mkdirSync(building), catch: fail })
+    yield* Effect.try({ try: () => fs.mkdirSync(building), catch: fail }).pipe(Effect.tapError(() => Effect.sync(partial.done)))
     return yield* Effect.gen(function* () {
       // The files beside LevelDB change only when a server opens the dir: read now, they match the state.
       const accepted = path.join(sourceDir, ACCEPTED_LOSS_FILE)
@@ -139,7 +130,12 @@ export const copyStore = (
         catch: fail
       })
       return info
-    }).pipe(Effect.onExit((exit) => (Exit.isSuccess(exit) ? Effect.void : Effect.sync(() => fs.rmSync(building, { recursive: true, force: true })))))
+    }).pipe(Effect.onExit((exit) =>
+      Effect.sync(() => {
+        if (Exit.isFailure(exit)) fs.rmSync(building, { recursive: true, force: true })
+        partial.done()
+      })
+    ))
   })
 
 /** What a backup says about itself, or undefined for a dir that is not one. */

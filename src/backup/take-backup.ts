@@ -15,7 +15,9 @@ import { openReadOnly, requireStore } from "../log/read-only-db.ts"
 import { lockHolder } from "../log/snapshot.ts"
 import { verifyStore } from "../log/verify.ts"
 import { BACKUP_PATH, CONTROL_FILE, readControlRecord, TOKEN_HEADER, type ControlRecord } from "./control.ts"
-import { checkDestination, copyStore, fsyncPath, readBackupInfo, type BackupInfo } from "./copy-store.ts"
+import { copyStore, fsyncPath, readBackupInfo, type BackupInfo } from "./copy-store.ts"
+import { checkBackupDestination, checkDestination } from "./destination.ts"
+import { isAlive, removeLeftoverCopies, startPartial } from "./leftovers.ts"
 
 export interface TakenBackup extends BackupInfo {
   /** The running server's pid that took it, or undefined for a copy of a stopped dir. */
@@ -23,15 +25,6 @@ export interface TakenBackup extends BackupInfo {
 }
 
 const unavailable = (reason: string) => new StoreFailed({ reason })
-
-const alive = (pid: number) => {
-  try {
-    process.kill(pid, 0)
-    return true
-  } catch (e) {
-    return (e as NodeJS.ErrnoException).code === "EPERM"
-  }
-}
 
 /** POSTs to the server's backup endpoint; no timeout (a large store takes a while), the answer says how it went. */
 const askServer = (control: ControlRecord, dest: string) =>
@@ -87,11 +80,10 @@ export const takeBackup = (dataDir: string, destination: string): Effect.Effect<
     const dir = path.resolve(dataDir)
     const dest = path.resolve(destination)
     yield* requireStore(dir)
-    if (dest === dir || dest.startsWith(`${dir}${path.sep}`)) return yield* unavailable(`the backup cannot go inside the data dir ${dir}`)
-    const problem = checkDestination(dest)
+    const problem = checkBackupDestination(dir, dest)
     if (problem !== undefined) return yield* unavailable(`cannot back up to ${dest}: ${problem}`)
     const control = readControlRecord(dir)
-    if (control !== undefined && alive(control.pid)) {
+    if (control !== undefined && isAlive(control.pid)) {
       const answer = yield* Effect.either(askServer(control, dest))
       if (answer._tag === "Right") return { ...answer.right, server: control.pid }
       // A stale control file whose pid was reused by another process: no server listens there.
@@ -136,9 +128,13 @@ export const restoreBackup = (backupDir: string, dataDir: string) =>
     if (report.problems.length > 0) {
       return yield* unavailable(`the backup ${from} does not verify; nothing was restored:\n  - ${report.problems.join("\n  - ")}`)
     }
+    const started = Date.now()
+    const removed = removeLeftoverCopies(to, started)
+    if (removed.length > 0) yield* Effect.logInfo(`removed ${removed.length} leftover temporary cop${removed.length === 1 ? "y" : "ies"} of an interrupted backup or restore: ${removed.join(", ")}`)
+    const partial = startPartial(to, started)
     yield* Effect.try({
       try: () => {
-        const building = `${to}.partial-${process.pid}-${Date.now()}`
+        const building = partial.name
         try {
           fs.cpSync(from, building, { recursive: true, filter: (src) => !/^(LOCK|LOG|LOG\.old)$/.test(path.basename(src)) || src === from })
           syncTree(building)
@@ -150,6 +146,6 @@ export const restoreBackup = (backupDir: string, dataDir: string) =>
         }
       },
       catch: (e) => unavailable(`cannot restore into ${to}: ${e instanceof Error ? e.message : String(e)}`)
-    })
+    }).pipe(Effect.ensuring(Effect.sync(partial.done)))
     return { info, events: report.events }
   })

@@ -6,7 +6,8 @@ import { Effect } from "effect"
 import { randomBytes, timingSafeEqual } from "node:crypto"
 import * as path from "node:path"
 import { CONTROL_FILE, publishControl, TOKEN_HEADER } from "../backup/control.ts"
-import { checkDestination, copyStore } from "../backup/copy-store.ts"
+import { copyStore } from "../backup/copy-store.ts"
+import { checkBackupDestination } from "../backup/destination.ts"
 import type { LevelDbShape } from "../log/level-db.ts"
 import { isLoopback } from "./auth.ts"
 import { json, type EdgeRequest, type EdgeResponse } from "./edge-types.ts"
@@ -31,19 +32,20 @@ export const makeBackupControl = (db: LevelDbShape, host: string) =>
         if (!isLoopback(from) && from !== plainAddress(host)) return json(403, { error: "the backup endpoint answers only on this machine" })
         if (!sameToken(request.headers[TOKEN_HEADER], token)) return json(403, { error: `a valid ${TOKEN_HEADER} is required (from ${CONTROL_FILE})` })
         if (request.method !== "POST") return json(405, { error: "POST only" }, { allow: "POST" })
-        let dest: unknown
+        let sent: unknown
         try {
-          dest = (JSON.parse(request.body.toString("utf8")) as { dest?: unknown }).dest
+          sent = (JSON.parse(request.body.toString("utf8")) as { dest?: unknown }).dest
         } catch {
-          dest = undefined
+          sent = undefined
         }
-        if (typeof dest !== "string" || !path.isAbsolute(dest)) return json(400, { error: "the body must be {\"dest\": <an absolute path>}" })
-        const problem = checkDestination(dest)
+        if (typeof sent !== "string" || !path.isAbsolute(sent)) return json(400, { error: "the body must be {\"dest\": <an absolute path>}" })
+        const dest = path.resolve(sent) // the path checked is the path written (backup/destination.ts)
+        const problem = checkBackupDestination(db.dir, dest)
         if (problem !== undefined) return json(409, { error: problem })
         if (running) return json(409, { error: "a backup of this data dir is already running" })
-        running = true
         const hold = db.whileNoWrites
         if (hold === undefined) return json(500, { error: "this store cannot hold its writes for a backup" })
+        running = true
         // Not cut short by a client that goes away: a backup is finished or removed, never left half-built.
         const taken = yield* copyStore(db.dir, dest, hold).pipe(
           Effect.uninterruptible,

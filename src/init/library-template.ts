@@ -16,6 +16,9 @@ const FILES: ReadonlyArray<readonly [string, string]> = [
 import { Schema } from "effect"
 import { defineApp, entity, ref, reject, view } from "writeonce"
 
+/** More copies of one book than any library holds: a request past it is a mistake, refused before the sum overflows. */
+const MAX_COPIES = 1_000_000
+
 const books = entity({
   description: "A book the library owns: how many copies, and how many are on the shelf.",
   fields: {
@@ -36,7 +39,10 @@ const books = entity({
     add_copies: {
       description: "Add copies of the book to the shelf.",
       params: { n: Schema.Int.pipe(Schema.positive()) },
-      apply: (book, { n }) => ({ copies: book.copies + n, available: book.available + n })
+      apply: (book, { n }) =>
+        book.copies + n > MAX_COPIES
+          ? reject("too_many_copies", \`a book has at most \${MAX_COPIES} copies: it has \${book.copies}, and \${n} more is too many\`)
+          : { copies: book.copies + n, available: book.available + n }
     },
     check_out: {
       description: "Take one copy off the shelf.",
@@ -157,6 +163,11 @@ spec("copies added are on the shelf", () =>
   given([dune])
     .when(invoke("add_copies", { n: 2 }))
     .then([invoked("add_copies", { copies: 2, available: 2 }, { n: 2 })]))
+
+spec("no book has more than a million copies: an absurd number is refused before the sum overflows", () =>
+  given(oneOnTheShelf)
+    .when(invoke("add_copies", { n: Number.MAX_SAFE_INTEGER }))
+    .thenRejects("too_many_copies", "a book has at most 1000000 copies"))
 
 spec("a copy on the shelf can be checked out", () =>
   given(oneOnTheShelf)
@@ -292,10 +303,10 @@ spec("a loan that does not exist cannot be returned", () =>
     `# app: library
 # A loan's life: a book gets a copy, a member borrows it through the lend command (the copy off the shelf and
 # the loan opened in one atomic write), a second lend of the same book is refused with its code, over REST and
-# over MCP alike, and return gives it back. Around it, what callers cannot do: set \`available\` themselves, create
-# a loan, or lend to a member who does not exist (refused whole: nothing of the command is written). Recorded
-# with \`npx wo run . --record\`, then given titles and placeholders for the generated ids. The format is
-# described in writeonce's docs/transcripts.md.
+# over MCP alike, and return gives it back. Around it, what callers cannot do: add an absurd number of copies,
+# set \`available\` themselves, create a loan, or lend to a member who does not exist (refused whole: nothing of the
+# command is written). Recorded with \`npx wo run . --record\`, then given titles and placeholders for the generated
+# ids. The format is described in writeonce's docs/transcripts.md.
 
 ### add a book: copies and available start at 0
 POST /api/books
@@ -339,6 +350,23 @@ etag: "2"
   "author": "Frank Herbert",
   "copies": 1,
   "available": 1
+}
+
+### an absurd number of copies is refused, and nothing changes
+POST /api/books/{{books_1}}/add_copies
+content-type: application/json
+
+{
+  "n": 9007199254740991
+}
+
+--> 422
+content-type: application/json
+
+{
+  "error": "Rejected",
+  "message": "a book has at most 1000000 copies: it has 1, and 9007199254740991 more is too many",
+  "code": "too_many_copies"
 }
 
 ### available is changed only by the book's methods
@@ -635,6 +663,8 @@ npx wo test .      # typecheck, then the decider specs and the transcripts
   \`guarded_field\`). A loan's \`status\` changes only through \`close\`.
 - **An invariant.** \`available_in_range\`: \`available\` stays between 0 and \`copies\`, whatever changes a book.
   \`check_in\` has no check of its own: a copy the library does not own coming back is refused by the invariant.
+- **A rule in a method.** \`add_copies\` refuses to take a book past a million copies (422 \`too_many_copies\`): an
+  absurd \`n\` is a caller's mistake, refused before the sum leaves the range of an \`Int\` (which would be a 500).
 - **References.** A loan's \`book\` and \`member\` are \`ref("books")\` and \`ref("members")\`: they must name live rows,
   and a book or member with loans cannot be deleted.
 - **Commands across entity types.** \`lend {book, member}\` checks a copy out and opens a loan; \`return {loan}\` closes

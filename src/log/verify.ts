@@ -1,5 +1,6 @@
 /**
  * `wo verify`: checks a stopped store end to end, without the app, and names every problem it finds:
+ * - the store format marker, which the first write puts there (a store that has had no write has none, and is whole);
  * - every event and row record against its checksum;
  * - sequence continuity from 1 to the head, each event under its own key;
  * - version continuity per entity (1 for the create, then +1; nothing after a delete);
@@ -85,6 +86,27 @@ const forEachRecord = async (db: Db, gte: string, lt: string, f: (key: string, v
   }
 }
 
+/** The ranges only a write (an appended batch) puts records in; the format marker is written with the first. */
+const WRITTEN_RANGES: ReadonlyArray<{ readonly gte: string; readonly lt: string }> = [
+  { gte: K.EVENTS_START, lt: K.EVENTS_END },
+  { gte: K.ROWS_START, lt: K.ROWS_END },
+  { gte: K.CHECKPOINT_KEY, lt: `${K.CHECKPOINT_KEY}\0` },
+  { gte: K.COUNTER_PREFIX, lt: `${K.COUNTER_PREFIX}~` },
+  { gte: K.ROW_COUNT_PREFIX, lt: `${K.ROW_COUNT_PREFIX}~` },
+  { gte: K.ACKED_RECORD_KEY, lt: `${K.ACKED_RECORD_KEY}\0` },
+  { gte: K.VIEWS_START, lt: K.VIEWS_END },
+  { gte: K.KEYS_START, lt: K.KEYS_END },
+  { gte: K.KEY_TIMES_START, lt: "t~" }
+]
+
+/** The key of a record only a write puts in the store, or undefined for a store that has had no write. */
+const firstWrittenRecord = async (db: Db): Promise<string | undefined> => {
+  for (const range of WRITTEN_RANGES) {
+    for await (const key of db.keys({ ...range, limit: 1 })) return key
+  }
+  return undefined
+}
+
 const describe = (e: unknown) => (e instanceof Error ? e.message : String(e))
 
 export const verifyStore = (h: LevelDbShape): Effect.Effect<VerifyReport, StoreError> =>
@@ -94,8 +116,11 @@ export const verifyStore = (h: LevelDbShape): Effect.Effect<VerifyReport, StoreE
     const problem = found.add
 
     const format = await db.get(K.FORMAT_KEY)
-    if (format === undefined) problem(`no store format marker (${K.FORMAT_KEY}): written by an earlier writeonce, or damaged`)
-    else {
+    if (format === undefined) {
+      // The marker comes with the first write: a store that has had none holds no record a write puts there.
+      const written = await firstWrittenRecord(db)
+      if (written !== undefined) problem(`no store format marker (${K.FORMAT_KEY}), but a write's record (${written}): written by an earlier writeonce, or damaged`)
+    } else {
       try {
         if (unseal(K.FORMAT_KEY, format) !== K.FORMAT) problem(`store format ${unseal(K.FORMAT_KEY, format)}, expected ${K.FORMAT}`)
       } catch (e) {

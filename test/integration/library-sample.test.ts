@@ -6,7 +6,8 @@
 import * as fs from "node:fs"
 import * as path from "node:path"
 import { describe, expect, it } from "vitest"
-import { ROOT, runWo, tempDir } from "../../testkit/server.ts"
+import library from "../../examples/library/app.ts"
+import { http, ROOT, runWo, startServer, tempDir } from "../../testkit/server.ts"
 
 const okLines = (tap: string) => tap.split("\n").filter((l) => l.startsWith("ok "))
 
@@ -19,6 +20,7 @@ describe("the library sample", () => {
     expect(passed.some((l) => l.endsWith("specs/commands.spec.ts > lending takes a copy off the shelf and opens a loan, in one command"))).toBe(true)
     expect(passed.some((l) => l.endsWith("specs/books.spec.ts > a copy the library does not own cannot come back: the invariant refuses it"))).toBe(true)
     expect(passed.some((l) => l.endsWith("specs/books.spec.ts > available changes only through the methods"))).toBe(true)
+    expect(passed.some((l) => l.endsWith("specs/books.spec.ts > no book has more than a million copies: an absurd number is refused before the sum overflows"))).toBe(true)
     expect(passed.some((l) => l.endsWith("transcripts/library.http"))).toBe(true)
     expect(ran.stdout).toMatch(/^# fail 0$/m)
   })
@@ -43,5 +45,27 @@ describe("the library sample", () => {
     // The transcript names the app it was made for: "# app: branch-library", as app.ts does.
     expect(ran.stdout).toMatch(/^ok \d+ - transcripts\/library\.http$/m)
     expect(ran.stdout).toMatch(/^# fail 0$/m)
+  })
+
+  it("refuses add_copies with an absurd n as a rule of the domain (422 with a code, not a 500), and writes nothing", async () => {
+    const server = await startServer(library)
+    try {
+      const post = (path: string, body: unknown) => http(`${server.url}${path}`, { method: "POST", body })
+      const { id } = (await post("/api/books", { title: "Dune", author: "Frank Herbert" })).json
+      expect((await post(`/api/books/${id}/add_copies`, { n: 1 })).status).toBe(200)
+      const absurd = await post(`/api/books/${id}/add_copies`, { n: Number.MAX_SAFE_INTEGER })
+      expect(absurd.status).toBe(422)
+      expect(absurd.json).toMatchObject({ error: "Rejected", code: "too_many_copies" })
+      // The sum past the bound is refused too, however it is reached.
+      const past = await post(`/api/books/${id}/add_copies`, { n: 1_000_000 })
+      expect(past.status).toBe(422)
+      expect(past.json.code).toBe("too_many_copies")
+      const row = await http(`${server.url}/api/books/${id}`)
+      expect(row.json).toMatchObject({ version: 2, copies: 1, available: 1 })
+      // Up to the bound is allowed.
+      expect((await post(`/api/books/${id}/add_copies`, { n: 999_999 })).json).toMatchObject({ copies: 1_000_000, available: 1_000_000 })
+    } finally {
+      await server.close()
+    }
   })
 })

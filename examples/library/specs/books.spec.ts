@@ -22,6 +22,11 @@ spec("copies added are on the shelf", () =>
     .when(invoke("add_copies", { n: 2 }))
     .then([invoked("add_copies", { copies: 2, available: 2 }, { n: 2 })]))
 
+spec("no book has more than a million copies: an absurd number is refused before the sum overflows", () =>
+  given(oneOnTheShelf)
+    .when(invoke("add_copies", { n: Number.MAX_SAFE_INTEGER }))
+    .thenRejects("too_many_copies", "a book has at most 1000000 copies"))
+
 spec("a copy on the shelf can be checked out", () =>
   given(oneOnTheShelf)
     .when(invoke("check_out"))
