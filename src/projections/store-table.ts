@@ -56,7 +56,8 @@ export const indexFieldsFor = ({ where, order }: Pick<RowQuery, "where" | "order
 
 /**
  * A table of at most this many rows builds a missing index before it answers a list that needs it, rather than
- * scanning: four 128-row chunks of backfill, a few milliseconds (bench/scan-budget.ts), for a whole page.
+ * scanning: four 128-row chunks of backfill, for a whole page (bench/scan-budget.ts: a median of 12.5 ms for the
+ * first page, build included, on 2 cores shared at load 10).
  */
 export const BUILD_FIRST_ROWS = 500
 
@@ -65,9 +66,9 @@ export const BUILD_FIRST_ROWS = 500
  * `limit` matches, then one more match (to tell whether more follow), or until it has read this many rows, and then
  * answers what it found, with a cursor after the last row read. A budget of rows, not of time, so that the same
  * request on the same rows gives the same page, whatever the load. Each row is checked on its stored fields, and only
- * the matching ones are decoded in full: about 1-3 µs a row, a few milliseconds for a whole budget, against a
- * fraction of one for an unfiltered page (bench/scan-budget.ts). A table of up to this many rows is thus never
- * answered a partial page.
+ * the matching ones are decoded in full: a whole budget took a median of 20 ms on 2 cores shared at load 10, where
+ * an unfiltered page from the row cache took 0.2 ms (bench/scan-budget.ts); it is paid only while an index is built.
+ * A table of up to this many rows is never answered a partial page.
  */
 export const SCAN_BUDGET_ROWS = 5_000
 
