@@ -2,9 +2,12 @@
 import type { Page } from "../projections/queries.ts"
 import type { ViewSnapshot } from "../projections/views.ts"
 
-/** `{"items":[...],"nextCursor":"..."}`, serialised once per row. */
+/**
+ * `{"items":[...],"nextCursor":"..."}`, serialised once per row; `,"partial":true` after the cursor on a page that
+ * read only part of the rows (queries.ts), so that a client knows to follow the cursor even when `items` is empty.
+ */
 export const listBody = (page: Page) =>
-  `{"items":[${page.items.map((r) => JSON.stringify(r)).join(",")}]${page.nextCursor ? `,"nextCursor":${JSON.stringify(page.nextCursor)}` : ""}}`
+  `{"items":[${page.items.map((r) => JSON.stringify(r)).join(",")}]${page.nextCursor ? `,"nextCursor":${JSON.stringify(page.nextCursor)}` : ""}${page.partial ? `,"partial":true` : ""}}`
 
 /** `{"name":"...","seq":<last change>,"value":...}`: a view's value, as REST, the resource and the tool serve it. */
 export const viewBody = (view: ViewSnapshot) =>

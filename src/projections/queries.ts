@@ -16,6 +16,11 @@ export interface Page {
   readonly items: ReadonlyArray<Row>
   /** Present when more rows follow. */
   readonly nextCursor?: string
+  /**
+   * Present (true) when the page holds fewer rows than its limit, maybe none, because it read only part of the rows
+   * (a filter whose index is being built: store-table.ts); the rows after it are reached through `nextCursor`.
+   */
+  readonly partial?: true
 }
 
 /** A page request: `{cursor?, limit?}`, and optionally filters and an order. */
@@ -62,11 +67,12 @@ export const makeQueries =
           }
           // A store read failure (a damaged row record, the store closed for a reopen) is a 500 naming it.
           return Effect.map(Effect.orDie(rows.table(type).read({ where, order, ...(after !== undefined ? { after } : {}), limit })), (page): Page => {
-            // A page may hold fewer rows than the limit, even none, and still continue (store-table.ts: scan).
+            // A partial page holds fewer rows than the limit, even none, and still continues (store-table.ts: scan).
             const last = page.rows[page.rows.length - 1]
             const key = page.resume ?? (last === undefined ? undefined : { id: Number(last.id), value: order.field === "id" ? undefined : last[order.field] })
             if (!page.more || key === undefined) return { items: page.rows }
-            return { items: page.rows, nextCursor: encodeCursor(type, key, written) }
+            const nextCursor = encodeCursor(type, key, written)
+            return page.partial === true ? { items: page.rows, nextCursor, partial: true } : { items: page.rows, nextCursor }
           })
         }),
       rowsAfter: (type, afterId, limit) => rows.table(type).page(afterId, limit)

@@ -23,8 +23,10 @@ export interface RowQuery {
 export interface RowPage {
   readonly rows: ReadonlyArray<Row>
   readonly more: boolean
-  /** Where the next page starts when not after the last row: a scan that stopped at its bound (store-table.ts). */
+  /** Where the next page starts when not after the last row: a scan that stopped at its budget (store-table.ts). */
   readonly resume?: SortKey
+  /** The page holds fewer rows than its limit (maybe none) only because its scan stopped at its budget: more may follow. */
+  readonly partial?: boolean
 }
 
 /** An index to build: what a query needs before it can walk. */

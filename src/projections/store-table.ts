@@ -12,8 +12,9 @@
  * Filtered and ordered lists walk the store's secondary indexes (log/index-keys.ts): records the writer stores in
  * the batch of the rows they index, so a page costs about the rows it returns. An index is declared (`indexes` on
  * the entity) or made on first use, and walked once its backfill (index-backfill.ts) is done: never partial.
- * Meanwhile a filtered list in id order scans the rows (a bounded number per page: `scan`), and an ordered one
- * waits for the backfill.
+ * Meanwhile, on a table of at most `BUILD_FIRST_ROWS` rows, a list waits for the build (a few milliseconds); on a
+ * larger one, a filtered list in id order scans the rows (at most `SCAN_BUDGET_ROWS` per page: `scan`, a page it
+ * cuts short says so), and an ordered one waits for the backfill.
  *
  * The reference checks of deletes (`idsWhere`) still use in-memory equality indexes (row-indexes.ts), built once
  * from one scan of the type's rows before the first decision, then maintained by `apply`; changes applied while a
@@ -54,12 +55,25 @@ export const indexFieldsFor = ({ where, order }: Pick<RowQuery, "where" | "order
 }
 
 /**
- * The most rows a filtered page of `limit` reads while its index is being built (it then answers what it found:
- * scan): as many as an unfiltered page of that limit reads, so it costs no more (each row is checked on its stored
- * fields, and only the matching ones are decoded and served). A larger bound made a page cost a multiple of an
- * unfiltered one (256 rows: 1.3-2.1x at 1,000,000 rows; bench scale).
+ * A table of at most this many rows builds a missing index before it answers a list that needs it, rather than
+ * scanning: four 128-row chunks of backfill, for a whole page (bench/scan-budget.ts: a median of 12.5 ms for the
+ * first page, build included, on 2 cores shared at load 10).
  */
-export const scanRows = (limit: number) => limit + 1
+export const BUILD_FIRST_ROWS = 500
+
+/**
+ * The most rows a filtered page reads while its index is being built: it reads from the cursor on until it holds
+ * `limit` matches, then one more match (to tell whether more follow), or until it has read this many rows, and then
+ * answers what it found, with a cursor after the last row read. A budget of rows, not of time, so that the same
+ * request on the same rows gives the same page, whatever the load. Each row is checked on its stored fields, and only
+ * the matching ones are decoded in full: a whole budget took a median of 20 ms on 2 cores shared at load 10, where
+ * an unfiltered page from the row cache took 0.2 ms (bench/scan-budget.ts); it is paid only while an index is built.
+ * A table of up to this many rows is never answered a partial page.
+ */
+export const SCAN_BUDGET_ROWS = 5_000
+
+/** Bytes a scan's iterator buffers per read of the store: a few hundred rows, so that a scan takes a few turns. */
+const SCAN_READ_BYTES = 256 * 1024
 
 const specKey = (spec: IndexSpec) => spec.kind === "composite" ? `c\u0000${spec.filter}\u0000${spec.order}` : `${spec.kind[0]}\u0000${spec.field}`
 
@@ -174,27 +188,29 @@ export class StoreTable extends RowIndexes implements RowTableShape {
     if (fields === undefined) return this.walk(query)
     const { indexes } = this.access
     if (indexes.isReady(this.type, fields)) return this.indexWalk(fields, query)
-    // An order needs every row before its first page: that list waits for the index.
-    if (query.order.field !== "id") return Effect.zipRight(indexes.ready(this.type, fields), this.indexWalk(fields, query))
+    // An order needs every row before its first page, and a small table is built at once: that list waits for the index.
+    if (query.order.field !== "id" || this.count <= BUILD_FIRST_ROWS) {
+      return Effect.zipRight(indexes.ready(this.type, fields), this.indexWalk(fields, query))
+    }
     // The backfill starts once this page is read: the first page does not share the thread with its first chunk.
     return Effect.zipLeft(this.scan(query), indexes.start(this.type, fields))
   }
 
   /**
    * A filtered page in id order while its index is being built: the type's rows from the cursor on, each checked
-   * against every filter, until the page is full or `scanRows(limit)` rows were read. The rows and their order are the
-   * index's (it holds the rows whose values equal the lead filter's, by id, checked the same way); a scan that
-   * stops at its bound answers the rows found so far (maybe none) and continues after the last row it read.
+   * against every filter, until the page is full (and one more match is found) or `SCAN_BUDGET_ROWS` rows were read.
+   * The rows and their order are the index's (it holds the rows whose values equal the lead filter's, by id, checked
+   * the same way). A scan that stops at its budget answers the rows found so far and continues after the last row it
+   * read; with fewer than `limit` rows (maybe none), the page is `partial`.
    */
   private scan({ where, order, after, limit }: RowQuery): Effect.Effect<RowPage, StoreError> {
     const fields = where.map((f) => f.field)
     const { cache, catalog } = this.access
     return Effect.tryPromise({
       try: async () => {
-        // One read of the store for the whole scan (the default buffer holds about a hundred rows): each await is a
-        // turn the backfill's chunks may take.
-        const bound = scanRows(limit)
-        const it = this.access.db().iterator({ ...this.rangeAfter(order.descending, after?.id), limit: bound + 1, highWaterMarkBytes: (bound + 1) * 1024 })
+        // Each read of the store is a turn that the backfill's chunks and other requests may take.
+        const budget = Math.max(SCAN_BUDGET_ROWS, limit + 1)
+        const it = this.access.db().iterator({ ...this.rangeAfter(order.descending, after?.id), limit: budget + 1, highWaterMarkBytes: SCAN_READ_BYTES })
         const rows: Array<Row> = []
         let scanned = 0
         let last = ""
@@ -203,7 +219,10 @@ export class StoreTable extends RowIndexes implements RowTableShape {
             const entries = await it.nextv(READ_BATCH)
             if (entries.length === 0) return { rows, more: false }
             for (const [key, raw] of entries) {
-              if (scanned === bound) return { rows, more: true, resume: { id: K.idOfRowKey(last), value: undefined } }
+              if (scanned === budget) {
+                const resume = { id: K.idOfRowKey(last), value: undefined }
+                return rows.length < limit ? { rows, more: true, resume, partial: true } : { rows, more: true, resume }
+              }
               scanned++
               last = key
               // The applied row when it is cached (as the index path serves it), else the stored one, decoded in

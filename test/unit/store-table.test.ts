@@ -22,7 +22,7 @@ import { readIndexStates, StoreIndexes, storeIndexes } from "../../src/log/store
 import { BACKFILL_CHUNK, IndexBackfill } from "../../src/projections/index-backfill.ts"
 import { compareKeys } from "../../src/projections/ordered-index.ts"
 import { RowCache } from "../../src/projections/row-cache.ts"
-import { scanRows, servedRow, StoreTable } from "../../src/projections/store-table.ts"
+import { BUILD_FIRST_ROWS, SCAN_BUDGET_ROWS, servedRow, StoreTable } from "../../src/projections/store-table.ts"
 import { tempDir } from "../../testkit/server.ts"
 
 type Op =
@@ -161,12 +161,12 @@ describe("StoreTable", () => {
     expect((await readIndexStates(db)).find((s) => s.type === type)).toMatchObject({ state: "ready", after: N })
   })
 
-  it("answers a filtered list in id order while its index is built (a bounded scan), with the rows and order of the index", async () => {
+  it("answers a filtered list in id order while its index is built: a scan of at most SCAN_BUDGET_ROWS rows a page, partial when it stops short", async () => {
     const type = "scanned"
     const catalog = { types: new Map() } as unknown as CompiledApp
-    // n = i % 7 (one row in seven), `rare` on three rows only, far apart.
-    const N = 900
-    const rare = new Set([5, 300, N])
+    // n = i % 7 (one row in seven), `rare` on three rows only, far apart: two budgets and a bit more.
+    const N = 2 * SCAN_BUDGET_ROWS + 500
+    const rare = new Set([5, SCAN_BUDGET_ROWS + 300, N])
     const rows = Array.from({ length: N }, (_, i): Row => ({ id: String(i + 1), version: 1, n: (i + 1) % 7, ...(rare.has(i + 1) ? { rare: true } : {}) }))
     const { lastSeq } = await runtime.runPromise(log.head)
     const entries = rows.map((row, i) => ({ event: { seq: lastSeq + i + 1, at: 0, type, id: row.id, version: 1, kind: "created", data: {} }, row, before: null }) as unknown as Change)
@@ -180,16 +180,18 @@ describe("StoreTable", () => {
     const walk = async (query: Omit<RowQuery, "after">, pages = Infinity) => {
       const ids: Array<string> = []
       const sizes: Array<number> = []
+      const partial: Array<boolean> = []
       let after: RowQuery["after"]
       for (let k = 0; k < pages; k++) {
         const page = await Effect.runPromise(table.read({ ...query, ...(after ? { after } : {}) }))
         ids.push(...page.rows.map((r) => r.id))
         sizes.push(page.rows.length)
+        partial.push(page.partial === true)
         const last = page.rows[page.rows.length - 1]
-        if (!page.more) return { ids, sizes, after: undefined }
+        if (!page.more) return { ids, sizes, partial, after: undefined }
         after = page.resume ?? { id: Number(last.id), value: undefined }
       }
-      return { ids, sizes, after }
+      return { ids, sizes, partial, after }
     }
     const lists: Array<Omit<RowQuery, "after">> = [
       { where: [{ field: "n", value: 3 }], order: { field: "id", descending: false }, limit: 50 },
@@ -203,12 +205,21 @@ describe("StoreTable", () => {
       const scanned = await walk(q)
       expect(scanned.ids, JSON.stringify(q)).toEqual(expected(q))
       expect(Math.max(...scanned.sizes)).toBeLessThanOrEqual(q.limit)
+      // A page is partial only when it is short of its limit and more rows follow.
+      scanned.partial.forEach((partial, k) => expect(partial).toBe(scanned.sizes[k] < q.limit && k < scanned.sizes.length - 1))
     }
-    // The scan stops at its bound (as many rows as an unfiltered page reads): the rare rows come a page at a time,
-    // with empty pages between them.
+    // One row in seven: every page fills up within the budget.
+    expect((await walk(lists[0])).partial.every((p) => !p)).toBe(true)
+    // The scan stops at its budget: each of the rare rows is on the page whose budget reaches it, and that page says
+    // it is partial (two of them; the last page ends the list).
     const rareWalk = await walk(lists[2])
-    expect(rareWalk.sizes.length).toBe(Math.ceil(N / scanRows(lists[2].limit)))
-    expect(rareWalk.sizes.filter((n) => n > 0)).toEqual([1, 1, 1])
+    expect(rareWalk.sizes).toEqual([1, 1, 1])
+    expect(rareWalk.ids).toEqual(["5", String(SCAN_BUDGET_ROWS + 300), String(N)])
+    expect(rareWalk.partial).toEqual([true, true, false])
+    // No match: one empty partial page per budget of rows, then the end.
+    const none = await walk(lists[4])
+    expect(none.sizes).toEqual([0, 0, 0])
+    expect(none.partial).toEqual([true, true, false])
     expect(indexes.isReady(type, ["n"])).toBe(false)
     expect(indexes.chunks).toBe(0)
     // A walk begun on the scan goes on over the index once it is built (its cursor is the index's too).
@@ -230,5 +241,23 @@ describe("StoreTable", () => {
       expect(indexed.ids, JSON.stringify(q)).toEqual(expected(q))
       expect(indexed.sizes.slice(0, -1).every((n) => n === q.limit)).toBe(true)
     }
+  })
+
+  it("builds the index of a table of at most BUILD_FIRST_ROWS rows before answering a filtered list: its first page holds the match", async () => {
+    const type = "small"
+    const catalog = { types: new Map() } as unknown as CompiledApp
+    const N = 52
+    expect(N).toBeLessThanOrEqual(BUILD_FIRST_ROWS)
+    const rows = Array.from({ length: N }, (_, i): Row => ({ id: String(i + 1), version: 1, name: i + 1 === N ? "burst" : `item-${i + 1}` }))
+    const { lastSeq } = await runtime.runPromise(log.head)
+    const entries = rows.map((row, i) => ({ event: { seq: lastSeq + i + 1, at: 0, type, id: row.id, version: 1, kind: "created", data: {} }, row, before: null }) as unknown as Change)
+    await runtime.runPromise(log.append({ entries, counters: new Map([[type, N]]) }))
+    const indexes = new IndexBackfill({ store: h, registry: await runtime.runPromise(storeIndexes(h)), decode: (t, key, raw) => servedRow(catalog, t, key, raw), schemaOf: () => "test" })
+    const table = new StoreTable(type, { db: () => h.current!()!, cache: new RowCache(64 * 1024), catalog, indexes }, N, N)
+    const page = await Effect.runPromise(table.read({ where: [{ field: "name", value: "burst" }], order: { field: "id", descending: false }, limit: 10 }))
+    expect(page.rows.map((r) => r.id)).toEqual([String(N)])
+    expect(page.more).toBe(false)
+    expect(page.partial).toBeUndefined()
+    expect(indexes.isReady(type, ["name"])).toBe(true)
   })
 })

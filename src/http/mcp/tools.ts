@@ -11,12 +11,12 @@ import { Cause, Effect, Either, Exit, Option, Schema } from "effect"
 import type { CompiledApp, CompiledMethod, CompiledType } from "../../domain/compile.ts"
 import type { CompiledView } from "../../domain/compile-views.ts"
 import { withoutProperties, type JsonSchema } from "../../domain/json-schema.ts"
-import { fromArguments } from "../../domain/list-request.ts"
+import { fromArguments, type ListRequest } from "../../domain/list-request.ts"
 import type { Command, CommandsShape, Committed, ExecuteOptions } from "../../commands/commands.ts"
 import { noCancel } from "../../commands/group-commit.ts"
 import { NotFound } from "../../domain/errors.ts"
 import { isCanonicalId } from "../../domain/ids.ts"
-import type { QueriesShape } from "../../projections/queries.ts"
+import type { Page, QueriesShape } from "../../projections/queries.ts"
 import { ViewFailed, ViewRefolding, type ViewsShape } from "../../projections/views.ts"
 import { deletedBody, listBody, viewBody } from "../bodies.ts"
 import { commandBody } from "../command-body.ts"
@@ -154,13 +154,30 @@ const targeted = (
   return Either.right(f(id as string, expectedVersion as number | undefined, rest))
 }
 
+/**
+ * A page that read only part of the rows (queries.ts: `partial`): REST's body, then a sentence for the agent, which
+ * might otherwise take a page with few or no rows for the end of the list.
+ */
+const partialPage = (t: string, request: ListRequest, page: Page): ToolResult => {
+  const field = request.where?.[0]?.field
+  const note = `This page is partial: the index on ${field ?? "the filtered field"} of ${t} is being built, so this page read only part of the rows ` +
+    `and may hold fewer than limit, even none. Call ${t}_list again with the same arguments and cursor ${JSON.stringify(page.nextCursor)} to go on; ` +
+    `the list ends only at a page without nextCursor.`
+  return {
+    result: {
+      content: [{ type: "text", text: listBody(page) }, { type: "text", text: note }],
+      structuredContent: { items: page.items, nextCursor: page.nextCursor, partial: true }
+    }
+  }
+}
+
 /** The operations every type has, in tool order. */
 const CRUD: ReadonlyArray<Operation> = [
   {
     op: "list",
     texts: ({ t, about }) => ({
       title: `List ${t}`,
-      description: `List ${t} rows, a page at a time; pass the returned nextCursor to continue. ` +
+      description: `List ${t} rows, a page at a time; pass the returned nextCursor to continue (a page marked partial may hold fewer rows than limit, even none). ` +
         `Filter with where (field equals value; several fields: all must match) and sort with order ("title", "-title"; default id).${about}`
     }),
     annotations: READS,
@@ -168,7 +185,7 @@ const CRUD: ReadonlyArray<Operation> = [
       const page = derived(p.pageArgs)
       return objectSchema({ cursor: page.properties.cursor, limit: page.properties.limit, ...listFilterSchemas(p.type) }, [])
     },
-    output: (p) => objectSchema({ items: { type: "array", items: p.row }, nextCursor: { type: "string" } }, ["items"], false),
+    output: (p) => objectSchema({ items: { type: "array", items: p.row }, nextCursor: { type: "string" }, partial: { type: "boolean" } }, ["items"], false),
     read: ({ type, t, pageArgs }, queries) => {
       const decodePageArgs = Schema.decodeUnknownEither(pageArgs, { onExcessProperty: "error" })
       return (args) =>
@@ -180,7 +197,7 @@ const CRUD: ReadonlyArray<Operation> = [
             queries.list(t, page).pipe(
               Effect.match({
                 onFailure: failure,
-                onSuccess: (p) => success(listBody(p), p.nextCursor ? { items: p.items, nextCursor: p.nextCursor } : { items: p.items })
+                onSuccess: (p) => p.partial ? partialPage(t, page, p) : success(listBody(p), p.nextCursor ? { items: p.items, nextCursor: p.nextCursor } : { items: p.items })
               })
             )
         })
