@@ -251,7 +251,7 @@ const POSTGRES_BACKUP =
   "running cluster, `pg_basebackup -D <dest> -X stream -c fast` (with WAL archiving, archive_mode=on and " +
   "archive_command, it is also the base for point-in-time recovery: restore it and set recovery_target_time). " +
   "For a logical copy of the one database, `pg_dump -Fc <db>` (one snapshot: consistent while nodes write). " +
-  "See the README, \"Backup and restore\"."
+  "See \"Backup and restore\" in docs/operating.md."
 
 const initCommand = Command.make(
   "init",

@@ -1,6 +1,6 @@
 /**
  * Runtime settings, read through Effect `Config` (environment variables by default). Every knob has a sane
- * default and is listed in the README.
+ * default and is listed in docs/operating.md ("Configuration").
  */
 import { Config, ConfigError, Context, Effect, Either, Layer, Option } from "effect"
 import { fdLimit } from "./fd-limit.ts"

@@ -1,5 +1,5 @@
 /**
- * A plain Node program embedding writeonce as the README shows (no Effect runtime of its own: a ManagedRuntime
+ * A plain Node program embedding writeonce as docs/app-authors.md shows ("Embedding") (no Effect runtime of its own: a ManagedRuntime
  * over writeOnceLayer, settings from one object). The CLI test runs it as
  * `node --conditions=writeonce-source --import tsx testkit/embedded.mjs <data-dir> <HOST:PORT>`
  * (the condition and tsx only point `writeonce` at this checkout's sources; the pack test runs the same from the

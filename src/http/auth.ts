@@ -1,7 +1,7 @@
 /**
  * Bearer-token authentication for /mcp and /api (`WO_AUTH_TOKEN`). Tokens are compared in constant time
  * (over their SHA-256 digests, so the lengths never leak either). MCP's OAuth-based authorization is not
- * implemented; a static token is the interim (see the README).
+ * implemented; a static token is the interim (see "Security" in docs/operating.md).
  */
 import { createHash, timingSafeEqual } from "node:crypto"
 

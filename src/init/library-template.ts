@@ -686,7 +686,7 @@ curl -s -XPOST localhost:8080/api/_commands/return -H 'content-type: application
 curl -s localhost:8080/api/_views/loans_by_member
 \`\`\`
 
-Every write here is safe to retry with an idempotency key (see "Retries: idempotency keys" in the main README): a
+Every write here is safe to retry with an idempotency key (see "Retries: idempotency keys" in writeonce's docs/operating.md): a
 \`lend\` whose answer was lost, sent again with the same key, is answered with the first loan, not a second one.
 
 \`\`\`sh

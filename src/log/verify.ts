@@ -45,11 +45,11 @@ const MAX_LISTED = 50
 
 /**
  * The problem of an event naming a row by another spelling than its id's ("01" for 1): the row store and the log
- * then disagree on which entity it changed. Earlier versions accepted such ids; the README says how to repair.
+ * then disagree on which entity it changed. Earlier versions accepted such ids; docs/durability.md says how to repair.
  */
 export const nonCanonicalEvent = (seq: number, type: string, id: string) =>
   `event ${seq}: ${type} ${JSON.stringify(id.length > 40 ? `${id.slice(0, 40)}…` : id)} is not a canonical id ` +
-  `(written by a writeonce that accepted other spellings of ids); see "Non-canonical ids in a log" in the README to repair`
+  `(written by a writeonce that accepted other spellings of ids); see "Non-canonical ids in a log" in docs/durability.md to repair`
 
 /** The problems a check finds, in the order found: the first MAX_LISTED listed, the rest only counted. */
 export const makeProblems = () => {

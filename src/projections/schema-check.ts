@@ -29,7 +29,7 @@ export const newerSchemaProblem = (type: string, written: number, declared: numb
 
 /** What to do about rows that do not fit: a default for a missing field, else a migration. */
 const wayOut = (field: string | undefined, message: string) => {
-  const migration = `entity({ ..., version: <n>, migrations: { <n>: (fields) => ... } }) (see "Changing your schema" in the README)`
+  const migration = `entity({ ..., version: <n>, migrations: { <n>: (fields) => ... } }) (see "Changing your schema" in docs/app-authors.md)`
   if (field !== undefined && message === "is missing") {
     return `Give the field a default, ${field}: <its schema>.pipe(Schema.optionalWith({ default: () => ... })), or declare a migration that fills it in: ${migration}`
   }

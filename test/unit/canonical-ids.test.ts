@@ -64,7 +64,7 @@ describe("wo verify", () => {
     const problems = (await verify()).problems
     expect(problems[0]).toBe(
       'event 2: members "01" is not a canonical id (written by a writeonce that accepted other spellings of ids); ' +
-        'see "Non-canonical ids in a log" in the README to repair'
+        'see "Non-canonical ids in a log" in docs/durability.md to repair'
     )
   })
 })
