@@ -9,8 +9,8 @@ import * as http from 'node:http';
 import { connect, type AddressInfo, type Socket } from 'node:net';
 import { join } from 'node:path';
 import { loadavg } from 'node:os';
-import type { StreamHub } from '../src/http/stream-hub.ts';
-import { makeStreamHub } from '../src/http/stream-hub.ts';
+import type { StreamHub } from '../src/http/streams/stream-hub.ts';
+import { makeStreamHub } from '../src/http/streams/stream-hub.ts';
 
 const OLD_ROOT = process.env.OLD_ROOT;
 if (!OLD_ROOT) throw new Error('set OLD_ROOT to a checkout of the old code');
@@ -18,7 +18,7 @@ const STREAMS = Number(process.env.STREAMS ?? 1000);
 const ROUNDS = Number(process.env.ROUNDS ?? 8);
 const REPS = Number(process.env.REPS ?? 8);
 const FRAMES = (process.env.FRAMES ?? '1,4,16,40').split(',').map(Number);
-const oldHub = ((await import(join(OLD_ROOT, 'src/http/stream-hub.ts'))) as { makeStreamHub: typeof makeStreamHub }).makeStreamHub;
+const oldHub = ((await import(join(OLD_ROOT, 'src/http/streams/stream-hub.ts'))) as { makeStreamHub: typeof makeStreamHub }).makeStreamHub;
 
 type Name = 'old' | 'new';
 const prefix = Buffer.from('event: message\ndata: {"jsonrpc":"2.0","method":"notifications/resources/updated","params":{"uri":"wo://products/17","_meta":{"modelcontextprotocol.io/subscriptionId":');

@@ -8,9 +8,9 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ClassicLevel } from 'classic-level';
-import { indexKey } from '../src/log/index-keys.ts';
-import { eventKey, rowKey } from '../src/log/log-keys.ts';
-import { rowPayload } from '../src/log/level-records.ts';
+import { indexKey } from '../src/log/classic-level/index-keys.ts';
+import { eventKey, rowKey } from '../src/log/classic-level/log-keys.ts';
+import { rowPayload } from '../src/log/classic-level/level-records.ts';
 import { seal } from '../src/log/record.ts';
 
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 6);

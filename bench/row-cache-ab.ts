@@ -1,15 +1,15 @@
-// Old against new on the row cache (src/projections/row-cache.ts) in one process, alternated in chunks of 20,000
+// Old against new on the row cache (src/projections/rows/row-cache.ts) in one process, alternated in chunks of 20,000
 // operations: the pattern of a lend (read a hot book, write it back, cache the loan it creates: the cache grows
 // by a row each time, and evicts once full) and of a set_price (read a hot product, write it back). Prints CPU µs
 // per operation chunk by chunk, as the cache grows (the default bound, 64 MB, is full after about 160,000 loans).
 //   OLD_ROOT=/work/main node --import tsx bench/row-cache-ab.ts
 // CHUNKS (default 20), BOUND (bytes, default 64 MB).
 import { join } from 'node:path';
-import { RowCache as NewCache } from '../src/projections/row-cache.ts';
+import { RowCache as NewCache } from '../src/projections/rows/row-cache.ts';
 
 const oldRoot = process.env.OLD_ROOT;
 if (!oldRoot) throw new Error('set OLD_ROOT to a checkout of the old code');
-const { RowCache: OldCache }: typeof import('../src/projections/row-cache.ts') = await import(join(oldRoot, 'src/projections/row-cache.ts'));
+const { RowCache: OldCache }: typeof import('../src/projections/rows/row-cache.ts') = await import(join(oldRoot, 'src/projections/rows/row-cache.ts'));
 
 type Cache = { get(key: string): unknown; set(key: string, row: never): void; readonly size: number };
 const STEP = 20_000;

@@ -13,11 +13,11 @@ import { Effect, Either, Layer, ManagedRuntime } from 'effect';
 import pricing from '../examples/pricing/app.ts';
 import { compileApp } from '../src/domain/compile.ts';
 import type { Filter } from '../src/domain/list-request.ts';
-import { LevelDb, levelDbLayer, type LevelDbShape } from '../src/log/level-db.ts';
-import { storeIndexes } from '../src/log/store-indexes.ts';
-import { IndexBackfill } from '../src/projections/index-backfill.ts';
-import { RowCache } from '../src/projections/row-cache.ts';
-import { BUILD_FIRST_ROWS, SCAN_BUDGET_ROWS, servedFields, StoreTable } from '../src/projections/store-table.ts';
+import { LevelDb, levelDbLayer, type LevelDbShape } from '../src/log/classic-level/level-db.ts';
+import { storeIndexes } from '../src/log/classic-level/store-indexes.ts';
+import { IndexBackfill } from '../src/projections/rows/index-backfill.ts';
+import { RowCache } from '../src/projections/rows/row-cache.ts';
+import { BUILD_FIRST_ROWS, SCAN_BUDGET_ROWS, servedFields, StoreTable } from '../src/projections/rows/store-table.ts';
 import { tempDir } from '../testkit/server.ts';
 import { writeProducts } from './lib/row-writer.ts';
 

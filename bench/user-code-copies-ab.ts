@@ -17,7 +17,7 @@ const N = Number(process.env.N ?? 50000);
 const load = async (root: string) => ({
   catalog: (await import(`${root}/src/domain/catalog.ts`)) as typeof import('../src/domain/catalog.ts'),
   compile: (await import(`${root}/src/domain/compile.ts`)) as typeof import('../src/domain/compile.ts'),
-  decider: (await import(`${root}/src/domain/decider.ts`)) as typeof import('../src/domain/decider.ts'),
+  decider: (await import(`${root}/src/domain/decider.ts`)) as typeof import('../src/domain/decide/decider.ts'),
 });
 const code = { old: await load(oldRoot), new: await load(repoRoot.replace(/\/$/, '')) };
 type Side = keyof typeof code;

@@ -8,8 +8,8 @@ import * as fs from "node:fs"
 import * as path from "node:path"
 
 // The built layout: entries beside each other, shared chunks, and the console page's sources at console/page with
-// the SSE codec the page imports at sse.ts, as in src/ (src/console/assets.ts finds the page there).
-const ENTRIES = { "serve-args": "serve-args.ts", index: "index.ts", "testing/index": "testing/index.ts", "effect-imports": "effect-imports.ts" }
+// the SSE codec the page imports at support/sse.ts, as in src/ (src/console/assets.ts finds the page there).
+const ENTRIES = { "serve-args": "cli/serve-args.ts", index: "index.ts", "testing/index": "testing/index.ts", "app-loading/effect-imports": "app-loading/effect-imports.ts" }
 const LAYOUT = "5"
 
 /** A hash of the sources: each file's path, size and mtime. */
@@ -55,7 +55,7 @@ export async function builtSources(root) {
     })
     await loadEffectModulesAlone(next)
     fs.cpSync(path.join(src, "console/page"), path.join(next, "console/page"), { recursive: true })
-    fs.cpSync(path.join(src, "sse.ts"), path.join(next, "sse.ts"))
+    fs.cpSync(path.join(src, "support/sse.ts"), path.join(next, "support/sse.ts"))
     try {
       fs.renameSync(next, dir)
     } catch {
@@ -85,7 +85,7 @@ export const loadEffectModulesAlone = async (dir, extension = ".mjs") => {
  * string or a template literal (the library template holds a whole app.ts) are never touched.
  */
 export const effectImportsRewriter = async (dir, extension = ".mjs") => {
-  const { rewriteStatements } = await import(`${dir}/effect-imports${extension}`)
+  const { rewriteStatements } = await import(`${dir}/app-loading/effect-imports${extension}`)
   const { init, parse } = await import("es-module-lexer")
   await init
   return (code) => {

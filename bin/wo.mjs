@@ -4,9 +4,9 @@
 // npm installs runs dist/wo.js (the build) and does not ship this file.
 // The big dependencies load natively first: tsx's loader hooks cost milliseconds per module, and effect
 // alone has hundreds. `wo run` and `wo dev` go further: they read their command line without @effect/cli
-// (src/serve-args.ts), and load the checkout's code natively too, built once per change (bin/built-sources.mjs);
+// (src/cli/serve-args.ts), and load the checkout's code natively too, built once per change (bin/built-sources.mjs);
 // the other commands (and these when they cannot) load @effect/cli and run src/ through tsx. The built code imports
-// effect's modules one by one (src/effect-imports.ts); only src/ run through tsx needs effect's index preloaded.
+// effect's modules one by one (src/app-loading/effect-imports.ts); only src/ run through tsx needs effect's index preloaded.
 import "@effect/platform-node/NodeRuntime"
 import "classic-level"
 import { builtSources } from "./built-sources.mjs"
@@ -30,8 +30,8 @@ if (compiled !== undefined) {
   register()
   // Apps import "writeonce": resolve it to the same code the runtime runs (the built folder, or these sources under
   // the writeonce-source condition), so that the app and the runtime share one copy of every module.
-  const { registerAppLoader } = await import("../src/app-loader.ts")
+  const { registerAppLoader } = await import("../src/app-loading/app-loader.ts")
   registerAppLoader({ tsx: false, sources: true, ...(read === undefined ? {} : { built }) })
   if (read !== undefined) serveArgs.serve(read)
-  else await import("../src/cli.ts")
+  else await import("../src/cli/cli.ts")
 }

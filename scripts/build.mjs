@@ -1,7 +1,7 @@
 // `npm run build` (and `prepare`, so `npm ci` and `npm pack` run it): the package's JavaScript and .d.ts files in
 // dist/, compiled by tsc from src/ (tsconfig.build.json), plus the console page's sources, which the server
 // bundles with esbuild on the first request for the page (src/console/assets.ts reads them beside itself).
-// The emitted modules then import effect's modules one by one instead of its index (src/effect-imports.ts).
+// The emitted modules then import effect's modules one by one instead of its index (src/app-loading/effect-imports.ts).
 // In a checkout, `writeonce` resolves to src/ instead, under the `writeonce-source` export condition.
 // The build goes to a fresh folder that then replaces dist/ at once, so dist/ is never half written.
 // Type errors fail `npm pack` and `npm publish`: no tarball is built from code that does not type-check. Elsewhere

@@ -6,7 +6,7 @@
 import { ClassicLevel } from "classic-level"
 import * as fs from "node:fs"
 import * as path from "node:path"
-import * as K from "../src/log/log-keys.ts"
+import * as K from "../src/log/classic-level/log-keys.ts"
 import { runWo } from "./spawn.ts"
 import { http, ROOT, spawnServer, tempDir } from "./server.ts"
 

@@ -7,10 +7,10 @@
 import { Effect, Layer } from "effect"
 import pricing from "../examples/pricing/app.ts"
 import { exitWhenTheWriterDies } from "../src/commands/writer-watch.ts"
-import { loadSettings } from "../src/config.ts"
-import { ClassicLevelLog } from "../src/log/classic-level-log.ts"
+import { loadSettings } from "../src/support/config.ts"
+import { ClassicLevelLog } from "../src/log/classic-level/classic-level-log.ts"
 import { EventLog } from "../src/log/event-log.ts"
-import { writeOnceLayer } from "../src/runtime.ts"
+import { writeOnceLayer } from "../src/runtime/runtime.ts"
 
 const dyingLog = Layer.effect(
   EventLog,

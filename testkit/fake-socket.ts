@@ -3,7 +3,7 @@
  * with "room left" until told it is full, and emits `drain` when it is emptied.
  */
 import { EventEmitter } from "node:events"
-import type { SocketLike } from "../src/http/push-sink.ts"
+import type { SocketLike } from "../src/http/streams/push-sink.ts"
 
 export class FakeSocket extends EventEmitter implements SocketLike {
   readonly chunks: Array<string> = []

@@ -8,8 +8,8 @@
  */
 import { Effect } from "effect"
 import * as fs from "node:fs"
-import { openDb } from "../src/log/level-db.ts"
-import { verifyStore } from "../src/log/verify.ts"
+import { openDb } from "../src/log/classic-level/level-db.ts"
+import { verifyStore } from "../src/log/classic-level/offline/verify.ts"
 import { apps, http, startServer } from "./server.ts"
 
 export interface FlipManifest {

@@ -5,7 +5,7 @@
  */
 import * as http from "node:http"
 import * as net from "node:net"
-import { isEventStream } from "../src/sse.ts"
+import { isEventStream } from "../src/support/sse.ts"
 import { sseDataPayloads } from "./sse.ts"
 
 export interface FuzzRequest {

@@ -5,11 +5,11 @@
  */
 import { Deferred, Effect, Layer, ManagedRuntime, Stream } from "effect"
 import type { AppDef } from "../src/domain/catalog.ts"
-import { loadSettings } from "../src/config.ts"
+import { loadSettings } from "../src/support/config.ts"
 import { HttpServer } from "../src/http/server.ts"
-import { ClassicLevelLog } from "../src/log/classic-level-log.ts"
+import { ClassicLevelLog } from "../src/log/classic-level/classic-level-log.ts"
 import { EventLog } from "../src/log/event-log.ts"
-import { writeOnceLayer } from "../src/runtime.ts"
+import { writeOnceLayer } from "../src/runtime/runtime.ts"
 
 export const startGatedRefold = async (app: AppDef, dataDir: string) => {
   const gate = Effect.runSync(Deferred.make<void>())

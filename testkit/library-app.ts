@@ -5,7 +5,7 @@
  */
 import { Schema } from "effect"
 import { defineApp, entity, reject } from "../src/index.ts"
-import { ref } from "../src/domain/refs.ts"
+import { ref } from "../src/domain/rules/refs.ts"
 
 const books = entity({
   fields: {

@@ -1,7 +1,7 @@
 /** A library app that declares every rule of issue 21 item 3: an invariant, a guarded field and references. */
 import { Schema } from "effect"
 import { defineApp, entity, reject } from "../src/domain/catalog.ts"
-import { ref } from "../src/domain/refs.ts"
+import { ref } from "../src/domain/rules/refs.ts"
 
 export const IN_RANGE = "available must stay between 0 and copies"
 

@@ -8,7 +8,7 @@
  */
 import { Context, Effect, Layer, Option } from "effect"
 import type { StoreError } from "../src/domain/errors.ts"
-import { ClassicLevelLog } from "../src/log/classic-level-log.ts"
+import { ClassicLevelLog } from "../src/log/classic-level/classic-level-log.ts"
 import { EventLog } from "../src/log/event-log.ts"
 
 export class LogFaults extends Context.Tag("writeonce/test/LogFaults")<

@@ -4,7 +4,7 @@
  * the stored rows equal to the fold of the log. Used after `kill -9` and after shutdown, before any restart.
  */
 import { ClassicLevel } from "classic-level"
-import * as K from "../src/log/log-keys.ts"
+import * as K from "../src/log/classic-level/log-keys.ts"
 import { unseal, unsealJson } from "../src/log/record.ts"
 import type { StoredEvent } from "../src/domain/events.ts"
 

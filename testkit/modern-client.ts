@@ -1,6 +1,6 @@
 /** Raw helpers for the stateless 2026-07-28 era over node:http: requests (built by testkit/mcp.ts), listen streams. */
 import * as nodeHttp from "node:http"
-import { sseParser } from "../src/sse.ts"
+import { sseParser } from "../src/support/sse.ts"
 import { listenBody, modernHeaders, modernRequest as buildModern } from "./mcp.ts"
 import { openSse } from "./sse.ts"
 import { rawRequest } from "./server.ts"

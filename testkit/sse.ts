@@ -1,10 +1,10 @@
 /**
- * The test kit's side of Server-Sent Events: helpers over the one SSE codec (src/sse.ts), and a streaming
+ * The test kit's side of Server-Sent Events: helpers over the one SSE codec (src/support/sse.ts), and a streaming
  * reader the tests use. An event with an `id:` and empty data (a 2025-11-25 priming event) is an event like any
  * other; callers that want payloads only use `sseDataPayloads`.
  */
 import * as http from "node:http"
-import { parseSse, sseParser, type SseEvent } from "../src/sse.ts"
+import { parseSse, sseParser, type SseEvent } from "../src/support/sse.ts"
 
 /**
  * The non-empty `data` payloads of a fully buffered body, in order (comments and priming events dropped). An

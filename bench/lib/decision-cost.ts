@@ -7,7 +7,7 @@ import { Either } from 'effect';
 import { join } from 'node:path';
 import type { AppDef } from '../../src/domain/catalog.ts';
 import { compileApp } from '../../src/domain/compile.ts';
-import { decide } from '../../src/domain/decider.ts';
+import { decide } from '../../src/domain/decide/decider.ts';
 import { repoRoot } from './wo.ts';
 
 export interface DecisionCost {

@@ -1,12 +1,12 @@
 // Builds a big event log fast by writing the classic-level data dir directly, in the server's own format
-// (src/log/log-keys.ts, record.ts and classic-level-log.ts): events `e!<seq:16>` as checksummed StoredEvent JSON
+// (src/log/classic-level/log-keys.ts, record.ts and classic-level-log.ts): events `e!<seq:16>` as checksummed StoredEvent JSON
 // (src/domain/events.ts), rows `r!<type>!<id:12>`, `m!checkpoint`. The dir must have been made by the real
 // server first (products created over REST, counters and checkpoint in place); this only appends
 // `set_price` events to existing products, round-robin, and leaves rows and checkpoint exactly as the
 // server would after committing them. `wo replay` then proves the result is consistent.
 import { ClassicLevel } from 'classic-level';
-import { CHECKPOINT_KEY, eventKey, rowKey } from '../../src/log/log-keys.ts';
-import { rowPayload } from '../../src/log/level-records.ts';
+import { CHECKPOINT_KEY, eventKey, rowKey } from '../../src/log/classic-level/log-keys.ts';
+import { rowPayload } from '../../src/log/classic-level/level-records.ts';
 import { seal, unsealJson } from '../../src/log/record.ts';
 const TYPE = 'products';
 

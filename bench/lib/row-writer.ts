@@ -1,5 +1,5 @@
 // Creates a big table fast by writing a fresh classic-level data dir directly, in the server's own format
-// (src/log/log-keys.ts, record.ts, index-keys.ts and classic-level-log.ts): one `created` event per product, its
+// (src/log/classic-level/log-keys.ts, record.ts, index-keys.ts and classic-level-log.ts): one `created` event per product, its
 // row, the id counter, the row count, the checkpoint and the format marker, as the server's batches leave them;
 // given the app, also the records of the indexes it declares on products, with their state `ready` (what a server
 // with them declared leaves: it writes them in the batch of their rows). Views are not written: the server folds
@@ -11,12 +11,12 @@
 // holding 1,000,000 keys costs more in garbage collection than LevelDB's compactions of unsorted batches.
 import { ClassicLevel } from 'classic-level';
 import type { CompiledApp } from '../../src/domain/compile.ts';
-import { indexKey, indexMetaKey, indexPrefix } from '../../src/log/index-keys.ts';
-import { CHECKPOINT_KEY, counterKey, eventKey, FORMAT, FORMAT_KEY, rowCountKey, rowKey } from '../../src/log/log-keys.ts';
-import { rowPayload } from '../../src/log/level-records.ts';
+import { indexKey, indexMetaKey, indexPrefix } from '../../src/log/classic-level/index-keys.ts';
+import { CHECKPOINT_KEY, counterKey, eventKey, FORMAT, FORMAT_KEY, rowCountKey, rowKey } from '../../src/log/classic-level/log-keys.ts';
+import { rowPayload } from '../../src/log/classic-level/level-records.ts';
 import { seal } from '../../src/log/record.ts';
-import { encodeIndexState } from '../../src/log/store-indexes.ts';
-import { typeDigest } from '../../src/projections/store-rows.ts';
+import { encodeIndexState } from '../../src/log/classic-level/store-indexes.ts';
+import { typeDigest } from '../../src/projections/rows/store-rows.ts';
 
 const TYPE = 'products';
 

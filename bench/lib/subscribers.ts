@@ -8,7 +8,7 @@
 // know) and the CRLF ending a chunk a blank line. A stream can also be opened paused: only its response head is
 // read, then the socket stops reading (a stalled client, for the stall-isolation scenario).
 import { connect, type Socket } from 'node:net';
-import { sseParser, type SseEvent } from '../../src/sse.ts';
+import { sseParser, type SseEvent } from '../../src/support/sse.ts';
 import { LEGACY_VERSION, legacyHeaders, legacyRpc, listenBody, modernHeaders, openLegacySession, type LegacySession } from '../../testkit/mcp.ts';
 
 const UPDATED = 'notifications/resources/updated';

@@ -3,14 +3,14 @@
  * Each decodes its payload through the type's Schema, then hands the intent to the group-commit writer.
  */
 import { Context, Effect, Either, Exit, Layer, Option } from "effect"
-import { WoConfig } from "../config.ts"
+import { WoConfig } from "../support/config.ts"
 import { EventLog } from "../log/event-log.ts"
 import { randomUUID } from "node:crypto"
 import { Catalog } from "../domain/app-catalog.ts"
 import { NotFound, ValidationFailed, type CommandError } from "../domain/errors.ts"
 import { isCanonicalId } from "../domain/ids.ts"
-import { inputIssues } from "../domain/input-rules.ts"
-import { toIntent, type Command } from "../domain/intent.ts"
+import { inputIssues } from "../domain/rules/input-rules.ts"
+import { toIntent, type Command } from "../domain/decide/intent.ts"
 import { GroupCommit, noCancel } from "./group-commit.ts"
 import type { CommandCommitted, CommandSubmission, Committed, Stage, Submission } from "./submission.ts"
 import { commandFromChanges, fingerprintOf, keyProblem, makeIdempotency, pruneExpiredKeys, storedChanges, type Keyed } from "./idempotency.ts"

@@ -16,7 +16,7 @@ import { rowUri } from "../domain/uri.ts"
 import { Duplicate, EventLog, Stale, type AppendEntry, type AppendResult, type StoredKey } from "../log/event-log.ts"
 import { makeProjector } from "../projections/projector.ts"
 import { makeTailer, type TailerShape } from "../projections/tailer.ts"
-import type { PreparedViews } from "../projections/views.ts"
+import type { PreparedViews } from "../projections/views/views.ts"
 import type { DecidedBatch } from "./decide-batch.ts"
 import type { Decided, Queued } from "./submission.ts"
 

@@ -9,14 +9,14 @@
  */
 import { Either } from "effect"
 import type { Row } from "../domain/catalog.ts"
-import { commandFailed, planCommand, type PlannedChange } from "../domain/command-decider.ts"
-import { decide, decideIsolated, evolve, type EventDraft } from "../domain/decider.ts"
+import { commandFailed, planCommand, type PlannedChange } from "../domain/decide/command-decider.ts"
+import { decide, decideIsolated, evolve, type EventDraft } from "../domain/decide/decider.ts"
 import type { CommandError, MethodFailed } from "../domain/errors.ts"
 import { isCanonicalId } from "../domain/ids.ts"
 import { streamKey, type StoredEvent } from "../domain/events.ts"
 import { rowUri } from "../domain/uri.ts"
-import type { UserCodeFailure } from "../domain/user-code.ts"
-import type { RowsShape } from "../projections/rows.ts"
+import type { UserCodeFailure } from "../domain/decide/user-code.ts"
+import type { RowsShape } from "../projections/rows/rows.ts"
 import { referenceRefusal, type Overlay } from "./reference-check.ts"
 import type { Decided, Pending, PendingCommand, Queued } from "./submission.ts"
 

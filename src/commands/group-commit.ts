@@ -21,9 +21,9 @@
  */
 import { Cause, Context, Deferred, Effect, Either, Exit, Fiber, Layer, Option } from "effect"
 import { Overloaded, ShuttingDown, storeErrorPolicy, WriterStopped, type CommandError } from "../domain/errors.ts"
-import { describeThrown } from "../domain/user-code.ts"
-import { WoConfig } from "../config.ts"
-import { Rows } from "../projections/rows.ts"
+import { describeThrown } from "../domain/decide/user-code.ts"
+import { WoConfig } from "../support/config.ts"
+import { Rows } from "../projections/rows/rows.ts"
 import { EventLog, type KeyClaim, type StoredKey } from "../log/event-log.ts"
 import { commandFromChanges, storedChanges } from "./idempotency.ts"
 import { Metrics, metricsOff } from "../metrics/metrics.ts"

@@ -7,12 +7,12 @@
  */
 import type { Row } from "../domain/catalog.ts"
 import type { CompiledType } from "../domain/compile.ts"
-import type { EventDraft } from "../domain/decider.ts"
+import type { EventDraft } from "../domain/decide/decider.ts"
 import type { CompiledCommand } from "../domain/compile-commands.ts"
 import { MAX_ISSUE_TEXT, Rejected } from "../domain/errors.ts"
 import { isCanonicalId } from "../domain/ids.ts"
 import { streamKey } from "../domain/events.ts"
-import type { RowsShape } from "../projections/rows.ts"
+import type { RowsShape } from "../projections/rows/rows.ts"
 
 export const MISSING_REFERENCE = "missing_reference"
 export const STILL_REFERENCED = "still_referenced"

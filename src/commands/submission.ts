@@ -7,7 +7,7 @@ import type { Exit } from "effect"
 import type { Row } from "../domain/catalog.ts"
 import type { CompiledApp, CompiledType } from "../domain/compile.ts"
 import type { CompiledCommand } from "../domain/compile-commands.ts"
-import type { Intent } from "../domain/decider.ts"
+import type { Intent } from "../domain/decide/decider.ts"
 import type { CommandError } from "../domain/errors.ts"
 import type { Change, StoredEvent } from "../domain/events.ts"
 

@@ -9,7 +9,7 @@ import * as fs from "node:fs/promises"
 import * as path from "node:path"
 
 // Beside this module in src/ and dist/; in a checkout's built sources (bin/built-sources.mjs) this module is part of
-// a chunk at the build's root, and the page sits at console/page there, so its import of ../../sse.js resolves.
+// a chunk at the build's root, and the page sits at console/page there, so its import of ../../support/sse.js resolves.
 const PAGE_DIR = [path.join(import.meta.dirname, "page"), path.join(import.meta.dirname, "console", "page")].find((dir) => existsSync(dir)) ??
   path.join(import.meta.dirname, "page")
 

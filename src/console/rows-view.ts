@@ -1,6 +1,6 @@
 /** The rows snapshot the console's tables start from; the page then folds `/api/_events` after its `seq`. */
 import type { CompiledApp } from "../domain/compile.ts"
-import type { RowsShape } from "../projections/rows.ts"
+import type { RowsShape } from "../projections/rows/rows.ts"
 import type { RowsSnapshot, TypeRows } from "./wire.ts"
 
 /** Enough for a demo or a debugging look; a table of thousands of rows is not readable anyway. */

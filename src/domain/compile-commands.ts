@@ -7,8 +7,8 @@ import type { AppDef, CommandDef } from "./catalog.ts"
 import { asData, opaqueFieldsCopier, typedDecoder, type InputDecoder } from "./codecs.ts"
 import type { FieldIssue } from "./errors.ts"
 import { toJsonSchema, type JsonSchema } from "./json-schema.ts"
-import { refFields } from "./rules.ts"
-import { describeThrown } from "./user-code.ts"
+import { refFields } from "./rules/rules.ts"
+import { describeThrown } from "./decide/user-code.ts"
 
 const COMMAND_NAME = /^[a-z][a-z0-9_]*$/
 const RESERVED_PARAMS = new Set(["id", "version", "expectedVersion", "__proto__", "constructor"])

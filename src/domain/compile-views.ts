@@ -7,7 +7,7 @@ import { CRUD_OPS, type AppDef, type ViewChange, type ViewDef } from "./catalog.
 import { copyData, issuesOf } from "./codecs.ts"
 import type { EventKind, StoredEvent } from "./events.ts"
 import { toJsonSchema, type JsonSchema } from "./json-schema.ts"
-import { describeThrown, issuesText, plainJson } from "./user-code.ts"
+import { describeThrown, issuesText, plainJson } from "./decide/user-code.ts"
 
 const VIEW_NAME = /^[a-z][a-z0-9_]*$/
 const KINDS: ReadonlyArray<EventKind> = ["created", "updated", "deleted", "invoked"]

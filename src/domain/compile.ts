@@ -12,8 +12,8 @@ import { compileViews, typeToolNames, type CompiledView } from "./compile-views.
 import { compileCommands, type CompiledCommand } from "./compile-commands.ts"
 import { toJsonSchema, type JsonSchema } from "./json-schema.ts"
 import { compileMigrations, type Upcast } from "./migrations.ts"
-import { compileRules, type TypeRules } from "./rules.ts"
-import { describeThrown } from "./user-code.ts"
+import { compileRules, type TypeRules } from "./rules/rules.ts"
+import { describeThrown } from "./decide/user-code.ts"
 
 const TYPE_NAME = /^[a-z][a-z0-9_]*$/
 // `__proto__` and `constructor` are refused in every input (input-rules.ts), so a field by that name could never be written.

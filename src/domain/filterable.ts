@@ -7,7 +7,7 @@
  */
 import { Either, type ParseResult, Schema, SchemaAST } from "effect"
 import { issuesOf } from "./codecs.ts"
-import { NOT_FINITE } from "./input-rules.ts"
+import { NOT_FINITE } from "./rules/input-rules.ts"
 
 export type Scalar = string | number | boolean
 

@@ -11,7 +11,7 @@ import { Either } from "effect"
 import type { CompiledType } from "./compile.ts"
 import { ValidationFailed, type FieldIssue } from "./errors.ts"
 import type { Scalar } from "./filterable.ts"
-import { FORBIDDEN_KEY, FORBIDDEN_KEYS } from "./input-rules.ts"
+import { FORBIDDEN_KEY, FORBIDDEN_KEYS } from "./rules/input-rules.ts"
 
 export interface Filter {
   readonly field: string

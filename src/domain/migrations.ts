@@ -8,7 +8,7 @@ import { Data } from "effect"
 import type { EntityDef, Migration } from "./catalog.ts"
 import type { FieldIssue } from "./errors.ts"
 import { copyData } from "./codecs.ts"
-import { issuesText, plainData, runUserCode } from "./user-code.ts"
+import { issuesText, plainData, runUserCode } from "./decide/user-code.ts"
 
 /** Rename a field, when present: `migrations: { 2: renameField("title", "headline") }`. */
 export const renameField =

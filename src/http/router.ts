@@ -4,14 +4,14 @@
  * /api/* (REST), /mcp and /metrics, behind the bearer token when one is set.
  */
 import { Effect } from "effect"
-import { json, type EdgeRequest, type EdgeResponse } from "./edge-types.ts"
-import { WWW_AUTHENTICATE } from "./auth.ts"
-import type { Guards } from "./guards.ts"
-import type { DirectRoute } from "./edge.ts"
-import { edgeError } from "./edge-error.ts"
-import { COMMANDS_PREFIX, notFound } from "./rest.ts"
-import { HEALTH_PATHS } from "./health.ts"
-import { METRICS_PATH } from "./metrics-route.ts"
+import { json, type EdgeRequest, type EdgeResponse } from "./edge/edge-types.ts"
+import { WWW_AUTHENTICATE } from "./edge/auth.ts"
+import type { Guards } from "./edge/guards.ts"
+import type { DirectRoute } from "./edge/edge.ts"
+import { edgeError } from "./edge/edge-error.ts"
+import { COMMANDS_PREFIX, notFound } from "./rest/rest.ts"
+import { HEALTH_PATHS } from "./routes/health.ts"
+import { METRICS_PATH } from "./routes/metrics-route.ts"
 import { BACKUP_PATH } from "../backup/control.ts"
 
 export interface Routes {

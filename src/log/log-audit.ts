@@ -10,7 +10,7 @@
 import { Effect, Layer, Stream } from "effect"
 import type { StoredEvent } from "../domain/events.ts"
 import type { StoreError } from "../domain/errors.ts"
-import { longWork } from "../turnstile.ts"
+import { longWork } from "../support/turnstile.ts"
 import { EventLog } from "./event-log.ts"
 
 /** Counts the events of `events` (which verifies them), passing the turnstile after each batch read. */

@@ -14,7 +14,7 @@ import type { CompiledApp } from "../domain/compile.ts"
 import { StoreFailed } from "../domain/errors.ts"
 import type { StoredEvent } from "../domain/events.ts"
 import { MigrationFailed } from "../domain/migrations.ts"
-import { describeThrown } from "../domain/user-code.ts"
+import { describeThrown } from "../domain/decide/user-code.ts"
 
 /** The event in its type's current schema version (the same object when there is nothing to migrate). */
 export const upcastEvent = (catalog: CompiledApp, event: StoredEvent): StoredEvent => {

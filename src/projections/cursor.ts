@@ -9,7 +9,7 @@
  */
 import { Option, Schema } from "effect"
 import { MAX_ID } from "../domain/ids.ts"
-import type { SortKey } from "./ordered-index.ts"
+import type { SortKey } from "./rows/ordered-index.ts"
 
 /** A cursor codec for positions of one Schema. */
 export interface CursorCodec<A> {

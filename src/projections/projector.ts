@@ -9,12 +9,12 @@
 import { Effect, Option } from "effect"
 import { Catalog } from "../domain/app-catalog.ts"
 import type { Row } from "../domain/catalog.ts"
-import { evolve } from "../domain/decider.ts"
+import { evolve } from "../domain/decide/decider.ts"
 import { streamKey, type Change, type StoredEvent } from "../domain/events.ts"
 import { rowUri } from "../domain/uri.ts"
-import { ChangeFeed } from "./change-feed.ts"
-import { Rows } from "./rows.ts"
-import { Views, type PreparedViews } from "./views.ts"
+import { ChangeFeed } from "../subscriptions/change-feed.ts"
+import { Rows } from "./rows/rows.ts"
+import { Views, type PreparedViews } from "./views/views.ts"
 
 export interface ProjectorShape {
   /**

@@ -7,10 +7,10 @@ import { Context, Effect, Layer } from "effect"
 import type { Row } from "../domain/catalog.ts"
 import { NotFound, ValidationFailed } from "../domain/errors.ts"
 import { ID_ORDER, orderText, type ListRequest } from "../domain/list-request.ts"
-import { WoConfig } from "../config.ts"
+import { WoConfig } from "../support/config.ts"
 import { decodeCursor, encodeCursor } from "./cursor.ts"
-import type { RowPage } from "./row-table.ts"
-import { Rows } from "./rows.ts"
+import type { RowPage } from "./rows/row-table.ts"
+import { Rows } from "./rows/rows.ts"
 
 export interface Page {
   readonly items: ReadonlyArray<Row>

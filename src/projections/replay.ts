@@ -10,11 +10,11 @@ import { Chunk, Effect, Either, Stream } from "effect"
 import { createHash } from "node:crypto"
 import type { Row } from "../domain/catalog.ts"
 import type { CompiledApp } from "../domain/compile.ts"
-import { evolve } from "../domain/decider.ts"
+import { evolve } from "../domain/decide/decider.ts"
 import type { EventLogShape } from "../log/event-log.ts"
-import { RowTable } from "./row-table.ts"
-import { makeMisfits, newerSchemaProblem, normaliseRow, normaliseTables } from "./schema-check.ts"
-import { compareViews, type ViewComparison } from "./view-check.ts"
+import { RowTable } from "./rows/row-table.ts"
+import { makeMisfits, newerSchemaProblem, normaliseRow, normaliseTables } from "./rows/schema-check.ts"
+import { compareViews, type ViewComparison } from "./views/view-check.ts"
 
 /** JSON with sorted keys, so that a digest does not depend on key order. */
 export const canonicalJson = (value: unknown): string => {

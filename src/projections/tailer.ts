@@ -20,10 +20,10 @@ import { isStoreError, ReplicaLagging, type StoreError } from "../domain/errors.
 import type { Change, StoredEvent } from "../domain/events.ts"
 import { EventLog } from "../log/event-log.ts"
 import { makeProjector } from "./projector.ts"
-import { Rows } from "./rows.ts"
-import { Views } from "./views.ts"
+import { Rows } from "./rows/rows.ts"
+import { Views } from "./views/views.ts"
 import { Metrics, metricsOff } from "../metrics/metrics.ts"
-import { STORE_TIMEOUT_MS, VIEW_SNAPSHOT_EVERY, WoConfig } from "../config.ts"
+import { STORE_TIMEOUT_MS, VIEW_SNAPSHOT_EVERY, WoConfig } from "../support/config.ts"
 
 export interface TailerShape {
   /** The last seq this node's rows include. */

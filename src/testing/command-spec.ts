@@ -1,7 +1,7 @@
 /**
  * Decider specs for an app command (a command across entity types): given the events of rows of several types,
  * when the command arrives with its params, then the events it decides on each row, or the refusal or error.
- * The command is decided by the same pure core as the server's writer (src/domain/command-decider.ts): its
+ * The command is decided by the same pure core as the server's writer (src/domain/decide/command-decider.ts): its
  * params go through the same Schema decode, each change through the same decode and entity Decider (invariants
  * and guarded fields included), and references are checked as the writer checks them, against the given rows.
  * Nothing is stored and no server runs.
@@ -20,14 +20,14 @@ import { Either } from "effect"
 import type { Schema } from "effect"
 import { referenceRefusal } from "../commands/reference-check.ts"
 import type { AppDef, Row } from "../domain/catalog.ts"
-import { decideCommand, type CommandEventDraft } from "../domain/command-decider.ts"
+import { decideCommand, type CommandEventDraft } from "../domain/decide/command-decider.ts"
 import type { CompiledApp } from "../domain/compile.ts"
-import { evolve } from "../domain/decider.ts"
+import { evolve } from "../domain/decide/decider.ts"
 import { streamKey, type StoredEvent } from "../domain/events.ts"
 import { MethodFailed, ValidationFailed, type CommandError } from "../domain/errors.ts"
-import { describeThrown } from "../domain/user-code.ts"
-import { RowTable } from "../projections/row-table.ts"
-import { makeRows, type RowsShape } from "../projections/rows.ts"
+import { describeThrown } from "../domain/decide/user-code.ts"
+import { RowTable } from "../projections/rows/row-table.ts"
+import { makeRows, type RowsShape } from "../projections/rows/rows.ts"
 import type { OlderEvent, SpecEventOf } from "./spec-types.ts"
 import { assertFails, assertRejects, assertSameEvents, comparesParams, compile, pretty, shape, SpecFailed, stateOf, type Fields, type SpecEvent } from "./spec-support.ts"
 

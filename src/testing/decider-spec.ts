@@ -14,10 +14,10 @@
  * `then` and `thenFails` throw a `SpecFailed` with a readable diff, so a spec also runs inside any test framework.
  */
 import { Either } from "effect"
-import { toIntent } from "../domain/intent.ts"
+import { toIntent } from "../domain/decide/intent.ts"
 import type { AppDef, EntityDef, Row } from "../domain/catalog.ts"
 import type { CompiledType } from "../domain/compile.ts"
-import { decide, decideIsolated, type EventDraft } from "../domain/decider.ts"
+import { decide, decideIsolated, type EventDraft } from "../domain/decide/decider.ts"
 import type { CommandError } from "../domain/errors.ts"
 import { forCommand } from "./command-spec.ts"
 import type { OlderEvent, SpecCommandOf, SpecEventOf } from "./spec-types.ts"

@@ -6,7 +6,7 @@
 import { Data, Either } from "effect"
 import type { AppDef, Row } from "../domain/catalog.ts"
 import { compileApp, type CompiledApp, type CompiledType } from "../domain/compile.ts"
-import { evolve, type EventDraft } from "../domain/decider.ts"
+import { evolve, type EventDraft } from "../domain/decide/decider.ts"
 import type { CommandError, FieldIssue } from "../domain/errors.ts"
 import type { StoredEvent } from "../domain/events.ts"
 import { lineDiff } from "./line-diff.ts"

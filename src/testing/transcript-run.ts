@@ -8,9 +8,9 @@ import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
 import type { AppDef } from "../domain/catalog.ts"
-import { loadSettings, type Settings } from "../config.ts"
+import { loadSettings, type Settings } from "../support/config.ts"
 import { HttpServer } from "../http/server.ts"
-import { writeOnceLayer } from "../runtime.ts"
+import { writeOnceLayer } from "../runtime/runtime.ts"
 import { replayTranscript, type ReplayOptions, type ReplayResult, type Transcript } from "./transcript/index.ts"
 
 /**

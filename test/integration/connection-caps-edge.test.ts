@@ -7,8 +7,8 @@
 import { Effect, Exit, Logger, Scope } from "effect"
 import * as net from "node:net"
 import { afterEach, describe, expect, it } from "vitest"
-import { startEdge, type RunningEdge } from "../../src/http/edge.ts"
-import { json, type EdgeResponse } from "../../src/http/edge-types.ts"
+import { startEdge, type RunningEdge } from "../../src/http/edge/edge.ts"
+import { json, type EdgeResponse } from "../../src/http/edge/edge-types.ts"
 import { waitFor } from "../../testkit/wait.ts"
 
 interface Client {

@@ -1,8 +1,8 @@
 import { Effect, Scope, Stream } from "effect"
 import * as net from "node:net"
 import { describe, expect, it } from "vitest"
-import { startEdge } from "../../src/http/edge.ts"
-import type { EdgeResponse } from "../../src/http/edge-types.ts"
+import { startEdge } from "../../src/http/edge/edge.ts"
+import type { EdgeResponse } from "../../src/http/edge/edge-types.ts"
 
 describe("the edge writes SSE with real backpressure", () => {
   it("stops pulling from a stream while the client is not reading, and resumes when it does", async () => {

@@ -6,8 +6,8 @@
 import { Cause, Effect, Exit, Scope } from "effect"
 import * as net from "node:net"
 import { afterEach, describe, expect, it } from "vitest"
-import { startEdge, type DirectRespond, type DirectRoute, type RunningEdge } from "../../src/http/edge.ts"
-import { json, type EdgeResponse } from "../../src/http/edge-types.ts"
+import { startEdge, type DirectRespond, type DirectRoute, type RunningEdge } from "../../src/http/edge/edge.ts"
+import { json, type EdgeResponse } from "../../src/http/edge/edge-types.ts"
 
 const INTERNAL = { error: "Internal", message: "internal error" }
 

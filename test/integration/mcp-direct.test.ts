@@ -4,7 +4,7 @@
  * both ways, on both eras, over a real server, and the two results must be the same.
  */
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest"
-import { JsonScan } from "../../src/http/json-scan.ts"
+import { JsonScan } from "../../src/http/edge/json-scan.ts"
 import { openSession } from "../../testkit/legacy-client.ts"
 import { LEGACY_VERSION, MCP_HEADERS, modernRequest } from "../../testkit/mcp.ts"
 import { apps, http, startServer } from "../../testkit/server.ts"

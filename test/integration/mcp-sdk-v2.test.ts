@@ -3,7 +3,7 @@ import { Client as ClientV1 } from "@modelcontextprotocol/sdk/client/index.js"
 import { StreamableHTTPClientTransport as TransportV1 } from "@modelcontextprotocol/sdk/client/streamableHttp.js"
 import { Effect } from "effect"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { SubscriptionRegistry } from "../../src/projections/registry.ts"
+import { SubscriptionRegistry } from "../../src/subscriptions/registry.ts"
 import { apps, http, startServer } from "../../testkit/server.ts"
 import { waitFor } from "../../testkit/wait.ts"
 

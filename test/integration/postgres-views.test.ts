@@ -7,10 +7,10 @@
  */
 import { Effect, ManagedRuntime } from "effect"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { loadSettings, type SettingsInput } from "../../src/config.ts"
+import { loadSettings, type SettingsInput } from "../../src/support/config.ts"
 import { HttpServer } from "../../src/http/server.ts"
-import { Views, type ViewsRecovery } from "../../src/projections/views.ts"
-import { writeOnceLayer } from "../../src/runtime.ts"
+import { Views, type ViewsRecovery } from "../../src/projections/views/views.ts"
+import { writeOnceLayer } from "../../src/runtime/runtime.ts"
 import { haveBinaries, startCluster, warnIfSkipped, type PgCluster } from "../cluster/pg-cluster.ts"
 import { apps, http, tempDir } from "../../testkit/server.ts"
 import { blogCountingCreates } from "../../testkit/redeclared-blog.ts"

@@ -7,8 +7,8 @@
 import * as nodeHttp from "node:http"
 import { afterEach, describe, expect, it } from "vitest"
 import type { Change } from "../../src/domain/events.ts"
-import { OpenStreams } from "../../src/http/open-streams.ts"
-import { ChangeFeed } from "../../src/projections/change-feed.ts"
+import { OpenStreams } from "../../src/http/streams/open-streams.ts"
+import { ChangeFeed } from "../../src/subscriptions/change-feed.ts"
 import { listenBody, modernHeaders, openListen, rawListen } from "../../testkit/modern-client.ts"
 import { apps, http, startServer } from "../../testkit/server.ts"
 

@@ -10,7 +10,7 @@ import * as nodeHttp from "node:http"
 import * as path from "node:path"
 import { afterAll, describe, expect, it } from "vitest"
 import { appendSetPriceEvents } from "../../bench/lib/log-writer.ts"
-import { parseSse } from "../../src/sse.ts"
+import { parseSse } from "../../src/support/sse.ts"
 import { openListen, rawListen } from "../../testkit/modern-client.ts"
 import { http, ROOT, spawnServer, tempDir, type SpawnedServer } from "../../testkit/server.ts"
 

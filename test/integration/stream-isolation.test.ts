@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest"
 import type { Change } from "../../src/domain/events.ts"
-import { ChangeFeed } from "../../src/projections/change-feed.ts"
+import { ChangeFeed } from "../../src/subscriptions/change-feed.ts"
 import { MCP_HEADERS, openSession } from "../../testkit/legacy-client.ts"
 import { openSse } from "../../testkit/sse.ts"
 import { apps, http, startServer } from "../../testkit/server.ts"

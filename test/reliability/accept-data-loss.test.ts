@@ -8,7 +8,7 @@
 import * as fs from "node:fs"
 import * as path from "node:path"
 import { describe, expect, it } from "vitest"
-import { ACCEPTED_LOSS_FILE, type AcceptedLoss } from "../../src/log/accepted-loss.ts"
+import { ACCEPTED_LOSS_FILE, type AcceptedLoss } from "../../src/log/classic-level/accepted-loss.ts"
 import { runWo } from "../../testkit/spawn.ts"
 import { buildAckedStore, pricing, writeAheadLog } from "../../testkit/acked-store.ts"
 import { apps, http, spawnServer, startServer } from "../../testkit/server.ts"

@@ -15,7 +15,7 @@ import { describe, expect, it } from "vitest"
 import { writeProducts } from "../../bench/lib/row-writer.ts"
 import { BACKUP_PATH, readControlRecord, TOKEN_HEADER } from "../../src/backup/control.ts"
 import { BACKUP_FILE } from "../../src/backup/copy-store.ts"
-import { FORMAT_KEY } from "../../src/log/log-keys.ts"
+import { FORMAT_KEY } from "../../src/log/classic-level/log-keys.ts"
 import { environment, runWo, WO_BIN } from "../../testkit/spawn.ts"
 import { http, rawRequest, ROOT, spawnServer, tempDir } from "../../testkit/server.ts"
 

@@ -9,7 +9,7 @@ import * as path from "node:path"
 import { afterEach, describe, expect, it } from "vitest"
 import { LogFaults } from "../../testkit/log-faults.ts"
 import { seal, unsealJson } from "../../src/log/record.ts"
-import * as K from "../../src/log/log-keys.ts"
+import * as K from "../../src/log/classic-level/log-keys.ts"
 import { StoreFailed } from "../../src/domain/errors.ts"
 import { MCP_HEADERS, openSession } from "../../testkit/legacy-client.ts"
 import { listenBody, modernCall, modernHeaders, SUBSCRIPTION_ID } from "../../testkit/modern-client.ts"
@@ -113,7 +113,7 @@ const storeWithFourEvents = async () => {
   return dataDir
 }
 
-/** Edits a closed data dir with classic-level directly (the key layout of src/log/log-keys.ts). */
+/** Edits a closed data dir with classic-level directly (the key layout of src/log/classic-level/log-keys.ts). */
 const damage = async (dataDir: string, edit: (db: ClassicLevel<string, string>) => Promise<unknown>) => {
   const db = new ClassicLevel<string, string>(dataDir, { keyEncoding: "utf8", valueEncoding: "utf8" })
   await db.open()

@@ -19,7 +19,7 @@
 import { Effect } from "effect"
 import fc from "fast-check"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { Rows } from "../../src/projections/rows.ts"
+import { Rows } from "../../src/projections/rows/rows.ts"
 import { makeFuzzClient, sendRawBytes, type FuzzAnswer, type FuzzRequest } from "../../testkit/fuzz-client.ts"
 import { invalid, valid, type JsonSchema } from "../../testkit/json-schema-arb.ts"
 import { canonical } from "../../testkit/log-reader.ts"

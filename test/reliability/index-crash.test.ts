@@ -12,9 +12,9 @@
 import { ClassicLevel } from "classic-level"
 import { afterEach, describe, expect, it } from "vitest"
 import { writeProducts } from "../../bench/lib/row-writer.ts"
-import { indexKey, indexMetaKey } from "../../src/log/index-keys.ts"
-import { decodeIndexState } from "../../src/log/store-indexes.ts"
-import { BACKFILL_CHUNK } from "../../src/projections/index-backfill.ts"
+import { indexKey, indexMetaKey } from "../../src/log/classic-level/index-keys.ts"
+import { decodeIndexState } from "../../src/log/classic-level/store-indexes.ts"
+import { BACKFILL_CHUNK } from "../../src/projections/rows/index-backfill.ts"
 import { writeAppDir } from "../../testkit/app-dir.ts"
 import { http, runWo, spawnServer, tempDir } from "../../testkit/server.ts"
 

@@ -10,8 +10,8 @@
  */
 import * as net from "node:net"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { inputIssues } from "../../src/domain/input-rules.ts"
-import { makeGuards } from "../../src/http/guards.ts"
+import { inputIssues } from "../../src/domain/rules/input-rules.ts"
+import { makeGuards } from "../../src/http/edge/guards.ts"
 import { MCP_HEADERS, openSession, rawMcp } from "../../testkit/legacy-client.ts"
 import { MODERN_META, modernHeaders } from "../../testkit/modern-client.ts"
 import { apps, http, rawRequest, ROOT, startServer } from "../../testkit/server.ts"

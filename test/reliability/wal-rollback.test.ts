@@ -1,7 +1,7 @@
 /**
  * No unseen rollback of acknowledged writes (issue 20, finding 4). LevelDB drops records from a write-ahead log
  * that was removed, emptied, truncated or replaced by an older copy, and says nothing: the store opens at an older
- * head. The acknowledged-head record beside it (src/log/acked-head.ts) sees it: `wo verify` names the missing
+ * head. The acknowledged-head record beside it (src/log/classic-level/acked-head.ts) sees it: `wo verify` names the missing
  * events, `wo run` refuses and keeps the evidence, and with --accept-data-loss the server serves what is left and
  * never hands out a lost row's id again; `wo verify` then reports the accepted loss and passes.
  */
@@ -9,9 +9,9 @@ import { Effect } from "effect"
 import * as fs from "node:fs"
 import * as path from "node:path"
 import { beforeAll, describe, expect, it } from "vitest"
-import { ACKED_FILE } from "../../src/log/acked-head.ts"
-import { DATA_LOSS_MARKER, openDb } from "../../src/log/level-db.ts"
-import { verifyStore } from "../../src/log/verify.ts"
+import { ACKED_FILE } from "../../src/log/classic-level/acked-head.ts"
+import { DATA_LOSS_MARKER, openDb } from "../../src/log/classic-level/level-db.ts"
+import { verifyStore } from "../../src/log/classic-level/offline/verify.ts"
 import { runWo } from "../../testkit/spawn.ts"
 import { buildAckedStore, copyDir, headOf, pricing, startRefused, writeAheadLog, type AckedStore } from "../../testkit/acked-store.ts"
 import { apps, http, spawnServer, startServer } from "../../testkit/server.ts"

@@ -1,14 +1,14 @@
 /**
- * The acknowledged-head record file (src/log/acked-head.ts) and its open-time check (acked-check.ts): slots that
+ * The acknowledged-head record file (src/log/classic-level/acked-head.ts) and its open-time check (acked-check.ts): slots that
  * survive a torn write, the highest acked and counters over whole slots, and the verdicts on a store's head.
  */
 import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
 import { describe, expect, it } from "vitest"
-import { checkAckedHead } from "../../src/log/acked-check.ts"
-import { ACKED_FILE, openAckedHead, readAckedRecord } from "../../src/log/acked-head.ts"
-import { acceptedGap, lossBetween, type AcceptedLoss } from "../../src/log/accepted-loss.ts"
+import { checkAckedHead } from "../../src/log/classic-level/acked-check.ts"
+import { ACKED_FILE, openAckedHead, readAckedRecord } from "../../src/log/classic-level/acked-head.ts"
+import { acceptedGap, lossBetween, type AcceptedLoss } from "../../src/log/classic-level/accepted-loss.ts"
 
 const dir = () => fs.mkdtempSync(path.join(os.tmpdir(), "wo-acked-unit-"))
 const found = (d: string) => {

@@ -9,7 +9,7 @@ import { Effect } from "effect"
 import * as fs from "node:fs"
 import * as path from "node:path"
 import { describe, expect, it } from "vitest"
-import { openDb } from "../../src/log/level-db.ts"
+import { openDb } from "../../src/log/classic-level/level-db.ts"
 import { copyPinned, pinFiles } from "../../src/backup/pin-files.ts"
 import { tempDir } from "../../testkit/server.ts"
 

@@ -3,7 +3,7 @@ import { Either, Schema } from "effect"
 import { describe, expect, it } from "vitest"
 import { defineApp, entity, reject, type Row } from "../../src/index.ts"
 import { compileApp } from "../../src/domain/compile.ts"
-import { decideCommand } from "../../src/domain/command-decider.ts"
+import { decideCommand } from "../../src/domain/decide/command-decider.ts"
 import { library } from "../../testkit/library-app.ts"
 
 const compiled = Either.getOrThrow(compileApp(library))

@@ -5,7 +5,7 @@
 import { Schema } from "effect"
 import { describe, expect, it } from "vitest"
 import { defineApp, entity, reject } from "../../src/domain/catalog.ts"
-import { ref } from "../../src/domain/refs.ts"
+import { ref } from "../../src/domain/rules/refs.ts"
 import { created, DeciderSpecification, type EventOf, invoked, SpecFailed, updated } from "../../src/testing/index.ts"
 import library from "../../examples/library/app.ts"
 

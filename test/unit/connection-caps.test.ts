@@ -5,10 +5,10 @@
  */
 import { ConfigProvider, Effect } from "effect"
 import { describe, expect, it } from "vitest"
-import { connectionsLine, connectionsWarning } from "../../src/announce.ts"
-import { loadSettings } from "../../src/config.ts"
-import { fdLimit, parseProcLimits, storeOpenFiles, UNLIMITED_FILES } from "../../src/fd-limit.ts"
-import { connectionCapsFor, ConnectionTable, makeRateLimitedLog } from "../../src/http/connection-caps.ts"
+import { connectionsLine, connectionsWarning } from "../../src/runtime/announce.ts"
+import { loadSettings } from "../../src/support/config.ts"
+import { fdLimit, parseProcLimits, storeOpenFiles, UNLIMITED_FILES } from "../../src/support/fd-limit.ts"
+import { connectionCapsFor, ConnectionTable, makeRateLimitedLog } from "../../src/http/edge/connection-caps.ts"
 import { waitFor } from "../../testkit/wait.ts"
 
 /** A table over named connections, recording which it evicted. */

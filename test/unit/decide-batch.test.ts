@@ -9,9 +9,9 @@ import pricing from "../../examples/pricing/app.ts"
 import { decideBatch, type BatchStart } from "../../src/commands/decide-batch.ts"
 import type { Pending, Queued } from "../../src/commands/submission.ts"
 import { compileApp } from "../../src/domain/compile.ts"
-import { toIntent, type Command } from "../../src/domain/intent.ts"
-import { makeRows } from "../../src/projections/rows.ts"
-import { RowTable } from "../../src/projections/row-table.ts"
+import { toIntent, type Command } from "../../src/domain/decide/intent.ts"
+import { makeRows } from "../../src/projections/rows/rows.ts"
+import { RowTable } from "../../src/projections/rows/row-table.ts"
 import { create, setPrice } from "./pricing-commands.ts"
 
 const app = Either.getOrThrow(compileApp(pricing))

@@ -1,7 +1,7 @@
 import { Either } from "effect"
 import { describe, expect, it } from "vitest"
 import { compileApp } from "../../src/domain/compile.ts"
-import { decide, evolve } from "../../src/domain/decider.ts"
+import { decide, evolve } from "../../src/domain/decide/decider.ts"
 import type { StoredEvent } from "../../src/domain/events.ts"
 import { apps } from "../../testkit/server.ts"
 import { defineApp, entity, reject } from "../../src/domain/catalog.ts"

@@ -9,9 +9,9 @@ import { describe, expect, it } from "@effect/vitest"
 import { vi } from "vitest"
 import * as http from "node:http"
 import { connect, type AddressInfo } from "node:net"
-import { chunkOf, directChunks } from "../../src/http/direct-chunks.ts"
-import type { DirectSocket } from "../../src/http/push-sink.ts"
-import { makeStreamHub } from "../../src/http/stream-hub.ts"
+import { chunkOf, directChunks } from "../../src/http/streams/direct-chunks.ts"
+import type { DirectSocket } from "../../src/http/streams/push-sink.ts"
+import { makeStreamHub } from "../../src/http/streams/stream-hub.ts"
 
 const serve = (handler: (res: http.ServerResponse) => void) =>
   new Promise<http.Server>((resolve) => {

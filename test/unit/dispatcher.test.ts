@@ -6,7 +6,7 @@
 import { describe, expect, it } from "@effect/vitest"
 import { ConfigProvider, Effect, Either, Exit, Option } from "effect"
 import pricing from "../../examples/pricing/app.ts"
-import { loadSettings } from "../../src/config.ts"
+import { loadSettings } from "../../src/support/config.ts"
 import { compileApp } from "../../src/domain/compile.ts"
 import { makeDispatcher, type CallContext, type Failure } from "../../src/http/mcp/dispatcher.ts"
 import { ErrorCode, type Era, Method, MODERN_VERSIONS, type RpcRequest } from "../../src/http/mcp/protocol.ts"

@@ -1,5 +1,5 @@
 /**
- * Compiled imports of effect's index rewritten to its modules (src/effect-imports.ts): the runtime's build and each
+ * Compiled imports of effect's index rewritten to its modules (src/app-loading/effect-imports.ts): the runtime's build and each
  * app module as it loads. The rewrite must bind the very same objects, and keep every line where it was.
  */
 import * as Effect from "effect"
@@ -9,7 +9,7 @@ import * as os from "node:os"
 import * as path from "node:path"
 // @ts-expect-error: a plain .mjs module of the checkout's tooling, without types
 import { effectImportsRewriter } from "../../bin/built-sources.mjs"
-import { rewriteEffectImports, rewriteStatements } from "../../src/effect-imports.ts"
+import { rewriteEffectImports, rewriteStatements } from "../../src/app-loading/effect-imports.ts"
 
 const dir = path.join(os.tmpdir(), `wo-effect-imports-${process.pid}`)
 
@@ -35,8 +35,8 @@ describe("rewriteEffectImports", () => {
   })
 
   it("in a bundle (bin/built-sources.mjs), rewrites the imports wherever they stand, and no text", async () => {
-    fs.mkdirSync(dir, { recursive: true })
-    fs.writeFileSync(path.join(dir, "effect-imports.mjs"), `export ${rewriteStatements.toString()}\n`)
+    fs.mkdirSync(path.join(dir, "app-loading"), { recursive: true })
+    fs.writeFileSync(path.join(dir, "app-loading", "effect-imports.mjs"), `export ${rewriteStatements.toString()}\n`)
     const rewrite = await effectImportsRewriter(dir)
     const bundle = `import { a } from "./chunk.mjs";\n\n// src/x.ts\nconst t = \`\nimport { Schema } from "effect"\n\`;\n\n// src/y.ts\nimport {\n  Effect,\n  pipe\n} from "effect";\nconst s = "export { Layer } from 'effect'";\n`
     expect(rewrite(bundle)).toBe(bundle.replace(`import {\n  Effect,\n  pipe\n} from "effect"`, `import * as Effect from "effect/Effect"; import { pipe } from "effect/Function";\n\n\n`))

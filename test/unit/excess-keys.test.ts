@@ -1,13 +1,13 @@
 /**
- * A command body's keys its decoder will refuse are left unparsed (src/http/excess-keys.ts): what JSON.parse is
+ * A command body's keys its decoder will refuse are left unparsed (src/http/edge/excess-keys.ts): what JSON.parse is
  * given, and what the decode then sees, is bounded by the keys the decoder accepts plus MAX_ISSUES, whatever the
  * body's size. Counts only, no timing.
  */
 import { Either } from "effect"
 import { describe, expect, it } from "vitest"
 import { MAX_ISSUES } from "../../src/domain/errors.ts"
-import { leaveOutExcessKeys } from "../../src/http/excess-keys.ts"
-import { parseInputBody, parseJsonBody } from "../../src/http/json-body.ts"
+import { leaveOutExcessKeys } from "../../src/http/edge/excess-keys.ts"
+import { parseInputBody, parseJsonBody } from "../../src/http/edge/json-body.ts"
 
 const ACCEPTS: ReadonlySet<string> = new Set(["name", "price", "currency"])
 const KNOWN = `"name":"x","price":1,"currency":"EUR"`

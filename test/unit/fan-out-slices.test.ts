@@ -7,7 +7,7 @@
  */
 import { describe, expect, it } from "@effect/vitest"
 import { vi } from "vitest"
-import { makeStreamHub } from "../../src/http/stream-hub.ts"
+import { makeStreamHub } from "../../src/http/streams/stream-hub.ts"
 import { FakeSocket } from "../../testkit/fake-socket.ts"
 
 const frame = (n: number) => Buffer.from(`data: ${n}\n\n`)

@@ -6,7 +6,7 @@ import { Either, Schema } from "effect"
 import { describe, expect, it } from "vitest"
 import { fastDecoder } from "../../src/domain/fast-decode.ts"
 import { patchCodecs, storableDecoder, strict } from "../../src/domain/codecs.ts"
-import { inputIssues } from "../../src/domain/input-rules.ts"
+import { inputIssues } from "../../src/domain/rules/input-rules.ts"
 
 const Price = Schema.Number.pipe(Schema.positive())
 const product = Schema.Struct({

@@ -11,11 +11,11 @@ import { Commands, CommandsLive, type Command } from "../../src/commands/command
 import { create, setPrice } from "./pricing-commands.ts"
 import { GroupCommitLive } from "../../src/commands/group-commit.ts"
 import { LocalCommit } from "../../src/commands/commit-mode.ts"
-import { loadSettings, WoConfig } from "../../src/config.ts"
+import { loadSettings, WoConfig } from "../../src/support/config.ts"
 import { Catalog } from "../../src/domain/app-catalog.ts"
 import type { Change } from "../../src/domain/events.ts"
-import { ChangeFeed, ChangeFeedLive } from "../../src/projections/change-feed.ts"
-import { makeRows, Rows } from "../../src/projections/rows.ts"
+import { ChangeFeed, ChangeFeedLive } from "../../src/subscriptions/change-feed.ts"
+import { makeRows, Rows } from "../../src/projections/rows/rows.ts"
 import { MemoryLog, MemoryLogLive } from "./memory-log.ts"
 
 const EmptyRows = Layer.sync(Rows, () => makeRows(new Map(), 0, { rows: 0, events: 0, tailEvents: 0, millis: 0 }))

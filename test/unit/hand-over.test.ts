@@ -4,7 +4,7 @@
  * than held without bound; with no replay, live goes straight through.
  */
 import { describe, expect, it } from "vitest"
-import { makeHandOver } from "../../src/http/hand-over.ts"
+import { makeHandOver } from "../../src/http/streams/hand-over.ts"
 
 const harness = (capacity: number, holding?: boolean) => {
   const sent: Array<number> = []

@@ -5,8 +5,8 @@
  */
 import fc from "fast-check"
 import { describe, expect, it } from "vitest"
-import { encodeValue, idOfIndexKey, indexKey } from "../../src/log/index-keys.ts"
-import { compareValues } from "../../src/projections/ordered-index.ts"
+import { encodeValue, idOfIndexKey, indexKey } from "../../src/log/classic-level/index-keys.ts"
+import { compareValues } from "../../src/projections/rows/ordered-index.ts"
 
 const bytes = (s: string) => Buffer.from(s, "utf8")
 const sign = (n: number) => (n < 0 ? -1 : n > 0 ? 1 : 0)

@@ -1,12 +1,12 @@
 /**
- * A JSON body's shape read chunk by chunk as it arrives (src/http/json-scan.ts) is the shape of the whole body,
+ * A JSON body's shape read chunk by chunk as it arrives (src/http/edge/json-scan.ts) is the shape of the whole body,
  * wherever the chunks are cut (inside a string, between a backslash and what it escapes, inside a multi-byte
  * character), and the body parses through it as it does without it.
  */
 import { Either } from "effect"
 import { describe, expect, it } from "vitest"
-import { JsonScan, scanBody } from "../../src/http/json-scan.ts"
-import { isJsonContentType, parseInputBody } from "../../src/http/json-body.ts"
+import { JsonScan, scanBody } from "../../src/http/edge/json-scan.ts"
+import { isJsonContentType, parseInputBody } from "../../src/http/edge/json-body.ts"
 
 const ACCEPTS: ReadonlySet<string> = new Set(["name", "price", "currency"])
 const unknownKeys = (count: number) => Array.from({ length: count }, (_, i) => `"x\\"${i}":"v\\\\é}"`).join(",")

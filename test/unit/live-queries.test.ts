@@ -7,7 +7,7 @@ import fc from "fast-check"
 import { describe, expect, it } from "vitest"
 import { defineApp, entity, view, type Row } from "../../src/domain/catalog.ts"
 import { compileApp } from "../../src/domain/compile.ts"
-import { LiveQueryIndex, touches, type LiveQuery } from "../../src/projections/live-queries.ts"
+import { LiveQueryIndex, touches, type LiveQuery } from "../../src/subscriptions/live-queries.ts"
 
 const statuses = ["draft", "published", "archived"] as const
 const queryArb: fc.Arbitrary<LiveQuery> = fc

@@ -4,9 +4,9 @@
  * JSON-RPC message as the body of a POST, as a client would.
  */
 import { ConfigProvider, Effect, Layer } from "effect"
-import { loadSettings, type Settings, WoConfig } from "../../src/config.ts"
+import { loadSettings, type Settings, WoConfig } from "../../src/support/config.ts"
 import type { CompiledApp } from "../../src/domain/compile.ts"
-import type { EdgeRequest, EdgeResponse } from "../../src/http/edge-types.ts"
+import type { EdgeRequest, EdgeResponse } from "../../src/http/edge/edge-types.ts"
 import { makeDispatcher, type Dispatcher } from "../../src/http/mcp/dispatcher.ts"
 import { makeLegacyPolicy } from "../../src/http/mcp/legacy-era.ts"
 import { makeListenStreams } from "../../src/http/mcp/listen-stream.ts"
@@ -17,9 +17,9 @@ import { describeServer } from "../../src/http/mcp/server-info.ts"
 import { SessionsFull, SubscriptionsFull } from "../../src/http/mcp/session-caps.ts"
 import type { SessionsShape } from "../../src/http/mcp/sessions.ts"
 import { makeMcpTransport } from "../../src/http/mcp/transport.ts"
-import { OpenStreamsLive, type OpenStreamsShape } from "../../src/http/open-streams.ts"
-import type { RegistryShape } from "../../src/projections/registry.ts"
-import type { RowsShape } from "../../src/projections/rows.ts"
+import { OpenStreamsLive, type OpenStreamsShape } from "../../src/http/streams/open-streams.ts"
+import type { RegistryShape } from "../../src/subscriptions/registry.ts"
+import type { RowsShape } from "../../src/projections/rows/rows.ts"
 
 /** Open streams with the default caps (the settings' defaults). */
 export const OpenStreamsDefault = OpenStreamsLive.pipe(

@@ -7,10 +7,10 @@ import { Effect, Layer } from "effect"
 import pricing from "../../examples/pricing/app.ts"
 import { Catalog } from "../../src/domain/app-catalog.ts"
 import type { Change, StoredEvent } from "../../src/domain/events.ts"
-import { ChangeFeed, ChangeFeedLive } from "../../src/projections/change-feed.ts"
+import { ChangeFeed, ChangeFeedLive } from "../../src/subscriptions/change-feed.ts"
 import { makeProjector } from "../../src/projections/projector.ts"
-import { makeRows, Rows } from "../../src/projections/rows.ts"
-import { Views, ViewsLive, type ViewUpdate } from "../../src/projections/views.ts"
+import { makeRows, Rows } from "../../src/projections/rows/rows.ts"
+import { Views, ViewsLive, type ViewUpdate } from "../../src/projections/views/views.ts"
 import { MemoryLogLive } from "./memory-log.ts"
 
 const EmptyRows = Layer.sync(Rows, () => makeRows(new Map(), 0, { rows: 0, events: 0, tailEvents: 0, millis: 0 }))

@@ -1,6 +1,6 @@
 /** The answers to a row's GET kept by row (row-answers.ts): reused for the same row, bounded by their bodies' bytes. */
 import { describe, expect, it } from "vitest"
-import { RowAnswers } from "../../src/http/row-answers.ts"
+import { RowAnswers } from "../../src/http/rest/row-answers.ts"
 
 const row = (id: number, version = 1) => ({ id: String(id), version, name: "é".repeat(10) })
 

@@ -1,6 +1,6 @@
 /** The row cache: its estimated bytes never pass the bound, and it evicts the least recently used row first. */
 import { describe, expect, it } from "vitest"
-import { RowCache, rowBytes } from "../../src/projections/row-cache.ts"
+import { RowCache, rowBytes } from "../../src/projections/rows/row-cache.ts"
 
 const row = (i: number) => ({ id: String(i), version: 1, name: `item-${i}`, price: i, tags: ["a", "b"] })
 /** Rows of one size (ids of three digits). */

@@ -8,8 +8,8 @@ import fc from "fast-check"
 import { describe, expect, it } from "vitest"
 import type { Row } from "../../src/domain/catalog.ts"
 import { matchesAll, type Filter, type Order } from "../../src/domain/list-request.ts"
-import { compareKeys } from "../../src/projections/ordered-index.ts"
-import { RowTable } from "../../src/projections/row-table.ts"
+import { compareKeys } from "../../src/projections/rows/ordered-index.ts"
+import { RowTable } from "../../src/projections/rows/row-table.ts"
 
 type Op =
   | { readonly _tag: "set"; readonly id: number; readonly status: string; readonly title?: string; readonly n: number }

@@ -6,7 +6,7 @@ import { Either, Schema } from "effect"
 import { describe, expect, it } from "vitest"
 import { defineApp, entity, type AppDef } from "../../src/domain/catalog.ts"
 import { compileApp } from "../../src/domain/compile.ts"
-import { ref } from "../../src/domain/refs.ts"
+import { ref } from "../../src/domain/rules/refs.ts"
 import { create, created, DeciderSpecification, type EventOf, invoke, invoked, update, updated } from "../../src/testing/decider-spec.ts"
 import { IN_RANGE, library } from "../../testkit/library-rules.ts"
 

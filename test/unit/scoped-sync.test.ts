@@ -1,10 +1,10 @@
 /**
- * scopedSync (src/scoped-sync.ts): acquired at once, released once when its scope closes (in reverse order, like
+ * scopedSync (src/support/scoped-sync.ts): acquired at once, released once when its scope closes (in reverse order, like
  * acquireRelease), whether the scope ends well or not.
  */
 import { Effect, Exit, Scope } from "effect"
 import { describe, expect, it } from "vitest"
-import { scopedSync } from "../../src/scoped-sync.ts"
+import { scopedSync } from "../../src/support/scoped-sync.ts"
 
 describe("scopedSync", () => {
   it("returns what it acquired and releases it once, when the scope closes, last acquired first", async () => {

@@ -1,9 +1,9 @@
 /**
- * `wo run` and `wo dev` read without @effect/cli (src/serve-args.ts): a plain, well-formed command line only;
+ * `wo run` and `wo dev` read without @effect/cli (src/cli/serve-args.ts): a plain, well-formed command line only;
  * everything else is left to cli.ts (undefined here), so help and usage errors stay @effect/cli's own.
  */
 import { describe, expect, it } from "vitest"
-import { readServeArgs } from "../../src/serve-args.ts"
+import { readServeArgs } from "../../src/cli/serve-args.ts"
 
 describe("readServeArgs", () => {
   it("reads every option of run, in any order, and dev's", () => {

@@ -1,6 +1,6 @@
 import fc from "fast-check"
 import { describe, expect, it } from "vitest"
-import { parseSse, sseFrame, sseParser, type SseEvent } from "../../src/sse.ts"
+import { parseSse, sseFrame, sseParser, type SseEvent } from "../../src/support/sse.ts"
 
 /** Every event of `text` fed to one parser in the given pieces. */
 const parsePieces = (pieces: ReadonlyArray<string>) => {

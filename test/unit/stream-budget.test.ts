@@ -4,7 +4,7 @@
  */
 import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
-import { makeStreamHub } from "../../src/http/stream-hub.ts"
+import { makeStreamHub } from "../../src/http/streams/stream-hub.ts"
 import { FakeSocket } from "../../testkit/fake-socket.ts"
 
 const tick = () => new Promise<void>((r) => queueMicrotask(r))

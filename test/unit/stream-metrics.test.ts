@@ -3,7 +3,7 @@
  * dropped when a stream closes for overflow or memory, and closes by reason; read through the exposition.
  */
 import { describe, expect, it } from "@effect/vitest"
-import { makeStreamHub } from "../../src/http/stream-hub.ts"
+import { makeStreamHub } from "../../src/http/streams/stream-hub.ts"
 import { makeMetrics } from "../../src/metrics/metrics.ts"
 import { FakeSocket } from "../../testkit/fake-socket.ts"
 import { parsePrometheusText } from "../../testkit/prom-text.ts"

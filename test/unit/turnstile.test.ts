@@ -4,7 +4,7 @@
  */
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Fiber } from "effect"
-import { makeTurnstile } from "../../src/turnstile.ts"
+import { makeTurnstile } from "../../src/support/turnstile.ts"
 
 describe("turnstile", () => {
   it("lets `perTurn` steps through per event-loop turn, in arrival order, with other work in between", async () => {

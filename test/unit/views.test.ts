@@ -11,8 +11,8 @@ import { compileApp } from "../../src/domain/compile.ts"
 import type { Change, StoredEvent } from "../../src/domain/events.ts"
 import { rowUri } from "../../src/domain/uri.ts"
 import { EventLog } from "../../src/log/event-log.ts"
-import { recoverViews, type ViewUpdate } from "../../src/projections/views.ts"
-import { foldViews } from "../../src/projections/view-fold.ts"
+import { recoverViews, type ViewUpdate } from "../../src/projections/views/views.ts"
+import { foldViews } from "../../src/projections/views/view-fold.ts"
 import { MemoryLogLive } from "./memory-log.ts"
 
 const Counts = Schema.Struct({ a: Schema.Int, b: Schema.Int })

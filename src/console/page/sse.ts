@@ -5,7 +5,7 @@
  */
 // `.js`, not `.ts` like the page's own imports: esbuild finds the source beside a checkout's src/ and the compiled
 // module in an installed package's dist/, which ships no .ts outside the page (scripts/build.mjs).
-import { sseParser } from "../../sse.js"
+import { sseParser } from "../../support/sse.js"
 import type { StoredEvent } from "../wire.ts"
 import { authHeaders } from "./api.ts"
 

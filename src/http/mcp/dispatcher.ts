@@ -9,11 +9,11 @@ import { type Cause, Data, Effect, Either, Option, Schema } from "effect"
 import type { Stage } from "../../commands/commands.ts"
 import { noCancel } from "../../commands/group-commit.ts"
 import { IDEMPOTENCY_KEY_META, keyProblem } from "../../commands/idempotency.ts"
-import type { Settings } from "../../config.ts"
+import type { Settings } from "../../support/config.ts"
 import type { CompiledApp } from "../../domain/compile.ts"
 import type { StoreError } from "../../domain/errors.ts"
 import { ToolsCursor } from "../../projections/cursor.ts"
-import { topicOf, type Topic } from "../../projections/live-queries.ts"
+import { topicOf, type Topic } from "../../subscriptions/live-queries.ts"
 import type { ListenRequest } from "./listen-stream.ts"
 import {
   CallToolParams,

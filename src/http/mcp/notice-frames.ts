@@ -6,8 +6,8 @@
  * The caches are keyed by the notice object the registry hands to every sink, so they live as long as the
  * change's delivery. `frameBuilds` counts the builds (tests check one per change and era).
  */
-import type { Notice } from "../../projections/registry.ts"
-import { positionId } from "../../projections/resumption.ts"
+import type { Notice } from "../../subscriptions/registry.ts"
+import { positionId } from "../../subscriptions/resumption.ts"
 import { META, Notification } from "./protocol.ts"
 
 export const frameBuilds = { legacy: 0, modern: 0 }

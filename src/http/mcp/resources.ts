@@ -13,8 +13,8 @@ import { isCanonicalId } from "../../domain/ids.ts"
 import { listUriTemplate, parseUri, type ParsedUri, rowUri, rowUriTemplate, schemaUri, viewUri } from "../../domain/uri.ts"
 import { ResourceCursor } from "../../projections/cursor.ts"
 import type { QueriesShape } from "../../projections/queries.ts"
-import { ViewRefolding, type ViewsShape } from "../../projections/views.ts"
-import { listBody, viewBody } from "../bodies.ts"
+import { ViewRefolding, type ViewsShape } from "../../projections/views/views.ts"
+import { listBody, viewBody } from "../rest/bodies.ts"
 
 export interface ResourceEntry {
   readonly uri: string

@@ -4,7 +4,7 @@
  */
 import type { CompiledApp } from "../../domain/compile.ts"
 import { rowUriTemplate, schemaUri } from "../../domain/uri.ts"
-import { VERSION } from "../../version.ts"
+import { VERSION } from "../../support/version.ts"
 
 export const serverInfo = (catalog: CompiledApp) => ({ name: catalog.name, version: VERSION })
 

@@ -15,16 +15,16 @@
  */
 import { Context, Duration, Effect, Layer, Schedule, type Scope } from "effect"
 import { randomBytes } from "node:crypto"
-import { WoConfig } from "../../config.ts"
+import { WoConfig } from "../../support/config.ts"
 import { Catalog } from "../../domain/app-catalog.ts"
 import type { StoreError } from "../../domain/errors.ts"
 import { SessionsFull, Subscribed, type SubscribeOutcome } from "./session-caps.ts"
 import { SessionStore, type StoredSession } from "../../log/session-store.ts"
-import { storedTopic, type HeldTopic, type Topic } from "../../projections/live-queries.ts"
-import { SubscriptionRegistry, type Subscription } from "../../projections/registry.ts"
-import type { NoticeBuffer } from "../notice-buffer.ts"
+import { storedTopic, type HeldTopic, type Topic } from "../../subscriptions/live-queries.ts"
+import { SubscriptionRegistry, type Subscription } from "../../subscriptions/registry.ts"
+import type { NoticeBuffer } from "../streams/notice-buffer.ts"
 import { overSubscriptionCaps, uriBytes } from "./uri-limits.ts"
-import { scopedSync } from "../../scoped-sync.ts"
+import { scopedSync } from "../../support/scoped-sync.ts"
 
 /** A legacy session as a request holds it: who it is. What it holds is read through a snapshot. */
 export interface Session {

@@ -17,9 +17,9 @@ import { noCancel } from "../../commands/group-commit.ts"
 import { NotFound } from "../../domain/errors.ts"
 import { isCanonicalId } from "../../domain/ids.ts"
 import type { Page, QueriesShape } from "../../projections/queries.ts"
-import { ViewFailed, ViewRefolding, type ViewsShape } from "../../projections/views.ts"
-import { deletedBody, listBody, viewBody } from "../bodies.ts"
-import { commandBody } from "../command-body.ts"
+import { ViewFailed, ViewRefolding, type ViewsShape } from "../../projections/views/views.ts"
+import { deletedBody, listBody, viewBody } from "../rest/bodies.ts"
+import { commandBody } from "../rest/command-body.ts"
 import { argumentError, asReplay, errorResult, failure, jsonResult, readRowResult, rowResult, success, type ToolResult } from "./tool-results.ts"
 import {
   COMMAND_RESULT,

@@ -3,7 +3,7 @@
  * WO_MAX_URI_LENGTH bytes, checked before anything parses, indexes or stores it, and the URIs one session or
  * listen stream subscribes to are at most WO_MAX_SUBSCRIPTION_BYTES in all.
  */
-import type { Settings } from "../../config.ts"
+import type { Settings } from "../../support/config.ts"
 import { SubscriptionBytesFull, SubscriptionsFull } from "./session-caps.ts"
 import { invalidParams, type RpcError } from "./protocol.ts"
 

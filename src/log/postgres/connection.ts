@@ -17,7 +17,7 @@
  */
 import { Context, Effect, Exit, Layer, type Scope } from "effect"
 import pg from "pg"
-import { STORE_TIMEOUT_MS } from "../../config.ts"
+import { STORE_TIMEOUT_MS } from "../../support/config.ts"
 import { type StoreError, StoreFailed } from "../../domain/errors.ts"
 import { describeHost, parseStoreUrl, redactStoreUrl, type StoreHost, type StoreTarget } from "./store-url.ts"
 

@@ -2,7 +2,7 @@
  * Comparing one response with an exchange's expectation: status, the headers listed, and the body (JSON
  * structurally, a text/event-stream as a list of events), capturing placeholders in file order.
  */
-import { parseSse, sseFrame, type SseEvent } from "../../sse.ts"
+import { parseSse, sseFrame, type SseEvent } from "../../support/sse.ts"
 import { lineDiff } from "../line-diff.ts"
 import type { ExpectedResponse } from "./parse.ts"
 import { matchJson, matchText, resolveJson, resolveText, show, tryJson, type Vars } from "./match.ts"

@@ -6,7 +6,7 @@
  * parse.ts reads a file, match.ts holds the placeholders and matching, compare.ts compares one response,
  * send.ts sends one request, replay.ts runs them all.
  */
-export { isEventStream } from "../../sse.ts"
+export { isEventStream } from "../../support/sse.ts"
 export { lineDiff } from "../line-diff.ts"
 export { type ActualResponse, expectedEvents, matchResponse } from "./compare.ts"
 export { type JsonMatch, matchJson, matchText, type Vars } from "./match.ts"

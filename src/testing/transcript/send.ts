@@ -3,7 +3,7 @@
  * out as written), and the response read as the exchange's `# read:` plan says.
  */
 import * as http from "node:http"
-import { isEventStream, sseParser, type SseEvent } from "../../sse.ts"
+import { isEventStream, sseParser, type SseEvent } from "../../support/sse.ts"
 import type { ActualResponse } from "./compare.ts"
 import { hasPlaceholder, isPlainObject, PLACEHOLDER, textOf, tryJson, WHOLE_PLACEHOLDER, type Vars } from "./match.ts"
 import type { ReadLimit, TranscriptRequest } from "./parse.ts"

@@ -1,0 +1,59 @@
+/**
+ * Loads an app folder's `app.ts`. It is TypeScript that no one builds: the `wo` executable registers the app
+ * loader first (app-loader.ts: tsx, with the app's .ts files as ES modules whatever its package.json "type").
+ */
+import { Data, Effect } from "effect"
+import * as fs from "node:fs"
+import * as path from "node:path"
+import { pathToFileURL } from "node:url"
+import type { AppDef } from "../domain/catalog.ts"
+import { RELOAD_PARAM, RELOAD_ROOT_PARAM } from "./reload-tag.ts"
+
+export class AppLoadError extends Data.TaggedError("AppLoadError")<{ readonly message: string }> {}
+
+/**
+ * Loads the app; with `reload` (wo dev), its own modules are imported afresh under that tag (app-loader.ts
+ * carries the tag on to every file under the app folder), so an edit anywhere in the folder is seen. `compiled`:
+ * the URL of the app already compiled to JavaScript (bin/compiled-app.mjs), imported in place of its file.
+ */
+export const loadApp = (appDir: string, reload?: number, compiled?: string) =>
+  Effect.gen(function* () {
+    const dir = path.resolve(appDir)
+    const file = ["app.ts", "app.mts", "app.js", "app.mjs"].map((f) => path.join(dir, f)).find((f) => fs.existsSync(f))
+    if (file === undefined) return yield* new AppLoadError({ message: `no app.ts in ${dir}` })
+    const mod = yield* Effect.tryPromise({
+      try: () => import(compiled ?? (reload === undefined ? pathToFileURL(file).href : reloadUrl(file, dir, reload))) as Promise<{ default?: AppDef; app?: AppDef }>,
+      catch: (e) =>
+        new AppLoadError({
+          message: `cannot load ${file}: ${e instanceof Error ? e.message : String(e)}${whereInApp(dir, e)}` +
+            ((e as { code?: unknown })?.code === "ERR_UNKNOWN_FILE_EXTENSION"
+              ? " (plain Node runs no TypeScript: run it with `wo`, or register a loader such as tsx first)"
+              : "")
+        })
+    })
+    const app = mod.default ?? mod.app
+    if (app === undefined) return yield* new AppLoadError({ message: `${file} must export the app (export default defineApp({...}))` })
+    return { app, dir, file }
+  })
+
+const reloadUrl = (file: string, dir: string, reload: number) => {
+  const url = pathToFileURL(file)
+  url.searchParams.set(RELOAD_PARAM, String(reload))
+  url.searchParams.set(RELOAD_ROOT_PARAM, pathToFileURL(dir + path.sep).pathname)
+  return url.href
+}
+
+/** Where an error thrown while importing the app points into the app folder, as ` (at file:line:col)`. */
+const whereInApp = (dir: string, error: unknown) => {
+  const stack = error instanceof Error ? error.stack ?? "" : ""
+  for (const line of stack.split("\n")) {
+    // `at f (/dir/app.ts:3:7)`, `at /dir/app.ts:3:7` or `at file:///dir/app.ts?wo-reload=2&…:3:7`
+    const at = /^\s*at (?:.*\()?(?:file:\/\/)?(\/[^?)]*?)(?:\?[^)]*?)?(:\d+:\d+)\)?$/.exec(line)
+    // The app's own files only: not its node_modules (a syntax error's stack is esbuild's, and its message already
+    // names the place).
+    if (at !== null && at[1].startsWith(dir + path.sep) && !at[1].slice(dir.length).includes(`${path.sep}node_modules${path.sep}`)) {
+      return ` (at ${decodeURIComponent(at[1])}${at[2]})`
+    }
+  }
+  return ""
+}

@@ -1,0 +1,39 @@
+/**
+ * The views over REST: `GET /api/_views/<name>` answers a view's value, `{"name", "seq", "value"}` (the same
+ * bytes as the MCP resource `wo://views/<name>` and the tool `view_<name>`); `GET /api/_views` lists them all
+ * (what the console shows). A failed view answers 500 `ViewFailed`, naming the view and the event; a view being
+ * folded again in the background answers 503 `ViewRefolding` with Retry-After.
+ */
+import { Effect } from "effect"
+import type { ViewsShape } from "../../projections/views/views.ts"
+import { REFOLD_RETRY_AFTER_SECONDS, ViewFailed, ViewRefolding } from "../../projections/views/views.ts"
+import { errorJson, jsonText, type EdgeRequest, type EdgeResponse } from "../edge/edge-types.ts"
+import { viewBody } from "./bodies.ts"
+
+const PREFIX = "/api/_views"
+/** Live data: never cached. */
+const HEADERS = { "cache-control": "no-store" }
+
+export const makeViewRoutes = (views: ViewsShape) => (request: EdgeRequest): Effect.Effect<EdgeResponse> | undefined => {
+  if (request.path !== PREFIX && !request.path.startsWith(`${PREFIX}/`)) return undefined
+  if (request.method !== "GET") return Effect.succeed(errorJson(405, "MethodNotAllowed", "views are read-only: GET only", {}, { allow: "GET, HEAD" }))
+  if (request.path === PREFIX) {
+    return Effect.sync(() => {
+      const all = views.all().map((v) =>
+        v.refolding !== undefined
+          ? JSON.stringify({ name: v.name, seq: v.seq, refolding: new ViewRefolding({ name: v.name, reason: v.refolding }).message })
+          : v.failed === undefined ? viewBody(v) : JSON.stringify({ name: v.name, seq: v.seq, failed: new ViewFailed({ name: v.name, reason: v.failed }).message }))
+      return jsonText(200, `{"views":[${all.join(",")}]}`, HEADERS)
+    })
+  }
+  const name = request.path.slice(PREFIX.length + 1)
+  return Effect.sync(() => {
+    const view = views.get(name)
+    if (view === undefined) return errorJson(404, "NotFound", `no view named ${name}`)
+    if (view.refolding !== undefined) {
+      return errorJson(503, "ViewRefolding", new ViewRefolding({ name, reason: view.refolding }).message, {}, { "retry-after": String(REFOLD_RETRY_AFTER_SECONDS) })
+    }
+    if (view.failed !== undefined) return errorJson(500, "ViewFailed", new ViewFailed({ name, reason: view.failed }).message)
+    return jsonText(200, viewBody(view), { ...HEADERS, etag: `"${view.seq}"` })
+  })
+}

@@ -1,0 +1,54 @@
+/**
+ * `GET /metrics`: the runtime's metrics in the Prometheus text format (behind the bearer token when one is
+ * set: the router checks it). The gauges are registered here, each read at scrape time from the service that
+ * knows it, so that serving them costs nothing between scrapes.
+ */
+import { Effect } from "effect"
+import { GroupCommit } from "../../commands/group-commit.ts"
+import { EventLog } from "../../log/event-log.ts"
+import { Metrics } from "../../metrics/metrics.ts"
+import { CommitMode } from "../../commands/commit-mode.ts"
+import { errorJson, type EdgeRequest, type EdgeResponse } from "../edge/edge-types.ts"
+import { Sessions } from "../mcp/sessions.ts"
+import { OpenStreams } from "../streams/open-streams.ts"
+import type { StreamHub } from "../streams/stream-hub.ts"
+
+export const METRICS_PATH = "/metrics"
+
+export const makeMetricsRoute = Effect.gen(function* () {
+  const metrics = yield* Metrics
+  const writer = yield* GroupCommit
+  const streams = yield* OpenStreams
+  const sessions = yield* Sessions
+  const mode = yield* CommitMode
+  const log = yield* EventLog
+  metrics.gauge("wo_writer_queue_depth", "Commands queued for the writer, not yet in a batch.", () => writer.queueDepth())
+  metrics.gauges("wo_open_streams", "Open MCP streams, by kind (session: a legacy session's GET stream; listen: a modern subscriptions/listen).", "kind", () => {
+    const byKind = new Map<string, number>([["session", 0], ["listen", 0]])
+    for (const s of streams.list()) if (byKind.has(s.kind)) byKind.set(s.kind, byKind.get(s.kind)! + 1)
+    return byKind
+  })
+  metrics.gauge("wo_push_streams", "Open push streams (SSE) of every kind.", () => streams.list().length)
+  metrics.gauge("wo_sessions", "Live legacy MCP sessions.", () => sessions.count())
+  if (mode._tag === "Shared") {
+    const tailer = mode.tailer
+    metrics.gauge("wo_tailer_applied_seq", "Shared log: the last seq this node's rows include.", () => tailer.applied())
+    metrics.gauge("wo_tailer_lag_events", "Shared log: how many events this node's tailer is behind the log's head (read at scrape time).", () =>
+      Effect.runPromise(Effect.match(log.head, { onFailure: () => undefined, onSuccess: (head) => Math.max(0, head.lastSeq - tailer.applied()) })))
+  }
+  if (log.failovers !== undefined) metrics.counterOf("wo_store_failovers_total", "PostgreSQL: times this node found another writable primary (a failover) since it started.", log.failovers)
+
+  const route = (request: EdgeRequest): Effect.Effect<EdgeResponse> => {
+    if (request.method !== "GET") return Effect.succeed(errorJson(405, "MethodNotAllowed", "GET /metrics only", {}, { allow: "GET" }))
+    if (!metrics.enabled) return Effect.succeed(errorJson(404, "NotFound", "metrics are off (WO_METRICS=0)"))
+    return Effect.map(Effect.promise(metrics.render), (body): EdgeResponse => ({ _tag: "Buffered", status: 200, headers: { "content-type": metrics.contentType }, body }))
+  }
+
+  /** The push streams' gauges, once the edge (which owns them) is running. */
+  const observeStreams = (hub: StreamHub) => {
+    if (!metrics.enabled) return
+    hub.observe(metrics)
+    metrics.gauge("wo_stream_memory_bytes", "Bytes held for push-stream readers that do not keep up (against WO_STREAM_MEMORY).", () => hub.budget.stats().bytes)
+  }
+  return { route, observeStreams }
+})

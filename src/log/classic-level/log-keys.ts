@@ -1,0 +1,56 @@
+/**
+ * Key layout of the classic-level store. Numbers are zero-padded so that LevelDB's byte order is numeric order.
+ * Every value is a checksummed record (record.ts) over the payload named here.
+ *   e!<seq:16>            an event (JSON)
+ *   r!<type>!<id:12>      a row's current state, `{schema, row}` (JSON)
+ *   m!checkpoint          the seq the stored rows include
+ *   m!counter!<type>      the highest id assigned for the type
+ *   m!rows!<type>         how many rows of the type are stored (a row whose key is damaged is then missed)
+ *   m!format              the record format (2: every value is a checksummed record, see record.ts)
+ *   m!schema              the digest of the app's types the stored rows were last checked against (store-rows.ts)
+ *   m!acked-record        present once the store keeps an acknowledged-head record beside it (acked-head.ts)
+ *   v!<name>              a view's state (log/view-record.ts), written in the batch that changed it
+ *   k!<key>               an idempotency key: its request's fingerprint and answer (key-record.ts), written in
+ *                         the batch of the submission it names
+ *   t!<at:16>!<key>       the same key by commit time, so that expired keys are pruned in order (payload: the key)
+ *   x!..., m!index!...    secondary index records and their state (index-keys.ts)
+ */
+import { isCanonicalId, MAX_ID_DIGITS } from "../../domain/ids.ts"
+
+export const eventKey = (seq: number) => `e!${String(seq).padStart(16, "0")}`
+export const EVENTS_START = "e!"
+export const EVENTS_END = "e!~"
+/**
+ * A row's key. Only a canonical id (domain/ids.ts) has one: padding "01" would reach row 1 under another name, so
+ * any other spelling is a defect of the caller (the surfaces refuse it before reading), thrown rather than aliased.
+ */
+export const rowKey = (type: string, id: string) => {
+  if (!isCanonicalId(id)) throw new Error(`no row key for the non-canonical id ${JSON.stringify(id.slice(0, 40))} of ${type}`)
+  return `r!${type}!${id.padStart(MAX_ID_DIGITS, "0")}`
+}
+export const typeOfRowKey = (key: string) => key.slice(2, key.lastIndexOf("!"))
+export const idOfRowKey = (key: string) => Number(key.slice(key.lastIndexOf("!") + 1))
+export const ROWS_START = "r!"
+export const ROWS_END = "r!~"
+export const CHECKPOINT_KEY = "m!checkpoint"
+export const COUNTER_PREFIX = "m!counter!"
+export const counterKey = (type: string) => `${COUNTER_PREFIX}${type}`
+export const ROW_COUNT_PREFIX = "m!rows!"
+export const rowCountKey = (type: string) => `${ROW_COUNT_PREFIX}${type}`
+export const FORMAT_KEY = "m!format"
+export const FORMAT = "2"
+export const ACKED_RECORD_KEY = "m!acked-record"
+export const SCHEMA_CHECKED_KEY = "m!schema"
+export const seqOfEventKey = (key: string) => Number(key.slice(2))
+export const viewKey = (name: string) => `v!${name}`
+export const nameOfViewKey = (key: string) => key.slice(2)
+export const VIEWS_START = "v!"
+export const VIEWS_END = "v!~"
+export const idempotencyKey = (key: string) => `k!${key}`
+export const keyTimeKey = (at: number, key: string) => `t!${String(at).padStart(16, "0")}!${key}`
+/** The key a `t!` record names. */
+export const keyOfTimeKey = (timeKey: string) => timeKey.slice(2 + 16 + 1)
+export const KEY_TIMES_START = "t!"
+/** The `k!` range: `"` is the character after `!`, so keys holding any visible character (`~` too) are inside. */
+export const KEYS_START = "k!"
+export const KEYS_END = 'k"'

@@ -1,0 +1,261 @@
+/**
+ * `wo verify`: checks a stopped store end to end, without the app, and names every problem it finds:
+ * - the store format marker, which the first write puts there (a store that has had no write has none, and is whole);
+ * - every event and row record against its checksum;
+ * - sequence continuity from 1 to the head, each event under its own key;
+ * - version continuity per entity (1 for the create, then +1; nothing after a delete);
+ * - each stored row at its entity's last version, and a row for every live entity;
+ * - id counters at or above the highest id used, row counts as recorded, and the checkpoint at the head;
+ * - each view record's checksum and shape;
+ * - the secondary index records against the rows (index-check.ts);
+ * - the head at or past the acknowledged-head record (acked-head.ts): LevelDB does not report a write-ahead log
+ *   that lost acknowledged writes.
+ * A loss the operator accepted (`--accept-data-loss`, accepted-loss.ts) is reported, not counted as a problem:
+ * the gaps it covers and the version jumps across them.
+ * It reads in native batches (`nextv`), so a large log verifies at hundreds of thousands of events a second.
+ */
+import { Effect, Either } from "effect"
+import { streamKey } from "../../../domain/events.ts"
+import type { StoreError } from "../../../domain/errors.ts"
+import { isCanonicalId } from "../../../domain/ids.ts"
+import { batchedRange, decodeEvent, decodeRow, READ_BATCH } from "../level-records.ts"
+import type { Db, LevelDbShape } from "../level-db.ts"
+import * as K from "../log-keys.ts"
+import { unseal, unsealJson } from "../../record.ts"
+import { decodeKeyPayload } from "../../key-record.ts"
+import { parseViewRecord } from "../../view-record.ts"
+import { acceptedGap, describeIds, lossBetween, readAcceptedLosses } from "../accepted-loss.ts"
+import { checkAckedHead } from "../acked-check.ts"
+import { readAckedRecord } from "../acked-head.ts"
+import { checkIndexRecords } from "./index-check.ts"
+
+export interface VerifyReport {
+  readonly events: number
+  readonly rows: number
+  /** Every problem found, most specific first; empty when the store is whole. */
+  readonly problems: ReadonlyArray<string>
+  /** Problems beyond the ones listed. */
+  readonly unlisted: number
+  /** Losses the operator accepted earlier (`--accept-data-loss`), one line each: reported, not problems. */
+  readonly accepted: ReadonlyArray<string>
+  readonly millis: number
+}
+
+const MAX_LISTED = 50
+
+/**
+ * The problem of an event naming a row by another spelling than its id's ("01" for 1): the row store and the log
+ * then disagree on which entity it changed. Earlier versions accepted such ids; docs/durability.md says how to repair.
+ */
+export const nonCanonicalEvent = (seq: number, type: string, id: string) =>
+  `event ${seq}: ${type} ${JSON.stringify(id.length > 40 ? `${id.slice(0, 40)}…` : id)} is not a canonical id ` +
+  `(written by a writeonce that accepted other spellings of ids); see "Non-canonical ids in a log" in docs/durability.md to repair`
+
+/** The problems a check finds, in the order found: the first MAX_LISTED listed, the rest only counted. */
+export const makeProblems = () => {
+  const listed: Array<string> = []
+  let unlisted = 0
+  return {
+    add: (text: string) => {
+      if (listed.length < MAX_LISTED) listed.push(text)
+      else unlisted++
+    },
+    report: (events: number, rows: number, started: number, accepted: ReadonlyArray<string> = []): VerifyReport =>
+      ({ events, rows, problems: listed, unlisted, accepted, millis: Date.now() - started })
+  }
+}
+
+/**
+ * Every key and value of a range, a batch at a time. The next batch is read (on libuv's thread pool) while this
+ * one is checked: one at a time, the check waited for the read about half of the time.
+ */
+const forEachRecord = async (db: Db, gte: string, lt: string, f: (key: string, value: string) => void) => {
+  const it = db.iterator(batchedRange(gte, lt))
+  let next: Promise<Array<[string, string]>> | undefined
+  try {
+    next = it.nextv(READ_BATCH)
+    for (;;) {
+      const entries = await next
+      if (entries.length === 0) return
+      next = it.nextv(READ_BATCH)
+      for (let i = 0; i < entries.length; i++) f(entries[i][0], entries[i][1])
+    }
+  } finally {
+    await next?.catch(() => undefined) // settled before the iterator closes (and never an unhandled rejection)
+    await it.close()
+  }
+}
+
+/** The ranges only a write (an appended batch) puts records in; the format marker is written with the first. */
+const WRITTEN_RANGES: ReadonlyArray<{ readonly gte: string; readonly lt: string }> = [
+  { gte: K.EVENTS_START, lt: K.EVENTS_END },
+  { gte: K.ROWS_START, lt: K.ROWS_END },
+  { gte: K.CHECKPOINT_KEY, lt: `${K.CHECKPOINT_KEY}\0` },
+  { gte: K.COUNTER_PREFIX, lt: `${K.COUNTER_PREFIX}~` },
+  { gte: K.ROW_COUNT_PREFIX, lt: `${K.ROW_COUNT_PREFIX}~` },
+  { gte: K.ACKED_RECORD_KEY, lt: `${K.ACKED_RECORD_KEY}\0` },
+  { gte: K.VIEWS_START, lt: K.VIEWS_END },
+  { gte: K.KEYS_START, lt: K.KEYS_END },
+  { gte: K.KEY_TIMES_START, lt: "t~" }
+]
+
+/** The key of a record only a write puts in the store, or undefined for a store that has had no write. */
+const firstWrittenRecord = async (db: Db): Promise<string | undefined> => {
+  for (const range of WRITTEN_RANGES) {
+    for await (const key of db.keys({ ...range, limit: 1 })) return key
+  }
+  return undefined
+}
+
+const describe = (e: unknown) => (e instanceof Error ? e.message : String(e))
+
+export const verifyStore = (h: LevelDbShape): Effect.Effect<VerifyReport, StoreError> =>
+  h.read("cannot verify the store", async (db) => {
+    const started = Date.now()
+    const found = makeProblems()
+    const problem = found.add
+
+    const format = await db.get(K.FORMAT_KEY)
+    if (format === undefined) {
+      // The marker comes with the first write: a store that has had none holds no record a write puts there.
+      const written = await firstWrittenRecord(db)
+      if (written !== undefined) problem(`no store format marker (${K.FORMAT_KEY}), but a write's record (${written}): written by an earlier writeonce, or damaged`)
+    } else {
+      try {
+        if (unseal(K.FORMAT_KEY, format) !== K.FORMAT) problem(`store format ${unseal(K.FORMAT_KEY, format)}, expected ${K.FORMAT}`)
+      } catch (e) {
+        problem(describe(e))
+      }
+    }
+
+    const losses = readAcceptedLosses(h.dir)
+    const gapAccepted = acceptedGap(losses)
+    const lostBetween = lossBetween(losses)
+    const accepted = losses.map((l) => {
+      const ids = Object.entries(l.lostIds).filter(([, list]) => list.length > 0).map(([t, list]) => `${t} ${describeIds(list)}`)
+      return `accepted data loss (${l.at}): ${l.reason}${ids.length > 0 ? `; lost ids: ${ids.join("; ")}` : ""}`
+    })
+
+    // Events: checksums, seq continuity, per-entity version continuity, highest id per type.
+    let events = 0
+    let expectedSeq = 1
+    let lastSeq = 0
+    const versions = new Map<string, number>() // entity -> last version; -1 after a delete
+    const seqOf = new Map<string, number>() // entity -> seq of its last event
+    const maxId = new Map<string, number>()
+    await forEachRecord(db, K.EVENTS_START, K.EVENTS_END, (key, value) => {
+      events++
+      const seq = K.seqOfEventKey(key)
+      if (!Number.isSafeInteger(seq)) return problem(`key ${JSON.stringify(key)} in the event range is not an event key`)
+      if (seq !== expectedSeq && !(seq > expectedSeq && gapAccepted(expectedSeq, seq - 1))) {
+        problem(seq > expectedSeq ? `events ${expectedSeq}..${seq - 1} are missing` : `event key ${key} is out of order`)
+      }
+      expectedSeq = seq + 1
+      lastSeq = seq
+      let event
+      try {
+        event = decodeEvent(key, value)
+      } catch (e) {
+        return problem(describe(e))
+      }
+      if (!isCanonicalId(event.id)) problem(nonCanonicalEvent(seq, event.type, String(event.id)))
+      const entity = streamKey(event.type, event.id)
+      const before = versions.get(entity)
+      // Versions that lie in an accepted loss: the entity's events resume past it.
+      const acrossLoss = event.version > (before ?? 0) + 1 && lostBetween(seqOf.get(entity) ?? 0, seq)
+      seqOf.set(entity, seq)
+      if (before === -1) problem(`event ${seq}: ${entity} changes after its delete`)
+      else if (acrossLoss) {
+        if (event.kind === "created") problem(`event ${seq}: ${entity} version ${event.version} is a ${event.kind}`)
+      } else if (event.version !== (before ?? 0) + 1) {
+        problem(`event ${seq}: ${entity} goes from version ${before ?? 0} to ${event.version}`)
+      } else if ((event.kind === "created") !== (event.version === 1)) {
+        problem(`event ${seq}: ${entity} version ${event.version} is a ${event.kind}`)
+      }
+      versions.set(entity, event.kind === "deleted" ? -1 : event.version)
+      const id = Number(event.id)
+      if (id > (maxId.get(event.type) ?? 0)) maxId.set(event.type, id)
+    })
+
+    // Rows: checksums, each at its entity's last version, counted per type.
+    let rows = 0
+    const rowsPerType = new Map<string, number>()
+    const rowed = new Set<string>()
+    await forEachRecord(db, K.ROWS_START, K.ROWS_END, (key, value) => {
+      rows++
+      let stored
+      try {
+        stored = decodeRow(key, value)
+      } catch (e) {
+        return problem(describe(e))
+      }
+      const entity = streamKey(stored.type, stored.row.id)
+      rowed.add(entity)
+      rowsPerType.set(stored.type, (rowsPerType.get(stored.type) ?? 0) + 1)
+      const version = versions.get(entity)
+      if (version === undefined) problem(`row ${entity} has no events in the log`)
+      else if (version === -1) problem(`row ${entity} is stored although the log deleted it`)
+      else if (version !== stored.row.version) problem(`row ${entity} is at version ${stored.row.version}, the log at ${version}`)
+    })
+
+    // Metadata: checkpoint, counters, row counts.
+    const read = async (key: string) => {
+      const value = await db.get(key)
+      if (value === undefined) return undefined
+      try {
+        return Number(unseal(key, value))
+      } catch (e) {
+        problem(describe(e))
+        return Number.NaN
+      }
+    }
+    const checkpoint = (await read(K.CHECKPOINT_KEY)) ?? 0
+    if (checkpoint !== lastSeq) problem(`the checkpoint is ${checkpoint}, the last event ${lastSeq}`)
+    if (checkpoint === lastSeq) {
+      for (const [entity, version] of versions) if (version !== -1 && !rowed.has(entity)) problem(`row ${entity} is missing`)
+    }
+    for (const [type, id] of maxId) {
+      const counter = await read(K.counterKey(type))
+      if (counter === undefined || !(counter >= id)) problem(`the id counter of ${type} is ${counter ?? "missing"}, below the highest id ${id}`)
+    }
+    const recorded = new Map<string, number>()
+    for await (const [key, value] of db.iterator({ gte: K.ROW_COUNT_PREFIX, lt: `${K.ROW_COUNT_PREFIX}~` })) {
+      try {
+        recorded.set(key.slice(K.ROW_COUNT_PREFIX.length), Number(unseal(key, value)))
+      } catch (e) {
+        problem(describe(e))
+      }
+    }
+    for (const type of new Set([...recorded.keys(), ...rowsPerType.keys()])) {
+      if ((recorded.get(type) ?? 0) !== (rowsPerType.get(type) ?? 0)) {
+        problem(`${rowsPerType.get(type) ?? 0} rows of ${type} are stored, the store recorded ${recorded.get(type) ?? 0}`)
+      }
+    }
+    // Views: each record's checksum and shape, and a last change no later than the checkpoint. Their values are
+    // a fold of the app's code: `wo replay --app` compares them with the log.
+    await forEachRecord(db, K.VIEWS_START, K.VIEWS_END, (key, value) => {
+      let record
+      try {
+        record = parseViewRecord(unsealJson<unknown>(key, value))
+      } catch (e) {
+        return problem(describe(e))
+      }
+      if (Either.isLeft(record)) return problem(`corrupt record at key ${key}: not a view record (${record.left})`)
+      if (record.right.seq > checkpoint) problem(`view ${K.nameOfViewKey(key)} last changed at ${record.right.seq}, after the checkpoint ${checkpoint}`)
+    })
+    // Idempotency keys: each record's checksum and shape, and its entries within the log.
+    await forEachRecord(db, K.KEYS_START, K.KEYS_END, (key, value) => {
+      try {
+        const stored = decodeKeyPayload(key.slice(2), unseal(key, value), key)
+        const beyond = stored.entries.find((e) => e.event.seq > lastSeq)
+        if (beyond !== undefined) problem(`idempotency key ${key.slice(2)} answers with event ${beyond.event.seq}, past the last event ${lastSeq}`)
+      } catch (e) {
+        problem(describe(e))
+      }
+    })
+    await checkIndexRecords(db, problem)
+    // The acknowledged head: every seq the writer acknowledged is still in the store.
+    const verdict = checkAckedHead({ lastSeq, hadRecord: (await db.get(K.ACKED_RECORD_KEY)) !== undefined }, readAckedRecord(h.dir))
+    if (verdict._tag === "Lost" || verdict._tag === "Unknown") problem(verdict.reason)
+    return found.report(events, rows, started, accepted)
+  })

@@ -1,0 +1,75 @@
+/**
+ * The rows projection: every type's current rows. The projector applies every durable commit: the writer's own
+ * before any of its callers is answered (so a client always reads its own writes), and on a shared log every
+ * other node's as the tailer reads it. Reads are synchronous: they are the hot path. Two holders: the embedded
+ * store's rows are served from disk through a bounded cache (store-rows.ts); a node on PostgreSQL keeps them in
+ * memory (`RowsLive`, loaded at start).
+ */
+import { Context, Effect, Layer } from "effect"
+import type { Row } from "../../domain/catalog.ts"
+import type { StoreError } from "../../domain/errors.ts"
+import type { Change } from "../../domain/events.ts"
+import { EventLog } from "../../log/event-log.ts"
+import { Catalog } from "../../domain/app-catalog.ts"
+import { recoverRows } from "./recovery.ts"
+import { RowTable, type RowTableShape } from "./row-table.ts"
+
+export interface RowsShape {
+  readonly get: (type: string, id: string) => Row | undefined
+  readonly table: (type: string) => RowTableShape
+  /** Applies committed changes; called by the projector (projector.ts) once they are durable. */
+  readonly apply: (changes: ReadonlyArray<Change>) => void
+  /** The log sequence these rows include. */
+  readonly checkpoint: () => number
+  /**
+   * Makes ready what the writer's decisions read beyond single rows (the indexes a delete's reference check walks:
+   * `table(t).idsWhere`); the writer runs it before deciding a batch. Once done, it succeeds at once.
+   */
+  readonly decisionsReady: Effect.Effect<void, StoreError>
+  readonly recovered: RecoveryReport
+}
+
+export interface RecoveryReport {
+  readonly rows: number
+  readonly events: number
+  readonly tailEvents: number
+  readonly millis: number
+}
+
+export class Rows extends Context.Tag("writeonce/Rows")<Rows, RowsShape>() {}
+
+/** Builds the in-memory projection from a set of tables (recovered or empty). */
+export const makeRows = (tables: Map<string, RowTable>, checkpoint: number, recovered: RecoveryReport): RowsShape => {
+  let seq = checkpoint
+  const table = (type: string) => {
+    let t = tables.get(type)
+    if (t === undefined) tables.set(type, (t = new RowTable()))
+    return t
+  }
+  return {
+    get: (type, id) => tables.get(type)?.get(id),
+    table,
+    apply: (changes) => {
+      for (const { event, row } of changes) {
+        if (row === null) table(event.type).delete(event.id)
+        else table(event.type).set(row)
+        seq = event.seq
+      }
+    },
+    checkpoint: () => seq,
+    decisionsReady: Effect.void,
+    recovered
+  }
+}
+
+/**
+ * The projection recovered from the log into memory: stored rows plus checkpoint, then the log tail, checked
+ * against the app's schema (fails with SchemaMismatch when the stored data does not fit it).
+ */
+export const RowsLive = Layer.effect(
+  Rows,
+  Effect.gen(function* () {
+    const { tables, checkpoint, report } = yield* recoverRows(yield* EventLog, yield* Catalog)
+    return makeRows(tables, checkpoint, report)
+  })
+)

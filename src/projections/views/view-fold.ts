@@ -1,0 +1,213 @@
+/**
+ * Views folded from the log alone: every event from seq 1, with the rows before and after it rebuilt alongside
+ * (in their served form: normalised to the app's schema, as the live rows are), through each view's `evolve`.
+ * Startup uses it for a view with no usable stored state; `wo replay --app` uses it to check the stored ones.
+ */
+import { Chunk, Effect, Either, Stream } from "effect"
+import type { EventLogShape } from "../../log/event-log.ts"
+import type { Row } from "../../domain/catalog.ts"
+import type { CompiledApp } from "../../domain/compile.ts"
+import type { CompiledView } from "../../domain/compile-views.ts"
+import { evolve as evolveRow } from "../../domain/decide/decider.ts"
+import type { StoreError } from "../../domain/errors.ts"
+import type { StoredEvent } from "../../domain/events.ts"
+import { runUserCode } from "../../domain/decide/user-code.ts"
+import { normaliseRow } from "../rows/schema-check.ts"
+
+export interface FoldedView {
+  /** The typed value (absent once failed). */
+  readonly value?: unknown
+  /** The value's JSON text, encoded through the view's schema (absent once failed). */
+  readonly valueJson?: string
+  /** The sequence of the value's last change (0: never changed), when changes were tracked. */
+  readonly seq: number
+  /** Why the view failed: its evolve threw, or returned a value its schema refuses. */
+  readonly failed?: string
+}
+
+/** How a failed view explains itself everywhere (log, REST, MCP, stored record); `reason` is what evolve threw, described. */
+export const viewFailure = (view: CompiledView, event: StoredEvent, reason: string) =>
+  `view ${view.name} failed at event ${event.seq} (${event.type}/${event.id} ${event.method ?? event.kind}): ${reason}`
+
+export const misfitFailure = (view: CompiledView, event: StoredEvent | undefined, why: string) =>
+  `view ${view.name}${event === undefined ? "" : ` failed at event ${event.seq} (${event.type}/${event.id} ${event.method ?? event.kind})`}: ` +
+  `evolve returned a value that does not fit its schema: ${why}`
+
+/** The row after `event`, in the current schema's form (defaults applied), as the live rows hold it. */
+export const rowAfter = (catalog: CompiledApp, before: Row | null, event: StoredEvent): Row | null => {
+  const next = evolveRow(before ?? undefined, event)
+  if (next === undefined) return null
+  const type = catalog.types.get(event.type)
+  if (type === undefined) return next
+  const normalised = normaliseRow(type.normalise, next)
+  return Either.isRight(normalised) ? normalised.right : next
+}
+
+/**
+ * A fresh copy of the view's initial value, for one fold: an evolve that changes its state in place must not change
+ * the declaration's `initial` (another fold, another runtime in the process, starts from it). Copied once per fold,
+ * through the view's own codec (its values are plain JSON data in the encoded form); never per event.
+ */
+export const initialCopy = (view: CompiledView): unknown => {
+  const copied = Either.flatMap(view.encode(view.initial), (json) => view.decode(JSON.parse(json)))
+  return Either.isRight(copied) ? copied.right : structuredClone(view.initial)
+}
+
+/** Where one view's fold starts: a stored value exact at seq `after` (else its initial value, before seq 1). */
+export interface FoldStart {
+  readonly view: CompiledView
+  readonly after: number
+  readonly value?: unknown
+  readonly json?: string
+  readonly seq?: number
+}
+
+interface Folding {
+  readonly view: CompiledView
+  readonly after: number
+  value: unknown
+  json: string | undefined
+  seq: number
+  failed: string | undefined
+  last: StoredEvent | undefined
+}
+
+/**
+ * A fold of views over the log that can be taken further: `readTo` reads the events after the last one it read, up
+ * to `upTo` (default: the head at the time of reading), with the rows before and after each event rebuilt alongside.
+ * From seq 0 the rows come from the log itself; from a stored value at `s` > 0, the row an entity had at `s` is
+ * rebuilt from its own events (`log.eventsOf`) the first time the tail touches it. With `trackChanges`, each
+ * folded event's value is encoded and compared, so `seq` is the exact sequence of the last change.
+ */
+export const makeViewFolder = (log: EventLogShape, catalog: CompiledApp, starts: ReadonlyArray<FoldStart>, trackChanges: boolean) => {
+  const from = starts.reduce((min, s) => Math.min(min, s.after), Number.POSITIVE_INFINITY)
+  let position = starts.length === 0 ? 0 : from
+  const types = new Set(starts.flatMap((s) => [...s.view.types]))
+  const rows = new Map<string, Map<string, Row>>()
+  // Entities whose row at `from` is known (read, or rebuilt from their events): only needed when `from` > 0.
+  const known = new Set<string>()
+  const folding: Array<Folding> = starts.map((s) => {
+    const value = s.value === undefined ? initialCopy(s.view) : s.value
+    return {
+      view: s.view,
+      after: s.after,
+      value,
+      json: s.json ?? (trackChanges ? Either.getOrUndefined(s.view.encode(value)) : undefined),
+      seq: s.seq ?? 0,
+      failed: undefined,
+      last: undefined
+    }
+  })
+  let read = 0
+
+  const tableOf = (type: string) => {
+    let table = rows.get(type)
+    if (table === undefined) rows.set(type, (table = new Map()))
+    return table
+  }
+
+  /** The rows at `from` of the chunk's entities not seen yet, rebuilt from their events. */
+  const seed = (events: ReadonlyArray<StoredEvent>): Effect.Effect<void, StoreError> => {
+    if (from === 0) return Effect.void
+    const wanted = new Map<string, { type: string; id: string }>()
+    for (const e of events) {
+      const key = `${e.type}\u0000${e.id}`
+      if (types.has(e.type) && !known.has(key)) wanted.set(key, { type: e.type, id: e.id })
+    }
+    if (wanted.size === 0) return Effect.void
+    for (const key of wanted.keys()) known.add(key)
+    if (log.eventsOf === undefined) return Effect.dieMessage("folding a view's tail needs a log that reads an entity's events")
+    return Effect.map(log.eventsOf([...wanted.values()], from), (history) => {
+      for (const event of history) {
+        const table = tableOf(event.type)
+        const after = rowAfter(catalog, table.get(event.id) ?? null, event)
+        if (after === null) table.delete(event.id)
+        else table.set(event.id, after)
+      }
+    })
+  }
+
+  const foldChunk = (events: ReadonlyArray<StoredEvent>) => {
+    for (const event of events) {
+      read++
+      position = event.seq
+      if (!types.has(event.type)) continue
+      const table = tableOf(event.type)
+      const before = table.get(event.id) ?? null
+      const after = rowAfter(catalog, before, event)
+      if (after === null) table.delete(event.id)
+      else table.set(event.id, after)
+      for (const f of folding) {
+        if (f.failed !== undefined || event.seq <= f.after || !f.view.folds(event)) continue
+        // User code: whatever it throws or returns fails this view alone (encode checks the value).
+        const evolved = runUserCode(() => f.view.evolve(f.value, { event, before, after }))
+        if (Either.isLeft(evolved)) {
+          f.failed = viewFailure(f.view, event, evolved.left.reason)
+          f.seq = event.seq
+          continue
+        }
+        f.value = evolved.right
+        f.last = event
+        if (!trackChanges) continue
+        const encoded = f.view.encode(f.value)
+        if (Either.isLeft(encoded)) {
+          f.failed = misfitFailure(f.view, event, encoded.left)
+          f.seq = event.seq
+        } else if (encoded.right !== f.json) {
+          f.json = encoded.right
+          f.seq = event.seq
+        }
+      }
+    }
+  }
+
+  /** Reads and folds the events after the last one read, up to `upTo` (default: the head); answers the last seq read. */
+  const readTo = (upTo?: number): Effect.Effect<number, StoreError> =>
+    Effect.suspend(() => {
+      if (types.size === 0 || (upTo !== undefined && upTo <= position)) return Effect.succeed(position)
+      const events = log.readFrom(position + 1)
+      return Effect.as(
+        (upTo === undefined ? events : Stream.takeWhile(events, (e) => e.seq <= upTo)).pipe(
+          Stream.runForEachChunk((chunk) => {
+            const array = Chunk.toReadonlyArray(chunk)
+            return Effect.zipRight(seed(array), Effect.sync(() => foldChunk(array)))
+          })
+        ),
+        // Events of types no view folds still move the position: read up to the bound, nothing is left before it.
+        undefined
+      ).pipe(Effect.map(() => (upTo === undefined ? position : Math.max(position, upTo))))
+    }).pipe(Effect.tap((at) => Effect.sync(() => (position = at))))
+
+  /** Each view's value as folded so far. */
+  const result = () => {
+    const folded = new Map<string, FoldedView>()
+    for (const f of folding) {
+      if (f.failed !== undefined) {
+        folded.set(f.view.name, { seq: f.seq, failed: f.failed })
+        continue
+      }
+      const encoded = f.view.encode(f.value)
+      folded.set(f.view.name, Either.isLeft(encoded)
+        ? { seq: f.last?.seq ?? f.seq, failed: misfitFailure(f.view, f.last, encoded.left) }
+        : { value: f.value, valueJson: encoded.right, seq: trackChanges ? f.seq : (f.last?.seq ?? f.seq) })
+    }
+    return folded
+  }
+
+  return { readTo, result, read: () => read, position: () => position }
+}
+
+/**
+ * Folds `views` over the whole log, each from a fresh copy of its initial value. With `trackChanges`, `seq` is the
+ * exact sequence of the last change (what a live view reports); without, only the end is encoded.
+ */
+export const foldViews = (
+  log: EventLogShape,
+  catalog: CompiledApp,
+  views: ReadonlyArray<CompiledView>,
+  trackChanges: boolean
+): Effect.Effect<Map<string, FoldedView>, StoreError> =>
+  Effect.suspend(() => {
+    const folder = makeViewFolder(log, catalog, views.map((view) => ({ view, after: 0 })), trackChanges)
+    return Effect.map(folder.readTo(), () => folder.result())
+  })

@@ -1,0 +1,111 @@
+/**
+ * The whole runtime as one Layer: catalog, store, projections, writer and HTTP server. `wo run` is a thin shell
+ * over it; an Effect program can compose it with its own app and settings.
+ */
+import { Effect, Layer } from "effect"
+import type { AppDef } from "../domain/catalog.ts"
+import { Catalog } from "../domain/app-catalog.ts"
+import { ClassicLevelLog } from "../log/classic-level/classic-level-log.ts"
+import { levelDbLayer, type LevelDb } from "../log/classic-level/level-db.ts"
+import type { EventLog } from "../log/event-log.ts"
+import type { StoreError } from "../domain/errors.ts"
+import { CommandsLive } from "../commands/commands.ts"
+import { LogAuditLive } from "../log/log-audit.ts"
+import { GroupCommitLive } from "../commands/group-commit.ts"
+import { CommitMode, LocalCommit, SharedCommit } from "../commands/commit-mode.ts"
+import { WoConfig, type Settings } from "../support/config.ts"
+import { ChangeFeed, ChangeFeedLive } from "../subscriptions/change-feed.ts"
+import { QueriesLive } from "../projections/queries.ts"
+import { Rows, RowsLive } from "../projections/rows/rows.ts"
+import { StoreRowsLive } from "../projections/rows/store-rows.ts"
+import { PinnedLog } from "../log/pinned-log.ts"
+import { ViewsLive } from "../projections/views/views.ts"
+import { UpcastingLog } from "../log/upcasting-log.ts"
+import { HttpServerLive } from "../http/server.ts"
+import { announce } from "./announce.ts"
+import { LoggerLive } from "./logger.ts"
+import { stopOnSignals } from "./stop-on-signals.ts"
+import { ClassicLevelSessionStore } from "../log/classic-level/classic-level-session-store.ts"
+import { SessionsLive } from "../http/mcp/sessions.ts"
+import { OpenStreamsLive } from "../http/streams/open-streams.ts"
+import { RegistryLive } from "../subscriptions/registry.ts"
+import { metricsLayer } from "../metrics/metrics.ts"
+import { observedLog, WriteHealthLive } from "../metrics/observed-log.ts"
+
+/**
+ * The event log for these settings: embedded classic-level in the data dir, or PostgreSQL with `--store` (legacy
+ * MCP sessions then live in PostgreSQL too, so that any node serves any session).
+ */
+export const storeLogLayer = (settings: Settings): Layer.Layer<EventLog, StoreError, LevelDb> =>
+  settings.store === undefined
+    ? ClassicLevelLog
+    : onPostgres(() => import("../log/postgres/postgres-log.ts"), (m, url) => m.postgresLogLayer(url, { timeoutMs: settings.storeTimeoutMs }), settings.store)
+
+/** Where legacy MCP sessions live: the data dir, or with `--store` the PostgreSQL store every node shares. */
+const sessionStoreLayer = (settings: Settings) =>
+  settings.store === undefined
+    ? ClassicLevelSessionStore
+    : onPostgres(() => import("../log/postgres/session-store.ts"), (m, url) => m.postgresSessionStoreLayer(url, { timeoutMs: settings.storeTimeoutMs }), settings.store)
+
+/**
+ * A layer of the PostgreSQL store, its module loaded only when a node uses one: `pg` is a tenth of an embedded
+ * node's start. The log and the session store still share one connection (`pgConnectionLayer`, memoised by URL).
+ */
+const onPostgres = <M, A, E, R>(module: () => Promise<M>, layer: (m: M, url: string) => Layer.Layer<A, E, R>, url: string) =>
+  Layer.unwrapEffect(Effect.promise(module).pipe(Effect.map((m) => layer(m, url))))
+
+export interface CoreOptions {
+  /** The event log (default: `storeLogLayer(settings)`); a layer that decorates it (metrics, test faults) goes here. */
+  readonly log?: Layer.Layer<EventLog, StoreError, LevelDb>
+}
+
+/** Everything but the HTTP server: the store and the command and query services over it. */
+export const coreLayer = (app: AppDef, settings: Settings, options: CoreOptions = {}) => {
+  const config = Layer.succeed(WoConfig, settings)
+  // Every reader of the log gets it upcast to the app's schema versions (log/upcasting-log.ts).
+  // Observed: whether the last durable write failed (readiness), and with metrics on, each write's size and time.
+  const log = UpcastingLog.pipe(Layer.provide(observedLog(options.log ?? storeLogLayer(settings))))
+  // The commit mode, chosen here once: this process is the log's only writer (Local), or several nodes share a
+  // PostgreSQL log (Shared: the tailer applies every node's commits; the writer answers once it has applied its own).
+  const shared = settings.store !== undefined
+  // The projections recovered from the store: rows, and the declared views. On a shared log both are recovered
+  // up to one seq, from which the tailer follows (log/pinned-log.ts).
+  // The embedded store serves its rows from disk (store-rows.ts); a PostgreSQL node holds them in memory.
+  const recovered = shared ? Layer.mergeAll(RowsLive, ViewsLive).pipe(Layer.provide(PinnedLog)) : Layer.mergeAll(StoreRowsLive, ViewsLive)
+  // The change feed comes with them: the views announce on it a view folded again going live.
+  const store = recovered.pipe(
+    Layer.provideMerge(ChangeFeedLive),
+    Layer.provideMerge(log),
+    Layer.provideMerge(levelDbLayer(settings.dataDir, { acceptDataLoss: settings.acceptDataLoss }))
+  )
+  const mode: Layer.Layer<CommitMode, never, EventLog | Rows | ChangeFeed | Catalog> = shared ? SharedCommit : LocalCommit
+  const writer = GroupCommitLive.pipe(Layer.provideMerge(mode), Layer.provideMerge(store))
+  const services = Layer.mergeAll(CommandsLive, QueriesLive, LogAuditLive).pipe(Layer.provideMerge(writer))
+  const sessions = SessionsLive.pipe(
+    Layer.provideMerge(Layer.mergeAll(RegistryLive, sessionStoreLayer(settings), OpenStreamsLive)),
+    Layer.provideMerge(services)
+  )
+  // One metrics registry per runtime (several servers in one process count apart).
+  const observing = Layer.mergeAll(metricsLayer(settings.metrics), WriteHealthLive)
+  return sessions.pipe(Layer.provideMerge(Catalog.layer(app)), Layer.provideMerge(config), Layer.provideMerge(observing))
+}
+
+export interface ServeOptions extends CoreOptions {
+  /**
+   * Log as `wo run` does: one line per message, `WO_LOG_LEVEL` its floor (default true). false: the program's own
+   * logger gets the same messages.
+   */
+  readonly logger?: boolean
+  /**
+   * On SIGINT or SIGTERM that nothing else in the process handles, shut down as `wo run` does and exit 0
+   * (default true; stop-on-signals.ts).
+   */
+  readonly signals?: boolean
+}
+
+/** The runtime serving HTTP on `settings.host:port`, announcing itself as `wo run` does (announce.ts). */
+export const writeOnceLayer = (app: AppDef, settings: Settings, options: ServeOptions = {}) => {
+  const served = announce.pipe(Layer.provideMerge(HttpServerLive), Layer.provideMerge(coreLayer(app, settings, options)))
+  const stopping = options.signals === false ? served : stopOnSignals(served)
+  return options.logger === false ? stopping : stopping.pipe(Layer.provide(LoggerLive))
+}
