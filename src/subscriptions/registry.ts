@@ -15,7 +15,7 @@ import { Context, Effect, Layer, type Scope } from "effect"
 import type { Change } from "../domain/events.ts"
 import { ChangeFeed } from "./change-feed.ts"
 import { LiveQueryIndex, type LiveQuery, type Topic } from "./live-queries.ts"
-import type { ViewUpdate } from "../projections/views/views.ts"
+import type { ViewUpdate } from "./change-feed.ts"
 import { scopedSync } from "../support/scoped-sync.ts"
 
 export type Notice =

@@ -3,8 +3,7 @@
  * default and is listed in docs/operating.md ("Configuration").
  */
 import { Config, ConfigError, Context, Effect, Either, Layer, Option } from "effect"
-import { fdLimit } from "./fd-limit.ts"
-import { connectionCapsFor } from "../http/edge/connection-caps.ts"
+import { connectionCapsFor, fdLimit } from "./fd-limit.ts"
 
 export interface Settings {
   /** Where to listen. `WO_LISTEN`, default 127.0.0.1:8080 (loopback: see the MCP DNS-rebinding rules). */

@@ -1,6 +1,6 @@
 /**
- * The process's soft limit on open files, read once: the connection caps' defaults are derived from it, and the
- * start-up lines say it. Node has no getrlimit; Linux says it in /proc/self/limits, and elsewhere a shell's
+ * The process's budget of open files: its soft limit, read once, and how it is shared between connections (the
+ * connection caps' defaults), the store's table files and the rest. The start-up lines say the limit. Node has no getrlimit; Linux says it in /proc/self/limits, and elsewhere a shell's
  * `ulimit -n` says the limit it inherited from this process. (Node itself raises the soft limit to the hard one as
  * it starts, so this is the limit after that.)
  */
@@ -63,3 +63,20 @@ export const reservedFiles = (files: number) => Math.min(1024, Math.max(64, Math
  * that a large store and a full set of connections together stay below the process's limit.
  */
 export const storeOpenFiles = (files: number) => Math.min(1000, Math.max(32, Math.floor(reservedFiles(files) / 2)))
+
+export interface ConnectionCaps {
+  /** Most connections one client address may hold open. */
+  readonly perClient: number
+  /** Most connections open in all. */
+  readonly total: number
+}
+
+/**
+ * The default caps for a process that may open `files` files (or, given `total`, for that total): all the files
+ * but the reserved ones in all, and half of the total per address, so that one client alone never locks out the
+ * others.
+ */
+export const connectionCapsFor = (files: number, total = Math.max(8, files - reservedFiles(files))): ConnectionCaps => ({
+  total,
+  perClient: Math.max(1, Math.floor(total / 2))
+})

@@ -7,8 +7,8 @@ import { ConfigProvider, Effect } from "effect"
 import { describe, expect, it } from "vitest"
 import { connectionsLine, connectionsWarning } from "../../src/runtime/announce.ts"
 import { loadSettings } from "../../src/support/config.ts"
-import { fdLimit, parseProcLimits, storeOpenFiles, UNLIMITED_FILES } from "../../src/support/fd-limit.ts"
-import { connectionCapsFor, ConnectionTable, makeRateLimitedLog } from "../../src/http/edge/connection-caps.ts"
+import { connectionCapsFor, fdLimit, parseProcLimits, storeOpenFiles, UNLIMITED_FILES } from "../../src/support/fd-limit.ts"
+import { ConnectionTable, makeRateLimitedLog } from "../../src/http/edge/connection-caps.ts"
 import { waitFor } from "../../testkit/wait.ts"
 
 /** A table over named connections, recording which it evicted. */

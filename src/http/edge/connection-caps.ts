@@ -16,25 +16,9 @@
  */
 import type * as http from "node:http"
 import type * as net from "node:net"
-import { reservedFiles } from "../../support/fd-limit.ts"
+import type { ConnectionCaps } from "../../support/fd-limit.ts"
 
-export interface ConnectionCaps {
-  /** Most connections one client address may hold open. */
-  readonly perClient: number
-  /** Most connections open in all. */
-  readonly total: number
-}
-
-
-/**
- * The default caps for a process that may open `files` files (or, given `total`, for that total): all the files
- * but the reserved ones in all, and half of the total per address, so that one client alone never locks out the
- * others.
- */
-export const connectionCapsFor = (files: number, total = Math.max(8, files - reservedFiles(files))): ConnectionCaps => ({
-  total,
-  perClient: Math.max(1, Math.floor(total / 2))
-})
+export type { ConnectionCaps }
 
 /** What `admit` decided: admitted (perhaps after closing an idle connection), or refused by one of the caps. */
 export type Admission = "admitted" | "evicted" | "per-client" | "total"
