@@ -26,7 +26,7 @@ export const loadApp = (appDir: string, reload?: string, compiled?: string) =>
     const file = appFile(dir)
     if (file === undefined) return yield* new AppLoadError({ message: `no app.ts in ${dir}` })
     const mod = yield* Effect.tryPromise({
-      try: () => import(compiled ?? (reload === undefined ? pathToFileURL(file).href : reloadUrl(file, dir, reload))) as Promise<{ default?: AppDef; app?: AppDef }>,
+      try: () => import(compiled ?? (reload === undefined ? pathToFileURL(file).href : versionUrl(file, dir, reload))) as Promise<{ default?: AppDef; app?: AppDef }>,
       catch: (e) => new AppLoadError({ message: cannotLoad(file, dir, thrown(e)) })
     })
     const app = mod.default ?? mod.app
@@ -55,7 +55,8 @@ export const cannotLoad = (file: string, dir: string, e: Thrown) =>
 
 export const noExport = (file: string) => `${file} must export the app (export default defineApp({...}))`
 
-const reloadUrl = (file: string, dir: string, reload: string) => {
+/** The URL that imports the app's entry `file` under the version tag `reload` (app-loader.ts carries it on). */
+export const versionUrl = (file: string, dir: string, reload: string) => {
   const url = pathToFileURL(file)
   url.searchParams.set(RELOAD_PARAM, reload)
   url.searchParams.set(RELOAD_ROOT_PARAM, pathToFileURL(dir + path.sep).pathname)
@@ -63,7 +64,7 @@ const reloadUrl = (file: string, dir: string, reload: string) => {
 }
 
 /** Where an error thrown while importing the app points into the app folder, as ` (at file:line:col)`. */
-const whereInApp = (dir: string, stack: string) => {
+export const whereInApp = (dir: string, stack: string) => {
   for (const line of stack.split("\n")) {
     // `at f (/dir/app.ts:3:7)`, `at /dir/app.ts:3:7` or `at file:///dir/app.ts?wo-reload=2&…:3:7`
     const at = /^\s*at (?:.*\()?(?:file:\/\/)?(\/[^?)]*?)(?:\?[^)]*?)?(:\d+:\d+)\)?$/.exec(line)

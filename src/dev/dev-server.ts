@@ -88,7 +88,7 @@ const prepare = (dir: string, settings: Settings, probe: LoadProbe, imported: Se
     if (file === undefined) return yield* new AppLoadError({ message: `no app.ts in ${dir}` })
     const tag = versionTag(dir, settings.dataDir)
     if (!imported.has(tag)) {
-      yield* probe.load(file)
+      yield* probe.load(file, tag)
       // Saved again while it loaded: what loaded in the worker is not what would be imported here. The watcher
       // has seen that save too, and the next reload takes it.
       if (versionTag(dir, settings.dataDir) !== tag) return yield* new AppLoadError({ message: `${file} changed while it loaded; loading the newer version next` })
@@ -121,6 +121,8 @@ export const devServer = (dir: string, app: AppDef, settings: Settings) =>
     let current = yield* startGeneration(app, reloading)
     // Closed after the edge (finalizers run in reverse): the edge drains its requests into this generation first.
     yield* Effect.addFinalizer(() => Scope.close(current.scope, Exit.void))
+    // Watching from before the announcement: a save made as soon as the server says it serves is seen.
+    const changes = yield* watchApp(dir, { quietMs: QUIET_MS, dataDir: settings.dataDir })
     const edge = yield* startEdge((request) => gate.pass(Effect.suspend(() => current.handler(request))), {
       ...reloading,
       onShutdown: Effect.suspend(() => current.onShutdown)
@@ -130,7 +132,6 @@ export const devServer = (dir: string, app: AppDef, settings: Settings) =>
     yield* Effect.addFinalizer(() => Effect.logInfo(SHUTTING_DOWN))
     const probe = yield* makeLoadProbe(settings.devLoadTimeoutMs)
     const imported = new Set<string>()
-    const changes = yield* watchApp(dir, { quietMs: QUIET_MS, dataDir: settings.dataDir })
     yield* Effect.logInfo(`wo dev: watching ${dir} for changes`)
 
     const reload = Effect.gen(function* () {
