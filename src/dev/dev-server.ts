@@ -18,9 +18,9 @@
  *     (views whose declaration changed are folded again there);
  *  6. let the held requests on, to the new catalog.
  * A failure in 1 or 3 keeps the old generation serving untouched (3 releases the held requests to it), and is
- * printed as startup prints it; the next save is tried afresh. A failure in 5 (a view's evolve throwing on old events, say) starts the old app again.
- * `wo dev` serves the embedded store only (no --store): a swap reopens its data dir. After each reload a full
- * garbage collection returns the old generation's memory (collect-garbage.ts).
+ * printed as startup prints it; the next save is tried afresh. A failure in 5 (a view's evolve throwing on old
+ * events, say) starts the old app again. `wo dev` serves the embedded store only (no --store): a swap reopens its
+ * data dir. After each reload a full garbage collection returns the old generation's memory (collect-garbage.ts).
  */
 import { Console, Context, Effect, Exit, Layer, Scope, Stream } from "effect"
 import type { AppDef } from "../domain/catalog.ts"

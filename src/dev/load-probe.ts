@@ -1,11 +1,11 @@
 /**
  * `wo dev` loads each saved version of the app in a worker thread first, and the server imports it only once it
  * loaded there, within a time limit. An app's code runs when it is imported, and in the server's own thread an
- * endless loop would stop every request, `process.exit` would end the server, and a top-level await that never
- * settles would hold the reload (and every later save) forever, and a promise rejected with no handler would end
- * the server as an uncaught error. In a worker, each of these fails only that reload:
- * `process.exit` ends the worker alone, and a worker still loading at the limit is stopped (terminate interrupts
- * even a loop that never yields).
+ * endless loop would stop every request, `process.exit` would end the server, a top-level await that never settles
+ * would hold the reload (and every later save) forever, and a promise rejected with no handler would end the server
+ * as an uncaught error. In a worker, each of these fails only that reload: `process.exit` and an uncaught error end
+ * the worker alone, and a worker still loading at the limit is stopped (terminate interrupts even a loop that never
+ * yields).
  *
  * The worker only proves that the version loads: the catalog holds functions (methods, decide, evolve), which cannot
  * cross threads, so the server then imports the version itself. An app whose import behaves differently the second
