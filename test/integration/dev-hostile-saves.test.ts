@@ -135,3 +135,25 @@ describe("wo dev with a save that misbehaves while it loads", () => {
     await hostile(notesApp({ topLevel: `throw new Error("broken at import")` }), /cannot load [^\n]*app\.ts: broken at import \(at [^\n]*app\.ts:\d+:\d+\)/)
   }, 3 * BOUND)
 })
+
+describe("wo dev imports each version once", () => {
+  it("a save back to a version already served imports nothing new: its code at import runs no more in the server", async () => {
+    const dir = writeAppDir(notesApp())
+    server = await spawnWo(["dev", dir, "--data", tempDir("wo-dev-data-"), "--listen", "127.0.0.1:0"], { stopTimeoutMs: 5000 })
+    const s = server
+    const appFile = path.join(dir, "app.ts")
+    const said = (word: string) => s.stdout().split(word).length - 1
+    const v2 = notesApp({ topLevel: `console.log("imported-v2")` })
+    const v3 = notesApp({ topLevel: `console.log("imported-v3")` })
+    fs.writeFileSync(appFile, v2)
+    expect(await waitFor(() => reloads(s) === 1, BOUND)).toBe(true)
+    fs.writeFileSync(appFile, v3)
+    expect(await waitFor(() => reloads(s) === 2, BOUND)).toBe(true)
+    // Back to v2: served again, from the modules imported the first time (the worker's print is not shown).
+    fs.writeFileSync(appFile, v2)
+    expect(await waitFor(() => reloads(s) === 3, BOUND)).toBe(true)
+    expect(refusals(s)).toBe(0)
+    expect([said("imported-v2"), said("imported-v3")]).toEqual([1, 1])
+    expect((await http(`${s.url}/api/notes`, { method: "POST", body: { title: "served" } })).status).toBe(201)
+  }, 3 * BOUND)
+})
