@@ -64,10 +64,39 @@ export interface AppLoaderOptions {
 }
 
 /**
+ * How this process registered the loader, so that a worker thread can load an app the same way (`wo dev` loads
+ * each saved version in one first): loader hooks belong to the thread that registers them.
+ */
+export interface RegisteredAppLoader {
+  /** tsx's registration module, to register first (this module is TypeScript in a checkout). */
+  readonly tsx: string
+  /** This module. */
+  readonly loader: string
+  readonly options: AppLoaderOptions
+  /** The runtime that apps import as `writeonce`, when this process knows it (a worker preloads it). */
+  readonly runtime: string
+}
+
+// Kept on the global object: the `wo` launcher loads this module from its file while `wo dev`'s runtime may be a
+// bundle holding a copy of it, and both must see the one registration.
+const REGISTERED = Symbol.for("writeonce.registeredAppLoader")
+const registry = globalThis as { [REGISTERED]?: RegisteredAppLoader }
+
+/** The loader this process registered, or undefined if it registered none. */
+export const registeredAppLoader = (): RegisteredAppLoader | undefined => registry[REGISTERED]
+
+/**
  * Registers the loader for apps in this process. Call it once, before the first app module is imported: modules
  * imported earlier (the runtime itself) load natively, without the cost of loader hooks.
  */
 export const registerAppLoader = (options: AppLoaderOptions = {}): void => {
+  registry[REGISTERED] = {
+    tsx: import.meta.resolve("tsx/esm/api"),
+    loader: import.meta.url,
+    options,
+    // This module is never bundled: one folder up is the runtime's index (src/index.ts, or dist/index.js when built).
+    runtime: options.built === undefined ? new URL(`../index${path.extname(new URL(import.meta.url).pathname)}`, import.meta.url).href : pathToFileURL(path.join(options.built, "index.mjs")).href
+  }
   if (options.tsx !== false) registerTsx()
   // Registered after tsx, so it runs first: it adds the condition on the way in and fixes the format on the way out.
   const packages: Record<string, string> = options.built === undefined ? {} : {

@@ -11,41 +11,60 @@ import { RELOAD_PARAM, RELOAD_ROOT_PARAM } from "./reload-tag.ts"
 
 export class AppLoadError extends Data.TaggedError("AppLoadError")<{ readonly message: string }> {}
 
+/** The app folder's entry file (app.ts, or .mts, .js, .mjs), or undefined when it has none. */
+export const appFile = (dir: string): string | undefined =>
+  ["app.ts", "app.mts", "app.js", "app.mjs"].map((f) => path.join(dir, f)).find((f) => fs.existsSync(f))
+
 /**
- * Loads the app; with `reload` (wo dev), its own modules are imported afresh under that tag (app-loader.ts
- * carries the tag on to every file under the app folder), so an edit anywhere in the folder is seen. `compiled`:
- * the URL of the app already compiled to JavaScript (bin/compiled-app.mjs), imported in place of its file.
+ * Loads the app; with `reload` (wo dev), its own modules are imported under that tag (app-loader.ts carries the
+ * tag on to every file under the app folder), so an edit anywhere in the folder is seen. `compiled`: the URL of the
+ * app already compiled to JavaScript (bin/compiled-app.mjs), imported in place of its file.
  */
-export const loadApp = (appDir: string, reload?: number, compiled?: string) =>
+export const loadApp = (appDir: string, reload?: string, compiled?: string) =>
   Effect.gen(function* () {
     const dir = path.resolve(appDir)
-    const file = ["app.ts", "app.mts", "app.js", "app.mjs"].map((f) => path.join(dir, f)).find((f) => fs.existsSync(f))
+    const file = appFile(dir)
     if (file === undefined) return yield* new AppLoadError({ message: `no app.ts in ${dir}` })
     const mod = yield* Effect.tryPromise({
-      try: () => import(compiled ?? (reload === undefined ? pathToFileURL(file).href : reloadUrl(file, dir, reload))) as Promise<{ default?: AppDef; app?: AppDef }>,
-      catch: (e) =>
-        new AppLoadError({
-          message: `cannot load ${file}: ${e instanceof Error ? e.message : String(e)}${whereInApp(dir, e)}` +
-            ((e as { code?: unknown })?.code === "ERR_UNKNOWN_FILE_EXTENSION"
-              ? " (plain Node runs no TypeScript: run it with `wo`, or register a loader such as tsx first)"
-              : "")
-        })
+      try: () => import(compiled ?? (reload === undefined ? pathToFileURL(file).href : versionUrl(file, dir, reload))) as Promise<{ default?: AppDef; app?: AppDef }>,
+      catch: (e) => new AppLoadError({ message: cannotLoad(file, dir, thrown(e)) })
     })
     const app = mod.default ?? mod.app
-    if (app === undefined) return yield* new AppLoadError({ message: `${file} must export the app (export default defineApp({...}))` })
+    if (app === undefined) return yield* new AppLoadError({ message: noExport(file) })
     return { app, dir, file }
   })
 
-const reloadUrl = (file: string, dir: string, reload: number) => {
+/** What an import threw, as plain data (it may have crossed a thread). */
+export interface Thrown {
+  readonly message: string
+  readonly stack?: string | undefined
+  readonly code?: unknown
+}
+
+export const thrown = (e: unknown): Thrown =>
+  e instanceof Error
+    ? { message: e.message, stack: e.stack, code: (e as { code?: unknown }).code }
+    : { message: String(e) }
+
+/** The message for an import of `file` that threw `e`: what, and where in the app's own files. */
+export const cannotLoad = (file: string, dir: string, e: Thrown) =>
+  `cannot load ${file}: ${e.message}${whereInApp(dir, e.stack ?? "")}` +
+  (e.code === "ERR_UNKNOWN_FILE_EXTENSION"
+    ? " (plain Node runs no TypeScript: run it with `wo`, or register a loader such as tsx first)"
+    : "")
+
+export const noExport = (file: string) => `${file} must export the app (export default defineApp({...}))`
+
+/** The URL that imports the app's entry `file` under the version tag `reload` (app-loader.ts carries it on). */
+export const versionUrl = (file: string, dir: string, reload: string) => {
   const url = pathToFileURL(file)
-  url.searchParams.set(RELOAD_PARAM, String(reload))
+  url.searchParams.set(RELOAD_PARAM, reload)
   url.searchParams.set(RELOAD_ROOT_PARAM, pathToFileURL(dir + path.sep).pathname)
   return url.href
 }
 
 /** Where an error thrown while importing the app points into the app folder, as ` (at file:line:col)`. */
-const whereInApp = (dir: string, error: unknown) => {
-  const stack = error instanceof Error ? error.stack ?? "" : ""
+export const whereInApp = (dir: string, stack: string) => {
   for (const line of stack.split("\n")) {
     // `at f (/dir/app.ts:3:7)`, `at /dir/app.ts:3:7` or `at file:///dir/app.ts?wo-reload=2&…:3:7`
     const at = /^\s*at (?:.*\()?(?:file:\/\/)?(\/[^?)]*?)(?:\?[^)]*?)?(:\d+:\d+)\)?$/.exec(line)

@@ -6,7 +6,10 @@
  * goes through (`current`), read once per request behind the gate (request-gate.ts).
  *
  * A reload, step by step:
- *  1. load the app afresh (load-app.ts tags its modules with the reload) and compile it, serving on meanwhile;
+ *  1. load the saved version in a worker thread first, within a time limit (load-probe.ts: an endless loop,
+ *     `process.exit` or an await that never settles at import fails the reload there, not the server); once it
+ *     loaded there, import it here (load-app.ts tags its modules with the version, app-version.ts) and compile it,
+ *     serving on meanwhile;
  *  2. hold new requests and let those in flight finish: every write they made is acknowledged by the old writer;
  *  3. check the stored rows against the new app, as startup does (recovery.ts, read-only; no write is in flight);
  *  4. the old generation's streams announce the change (tools and resources list_changed), then close (a legacy
@@ -15,8 +18,9 @@
  *     (views whose declaration changed are folded again there);
  *  6. let the held requests on, to the new catalog.
  * A failure in 1 or 3 keeps the old generation serving untouched (3 releases the held requests to it), and is
- * printed as startup prints it. A failure in 5 (a view's evolve throwing on old events, say) starts the old app again.
- * `wo dev` serves the embedded store only (no --store): a swap reopens its data dir.
+ * printed as startup prints it; the next save is tried afresh. A failure in 5 (a view's evolve throwing on old
+ * events, say) starts the old app again. `wo dev` serves the embedded store only (no --store): a swap reopens its
+ * data dir. After each reload a full garbage collection returns the old generation's memory (collect-garbage.ts).
  */
 import { Console, Context, Effect, Exit, Layer, Scope, Stream } from "effect"
 import type { AppDef } from "../domain/catalog.ts"
@@ -27,7 +31,7 @@ import type { Settings } from "../support/config.ts"
 import { startEdge, type EdgeHandler } from "../http/edge/edge.ts"
 import { makeAppHandler } from "../http/server.ts"
 import { OpenStreams, type OpenStreamsShape } from "../http/streams/open-streams.ts"
-import { loadApp } from "../app-loading/load-app.ts"
+import { AppLoadError, appFile, loadApp } from "../app-loading/load-app.ts"
 import { makeClassicLevelLog } from "../log/classic-level/classic-level-log.ts"
 import { LevelDb } from "../log/classic-level/level-db.ts"
 import { recoverRows } from "../projections/rows/recovery.ts"
@@ -35,7 +39,10 @@ import { Rows } from "../projections/rows/rows.ts"
 import { upcastingLog } from "../log/upcasting-log.ts"
 import { coreLayer } from "../runtime/runtime.ts"
 import { announceServing, SHUTTING_DOWN } from "../runtime/announce.ts"
+import { versionTag } from "./app-version.ts"
 import { watchApp } from "./app-watcher.ts"
+import { collectGarbage } from "./collect-garbage.ts"
+import { makeLoadProbe, type LoadProbe } from "./load-probe.ts"
 import { makeRequestGate } from "./request-gate.ts"
 
 /** How long the folder must be quiet before a reload (an editor's save is several events). */
@@ -71,10 +78,26 @@ const startGeneration = (app: AppDef, settings: Settings) =>
     }).pipe(Effect.onError(() => Scope.close(scope, Exit.void)))
   })
 
-/** Loads and compiles the app anew, in isolation: nothing served changes. */
-const prepare = (dir: string, reload: number) =>
+/**
+ * Loads and compiles the saved version, nothing served changing meanwhile: in a worker first (unless this version
+ * was imported here already, and so runs no code again), then here, both within the time limit.
+ */
+const prepare = (dir: string, settings: Settings, probe: LoadProbe, imported: Set<string>) =>
   Effect.gen(function* () {
-    const { app } = yield* loadApp(dir, reload)
+    const file = appFile(dir)
+    if (file === undefined) return yield* new AppLoadError({ message: `no app.ts in ${dir}` })
+    const tag = versionTag(dir, settings.dataDir)
+    if (!imported.has(tag)) {
+      yield* probe.load(file, tag)
+      // Saved again while it loaded: what loaded in the worker is not what would be imported here. The watcher
+      // has seen that save too, and the next reload takes it.
+      if (versionTag(dir, settings.dataDir) !== tag) return yield* new AppLoadError({ message: `${file} changed while it loaded; loading the newer version next` })
+    }
+    const { app } = yield* loadApp(dir, tag).pipe(Effect.timeoutFail({
+      duration: settings.devLoadTimeoutMs,
+      onTimeout: () => new AppLoadError({ message: `${file} loaded in the worker but did not finish loading here within ${settings.devLoadTimeoutMs} ms (WO_DEV_LOAD_TIMEOUT_MS)` })
+    }))
+    imported.add(tag)
     return { app, catalog: yield* compileApp(app) }
   })
 
@@ -98,6 +121,8 @@ export const devServer = (dir: string, app: AppDef, settings: Settings) =>
     let current = yield* startGeneration(app, reloading)
     // Closed after the edge (finalizers run in reverse): the edge drains its requests into this generation first.
     yield* Effect.addFinalizer(() => Scope.close(current.scope, Exit.void))
+    // Watching from before the announcement: a save made as soon as the server says it serves is seen.
+    const changes = yield* watchApp(dir, { quietMs: QUIET_MS, dataDir: settings.dataDir })
     const edge = yield* startEdge((request) => gate.pass(Effect.suspend(() => current.handler(request))), {
       ...reloading,
       onShutdown: Effect.suspend(() => current.onShutdown)
@@ -105,14 +130,15 @@ export const devServer = (dir: string, app: AppDef, settings: Settings) =>
     const announce = (g: Generation) => announceServing(edge.url, g.catalog, Context.get(g.context, Rows).recovered)
     yield* announce(current)
     yield* Effect.addFinalizer(() => Effect.logInfo(SHUTTING_DOWN))
+    const probe = yield* makeLoadProbe(settings.devLoadTimeoutMs)
+    const imported = new Set<string>()
     yield* Effect.logInfo(`wo dev: watching ${dir} for changes`)
 
-    let reloads = 0
     const reload = Effect.gen(function* () {
       const started = Date.now()
       const refuse = (e: { readonly message: string }) =>
         Console.error(`wo dev: the app did not reload; still serving the previous one.\nwo: ${e.message}`)
-      const next = yield* prepare(dir, ++reloads).pipe(Effect.either)
+      const next = yield* prepare(dir, settings, probe, imported).pipe(Effect.either)
       if (next._tag === "Left") return yield* refuse(next.left)
       yield* gate.hold
       const checked = yield* checkStoredRows(current, next.right.catalog).pipe(Effect.either)
@@ -134,8 +160,8 @@ export const devServer = (dir: string, app: AppDef, settings: Settings) =>
         yield* Effect.logInfo(`wo dev: reloaded in ${Date.now() - started} ms`)
       }
     })
-    yield* watchApp(dir, { quietMs: QUIET_MS, dataDir: settings.dataDir }).pipe(
-      Stream.runForEach(() => reload),
+    yield* changes.pipe(
+      Stream.runForEach(() => Effect.ensuring(reload, Effect.sync(collectGarbage))),
       Effect.forkScoped
     )
     return { url: edge.url } satisfies DevServer

@@ -114,6 +114,12 @@ export interface Settings {
    * is closed to make room for a new one; with none idle, the new one is closed.
    */
   readonly maxConnections: number
+  /**
+   * `wo dev`: how long a saved version of the app may take to load, in a worker, before that reload fails
+   * (`WO_DEV_LOAD_TIMEOUT_MS`, default 10000). An endless loop or a top-level await that never settles then fails
+   * the reload while the previous version serves on.
+   */
+  readonly devLoadTimeoutMs: number
 }
 
 /** The default of `viewSnapshotEvery` (WO_VIEW_SNAPSHOT_EVERY). */
@@ -256,7 +262,8 @@ const fromEnvironment = (d: Partial<Settings>) =>
       readyMaxLag: yield* positiveInt("WO_READY_MAX_LAG", d.readyMaxLag ?? 1000),
       storeTimeoutMs: yield* durationMs("WO_STORE_TIMEOUT", d.storeTimeoutMs ?? STORE_TIMEOUT_MS),
       viewSnapshotEvery: yield* positiveInt("WO_VIEW_SNAPSHOT_EVERY", d.viewSnapshotEvery ?? VIEW_SNAPSHOT_EVERY),
-      ...(yield* connectionCaps(d))
+      ...(yield* connectionCaps(d)),
+      devLoadTimeoutMs: yield* positiveInt("WO_DEV_LOAD_TIMEOUT_MS", d.devLoadTimeoutMs ?? 10_000)
     }
     return settings
   })
@@ -270,7 +277,8 @@ const KNOWN_KEYS: ReadonlySet<string> = new Set(Object.keys({
   maxListensPerClient: true, maxListenStreams: true, streamMemory: true, maxEventTailsPerClient: true,
   maxEventTails: true, authToken: true, insecure: true, acceptDataLoss: true, recordFile: true,
   idempotencyTtlMs: true, store: true, metrics: true, readyMaxLag: true, storeTimeoutMs: true, viewSnapshotEvery: true, catalogReloads: true,
-  maxConnectionsPerClient: true, maxConnections: true
+  maxConnectionsPerClient: true, maxConnections: true,
+  devLoadTimeoutMs: true
 } satisfies Record<keyof SettingsInput, true>))
 
 /** `input` as Settings fields: an unknown key or a malformed `listen` is a ConfigError naming it. */
