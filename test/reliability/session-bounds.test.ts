@@ -65,10 +65,12 @@ describe("URI length (WO_MAX_URI_LENGTH, default 2048 bytes): -32602 naming the 
       expect(res.json.error).toMatchObject({ code: -32602, message: `uri is longer than ${MAX} bytes (WO_MAX_URI_LENGTH=${MAX})` })
       expect(res.text.length, "the refusal does not echo the URI").toBeLessThan(500)
     }
-    const row = uriOf("wo://products/", MAX)
+    // A row URI names a canonical id (at most 12 digits), so a long one is refused for its id, not its length.
+    expect((await call("resources/subscribe", uriOf("wo://products/", MAX))).json.error).toMatchObject({ code: -32602 })
     const liveQuery = uriOf("wo://products?name=", MAX, "x")
-    expect((await call("resources/subscribe", row)).json.result).toEqual({})
+    const otherLiveQuery = uriOf("wo://products?name=y", MAX, "x")
     expect((await call("resources/subscribe", liveQuery)).json.result).toEqual({})
+    expect((await call("resources/subscribe", otherLiveQuery)).json.result).toEqual({})
     refusedAsTooLong(await call("resources/subscribe", uriOf("wo://products/", MAX + 1)))
     refusedAsTooLong(await call("resources/subscribe", uriOf("wo://products?name=", MAX + 1, "x")))
     // Bytes, not characters: 1,030 two-byte characters are fewer than 2048 characters but more than 2048 bytes.
@@ -77,7 +79,7 @@ describe("URI length (WO_MAX_URI_LENGTH, default 2048 bytes): -32602 naming the 
     refusedAsTooLong(await call("resources/read", uriOf("wo://products/", MAX + 1)))
     expect((await call("resources/read", uriOf("wo://products?name=", MAX, "x"))).json.result.contents).toHaveLength(1)
     // Only the two at the limit were made.
-    expect(await agentSubscriptions(server.url, session)).toEqual([row, liveQuery])
+    expect(await agentSubscriptions(server.url, session)).toEqual([liveQuery, otherLiveQuery])
   })
 
   it("a modern listen: a resourceSubscriptions URI of 2048 bytes is acknowledged, one of 2049 is refused", async () => {
@@ -99,7 +101,7 @@ describe("subscription bytes (WO_MAX_SUBSCRIPTION_BYTES, default 1 MiB): -32602 
   it("a session holds exactly the total; a refused subscription is not made; unsubscribing frees its bytes; a listen asks for at most the total", async () => {
     const server = await start(apps.pricing, { maxSubscriptionBytes: 100 })
     const session = await openSession(server.url)
-    const [a, b, c] = ["wo://products/1", "wo://products/2", "wo://products/3"].map((p) => uriOf(p, 50))
+    const [a, b, c] = ["wo://products?name=a", "wo://products?name=b", "wo://products?name=c"].map((p) => uriOf(p, 50, "x"))
     const sub = (uri: string, method = "resources/subscribe") => sessionRequest(server.url, session, method, { uri })
     expect((await sub(a)).json.result).toEqual({})
     expect((await sub(b)).json.result).toEqual({}) // 100 bytes: exactly the total
@@ -181,7 +183,7 @@ describe("250 subscribes with max-length URIs on one legacy session (a real `wo 
     spawned.push(wo)
     await http(`${wo.loopbackUrl}/api/products`, { method: "POST", body: product })
     const session = await openSession(wo.loopbackUrl)
-    const uris = Array.from({ length: 250 }, (_, k) => uriOf(`wo://products/${k + 1}0`, MAX))
+    const uris = Array.from({ length: 250 }, (_, k) => uriOf(`wo://products?name=${k + 1}-`, MAX, "x"))
     await sessionRequest(wo.loopbackUrl, session, "resources/subscribe", { uri: uris[0] }) // the first may find a cold server
     const rssBefore = rssKb(wo.pid)
     const appended: Array<number> = []

@@ -26,6 +26,7 @@ import type { CompiledApp } from "../../domain/compile.ts"
 import { DataCorrupt, isStoreError, StoreFailed, type StoreError } from "../../domain/errors.ts"
 import type { Change } from "../../domain/events.ts"
 import { matchesAll } from "../../domain/list-request.ts"
+import { isCanonicalId } from "../../domain/ids.ts"
 import * as X from "../../log/classic-level/index-keys.ts"
 import { decodeRow, READ_BATCH } from "../../log/classic-level/level-records.ts"
 import type { Db } from "../../log/classic-level/level-db.ts"
@@ -133,6 +134,8 @@ export class StoreTable extends RowIndexes implements RowTableShape {
   }
 
   get(id: string): Row | undefined {
+    // Any other spelling of an id names no row: the store keys rows by the canonical one only.
+    if (!isCanonicalId(id)) return undefined
     const key = K.rowKey(this.type, id)
     const cached = this.access.cache.get(key)
     if (cached !== undefined) return cached
