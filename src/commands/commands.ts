@@ -73,6 +73,12 @@ const keyedBy = (key: string | undefined, request: ReadonlyArray<unknown>): Eith
     : Either.left(new ValidationFailed({ type: "request", issues: [{ path: ["Idempotency-Key"], message: problem }] }))
 }
 
+/**
+ * The cancel of a keyed write: it does nothing (others with its key may be waiting for its answer), and is a new
+ * function each time, since the edge counts the direct requests in flight by their cancels (edge.ts).
+ */
+const neverCancelled = (): (() => void) => () => {}
+
 /** What identifies a row write for its key: the operation, its target and its body. */
 const requestOf = (command: Command): ReadonlyArray<unknown> => [
   command._tag,
@@ -158,8 +164,7 @@ export const makeCommands =
       const fingerprint = keyed.fingerprint
       keyedNow<Committed>(keyed, (answer) => void writer.offer(submission, answer), (stored) =>
         Either.map(storedChanges(stored, fingerprint), (changes) => changes[0]), onExit)
-      // A keyed write is never cancelled: others with its key may be waiting for its answer.
-      return noCancel
+      return neverCancelled()
     }
     const commandNow = (submission: CommandSubmission, onExit: (exit: Exit.Exit<CommandCommitted, CommandError>) => void): (() => void) => {
       const keyed = submission.idempotency
@@ -167,7 +172,7 @@ export const makeCommands =
       const fingerprint = keyed.fingerprint
       keyedNow<CommandCommitted>(keyed, (answer) => void writer.offerCommand(submission, answer), (stored) =>
         Either.map(storedChanges(stored, fingerprint), (changes) => commandFromChanges(changes, true)), onExit)
-      return noCancel
+      return neverCancelled()
     }
     /**
      * A keyed write on a fiber, as `rowNow` / `commandNow` run it; uninterruptible: a caller that goes away waits

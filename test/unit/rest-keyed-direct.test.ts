@@ -60,7 +60,7 @@ const keyedRoutes = Effect.gen(function* () {
       if (taken === undefined) resume(Effect.dieMessage(`the direct path did not take ${r.method} ${r.path}`))
     })
   const generic = (r: EdgeRequest) => Effect.map(rest(r), answerOf)
-  return { direct, generic, rows: (path: string) => Effect.map(rest(request("GET", path, "")), (a) => JSON.parse(a.body).items as Array<unknown>) }
+  return { direct, generic, rows: (path: string) => Effect.map(rest(request("GET", path, "")), (a) => JSON.parse(answerOf(a).body).items as Array<unknown>) }
 })
 
 const run = <A>(program: Effect.Effect<A, never, Commands | Catalog | Queries | WoConfig>) =>
@@ -115,6 +115,34 @@ describe("REST keyed writes without a fiber", () => {
       expect(again).toEqual(refused)
       expect(again.headers["idempotent-replayed"]).toBeUndefined()
       expect(yield* rows("/api/books")).toHaveLength(2)
+    })))
+
+  it.effect("each keyed request in flight has a cancel of its own (the edge counts its requests in flight by them)", () =>
+    run(Effect.gen(function* () {
+      const settings = yield* WoConfig
+      const rest = makeRestRoutes(yield* Catalog, yield* Commands, yield* Queries, settings.maxJsonDepth)
+      let answered = 0
+      let allAnswered: (() => void) | undefined
+      const respond = {
+        answer: () => {
+          if (++answered === 3) allAnswered?.()
+        },
+        failed: () => {}
+      }
+      const cancels = [
+        rest.direct(request("POST", "/api/books", dune, "a"), respond),
+        rest.direct(request("POST", "/api/books", dune, "a"), respond),
+        rest.direct(request("POST", "/api/books", dune, "b"), respond)
+      ]
+      expect(cancels.every((c) => typeof c === "function")).toBe(true)
+      expect(new Set(cancels).size).toBe(3)
+      // Cancelling does not stop a keyed write: every caller is still answered, and both keys are written.
+      for (const cancel of cancels) cancel!()
+      yield* Effect.async<void>((resume) => {
+        if (answered === 3) return resume(Effect.void)
+        allAnswered = () => resume(Effect.void)
+      })
+      expect(yield* Effect.map(rest(request("GET", "/api/books", "")), (r) => JSON.parse(answerOf(r).body).items)).toHaveLength(2)
     })))
 
   it.effect("a keyed app command: one loan for concurrent same-key sends both ways, the same answer (same correlation)", () =>
