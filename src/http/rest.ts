@@ -186,7 +186,7 @@ export const makeRestRoutes = (catalog: CompiledApp, commands: CommandsShape, qu
       onRight: (key) => f(writeOptions(key, keysLeftOut))
     })
 
-  /** A planned write run on a fiber (the generic way: a traced or streamed edge, a test's handler). */
+  /** A planned write run on a fiber (the generic way: an edge without the direct route, as a recorded server or `wo dev`). */
   const run = (request: EdgeRequest, planned: PlannedWrite): Effect.Effect<EdgeResponse> =>
     isResponse(planned)
       ? Effect.succeed(planned)
