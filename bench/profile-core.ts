@@ -7,7 +7,7 @@
 // Prints self time by area, the top functions overall and the top functions in src/, per call.
 // The main thread's profile is kept as bench/results/core-<scenario>.cpuprofile (git-ignored; open it
 // in Chrome DevTools). The profiler slows the server: read the shares and µs/call side by side, not rates.
-//   node --import tsx bench/profile-core.ts [create] [get] [set_price] [floor_create] [plain]   (default: all)
+//   node --import tsx bench/profile-core.ts [create] [create_keyed] [get] [set_price] [floor_create] [plain]   (default: all)
 // BENCH_PROFILE_MS (default 5000) sets the measured window; BENCH_TOP (default 20) the list lengths;
 // BENCH_PROFILE_OUT another folder for the kept profiles.
 import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
@@ -39,8 +39,18 @@ const create = (i: number): LoadRequest => ({
   headers: json,
   body: JSON.stringify({ name: `p${i}`, price: 1 + (i % 1000), currency: 'USD' }),
 });
+let keysSent = 0;
 const scenarios: Record<string, Scenario> = {
   create: { server: 'wo', concurrency: 32, seed: 0, makeRequest: create, status: 201 },
+  // `create` with a fresh Idempotency-Key each (bench/idempotency.ts measures its cost side by side).
+  create_keyed: {
+    server: 'wo',
+    concurrency: 32,
+    seed: 0,
+    // Its own count: `i` starts again with each load run, and a key sent again would be a replay.
+    makeRequest: (i) => ({ ...create(i), headers: { ...json, 'idempotency-key': `profile-${process.pid}-${keysSent++}` } }),
+    status: 201,
+  },
   get: { server: 'wo', concurrency: 16, seed: 100, makeRequest: (i) => ({ method: 'GET', path: `/api/products/${1 + (i % 100)}` }), status: 200 },
   set_price: {
     server: 'wo',

@@ -5,10 +5,11 @@
 // flight (default 32). KIND=create (default) or set_price. Prints µs per call by thread and ours/floor for each.
 // ACKED_OFF=1 adds a third server, ours with `WO_ACKED_RECORD=off`, to tell the acknowledged-head record's share.
 //   node --import tsx bench/write-threads.ts
-import { mkdirSync, mkdtempSync, readdirSync, readFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync } from 'node:fs';
 import { loadavg } from 'node:os';
 import { join } from 'node:path';
 import { runLoad } from './lib/load.ts';
+import { threadCpu } from './lib/thread-cpu.ts';
 import { warmUntilStable } from './lib/warmup.ts';
 import { repoRoot, restCreate, restSetPrice, seedProducts, spawnPeer, startWo, type SpawnedServer } from './lib/wo.ts';
 
@@ -20,25 +21,6 @@ const dataRoot = process.env.BENCH_DATA_DIR ?? join(repoRoot, '.data', 'bench-wr
 mkdirSync(dataRoot, { recursive: true });
 const request = kind === 'create' ? restCreate : (i: number) => restSetPrice(1 + (i % 100), 1 + (i % 1000));
 const want = kind === 'create' ? 201 : 200;
-
-/** CPU ms so far of a process's main thread and of all its other threads (clock ticks of 10 ms). */
-const threadCpu = (pid: number) => {
-  let main = 0;
-  let other = 0;
-  for (const tid of readdirSync(`/proc/${pid}/task`)) {
-    let stat: string;
-    try {
-      stat = readFileSync(`/proc/${pid}/task/${tid}/stat`, 'utf8');
-    } catch {
-      continue; // a thread that ended meanwhile
-    }
-    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    const ms = (Number(fields[11]) + Number(fields[12])) * 10;
-    if (tid === String(pid)) main += ms;
-    else other += ms;
-  }
-  return { main, other };
-};
 
 type Arm = 'wo' | 'wo-noack' | 'floor';
 const arms: Arm[] = process.env.ACKED_OFF === '1' ? ['wo', 'wo-noack', 'floor'] : ['wo', 'floor'];

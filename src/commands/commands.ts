@@ -2,12 +2,12 @@
  * The command handlers: one entry point for every write, whatever surface it came from (REST or MCP).
  * Each decodes its payload through the type's Schema, then hands the intent to the group-commit writer.
  */
-import { Context, Effect, Either, Exit, Layer, Option } from "effect"
+import { Context, Effect, Either, Exit, Layer, Option, Runtime } from "effect"
 import { WoConfig } from "../support/config.ts"
-import { EventLog } from "../log/event-log.ts"
+import { EventLog, type StoredKey } from "../log/event-log.ts"
 import { randomUUID } from "node:crypto"
 import { Catalog } from "../domain/app-catalog.ts"
-import { NotFound, ValidationFailed, type CommandError } from "../domain/errors.ts"
+import { NotFound, ValidationFailed, type CommandError, type IdempotencyKeyReused } from "../domain/errors.ts"
 import { isCanonicalId } from "../domain/ids.ts"
 import { inputIssues } from "../domain/rules/input-rules.ts"
 import { toIntent, type Command } from "../domain/decide/intent.ts"
@@ -36,13 +36,13 @@ export interface CommandsShape {
   /** Runs one command; succeeds only once its event is durable and projected. */
   readonly execute: (command: Command, options?: ExecuteOptions) => Effect.Effect<Committed, CommandError>
   /**
-   * `execute` without a fiber, for a write without an idempotency key (a keyed one waits on its key's earlier
-   * attempts: `execute`): `onExit` is called once with its answer, from the writer's batch (or before this returns
-   * when it is refused up front). Returns what cancels the command if the writer has not taken it yet.
+   * `execute` without a fiber: `onExit` is called once with its answer, from the writer's batch (or before this
+   * returns when it is refused up front or its key's earlier attempt answers it). Returns what cancels the command
+   * if the writer has not taken it yet (a keyed write is never cancelled: others may wait for its answer).
    */
   readonly executeNow: (
     command: Command,
-    options: Omit<ExecuteOptions, "idempotencyKey"> | undefined,
+    options: ExecuteOptions | undefined,
     onExit: (exit: Exit.Exit<Committed, CommandError>) => void
   ) => () => void
   /**
@@ -51,11 +51,11 @@ export interface CommandsShape {
    * NotFound (type "_commands") when the app declares no such command.
    */
   readonly executeAppCommand: (name: string, input: unknown, options?: ExecuteOptions) => Effect.Effect<CommandCommitted, CommandError>
-  /** `executeAppCommand` without a fiber, for a command without an idempotency key (as `executeNow` is `execute`'s). */
+  /** `executeAppCommand` without a fiber (as `executeNow` is `execute`'s). */
   readonly executeAppCommandNow: (
     name: string,
     input: unknown,
-    options: Omit<ExecuteOptions, "idempotencyKey"> | undefined,
+    options: ExecuteOptions | undefined,
     onExit: (exit: Exit.Exit<CommandCommitted, CommandError>) => void
   ) => () => void
 }
@@ -72,6 +72,12 @@ const keyedBy = (key: string | undefined, request: ReadonlyArray<unknown>): Eith
     ? Either.right({ key, fingerprint: fingerprintOf(request) })
     : Either.left(new ValidationFailed({ type: "request", issues: [{ path: ["Idempotency-Key"], message: problem }] }))
 }
+
+/**
+ * The cancel of a keyed write: it does nothing (others with its key may be waiting for its answer), and is a new
+ * function each time, since the edge counts the direct requests in flight by their cancels (edge.ts).
+ */
+const neverCancelled = (): (() => void) => () => {}
 
 /** What identifies a row write for its key: the operation, its target and its body. */
 const requestOf = (command: Command): ReadonlyArray<unknown> => [
@@ -90,7 +96,9 @@ export const makeCommands =
     const writer = yield* GroupCommit
     const log = yield* EventLog
     const settings = yield* WoConfig
-    const idempotency = makeIdempotency(log)
+    // The store read after a keyed refusal runs on this layer's runtime (rare: only a refused keyed write).
+    const runCallback = Runtime.runCallback(yield* Effect.runtime<never>())
+    const idempotency = makeIdempotency(log, (lookup, onExit) => void runCallback(lookup, { onExit }))
     const metrics = Option.getOrElse(yield* Effect.serviceOption(Metrics), () => metricsOff)
     // A retried write answered from its key's stored answer (or from the attempt it waited for).
     const countReplay = <A extends { readonly replayed?: true }>(a: A) => {
@@ -139,21 +147,50 @@ export const makeCommands =
         idempotency: keyed.right
       })
     }
+    /** A keyed write, once per key (idempotency.ts): the caller is answered through `onExit`, counted if a replay. */
+    const keyedNow = <A extends { readonly replayed?: true }>(
+      keyed: Keyed,
+      offer: (onExit: (exit: Exit.Exit<A, CommandError>) => void) => void,
+      fromStored: (stored: StoredKey) => Either.Either<A, IdempotencyKeyReused>,
+      onExit: (exit: Exit.Exit<A, CommandError>) => void
+    ) =>
+      idempotency.runNow<A>(keyed, offer, fromStored, (a) => ({ ...a, replayed: true }), (exit) => {
+        if (Exit.isSuccess(exit)) countReplay(exit.value)
+        onExit(exit)
+      })
+    const rowNow = (submission: Submission, onExit: (exit: Exit.Exit<Committed, CommandError>) => void): (() => void) => {
+      const keyed = submission.idempotency
+      if (keyed === undefined) return writer.offer(submission, onExit)
+      const fingerprint = keyed.fingerprint
+      keyedNow<Committed>(keyed, (answer) => void writer.offer(submission, answer), (stored) =>
+        Either.map(storedChanges(stored, fingerprint), (changes) => changes[0]), onExit)
+      return neverCancelled()
+    }
+    const commandNow = (submission: CommandSubmission, onExit: (exit: Exit.Exit<CommandCommitted, CommandError>) => void): (() => void) => {
+      const keyed = submission.idempotency
+      if (keyed === undefined) return writer.offerCommand(submission, onExit)
+      const fingerprint = keyed.fingerprint
+      keyedNow<CommandCommitted>(keyed, (answer) => void writer.offerCommand(submission, answer), (stored) =>
+        Either.map(storedChanges(stored, fingerprint), (changes) => commandFromChanges(changes, true)), onExit)
+      return neverCancelled()
+    }
+    /**
+     * A keyed write on a fiber, as `rowNow` / `commandNow` run it; uninterruptible: a caller that goes away waits
+     * for the write it began (it is never cancelled).
+     */
+    const onFiber = <A>(now: (onExit: (exit: Exit.Exit<A, CommandError>) => void) => () => void): Effect.Effect<A, CommandError> =>
+      Effect.uninterruptible(Effect.async<A, CommandError>((resume) => void now(resume)))
     return Commands.of({
       execute: (command, options) =>
         Effect.suspend(() => {
           const submission = submissionOf(command, options)
           if (Either.isLeft(submission)) return Effect.fail(submission.left)
-          const submit = writer.submit(submission.right)
-          const keyed = submission.right.idempotency
-          if (keyed === undefined) return submit
-          const fingerprint = keyed.fingerprint
-          return idempotency.run(keyed, submit, (stored) => Either.map(storedChanges(stored, fingerprint), (changes) => changes[0]), (c): Committed =>
-            ({ ...c, replayed: true })).pipe(Effect.tap(countReplay))
+          const s = submission.right
+          return s.idempotency === undefined ? writer.submit(s) : onFiber<Committed>((onExit) => rowNow(s, onExit))
         }),
       executeNow: (command, options, onExit) => {
         const submission = submissionOf(command, options)
-        if (Either.isRight(submission)) return writer.offer(submission.right, onExit)
+        if (Either.isRight(submission)) return rowNow(submission.right, onExit)
         onExit(Exit.fail(submission.left))
         return noCancel
       },
@@ -161,16 +198,12 @@ export const makeCommands =
         Effect.suspend(() => {
           const submission = commandSubmissionOf(name, input, options)
           if (Either.isLeft(submission)) return Effect.fail(submission.left)
-          const submit = writer.submitCommand(submission.right)
-          const keyed = submission.right.idempotency
-          if (keyed === undefined) return submit
-          const fingerprint = keyed.fingerprint
-          return idempotency.run(keyed, submit, (stored) => Either.map(storedChanges(stored, fingerprint), (changes) => commandFromChanges(changes, true)), (c): CommandCommitted =>
-            ({ ...c, replayed: true })).pipe(Effect.tap(countReplay))
+          const s = submission.right
+          return s.idempotency === undefined ? writer.submitCommand(s) : onFiber<CommandCommitted>((onExit) => commandNow(s, onExit))
         }),
       executeAppCommandNow: (name, input, options, onExit) => {
         const submission = commandSubmissionOf(name, input, options)
-        if (Either.isRight(submission)) return writer.offerCommand(submission.right, onExit)
+        if (Either.isRight(submission)) return commandNow(submission.right, onExit)
         onExit(Exit.fail(submission.left))
         return noCancel
       }

@@ -15,7 +15,7 @@
  * Only committed writes are recorded: a refusal (422, 404, 409, ...) or a failure writes nothing, so a retry of
  * a refused request is decided again.
  */
-import { Deferred, Duration, Effect, Either, FiberId, Schedule } from "effect"
+import { Cause, Duration, Effect, Either, Exit, Option, Schedule } from "effect"
 import { hash } from "node:crypto"
 import type { Row } from "../domain/catalog.ts"
 import { IdempotencyKeyReused, type CommandError } from "../domain/errors.ts"
@@ -80,54 +80,80 @@ export const commandFromChanges = (changes: ReadonlyArray<Committed>, replayed: 
   ...(replayed ? { replayed: true as const } : {})
 })
 
+/** A write's answer, handed to whoever waits for it (a caller's callback: no fiber or Deferred per key). */
+type Answer<A> = (exit: Exit.Exit<A, CommandError>) => void
+
 export interface IdempotencyShape {
   /**
-   * Runs `attempt` once per key (the writer answers it from the store when the key is stored); a request with
-   * the same key meanwhile waits for that answer (flagged replayed by `asReplay`), one with another request is refused.
+   * Runs `attempt` once per key (the writer answers it from the store when the key is stored) and calls `onExit`
+   * once with its answer; a request with the same key meanwhile is answered with that answer too (flagged replayed
+   * by `asReplay`), one with another request is refused. `attempt` queues the write and calls back with its exit.
+   * The write is never cancelled once begun: a caller that goes away leaves it to finish and the waiters an answer.
    */
-  readonly run: <A>(
+  readonly runNow: <A>(
     keyed: Keyed,
-    attempt: Effect.Effect<A, CommandError>,
+    attempt: (onExit: Answer<A>) => void,
     fromStored: (stored: StoredKey) => Either.Either<A, IdempotencyKeyReused>,
-    asReplay: (a: A) => A
-  ) => Effect.Effect<A, CommandError>
+    asReplay: (a: A) => A,
+    onExit: Answer<A>
+  ) => void
 }
 
-export const makeIdempotency = (log: EventLogShape): IdempotencyShape => {
-  const flights = new Map<string, { readonly fingerprint: string; readonly done: Deferred.Deferred<unknown, CommandError> }>()
-  const lookup = (key: string): Effect.Effect<StoredKey | undefined, CommandError> => log.storedKey?.(key) ?? Effect.succeed(undefined)
+/** A key being decided on this node: the fingerprint of the request that owns it, and who else waits for it. */
+interface Flight {
+  readonly fingerprint: string
+  waiters: Array<Answer<unknown>> | undefined
+}
+
+/**
+ * The keys in flight, as plain callbacks: the REST and MCP routes without a fiber (http/rest.ts `direct`) and the
+ * fiber routes share one table, so a key is decided once whichever way its requests came. Hand-tuned: a fiber and
+ * a Deferred per keyed write were most of what a key cost over an unkeyed write (bench/idempotency.ts).
+ * `runLookup` runs the store read made after a refusal (rare) and calls back with its result.
+ */
+export const makeIdempotency = (
+  log: EventLogShape,
+  runLookup: (lookup: Effect.Effect<StoredKey | undefined, CommandError>, onExit: (exit: Exit.Exit<StoredKey | undefined, CommandError>) => void) => void
+): IdempotencyShape => {
+  const flights = new Map<string, Flight>()
   return {
-    run: <A>(
+    runNow: <A>(
       keyed: Keyed,
-      attempt: Effect.Effect<A, CommandError>,
+      attempt: (onExit: Answer<A>) => void,
       fromStored: (stored: StoredKey) => Either.Either<A, IdempotencyKeyReused>,
-      asReplay: (a: A) => A
-    ) =>
-      Effect.suspend(() => {
-        const flight = flights.get(keyed.key)
-        if (flight !== undefined) {
-          if (flight.fingerprint !== keyed.fingerprint) return Effect.fail(new IdempotencyKeyReused({ key: keyed.key }))
-          return Effect.map(Deferred.await(flight.done), (a) => asReplay(a as A))
-        }
-        const done = Deferred.unsafeMake<unknown, CommandError>(FiberId.none)
-        flights.set(keyed.key, { fingerprint: keyed.fingerprint, done })
-        // The writer reads the batch's keys from the store before deciding (one read per batch, group-commit.ts).
-        const decided: Effect.Effect<A, CommandError> = Effect.gen(function* () {
-          const first = yield* Effect.either(attempt)
-          if (Either.isRight(first) || first.left._tag === "IdempotencyKeyReused") return yield* first
-          // Refused: on a shared log another node may have committed this key meanwhile (and moved the row this
-          // attempt was decided against). The stored answer wins.
-          const after = yield* Effect.orElseSucceed(lookup(keyed.key), () => undefined)
-          return after !== undefined ? yield* fromStored(after) : yield* first
+      asReplay: (a: A) => A,
+      onExit: Answer<A>
+    ) => {
+      const key = keyed.key
+      const flight = flights.get(key)
+      if (flight !== undefined) {
+        if (flight.fingerprint !== keyed.fingerprint) return onExit(Exit.fail(new IdempotencyKeyReused({ key })))
+        const wait: Answer<unknown> = (exit) => onExit(Exit.map(exit as Exit.Exit<A, CommandError>, asReplay))
+        if (flight.waiters === undefined) flight.waiters = [wait]
+        else flight.waiters.push(wait)
+        return
+      }
+      const owned: Flight = { fingerprint: keyed.fingerprint, waiters: undefined }
+      flights.set(key, owned)
+      const finish = (exit: Exit.Exit<A, CommandError>) => {
+        flights.delete(key)
+        onExit(exit)
+        if (owned.waiters !== undefined) for (const wait of owned.waiters) wait(exit)
+      }
+      // The writer reads the batch's keys from the store before deciding (one read per batch, group-commit.ts).
+      attempt((first) => {
+        if (Exit.isSuccess(first)) return finish(first)
+        const error = Cause.failureOption(first.cause)
+        if (Option.isNone(error) || error.value._tag === "IdempotencyKeyReused" || log.storedKey === undefined) return finish(first)
+        // Refused: on a shared log another node may have committed this key meanwhile (and moved the row this
+        // attempt was decided against). The stored answer wins.
+        runLookup(log.storedKey(key), (after) => {
+          if (Exit.isFailure(after) || after.value === undefined) return finish(first)
+          const stored = fromStored(after.value)
+          finish(Either.isRight(stored) ? Exit.succeed(stored.right) : Exit.fail(stored.left))
         })
-        // Uninterruptible: a caller that goes away leaves the write to finish and the waiters an answer.
-        return Effect.uninterruptible(
-          Effect.flatMap(Effect.exit(decided), (exit) => {
-            flights.delete(keyed.key)
-            return Effect.zipRight(Deferred.done(done, exit), exit)
-          })
-        )
       })
+    }
   }
 }
 

@@ -1,6 +1,6 @@
 /**
  * The REST row writes have two ways through the server: the direct route (no fiber per request: edge.ts,
- * DirectRoute) and the generic Effect routes (requests with an Idempotency-Key, recorded servers, `wo dev`).
+ * DirectRoute) and the generic Effect routes (recorded servers, `wo dev`).
  * Both must answer the same: each request here is sent both ways, on the real runtime, and the status, headers
  * and body compared, for successes, validation errors, refusals, conflicts, missing rows and a failing store.
  * A row's GET takes the direct route too (answered at once from the row cache), and so do app commands.
@@ -242,20 +242,21 @@ describe("REST writes: the direct route answers as the generic routes do", () =>
     expect(escaped.direct).toMatchObject({ status: 200, body: { id: "ID", version: 3, price: 7 } })
   })
 
-  it("leaves to the generic routes what is not an unkeyed row write or a row's GET", () => {
+  it("leaves to the generic routes what is not a row write (keyed or not) or a row's GET", () => {
     const taken = (req: EdgeRequest) => pricingRoutes.direct(req, { answer: () => {}, failed: () => {} }) !== undefined
     expect(taken(request("GET", "/api/products/1"))).toBe(true)
     expect(taken(request("GET", "/api/products"))).toBe(false)
     expect(taken(request("GET", "/api/products/1/set_price"))).toBe(false)
     expect(taken(request("GET", "/api/nothing/1"))).toBe(false)
-    expect(taken(request("POST", "/api/products", product, { "idempotency-key": "k-1" }))).toBe(false)
+    // A keyed write is taken too (test/unit/rest-keyed-direct.test.ts: it answers as the generic route does).
+    expect(taken(request("POST", "/api/products", product, { "idempotency-key": "k-1" }))).toBe(true)
     expect(taken(request("POST", "/api/products/1/nothing", {}))).toBe(false)
     expect(taken(request("PATCH", "/api/products/1", {}))).toBe(false) // pricing exposes no update
     expect(taken(request("POST", "/api/nothing", {}))).toBe(false)
     expect(taken(request("POST", "/api/products", "{ not json"))).toBe(true) // answered 400 at once
     const lendingTaken = (req: EdgeRequest) => lendingRoutes.direct(req, { answer: () => {}, failed: () => {} }) !== undefined
     expect(lendingTaken(request("POST", "/api/_commands/lend", "{ not json"))).toBe(true) // answered 400 at once
-    expect(lendingTaken(request("POST", "/api/_commands/lend", {}, { "idempotency-key": "k-2" }))).toBe(false)
+    expect(lendingTaken(request("POST", "/api/_commands/lend", {}, { "idempotency-key": "k-2" }))).toBe(true)
     expect(lendingTaken(request("GET", "/api/_commands/lend"))).toBe(false) // 405 the generic way
     expect(lendingTaken(request("POST", "/api/_commands/nothing", {}))).toBe(false) // 404 the generic way
   })

@@ -105,10 +105,13 @@ const readBody = (request: EdgeRequest, maxDepth: number, accepts: ReadonlySet<s
 /** Whether `readBody` (or a write's plan) answered with a refusal rather than a body (or a write). */
 const isResponse = (x: InputBody | RowWrite | EdgeResponse): x is EdgeResponse => "_tag" in x && x._tag !== "RowWrite"
 
+/** Most writes send no key: one shared answer for them (no allocation per request on the direct path). */
+const NO_KEY: Either.Either<string | undefined, EdgeResponse> = Either.right(undefined)
+
 /** The request's `Idempotency-Key`, when it sends one: Left with the 400 answer when it is not a usable key. */
 const idempotencyKeyOf = (request: EdgeRequest): Either.Either<string | undefined, EdgeResponse> => {
   const key = request.headers[IDEMPOTENCY_KEY_HEADER]
-  if (key === undefined) return Either.right(undefined)
+  if (key === undefined) return NO_KEY
   const problem = keyProblem(key)
   return problem === undefined
     ? Either.right(key as string)
@@ -177,13 +180,13 @@ const answerOf = (write: RowWrite, c: Committed): EdgeResponse => {
 export const makeRestRoutes = (catalog: CompiledApp, commands: CommandsShape, queries: QueriesShape, maxJsonDepth: number) => {
   const rowAnswers = new RowAnswers()
   /** Runs a write with the request's idempotency key, if any (a bad key is 400, nothing done). */
-  const withKey = (request: EdgeRequest, keysLeftOut: number, f: (options: ExecuteOptions) => Effect.Effect<EdgeResponse>) =>
+  const withKey = (request: EdgeRequest, keysLeftOut: number, f: (options: ExecuteOptions | undefined) => Effect.Effect<EdgeResponse>) =>
     Either.match(idempotencyKeyOf(request), {
       onLeft: Effect.succeed,
-      onRight: (key) => f({ ...(key === undefined ? {} : { idempotencyKey: key }), ...optionsOf(keysLeftOut) })
+      onRight: (key) => f(writeOptions(key, keysLeftOut))
     })
 
-  /** A planned write run on a fiber (the generic way: a request with an Idempotency-Key takes it). */
+  /** A planned write run on a fiber (the generic way: an edge without the direct route, as a recorded server or `wo dev`). */
   const run = (request: EdgeRequest, planned: PlannedWrite): Effect.Effect<EdgeResponse> =>
     isResponse(planned)
       ? Effect.succeed(planned)
@@ -293,12 +296,12 @@ export const makeRestRoutes = (catalog: CompiledApp, commands: CommandsShape, qu
   // The row writes without a fiber per request (edge.ts, DirectRoute), hand-tuned (bench/profile-core.ts create: a
   // fiber per request, its run loop and its resumption by the writer were the largest share of a durable write's CPU
   // after the store itself). Both ways route through `writeOf`, plan through `planWrite` and answer through
-  // `answerOf` and `errorResponse`; a request with an Idempotency-Key goes the generic way (it may wait on its key's
-  // earlier attempt). App commands too (`commandNow`: bench/scenarios/commands.ts, the fiber was the largest
-  // difference between a lend's CPU and a set_price's in bench/profile-lend.ts).
+  // `answerOf` and `errorResponse`, and take the Idempotency-Key through `idempotencyKeyOf` (a keyed write waits on
+  // its key's earlier attempt by a callback, not a fiber: idempotency.ts; the fiber and a Deferred per key were most
+  // of what a key cost, bench/idempotency.ts). App commands too (`commandNow`: bench/scenarios/commands.ts, the fiber
+  // was the largest difference between a lend's CPU and a set_price's in bench/profile-lend.ts).
   const direct: DirectRoute = (request, respond) => {
     if (request.method === "GET") return readNow(request, respond)
-    if (request.headers[IDEMPOTENCY_KEY_HEADER] !== undefined) return undefined
     if (request.path.startsWith(COMMANDS_PREFIX)) return commandNow(request, respond)
     const target = targetOf(catalog, request.path)
     if (target === undefined) return undefined
@@ -309,7 +312,12 @@ export const makeRestRoutes = (catalog: CompiledApp, commands: CommandsShape, qu
       respond.answer(write)
       return noCancel
     }
-    return commands.executeNow(write.command, optionsOf(write.keysLeftOut), answerExit(respond, (c) => answerOf(write, c), write.ifMatch))
+    const key = idempotencyKeyOf(request)
+    if (Either.isLeft(key)) {
+      respond.answer(key.left)
+      return noCancel
+    }
+    return commands.executeNow(write.command, writeOptions(key.right, write.keysLeftOut), answerExit(respond, (c) => answerOf(write, c), write.ifMatch))
   }
 
   /** `POST /api/_commands/<name>` the direct way, answered as `appCommand` answers it; anything else goes the generic way. */
@@ -324,7 +332,12 @@ export const makeRestRoutes = (catalog: CompiledApp, commands: CommandsShape, qu
       respond.answer(body)
       return noCancel
     }
-    return commands.executeAppCommandNow(name, body.input, optionsOf(body.keysLeftOut), answerExit(respond, (c) => jsonText(200, commandBody(c), replayHeader(c.replayed))))
+    const key = idempotencyKeyOf(request)
+    if (Either.isLeft(key)) {
+      respond.answer(key.left)
+      return noCancel
+    }
+    return commands.executeAppCommandNow(name, body.input, writeOptions(key.right, body.keysLeftOut), answerExit(respond, (c) => jsonText(200, commandBody(c), replayHeader(c.replayed))))
   }
 
   /** Routes a request whose path starts with /api/. */
@@ -364,5 +377,9 @@ const answerExit = <A>(respond: DirectRespond, ok: (a: A) => EdgeResponse, ifMat
 
 /** What the surface tells the command about its body: the keys it counted but left unparsed. */
 const optionsOf = (keysLeftOut: number): ExecuteOptions | undefined => (keysLeftOut > 0 ? { keysLeftOut } : undefined)
+
+/** A write's options: its idempotency key, if it sent one, and the keys its body left unparsed. */
+const writeOptions = (key: string | undefined, keysLeftOut: number): ExecuteOptions | undefined =>
+  key === undefined ? optionsOf(keysLeftOut) : keysLeftOut > 0 ? { idempotencyKey: key, keysLeftOut } : { idempotencyKey: key }
 
 export const notFound = (request: EdgeRequest) => errorJson(404, "NotFound", `no route for ${request.method} ${request.path}`)
