@@ -1,5 +1,5 @@
 /**
- * Legacy resumption (L7): the notices a session's stream missed, recomputed from the durable log, in the order
+ * Legacy resumption: the notices a session's stream missed, recomputed from the durable log, in the order
  * the registry sends them live (see registry.ts): by log sequence, the row's own notice first, then the
  * others by URI. A position is the last notice delivered: its sequence, and its URI unless it was a row's.
  *
