@@ -132,7 +132,7 @@ type PlannedWrite = RowWrite | EdgeResponse
 
 /** The type and path segments an `/api/<type>[/<id>[/<method>]]` path names, or undefined (404). */
 const targetOf = (catalog: CompiledApp, path: string) => {
-  // Segments cut with indexOf: `split("/")` went to V8's runtime for every request (bench/profile-core.ts set_price).
+  // Segments cut with indexOf: `split("/")` goes to V8's runtime on every request (bench/profile-core.ts set_price).
   const parts: Array<string> = []
   for (let from = API_PREFIX.length; ;) {
     const slash = path.indexOf("/", from)
@@ -291,10 +291,10 @@ export const makeRestRoutes = (catalog: CompiledApp, commands: CommandsShape, qu
   }
 
   // The row writes without a fiber per request (edge.ts, DirectRoute), hand-tuned (bench/profile-core.ts create: a
-  // fiber per request, its run loop and its resumption by the writer were the largest share of a durable write's CPU
+  // fiber per request, its run loop and its resumption by the writer are the largest share of a durable write's CPU
   // after the store itself). Both ways route through `writeOf`, plan through `planWrite` and answer through
   // `answerOf` and `errorResponse`; a request with an Idempotency-Key goes the generic way (it may wait on its key's
-  // earlier attempt). App commands too (`commandNow`: bench/scenarios/commands.ts, the fiber was the largest
+  // earlier attempt). App commands too (`commandNow`: bench/scenarios/commands.ts, the fiber is the largest
   // difference between a lend's CPU and a set_price's in bench/profile-lend.ts).
   const direct: DirectRoute = (request, respond) => {
     if (request.method === "GET") return readNow(request, respond)
