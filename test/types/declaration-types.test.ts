@@ -1,5 +1,5 @@
 /**
- * Types flow from the declaration to every use (issue 21, finding 1 and 5). The checks here are compile-time:
+ * Types flow from the declaration to every use. The checks here are compile-time:
  * `npm run typecheck` (tsc over test/) fails on an unused `@ts-expect-error` (a hole that compiles again) and on
  * a wrong `expectTypeOf`. The runtime part only makes sure the declarations load and the specs run.
  */
