@@ -148,7 +148,7 @@ export const resumeNotices = (
   return Stream.unwrap(Effect.as(prepare, notices))
 }
 
-/** Parses `get-<seq>` and `get-<seq>.<base64url URI>` (see legacy.ts); undefined for anything else. */
+/** Parses `get-<seq>` and `get-<seq>.<base64url URI>` (see http/mcp/session-stream.ts); undefined for anything else. */
 export const parsePosition = (text: string | undefined): ResumePosition | undefined => {
   const m = text === undefined ? null : /^get-(\d{1,15})(?:\.([A-Za-z0-9_-]+))?$/.exec(text.trim())
   if (m === null) return undefined
