@@ -42,7 +42,10 @@ import type { Session, SessionsShape } from "./sessions.ts"
 import type { Tool } from "./tools.ts"
 import { overSubscriptionCaps, tooManySubscriptionBytes, uriBytes, uriTooLong } from "./uri-limits.ts"
 
-/** Caching hints, which the modern era puts on cacheable results. The catalog is fixed while the process runs; rows are not. */
+/**
+ * Caching hints, which the modern era puts on cacheable results. The catalog is fixed while the process runs; rows
+ * are not.
+ */
 export interface CacheHint {
   readonly ttlMs: number
   readonly cacheScope: "public" | "private"

@@ -1,10 +1,9 @@
 /**
  * The legacy era's policy (2025-03-26 .. 2025-11-25), with sessions: `initialize` needs none and mints one (the
- * dispatcher's handler); every other message must name a live session (malformed when missing, an unknown
- * session, the store's error when it is down) and a supported MCP-Protocol-Version (absent: 2025-03-26;
- * unsupported: malformed), and is served as the session's negotiated version whatever supported version it
- * named. Results go out as they are; resource not found is -32002. The transport gives each refusal
- * its HTTP status.
+ * dispatcher's handler); every other message must name a live session (malformed when missing, an unknown session,
+ * the store's error when it is down) and a supported MCP-Protocol-Version (absent: 2025-03-26; unsupported:
+ * malformed), and is served as the session's negotiated version whatever supported version it named. Results go out
+ * as they are; resource not found is -32002. The transport gives each refusal its HTTP status.
  */
 import { Effect, Either } from "effect"
 import type { CallContext, Failure } from "./dispatcher.ts"

@@ -22,8 +22,9 @@ import { legacyCatalogChangedFrames, legacyFrame, legacyUpdatedFrame } from "./n
 import type { Session, SessionsShape } from "./sessions.ts"
 
 /**
- * GET-stream event ids are the stream and the durable position at once, so a resumed stream replays only what it missed: `get-<log seq>` for a row's
- * notice, `get-<log seq>.<base64url URI>` for a view's or a live query's (one change can notify several).
+ * GET-stream event ids are the stream and the durable position at once, so a resumed stream replays only what it
+ * missed: `get-<log seq>` for a row's notice, `get-<log seq>.<base64url URI>` for a view's or a live query's (one
+ * change can notify several).
  */
 export const getStreamEventId = positionId
 export const parseGetStreamEventId = parsePosition

@@ -1,10 +1,10 @@
 /**
- * The HTTP transport of /mcp: the only place here that knows headers, statuses, SSE response shapes and the
- * session id header. It checks what both eras share (one JSON-RPC message per POST, Accept and Content-Type, the body's size), reads the envelope once (`_meta` and the
- * Mcp-* headers), picks the era's policy with the protocol's era predicate, lets the policy admit the message,
- * runs the dispatcher, and puts the answer on the wire: JSON, a progress SSE stream, a listen stream, or the
- * refusal with the status of its kind (REFUSAL_STATUS). GET opens a legacy session's stream, DELETE
- * ends the session; both are 405 for modern clients, who keep no session.
+ * The HTTP transport of /mcp: the only place here that knows headers, statuses, SSE response shapes and the session
+ * id header. It checks what both eras share (one JSON-RPC message per POST, Accept and Content-Type, the body's
+ * size), reads the envelope once (`_meta` and the Mcp-* headers), picks the era's policy with the protocol's era
+ * predicate, lets the policy admit the message, runs the dispatcher, and puts the answer on the wire: JSON, a
+ * progress SSE stream, a listen stream, or the refusal with the status of its kind (REFUSAL_STATUS). GET opens a
+ * legacy session's stream, DELETE ends the session; both are 405 for modern clients, which have no session.
  */
 import { Cause, Effect, Either, Stream } from "effect"
 import type { IncomingHttpHeaders } from "node:http"

@@ -4,9 +4,9 @@
  * cache of decoded rows (row-cache.ts); nothing is loaded at start, and a page costs about the rows it returns.
  *
  * The projector applies each durable batch here (`apply`) before any caller is answered, so a client reads its own
- * writes and the writer decides against what it wrote. Filtered and ordered lists walk the store's secondary
- * indexes (log/classic-level/index-keys.ts) once their backfill (index-backfill.ts) is done, never a partial one; until then a
- * list waits for the build or scans a bounded number of rows (BUILD_FIRST_ROWS, SCAN_BUDGET_ROWS). The reference
+ * writes and the writer decides against what it wrote. Filtered and ordered lists walk the store's secondary indexes
+ * (log/classic-level/index-keys.ts) once their backfill (index-backfill.ts) is done, never a partial one; until then
+ * a list waits for the build or scans a bounded number of rows (BUILD_FIRST_ROWS, SCAN_BUDGET_ROWS). The reference
  * checks of deletes (`idsWhere`) use in-memory equality indexes (row-indexes.ts), maintained by `apply`.
  */
 import { Effect, Either } from "effect"
