@@ -1,4 +1,4 @@
-// The cost of the acknowledged-head record (src/log/classic-level/acked-head.ts, issue 20 item 4), side by side in one run:
+// The cost of the acknowledged-head record (src/log/classic-level/acked-head.ts), side by side in one run:
 // durable REST creates at 32 in flight (closed-loop clients, group commit on) against two servers, one keeping
 // the record and one with WO_ACKED_RECORD=off, each on a fresh data dir on the same disk. Both are warmed, then
 // measured in alternating windows so that drift on shared cores hits both alike.

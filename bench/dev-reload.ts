@@ -1,4 +1,4 @@
-// `wo dev` reload latency (issue 26): from the save of an edited app.ts to `notifications/tools/list_changed`
+// `wo dev` reload latency: from the save of an edited app.ts to `notifications/tools/list_changed`
 // received by an MCP client, on each era: a legacy session's GET stream and a modern subscriptions/listen stream.
 // The app is bench/apps/pricing-plain on a data dir seeded with products (recovery is part of a reload); each round
 // adds one method, opens a fresh stream per era (a reload ends the old ones) and times the save to the frame.

@@ -1,4 +1,4 @@
-// The cost of idempotency keys (src/commands/idempotency.ts, issue 23 item 1), side by side in one run: durable
+// The cost of idempotency keys (src/commands/idempotency.ts), side by side in one run: durable
 // REST creates at 32 in flight (closed-loop clients, group commit on) against two identical servers, one sent every
 // create with a fresh Idempotency-Key and one sent none, each on a fresh data dir on the same disk. Both are warmed,
 // then measured in alternating windows so that drift on shared cores hits both alike.

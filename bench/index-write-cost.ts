@@ -1,8 +1,8 @@
-// The CPU the secondary index records add to a durable write, measured in-process (issue 27's "index records cost
-// something; say how much"): batches as the writer builds them for `set_price` on the pricing sample (the event and
-// the row), written with sync, against the same batches plus the records of three indexes (`name`, `price`,
-// `[currency, price]`: two move with each price), the keys computed as the writer does (log/store-indexes.ts).
-// Alternated rounds on one store each; process CPU (all threads: LevelDB's writes and compactions included).
+// The CPU the secondary index records add to a durable write, measured in-process: batches as the writer builds them
+// for `set_price` on the pricing sample (the event and the row), written with sync, against the same batches plus the
+// records of three indexes (`name`, `price`, `[currency, price]`: two move with each price), the keys computed as the
+// writer does (log/classic-level/store-indexes.ts). Alternated rounds on one store each; process CPU (all threads:
+// LevelDB's writes and compactions included).
 //   node --import tsx bench/index-write-cost.ts      BENCH_ROUNDS (default 6), BENCH_BATCHES (default 1500), BENCH_ENTRIES (default 8)
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';

@@ -1,4 +1,4 @@
-// Old against new on the MCP read path (issue 25: MCP products_get against REST GET), in one run: `wo run
+// Old against new on the MCP read path (MCP products_get against REST GET), in one run: `wo run
 // examples/pricing` from this checkout and from another one (OLD_ROOT, e.g. `git worktree add --detach /tmp/wo-old
 // main`, with its node_modules linked to this one's). Each server is warmed, then REST GET, MCP get (modern) and
 // MCP get (legacy, one session) are measured in alternating windows (ROUNDS, default 3, of WIN ms, default 3000)

@@ -1,4 +1,4 @@
-// Old against new on the /mcp route alone (issue 25), in one process, without HTTP: the route of this checkout and
+// Old against new on the /mcp route alone, in one process, without HTTP: the route of this checkout and
 // of another one (OLD_ROOT) are each built over their own core runtime (the pricing app on a fresh classic-level
 // dir) and called as the edge calls them (`direct`, then the Effect route for what it leaves), with the request the
 // load generator sends (bench/lib/wo.ts mcpCall: its headers and body bytes, the body's JSON scan made once as the

@@ -1,4 +1,4 @@
-// Old against new on the MCP write path (issue 25: MCP set_price, SDK v2 / ours), in one run: `wo run
+// Old against new on the MCP write path (MCP set_price, SDK v2 / ours), in one run: `wo run
 // examples/pricing` from this checkout and from another one (OLD_ROOT), and the SDK v2 peer (in-memory set_price,
 // dual-era, legacy sessions), as the load matrix's set_price rows are made (each caller on its own product). Each
 // is warmed, then measured in alternating windows (ROUNDS, default 3, of WIN ms, default 3000) at C in flight

@@ -1,4 +1,4 @@
-// Old against new on the notification fan-out (scenarios/notify.ts, issue 25), beside the floor
+// Old against new on the notification fan-out (scenarios/notify.ts), beside the floor
 // (peers/sse-fanout.ts), in one run: SUBS modern listen streams on wo://products/1 per server, then per round and
 // server a window of WIN ms of set_price on that row, one at a time, each sent once every stream has the one before
 // (so it measures one commit's whole fan-out), in alternating order. Prints server CPU per notification,

@@ -1,4 +1,4 @@
-// Old against new on one PostgreSQL cluster (issue 22), in one run: a primary and two synchronous standbys
+// Old against new on one PostgreSQL cluster, in one run: a primary and two synchronous standbys
 // (scripts/pg-cluster.sh), one `wo run --store` node from this checkout and one from OLD_ROOT, each on a database of
 // its own on that cluster, and the plain pg floor (bench/peers/pg-floor.ts) on a third; durable creates and
 // set_price (on 1,000 seeded products) at each C in flight (default 32,256), in alternating windows (ROUNDS, default

@@ -1,4 +1,4 @@
-// The PostgreSQL append alone, old against new (issue 22): this checkout's src/log/postgres/append.ts and schema.ts
+// The PostgreSQL append alone, old against new: this checkout's src/log/postgres/append.ts and schema.ts
 // against OLD_ROOT's, each on a database of its own on one cluster (a primary and two synchronous standbys,
 // scripts/pg-cluster.sh), driven in-process with no HTTP: 1,000 products created, then set_price batches (and
 // create batches) of BATCH events (default 12,100) on random products, one batch at a time, in alternating rounds

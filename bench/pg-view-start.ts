@@ -1,4 +1,4 @@
-// Node start on a PostgreSQL store of many events and few rows (issue 22 item 6, issue 27 items 4-5): how long a node
+// Node start on a PostgreSQL store of many events and few rows: how long a node
 // takes from its runtime's build to serving HTTP, with its rows and views recovered. Run it twice, with the code
 // before and after a change, on the same store. Run with
 // `node --conditions=writeonce-source --import tsx bench/pg-view-start.ts` (it serves examples/pricing, whose

@@ -1,4 +1,4 @@
-// Where one `wo run --store postgres://...` node's time and CPU go per durable write (issue 22): a PostgreSQL
+// Where one `wo run --store postgres://...` node's time and CPU go per durable write: a PostgreSQL
 // primary and two synchronous standbys (scripts/pg-cluster.sh), one node under --cpu-prof, creates (BENCH_OP=set_price:
 // set_price on 1,000 products seeded first) at BENCH_IN_FLIGHT (default 32) in flight for one measured window after a
 // warm-up. Prints writes/s, batches/s, events

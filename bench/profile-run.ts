@@ -68,7 +68,7 @@ const scenarios: Record<string, Scenario> = {
   mcp_set_price_legacy: toolLoad('products_set_price', 'legacy', (i, w) => ({ id: String(w + 1), price: 1 + (i % 1000) })),
   mcp_get_modern: toolLoad('products_get', 'modern', (_i, w) => ({ id: String(w + 1) })),
   mcp_get_legacy: toolLoad('products_get', 'legacy', (_i, w) => ({ id: String(w + 1) })),
-  // The REST read the MCP gets are held against (issue 25), loaded the same way: 64 in flight, each on its row.
+  // The REST read the MCP gets are held against, loaded the same way: 64 in flight, each on its row.
   rest_get: {
     server: 'wo',
     unit: 'call',

@@ -1,4 +1,4 @@
-// Old against new on the first phase of scenarios/readers.ts (issue 13/25): durable set_price at C in flight over
+// Old against new on the first phase of scenarios/readers.ts: durable set_price at C in flight over
 // PRODUCTS products, without streams and with STREAMS listen streams that never read past their response head, each
 // subscribed to every product (so each commit notifies every stream). `wo run examples/pricing` from this checkout
 // and from OLD_ROOT; per round and checkout: WRITES set_price without streams, then STREAMS fresh unread streams,

@@ -45,17 +45,17 @@ export interface RunReport {
   notify: NotifyResult | null;
   /** the same scenario against the plain node:http fan-out peer: the floor on this machine */
   notifyFloor: NotifyResult | null;
-  /** the same scenario with legacy sessions' GET streams, ours and the floor's (issue 13) */
+  /** the same scenario with legacy sessions' GET streams, ours and the floor's */
   notifyLegacy?: NotifyResult | null;
   notifyFloorLegacy?: NotifyResult | null;
-  /** issue 13: writes with unread streams open, GETs while event-log readers catch up */
+  /** writes with unread streams open, GETs while event-log readers catch up */
   readers?: ReadersResult | null;
-  /** issue 20: GETs while bad bodies are answered */
+  /** GETs while bad bodies are answered */
   amplify?: AmplifyResult | null;
   stall: StallPhase[] | null;
   replay: ReplayResult | null;
   sessions: SessionsResult | null;
-  /** filtered lists and live queries (issue 16) */
+  /** filtered lists and live queries */
   cqrs: CqrsResult | null;
   ratios: Record<string, number>;
   budgets: Budget[];
@@ -71,7 +71,7 @@ export const REPORT_KEYS = [
 export const BUDGET = {
   sdkCpu: 5,
   sdkRate: 2,
-  /** issue 25: ours / the durable-write floor (bench/peers/durable-floor.ts): CPU per write at most, writes/s at least */
+  /** ours / the durable-write floor (bench/peers/durable-floor.ts): CPU per write at most, writes/s at least */
   writeFloorCpu: 1.5,
   writeFloorRate: 0.67,
   getP99DeltaMs: 1,
@@ -79,16 +79,16 @@ export const BUDGET = {
   edgeCpu: 1.3,
   mcpGetCpuOverRest: 1.25,
   restartMs: 2000,
-  /** issue 22: `wo run` spawn to ready on an empty dir */
+  /** `wo run` spawn to ready on an empty dir */
   spawnToReadyMs: 1000,
   verifyEventsPerSec: 200_000,
-  /** issue 13: ours / the fan-out floor at 1,000 streams (p99, CPU per notification, RSS per stream) */
+  /** ours / the fan-out floor at 1,000 streams (p99, CPU per notification, RSS per stream) */
   streamsOverFloor: 1.5,
-  /** issue 13: server RSS after every stream closed / before they opened */
+  /** server RSS after every stream closed / before they opened */
   rssAfterClose: 1.1,
-  /** issue 13: set_price p99 with unread streams / without; GET p99 while readers catch up / idle */
+  /** set_price p99 with unread streams / without; GET p99 while readers catch up / idle */
   readersP99: 2,
-  /** issue 20: GET p99 while four 3 MB bad bodies are answered / idle */
+  /** GET p99 while four 3 MB bad bodies are answered / idle */
   badBodiesP99: 2,
 } as const;
 
@@ -102,7 +102,7 @@ export function streamRatios(ours: NotifyResult | null | undefined, floor: Notif
     const top = readings?.find((x) => x.subscribers === n);
     return base && top ? ((top.rssMb - base.rssMb) * 1024) / n : Number.NaN;
   };
-  // Issue 25: the same after a forced full GC, printed beside (what the streams retain, without uncollected garbage).
+  // The same after a forced full GC, printed beside (what the streams retain, without uncollected garbage).
   const gcNote = () => {
     const [o, f] = [rss(ours, true), rss(floor, true)];
     return Number.isFinite(o) && Number.isFinite(f) ? `; after a forced GC ours ${o.toFixed(2)}, floor ${f.toFixed(2)} KiB/stream (${(o / f).toFixed(2)}x)` : '';
@@ -238,7 +238,7 @@ export function evaluateBudgets(r: Pick<RunReport, 'load' | 'fsync' | 'notify' |
   const rd = r.readers;
   const am = r.amplify;
   const streams = (id: string, name: string, value: number, detail: string) => b(id, name, '<=', BUDGET.streamsOverFloor, value, 'x', detail);
-  // Issue 25: beside the plain figure, the same after a forced full GC, and the floor's (same streams, same wait).
+  // Beside the plain figure, the same after a forced full GC, and the floor's (same streams, same wait).
   const gcClose = (c: NonNullable<NotifyResult['rssAfterClose']>) =>
     c.afterGcMb !== undefined && c.beforeGcMb !== undefined ? `; after a forced GC ${c.beforeGcMb.toFixed(0)} / ${c.afterGcMb.toFixed(0)} MB (${(c.afterGcMb / c.beforeGcMb).toFixed(2)}x)` : '';
   const floorClose = r.notifyFloor?.rssAfterClose;

@@ -59,20 +59,20 @@ interface Settings {
   fsyncMs: number;
   notify: NotifyOptions;
   stall: StallOptions;
-  /** issue 13: writes with unread streams, GETs while event-log readers catch up */
+  /** writes with unread streams, GETs while event-log readers catch up */
   readers: ReadersOptions;
-  /** issue 20: GETs while bad bodies are answered */
+  /** GETs while bad bodies are answered */
   amplify: AmplifyOptions;
   replayEvents: number;
   sessions: SessionsOptions;
   cqrs: CqrsOptions;
-  /** issue 14: 3 nodes on PostgreSQL against one embedded node */
+  /** 3 nodes on PostgreSQL against one embedded node */
   scaleOut: ScaleOutOptions;
-  /** issue 21: a two-entity app command (lend) against one set_price */
+  /** a two-entity app command (lend) against one set_price */
   commands: CommandsOptions;
-  /** issue 23: wo backup of a big log while writes run */
+  /** wo backup of a big log while writes run */
   backup: BackupOptions;
-  /** issue 27: a store of N rows written directly, served from disk through the row cache */
+  /** a store of N rows written directly, served from disk through the row cache */
   scale: ScaleOptions;
   /** Scenarios that run on the load matrix's group-commit-on server instead of a fresh one of their own
    *  (saves server starts; full runs give every scenario a fresh server). */
@@ -239,19 +239,19 @@ const report: RunReport = {
 // Servers of later scenarios that only need to exist by then are started alongside the matrix's.
 const sharing = (['notify', 'stall', 'sessions'] as const).filter((p) => S.shareServer[p] && wanted(p));
 let shared: { server: SpawnedServer; dir: string } | undefined;
-/** issue 14's scale-out section (reported after the rest, in its own file too). */
+/** The scale-out section (reported after the rest, in its own file too). */
 let scaleOut: ScaleOutResult | undefined;
-/** issue 21's invariant cost (reported after the rest). */
+/** The invariant cost (reported after the rest). */
 let invariantCost: InvariantResult | undefined;
-/** issue 21's app commands section (reported after the rest, in its own file too). */
+/** The app commands section (reported after the rest, in its own file too). */
 let commands: CommandsResult | undefined;
-/** issue 23's metrics cost (reported after the rest). */
+/** The metrics cost (reported after the rest). */
 let metricsCost: MetricsCostResult | undefined;
-/** issue 23's backup budget (reported after the rest, in its own file too). */
+/** The backup budget (reported after the rest, in its own file too). */
 let backup: BackupResult | undefined;
-/** issue 27's data larger than memory (reported after the rest, in its own file too). */
+/** The data-larger-than-memory section (reported after the rest, in its own file too). */
 let scale: ScaleResult | undefined;
-/** issue 26's wo dev reload latency (reported after the rest, in its own file too). */
+/** The wo dev reload latency (reported after the rest, in its own file too). */
 let devReload: DevReloadResult | undefined;
 const startedEarly: SpawnedServer[] = [];
 const startEarly = async (label: string, env: Record<string, string>, seed: number): Promise<{ server: SpawnedServer; dir: string }> => {
@@ -290,7 +290,7 @@ try {
   if (wanted('notify')) {
     report.notify = await runNotify(ctx, S.notify, on('notify')?.server);
     if (S.notifyFloor) report.notifyFloor = await runNotify(ctx, S.notify, undefined, true);
-    // Issue 13: the same with legacy sessions' GET streams, ours and the floor's, each on a fresh server.
+    // The same with legacy sessions' GET streams, ours and the floor's, each on a fresh server.
     const legacyOpts = { ...S.notify, afterCloseMs: 0 };
     report.notifyLegacy = await runNotify(ctx, legacyOpts, undefined, false, 'legacy');
     if (S.notifyFloor) report.notifyFloorLegacy = await runNotify(ctx, legacyOpts, undefined, true, 'legacy');

@@ -1,4 +1,4 @@
-// Issue 25: what one open stream costs the server, after a forced full GC (testkit-like preload on SIGUSR2), for
+// What one open stream costs the server, after a forced full GC (testkit-like preload on SIGUSR2), for
 // listen or legacy GET streams, against the SSE fan-out floor: RSS, V8 heap used, external, per stream; then the
 // same `SETTLE_MS` (default 5000) after they all closed; `TRIM=1` then calls malloc_trim(0) in it through gdb (glibc free
 // memory kept). `KIND=listen|get`, `N` (1000), `SERVER=wo|floor`, `NODE_ARGS` (node flags), `EXTRA_ENV` (`K=V K=V`),

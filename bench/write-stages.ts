@@ -1,10 +1,10 @@
-// Where a durable REST create's CPU goes against a set_price's, stage by stage, in one process without I/O: the
-// body parse (http/json-body.ts), the decode into an intent (domain/intent.ts), the writer's decision of a batch
-// (commands/decide-batch.ts), the log's records (the event and row JSON, sealed: log/record.ts), the views' fold
-// of the batch (projections/views.ts, `prepare` then `discard`), and the row cache's insert (a created row: a new
-// key) or replace (a set_price: a key it holds). Batches of B (default 14, the pricing create's mean batch at 32 in
-// flight: wo_batch_events), stages alternated round by round (R, default 9, of N, default 2000, batches). Prints CPU
-// µs per call, medians, and create - set_price per stage: what a create costs beyond a set_price in each.
+// Where a durable REST create's CPU goes against a set_price's, stage by stage, in one process without I/O: the body
+// parse (http/edge/json-body.ts), the decode into an intent (domain/decide/intent.ts), the writer's decision of a
+// batch (commands/decide-batch.ts), the log's records (the event and row JSON, sealed: log/record.ts), the views'
+// fold of the batch (projections/views/views.ts, `prepare` then `discard`), and the row cache's insert (a created
+// row: a new key) or replace (a set_price: a key it holds). Batches of B (default 14, the pricing create's mean batch
+// at 32 in flight: wo_batch_events), stages alternated round by round (R, default 9, of N, default 2000, batches).
+// Prints CPU µs per call, medians, and create - set_price per stage: what a create costs beyond a set_price in each.
 //   node --conditions=writeonce-source --import tsx bench/write-stages.ts
 import { Effect, Either, Layer, Logger, LogLevel, ManagedRuntime, Schema } from 'effect';
 import { mkdtempSync, rmSync } from 'node:fs';

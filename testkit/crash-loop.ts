@@ -18,7 +18,7 @@
  *    resumes on the restarted server with Last-Event-ID (its last id seen, or get-<head before the traffic>).
  *    SSE ids are get-<log seq>, so the ids it received live plus those replayed must be exactly the set of log
  *    seqs past the subscription start that touched a subscribed row: none missing, none twice, and none for a
- *    write that is not in the log (C8). Every acknowledged write on a subscribed row is found in the log by
+ *    write that is not in the log. Every acknowledged write on a subscribed row is found in the log by
  *    (row, version) and its seq must be among them; that is the count reported as `notificationsChecked`.
  */
 import * as path from "node:path"

@@ -1,4 +1,4 @@
-/** A library app that declares every rule of issue 21 item 3: an invariant, a guarded field and references. */
+/** A library app that declares every kind of rule: an invariant, a guarded field and references. */
 import { Schema } from "effect"
 import { defineApp, entity, reject } from "../src/domain/catalog.ts"
 import { ref } from "../src/domain/rules/refs.ts"

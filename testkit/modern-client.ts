@@ -26,7 +26,7 @@ export const modernRequest = (
 export const modernCall = (url: string, tool: string, args: Record<string, unknown>, extra: Record<string, string> = {}) =>
   modernRequest(url, "tools/call", { name: tool, arguments: args }, tool, extra)
 
-/** Opens a subscriptions/listen stream (M6) with the SSE test reader. */
+/** Opens a subscriptions/listen stream with the SSE test reader. */
 export const openListen = (url: string, id: number | string, uris: ReadonlyArray<string>, extra: Record<string, string> = {}) =>
   openSse(`${url}/mcp`, { method: "POST", headers: modernHeaders("subscriptions/listen", undefined, extra), body: listenBody(id, uris) })
 

@@ -1,6 +1,6 @@
 // The cost of one feature, measured side by side: durable REST `set_price` on two servers that differ only in that
 // feature (another app, or another setting), each seeded and warmed, then measured in alternating windows. Used by
-// the invariant (issue 21) and metrics (issue 23) parts of bench/run.ts.
+// the invariant and metrics parts of bench/run.ts.
 //
 // The ratio is server CPU per call, B over A. Two figures: `cpuRatio` over all calls, and `medianRatio`, the
 // median of the rounds' own ratios (each round measures A and B back to back). On shared cores one noisy window

@@ -132,7 +132,7 @@ const shapeOf = (session: LegacySession | 'modern', name: string): CallShape => 
  * MCP tools/call on our server, modern (no session) or legacy (on `session`): the testkit's request, its fixed
  * parts made once per session and tool. The generator shares the cores with the server: building each request
  * anew (spreads, a nested JSON.stringify, Mcp-Name's encoding) cost it 7.4 µs per modern call (0.23 kept), a
- * REST GET's request nothing, and the MCP rows' p99 paid for it against REST's (issue 25: the modern get's
+ * REST GET's request nothing, and the MCP rows' p99 paid for it against REST's (the modern get's
  * p99 − REST p99 at 16 in flight halved; bench/mcp-get-ab.ts CLIENT_AB=1).
  */
 export function mcpCall(session: LegacySession | 'modern', id: number, name: string, args: Record<string, unknown>): LoadRequest {

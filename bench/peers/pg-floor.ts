@@ -1,4 +1,4 @@
-// The durable-write floor on PostgreSQL (issue 22; the server is bench/peers/floor-core.ts): plain `pg`, each group
+// The durable-write floor on PostgreSQL (the server is bench/peers/floor-core.ts): plain `pg`, each group
 // of waiting requests one statement (so one round trip and one transaction, durable on the synchronous standby as
 // the cluster is configured) inserting the events and upserting the rows. $STORE_URL: the cluster's URL; the first
 // host is the primary (scripts/pg-cluster.sh). Tables floor_events and floor_rows in the public schema, made fresh.

@@ -3,7 +3,7 @@
 // LEGACY=sessions (default): `createMcpHandler(factory, { legacy: 'reject' })` serves 2026-07-28, and
 //   2025-era traffic is routed with `isLegacyRequest` to a sessionful NodeStreamableHTTPServerTransport
 //   (the SDK's documented pattern for keeping legacy sessions next to the modern entry). This is the
-//   like-for-like peer for our server, which keeps legacy sessions (contract L2).
+//   like-for-like peer for our server, which keeps legacy sessions.
 // LEGACY=stateless: plain `createMcpHandler(factory)`, whose default legacy leg is stateless
 //   (a fresh server per legacy request, no Mcp-Session-Id).
 // RESPONSE_MODE=auto|json|sse picks the modern response shaping (SDK default: auto).

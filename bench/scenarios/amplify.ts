@@ -1,4 +1,4 @@
-// Bad bodies cannot starve the server (issue 20, finding 7), on one `wo run examples/pricing`: plain
+// Bad bodies cannot starve the server, on one `wo run examples/pricing`: plain
 // `GET /api/products/1` p99, one at a time, idle, then while `senders` clients each send 3 MB bodies of 200,000
 // unknown keys to `POST /api/products` back to back; the ratio of the two p99s. Also each bad answer's size
 // (bounded: at most 20 issues and a count), the time one takes and the server's CPU per bad body. The same, in

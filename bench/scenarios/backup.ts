@@ -1,4 +1,4 @@
-// Issue 23's backup budget: `wo backup` of a big log (1M events; 100k with --quick) while durable set_price
+// The backup budget: `wo backup` of a big log (1M events; 100k with --quick) while durable set_price
 // writes run keeps the writes' p99 within 2x of the same load without a backup, and takes at most 2x the time
 // `wo verify` takes on the same log.
 // The log: products made by the real server's format writer (bench/lib/row-writer.ts), then set_price events

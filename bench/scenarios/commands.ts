@@ -1,4 +1,4 @@
-// App commands (issue 21, item 4): the server CPU of one two-entity `lend` (a method on a book and a loan's create,
+// App commands: the server CPU of one two-entity `lend` (a method on a book and a loan's create,
 // written atomically as one command) against one `set_price` (a method on one row), side by side on one server,
 // in alternating windows at the same concurrency. Budget: a lend costs at most 1.5x a set_price.
 import { mkdirSync, symlinkSync, writeFileSync } from 'node:fs';

@@ -1,4 +1,4 @@
-// CQRS depth (issue 16), side by side on one server (`wo run examples/pricing`) over a table written directly
+// CQRS depth, side by side on one server (`wo run examples/pricing`) over a table written directly
 // (bench/lib/row-writer.ts: 100,000 products; names item-0 .. item-99, so one name is 1% of the rows):
 //  - lists: an unfiltered first page (`GET /api/products`, 50 rows) against an equality filter of about 1%
 //    selectivity (`GET /api/products?name=item-<k>`, its first page of 50 out of 1,000), and the same filter

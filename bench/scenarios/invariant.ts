@@ -1,4 +1,4 @@
-// The cost of an invariant (issue 21): durable REST `set_price` side by side (bench/lib/side-by-side.ts), the same
+// The cost of an invariant: durable REST `set_price` side by side (bench/lib/side-by-side.ts), the same
 // app without (bench/apps/pricing-plain) and with one invariant declared on products (bench/apps/pricing-invariant).
 // The ratio is the server CPU per call with the invariant over without (budget: <= 1.05x), judged on the median of
 // paired rounds; the report gives the rounds' spread (interquartile range) beside it.

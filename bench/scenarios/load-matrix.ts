@@ -217,7 +217,7 @@ export function scenarioDefs(mode: BenchContext['mode']): ScenarioDef[] {
     woTool('wo.mcp.set_price.legacy.off', 'wo MCP set_price, legacy, durable, GC off', 'wo-off', 'legacy', 'products_set_price', p.gcOff),
     durableRest('wo.rest.create.on', 'wo REST create, durable, GC on', createServer, 'create', p.create, (i) => restCreate(i)),
     durableRest('wo.rest.create.off', 'wo REST create, durable, GC off', 'wo-off', 'create', p.createOff, (i) => restCreate(1_000_000 + i), 'off'),
-    // The durable-write floor (bench/peers/durable-floor.ts) and ours on the same requests (issue 25).
+    // The durable-write floor (bench/peers/durable-floor.ts) and ours on the same requests.
     durableRest('floor.rest.create', 'floor: node:http + classic-level group commit, create', 'floor', 'create', p.create, (i) => restCreate(1_000_000 + i)),
     durableRest('floor.rest.set_price', 'floor: node:http + classic-level group commit, set_price', 'floor', 'set_price', p.create, (i, w) => restSetPrice(1 + (w % SEEDED), 1 + (i % 500))),
     durableRest('wo.rest.set_price.on', 'wo REST set_price, durable, GC on', 'wo-on', 'set_price', p.create, (i, w) => restSetPrice(1 + (w % SEEDED), 1 + (i % 500))),

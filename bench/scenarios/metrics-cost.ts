@@ -1,4 +1,4 @@
-// The cost of metrics (issue 23): durable REST `set_price` side by side (bench/lib/side-by-side.ts), the same app
+// The cost of metrics: durable REST `set_price` side by side (bench/lib/side-by-side.ts), the same app
 // (bench/apps/pricing-plain) with WO_METRICS=0 and WO_METRICS=1, the latter scraped once a second (a busy
 // Prometheus; its cost is in the ratio). The ratio is the server CPU per call with metrics over without
 // (budget: <= 1.05x).

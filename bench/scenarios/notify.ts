@@ -78,11 +78,11 @@ export interface NotifyResult {
   /** server RSS before any listen stream, and with each count open */
   rss: { subscribers: number; rssMb: number }[];
   /**
-   * The same readings, each taken just after the plain one and a forced full GC (issue 25): what the streams
+   * The same readings, each taken just after the plain one and a forced full GC: what the streams
    * retain, without the garbage V8 has not collected yet. Absent on a server not started here.
    */
   rssGc?: { subscribers: number; rssMb: number }[];
-  /** issue 13: server RSS before the streams opened, and `settleMs` after they all closed; `*GcMb` after a forced full GC */
+  /** server RSS before the streams opened, and `settleMs` after they all closed; `*GcMb` after a forced full GC */
   rssAfterClose?: { beforeMb: number; afterMb: number; settleMs: number; beforeGcMb?: number; afterGcMb?: number };
 }
 
@@ -244,7 +244,7 @@ export async function runNotify(ctx: BenchContext, opts: NotifyOptions, shared?:
       }
     }
     if (opts.afterCloseMs) {
-      // Memory comes back (issue 13): RSS once every stream has closed, against before they opened.
+      // Memory comes back: RSS once every stream has closed, against before they opened.
       for (const s of subs) s.close();
       ctx.phase(`notifications: RSS ${opts.afterCloseMs / 1000} s after ${subs.length} streams closed`);
       await new Promise((r) => setTimeout(r, opts.afterCloseMs));

@@ -1,4 +1,4 @@
-// Readers cannot starve the server (issue 13), on one `wo run examples/pricing`:
+// Readers cannot starve the server, on one `wo run examples/pricing`:
 //  - writes with unread streams: durable set_price p99 at `concurrency` in flight, without any stream, then with
 //    `streams` listen streams that never read past their ack, each subscribed to `subscriptions` rows that the
 //    writes touch; the ratio of the two p99s. On loopback a paused client's socket takes about 4 MB before the

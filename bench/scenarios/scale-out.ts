@@ -276,7 +276,7 @@ export async function runScaleOut(ctx: BenchContext, o: ScaleOutOptions): Promis
   }
 }
 
-/** Issue 22's budgets (architecture.md), judged on this run's windows: PASS, MISS, or n/a when a side is missing. */
+/** The scale-out budgets (architecture.md), judged on this run's windows: PASS, MISS, or n/a when a side is missing. */
 export const SCALE_OUT_BUDGET = { cpuOverEmbedded: 1.5, rateOverFloor: 0.8, threeOverOne: 1, notifyOtherOverSame: 1.5 } as const;
 
 export function scaleOutBudgets(r: ScaleOutResult): Budget[] {

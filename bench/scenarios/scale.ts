@@ -1,10 +1,10 @@
-// Issue 27's budgets: data larger than memory. A store of N products written directly (bench/lib/row-writer.ts;
+// The budgets for data larger than memory. A store of N products written directly (bench/lib/row-writer.ts;
 // 1,000,000 in a full run, 200,000 with --quick), served by `wo run` from the store through its row cache.
 // Measured beside an empty dir in the same run: spawn to ready and RSS after start (the second start: the first
 // one checks the rows against the schema and folds the pricing view from the log, once), a GET of rows read for
 // the first time (cache cold) against GETs of rows just read (cached), a filtered first page against an
 // unfiltered one (with the filter's index just built, and built before), and RSS after every row was read once.
-// Indexes are on disk (issue 27 item 3): the first filtered page starts its index's backfill (first use: the
+// Indexes are on disk: the first filtered page starts its index's backfill (first use: the
 // pricing sample declares none) and is answered by a bounded scan meanwhile; the "built" figure is taken once the
 // index serves full pages; after a restart the index is still there. Their write cost: durable `set_price`
 // server CPU side by side, bench/apps/pricing-plain against the same app with three indexes declared.
@@ -104,7 +104,7 @@ async function settledMemory(pid: number): Promise<Memory> {
 }
 const NOT_MEASURED: Memory = { rssMb: Number.NaN, privateMb: Number.NaN, filesMb: Number.NaN };
 
-/** Durable set_price server CPU with three indexes declared over none (issue 27 budget: <= 1.1x). */
+/** Durable set_price server CPU with three indexes declared over none (budget: <= 1.1x). */
 export const INDEX_COST_BUDGET = 1.1;
 
 const MB = 1024 * 1024;

@@ -1,4 +1,4 @@
-// Stall isolation (contract L8: "a slow reader stalls only its own stream"). One fresh server, one hot row
+// Stall isolation (a slow reader stalls only its own stream). One fresh server, one hot row
 // (wo://products/1) under durable set_price load (REST, `concurrency` in flight), one healthy legacy
 // subscriber (a session GET stream, read promptly), measured twice:
 //   without: nothing else;

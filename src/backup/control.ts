@@ -3,7 +3,7 @@
  * it; only the server can read a consistent snapshot of it. At startup the server writes `WO-CONTROL` into the
  * data dir (its pid, an address on this machine and a random token; readable by the owner only) and removes it at
  * shutdown. `POST /_wo/backup` takes a backup into the directory the body names, and answers what it holds
- * (the endpoint: http/backup-route.ts).
+ * (the endpoint: http/routes/backup-route.ts).
  *
  * Who may ask: whoever can read the data dir (the token is in it) from this machine (a loopback or the server's
  * own address). Anyone who can read the data dir can already copy the data; the token only keeps other local

@@ -8,8 +8,8 @@
  * up to their pinned sizes. The hold lasts one listing and a few opens, not the copy. Every append is one atomic,
  * synced batch (events, rows, counters, checkpoint and views together), so the state holds whole batches only.
  *
- * (A first version read a LevelDB snapshot through an iterator into a fresh database: consistent too, and it
- * never held the writer, but rewriting every record through LevelDB took 3 to 6 times as long as `wo verify`.)
+ * (Reading a LevelDB snapshot through an iterator into a fresh database is consistent too, and never holds the
+ * writer, but rewriting every record through LevelDB takes 3 to 6 times as long as `wo verify`.)
  *
  * The copy is built under a temporary name beside `dest`, opened once (LevelDB replays its write-ahead log;
  * an open that drops anything fails the backup), and renamed into place once whole and durable: a `dest` that

@@ -28,7 +28,7 @@ export interface ExecuteOptions {
    * retry gets the first answer back, flagged `replayed` (idempotency.ts).
    */
   readonly idempotencyKey?: string
-  /** Keys of the input the surface counted but did not parse, all unknown to the command (http/excess-keys.ts). */
+  /** Keys of the input the surface counted but did not parse, all unknown to the command (http/edge/excess-keys.ts). */
   readonly keysLeftOut?: number
 }
 

@@ -35,10 +35,10 @@ export interface GroupCommitShape {
   /** Queues the command and waits until its event is durable (or it is refused). */
   readonly submit: (submission: Submission) => Effect.Effect<Committed, CommandError>
   /**
-   * `submit` without a fiber: queues the command and calls `onExit` once with its answer (possibly before
-   * returning, when the writer cannot take it). The caller's own fiber is not needed to wait, which is what a
-   * request on the direct REST path saves (http/rest.ts `direct`, http/edge.ts DirectRoute). `onExit` runs inside the writer's batch:
-   * it must not throw or block. Returns what cancels the command if the writer has not taken it yet.
+   * `submit` without a fiber: queues the command and calls `onExit` once with its answer (possibly before returning,
+   * when the writer cannot take it). The caller's own fiber is not needed to wait, which is what a request on the
+   * direct REST path saves (http/rest/rest.ts `direct`, http/edge/edge.ts DirectRoute). `onExit` runs inside the
+   * writer's batch: it must not throw or block. Returns what cancels the command if the writer has not taken it yet.
    */
   readonly offer: (submission: Submission, onExit: (exit: Exit.Exit<Committed, CommandError>) => void) => () => void
   /** Queues an app command and waits until all of its events are durable (or it is refused, and none written). */

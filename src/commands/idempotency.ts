@@ -9,7 +9,7 @@
  * On one node a key is decided once: the first request with it owns it until answered, and any other with the
  * same key waits for that answer (`flights`). The writer reads the keys of each batch from the store before
  * deciding it (one read per batch), so retries after a restart, a kill -9 or on another node are answered from it. Across nodes of a shared log, the log itself checks
- * the batch's keys under its head lock (postgres/append.ts): a key another node stored meanwhile makes the entries
+ * the batch's keys under its head lock (log/postgres/append.ts): a key another node stored meanwhile makes the entries
  * `Duplicate`, answered with the stored record.
  *
  * Only committed writes are recorded: a refusal (422, 404, 409, ...) or a failure writes nothing, so a retry of

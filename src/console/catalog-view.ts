@@ -73,7 +73,7 @@ const fieldsOf = (schema: JsonSchema, names?: ReadonlyArray<string>): ReadonlyAr
 }
 
 /**
- * `toolNames(type)` lists the type's generated MCP tools, named `<type>_<operation>` (see mcp/tools.ts); taking
+ * `toolNames(type)` lists the type's generated MCP tools, named `<type>_<operation>` (see http/mcp/tools.ts); taking
  * them from the tool builder keeps the console showing exactly what tools/list answers.
  */
 export const catalogView = (
@@ -119,7 +119,7 @@ export const catalogView = (
     ...(command.description ? { description: command.description } : {}),
     params: fieldsOf(command.paramsJsonSchema),
     ...(command.rest ? { rest: `POST /api/_commands/${command.name}` } : {}),
-    // An app command's MCP tool is named as the command (see mcp/tools.ts).
+    // An app command's MCP tool is named as the command (see http/mcp/tools.ts).
     ...(command.mcp ? { tool: command.name } : {})
   }))
 })

@@ -108,7 +108,7 @@ export const transforms = (ast: SchemaAST.AST): boolean => {
 
 /**
  * A decoder of client input: unknown keys refused. `accepts` names the top-level keys it takes (none when its
- * schema takes any key), so a surface can leave the keys it will refuse unparsed (http/excess-keys.ts).
+ * schema takes any key), so a surface can leave the keys it will refuse unparsed (http/edge/excess-keys.ts).
  */
 export type InputDecoder = ((u: unknown) => Decoded) & { readonly accepts?: ReadonlySet<string> }
 

@@ -26,8 +26,8 @@ export interface CompiledView {
   /** Whether it folds this event (its type, and its kind or method). */
   readonly folds: (event: StoredEvent) => boolean
   /**
-   * User code: callers run it isolated (domain/user-code.ts). It gets a copy of the change (`changeCopy`): its state
-   * is its own, but the event is the log's and the rows are the served ones.
+   * User code: callers run it isolated (domain/decide/user-code.ts). It gets a copy of the change (`changeCopy`): its
+   * state is its own, but the event is the log's and the rows are the served ones.
    */
   readonly evolve: (state: unknown, change: ViewChange) => unknown
   /** The typed value to its JSON text; Left: why it does not fit the schema or is not plain JSON data. Never throws. */

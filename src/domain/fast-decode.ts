@@ -3,7 +3,7 @@
  * boolean, a literal or a union of literals, or a refinement of one of these (its filter run as Schema runs it).
  * It answers only for input that passes, with what Schema's decode gives then (a new object, the fields in their
  * declared order); undefined sends the input to the Schema decode, which is then the one that words any issue.
- * Schema's parser left about 4 KB of garbage per decode of the pricing example's create (heap sampling under
+ * Schema's parser leaves about 4 KB of garbage per decode of the pricing example's create (heap sampling under
  * bench:profile), the largest share of a durable write's allocations in our code.
  *
  * Input is parsed JSON: an object with no symbol keys and no non-enumerable ones (those would be Schema's excess

@@ -6,7 +6,7 @@
  * writer's batch, the reference index and subscriptions all compare ids as strings).
  */
 
-/** The digits of the largest id the store keys rows by (log/log-keys.ts pads to this width). */
+/** The digits of the largest id the store keys rows by (log/classic-level/log-keys.ts pads to this width). */
 export const MAX_ID_DIGITS = 12
 /** The largest id the store can assign. */
 export const MAX_ID = 10 ** MAX_ID_DIGITS - 1

@@ -2,8 +2,8 @@
  * Why the store could not serve a command or a read, one tagged error per cause, and how each cause shows on
  * every surface, in one table (STORE_ERRORS): its REST status and Retry-After, its MCP error, the level it is
  * logged at and its label in `wo_refusals_total`. Every store error says "the store is unavailable: <reason>",
- * and REST names them all `StoreUnavailable` in its body, as it did before they were split: the wire did not
- * change, the cause travels in the type.
+ * and REST names them all `StoreUnavailable` in its body: the wire says only that the store is down, and the
+ * cause travels in the type.
  */
 import { Data, LogLevel } from "effect"
 

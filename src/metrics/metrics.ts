@@ -110,7 +110,7 @@ export const makeMetrics = (): MetricsShape => {
     registers
   })
   // Per batch: plain sums by outcome (and entity type), handed to prom-client at scrape time as the totals they are
-  // (its label hashing per `inc` was most of `appended`'s cost: bench/profile-core.ts set_price).
+  // (its label hashing per `inc` is most of `appended`'s cost: bench/profile-core.ts set_price).
   const OUTCOMES = ["written", "failed"] as const
   const batchTotals = { written: 0, failed: 0 }
   const eventTotals = { written: new Map<string, number>(), failed: new Map<string, number>() }

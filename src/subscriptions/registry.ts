@@ -1,6 +1,6 @@
 /**
  * The subscription registry: committed changes routed to exactly the streams subscribed to their URI, with
- * O(1) lookup per change. It is fed by the change feed, so only durable changes are ever announced (C8).
+ * O(1) lookup per change. It is fed by the change feed, so only durable changes are ever announced.
  * Delivery is synchronous and non-blocking: each sink owns a bounded buffer and closes itself on overflow.
  *
  * Three kinds of URI are notified: a row's (`wo://articles/3`, on every change of the row), a view's

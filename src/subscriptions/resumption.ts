@@ -1,15 +1,13 @@
 /**
- * Legacy resumption (L7): the notices a session's stream missed, recomputed from the durable log, in the order
+ * Legacy resumption: the notices a session's stream missed, recomputed from the durable log, in the order
  * the registry sends them live (see registry.ts): by log sequence, the row's own notice first, then the
  * others by URI. A position is the last notice delivered: its sequence, and its URI unless it was a row's.
  *
  *  - A row URI: every event of the row after the position.
  *  - A view URI: one notice at the view's last change, if that is after the position (a view's missed changes
  *    are announced once: the client re-reads the value).
- *  - A live query: every event whose row matched the query's filters before it or matches them after. The
- *    rows' state before the window is needed for that. A row created inside the window has none; for the
- *    others, the log is read backwards from the window (in growing chunks) until each filtered field's value
- *    at that point is known, which ends at the row's create at the latest.
+ *  - A live query: every event whose row matched the query's filters before it or matches them after (the rows'
+ *    filtered fields before the window are read back from the log).
  *
  * Other requests are served meanwhile: every read of the log decodes a slice of `SLICE` events at a time, and
  * passes the turnstile for long work (turnstile.ts) after each, as `/api/_events` catch-up does.
@@ -82,7 +80,8 @@ export const resumeNotices = (
   const after = (seq: number, uri: string, own: boolean) =>
     seq > from.seq || (seq === from.seq && !own && (from.uri === undefined || uri > from.uri))
 
-  // Live queries need each touched row's filtered fields as they were before the window.
+  // Live queries need each touched row's filtered fields as they were before the window (a row created inside the
+  // window has none).
   const trackedFields = new Map([...liveByType].map(([type, queries]) => [type, new Set(queries.flatMap((q) => q.where.map((f) => f.field)))]))
   const states = new Map<string, Partial>()
   const prepare = liveByType.size === 0 ? Effect.void : Effect.gen(function* () {
@@ -95,7 +94,8 @@ export const resumeNotices = (
         if (event.kind === "created") states.set(key, null)
         else unknown.set(key, { type: event.type, missing: new Set(fields), values: {} })
       })))
-    // Backwards from the window, a chunk at a time, until every unknown field is known.
+    // Backwards from the window, in growing chunks, until every unknown field is known: at the row's create at the
+    // latest.
     let end = Math.max(1, from.seq)
     let size = FIRST_CHUNK
     const open = new Set(unknown.keys())
@@ -148,7 +148,7 @@ export const resumeNotices = (
   return Stream.unwrap(Effect.as(prepare, notices))
 }
 
-/** Parses `get-<seq>` and `get-<seq>.<base64url URI>` (see legacy.ts); undefined for anything else. */
+/** Parses `get-<seq>` and `get-<seq>.<base64url URI>` (see http/mcp/session-stream.ts); undefined for anything else. */
 export const parsePosition = (text: string | undefined): ResumePosition | undefined => {
   const m = text === undefined ? null : /^get-(\d{1,15})(?:\.([A-Za-z0-9_-]+))?$/.exec(text.trim())
   if (m === null) return undefined

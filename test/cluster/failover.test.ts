@@ -1,5 +1,5 @@
 /**
- * The PostgreSQL store under operator faults (issue 22): a paused primary (bounded stalls), a promotion (session
+ * The PostgreSQL store under operator faults: a paused primary (bounded stalls), a promotion (session
  * reads follow the log), an old primary brought back writable beside the promoted one (fencing), and a standby
  * promoted without acknowledged commits (the nodes that applied them notice). One cluster and two nodes for the
  * file; the tests run in order on it. Counts are asserted, never durations.

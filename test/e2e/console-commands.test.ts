@@ -1,5 +1,5 @@
 /**
- * The console lists an app's commands across types beside its types (issue 21, item 4), in real headless
+ * The console lists an app's commands across types beside its types, in real headless
  * Chromium (Debian's `chromium`, driven by playwright-core), and a lend made over REST shows up in the tail.
  */
 import * as fs from "node:fs"

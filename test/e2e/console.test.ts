@@ -1,5 +1,5 @@
 /**
- * The live console (issue 8), end to end:
+ * The live console, end to end:
  *  - `GET /api/_events`, the event log as SSE, over real HTTP: replay then live with no gap or duplicate,
  *    Last-Event-ID, bounded readers, shutdown;
  *  - the page itself in real headless Chromium (Debian's `chromium`, driven by playwright-core; never a

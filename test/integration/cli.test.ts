@@ -176,8 +176,8 @@ describe("writeonce embedded in a plain Node program", () => {
   })
 
   it("handles a SIGTERM sent the moment the ready line appears (the handler is in place before the line), 4 times", async () => {
-    // On a loaded machine the old code, which enlisted its handler after the build, was killed by Node's default
-    // action in most rounds (exit by signal, no flush).
+    // On a loaded machine, a process that enlists its handler after the build is killed by Node's default action in
+    // most rounds (exit by signal, no flush).
     const codes: Array<number | null> = []
     for (let round = 0; round < 4; round++) {
       const server = await spawnNode(path.join(ROOT, "testkit/embedded.mjs"), [tempDir("wo-embedded-"), `127.0.0.1:${await freePort()}`], {

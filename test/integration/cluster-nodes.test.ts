@@ -1,5 +1,5 @@
 /**
- * Several stateless `wo` nodes on one PostgreSQL log (issue 14): 1 primary, 2 synchronous standbys and 3 nodes,
+ * Several stateless `wo` nodes on one PostgreSQL log: 1 primary, 2 synchronous standbys and 3 nodes,
  * all real processes on loopback, started once for the file. Counts and order are asserted, never durations;
  * "eventually" is a bounded number of polls.
  */

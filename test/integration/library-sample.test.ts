@@ -1,5 +1,5 @@
 /**
- * The library sample (issue 21, item 5) as an app author runs it: `wo test examples/library` (typecheck, the
+ * The library sample as an app author runs it: `wo test examples/library` (typecheck, the
  * decider specs of its types and commands, its transcript) and a new app made by `wo init --template library`,
  * under another name, passing its own tests. Real `wo` processes.
  */

@@ -136,7 +136,7 @@ describe("live queries on wo://articles?status=published", () => {
     expect(sub.json.error).toMatchObject({ code: -32602, message: expect.stringContaining('status: Expected "draft" | "published", actual "archived"') })
     const listen = await modernRequest(server.url, "subscriptions/listen", { notifications: { resourceSubscriptions: ["wo://articles?tags=x"] } })
     expect(listen.json.error).toMatchObject({ code: -32602, message: expect.stringContaining("tags: cannot be filtered") })
-    // A URI outside the catalog is still accepted and never notifies (L6).
+    // A URI outside the catalog is still accepted and never notifies.
     expect((await legacyPost(server.url, session, "resources/subscribe", { uri: "wo://nothing?x=1" })).json.result).toEqual({})
   })
 

@@ -42,7 +42,7 @@ describe("legacy sessions (L2, L3, L8)", () => {
     expect(a).toMatch(/^[\x21-\x7e]{22,}$/)
     expect(Buffer.from(a, "base64url").length * 8).toBeGreaterThanOrEqual(128)
     expect((await post(server.url, a, "ping")).json.result).toEqual({})
-    // A supported version other than the session's is served as the session's (L3).
+    // A supported version other than the session's is served as the session's.
     expect((await post(server.url, a, "ping", undefined, "2025-03-26")).status).toBe(200)
     expect((await post(server.url, a, "ping", undefined, "2031-01-01")).status).toBe(400)
     const del = await rawRequest(`${server.url}/mcp`, { method: "DELETE", headers: { "mcp-session-id": a } })

@@ -1,5 +1,5 @@
 /**
- * `GET /metrics` (issue 23): the Prometheus text format, parsed strictly (testkit/prom-text.ts), behind the
+ * `GET /metrics`: the Prometheus text format, parsed strictly (testkit/prom-text.ts), behind the
  * bearer token when one is set; its counters move by exactly the writes made; two servers in one process count
  * apart; WO_METRICS=0 turns it off. Real servers on port 0 over a temp classic-level dir.
  */

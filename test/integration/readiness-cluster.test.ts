@@ -1,5 +1,5 @@
 /**
- * `/readyz` on a shared PostgreSQL log (issue 23): a node whose tailer lags the log by more than
+ * `/readyz` on a shared PostgreSQL log: a node whose tailer lags the log by more than
  * WO_READY_MAX_LAG events is not ready until it catches up. Node A is a real `wo` process; node B runs
  * in-process over the real PostgreSQL log, its tailer held back by a gate on `follow` (so that the lag is a
  * count, not a race), then released.

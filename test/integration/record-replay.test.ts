@@ -1,5 +1,5 @@
 /**
- * A transcript recorded against a data dir that already holds rows (issue 26, item 4) replays green on the fresh
+ * A transcript recorded against a data dir that already holds rows replays green on the fresh
  * server `wo test` starts: the ids of rows created while recording (referenced by other rows, command params, a
  * view keyed by them, tool results), the view's seq and ETag, the command's correlation are placeholders, and
  * the server warns that it records over existing rows. The real runtime and the library sample, over REST and

@@ -1,5 +1,5 @@
 /**
- * Rules no caller can bypass (issue 21, item 3), through a real server: invariants checked on the row after every
+ * Rules no caller can bypass, through a real server: invariants checked on the row after every
  * command, guarded fields only methods change, references checked against live rows. REST answers 422 Rejected with
  * the rule's code; MCP (both eras) isError with the same refusal; nothing is written for a refused command.
  */

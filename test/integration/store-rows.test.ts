@@ -1,5 +1,5 @@
 /**
- * Data larger than memory (issue 27): a store of N products written directly (bench/lib/row-writer.ts), served by
+ * Data larger than memory: a store of N products written directly (bench/lib/row-writer.ts), served by
  * a real `wo run` from the store through a small row cache. Gets, list pages, filtered and ordered lists, a live
  * query, writes and a restart are checked against a brute-force oracle computed from the generated rows (gets over
  * a sample: random ids and the edges; every page of every list walked); the cache bound is checked on the

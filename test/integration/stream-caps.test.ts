@@ -1,5 +1,5 @@
 /**
- * Caps on streams (issue 13): `/api/_events` readers per client and in all (429 past either); listen streams
+ * Caps on streams: `/api/_events` readers per client and in all (429 past either); listen streams
  * spread over many source addresses still bounded by the global cap; and the global stream memory budget
  * (WO_STREAM_MEMORY) closing readers that stopped reading, whatever their address, while a reading stream
  * gets every notification.

@@ -1,5 +1,5 @@
 /**
- * Readers cannot starve the server (issue 13). Asserted on counts and order, never on wall-clock time, so
+ * Readers cannot starve the server. Asserted on counts and order, never on wall-clock time, so
  * that a loaded machine cannot fail a good run:
  *  - with 50 readers catching up on /api/_events from the start of a 3,000-event log, a plain GET is answered
  *    before their catch-up is over, and every reader still gets the whole log, in order;

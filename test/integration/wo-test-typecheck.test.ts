@@ -1,5 +1,5 @@
 /**
- * `wo test` typechecks the app and its specs before it runs them (issue 21, finding 5): a real `wo test` process
+ * `wo test` typechecks the app and its specs before it runs them: a real `wo test` process
  * on a temp app. The app resolves `writeonce` to this checkout (node_modules links), as an installed app would.
  */
 import * as fs from "node:fs"

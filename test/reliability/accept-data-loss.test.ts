@@ -1,5 +1,5 @@
 /**
- * `--accept-data-loss` serves what is left (issue 20, finding 5). 4 KiB zeroed in the middle of LevelDB's
+ * `--accept-data-loss` serves what is left. 4 KiB zeroed in the middle of LevelDB's
  * write-ahead log: LevelDB drops those records and keeps the ones after, so the store has a gap in its log and
  * fewer rows than its recorded counts. Refused without the flag (LevelDB reports this drop); with it, the server
  * recounts, records what was lost (a log line and WO-ACCEPTED-LOSS with the seqs and ids), and serves the rest; no

@@ -1,5 +1,5 @@
 /**
- * `wo backup` and `wo restore` (issue 23, item 4), with real `wo` processes.
+ * `wo backup` and `wo restore`, with real `wo` processes.
  *
  * Under load: repricings run against a server while `wo backup` copies its data dir. The backup verifies, holds a
  * prefix of the source's log ending exactly at the seq it records (nothing beyond it), holds every write

@@ -1,5 +1,5 @@
 /**
- * Issue 20, finding 7 and the misleading items of its input rules, each against a real server (in-process,
+ * Bounded errors and input rules that say what they do, each against a real server (in-process,
  * port 0, a temp classic-level dir):
  *  1. a bad body's error is bounded: at most 20 issues and the count of the others, on REST and MCP alike, and
  *     answering it costs about what a good body of the same size costs (server CPU, not wall clock);

@@ -524,7 +524,7 @@ const sendTool = async (t: Target, c: ToolCase): Promise<{ ok: boolean; body: an
   const base: Base = { method: "tools/call", params: { name: c.tool, arguments: c.args }, name: c.tool }
   const answer = await t.client.send({ method: "POST", path: "/mcp", headers: headersOf(era, base, t.session), body: json(messageOf(era, base, 1)) })
   const rpc = checkMcpAnswer({ label: JSON.stringify(c) }, answer)
-  // `arguments` that is not an object is a malformed tools/call: a protocol error, -32602 (C2).
+  // `arguments` that is not an object is a malformed tools/call: a protocol error, -32602.
   if (typeof c.args !== "object" || c.args === null || Array.isArray(c.args)) {
     if (answer.status !== 200 || rpc?.error?.code !== -32602) fail("arguments that are not an object must get -32602", { label: JSON.stringify(c) }, answer)
     return { ok: false, body: rpc.error, answer }

@@ -1,5 +1,5 @@
 /**
- * Secondary indexes on disk (issue 27) against kill -9 of a real `wo run`, and `wo verify`'s index check:
+ * Secondary indexes on disk against kill -9 of a real `wo run`, and `wo verify`'s index check:
  * - the index records written with their rows: creates, set_price and deletes from 16 clients, kill -9 right after
  *   the Nth acknowledged write (N different each round, the other writes in flight, so the kill lands anywhere in
  *   a batch's life); then `wo verify` (which checks every record against the rows) passes, and the restarted server

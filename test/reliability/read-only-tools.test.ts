@@ -1,5 +1,5 @@
 /**
- * The tools that check never write, and no open creates a database over data it cannot find (issue 20, finding 1):
+ * The tools that check never write, and no open creates a database over data it cannot find:
  * every file of the data dir (name, size, sha256) is the same before and after `wo verify`, `wo replay`, each
  * refused `wo run`, and `wo backup` of a stopped dir (and a backup's after `wo restore`), on a whole dir and on damaged ones. A lost CURRENT is refused with the way back, and
  * `wo repair-current --write` brings every row back. A data dir that is a file gets one line.

@@ -1,5 +1,5 @@
 /**
- * `/livez`, `/readyz`, `/healthz` (issue 23): open without the token and without a known Host, saying nothing
+ * `/livez`, `/readyz`, `/healthz`: open without the token and without a known Host, saying nothing
  * about the data; `/readyz` 503 after the writer died, while the disk is full (a real small tmpfs, as in
  * disk-full.test.ts), and during recovery (the listener opens only once recovery is done: a node that is
  * recovering refuses connections, and its first answer is ready with every row served); 200 otherwise.

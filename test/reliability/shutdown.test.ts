@@ -80,7 +80,7 @@ describe("graceful shutdown under load", () => {
       expect(r.message, JSON.stringify(r)).toMatch(/shutting down|unavailable/i)
     }
 
-    // Each listen ends with its graceful result (M6); the legacy stream just ends.
+    // Each listen ends with its graceful result; the legacy stream just ends.
     listens.forEach((l, i) => {
       const last = messages[i].at(-1)
       expect(last, `listen L${i}`).toMatchObject({ jsonrpc: "2.0", id: `L${i}`, result: { resultType: "complete", _meta: { [SUBSCRIPTION_ID]: `L${i}` } } })

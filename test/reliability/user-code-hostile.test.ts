@@ -1,5 +1,5 @@
 /**
- * Hostile user code, the exact reproductions of issue 20 (findings 2 and 3): values that are not Errors, whose
+ * Hostile user code: values that are not Errors, whose
  * description throws, or that JSON cannot hold, thrown or returned by a method, a view's evolve and a migration.
  * Each fails its own command or view (or refuses startup, for a migration), named; the writer never dies.
  */
@@ -41,7 +41,7 @@ const hostileMethods = defineApp({
 })
 
 describe("a method that throws a value that is not an Error, or returns one its schema refuses", () => {
-  // Each on its own server: on the code before issue 20 the first throw killed the writer for all that followed.
+  // Each on its own server: a writer that died at the first throw would fail all that follow.
   it.each([
     ["throw_null_prototype", /^throw_null_prototype failed: an object with no prototype, not an Error$/],
     ["throw_to_string", /^throw_to_string failed: an object \(Object\) that is not an Error and has no message$/],

@@ -1,5 +1,5 @@
 /**
- * No unseen rollback of acknowledged writes (issue 20, finding 4). LevelDB drops records from a write-ahead log
+ * No unseen rollback of acknowledged writes. LevelDB drops records from a write-ahead log
  * that was removed, emptied, truncated or replaced by an older copy, and says nothing: the store opens at an older
  * head. The acknowledged-head record beside it (src/log/classic-level/acked-head.ts) sees it: `wo verify` names the missing
  * events, `wo run` refuses and keeps the evidence, and with --accept-data-loss the server serves what is left and

@@ -1,5 +1,5 @@
 /**
- * App command specs are typed from the app (issue 21, item 4 and finding 5): an unknown command, an unknown type
+ * App command specs are typed from the app: an unknown command, an unknown type
  * in the given or decided rows, an unknown field or method in their events and a param of the wrong type are
  * compile errors. `npm run typecheck` fails on an unused `@ts-expect-error`; the runtime part runs the specs.
  */

@@ -1,5 +1,5 @@
 /**
- * Types flow from the declaration to every use (issue 21, finding 1 and 5). The checks here are compile-time:
+ * Types flow from the declaration to every use. The checks here are compile-time:
  * `npm run typecheck` (tsc over test/) fails on an unused `@ts-expect-error` (a hole that compiles again) and on
  * a wrong `expectTypeOf`. The runtime part only makes sure the declarations load and the specs run.
  */
@@ -8,8 +8,8 @@ import { describe, expect, expectTypeOf, it } from "vitest"
 import { defineApp, entity, reject, type AppDef } from "../../src/domain/catalog.ts"
 import { create, created, DeciderSpecification, invoke, invoked, update, updated } from "../../src/testing/decider-spec.ts"
 
-// Finding 1: an inline data-first `Schema.optionalWith` used to widen the fields to an index signature of `any`,
-// so that a typo in a method compiled. Now the fields refuse to compile, with a message that says what to write.
+// An inline data-first `Schema.optionalWith` must not widen the fields to an index signature of `any` (a typo in a
+// method would then compile): the fields refuse to compile, with a message that says what to write.
 export const inlineDefault = entity({
   fields: {
     // @ts-expect-error: writeonce: fields not inferred; write Schema.X.pipe(Schema.optionalWith({...})), ...
@@ -101,7 +101,7 @@ export const everyKind = entity({
   }
 })
 
-// Finding 5: `defineApp` keeps the app's type, and the decider specs check names and values against it.
+// `defineApp` keeps the app's type, and the decider specs check names and values against it.
 const Book = { title: Schema.String, copies: Schema.Int, available: Schema.Int }
 const library = defineApp({
   name: "library",

@@ -1,7 +1,8 @@
 /**
- * The index key encoding (log/index-keys.ts): byte order of the encoded values, as LevelDB compares them, is the
- * order every list uses (`compareValues`: absent, booleans, numbers, strings by UTF-16 code unit), and one value's
- * encoding is never the prefix of another's, so that two fields' encodings concatenate and the id follows.
+ * The index key encoding (log/classic-level/index-keys.ts): byte order of the encoded values, as LevelDB compares
+ * them, is the order every list uses (`compareValues`: absent, booleans, numbers, strings by UTF-16 code unit), and
+ * one value's encoding is never the prefix of another's, so that two fields' encodings concatenate and the id
+ * follows.
  */
 import fc from "fast-check"
 import { describe, expect, it } from "vitest"

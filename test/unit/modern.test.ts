@@ -1,6 +1,6 @@
 /**
  * The modern era's request validation (modern-era.ts over headers.ts, behind transport.ts), in the order
- * conformance expects: `_meta` (M1), the version header, the version itself, then the mirror headers (M2). A
+ * conformance expects: `_meta`, the version header, the version itself, then the mirror headers. A
  * stub dispatcher answers every method that gets through, so what is tested is only the envelope.
  */
 import { describe, expect, it } from "@effect/vitest"

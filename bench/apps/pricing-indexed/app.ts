@@ -1,5 +1,5 @@
 /**
- * bench/apps/pricing-plain with secondary indexes on disk declared (issue 27): the other side of the index-cost
+ * bench/apps/pricing-plain with secondary indexes on disk declared: the other side of the index-cost
  * measure in bench/scenarios/scale.ts. `set_price` moves the price and the (currency, price) records of its row.
  */
 import { Schema } from "effect"

@@ -27,7 +27,7 @@ const invalid = (type: CompiledType, omitted = 0) => (issues: ReadonlyArray<Fiel
 /**
  * A command decoded into the intent the Decider takes (the Schema decode REST, MCP and decider specs share).
  * `keysLeftOut`: keys of the input its surface counted but did not parse, all of them unknown to the type
- * (http/excess-keys.ts); the decode refuses the input for the unknown keys it was given, and counts these too.
+ * (http/edge/excess-keys.ts); the decode refuses the input for the unknown keys it was given, and counts these too.
  */
 export const toIntent = (type: CompiledType, command: Command, keysLeftOut = 0): Either.Either<Intent, CommandError> => {
   // Before the Schema decode: it accepts Infinity (the log would store null), and its Record copies drop `__proto__`.

@@ -1,6 +1,6 @@
 /**
  * A refusal made before any route runs (body size, Host and Origin, the bearer token), in the shape of the route
- * it was meant for: a JSON-RPC error on /mcp, where every answer is one (C2), REST's `{error, message}` elsewhere.
+ * it was meant for: a JSON-RPC error on /mcp, where every answer is one, REST's `{error, message}` elsewhere.
  */
 import { errorJson, json, type EdgeResponse, type Headers } from "./edge-types.ts"
 import { ErrorCode, errorMessage, RpcError } from "../mcp/protocol.ts"

@@ -1,11 +1,11 @@
 /**
  * A command body's keys that its decoder will refuse, left unparsed. `JSON.parse` of an object of 200,000 keys
  * takes V8 about 150 ms (it builds a dictionary of them), and the decode then only names the first MAX_ISSUES
- * and counts the others: a stream of such bodies held the event loop for a third of a second each.
+ * and counts the others: a stream of such bodies holds the event loop for a third of a second each.
  *
  * So when a body's top-level object has more members than the decoder accepts keys plus MAX_ISSUES, the text is
  * cut before the parse: kept are the members whose key the decoder accepts or the input rules refuse (they are
- * named as before), and the first MAX_ISSUES others (the ones the answer names); the members after those are
+ * named as without the cut), and the first MAX_ISSUES others (the ones the answer names); the members after those are
  * counted, as sent (a key sent twice counts twice), and their values never read. The decode of what is kept
  * refuses the body for its unknown keys, and the count joins its `omitted`. Not read either: the syntax of the
  * members left out, so a body that is also malformed there is refused for its unknown keys, not as bad JSON.

@@ -1,5 +1,5 @@
 /**
- * Host and Origin validation (MCP C5): the defence against DNS rebinding. By default only loopback names are
+ * Host and Origin validation: the defence against DNS rebinding. By default only loopback names are
  * accepted as Host and only localhost origins (any port) as Origin; `WO_HOSTS` and `WO_MCP_ORIGINS` add more.
  */
 import type { Settings } from "../../support/config.ts"

@@ -42,7 +42,10 @@ import type { Session, SessionsShape } from "./sessions.ts"
 import type { Tool } from "./tools.ts"
 import { overSubscriptionCaps, tooManySubscriptionBytes, uriBytes, uriTooLong } from "./uri-limits.ts"
 
-/** Caching hints (M4). The catalog is fixed while the process runs; rows are not. */
+/**
+ * Caching hints, which the modern era puts on cacheable results. The catalog is fixed while the process runs; rows
+ * are not.
+ */
 export interface CacheHint {
   readonly ttlMs: number
   readonly cacheScope: "public" | "private"
@@ -67,14 +70,14 @@ export interface Outcome {
 export type Answer =
   | { readonly _tag: "Result"; readonly outcome: Outcome; /** The session this answer opened (initialize). */ readonly opened?: Session }
   | {
-    /** progress notifications, one per stage of the command, then the outcome (C4, M9). */
+    /** progress notifications, one per stage of the command, then the outcome, all on this request's own stream. */
     readonly _tag: "Progress"
     readonly token: string | number
     readonly run: (onStage: (stage: Stage) => void) => Effect.Effect<Outcome, Failure>
   }
   | { readonly _tag: "Listen"; readonly listen: ListenRequest }
 
-/** The resource named does not exist: each era spells it its own way (L9, M8). */
+/** The resource named does not exist: each era spells it its own way (legacy -32002, modern -32602). */
 export class ResourceMissing extends Data.TaggedError("ResourceMissing")<{ readonly uri: string }> {}
 /** The server cannot serve this now: a cap is reached; `retryAfter` (seconds) when a retry can succeed. */
 export class Unavailable extends Data.TaggedError("Unavailable")<{ readonly message: string; readonly retryAfter?: number }> {}
@@ -233,7 +236,7 @@ export const makeDispatcher = ({ catalog, tools, resources, sessions, server, ch
 
   const routes = new Map<string, Route>([
     [Method.initialize, {
-      // The legacy handshake. Carrying modern _meta, initialize is no method of that era (M1).
+      // The legacy handshake. Carrying modern _meta, initialize is no method of that era.
       eras: LEGACY,
       handle: (request) =>
         Either.match(decodeInitialize(request.params), {
@@ -251,7 +254,7 @@ export const makeDispatcher = ({ catalog, tools, resources, sessions, server, ch
             )
         })
     }],
-    // M5: ping is not a method of the modern era.
+    // ping is not a method of the modern era.
     [Method.ping, { eras: LEGACY, handle: () => succeed({}) }],
     [Method.resourcesSubscribe, { eras: LEGACY, handle: subscription(true) }],
     [Method.resourcesUnsubscribe, { eras: LEGACY, handle: subscription(false) }],
@@ -261,7 +264,7 @@ export const makeDispatcher = ({ catalog, tools, resources, sessions, server, ch
         succeed({ supportedVersions: [...MODERN_VERSIONS], capabilities: server.modernCapabilities, instructions: server.instructions }, catalogCache)
     }],
     [Method.listen, {
-      // M6: the ack first, then only the requested notice types; the stream itself is listen-stream.ts's.
+      // The ack first, then only the requested notice types; the stream itself is listen-stream.ts's.
       eras: MODERN,
       handle: (request, { client }) => {
         const params = decodeListen(request.params)

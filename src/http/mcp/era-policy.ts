@@ -15,7 +15,7 @@ export interface Envelope {
   readonly meta: Params | undefined
   /** MCP-Protocol-Version. */
   readonly protocolVersion: string | undefined
-  /** Mcp-Method and Mcp-Name (M2). */
+  /** Mcp-Method and Mcp-Name, which must repeat the body's method and name. */
   readonly mcpMethod: string | undefined
   readonly mcpName: string | undefined
   /** Mcp-Session-Id (legacy). */
@@ -35,7 +35,7 @@ export type Refusal =
   | { readonly _tag: "Malformed"; readonly error: RpcError }
   /** The session named does not exist (expired or terminated). */
   | { readonly _tag: "UnknownSession"; readonly error: RpcError }
-  /** No such method in this era (modern: C2's 404). */
+  /** No such method in this era (the modern era answers it with HTTP 404). */
   | { readonly _tag: "UnknownMethod"; readonly error: RpcError }
   /** A cap on open streams is reached. */
   | { readonly _tag: "TooMany"; readonly error: RpcError }

@@ -1,5 +1,5 @@
 /**
- * Modern-era header mirroring (M2): MCP-Protocol-Version, Mcp-Method and Mcp-Name must repeat the body.
+ * Modern-era header mirroring: MCP-Protocol-Version, Mcp-Method and Mcp-Name must repeat the body.
  * Values may use the `=?base64?<utf-8 as base64>?=` sentinel, decoded before comparing; a malformed sentinel
  * is a mismatch. Values are compared exactly. The transport reads the headers (transport.ts); these rules see
  * only their values.

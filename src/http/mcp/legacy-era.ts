@@ -1,10 +1,9 @@
 /**
  * The legacy era's policy (2025-03-26 .. 2025-11-25), with sessions: `initialize` needs none and mints one (the
- * dispatcher's handler); every other message must name a live session (malformed when missing, an unknown
- * session, the store's error when it is down: L2) and a supported MCP-Protocol-Version (absent: 2025-03-26;
- * unsupported: malformed), and is served as the session's negotiated version whatever supported version it
- * named (L3). Results go out as they are; resource not found is -32002 (L9). The transport gives each refusal
- * its HTTP status.
+ * dispatcher's handler); every other message must name a live session (malformed when missing, an unknown session,
+ * the store's error when it is down) and a supported MCP-Protocol-Version (absent: 2025-03-26; unsupported:
+ * malformed), and is served as the session's negotiated version whatever supported version it named. Results go out
+ * as they are; resource not found is -32002. The transport gives each refusal its HTTP status.
  */
 import { Effect, Either } from "effect"
 import type { CallContext, Failure } from "./dispatcher.ts"
@@ -76,7 +75,7 @@ export const makeLegacyPolicy = (sessions: SessionsShape): LegacyPolicy => {
     admitNotice: (envelope) => Effect.asVoid(admitted(envelope, () => undefined)),
     decorate: (outcome) => outcome,
     refuse,
-    // L7: POST SSE events carry ids; 2025-11-25 opens the stream with a priming event.
+    // POST SSE events carry ids, so a client can resume; 2025-11-25 opens the stream with a priming event.
     streamShape: (context) => ({ eventIds: true, priming: context.version >= PRIMING_SINCE })
   }
 }

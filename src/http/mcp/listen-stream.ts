@@ -1,5 +1,5 @@
 /**
- * A modern `subscriptions/listen` stream (M6), once its params are checked: the ack first, then only the
+ * A modern `subscriptions/listen` stream, once its params are checked: the ack first, then only the
  * requested notice types, each tagged with the listen request's id; bounded; counted per client and in all
  * (open-streams.ts holds the caps).
  * Live notices go straight to the push sink as two parts: the notice's prefix, shared by every listen stream, and

@@ -1,11 +1,10 @@
 /**
- * The modern era's policy (2026-07-28): stateless. Every request carries its own `_meta` (M1) and mirror
- * headers (M2), checked in the order conformance expects: missing `_meta`, the version header, an unsupported
- * version, the mirrors; all malformed (400). Notifications need neither (the SDK's notifications/cancelled).
- * Every result carries `resultType: "complete"`, serverInfo in `_meta` and, when cacheable, `ttlMs` and
- * `cacheScope` (M3, M4).
- * An unknown method is its own refusal (404, C2); resource not found is -32602 with `data.uri` (M8). The
- * transport gives each refusal its HTTP status.
+ * The modern era's policy (2026-07-28): stateless. Every request carries its own `_meta` and mirror headers,
+ * checked in the order conformance expects: missing `_meta`, the version header, an unsupported version, the
+ * mirrors; all malformed (400). Notifications need neither (the SDK's notifications/cancelled). Every result
+ * carries `resultType: "complete"`, serverInfo in `_meta` and, when cacheable, `ttlMs` and `cacheScope`. An unknown
+ * method is its own refusal (404); resource not found is -32602 with `data.uri`. The transport gives each refusal
+ * its HTTP status.
  */
 import { Effect, Either } from "effect"
 import type { Failure, Outcome } from "./dispatcher.ts"
@@ -66,7 +65,7 @@ export const makeModernPolicy = (server: ServerDescription): EraPolicy => {
       if (Either.isLeft(mirrors)) return Either.left(malformed(headerMismatch(mirrors.left)))
       return Either.right({ era: "modern", version, meta, client: envelope.client })
     },
-    // M2: a POSTed notification or response gets 202, even without Mcp-Method.
+    // A POSTed notification or response gets 202, even without Mcp-Method.
     admitNotice: () => Effect.void,
     decorate,
     refuse,

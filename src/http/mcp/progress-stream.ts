@@ -1,8 +1,8 @@
 /**
- * The messages of a request that reports progress (C4, M9): one `notifications/progress` per real stage of
- * the command (accepted, decided, durable), then the response, then the end. The call runs in the stream's
- * scope, so a client closing the stream cancels it (M7). Each element is one JSON-RPC message as JSON text;
- * the transport frames them as SSE.
+ * The messages of a request that reports progress, on its own response stream only: one `notifications/progress` per
+ * real stage of the command (accepted, decided, durable), then the response, then the end. The call runs in the
+ * stream's scope, so a client closing the stream cancels it. Each element is one JSON-RPC message as JSON text; the
+ * transport frames them as SSE.
  */
 import { Effect, Queue, Stream } from "effect"
 import type { Stage } from "../../commands/commands.ts"

@@ -17,13 +17,13 @@ export const MODERN_VERSIONS = ["2026-07-28"] as const
 export const LATEST_LEGACY = "2025-11-25"
 /** Assumed when a legacy request carries no MCP-Protocol-Version header (spec: backwards compatibility). */
 export const DEFAULT_LEGACY_HEADER_VERSION = "2025-03-26"
-/** The first revision whose POST SSE streams open with a priming event (L7). */
+/** The first revision whose POST SSE streams open with a priming event. */
 export const PRIMING_SINCE = "2025-11-25"
 
 export const isLegacyVersion = (v: unknown): v is string => (LEGACY_VERSIONS as ReadonlyArray<unknown>).includes(v)
 export const isModernVersion = (v: unknown): v is string => (MODERN_VERSIONS as ReadonlyArray<unknown>).includes(v)
 
-/** L1: the client's version when we support it, else the newest legacy version. */
+/** The client's version when we support it, else the newest legacy version. */
 export const negotiate = (requested: string) => (isLegacyVersion(requested) ? requested : LATEST_LEGACY)
 
 export type Era = "legacy" | "modern"
@@ -125,7 +125,7 @@ export const idOf = (u: unknown): RpcId | null => {
 
 const invalidMessage = (why: string) => Either.left(new RpcError({ code: ErrorCode.InvalidRequest, message: `invalid JSON-RPC message: ${why}` }))
 
-/** Classifies one parsed JSON value (C1, C2): a batch or anything not JSON-RPC is -32600. */
+/** Classifies one parsed JSON value: a batch or anything not JSON-RPC is -32600. */
 export const classify = (u: unknown): Either.Either<RpcMessage, RpcError> => {
   if (Array.isArray(u)) {
     return Either.left(new RpcError({ code: ErrorCode.InvalidRequest, message: "batches are not supported: send one JSON-RPC message per request" }))

@@ -35,7 +35,7 @@ const commandsSentence = (catalog: CompiledApp): ReadonlyArray<string> => {
 export interface ServerDescription {
   readonly info: { readonly name: string; readonly version: string }
   readonly instructions: string
-  /** L1: declared honestly; a legacy session subscribes row by row. */
+  /** Declared honestly (only what the server does); a legacy session subscribes row by row. */
   readonly legacyCapabilities: object
   /** Rows can be watched one by one and as lists; the tool list changes only under wo dev. */
   readonly modernCapabilities: object

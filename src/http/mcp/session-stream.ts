@@ -1,5 +1,5 @@
 /**
- * A legacy session's GET stream (L5, L7): replay from the durable log after Last-Event-ID, then live; bounded;
+ * A legacy session's GET stream: replay from the durable log after Last-Event-ID, then live; bounded;
  * one per session (a second GET replaces the first). Live notices go straight to the push sink as the frame
  * every session shares (notice-frames.ts); the replay is read from the log in batches, one socket write each.
  */
@@ -22,8 +22,9 @@ import { legacyCatalogChangedFrames, legacyFrame, legacyUpdatedFrame } from "./n
 import type { Session, SessionsShape } from "./sessions.ts"
 
 /**
- * GET-stream event ids are the stream and the durable position at once (L7): `get-<log seq>` for a row's
- * notice, `get-<log seq>.<base64url URI>` for a view's or a live query's (one change can notify several).
+ * GET-stream event ids are the stream and the durable position at once, so a resumed stream replays only what it
+ * missed: `get-<log seq>` for a row's notice, `get-<log seq>.<base64url URI>` for a view's or a live query's (one
+ * change can notify several).
  */
 export const getStreamEventId = positionId
 export const parseGetStreamEventId = parsePosition

@@ -1,5 +1,5 @@
 /**
- * Legacy sessions (L2, L8): minted by initialize with 144 random bits, bounded in number, expired when idle,
+ * Legacy sessions: minted by initialize with 144 random bits, bounded in number, expired when idle,
  * persisted with their subscriptions. A session has at most one GET stream; a second GET replaces the first.
  * A session's subscriptions are bounded in number and in bytes of URIs, and a subscribe or an unsubscribe costs
  * the same (one map entry, one stored entry) whatever the session already holds.

@@ -1,5 +1,5 @@
 /**
- * What a tool answers: its result, a failure as a result with isError (C7: never a protocol error), and, where a
+ * What a tool answers: its result, a failure as a result with isError (never a protocol error), and, where a
  * row's JSON is already made, the whole result's JSON text beside it.
  */
 import type { ParseResult } from "effect"
@@ -8,7 +8,7 @@ import { issuesOf } from "../../domain/codecs.ts"
 import { andMore, ValidationFailed, type CommandError, type NotFound } from "../../domain/errors.ts"
 import { IDEMPOTENT_REPLAY_META } from "../../commands/idempotency.ts"
 
-/** A tools/call result (C7: failures are results with isError, not protocol errors). */
+/** A tools/call result (failures are results with isError, not protocol errors). */
 export type CallToolResult = {
   readonly content: ReadonlyArray<{ readonly type: "text"; readonly text: string }>
   readonly structuredContent?: unknown

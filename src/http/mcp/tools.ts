@@ -1,8 +1,8 @@
 /**
  * MCP tools generated from the catalog: `<type>_list|get|create|update|delete` and `<type>_<method>`, exposed
  * per the type's `mcp` list (else its `rest` list), then `view_<name>` and one tool per app command. Every call
- * goes through the same Commands and Queries as REST, so results carry the very bytes a REST GET would (C9) and
- * failures the same messages (C7).
+ * goes through the same Commands and Queries as REST, so results carry the very bytes a REST GET would and
+ * failures the same messages.
  *
  * A type's tools come from one table of operations: each says its texts, its annotations, its arguments and
  * result, and either how it reads or which command its arguments make. `toolNames(type)` reads the same table.

@@ -1,10 +1,10 @@
 /**
- * The HTTP transport of /mcp: the only place here that knows headers, statuses, SSE response shapes and the
- * session id header. It checks what both eras share (C1, C2, C3, C6), reads the envelope once (`_meta` and the
- * Mcp-* headers), picks the era's policy with the protocol's era predicate, lets the policy admit the message,
- * runs the dispatcher, and puts the answer on the wire: JSON, a progress SSE stream, a listen stream, or the
- * refusal with the status of its kind (REFUSAL_STATUS). GET opens a legacy session's stream (L5, L7), DELETE
- * ends the session; both are 405 for modern clients (M5).
+ * The HTTP transport of /mcp: the only place here that knows headers, statuses, SSE response shapes and the session
+ * id header. It checks what both eras share (one JSON-RPC message per POST, Accept and Content-Type, the body's
+ * size), reads the envelope once (`_meta` and the Mcp-* headers), picks the era's policy with the protocol's era
+ * predicate, lets the policy admit the message, runs the dispatcher, and puts the answer on the wire: JSON, a
+ * progress SSE stream, a listen stream, or the refusal with the status of its kind (REFUSAL_STATUS). GET opens a
+ * legacy session's stream, DELETE ends the session; both are 405 for modern clients, which have no session.
  */
 import { Cause, Effect, Either, Stream } from "effect"
 import type { IncomingHttpHeaders } from "node:http"
@@ -65,7 +65,7 @@ const acceptsBoth = (accept: string | undefined) =>
   accept === undefined || COMMON_ACCEPT.has(accept) || (accepts(accept, "application/json") && accepts(accept, "text/event-stream"))
 
 // ---------------------------------------------------------------------------------------------------
-// Answers: every error is a JSON-RPC body, never HTML or empty (C2).
+// Answers: every error is a JSON-RPC body, never HTML or empty.
 
 const resultBody = (id: RpcId, outcome: Outcome): string =>
   outcome.json !== undefined
@@ -168,7 +168,7 @@ export const makeMcpTransport = (deps: TransportDeps) => {
         const streamId = eventIds ? `req${++responseStreams}` : undefined
         let n = 0
         const messages = Stream.map(
-          // progress-stream.ts runs the call in the stream's scope: closing the response cancels it (M7).
+          // progress-stream.ts runs the call in the stream's scope: closing the response cancels it.
           progressMessages({
             token: answer.token,
             run: answer.run,
@@ -198,7 +198,7 @@ export const makeMcpTransport = (deps: TransportDeps) => {
     const envelope = envelopeOf(request, meta)
     const policy = eraOf(meta, envelope.protocolVersion) === "modern" ? modern : legacy
     if (message._tag !== "Request") {
-      // C3: notifications and responses get 202 once admitted.
+      // Notifications and responses get 202, with no body, once admitted.
       return Effect.match(policy.admitNotice(envelope), { onFailure: (r) => refused(null, r), onSuccess: accepted })
     }
     const serve = (context: CallContext): Effect.Effect<EdgeResponse> =>
@@ -300,7 +300,7 @@ export const makeMcpTransport = (deps: TransportDeps) => {
     if (request.method !== "GET" && request.method !== "DELETE") {
       return Effect.succeed(httpError(405, `${request.method} is not supported on /mcp`, { allow: "POST" }))
     }
-    // M5: without sessions, GET and DELETE mean nothing to a modern client.
+    // Without sessions, GET and DELETE mean nothing to a modern client.
     if (eraOf(undefined, headerValue(request.headers, PROTOCOL_VERSION_HEADER)) === "modern") {
       return Effect.succeed(httpError(
         405,

@@ -1,7 +1,7 @@
 /**
- * The bounds on what a client may make the server hold per URI (issue 20, finding 6): a URI is at most
- * WO_MAX_URI_LENGTH bytes, checked before anything parses, indexes or stores it, and the URIs one session or
- * listen stream subscribes to are at most WO_MAX_SUBSCRIPTION_BYTES in all.
+ * The bounds on what a client may make the server hold per URI, so no client can make it hold unbounded memory: a URI
+ * is at most WO_MAX_URI_LENGTH bytes, checked before anything parses, indexes or stores it, and the URIs one session
+ * or listen stream subscribes to are at most WO_MAX_SUBSCRIPTION_BYTES in all.
  */
 import type { Settings } from "../../support/config.ts"
 import { SubscriptionBytesFull, SubscriptionsFull } from "./session-caps.ts"

@@ -1,4 +1,4 @@
-/** Response bodies shared by REST and MCP, so both carry the same bytes (C9). */
+/** Response bodies shared by REST and MCP, so both carry the same bytes. */
 import type { Page } from "../../projections/queries.ts"
 import type { ViewSnapshot } from "../../projections/views/views.ts"
 

@@ -135,7 +135,7 @@ type PlannedWrite = RowWrite | EdgeResponse
 
 /** The type and path segments an `/api/<type>[/<id>[/<method>]]` path names, or undefined (404). */
 const targetOf = (catalog: CompiledApp, path: string) => {
-  // Segments cut with indexOf: `split("/")` went to V8's runtime for every request (bench/profile-core.ts set_price).
+  // Segments cut with indexOf: `split("/")` goes to V8's runtime on every request (bench/profile-core.ts set_price).
   const parts: Array<string> = []
   for (let from = API_PREFIX.length; ;) {
     const slash = path.indexOf("/", from)
@@ -294,12 +294,12 @@ export const makeRestRoutes = (catalog: CompiledApp, commands: CommandsShape, qu
   }
 
   // The row writes without a fiber per request (edge.ts, DirectRoute), hand-tuned (bench/profile-core.ts create: a
-  // fiber per request, its run loop and its resumption by the writer were the largest share of a durable write's CPU
+  // fiber per request, its run loop and its resumption by the writer are the largest share of a durable write's CPU
   // after the store itself). Both ways route through `writeOf`, plan through `planWrite` and answer through
   // `answerOf` and `errorResponse`, and take the Idempotency-Key through `idempotencyKeyOf` (a keyed write waits on
-  // its key's earlier attempt by a callback, not a fiber: idempotency.ts; the fiber and a Deferred per key were most
-  // of what a key cost, bench/idempotency.ts). App commands too (`commandNow`: bench/scenarios/commands.ts, the fiber
-  // was the largest difference between a lend's CPU and a set_price's in bench/profile-lend.ts).
+  // its key's earlier attempt by a callback, not a fiber: idempotency.ts; the fiber and a Deferred per key cost most
+  // of what a key costs, bench/idempotency.ts). App commands too (`commandNow`: bench/scenarios/commands.ts, the fiber
+  // is the largest difference between a lend's CPU and a set_price's in bench/profile-lend.ts).
   const direct: DirectRoute = (request, respond) => {
     if (request.method === "GET") return readNow(request, respond)
     if (request.path.startsWith(COMMANDS_PREFIX)) return commandNow(request, respond)

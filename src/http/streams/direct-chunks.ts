@@ -2,8 +2,8 @@
  * A chunked SSE response whose live frames are written straight to its TCP socket: each flush of a push sink is
  * one HTTP/1.1 chunk (size line, data, CRLF) built in one buffer and handed to `net.Socket.write`, one `write(2)`.
  *
- * Hand-tuned (bench/readers-ab.ts, issue 25): `ServerResponse.write` frames a chunk as four socket writes under a
- * cork, uncorked on a `process.nextTick` per call, so each one cost a tick, an array and a `writev(2)` of four
+ * Hand-tuned (bench/readers-ab.ts): `ServerResponse.write` frames a chunk as four socket writes under a
+ * cork, uncorked on a `process.nextTick` per call, so each one costs a tick, an array and a `writev(2)` of four
  * buffers: with 1,000 streams the fan-out's largest cost. Only once the head is on the socket and the response
  * is chunked with nothing of its own buffered; otherwise the response itself is used. `end` is the response's
  * (it writes the last chunk), so the HTTP state stays node's.

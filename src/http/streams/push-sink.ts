@@ -6,9 +6,8 @@
  *  - Coalescing: frames handed over during one synchronous delivery (one durable batch) are written together,
  *    once that delivery is over (one microtask for every sink of the process), as one socket write per stream.
  *  - Bound: at most `limit` frames may wait (WO_STREAM_BUFFER + 1: the buffer plus the one "in the writer's
- *    hands", the same bound the Effect-queue implementation had). One more closes the stream ("overflow"):
- *    what was queued is still handed to the socket, then the response ends, and a legacy client resumes
- *    from the last id it got.
+ *    hands"). One more closes the stream ("overflow"): what was queued is still handed to the socket, then the
+ *    response ends, and a legacy client resumes from the last id it got.
  *  - Memory: every sink with a backlog is reported to the process-wide `StreamBudget`, which closes the
  *    largest backlogs first when all of them together exceed WO_STREAM_MEMORY.
  *

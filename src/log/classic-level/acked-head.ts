@@ -10,8 +10,8 @@
  * the page cache, a few microseconds, no fsync. A process that dies (kill -9, a crash) loses nothing of it: the
  * kernel writes the page back. Only a power cut or a kernel crash can lose what was not yet fdatasync'ed, so the
  * record is fdatasync'ed off the hot path, in the background: SYNC_DELAY_MS after the writer goes idle (and so
- * about that often under continuous load), and at a graceful shutdown. (An fdatasync beside every batch cost about
- * a fifth of the creates/s; one every SYNC_DELAY_MS costs nothing measurable.)
+ * about that often under continuous load), and at a graceful shutdown: one every SYNC_DELAY_MS costs nothing
+ * measurable.
  *
  * It never claims more than LevelDB holds: every version written claims only batches LevelDB had already made
  * durable. After a power cut the file may hold an older version (or, per slot, a torn one): `acked` is then
@@ -19,17 +19,16 @@
  *
  * The one window this leaves: a power cut (or kernel crash) within SYNC_DELAY_MS plus one fdatasync after a batch
  * was acknowledged, AND a loss of that batch from the write-ahead log. A kill -9 leaves no window.
- *
- * Layout: three fixed-size slots, each `<crc32c:8 hex> <json>\n`; each rewrite goes to the slot holding the oldest
- * record, so a torn page-back damages at most one, and the reader takes the highest `acked` and counters of the
- * whole ones. The file is preallocated when created, so a rewrite never needs new disk blocks (a full disk fails
- * LevelDB's write, not this one).
  */
 import * as fs from "node:fs"
 import * as path from "node:path"
 import { crc32c } from "../record.ts"
 
 export const ACKED_FILE = "WO-ACKED"
+// Three fixed-size slots, each `<crc32c:8 hex> <json>\n`; each rewrite goes to the slot holding the oldest record,
+// so a torn page-back damages at most one, and the reader takes the highest `acked` and counters of the whole ones.
+// The file is preallocated when created, so a rewrite never needs new disk blocks (a full disk fails LevelDB's
+// write, not this one).
 const SLOT = 16 * 1024
 const SLOTS = 3
 /**

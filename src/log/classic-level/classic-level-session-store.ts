@@ -19,7 +19,7 @@ export const ClassicLevelSessionStore = Layer.effect(
     /**
      * Reads every session. Keys sort a header before its subscriptions. A header we cannot read is dropped with
      * its subscriptions (its client gets 404 and starts a new session); so are subscriptions without a header.
-     * Format-1 headers are upgraded in the same pass: their subscriptions moved to entries of their own.
+     * Format-1 headers are upgraded in the same pass: their subscriptions move to entries of their own.
      */
     const load = async (db: Db) => {
       const sessions = new Map<string, { version: string; createdAt: number; subscriptions: Map<string, number> }>()

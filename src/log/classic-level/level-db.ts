@@ -68,7 +68,7 @@ export interface LevelDbShape {
   readonly whileNoWrites?: <A>(f: () => Promise<A>) => Effect.Effect<A, StoreError>
   /**
    * Runs a write once no other write is in flight, holding new writes until it returns: a write that must not
-   * interleave with the writer's batches (the index backfill: projections/index-backfill.ts). A failure marks the
+   * interleave with the writer's batches (the index backfill: projections/rows/index-backfill.ts). A failure marks the
    * store unwritable, as `write`'s does. `f` must be brief.
    */
   readonly writeAlone?: <A>(what: string, f: (db: Db) => Promise<A>) => Effect.Effect<A, StoreError>

@@ -2,7 +2,7 @@
  * The secondary indexes of one open classic-level store (index-keys.ts): which exist, and whether each is built.
  * One registry per open store, shared by the writer, which adds every index's records to the batch of the rows
  * they index (so an index is never behind its rows), and by the rows projection, which walks the ready ones and
- * backfills the others (projections/index-backfill.ts).
+ * backfills the others (projections/rows/index-backfill.ts).
  *
  * An index is maintained by the writer from the moment it is registered: its state record is written while no
  * batch is in flight (`LevelDbShape.writeAlone`), so every batch after it carries its records, and the backfill

@@ -5,23 +5,18 @@
  * connection drops, the primary changes), so the reader also polls: often while it is not listening, rarely
  * while it is.
  *
- * This node's own commits are not read back: its appends say what they wrote (`wrote`; its own notifications are
- * ignored up to there, and count only a little later beyond it: an append that failed after its commit landed),
- * and the follower's `applied` says how far the node has applied the log (its writer applies its own batch when
- * nothing of another node's came before it, else its tailer holds it and applies it right after those: `readBefore`).
- * A fetch starts after that, stops before an own batch (one under way: `sending`; one answered that the writer is
- * taking), and happens only when something beyond it may exist: another node's notification, an own batch the node
- * has not taken, a failed append (it may have landed), the poll, or a (re)connected LISTEN. While this node's
- * append is under way the other nodes' newer commits wait for its answer (one append, a few ms under load): its
- * commit may be visible before the answer is handled, and a read then would take the node's own batch back.
+ * This node's own commits are not read back: its appends say what they wrote (`wrote`), and the follower fetches
+ * past what the node has applied only when something beyond it may exist (another node's notification, a failed
+ * append that may have landed, the poll, a (re)connected LISTEN). While this node's append is under way, the other
+ * nodes' newer commits wait for its answer (a few ms under load): a read then could take the node's own batch back.
  *
  * A commit waiting for its standby stays invisible, but one whose wait was cut short (cancelled, or its postmaster
  * killed: scripts/pg-unacked-probe.ts) is visible on the primary alone, and a promoted standby may lack commits
- * (an asynchronous one, or the wrong one picked). A node may then
- * have applied an event the new primary does not have. So after the primary changes, the reader first checks that
- * the last event it delivered (or this node wrote and applied) is still in the log, unchanged; if not it fails
- * with LogDiverged, and the node must start again from the store. What it checks survives a failed read (the
- * tailer follows again), and a read that ran across the change is checked before it counts.
+ * (an asynchronous one, or the wrong one picked). A node may then have applied an event the new primary does not
+ * have. So after the primary changes, the reader first checks that the last event it delivered (or this node wrote
+ * and applied) is still in the log, unchanged; if not it fails with LogDiverged, and the node must start again from
+ * the store. What it checks survives a failed read (the tailer follows again), and a read that ran across the change
+ * is checked before it counts.
  */
 import { Chunk, Duration, Effect, Option, Schedule, Stream } from "effect"
 import type { StoredEvent } from "../../domain/events.ts"

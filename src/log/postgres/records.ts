@@ -10,12 +10,13 @@
  *   - `@<8 hex>`, keyed by its entity and version (`e!<type>/<id>@<version>`, unique in the log): every event
  *     written since. It does not depend on the seq, so the append function may write a batch at later seqs than it
  *     was planned at (another node's commit moved the head in between: append.ts) without a checksum to redo.
- * What the seq-free form no longer catches by itself: an event moved to another seq unchanged (two events' seqs
+ * What the seq-free form does not catch by itself: an event moved to another seq unchanged (two events' seqs
  * swapped, say). A move that leaves a gap or a duplicate seq is still caught by seq continuity (readers and `wo
  * verify` check every seq from 1 to the head); a swap of two events of one entity by its version continuity (`wo
  * verify`: 1, then +1). A swap of two events of different entities passes both: each entity's history is intact,
  * only their relative order changed, which a view folding both could see. That needs write access to the table and a
- * deliberate edit of two seqs (a flipped bit changes one value), and the old form caught it only for the seqs.
+ * deliberate edit of two seqs (a flipped bit changes one value), and the seq-keyed form catches it only for the
+ * events that still carry it.
  */
 import { Either, ParseResult, Schema } from "effect"
 import type { Row } from "../../domain/catalog.ts"

@@ -9,27 +9,11 @@
  *   rows      the inline projection, written in the event's transaction (restart needs no replay); a deleted
  *             row stays as a tombstone (row NULL) so that its version is still checked
  *   types     per type: the highest id handed out and how many rows are live (a lost row is then reported)
- *   views     each view's value as some node folded it, exact at seq `at` (format 6 adds the column; the records of
- *             format 1, written with the batches and no longer kept, are dropped then). A node starts from it and
- *             folds only the events after `at`; the log is totally ordered, so a value stored at `at` by any node is
- *             exact at `at`. Each node stores its views every VIEW_SNAPSHOT_EVERY events and at shutdown, off the write
- *             path; an older snapshot never replaces a newer one (the upsert's `where`).
- *   sessions  legacy MCP sessions, shared by every node (format 2; until format 3 with their subscriptions inline)
- *   session_subscriptions  one row per subscription of a session, so that a subscribe writes one row (format 3)
- *
- * Format 4 adds the nullable `events.command` and `events.correlation` (an app command's name and the id shared by
- * its events); older events keep NULL there and their checksums (records.ts).
- *
- * Format 5 adds `idempotency_keys`: one row per idempotency key a write carried, inserted in that write's
- * transaction: when (`at`, ms, for pruning), and its request's fingerprint and answer (`result`, log/key-record.ts),
- * checksummed under `k!<key>`. The append reads the batch's keys under the head lock (append.ts).
- *
- * Format 7 changes no data: events are written from then on with a checksum that does not depend on their seq
- * (records.ts), which an older writeonce would take for a corrupt event; the step makes it refuse the store by name
- * instead. Events written before keep their checksums.
- *
- * The function `append_batch` (the append of one batch in one statement, append.ts) is not a format step: it is
- * replaced (CREATE OR REPLACE) at every start, so a store of any format gets the release's own.
+ *   views     each view's value as some node folded it, exact at seq `at`: the log is totally ordered, so a value
+ *             stored at `at` by any node is exact there, and a starting node folds only the events after it. An
+ *             older snapshot never replaces a newer one (the upsert's `where`, postgres-log.ts).
+ *   sessions, session_subscriptions  legacy MCP sessions, shared by every node
+ *   idempotency_keys  the idempotency keys writes carried, each written in its write's transaction
  *
  * `data`, `params` and `row` are `json`, not `jsonb`: json keeps the text exactly as written, so the checksum
  * (records.ts) covers the bytes the writer produced; jsonb would reorder keys and reformat numbers.
@@ -81,6 +65,7 @@ const STEPS: ReadonlyArray<string> = [
     checksum text not null
   );
   `,
+  // Format 2: legacy MCP sessions.
   `
   create table ${SCHEMA}.sessions (
     id text primary key,
@@ -88,6 +73,7 @@ const STEPS: ReadonlyArray<string> = [
     last_seen bigint not null
   );
   `,
+  // Format 3: one row per subscription of a session, so that a subscribe writes one row (they leave the record).
   `
   create table ${SCHEMA}.session_subscriptions (
     session_id text not null references ${SCHEMA}.sessions (id) on delete cascade,
@@ -101,9 +87,14 @@ const STEPS: ReadonlyArray<string> = [
     on conflict do nothing;
   update ${SCHEMA}.sessions set record = (record::jsonb - 'subscriptions')::text where record::jsonb ? 'subscriptions';
   `,
+  // Format 4: an app command's name and the id shared by its events; older events keep NULL there and their
+  // checksums (records.ts).
   `
   alter table ${SCHEMA}.events add column if not exists command text, add column if not exists correlation text;
   `,
+  // Format 5: one row per idempotency key a write carried, inserted in that write's transaction: when (`at`, ms, for
+  // pruning), and its request's fingerprint and answer (`result`, log/key-record.ts), checksummed under `k!<key>`.
+  // The append reads the batch's keys under the head lock (append.ts).
   `
   create table if not exists ${SCHEMA}.idempotency_keys (
     key text primary key,
@@ -113,10 +104,14 @@ const STEPS: ReadonlyArray<string> = [
   );
   create index if not exists idempotency_keys_by_time on ${SCHEMA}.idempotency_keys (at);
   `,
+  // Format 6: a view record is a snapshot exact at `at`; the records format 1 wrote with every batch are dropped.
   `
   delete from ${SCHEMA}.views;
   alter table ${SCHEMA}.views add column if not exists at bigint not null default 0;
   `,
+  // Format 7 changes no data: events are written from then on with a checksum that does not depend on their seq
+  // (records.ts), which an older writeonce would take for a corrupt event; the step makes it refuse the store by
+  // name instead. Events written before keep their checksums.
   `
   comment on column ${SCHEMA}.events.checksum is
     'CRC-32C (records.ts): 8 hex keyed by e!<seq> (before format 7), or @ and 8 hex keyed by e!<type>/<id>@<version>';
@@ -135,8 +130,9 @@ export const STORE_VERSION = STEPS.length
  * `{"shift": n}`. Its entities' versions and its types' counters are as planned, so the plan on the log as it is
  * would be the same but for the seqs. Otherwise write nothing and answer the log
  * as it is: by an error WO001 whose detail is that answer when the call runs alone (no commit to wait for), or as
- * the result, the lock kept, in the caller's transaction. Replaced at every start: no store format of its own (an
- * older release's signature, without `p_shiftable`, is left for its nodes).
+ * the result, the lock kept, in the caller's transaction. Replaced at every start (CREATE OR REPLACE), so a store of
+ * any format gets this release's: no store format of its own (an older release's signature, without `p_shiftable`,
+ * is left for its nodes).
  */
 const APPEND_FUNCTION = `
 create or replace function ${SCHEMA}.append_batch(

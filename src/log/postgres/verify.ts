@@ -1,6 +1,6 @@
 /**
- * `wo verify --store postgres://...`: the checks of `wo verify` (../verify.ts) on a PostgreSQL store, reading
- * the tables in seq (and key) order, a batch at a time, naming every problem it finds:
+ * `wo verify --store postgres://...`: the checks of `wo verify` (../classic-level/offline/verify.ts) on a PostgreSQL
+ * store, reading the tables in seq (and key) order, a batch at a time, naming every problem it finds:
  * - every event, row and type record against its checksum (an event's in either form, records.ts: keyed by its seq,
  *   or, since seq-shiftable batches, by its entity and version; the seq continuity and per-entity version checks
  *   below are what catch an event moved to another seq in the second form, but for a swap across entities);

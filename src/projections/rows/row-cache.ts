@@ -84,8 +84,8 @@ export class RowCache {
 
   /**
    * Under the bound, and at least 1/16 of the rows at once: each pass walks the Map from its front, over the dead
-   * entries earlier passes left there (V8 drops them only when it rehashes), so a pass per row evicted walked them on
-   * every set once the cache was full of created rows (66 µs a set at 170,000 rows).
+   * entries earlier passes left there (V8 drops them only when it rehashes), so a pass per row evicted would walk
+   * them on every set once the cache is full of created rows (66 µs a set at 170,000 rows).
    */
   private evict(): void {
     const atLeast = this.entries.size >> 4

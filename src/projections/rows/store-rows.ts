@@ -4,7 +4,7 @@
  * the head (format, checkpoint, counters, row counts), folds the tail past the checkpoint if there is one (and
  * stores it), and serves.
  *
- * Secondary indexes (log/index-keys.ts) live in the store: the declared ones (`indexes` on an entity) are
+ * Secondary indexes (log/classic-level/index-keys.ts) live in the store: the declared ones (`indexes` on an entity) are
  * registered at start and built in the background (index-backfill.ts), as are those a stop left half built;
  * an index whose type's declaration changed since it was built is cleared and built again.
  *

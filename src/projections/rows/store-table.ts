@@ -1,24 +1,13 @@
 /**
  * The rows of one type served from the classic-level store: the row records the writer stores with every batch
- * (`r!<type>!<id:12>`, ids zero-padded so that key order is id order) are the read path. A get reads through the
- * shared LRU cache of decoded rows (row-cache.ts), synchronously (`getSync`); a list page walks the key range
- * from its cursor, so it costs about the rows it returns. Nothing is loaded at start.
+ * (`r!<type>!<id:12>`, ids zero-padded so that key order is id order) are the read path, read through the shared
+ * cache of decoded rows (row-cache.ts); nothing is loaded at start, and a page costs about the rows it returns.
  *
- * The projector applies each durable batch here (`apply`) before any caller is answered: the cache, the count
- * and the built indexes move in that one step, so a client reads its own writes and the writer decides against
- * what it wrote. The store may briefly hold a batch not applied yet (written, not yet published): a read that
- * misses the cache then sees it, which is what the next step will publish anyway.
- *
- * Filtered and ordered lists walk the store's secondary indexes (log/index-keys.ts): records the writer stores in
- * the batch of the rows they index, so a page costs about the rows it returns. An index is declared (`indexes` on
- * the entity) or made on first use, and walked once its backfill (index-backfill.ts) is done: never partial.
- * Meanwhile, on a table of at most `BUILD_FIRST_ROWS` rows, a list waits for the build (a few milliseconds); on a
- * larger one, a filtered list in id order scans the rows (at most `SCAN_BUDGET_ROWS` per page: `scan`, a page it
- * cuts short says so), and an ordered one waits for the backfill.
- *
- * The reference checks of deletes (`idsWhere`) still use in-memory equality indexes (row-indexes.ts), built once
- * from one scan of the type's rows before the first decision, then maintained by `apply`; changes applied while a
- * scan runs are replayed onto the new index, which may already hold them.
+ * The projector applies each durable batch here (`apply`) before any caller is answered, so a client reads its own
+ * writes and the writer decides against what it wrote. Filtered and ordered lists walk the store's secondary indexes
+ * (log/classic-level/index-keys.ts) once their backfill (index-backfill.ts) is done, never a partial one; until then
+ * a list waits for the build or scans a bounded number of rows (BUILD_FIRST_ROWS, SCAN_BUDGET_ROWS). The reference
+ * checks of deletes (`idsWhere`) use in-memory equality indexes (row-indexes.ts), maintained by `apply`.
  */
 import { Effect, Either } from "effect"
 import type { Row } from "../../domain/catalog.ts"

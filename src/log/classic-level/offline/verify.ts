@@ -45,7 +45,8 @@ const MAX_LISTED = 50
 
 /**
  * The problem of an event naming a row by another spelling than its id's ("01" for 1): the row store and the log
- * then disagree on which entity it changed. Earlier versions accepted such ids; docs/durability.md says how to repair.
+ * then disagree on which entity it changed. Stores written by earlier versions may hold such ids;
+ * docs/durability.md says how to repair.
  */
 export const nonCanonicalEvent = (seq: number, type: string, id: string) =>
   `event ${seq}: ${type} ${JSON.stringify(id.length > 40 ? `${id.slice(0, 40)}…` : id)} is not a canonical id ` +
