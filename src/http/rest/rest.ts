@@ -297,7 +297,7 @@ export const makeRestRoutes = (catalog: CompiledApp, commands: CommandsShape, qu
   // fiber per request, its run loop and its resumption by the writer are the largest share of a durable write's CPU
   // after the store itself). Both ways route through `writeOf`, plan through `planWrite` and answer through
   // `answerOf` and `errorResponse`, and take the Idempotency-Key through `idempotencyKeyOf` (a keyed write waits on
-  // its key's earlier attempt by a callback, not a fiber: idempotency.ts; the fiber and a Deferred per key cost most
+  // its key's earlier attempt by a callback, not a fiber: idempotency.ts; a fiber and a Deferred per key would cost most
   // of what a key costs, bench/idempotency.ts). App commands too (`commandNow`: bench/scenarios/commands.ts, the fiber
   // is the largest difference between a lend's CPU and a set_price's in bench/profile-lend.ts).
   const direct: DirectRoute = (request, respond) => {
