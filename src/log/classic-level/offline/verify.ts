@@ -17,7 +17,8 @@
 import { Effect, Either } from "effect"
 import { streamKey } from "../../../domain/events.ts"
 import type { StoreError } from "../../../domain/errors.ts"
-import { batchedRange, decodeEvent, decodeRow, READ_BATCH } from "../level-records.ts"
+import { batchedRange, decodeEvent, decodeRow } from "../level-records.ts"
+import { readBatches } from "../read-batches.ts"
 import type { Db, LevelDbShape } from "../level-db.ts"
 import * as K from "../log-keys.ts"
 import { unseal, unsealJson } from "../../record.ts"
@@ -29,26 +30,12 @@ import { readAckedRecord } from "../acked-head.ts"
 import { checkIndexRecords } from "./index-check.ts"
 import { describeProblem as describe, makeProblems, makeStoreRules, type VerifyReport } from "../../store-rules.ts"
 
-/**
- * Every key and value of a range, a batch at a time. The next batch is read (on libuv's thread pool) while this
- * one is checked: one at a time, the check waited for the read about half of the time.
- */
-const forEachRecord = async (db: Db, gte: string, lt: string, f: (key: string, value: string) => void) => {
-  const it = db.iterator(batchedRange(gte, lt))
-  let next: Promise<Array<[string, string]>> | undefined
-  try {
-    next = it.nextv(READ_BATCH)
-    for (;;) {
-      const entries = await next
-      if (entries.length === 0) return
-      next = it.nextv(READ_BATCH)
-      for (let i = 0; i < entries.length; i++) f(entries[i][0], entries[i][1])
-    }
-  } finally {
-    await next?.catch(() => undefined) // settled before the iterator closes (and never an unhandled rejection)
-    await it.close()
-  }
-}
+/** Every key and value of a range, a batch at a time, the next batch read while this one is checked. */
+const forEachRecord = (db: Db, gte: string, lt: string, f: (key: string, value: string) => void) =>
+  readBatches(db.iterator(batchedRange(gte, lt)), (entries: Array<[string, string]>) => {
+    for (let i = 0; i < entries.length; i++) f(entries[i][0], entries[i][1])
+    return undefined
+  }, { readAhead: true })
 
 /** The ranges only a write (an appended batch) puts records in; the format marker is written with the first. */
 const WRITTEN_RANGES: ReadonlyArray<{ readonly gte: string; readonly lt: string }> = [
