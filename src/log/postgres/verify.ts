@@ -31,27 +31,32 @@ export const verifyPostgresStore = (conn: PgConnectionShape): Effect.Effect<Veri
       const found = makeProblems()
       const problem = found.add
       const rules = makeStoreRules(problem)
+      /** Every row of a query paged by its keys, BATCH a page: `after` is the key past the rows handed to `f`. */
+      const eachRow = (what: string, text: string, after: () => ReadonlyArray<unknown>, f: (raw: any) => void) =>
+        Effect.gen(function* () {
+          for (;;) {
+            const page = yield* q(what, text, [...after(), BATCH])
+            if (page.rows.length === 0) return
+            for (const raw of page.rows) f(raw)
+          }
+        })
       yield* q("cannot begin", "begin isolation level repeatable read read only")
 
       // Events: checksums, seq continuity, per-entity version continuity, highest id per type.
       let events = 0
-      for (;;) {
-        const { rows } = yield* q("cannot read the log", `select ${EVENT_COLUMNS} from ${SCHEMA}.events e where e.seq > $1 order by e.seq limit $2`, [rules.lastSeq, BATCH])
-        if (rows.length === 0) break
-        for (const raw of rows) {
-          events++
-          const seq = Number(raw.seq)
-          rules.seq(seq, String(seq))
-          let event
-          try {
-            event = decodeEvent(raw)
-          } catch (e) {
-            problem(describe(e))
-            continue
-          }
-          rules.event(seq, event)
+      const eventsAfter = `select ${EVENT_COLUMNS} from ${SCHEMA}.events e where e.seq > $1 order by e.seq limit $2`
+      yield* eachRow("cannot read the log", eventsAfter, () => [rules.lastSeq], (raw) => {
+        events++
+        const seq = Number(raw.seq)
+        rules.seq(seq, String(seq))
+        let event
+        try {
+          event = decodeEvent(raw)
+        } catch (e) {
+          return problem(describe(e))
         }
-      }
+        rules.event(seq, event)
+      })
       const head = Number((yield* q("cannot read the log head", `select seq::text as seq from ${SCHEMA}.log_head`)).rows[0]?.seq ?? 0)
       if (head !== rules.lastSeq) problem(`the log head is at seq ${head}, the last event is ${rules.lastSeq}`)
 
@@ -60,34 +65,26 @@ export const verifyPostgresStore = (conn: PgConnectionShape): Effect.Effect<Veri
       const livePerType = new Map<string, number>()
       const rowed = new Set<string>()
       let cursor: [string, number, string] = ["", -1, ""]
-      for (;;) {
-        const page = yield* q(
-          "cannot read the rows",
-          `select ${ROW_COLUMNS} from ${SCHEMA}.rows where (type, length(id), id) > ($1, $2, $3) order by type, length(id), id limit $4`,
-          [...cursor, BATCH]
-        )
-        if (page.rows.length === 0) break
-        for (const raw of page.rows) {
-          cursor = [raw.type, String(raw.id).length, raw.id]
-          let stored
-          try {
-            stored = decodeRow(raw)
-          } catch (e) {
-            problem(describe(e))
-            continue
-          }
-          const entity = streamKey(stored.type, stored.id)
-          rowed.add(entity)
-          if (stored.row === null) {
-            const version = rules.versionOf(entity)
-            if (version !== -1) problem(`row ${entity} is a tombstone, but the log ${version === undefined ? "has no events for it" : `has it live at version ${version}`}`)
-            continue
-          }
-          rows++
-          livePerType.set(stored.type, (livePerType.get(stored.type) ?? 0) + 1)
-          rules.row(entity, stored.version)
+      const rowsAfter = `select ${ROW_COLUMNS} from ${SCHEMA}.rows where (type, length(id), id) > ($1, $2, $3) order by type, length(id), id limit $4`
+      yield* eachRow("cannot read the rows", rowsAfter, () => cursor, (raw) => {
+        cursor = [raw.type, String(raw.id).length, raw.id]
+        let stored
+        try {
+          stored = decodeRow(raw)
+        } catch (e) {
+          return problem(describe(e))
         }
-      }
+        const entity = streamKey(stored.type, stored.id)
+        rowed.add(entity)
+        if (stored.row === null) {
+          const version = rules.versionOf(entity)
+          if (version !== -1) problem(`row ${entity} is a tombstone, but the log ${version === undefined ? "has no events for it" : `has it live at version ${version}`}`)
+          return
+        }
+        rows++
+        livePerType.set(stored.type, (livePerType.get(stored.type) ?? 0) + 1)
+        rules.row(entity, stored.version)
+      })
       rules.missingRows(rowed)
 
       // Types: id counters and live row counts.
@@ -105,22 +102,15 @@ export const verifyPostgresStore = (conn: PgConnectionShape): Effect.Effect<Veri
       rules.rowCounts(new Map([...recorded].map(([type, t]) => [type, t.rowCount])), livePerType)
       // Idempotency keys: each one's checksum and shape, and its answer's events within the log.
       let keyCursor = ""
-      for (;;) {
-        const page = yield* q(
-          "cannot read the idempotency keys",
-          `select ${KEY_COLUMNS} from ${SCHEMA}.idempotency_keys where key > $1 order by key limit $2`,
-          [keyCursor, BATCH]
-        )
-        if (page.rows.length === 0) break
-        for (const raw of page.rows) {
-          keyCursor = raw.key
-          try {
-            rules.keyAnswer(raw.key, decodeStoredKey(raw).entries)
-          } catch (e) {
-            problem(describe(e))
-          }
+      const keysAfter = `select ${KEY_COLUMNS} from ${SCHEMA}.idempotency_keys where key > $1 order by key limit $2`
+      yield* eachRow("cannot read the idempotency keys", keysAfter, () => [keyCursor], (raw) => {
+        keyCursor = raw.key
+        try {
+          rules.keyAnswer(raw.key, decodeStoredKey(raw).entries)
+        } catch (e) {
+          problem(describe(e))
         }
-      }
+      })
       yield* q("cannot end", "commit")
       return found.report(events, rows, started)
     })
