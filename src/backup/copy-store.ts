@@ -29,6 +29,7 @@ import { openAckedHead } from "../log/classic-level/acked-head.ts"
 import { openDb, storeError } from "../log/classic-level/level-db.ts"
 import * as K from "../log/classic-level/log-keys.ts"
 import { unseal } from "../log/record.ts"
+import { fsyncPath } from "../support/fsync-path.ts"
 import { checkBackupDestination } from "./destination.ts"
 import { removeLeftoverCopies, startPartial } from "./leftovers.ts"
 import { copyPinned, pinFiles, type PinnedFile } from "./pin-files.ts"
@@ -47,15 +48,6 @@ export interface BackupInfo {
   /** How long the writes were held, and the whole backup. */
   readonly heldMillis: number
   readonly millis: number
-}
-
-export const fsyncPath = (p: string) => {
-  const fd = fs.openSync(p, "r")
-  try {
-    fs.fsyncSync(fd)
-  } finally {
-    fs.closeSync(fd)
-  }
 }
 
 /** The copy's head: its last event's seq, and its id counters. */

@@ -15,7 +15,8 @@ import { openReadOnly, requireStore } from "../log/classic-level/offline/read-on
 import { lockHolder } from "../log/classic-level/offline/snapshot.ts"
 import { verifyStore } from "../log/classic-level/offline/verify.ts"
 import { BACKUP_PATH, CONTROL_FILE, readControlRecord, TOKEN_HEADER, type ControlRecord } from "./control.ts"
-import { copyStore, fsyncPath, readBackupInfo, type BackupInfo } from "./copy-store.ts"
+import { copyStore, readBackupInfo, type BackupInfo } from "./copy-store.ts"
+import { fsyncPath } from "../support/fsync-path.ts"
 import { checkBackupDestination, checkDestination } from "./destination.ts"
 import { isAlive, removeLeftoverCopies, startPartial } from "./leftovers.ts"
 

@@ -12,11 +12,12 @@
  * Rejected with its code, `type` and `operation` the command's name.
  */
 import { Either } from "effect"
-import { DEFAULT_REJECTION_CODE, isRejection, type CommandChange, type CommandContext, type Row } from "../catalog.ts"
+import { isRejection, type CommandChange, type CommandContext, type Row } from "../catalog.ts"
 import type { CompiledApp, CompiledType } from "../compile.ts"
 import type { CompiledCommand } from "../compile-commands.ts"
 import { decide, type EventDraft, type Intent } from "./decider.ts"
-import { MethodFailed, Rejected, type CommandError } from "../errors.ts"
+import { MethodFailed, type CommandError } from "../errors.ts"
+import { rejectedBy } from "./rejection.ts"
 import { describeThrown, issuesText, notPlainObject, plainData, runUserCode, userCodeFailure, type UserCodeFailure } from "./user-code.ts"
 import { toIntent, type Command } from "./intent.ts"
 
@@ -105,15 +106,7 @@ export const planCommand = (
   const planned = runUserCode((): Either.Either<ReadonlyArray<PlannedChange>, CommandError | UserCodeFailure> => {
     const result: unknown = returned.right
     if (isRejection(result)) {
-      const code: unknown = result.code
-      const message: unknown = result.message
-      return Either.left(new Rejected({
-        type: command.name,
-        id: "",
-        operation: command.name,
-        code: typeof code === "string" && code.length > 0 ? code : DEFAULT_REJECTION_CODE,
-        reason: typeof message === "string" ? message : describeThrown(message)
-      }))
+      return Either.left(rejectedBy(result, { type: command.name, id: "", operation: command.name }))
     }
     if (!Array.isArray(result)) {
       return Either.left(userCodeFailure(`it returned ${describeThrown(result)}, not a list of changes or reject(code, message)`))

@@ -5,11 +5,12 @@
  * projection (live, recovery, `wo replay`) folds `evolve`.
  */
 import { Either } from "effect"
-import { DEFAULT_REJECTION_CODE, isRejection, type Row } from "../catalog.ts"
+import { isRejection, type Row } from "../catalog.ts"
 import type { CompiledMethod, CompiledType } from "../compile.ts"
 import { MethodFailed, NotFound, Rejected, ValidationFailed, VersionConflict, type CommandError, type FieldIssue } from "../errors.ts"
 import type { EventKind, StoredEvent } from "../events.ts"
 import { decodedRow, decodedRowAfter, invariantRefusal } from "../rules/invariants.ts"
+import { rejectedBy } from "./rejection.ts"
 import { describeThrown, issuesText, notPlainObject, plainData, runUserCode, traceOf, userCodeFailure, type UserCodeFailure } from "./user-code.ts"
 
 /** A command whose payload has already been decoded against the type's schema. */
@@ -46,16 +47,8 @@ const applyMethod = (
   const checked = runUserCode((): Either.Either<Record<string, unknown>, Rejected | UserCodeFailure> => {
     const change = applied.right
     if (isRejection(change)) {
-      // The domain's own answer; what a hand-made Rejection holds is described, never trusted to be a string.
-      const code: unknown = change.code
-      const message: unknown = change.message
-      return Either.left(new Rejected({
-        type: type.name,
-        id: String(row.id),
-        operation: method.name,
-        code: typeof code === "string" && code.length > 0 ? code : DEFAULT_REJECTION_CODE,
-        reason: typeof message === "string" ? message : describeThrown(message)
-      }))
+      // The domain's own answer.
+      return Either.left(rejectedBy(change, { type: type.name, id: String(row.id), operation: method.name }))
     }
     // A Map, a Date or a class instance would pass as an empty change.
     const shape = notPlainObject(change)

@@ -7,13 +7,14 @@
  * A type's tools come from one table of operations: each says its texts, its annotations, its arguments and
  * result, and either how it reads or which command its arguments make. `toolNames(type)` reads the same table.
  */
-import { Cause, Effect, Either, Exit, Option, Schema } from "effect"
+import { Cause, Effect, Either, Schema } from "effect"
 import type { CompiledApp, CompiledMethod, CompiledType } from "../../domain/compile.ts"
 import type { CompiledView } from "../../domain/compile-views.ts"
 import { withoutProperties, type JsonSchema } from "../../domain/json-schema.ts"
 import { fromArguments, type ListRequest } from "../../domain/list-request.ts"
 import type { Command, CommandsShape, Committed, ExecuteOptions } from "../../commands/commands.ts"
 import { noCancel } from "../../commands/group-commit.ts"
+import { answerExit } from "../../commands/exit-answer.ts"
 import { NotFound } from "../../domain/errors.ts"
 import { isCanonicalId } from "../../domain/ids.ts"
 import type { Page, QueriesShape } from "../../projections/queries.ts"
@@ -329,20 +330,8 @@ const typeTools = (type: CompiledType, commands: CommandsShape, queries: Queries
           reply.result(command.left)
           return noCancel
         }
-        return commands.executeNow(command.right, undefined, (exit) => {
-          let result: ToolResult
-          try {
-            if (Exit.isSuccess(exit)) result = committed(exit.value)
-            else {
-              const error = Cause.failureOption(exit.cause)
-              if (Option.isNone(error)) return reply.died(exit.cause)
-              result = failure(error.value)
-            }
-          } catch (e) {
-            return reply.died(Cause.die(e))
-          }
-          reply.result(result)
-        })
+        return commands.executeNow(command.right, undefined, (exit) =>
+          answerExit(exit, committed, failure, (result) => reply.result(result), (cause) => reply.died(cause)))
       }
     }
   })

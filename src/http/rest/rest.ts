@@ -2,7 +2,7 @@
  * The REST routes: `/api/<type>`, `/api/<type>/:id`, `/api/<type>/:id/<method>`. Only exposed operations are
  * routed; a path with other exposed operations answers 405 with `Allow`, anything else 404. Every error is JSON.
  */
-import { Cause, Effect, Either, Exit, Option } from "effect"
+import { Cause, Effect, Either, Exit } from "effect"
 import type { Row } from "../../domain/catalog.ts"
 import type { CompiledApp, CompiledType } from "../../domain/compile.ts"
 import { NotFound, STORE_UNAVAILABLE, storeErrorPolicy, type CommandError, type StoreError, type ValidationFailed } from "../../domain/errors.ts"
@@ -17,6 +17,7 @@ import { fromQueryString } from "../../domain/list-request.ts"
 import { commandBody } from "./command-body.ts"
 import { IDEMPOTENCY_KEY_HEADER, keyProblem, REPLAYED_HEADER } from "../../commands/idempotency.ts"
 import { noCancel } from "../../commands/group-commit.ts"
+import { answerExit as answerWriterExit } from "../../commands/exit-answer.ts"
 import { etagOf, RowAnswers } from "./row-answers.ts"
 
 const API_PREFIX = "/api/"
@@ -360,20 +361,8 @@ export const makeRestRoutes = (catalog: CompiledApp, commands: CommandsShape, qu
  * `errorResponse` for a refusal, a defect answered as a failed fiber is: edge.ts). Called inside the writer's batch:
  * nothing may throw into it.
  */
-const answerExit = <A>(respond: DirectRespond, ok: (a: A) => EdgeResponse, ifMatch = false) => (exit: Exit.Exit<A, CommandError>) => {
-  let response: EdgeResponse
-  try {
-    if (Exit.isSuccess(exit)) response = ok(exit.value)
-    else {
-      const error = Cause.failureOption(exit.cause)
-      if (Option.isNone(error)) return respond.failed(exit.cause)
-      response = errorResponse(error.value, ifMatch)
-    }
-  } catch (e) {
-    return respond.failed(Cause.die(e))
-  }
-  respond.answer(response)
-}
+const answerExit = <A>(respond: DirectRespond, ok: (a: A) => EdgeResponse, ifMatch = false) => (exit: Exit.Exit<A, CommandError>) =>
+  answerWriterExit(exit, ok, (error) => errorResponse(error, ifMatch), (response) => respond.answer(response), (cause) => respond.failed(cause))
 
 /** What the surface tells the command about its body: the keys it counted but left unparsed. */
 const optionsOf = (keysLeftOut: number): ExecuteOptions | undefined => (keysLeftOut > 0 ? { keysLeftOut } : undefined)

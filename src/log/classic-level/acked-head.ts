@@ -23,6 +23,7 @@
 import * as fs from "node:fs"
 import * as path from "node:path"
 import { crc32c } from "../record.ts"
+import { fsyncPath } from "../../support/fsync-path.ts"
 
 export const ACKED_FILE = "WO-ACKED"
 // Three fixed-size slots, each `<crc32c:8 hex> <json>\n`; each rewrite goes to the slot holding the oldest record,
@@ -108,16 +109,6 @@ const pwrite = (fd: number, bytes: Buffer, at: number) =>
   new Promise<void>((resolve, reject) => fs.write(fd, bytes, 0, bytes.length, at, (e) => (e ? reject(e) : resolve())))
 const fdatasync = (fd: number) => new Promise<void>((resolve, reject) => fs.fdatasync(fd, (e) => (e ? reject(e) : resolve())))
 
-/** Makes the directory entry of a new file durable. */
-const syncDir = (dir: string) => {
-  const fd = fs.openSync(dir, "r")
-  try {
-    fs.fsyncSync(fd)
-  } finally {
-    fs.closeSync(fd)
-  }
-}
-
 export interface AckedHeadWriter {
   /**
    * The batch ending at `seq` is durable in LevelDB and about to be acknowledged: rewrites the record (page cache;
@@ -161,7 +152,7 @@ export const openAckedHead = (
       fs.closeSync(fd)
     }
     fs.renameSync(tmp, file)
-    syncDir(dir)
+    fsyncPath(dir)
     gens.splice(0, SLOTS, 0, -1, -1)
   }
   const fd = fs.openSync(file, "r+")

@@ -4,7 +4,8 @@
  * stored (the recorded counts then disagree), and the ids whose create is gone (no event and no row left).
  * One pass over the events and one over the row keys, in native batches.
  */
-import { READ_BATCH, decodeEvent } from "./level-records.ts"
+import { decodeEvent } from "./level-records.ts"
+import { forEachRecord } from "./read-batches.ts"
 import type { Db } from "./level-db.ts"
 import * as K from "./log-keys.ts"
 import type { SeqRanges } from "./accepted-loss.ts"
@@ -18,18 +19,6 @@ export interface LossSurvey {
   readonly lostIds: ReadonlyMap<string, ReadonlyArray<string>>
 }
 
-const eachBatch = async (it: { nextv: (n: number) => Promise<Array<any>>; close: () => Promise<void> }, f: (entry: any) => void) => {
-  try {
-    for (;;) {
-      const entries = await it.nextv(READ_BATCH)
-      if (entries.length === 0) return
-      for (const entry of entries) f(entry)
-    }
-  } finally {
-    await it.close()
-  }
-}
-
 export const surveyLoss = async (db: Db, counters: ReadonlyMap<string, number>): Promise<LossSurvey> => {
   const gaps: Array<[number, number]> = []
   const seen = new Map<string, Set<string>>()
@@ -39,7 +28,7 @@ export const surveyLoss = async (db: Db, counters: ReadonlyMap<string, number>):
     ids.add(id)
   }
   let expected = 1
-  await eachBatch(db.iterator({ gte: K.EVENTS_START, lt: K.EVENTS_END }), ([key, value]: [string, string]) => {
+  await forEachRecord(db.iterator({ gte: K.EVENTS_START, lt: K.EVENTS_END }), ([key, value]: [string, string]) => {
     const seq = K.seqOfEventKey(key)
     if (seq > expected) gaps.push([expected, seq - 1])
     expected = seq + 1
@@ -51,7 +40,7 @@ export const surveyLoss = async (db: Db, counters: ReadonlyMap<string, number>):
     }
   })
   const rowCounts = new Map<string, number>()
-  await eachBatch(db.keys({ gte: K.ROWS_START, lt: K.ROWS_END }), (key: string) => {
+  await forEachRecord(db.keys({ gte: K.ROWS_START, lt: K.ROWS_END }), (key: string) => {
     const type = K.typeOfRowKey(key)
     rowCounts.set(type, (rowCounts.get(type) ?? 0) + 1)
     note(type, String(Number(key.slice(key.lastIndexOf("!") + 1))))

@@ -14,15 +14,12 @@
 import { Effect } from "effect"
 import type { StoreError } from "../../domain/errors.ts"
 import { streamKey } from "../../domain/events.ts"
-import { isCanonicalId } from "../../domain/ids.ts"
-import { makeProblems, nonCanonicalEvent, type VerifyReport } from "../classic-level/offline/verify.ts"
+import { describeProblem as describe, makeProblems, makeStoreRules, type VerifyReport } from "../store-rules.ts"
 import type { PgConnectionShape } from "./connection.ts"
 import { decodeEvent, decodeRow, decodeStoredKey, decodeType, EVENT_COLUMNS, KEY_COLUMNS, ROW_COLUMNS, TYPE_COLUMNS } from "./records.ts"
 import { SCHEMA } from "./schema.ts"
 
 const BATCH = 5000
-
-const describe = (e: unknown) => (e instanceof Error ? e.message : String(e))
 
 export const verifyPostgresStore = (conn: PgConnectionShape): Effect.Effect<VerifyReport, StoreError> =>
   Effect.scoped(
@@ -33,80 +30,62 @@ export const verifyPostgresStore = (conn: PgConnectionShape): Effect.Effect<Veri
       const started = Date.now()
       const found = makeProblems()
       const problem = found.add
+      const rules = makeStoreRules(problem)
+      /** Every row of a query paged by its keys, BATCH a page: `after` is the key past the rows handed to `f`. */
+      const eachRow = (what: string, text: string, after: () => ReadonlyArray<unknown>, f: (raw: any) => void) =>
+        Effect.gen(function* () {
+          for (;;) {
+            const page = yield* q(what, text, [...after(), BATCH])
+            if (page.rows.length === 0) return
+            for (const raw of page.rows) f(raw)
+          }
+        })
       yield* q("cannot begin", "begin isolation level repeatable read read only")
 
       // Events: checksums, seq continuity, per-entity version continuity, highest id per type.
       let events = 0
-      let expectedSeq = 1
-      let lastSeq = 0
-      const versions = new Map<string, number>() // entity -> last version; -1 after a delete
-      const maxId = new Map<string, number>()
-      for (;;) {
-        const { rows } = yield* q("cannot read the log", `select ${EVENT_COLUMNS} from ${SCHEMA}.events e where e.seq > $1 order by e.seq limit $2`, [lastSeq, BATCH])
-        if (rows.length === 0) break
-        for (const raw of rows) {
-          events++
-          const seq = Number(raw.seq)
-          if (seq !== expectedSeq) problem(`events ${expectedSeq}..${seq - 1} are missing`)
-          expectedSeq = seq + 1
-          lastSeq = seq
-          let event
-          try {
-            event = decodeEvent(raw)
-          } catch (e) {
-            problem(describe(e))
-            continue
-          }
-          if (!isCanonicalId(event.id)) problem(nonCanonicalEvent(seq, event.type, String(event.id)))
-          const entity = streamKey(event.type, event.id)
-          const before = versions.get(entity)
-          if (before === -1) problem(`event ${seq}: ${entity} changes after its delete`)
-          else if (event.version !== (before ?? 0) + 1) problem(`event ${seq}: ${entity} goes from version ${before ?? 0} to ${event.version}`)
-          else if ((event.kind === "created") !== (event.version === 1)) problem(`event ${seq}: ${entity} version ${event.version} is a ${event.kind}`)
-          versions.set(entity, event.kind === "deleted" ? -1 : event.version)
-          const id = Number(event.id)
-          if (id > (maxId.get(event.type) ?? 0)) maxId.set(event.type, id)
+      const eventsAfter = `select ${EVENT_COLUMNS} from ${SCHEMA}.events e where e.seq > $1 order by e.seq limit $2`
+      yield* eachRow("cannot read the log", eventsAfter, () => [rules.lastSeq], (raw) => {
+        events++
+        const seq = Number(raw.seq)
+        rules.seq(seq, String(seq))
+        let event
+        try {
+          event = decodeEvent(raw)
+        } catch (e) {
+          return problem(describe(e))
         }
-      }
+        rules.event(seq, event)
+      })
       const head = Number((yield* q("cannot read the log head", `select seq::text as seq from ${SCHEMA}.log_head`)).rows[0]?.seq ?? 0)
-      if (head !== lastSeq) problem(`the log head is at seq ${head}, the last event is ${lastSeq}`)
+      if (head !== rules.lastSeq) problem(`the log head is at seq ${head}, the last event is ${rules.lastSeq}`)
 
       // Rows (tombstones included): checksums, each at its entity's last version, live ones counted per type.
       let rows = 0
       const livePerType = new Map<string, number>()
       const rowed = new Set<string>()
       let cursor: [string, number, string] = ["", -1, ""]
-      for (;;) {
-        const page = yield* q(
-          "cannot read the rows",
-          `select ${ROW_COLUMNS} from ${SCHEMA}.rows where (type, length(id), id) > ($1, $2, $3) order by type, length(id), id limit $4`,
-          [...cursor, BATCH]
-        )
-        if (page.rows.length === 0) break
-        for (const raw of page.rows) {
-          cursor = [raw.type, String(raw.id).length, raw.id]
-          let stored
-          try {
-            stored = decodeRow(raw)
-          } catch (e) {
-            problem(describe(e))
-            continue
-          }
-          const entity = streamKey(stored.type, stored.id)
-          rowed.add(entity)
-          const version = versions.get(entity)
-          if (stored.row === null) {
-            if (version !== -1) problem(`row ${entity} is a tombstone, but the log ${version === undefined ? "has no events for it" : `has it live at version ${version}`}`)
-            continue
-          }
-          rows++
-          livePerType.set(stored.type, (livePerType.get(stored.type) ?? 0) + 1)
-          if (version === undefined) problem(`row ${entity} has no events in the log`)
-          else if (version === -1) problem(`row ${entity} is stored although the log deleted it`)
-          else if (version !== stored.version) problem(`row ${entity} is at version ${stored.version}, the log at ${version}`)
+      const rowsAfter = `select ${ROW_COLUMNS} from ${SCHEMA}.rows where (type, length(id), id) > ($1, $2, $3) order by type, length(id), id limit $4`
+      yield* eachRow("cannot read the rows", rowsAfter, () => cursor, (raw) => {
+        cursor = [raw.type, String(raw.id).length, raw.id]
+        let stored
+        try {
+          stored = decodeRow(raw)
+        } catch (e) {
+          return problem(describe(e))
         }
-      }
-      for (const [entity, version] of versions) if (version !== -1 && !rowed.has(entity)) problem(`row ${entity} is missing`)
+        const entity = streamKey(stored.type, stored.id)
+        rowed.add(entity)
+        if (stored.row === null) {
+          const version = rules.versionOf(entity)
+          if (version !== -1) problem(`row ${entity} is a tombstone, but the log ${version === undefined ? "has no events for it" : `has it live at version ${version}`}`)
+          return
+        }
+        rows++
+        livePerType.set(stored.type, (livePerType.get(stored.type) ?? 0) + 1)
+        rules.row(entity, stored.version)
+      })
+      rules.missingRows(rowed)
 
       // Types: id counters and live row counts.
       const types = (yield* q("cannot read the id counters", `select ${TYPE_COLUMNS} from ${SCHEMA}.types`)).rows
@@ -119,34 +98,19 @@ export const verifyPostgresStore = (conn: PgConnectionShape): Effect.Effect<Veri
           problem(describe(e))
         }
       }
-      for (const [type, id] of maxId) {
-        const counter = recorded.get(type)?.lastId
-        if (counter === undefined || counter < id) problem(`the id counter of ${type} is ${counter ?? "missing"}, below the highest id ${id}`)
-      }
-      for (const type of new Set([...recorded.keys(), ...livePerType.keys()])) {
-        if ((recorded.get(type)?.rowCount ?? 0) !== (livePerType.get(type) ?? 0)) {
-          problem(`${livePerType.get(type) ?? 0} rows of ${type} are stored, the store recorded ${recorded.get(type)?.rowCount ?? 0}`)
-        }
-      }
+      for (const [type, id] of rules.maxId) rules.idCounter(type, recorded.get(type)?.lastId, id)
+      rules.rowCounts(new Map([...recorded].map(([type, t]) => [type, t.rowCount])), livePerType)
       // Idempotency keys: each one's checksum and shape, and its answer's events within the log.
       let keyCursor = ""
-      for (;;) {
-        const page = yield* q(
-          "cannot read the idempotency keys",
-          `select ${KEY_COLUMNS} from ${SCHEMA}.idempotency_keys where key > $1 order by key limit $2`,
-          [keyCursor, BATCH]
-        )
-        if (page.rows.length === 0) break
-        for (const raw of page.rows) {
-          keyCursor = raw.key
-          try {
-            const beyond = decodeStoredKey(raw).entries.find((e) => e.event.seq > lastSeq)
-            if (beyond !== undefined) problem(`idempotency key ${raw.key} answers with event ${beyond.event.seq}, past the last event ${lastSeq}`)
-          } catch (e) {
-            problem(describe(e))
-          }
+      const keysAfter = `select ${KEY_COLUMNS} from ${SCHEMA}.idempotency_keys where key > $1 order by key limit $2`
+      yield* eachRow("cannot read the idempotency keys", keysAfter, () => [keyCursor], (raw) => {
+        keyCursor = raw.key
+        try {
+          rules.keyAnswer(raw.key, decodeStoredKey(raw).entries)
+        } catch (e) {
+          problem(describe(e))
         }
-      }
+      })
       yield* q("cannot end", "commit")
       return found.report(events, rows, started)
     })

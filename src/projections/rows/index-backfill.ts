@@ -15,6 +15,7 @@ import * as X from "../../log/classic-level/index-keys.ts"
 import type { Db, LevelDbShape } from "../../log/classic-level/level-db.ts"
 import { READ_BATCH } from "../../log/classic-level/level-records.ts"
 import * as K from "../../log/classic-level/log-keys.ts"
+import { readBatches } from "../../log/classic-level/read-batches.ts"
 import { encodeIndexState, type IndexState, type StoreIndexes } from "../../log/classic-level/store-indexes.ts"
 import { longWork } from "../../support/turnstile.ts"
 
@@ -122,18 +123,11 @@ export class IndexBackfill {
       await db.clear({ gte: prefix, lt: X.prefixEnd(prefix) })
       state = { type, fields, state: "building", after: 0, schema: this.access.schemaOf(type) }
     }
-    const it = db.iterator({ gt: K.rowKey(type, String(state.after)), lt: `${K.ROWS_START}${type}!~`, limit: BACKFILL_CHUNK })
     const entries: Array<[string, string]> = []
-    try {
-      for (;;) {
-        const more = await it.nextv(Math.min(READ_BATCH, BACKFILL_CHUNK - entries.length))
-        if (more.length === 0) break
-        entries.push(...more)
-        if (entries.length >= BACKFILL_CHUNK) break
-      }
-    } finally {
-      await it.close().catch(() => undefined)
-    }
+    await readBatches(db.iterator({ gt: K.rowKey(type, String(state.after)), lt: `${K.ROWS_START}${type}!~`, limit: BACKFILL_CHUNK }), (more) => {
+      entries.push(...more)
+      return entries.length >= BACKFILL_CHUNK ? true : undefined
+    }, { size: () => Math.min(READ_BATCH, BACKFILL_CHUNK - entries.length), closeQuietly: true })
     const batch = db.batch()
     for (const [key, raw] of entries) batch.put(X.indexKey(type, fields, this.access.decode(type, key, raw, fields)), "")
     const last = entries[entries.length - 1]

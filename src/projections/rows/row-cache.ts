@@ -8,6 +8,11 @@
  * (delete, then set) left a dead entry in the key's hash chain each time, which V8 drops only when it rehashes the
  * Map: in a Map grown large by created rows (a lend creates one) a hot row's lookup walked hundreds of them, and a
  * get or set cost several µs, against 0.6.
+ *
+ * Kept over the `lru-cache` package bounded the same way (`maxSize`, `sizeCalculation: rowBytes`): in one process
+ * (bench/row-cache-lru-ab.ts, three runs) the package took 1.14 to 1.34 times this cache's CPU per operation under
+ * set_price's pattern (a hot row read and written back: 0.60-0.77 µs against 0.50-0.61, medians), the read path's
+ * common case, and about the same under lend's (0.98 to 1.31 times).
  */
 import type { Row } from "../../domain/catalog.ts"
 

@@ -19,6 +19,7 @@ import { isCanonicalId } from "../../domain/ids.ts"
 import * as X from "../../log/classic-level/index-keys.ts"
 import { decodeRow, READ_BATCH } from "../../log/classic-level/level-records.ts"
 import type { Db } from "../../log/classic-level/level-db.ts"
+import { forEachRecord, readBatches } from "../../log/classic-level/read-batches.ts"
 import * as K from "../../log/classic-level/log-keys.ts"
 import { RecordCorrupt } from "../../log/record.ts"
 import { upcastRow } from "../../log/upcasting-log.ts"
@@ -206,33 +207,29 @@ export class StoreTable extends RowIndexes implements RowTableShape {
         const rows: Array<Row> = []
         let scanned = 0
         let last = ""
-        try {
-          for (;;) {
-            const entries = await it.nextv(READ_BATCH)
-            if (entries.length === 0) return { rows, more: false }
-            for (const [key, raw] of entries) {
-              if (scanned === budget) {
-                const resume = { id: K.idOfRowKey(last), value: undefined }
-                return rows.length < limit ? { rows, more: true, resume, partial: true } : { rows, more: true, resume }
-              }
-              scanned++
-              last = key
-              // The applied row when it is cached (as the index path serves it), else the stored one, decoded in
-              // full only when it matches.
-              let row = cache.get(key)
-              if (row === undefined) {
-                if (!matchesAll(where, servedFields(catalog, this.type, key, raw, fields))) continue
-                row = this.decode(key, raw)
-                cache.set(key, row)
-              }
-              if (!matchesAll(where, row)) continue
-              if (rows.length === limit) return { rows, more: true }
-              rows.push(row)
+        const page = await readBatches(it, (entries): RowPage | undefined => {
+          for (const [key, raw] of entries) {
+            if (scanned === budget) {
+              const resume = { id: K.idOfRowKey(last), value: undefined }
+              return rows.length < limit ? { rows, more: true, resume, partial: true } : { rows, more: true, resume }
             }
+            scanned++
+            last = key
+            // The applied row when it is cached (as the index path serves it), else the stored one, decoded in
+            // full only when it matches.
+            let row = cache.get(key)
+            if (row === undefined) {
+              if (!matchesAll(where, servedFields(catalog, this.type, key, raw, fields))) continue
+              row = this.decode(key, raw)
+              cache.set(key, row)
+            }
+            if (!matchesAll(where, row)) continue
+            if (rows.length === limit) return { rows, more: true }
+            rows.push(row)
           }
-        } finally {
-          await it.close().catch(() => undefined)
-        }
+          return undefined
+        }, { closeQuietly: true })
+        return page ?? { rows, more: false }
       },
       catch: unavailable(`cannot read the rows of ${this.type}`)
     })
@@ -258,22 +255,17 @@ export class StoreTable extends RowIndexes implements RowTableShape {
       : cursor === undefined ? { gte: prefix, lt: end } : { gt: cursor, lt: end }
     return Effect.tryPromise({
       try: async () => {
-        const it = this.access.db().keys(range)
         const rows: Array<Row> = []
-        try {
-          for (;;) {
-            const keys = await it.nextv(Math.min(READ_BATCH, Math.max(32, limit + 1 - rows.length)))
-            if (keys.length === 0) return { rows, more: false }
-            for (const row of await this.rowsOf(keys.map(X.idOfIndexKey))) {
-              // A row not applied yet may still be cached as it was: the filters are checked on the row served.
-              if (row === undefined || !matchesAll(where, row)) continue
-              if (rows.length === limit) return { rows, more: true }
-              rows.push(row)
-            }
+        const page = await readBatches(this.access.db().keys(range), async (keys): Promise<RowPage | undefined> => {
+          for (const row of await this.rowsOf(keys.map(X.idOfIndexKey))) {
+            // A row not applied yet may still be cached as it was: the filters are checked on the row served.
+            if (row === undefined || !matchesAll(where, row)) continue
+            if (rows.length === limit) return { rows, more: true }
+            rows.push(row)
           }
-        } finally {
-          await it.close().catch(() => undefined)
-        }
+          return undefined
+        }, { size: () => Math.min(READ_BATCH, Math.max(32, limit + 1 - rows.length)), closeQuietly: true })
+        return page ?? { rows, more: false }
       },
       catch: unavailable(`cannot read the rows of ${this.type}`)
     })
@@ -315,19 +307,10 @@ export class StoreTable extends RowIndexes implements RowTableShape {
     const changes: Array<Change> = []
     const done = (async () => {
       const builds = specs.map((spec) => this.indexBuild(spec))
-      const it = this.access.db().iterator({ gte: this.start, lt: this.end })
-      try {
-        for (;;) {
-          const entries = await it.nextv(READ_BATCH)
-          if (entries.length === 0) break
-          for (const [k, raw] of entries) {
-            const row = this.decode(k, raw)
-            for (const b of builds) b.add(row)
-          }
-        }
-      } finally {
-        await it.close().catch(() => undefined)
-      }
+      await forEachRecord(this.access.db().iterator({ gte: this.start, lt: this.end }), ([k, raw]) => {
+        const row = this.decode(k, raw)
+        for (const b of builds) b.add(row)
+      }, { closeQuietly: true })
       specs.forEach((spec, i) => {
         builds[i].install()
         for (const c of changes) this.replay(spec, Number(c.event.id), c.before ?? undefined, c.row ?? undefined)
@@ -341,19 +324,13 @@ export class StoreTable extends RowIndexes implements RowTableShape {
   private walk({ order, after, limit }: RowQuery): Effect.Effect<RowPage, StoreError> {
     return Effect.tryPromise({
       try: async () => {
-        const it = this.access.db().iterator({ ...this.rangeAfter(order.descending, after?.id), limit: limit + 1 })
-        try {
-          // nextv answers what it has buffered, maybe fewer than asked: read until the range or the limit ends.
-          const entries: Array<[string, string]> = []
-          for (;;) {
-            const more = await it.nextv(limit + 1 - entries.length)
-            if (more.length === 0) return entries
-            entries.push(...more)
-            if (entries.length > limit) return entries
-          }
-        } finally {
-          await it.close().catch(() => undefined)
-        }
+        // nextv answers what it has buffered, maybe fewer than asked: read until the range or the limit ends.
+        const entries: Array<[string, string]> = []
+        await readBatches(this.access.db().iterator({ ...this.rangeAfter(order.descending, after?.id), limit: limit + 1 }), (more) => {
+          entries.push(...more)
+          return entries.length > limit ? true : undefined
+        }, { size: () => limit + 1 - entries.length, closeQuietly: true })
+        return entries
       },
       catch: unavailable(`cannot read the rows of ${this.type}`)
     }).pipe(Effect.flatMap((entries) =>

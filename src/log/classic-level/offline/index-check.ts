@@ -10,25 +10,15 @@
  */
 import * as X from "../index-keys.ts"
 import type { Db } from "../level-db.ts"
-import { decodeRow, READ_BATCH } from "../level-records.ts"
+import { decodeRow } from "../level-records.ts"
+import { forEachRecord } from "../read-batches.ts"
 import * as K from "../log-keys.ts"
 import { decodeIndexState, type IndexState } from "../store-indexes.ts"
 
 const describe = (e: unknown) => (e instanceof Error ? e.message : String(e))
 
 /** Every key of a range, a batch at a time. */
-const forEachKey = async (db: Db, gte: string, lt: string, f: (key: string) => void) => {
-  const it = db.keys({ gte, lt })
-  try {
-    for (;;) {
-      const keys = await it.nextv(READ_BATCH)
-      if (keys.length === 0) return
-      for (const key of keys) f(key)
-    }
-  } finally {
-    await it.close()
-  }
-}
+const forEachKey = (db: Db, gte: string, lt: string, f: (key: string) => void) => forEachRecord(db.keys({ gte, lt }), f)
 
 /** Checks one index against its type's rows. */
 const checkIndex = async (db: Db, index: IndexState, problem: (text: string) => void) => {
@@ -43,33 +33,24 @@ const checkIndex = async (db: Db, index: IndexState, problem: (text: string) => 
   })
   const differing: Array<{ readonly id: number; readonly schema: number }> = []
   let newest = 0
-  const it = db.iterator({ gte: `${K.ROWS_START}${type}!`, lt: `${K.ROWS_START}${type}!~` })
-  try {
-    for (;;) {
-      const entries = await it.nextv(READ_BATCH)
-      if (entries.length === 0) break
-      for (const [key, value] of entries) {
-        let stored
-        try {
-          stored = decodeRow(key, value)
-        } catch {
-          continue // reported by the row check
-        }
-        const id = Number(stored.row.id)
-        const schema = stored.schema ?? 1
-        newest = Math.max(newest, schema)
-        const record = records.get(id)
-        records.delete(id)
-        if (record === undefined) {
-          if (state === "ready" || id <= after) problem(`${name} has no record of row ${type}/${id}`)
-          continue
-        }
-        if (fields.every((f) => stored.row[f] !== undefined) && record !== X.indexKey(type, fields, stored.row)) differing.push({ id, schema })
-      }
+  await forEachRecord(db.iterator({ gte: `${K.ROWS_START}${type}!`, lt: `${K.ROWS_START}${type}!~` }), ([key, value]) => {
+    let stored
+    try {
+      stored = decodeRow(key, value)
+    } catch {
+      return // reported by the row check
     }
-  } finally {
-    await it.close()
-  }
+    const id = Number(stored.row.id)
+    const schema = stored.schema ?? 1
+    newest = Math.max(newest, schema)
+    const record = records.get(id)
+    records.delete(id)
+    if (record === undefined) {
+      if (state === "ready" || id <= after) problem(`${name} has no record of row ${type}/${id}`)
+      return
+    }
+    if (fields.every((f) => stored.row[f] !== undefined) && record !== X.indexKey(type, fields, stored.row)) differing.push({ id, schema })
+  })
   for (const { id, schema } of differing) if (schema === newest) problem(`${name}: the record of row ${type}/${id} holds other values than the row`)
   for (const id of records.keys()) problem(`${name} has a record of row ${type}/${id}, which is not stored`)
 }

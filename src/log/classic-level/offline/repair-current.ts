@@ -13,6 +13,7 @@ import { readFullHead } from "../classic-level-log.ts"
 import { inspectDataDir, manifestsNewestFirst, notADirectory } from "../data-dir.ts"
 import { openDb } from "../level-db.ts"
 import { snapshotOf } from "./snapshot.ts"
+import { fsyncPath } from "../../../support/fsync-path.ts"
 
 export type CurrentRepair =
   | { readonly _tag: "NothingToDo"; readonly manifest: string }
@@ -92,11 +93,6 @@ export const writeCurrent = (dir: string, manifest: string): string | undefined 
     fs.closeSync(fd)
   }
   fs.renameSync(fresh, current)
-  const dirFd = fs.openSync(dir, "r")
-  try {
-    fs.fsyncSync(dirFd)
-  } finally {
-    fs.closeSync(dirFd)
-  }
+  fsyncPath(dir)
   return kept
 }

@@ -17,8 +17,8 @@
 import { Effect, Either } from "effect"
 import { streamKey } from "../../../domain/events.ts"
 import type { StoreError } from "../../../domain/errors.ts"
-import { isCanonicalId } from "../../../domain/ids.ts"
-import { batchedRange, decodeEvent, decodeRow, READ_BATCH } from "../level-records.ts"
+import { batchedRange, decodeEvent, decodeRow } from "../level-records.ts"
+import { readBatches } from "../read-batches.ts"
 import type { Db, LevelDbShape } from "../level-db.ts"
 import * as K from "../log-keys.ts"
 import { unseal, unsealJson } from "../../record.ts"
@@ -28,64 +28,14 @@ import { acceptedGap, describeIds, lossBetween, readAcceptedLosses } from "../ac
 import { checkAckedHead } from "../acked-check.ts"
 import { readAckedRecord } from "../acked-head.ts"
 import { checkIndexRecords } from "./index-check.ts"
+import { describeProblem as describe, makeProblems, makeStoreRules, type VerifyReport } from "../../store-rules.ts"
 
-export interface VerifyReport {
-  readonly events: number
-  readonly rows: number
-  /** Every problem found, most specific first; empty when the store is whole. */
-  readonly problems: ReadonlyArray<string>
-  /** Problems beyond the ones listed. */
-  readonly unlisted: number
-  /** Losses the operator accepted earlier (`--accept-data-loss`), one line each: reported, not problems. */
-  readonly accepted: ReadonlyArray<string>
-  readonly millis: number
-}
-
-const MAX_LISTED = 50
-
-/**
- * The problem of an event naming a row by another spelling than its id's ("01" for 1): the row store and the log
- * then disagree on which entity it changed. Stores written by earlier versions may hold such ids;
- * docs/durability.md says how to repair.
- */
-export const nonCanonicalEvent = (seq: number, type: string, id: string) =>
-  `event ${seq}: ${type} ${JSON.stringify(id.length > 40 ? `${id.slice(0, 40)}…` : id)} is not a canonical id ` +
-  `(written by a writeonce that accepted other spellings of ids); see "Non-canonical ids in a log" in docs/durability.md to repair`
-
-/** The problems a check finds, in the order found: the first MAX_LISTED listed, the rest only counted. */
-export const makeProblems = () => {
-  const listed: Array<string> = []
-  let unlisted = 0
-  return {
-    add: (text: string) => {
-      if (listed.length < MAX_LISTED) listed.push(text)
-      else unlisted++
-    },
-    report: (events: number, rows: number, started: number, accepted: ReadonlyArray<string> = []): VerifyReport =>
-      ({ events, rows, problems: listed, unlisted, accepted, millis: Date.now() - started })
-  }
-}
-
-/**
- * Every key and value of a range, a batch at a time. The next batch is read (on libuv's thread pool) while this
- * one is checked: one at a time, the check waited for the read about half of the time.
- */
-const forEachRecord = async (db: Db, gte: string, lt: string, f: (key: string, value: string) => void) => {
-  const it = db.iterator(batchedRange(gte, lt))
-  let next: Promise<Array<[string, string]>> | undefined
-  try {
-    next = it.nextv(READ_BATCH)
-    for (;;) {
-      const entries = await next
-      if (entries.length === 0) return
-      next = it.nextv(READ_BATCH)
-      for (let i = 0; i < entries.length; i++) f(entries[i][0], entries[i][1])
-    }
-  } finally {
-    await next?.catch(() => undefined) // settled before the iterator closes (and never an unhandled rejection)
-    await it.close()
-  }
-}
+/** Every key and value of a range, a batch at a time, the next batch read while this one is checked. */
+const forEachRecord = (db: Db, gte: string, lt: string, f: (key: string, value: string) => void) =>
+  readBatches(db.iterator(batchedRange(gte, lt)), (entries: Array<[string, string]>) => {
+    for (let i = 0; i < entries.length; i++) f(entries[i][0], entries[i][1])
+    return undefined
+  }, { readAhead: true })
 
 /** The ranges only a write (an appended batch) puts records in; the format marker is written with the first. */
 const WRITTEN_RANGES: ReadonlyArray<{ readonly gte: string; readonly lt: string }> = [
@@ -108,8 +58,6 @@ const firstWrittenRecord = async (db: Db): Promise<string | undefined> => {
   return undefined
 }
 
-const describe = (e: unknown) => (e instanceof Error ? e.message : String(e))
-
 export const verifyStore = (h: LevelDbShape): Effect.Effect<VerifyReport, StoreError> =>
   h.read("cannot verify the store", async (db) => {
     const started = Date.now()
@@ -130,8 +78,7 @@ export const verifyStore = (h: LevelDbShape): Effect.Effect<VerifyReport, StoreE
     }
 
     const losses = readAcceptedLosses(h.dir)
-    const gapAccepted = acceptedGap(losses)
-    const lostBetween = lossBetween(losses)
+    const rules = makeStoreRules(problem, { gapAccepted: acceptedGap(losses), lostBetween: lossBetween(losses) })
     const accepted = losses.map((l) => {
       const ids = Object.entries(l.lostIds).filter(([, list]) => list.length > 0).map(([t, list]) => `${t} ${describeIds(list)}`)
       return `accepted data loss (${l.at}): ${l.reason}${ids.length > 0 ? `; lost ids: ${ids.join("; ")}` : ""}`
@@ -139,43 +86,18 @@ export const verifyStore = (h: LevelDbShape): Effect.Effect<VerifyReport, StoreE
 
     // Events: checksums, seq continuity, per-entity version continuity, highest id per type.
     let events = 0
-    let expectedSeq = 1
-    let lastSeq = 0
-    const versions = new Map<string, number>() // entity -> last version; -1 after a delete
-    const seqOf = new Map<string, number>() // entity -> seq of its last event
-    const maxId = new Map<string, number>()
     await forEachRecord(db, K.EVENTS_START, K.EVENTS_END, (key, value) => {
       events++
       const seq = K.seqOfEventKey(key)
       if (!Number.isSafeInteger(seq)) return problem(`key ${JSON.stringify(key)} in the event range is not an event key`)
-      if (seq !== expectedSeq && !(seq > expectedSeq && gapAccepted(expectedSeq, seq - 1))) {
-        problem(seq > expectedSeq ? `events ${expectedSeq}..${seq - 1} are missing` : `event key ${key} is out of order`)
-      }
-      expectedSeq = seq + 1
-      lastSeq = seq
+      rules.seq(seq, key)
       let event
       try {
         event = decodeEvent(key, value)
       } catch (e) {
         return problem(describe(e))
       }
-      if (!isCanonicalId(event.id)) problem(nonCanonicalEvent(seq, event.type, String(event.id)))
-      const entity = streamKey(event.type, event.id)
-      const before = versions.get(entity)
-      // Versions that lie in an accepted loss: the entity's events resume past it.
-      const acrossLoss = event.version > (before ?? 0) + 1 && lostBetween(seqOf.get(entity) ?? 0, seq)
-      seqOf.set(entity, seq)
-      if (before === -1) problem(`event ${seq}: ${entity} changes after its delete`)
-      else if (acrossLoss) {
-        if (event.kind === "created") problem(`event ${seq}: ${entity} version ${event.version} is a ${event.kind}`)
-      } else if (event.version !== (before ?? 0) + 1) {
-        problem(`event ${seq}: ${entity} goes from version ${before ?? 0} to ${event.version}`)
-      } else if ((event.kind === "created") !== (event.version === 1)) {
-        problem(`event ${seq}: ${entity} version ${event.version} is a ${event.kind}`)
-      }
-      versions.set(entity, event.kind === "deleted" ? -1 : event.version)
-      const id = Number(event.id)
-      if (id > (maxId.get(event.type) ?? 0)) maxId.set(event.type, id)
+      rules.event(seq, event)
     })
 
     // Rows: checksums, each at its entity's last version, counted per type.
@@ -193,10 +115,7 @@ export const verifyStore = (h: LevelDbShape): Effect.Effect<VerifyReport, StoreE
       const entity = streamKey(stored.type, stored.row.id)
       rowed.add(entity)
       rowsPerType.set(stored.type, (rowsPerType.get(stored.type) ?? 0) + 1)
-      const version = versions.get(entity)
-      if (version === undefined) problem(`row ${entity} has no events in the log`)
-      else if (version === -1) problem(`row ${entity} is stored although the log deleted it`)
-      else if (version !== stored.row.version) problem(`row ${entity} is at version ${stored.row.version}, the log at ${version}`)
+      rules.row(entity, stored.row.version)
     })
 
     // Metadata: checkpoint, counters, row counts.
@@ -211,14 +130,10 @@ export const verifyStore = (h: LevelDbShape): Effect.Effect<VerifyReport, StoreE
       }
     }
     const checkpoint = (await read(K.CHECKPOINT_KEY)) ?? 0
+    const lastSeq = rules.lastSeq
     if (checkpoint !== lastSeq) problem(`the checkpoint is ${checkpoint}, the last event ${lastSeq}`)
-    if (checkpoint === lastSeq) {
-      for (const [entity, version] of versions) if (version !== -1 && !rowed.has(entity)) problem(`row ${entity} is missing`)
-    }
-    for (const [type, id] of maxId) {
-      const counter = await read(K.counterKey(type))
-      if (counter === undefined || !(counter >= id)) problem(`the id counter of ${type} is ${counter ?? "missing"}, below the highest id ${id}`)
-    }
+    if (checkpoint === lastSeq) rules.missingRows(rowed)
+    for (const [type, id] of rules.maxId) rules.idCounter(type, await read(K.counterKey(type)), id)
     const recorded = new Map<string, number>()
     for await (const [key, value] of db.iterator({ gte: K.ROW_COUNT_PREFIX, lt: `${K.ROW_COUNT_PREFIX}~` })) {
       try {
@@ -227,11 +142,7 @@ export const verifyStore = (h: LevelDbShape): Effect.Effect<VerifyReport, StoreE
         problem(describe(e))
       }
     }
-    for (const type of new Set([...recorded.keys(), ...rowsPerType.keys()])) {
-      if ((recorded.get(type) ?? 0) !== (rowsPerType.get(type) ?? 0)) {
-        problem(`${rowsPerType.get(type) ?? 0} rows of ${type} are stored, the store recorded ${recorded.get(type) ?? 0}`)
-      }
-    }
+    rules.rowCounts(recorded, rowsPerType)
     // Views: each record's checksum and shape, and a last change no later than the checkpoint. Their values are
     // a fold of the app's code: `wo replay --app` compares them with the log.
     await forEachRecord(db, K.VIEWS_START, K.VIEWS_END, (key, value) => {
@@ -247,9 +158,7 @@ export const verifyStore = (h: LevelDbShape): Effect.Effect<VerifyReport, StoreE
     // Idempotency keys: each record's checksum and shape, and its entries within the log.
     await forEachRecord(db, K.KEYS_START, K.KEYS_END, (key, value) => {
       try {
-        const stored = decodeKeyPayload(key.slice(2), unseal(key, value), key)
-        const beyond = stored.entries.find((e) => e.event.seq > lastSeq)
-        if (beyond !== undefined) problem(`idempotency key ${key.slice(2)} answers with event ${beyond.event.seq}, past the last event ${lastSeq}`)
+        rules.keyAnswer(key.slice(2), decodeKeyPayload(key.slice(2), unseal(key, value), key).entries)
       } catch (e) {
         problem(describe(e))
       }
