@@ -30,8 +30,10 @@ import { Metrics, metricsOff } from "../metrics/metrics.ts"
 import { CommitMode } from "./commit-mode.ts"
 import { decideBatch } from "./decide-batch.ts"
 import type { CommandCommitted, CommandSubmission, Committed, Decided, Pending, PendingCommand, Queued, Submission } from "./submission.ts"
+import { WriterStatus, type WriterStatusShape } from "./writer-status.ts"
+import { noCancel } from "../support/no-cancel.ts"
 
-export interface GroupCommitShape {
+export interface GroupCommitShape extends WriterStatusShape {
   /** Queues the command and waits until its event is durable (or it is refused). */
   readonly submit: (submission: Submission) => Effect.Effect<Committed, CommandError>
   /**
@@ -45,13 +47,6 @@ export interface GroupCommitShape {
   readonly submitCommand: (submission: CommandSubmission) => Effect.Effect<CommandCommitted, CommandError>
   /** `submitCommand` without a fiber, as `offer` is `submit` without one (same rules for `onExit`). */
   readonly offerCommand: (submission: CommandSubmission, onExit: (exit: Exit.Exit<CommandCommitted, CommandError>) => void) => () => void
-  /**
-   * Completes if the writer dies from a bug of ours. Every command then fails fast with WriterStopped; the
-   * process should exit non-zero so that a supervisor restarts it (`wo run` does).
-   */
-  readonly died: Effect.Effect<string>
-  /** Commands queued, not yet taken into a batch (metrics). */
-  readonly queueDepth: () => number
 }
 
 export class GroupCommit extends Context.Tag("writeonce/GroupCommit")<GroupCommit, GroupCommitShape>() {}
@@ -333,7 +328,7 @@ export const makeGroupCommit = Effect.gen(function* () {
   })
 })
 
-/** The cancel of a command already answered (or refused before it was queued): nothing to undo. */
-export const noCancel = () => {}
-
-export const GroupCommitLive = Layer.scoped(GroupCommit, makeGroupCommit)
+/** The writer, and its status for those who only watch it (writer-status.ts). */
+export const GroupCommitLive = Layer.scopedContext(
+  Effect.map(makeGroupCommit, (writer) => Context.make(GroupCommit, writer).pipe(Context.add(WriterStatus, writer)))
+)

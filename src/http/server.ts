@@ -1,7 +1,7 @@
 /** The HTTP server as a scoped service: the edge listening, with REST and MCP routed behind it. */
 import { Context, Effect, Layer, Option } from "effect"
 import { makeBackupControl } from "./routes/backup-route.ts"
-import { LevelDb } from "../log/classic-level/level-db.ts"
+import { StoreFiles } from "../log/store-files.ts"
 import { Catalog } from "../domain/app-catalog.ts"
 import { Commands } from "../commands/commands.ts"
 import { WoConfig } from "../support/config.ts"
@@ -42,8 +42,8 @@ export const makeAppHandler = Effect.gen(function* () {
   const viewRoutes = makeViewRoutes(yield* Views)
   const metrics = yield* makeMetricsRoute
   // The embedded store's backup endpoint (`wo backup`); a PostgreSQL store is backed up with PostgreSQL's tools.
-  const levelDb = settings.store === undefined ? yield* Effect.serviceOption(LevelDb) : Option.none()
-  const control = Option.isSome(levelDb) ? yield* makeBackupControl(levelDb.value, settings.host) : undefined
+  const files = settings.store === undefined ? yield* Effect.serviceOption(StoreFiles) : Option.none()
+  const control = Option.isSome(files) ? yield* makeBackupControl(files.value, settings.host) : undefined
   const guards = makeGuards(settings)
   const authorized = makeAuthCheck(settings.authToken)
   const rest = makeRestRoutes(catalog, commands, queries, settings.maxJsonDepth)

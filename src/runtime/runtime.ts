@@ -6,7 +6,7 @@ import { Effect, Layer } from "effect"
 import type { AppDef } from "../domain/catalog.ts"
 import { Catalog } from "../domain/app-catalog.ts"
 import { ClassicLevelLog } from "../log/classic-level/classic-level-log.ts"
-import { levelDbLayer, type LevelDb } from "../log/classic-level/level-db.ts"
+import { levelDbLayer, StoreFilesLive, type LevelDb } from "../log/classic-level/level-db.ts"
 import type { EventLog } from "../log/event-log.ts"
 import type { StoreError } from "../domain/errors.ts"
 import { CommandsLive } from "../commands/commands.ts"
@@ -76,6 +76,7 @@ export const coreLayer = (app: AppDef, settings: Settings, options: CoreOptions 
   const store = recovered.pipe(
     Layer.provideMerge(ChangeFeedLive),
     Layer.provideMerge(log),
+    Layer.provideMerge(StoreFilesLive),
     Layer.provideMerge(levelDbLayer(settings.dataDir, { acceptDataLoss: settings.acceptDataLoss }))
   )
   const mode: Layer.Layer<CommitMode, never, EventLog | Rows | ChangeFeed | Catalog> = shared ? SharedCommit : LocalCommit

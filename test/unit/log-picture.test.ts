@@ -1,12 +1,12 @@
 /**
- * A node's picture of the shared log (log/postgres/append.ts): the head and the id counters it plans its next
+ * A node's picture of the shared log (log/postgres/log-picture.ts): the head and the id counters it plans its next
  * append on. After a batch written behind other nodes' commits (shifted), the head is past those commits before the
  * tailer delivers them: their creates must still move the counters of the other types, and never those of the
  * batch's own types (which the append function checked include them). No database: the picture alone.
  */
 import { describe, expect, it } from "vitest"
 import type { StoredEvent } from "../../src/domain/events.ts"
-import { makeLogPicture, pictureAt, seePicture } from "../../src/log/postgres/append.ts"
+import { makeLogPicture, pictureAt, seePicture } from "../../src/log/postgres/log-picture.ts"
 
 const event = (seq: number, type: string, id: string, kind: StoredEvent["kind"], version = 1): StoredEvent => ({
   seq,

@@ -7,7 +7,7 @@
  */
 import { type Cause, Data, Effect, Either, Option, Schema } from "effect"
 import type { Stage } from "../../commands/commands.ts"
-import { noCancel } from "../../commands/group-commit.ts"
+import { noCancel } from "../../support/no-cancel.ts"
 import { IDEMPOTENCY_KEY_META, keyProblem } from "../../commands/idempotency.ts"
 import type { Settings } from "../../support/config.ts"
 import type { CompiledApp } from "../../domain/compile.ts"

@@ -5,7 +5,10 @@
  * errors to statuses (see era-policy.ts, transport.ts). test/unit/protocol-sdk.test.ts pins these constants
  * to the ones the official SDK packages export.
  */
-import { Data, Either, Schema } from "effect"
+import { Either, Schema } from "effect"
+import { errorMessage, JsonRpcErrorCode, RpcError, type RpcId } from "../edge/json-rpc-errors.ts"
+
+export { errorMessage, RpcError, type RpcId }
 
 // ---------------------------------------------------------------------------------------------------
 // Revisions
@@ -64,12 +67,9 @@ export const Notification = {
   subscriptionsAcknowledged: "notifications/subscriptions/acknowledged"
 } as const
 
+/** JSON-RPC's own codes, then MCP's. */
 export const ErrorCode = {
-  ParseError: -32700,
-  InvalidRequest: -32600,
-  MethodNotFound: -32601,
-  InvalidParams: -32602,
-  InternalError: -32603,
+  ...JsonRpcErrorCode,
   /** Legacy era: resource not found. */
   ResourceNotFound: -32002,
   /** Modern era: an Mcp-* header is missing or disagrees with the body. */
@@ -81,7 +81,6 @@ export const ErrorCode = {
 // ---------------------------------------------------------------------------------------------------
 // Messages
 
-export type RpcId = string | number
 export type Params = Readonly<Record<string, unknown>>
 
 const Id = Schema.Union(Schema.String, Schema.Number.pipe(Schema.finite()))
@@ -106,13 +105,6 @@ export type RpcMessage =
   | RpcRequest
   | { readonly _tag: "Notification"; readonly method: string; readonly params: Params }
   | { readonly _tag: "Response" }
-
-/** A protocol error: JSON-RPC code, message and data. How it travels (an HTTP status) is the transport's business. */
-export class RpcError extends Data.TaggedError("RpcError")<{
-  readonly code: number
-  readonly message: string
-  readonly data?: unknown
-}> {}
 
 const isObject = (u: unknown): u is Record<string, unknown> => typeof u === "object" && u !== null && !Array.isArray(u)
 
@@ -178,12 +170,6 @@ export const progressTokenOf = (meta: Params | undefined): string | number | und
 }
 
 export const resultMessage = (id: RpcId, result: unknown) => ({ jsonrpc: "2.0" as const, id, result })
-
-export const errorMessage = (id: RpcId | null, error: RpcError) => ({
-  jsonrpc: "2.0" as const,
-  id,
-  error: error.data === undefined ? { code: error.code, message: error.message } : { code: error.code, message: error.message, data: error.data }
-})
 
 export const notificationMessage = (method: string, params: object) => ({ jsonrpc: "2.0" as const, method, params })
 

@@ -9,7 +9,7 @@
 import { Cause, Effect, Either, Stream } from "effect"
 import type { IncomingHttpHeaders } from "node:http"
 import { isStoreError } from "../../domain/errors.ts"
-import { noCancel } from "../../commands/group-commit.ts"
+import { noCancel } from "../../support/no-cancel.ts"
 import type { DirectRespond, DirectRoute } from "../edge/edge.ts"
 import { httpError } from "../edge/edge-error.ts"
 import { empty, json, type EdgeRequest, type EdgeResponse, type Headers } from "../edge/edge-types.ts"

@@ -16,7 +16,7 @@ import { deletedBody, listBody } from "./bodies.ts"
 import { fromQueryString } from "../../domain/list-request.ts"
 import { commandBody } from "./command-body.ts"
 import { IDEMPOTENCY_KEY_HEADER, keyProblem, REPLAYED_HEADER } from "../../commands/idempotency.ts"
-import { noCancel } from "../../commands/group-commit.ts"
+import { noCancel } from "../../support/no-cancel.ts"
 import { answerExit as answerWriterExit } from "../../commands/exit-answer.ts"
 import { etagOf, RowAnswers } from "./row-answers.ts"
 

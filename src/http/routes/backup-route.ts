@@ -8,7 +8,7 @@ import * as path from "node:path"
 import { CONTROL_FILE, publishControl, TOKEN_HEADER } from "../../backup/control.ts"
 import { copyStore } from "../../backup/copy-store.ts"
 import { checkBackupDestination } from "../../backup/destination.ts"
-import type { LevelDbShape } from "../../log/classic-level/level-db.ts"
+import type { StoreFilesShape } from "../../log/store-files.ts"
 import { isLoopback } from "../edge/auth.ts"
 import { json, type EdgeRequest, type EdgeResponse } from "../edge/edge-types.ts"
 
@@ -18,10 +18,10 @@ const sameToken = (sent: string | Array<string> | undefined, token: string) =>
   typeof sent === "string" && sent.length === token.length && timingSafeEqual(Buffer.from(sent), Buffer.from(token))
 
 /**
- * The backup endpoint of the server holding `db`, and `publish`, which writes the control file once the server
- * listens (removed with the scope). `host`: the address the server listens on (a client on it is local).
+ * The backup endpoint of the server whose store keeps `files`, and `publish`, which writes the control file once the
+ * server listens (removed with the scope). `host`: the address the server listens on (a client on it is local).
  */
-export const makeBackupControl = (db: LevelDbShape, host: string) =>
+export const makeBackupControl = (files: StoreFilesShape, host: string) =>
   Effect.gen(function* () {
     const token = randomBytes(32).toString("hex")
     let running = false
@@ -40,14 +40,14 @@ export const makeBackupControl = (db: LevelDbShape, host: string) =>
         }
         if (typeof sent !== "string" || !path.isAbsolute(sent)) return json(400, { error: "the body must be {\"dest\": <an absolute path>}" })
         const dest = path.resolve(sent) // the path checked is the path written (backup/destination.ts)
-        const problem = checkBackupDestination(db.dir, dest)
+        const problem = checkBackupDestination(files.dir, dest)
         if (problem !== undefined) return json(409, { error: problem })
         if (running) return json(409, { error: "a backup of this data dir is already running" })
-        const hold = db.whileNoWrites
+        const hold = files.whileNoWrites
         if (hold === undefined) return json(500, { error: "this store cannot hold its writes for a backup" })
         running = true
         // Not cut short by a client that goes away: a backup is finished or removed, never left half-built.
-        const taken = yield* copyStore(db.dir, dest, hold).pipe(
+        const taken = yield* copyStore(files.dir, dest, hold).pipe(
           Effect.uninterruptible,
           Effect.ensuring(Effect.sync(() => {
             running = false
@@ -62,7 +62,7 @@ export const makeBackupControl = (db: LevelDbShape, host: string) =>
         return json(200, taken.right)
       })
 
-    const publish = (url: string) => publishControl(db.dir, url, token)
+    const publish = (url: string) => publishControl(files.dir, url, token)
 
     return { backup, publish }
   })

@@ -15,7 +15,7 @@
 import { Duration, Effect, Either } from "effect"
 import * as fs from "node:fs/promises"
 import * as path from "node:path"
-import { GroupCommit } from "../../commands/group-commit.ts"
+import { WriterStatus } from "../../commands/writer-status.ts"
 import { WoConfig } from "../../support/config.ts"
 import { EventLog } from "../../log/event-log.ts"
 import { WriteHealth } from "../../metrics/observed-log.ts"
@@ -51,7 +51,7 @@ const probeDisk = (dataDir: string) =>
 
 export const makeHealthRoutes = Effect.gen(function* () {
   const settings = yield* WoConfig
-  const writer = yield* GroupCommit
+  const writer = yield* WriterStatus
   const mode = yield* CommitMode
   const log = yield* EventLog
   const writes = yield* WriteHealth

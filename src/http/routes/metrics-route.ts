@@ -4,7 +4,7 @@
  * knows it, so that serving them costs nothing between scrapes.
  */
 import { Effect } from "effect"
-import { GroupCommit } from "../../commands/group-commit.ts"
+import { WriterStatus } from "../../commands/writer-status.ts"
 import { EventLog } from "../../log/event-log.ts"
 import { Metrics } from "../../metrics/metrics.ts"
 import { CommitMode } from "../../commands/commit-mode.ts"
@@ -17,7 +17,7 @@ export const METRICS_PATH = "/metrics"
 
 export const makeMetricsRoute = Effect.gen(function* () {
   const metrics = yield* Metrics
-  const writer = yield* GroupCommit
+  const writer = yield* WriterStatus
   const streams = yield* OpenStreams
   const sessions = yield* Sessions
   const mode = yield* CommitMode

@@ -21,6 +21,7 @@ import { DataCorrupt, isStoreError, StoreFailed, type StoreError } from "../../d
 import { prepareDataDir } from "./data-dir.ts"
 import { silentWalDamage } from "./wal-check.ts"
 import { holdWriteAheadLogs } from "./wal-hold.ts"
+import { StoreFiles } from "../store-files.ts"
 
 export type Db = ClassicLevel<string, string>
 
@@ -302,3 +303,9 @@ export const openDb = (dir: string, options: OpenOptions = {}) =>
 
 export const levelDbLayer = (dir: string, options: OpenOptions = {}) =>
   Layer.scoped(LevelDb, openDb(dir, { holdWriteAheadLogs: true, ...options }))
+
+/** The port the backup endpoint reaches the data dir's files through (store-files.ts), over the open store. */
+export const StoreFilesLive = Layer.effect(
+  StoreFiles,
+  Effect.map(LevelDb, (db) => ({ dir: db.dir, whileNoWrites: db.whileNoWrites }))
+)

@@ -2,7 +2,7 @@
  * One group-commit batch, appended to the shared log by the function `writeonce.append_batch` (schema.ts): one
  * statement, so one round trip when this node's picture of the log is right. Several nodes append to the same log:
  *
- *   1. plan (here, `plan`): against a picture of the log (the head, the batch's idempotency keys already stored,
+ *   1. plan (append-plan.ts): against a picture of the log (the head, the batch's idempotency keys already stored,
  *      its entities' stored versions, the id counters and row counts of the types it creates or deletes), assign the
  *      batch's seqs from the head on and each create its type's next id (the row rewritten to it); leave out as
  *      `Duplicate` a submission whose key is stored (another node, or an attempt whose commit failed but landed,
@@ -37,324 +37,23 @@
  * fails: the caller is not acknowledged, and the writer's resync finds the events on its next batch.
  */
 import { Effect, Either } from "effect"
-import type { Row } from "../../domain/catalog.ts"
-import type { StoredEvent } from "../../domain/events.ts"
 import type pg from "pg"
 import { type StoreError, StoreFailed } from "../../domain/errors.ts"
 import { streamKey } from "../../domain/events.ts"
-import { Duplicate, isWritten, Stale, type AppendBatch, type AppendEntry, type AppendResult, type StoredKey } from "../event-log.ts"
-import { keyPayload } from "../key-record.ts"
+import type { AppendBatch, AppendResult } from "../event-log.ts"
+import { expected, plan, shifted, touchedBy, type LogState, type Planned } from "./append-plan.ts"
 import type { PgConnectionShape } from "./connection.ts"
-import {
-  checksum,
-  decodeOrFail,
-  decodeStoredKey,
-  decodeType,
-  eventColumns,
-  idempotencyKeyOf,
-  rowKey,
-  rowPayload,
-  typeKey,
-  typePayload,
-  viewKey
-} from "./records.ts"
+import { makeLogPicture, pictureAt, type LogPicture } from "./log-picture.ts"
+import { decodeOrFail, decodeStoredKey, decodeType } from "./records.ts"
 import { SCHEMA } from "./schema.ts"
 
-type Counts = { lastId: number; rowCount: number }
-
-/** What a batch is planned against: the log as the function answered it, or as this node expects it. */
-interface LogState {
-  readonly head: number
-  /** The batch's idempotency keys that are stored. */
-  readonly keys: ReadonlyMap<string, StoredKey>
-  /** Stored version per entity (`streamKey`) the batch updates or deletes; 0: never written. */
-  readonly versions: ReadonlyMap<string, number>
-  /** Per type the batch creates or deletes in: the id counter and live row count; absent: none yet. */
-  readonly counts: ReadonlyMap<string, Counts>
-}
-
-/**
- * This node's picture of the log: the head and the counters after its last append (or as read at start, or as
- * the function last answered). Only a guess, checked by the function under the lock: a wrong one costs a round trip.
- */
-export interface LogPicture {
-  head: number
-  readonly counts: Map<string, Counts>
-  /**
-   * Per type, the seq its counters are exact at (absent: `base`, the head read at start): an event of the type the
-   * log delivers later counts only past it. After a batch written behind other nodes' commits (shifted), the head
-   * is past them before they are delivered, and the counters of the batch's own types include them already.
-   */
-  readonly countedAt: Map<string, number>
-  readonly base: number
-  /** What the appends on this picture cost: logged at Debug (postgres-log.ts), read by bench/profile-pg.ts. */
-  readonly cost: AppendCost
-}
-
-/**
- * Per node: batches appended, how many were written by the first call, calls of the function, transactions opened,
- * and how many were written after other nodes' commits (shifted).
- */
-export interface AppendCost {
-  batches: number
-  firstCall: number
-  shifted: number
-  calls: number
-  transactions: number
-  events: number
-}
-
-export const makeLogPicture = (head: number, types: ReadonlyArray<{ readonly type: string; readonly lastId: number; readonly rowCount: number }>): LogPicture => ({
-  head,
-  counts: new Map(types.map((t) => [t.type, { lastId: t.lastId, rowCount: t.rowCount }])),
-  countedAt: new Map(),
-  base: head,
-  cost: { batches: 0, firstCall: 0, shifted: 0, calls: 0, transactions: 0, events: 0 }
-})
-
-/**
- * Moves the picture over events the log delivered (other nodes' commits, in seq order; now and then one of this
- * node's own, read back), so that this node's next append is planned on the log as it is: the head, and each
- * type's counters past the seq they are exact at.
- */
-export const seePicture = (picture: LogPicture, events: ReadonlyArray<StoredEvent>) => {
-  for (const event of events) {
-    if (event.seq > picture.head) picture.head = event.seq
-    if (event.kind !== "created" && event.kind !== "deleted") continue
-    if (event.seq <= (picture.countedAt.get(event.type) ?? picture.base)) continue
-    picture.countedAt.set(event.type, event.seq)
-    const c = picture.counts.get(event.type) ?? { lastId: 0, rowCount: 0 }
-    picture.counts.set(event.type, event.kind === "created"
-      ? { lastId: Math.max(c.lastId, Number(event.id)), rowCount: c.rowCount + 1 }
-      : { lastId: c.lastId, rowCount: c.rowCount - 1 })
-  }
-}
-
-/**
- * The picture after the log was seen (the function's answer) or written (a batch) at `head`: the head, and the
- * counters of `types`, exact there (the function checked them under the lock). A type's counters already moved
- * past `head` by delivered events are left as they are (a wrong counter costs one call, never a wrong write).
- */
-export const pictureAt = (picture: LogPicture, head: number, types: Iterable<readonly [string, Counts]>) => {
-  if (head > picture.head) picture.head = head
-  for (const [type, c] of types) {
-    if ((picture.countedAt.get(type) ?? picture.base) > head) continue
-    picture.counts.set(type, c)
-    picture.countedAt.set(type, head)
-  }
-}
+/** The picture's maker, beside the append that takes one (bench/pg-append-ab.ts compares this module across checkouts). */
+export { makeLogPicture }
 
 /** What an append did, for the log: its result, and the last event it wrote (the tailer's divergence check). */
 export interface Appended {
   readonly result: AppendResult
   readonly last?: { readonly seq: number; readonly checksum: string }
-}
-
-/** The entities (non-creates) a batch checks versions of, and the types whose counters it moves. */
-const touchedBy = (batch: AppendBatch) => {
-  const entities = new Map<string, { type: string; id: string; decidedOn: number }>()
-  const types = new Set<string>()
-  for (const { event } of batch.entries) {
-    if (event.kind !== "created") {
-      const key = streamKey(event.type, event.id)
-      if (!entities.has(key)) entities.set(key, { type: event.type, id: event.id, decidedOn: event.version - 1 })
-    }
-    if (event.kind === "created" || event.kind === "deleted") types.add(event.type)
-  }
-  return { entities, types }
-}
-
-/** The log as this node expects it: its picture, the versions the batch was decided on, no key stored yet. */
-const expected = (picture: LogPicture, touched: ReturnType<typeof touchedBy>): LogState => {
-  const counts = new Map<string, Counts>()
-  for (const type of touched.types) {
-    const c = picture.counts.get(type)
-    if (c !== undefined) counts.set(type, { ...c })
-  }
-  const versions = new Map<string, number>()
-  for (const [key, e] of touched.entities) versions.set(key, e.decidedOn)
-  return { head: picture.head, keys: new Map(), versions, counts }
-}
-
-/** The batch planned against `state`: every entry's outcome, and the function's arguments that write it. */
-const plan = (batch: AppendBatch, state: LogState, touched: ReturnType<typeof touchedBy>, tag: string) => {
-  const entries = batch.entries
-  const head = state.head
-  const claims = batch.keys ?? []
-  const replays = new Map<string, StoredKey>()
-  const duplicates = new Set<number>()
-  for (const c of claims) {
-    const stored = state.keys.get(c.key)
-    if (stored === undefined) continue
-    replays.set(c.key, stored)
-    for (let i = c.first; i < c.first + c.count; i++) duplicates.add(i)
-  }
-  // Versions: one past the entity's stored version (0: never written), chained within the batch.
-  const versions = new Map<string, number>()
-  for (const key of touched.entities.keys()) versions.set(key, state.versions.get(key) ?? 0)
-  const counts = new Map<string, Counts>()
-  for (const type of touched.types) counts.set(type, { ...(state.counts.get(type) ?? { lastId: 0, rowCount: 0 }) })
-
-  const ev = { seq: [] as Array<number>, type: [] as Array<string>, id: [] as Array<string>, version: [] as Array<number>, kind: [] as Array<string>, schema: [] as Array<number>, at: [] as Array<number>, method: [] as Array<string | null>, params: [] as Array<string | null>, data: [] as Array<string>, checksum: [] as Array<string>, command: [] as Array<string | null>, correlation: [] as Array<string | null> }
-  // The row after the batch, per entity (the last entry wins: one upsert per row).
-  const rowsAfter = new Map<string, { type: string; id: string; version: number; schema: number; row: string | null }>()
-  const outcomes: Array<AppendEntry | Stale | Duplicate> = []
-  // Entities whose chain in this batch is broken (an earlier entry was stale, or its create got another id).
-  const broken = new Set<string>()
-  let seq = head
-  // An app command's entries (consecutive, one correlation) are one group: all of them are written, or none.
-  for (let start = 0; start < entries.length;) {
-    const correlation = entries[start].event.correlation
-    let end = start + 1
-    if (correlation !== undefined) while (end < entries.length && entries[end].event.correlation === correlation) end++
-    const group = correlation !== undefined
-    if (duplicates.has(start)) {
-      // Answered with the stored key; later entries of its entities were decided on top of it: stale.
-      for (let i = start; i < end; i++) {
-        const { event } = entries[i]
-        if (event.kind !== "created") broken.add(streamKey(event.type, event.id))
-        outcomes.push(Duplicate)
-      }
-      start = end
-      continue
-    }
-    // What a group changes, to undo it when one of its entries cannot be written (a single entry fails before it
-    // changes anything: nothing to undo).
-    const undo: Array<() => void> | undefined = group ? [] : undefined
-    const seqBefore = seq
-    const setVersion = (key: string, version: number) => {
-      if (undo !== undefined) {
-        const had = versions.has(key)
-        const before = versions.get(key)
-        undo.push(() => (had ? versions.set(key, before!) : versions.delete(key)))
-      }
-      versions.set(key, version)
-    }
-    const countOf = (type: string) => {
-      const count = counts.get(type)!
-      if (undo !== undefined) {
-        const before = { ...count }
-        undo.push(() => Object.assign(count, before))
-      }
-      return count
-    }
-    const written: Array<AppendEntry> = []
-    let failed = false
-    for (let i = start; i < end && !failed; i++) {
-      let { event, row, rowJson } = entries[i]
-      let key = streamKey(event.type, event.id)
-      if (event.kind === "created" && event.version !== 1) {
-        // A create decided against a row (a bug of the writer's): never write it.
-        failed = true
-        break
-      } else if (event.kind === "created") {
-        // The next id of the type in the shared log, whatever this node thought it was.
-        const count = countOf(event.type)
-        const id = String(count.lastId + 1)
-        if (id !== event.id) {
-          if (group) {
-            // The command was decided with other ids: it is decided again.
-            failed = true
-            break
-          }
-          broken.add(key)
-          event = { ...event, id }
-          row = row === null ? null : ({ ...row, id } as Row)
-          rowJson = row === null ? null : JSON.stringify(row)
-          key = streamKey(event.type, id)
-        }
-        count.lastId++
-        count.rowCount++
-        setVersion(key, 0)
-      } else if (broken.has(key) || event.version !== versions.get(key)! + 1) {
-        failed = true
-        break
-      } else if (event.kind === "deleted") countOf(event.type).rowCount--
-      setVersion(key, event.version)
-      // The seq the writer decided it with, on a right picture: the same event (its change is then answered as is,
-      // commit-mode.ts), not a copy per write.
-      if (event.seq !== ++seq) event = { ...event, seq } satisfies StoredEvent
-      const json = row === null ? null : rowJson ?? JSON.stringify(row)
-      written.push({ event, row, rowJson: json })
-    }
-    if (failed) {
-      if (undo !== undefined) for (let u = undo.length - 1; u >= 0; u--) undo[u]()
-      seq = seqBefore
-      for (let i = start; i < end; i++) {
-        const { event } = entries[i]
-        // Later entries of these entities were decided on top of this one: stale too.
-        if (event.kind !== "created") broken.add(streamKey(event.type, event.id))
-        outcomes.push(Stale)
-      }
-    } else {
-      for (const entry of written) {
-        const { event } = entry
-        const c = eventColumns(event)
-        ev.seq.push(c.seq), ev.type.push(c.type), ev.id.push(c.id), ev.version.push(c.version), ev.kind.push(c.kind)
-        ev.schema.push(c.schema), ev.at.push(c.at), ev.method.push(c.method), ev.params.push(c.params), ev.data.push(c.data)
-        ev.checksum.push(c.checksum), ev.command.push(c.command), ev.correlation.push(c.correlation)
-        rowsAfter.set(streamKey(event.type, event.id), { type: event.type, id: event.id, version: event.version, schema: event.schema ?? 1, row: entry.rowJson ?? null })
-        outcomes.push(entry)
-      }
-    }
-    start = end
-  }
-  // The keys of the submissions written, each with its entries as written (seqs and ids the log assigned).
-  const keys = { key: [] as Array<string>, at: [] as Array<number>, result: [] as Array<string>, checksum: [] as Array<string> }
-  for (const c of claims) {
-    const written = outcomes.slice(c.first, c.first + c.count)
-    if (written.length === 0 || !written.every(isWritten)) continue
-    const result = keyPayload(c.fingerprint, c.at, written as ReadonlyArray<AppendEntry>)
-    keys.key.push(c.key)
-    keys.at.push(c.at)
-    keys.result.push(result)
-    keys.checksum.push(checksum(idempotencyKeyOf(c.key), result))
-  }
-  const rows = [...rowsAfter.values()]
-  const types = [...counts]
-  const views = new Map((batch.views ?? []).map((v) => [v.name, v.json]))
-  const entityKeys = [...touched.entities]
-  const checks = [
-    head,
-    claims.map((c) => c.key),
-    [...state.keys.keys()],
-    entityKeys.map(([, e]) => e.type),
-    entityKeys.map(([, e]) => e.id),
-    entityKeys.map(([key]) => state.versions.get(key) ?? 0),
-    [...touched.types],
-    [...touched.types].map((t) => state.counts.get(t)?.lastId ?? 0),
-    [...touched.types].map((t) => state.counts.get(t)?.rowCount ?? 0)
-  ]
-  const writes = [
-    ev.seq, ev.type, ev.id, ev.version, ev.kind, ev.schema, ev.at, ev.method, ev.params, ev.data, ev.checksum, ev.command, ev.correlation,
-    rows.map((r) => r.type),
-    rows.map((r) => r.id),
-    rows.map((r) => r.version),
-    rows.map((r) => r.schema),
-    rows.map((r) => r.row),
-    rows.map((r) => checksum(rowKey(r.type, r.id), rowPayload(r.version, r.schema, r.row))),
-    types.map(([type]) => type),
-    types.map(([, c]) => c.lastId),
-    types.map(([, c]) => c.rowCount),
-    types.map(([type, c]) => checksum(typeKey(type), typePayload(c.lastId, c.rowCount))),
-    [...views.keys()],
-    [...views.values()],
-    [...views].map(([name, json]) => checksum(viewKey(name), json)),
-    keys.key,
-    keys.at,
-    keys.result,
-    keys.checksum,
-    seq,
-    tag
-  ]
-  const n = ev.seq.length
-  return {
-    result: { outcomes, lastSeq: seq, ...(replays.size > 0 ? { replays } : {}) } satisfies AppendResult,
-    args: [...checks, ...writes],
-    writes: seq !== head,
-    counts,
-    last: n === 0 ? undefined : { seq: ev.seq[n - 1], checksum: ev.checksum[n - 1] }
-  }
 }
 
 const QUOTED = /["\\]/g
@@ -372,20 +71,6 @@ const arrayLiteral = (values: ReadonlyArray<string | number | null | undefined>)
   return `${out}}`
 }
 const argument = (value: unknown) => (Array.isArray(value) ? arrayLiteral(value) : value)
-
-/**
- * A written batch's result, its seqs moved by `shift` (the function wrote it after other nodes' commits). Nothing
- * else of a shiftable batch names a seq: rows, ids, versions and counters are as planned.
- */
-const shifted = (planned: { readonly result: AppendResult; readonly last?: { readonly seq: number; readonly checksum: string } }, shift: number) =>
-  shift === 0 ? planned : {
-    result: {
-      ...planned.result,
-      outcomes: planned.result.outcomes.map((o) => (isWritten(o) ? { ...o, event: { ...o.event, seq: o.event.seq + shift } } : o)),
-      lastSeq: planned.result.lastSeq + shift
-    } satisfies AppendResult,
-    ...(planned.last === undefined ? {} : { last: { seq: planned.last.seq + shift, checksum: planned.last.checksum } })
-  }
 
 /** The call of the function; its arguments are whether it runs alone, whether the batch is shiftable, then `plan`'s, in order. */
 const CALL = `select ${SCHEMA}.append_batch(${Array.from({ length: 43 }, (_, i) => `$${i + 1}`).join(", ")}) as log`
@@ -464,7 +149,6 @@ export const appendPictured = (conn: PgConnectionShape, batch: AppendBatch, pict
       const touched = touchedBy(batch)
       // Nothing of the batch but its events' seqs names a seq (schema.ts: the function checks it again).
       const shiftable = (batch.keys ?? []).length === 0 && (batch.views ?? []).length === 0
-      type Planned = ReturnType<typeof plan>
       /**
        * Calls the function: the shift (0: as planned) when it wrote the plan, else the log as it is. Alone, it answers by an error
        * (which ends its transaction without a commit to wait for); in a transaction, it answers and keeps the lock.
