@@ -16,8 +16,10 @@ export const SLOWEST = [
   "test/reliability/read-only-tools.test.ts",
   "test/integration/cluster-idempotency.test.ts",
   "test/integration/library-sample.test.ts",
+  "test/integration/wo-test-typecheck.test.ts",
   "test/reliability/index-crash.test.ts",
   "test/integration/cluster-commands.test.ts",
+  "test/integration/cli.test.ts",
   "test/reliability/corruption.test.ts",
   "test/integration/postgres-store.test.ts"
 ]
