@@ -20,10 +20,10 @@ const postmasterOf = (dataDir: string): number | undefined => {
   }
 }
 
+/** Exited: no such process, or a zombie (an orphan's exit is reaped by init, maybe late). */
 const gone = (pid: number) => {
   try {
-    process.kill(pid, 0)
-    return false
+    return fs.readFileSync(`/proc/${pid}/stat`, "utf8").replace(/^.*\) /, "").startsWith("Z")
   } catch {
     return true
   }
