@@ -1,4 +1,5 @@
 import { defineConfig } from "vitest/config"
+import { SlowestFirst } from "./test/slow-first.ts"
 
 export default defineConfig({
   // "writeonce" (the examples' and test apps' import) resolves to this checkout's sources, not to dist/; the rest
@@ -7,6 +8,13 @@ export default defineConfig({
   test: {
     include: ["test/**/*.test.ts"],
     pool: "forks",
+    // vitest's default on 2 cores is one file at a time. Most files wait far more than they compute (on the
+    // processes and servers they start, on fsync, on PostgreSQL): four at a time keep both cores busy.
+    // `--maxWorkers` overrides it.
+    maxWorkers: 4,
+    sequence: { sequencer: SlowestFirst },
+    // The PostgreSQL cluster that the files which neither kill nor promote its servers share (pg-cluster.ts).
+    globalSetup: ["test/cluster/shared-cluster-setup.ts"],
     testTimeout: 60_000,
     hookTimeout: 60_000,
     // The same for the processes tests spawn with `node --import tsx` (bin/wo.mjs sets it itself).

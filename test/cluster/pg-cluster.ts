@@ -1,14 +1,20 @@
 /**
  * A real PostgreSQL cluster for tests (scripts/pg-cluster.sh: a primary and two synchronous standbys on
  * loopback), and `wo run --store` nodes over it. No mocks: servers are killed with -9 and standbys promoted.
+ *
+ * A file that kills, pauses or promotes servers starts a cluster of its own (`startCluster`); the others share one
+ * for the whole run (`sharedCluster`), each in databases of its own: a cluster start costs seconds of a loaded
+ * machine, and one in the run serves them all.
  */
 import { execFileSync } from "node:child_process"
 import * as fs from "node:fs"
 import * as net from "node:net"
 import * as path from "node:path"
 import pg from "pg"
+import { inject } from "vitest"
 import { spawnWo, type Spawned } from "../../testkit/spawn.ts"
 import { http, ROOT, tempDir } from "../../testkit/server.ts"
+import { stopClusterNow } from "./stop-cluster.ts"
 
 const SCRIPT = path.join(ROOT, "scripts/pg-cluster.sh")
 
@@ -61,20 +67,82 @@ export interface PgCluster {
    * promotes that one whatever it holds (the operator's mistake).
    */
   readonly promote: (node?: PgNode) => PgNode
+  /** Stops every server at once (no shutdown checkpoint) and deletes the dir, unless WO_KEEP_PG is set. */
   readonly stop: () => void
 }
 
 const run = (...args: Array<string>) => execFileSync("bash", [SCRIPT, ...args], { encoding: "utf8", stdio: ["ignore", "pipe", "pipe"] })
 
-export const startCluster = async (): Promise<PgCluster> => {
-  const dir = tempDir("wo-pgc-")
-  let base = 0
+/** A free base port for a cluster: it and the next two free now. */
+const freeBasePort = async () => {
   for (;;) {
     // Below Linux's ephemeral range (32768+), where outgoing connections could take a port meanwhile.
-    base = 20_000 + Math.floor(Math.random() * 12_000)
-    if ((await portFree(base)) && (await portFree(base + 1)) && (await portFree(base + 2))) break
+    const base = 20_000 + Math.floor(Math.random() * 12_000)
+    if ((await portFree(base)) && (await portFree(base + 1)) && (await portFree(base + 2))) return base
   }
+}
+
+/** A cluster of the file's own, stopped (and its dir removed) by `stop`: for tests that kill, pause or promote. */
+export const startCluster = async (): Promise<PgCluster> => {
+  const dir = tempDir("wo-pgc-")
+  const base = await freeBasePort()
   run("start", dir, String(base))
+  return clusterAt(dir, base)
+}
+
+/** What the shared cluster refuses: anything that would disturb the other files using it. */
+const DISRUPTIVE = ["kill", "restart", "startAsIs", "pause", "promote"] as const
+
+/**
+ * The run's shared cluster (test/cluster/shared-cluster-setup.ts). The first file to ask starts it, the others
+ * wait for it; the run's teardown stops it. `stop` is a no-op, and killing, pausing or promoting a server throws:
+ * use `startCluster` for that. Without the run's setup (another vitest config), a cluster of the file's own.
+ */
+export const sharedCluster = async (): Promise<PgCluster> => {
+  const coordination = inject("sharedPgDir")
+  if (coordination === undefined) return startCluster()
+  const dir = path.join(coordination, "cluster")
+  const ready = path.join(coordination, "ready.json")
+  const failed = path.join(coordination, "failed.txt")
+  let starter = true
+  try {
+    fs.mkdirSync(dir) // atomic: exactly one file starts the cluster
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code !== "EEXIST") throw e
+    starter = false
+  }
+  if (starter) {
+    try {
+      const base = await freeBasePort()
+      run("start", dir, String(base))
+      fs.writeFileSync(`${ready}.tmp`, JSON.stringify({ base }))
+      fs.renameSync(`${ready}.tmp`, ready)
+    } catch (e) {
+      fs.writeFileSync(failed, String((e as { stderr?: string }).stderr || e))
+      throw e
+    }
+  } else {
+    // Another file is starting it: wait for its outcome (a cluster start takes seconds, more on a loaded machine).
+    for (let i = 0; !fs.existsSync(ready); i++) {
+      if (fs.existsSync(failed)) throw new Error(`the shared PostgreSQL cluster failed to start:\n${fs.readFileSync(failed, "utf8")}`)
+      if (i >= 3000) throw new Error("the shared PostgreSQL cluster did not start within 300 s")
+      await new Promise((r) => setTimeout(r, 100))
+    }
+  }
+  const { base } = JSON.parse(fs.readFileSync(ready, "utf8")) as { base: number }
+  const cluster = clusterAt(dir, base)
+  const refuse = (what: string) => () => {
+    throw new Error(`${what} on the shared PostgreSQL cluster would disturb the other files using it: use startCluster()`)
+  }
+  return {
+    ...cluster,
+    ...Object.fromEntries(DISRUPTIVE.map((m) => [m, refuse(m)])),
+    stop: () => undefined
+  }
+}
+
+/** The cluster the script started in `dir` on `base`, as the tests drive it. */
+const clusterAt = (dir: string, base: number): PgCluster => {
   const ports: Record<PgNode, number> = { primary: base, s1: base + 1, s2: base + 2 }
   let primary: PgNode = "primary"
   const sql = async <A extends pg.QueryResultRow = any>(database: string, text: string, values?: Array<unknown>) => {
@@ -119,7 +187,7 @@ export const startCluster = async (): Promise<PgCluster> => {
     },
     promote: (node) => (primary = run("promote", dir, ...(node === undefined ? [] : [node])).trim().split("\n").pop() as PgNode),
     stop: () => {
-      run("stop", dir)
+      stopClusterNow(dir)
       if (process.env.WO_KEEP_PG === undefined) fs.rmSync(dir, { recursive: true, force: true })
     }
   }

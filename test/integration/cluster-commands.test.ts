@@ -2,7 +2,7 @@
  * App commands on a shared PostgreSQL log: two `wo` nodes racing `lend` on the last copy of a book, exactly one
  * wins and the other is refused (422) after catching up; a command is one group in the append, written whole or
  * decided again; the store upgrades to format 4 (events.command, events.correlation) in place, and `wo verify`
- * and `wo replay --app` accept a log with commands. One cluster start for the file.
+ * and `wo replay --app` accept a log with commands. On the run's shared cluster, in a database of its own.
  */
 import { Effect, ManagedRuntime } from "effect"
 import * as path from "node:path"
@@ -17,7 +17,7 @@ import type { StoredEvent } from "../../src/domain/events.ts"
 import { writeAppDir } from "../../testkit/app-dir.ts"
 import { http, ROOT, tempDir } from "../../testkit/server.ts"
 import { runWo, spawnWo, type Spawned } from "../../testkit/spawn.ts"
-import { haveBinaries, startCluster, warnIfSkipped, type PgCluster } from "../cluster/pg-cluster.ts"
+import { haveBinaries, sharedCluster, warnIfSkipped, type PgCluster } from "../cluster/pg-cluster.ts"
 
 warnIfSkipped("the app command cluster tests")
 
@@ -35,7 +35,7 @@ describe.skipIf(!haveBinaries)("app commands on one PostgreSQL log, two nodes", 
   }
 
   beforeAll(async () => {
-    cluster = await startCluster()
+    cluster = await sharedCluster()
     store = await cluster.createDatabase("wo_cmds")
     // A store of format 3, as the previous release left it: the nodes upgrade it when they start.
     const runtime = ManagedRuntime.make(pgConnectionLayer(store))

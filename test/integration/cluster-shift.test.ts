@@ -13,7 +13,7 @@ import { http } from "../../testkit/server.ts"
 import { openSse } from "../../testkit/sse.ts"
 import type { Spawned } from "../../testkit/spawn.ts"
 import { waitFor } from "../../testkit/wait.ts"
-import { haveBinaries, lagsOf, latestRows, startCluster, startNode, warnIfSkipped, type PgCluster } from "../cluster/pg-cluster.ts"
+import { haveBinaries, lagsOf, latestRows, sharedCluster, startNode, warnIfSkipped, type PgCluster } from "../cluster/pg-cluster.ts"
 
 warnIfSkipped("the seq-shift cluster test")
 
@@ -30,7 +30,7 @@ describe.skipIf(!haveBinaries)("three nodes repricing different products at once
   const nodes: Array<Spawned> = []
 
   beforeAll(async () => {
-    cluster = await startCluster()
+    cluster = await sharedCluster()
     const store = await cluster.createDatabase("wo_shift")
     nodes.push(...(await Promise.all([0, 1, 2].map(() => startNode(store, { WO_LOG_LEVEL: "Debug" })))))
   }, 120_000)

@@ -18,7 +18,7 @@ import { makeFollow } from "../../src/log/postgres/follow.ts"
 import { ensureSchema } from "../../src/log/postgres/schema.ts"
 import { observedPostgresLog } from "../../testkit/observed-pg.ts"
 import { waitFor } from "../../testkit/wait.ts"
-import { haveBinaries, startCluster, warnIfSkipped, type PgCluster } from "../cluster/pg-cluster.ts"
+import { haveBinaries, sharedCluster, warnIfSkipped, type PgCluster } from "../cluster/pg-cluster.ts"
 
 warnIfSkipped("the append cost tests")
 
@@ -54,7 +54,7 @@ describe.skipIf(!haveBinaries)("the cost of a shared append, on a real PostgreSQ
   let cluster: PgCluster
 
   beforeAll(async () => {
-    cluster = await startCluster()
+    cluster = await sharedCluster()
   }, 120_000)
 
   afterAll(() => cluster?.stop())

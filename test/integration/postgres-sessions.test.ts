@@ -10,14 +10,14 @@ import { PgConnection, pgConnectionLayer } from "../../src/log/postgres/connecti
 import { ensureSchema, STORE_VERSION } from "../../src/log/postgres/schema.ts"
 import { SessionStore, type SessionStoreShape } from "../../src/log/session-store.ts"
 import { PostgresSessionStore } from "../../src/log/postgres/session-store.ts"
-import { haveBinaries, startCluster, warnIfSkipped, type PgCluster } from "../cluster/pg-cluster.ts"
+import { haveBinaries, sharedCluster, warnIfSkipped, type PgCluster } from "../cluster/pg-cluster.ts"
 
 warnIfSkipped("the PostgreSQL session store tests")
 
 describe.skipIf(!haveBinaries)("legacy sessions in a PostgreSQL store", () => {
   let cluster: PgCluster | undefined
   beforeAll(async () => {
-    cluster = await startCluster()
+    cluster = await sharedCluster()
   }, 120_000)
   afterAll(() => cluster?.stop())
 

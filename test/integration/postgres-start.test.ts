@@ -19,7 +19,7 @@ import { observedPostgresLog } from "../../testkit/observed-pg.ts"
 import { writePriceLog } from "../../testkit/pg-price-log.ts"
 import { apps, http, tempDir } from "../../testkit/server.ts"
 import { waitFor } from "../../testkit/wait.ts"
-import { haveBinaries, startCluster, warnIfSkipped, type PgCluster } from "../cluster/pg-cluster.ts"
+import { haveBinaries, sharedCluster, warnIfSkipped, type PgCluster } from "../cluster/pg-cluster.ts"
 
 warnIfSkipped("the PostgreSQL node start tests")
 
@@ -107,7 +107,7 @@ const served = async (url: string) => {
 describe.skipIf(!haveBinaries)("a node's start on a long PostgreSQL log", () => {
   let cluster: PgCluster
   beforeAll(async () => {
-    cluster = await startCluster()
+    cluster = await sharedCluster()
   }, 120_000)
   afterAll(() => cluster?.stop())
 

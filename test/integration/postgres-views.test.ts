@@ -11,7 +11,7 @@ import { loadSettings, type SettingsInput } from "../../src/support/config.ts"
 import { HttpServer } from "../../src/http/server.ts"
 import { Views, type ViewsRecovery } from "../../src/projections/views/views.ts"
 import { writeOnceLayer } from "../../src/runtime/runtime.ts"
-import { haveBinaries, startCluster, warnIfSkipped, type PgCluster } from "../cluster/pg-cluster.ts"
+import { haveBinaries, sharedCluster, warnIfSkipped, type PgCluster } from "../cluster/pg-cluster.ts"
 import { apps, http, tempDir } from "../../testkit/server.ts"
 import { blogCountingCreates } from "../../testkit/redeclared-blog.ts"
 
@@ -48,7 +48,7 @@ const served = async (url: string) => {
 describe.skipIf(!haveBinaries)("views on a PostgreSQL store", () => {
   let cluster: PgCluster
   beforeAll(async () => {
-    cluster = await startCluster()
+    cluster = await sharedCluster()
   }, 120_000)
   afterAll(() => cluster?.stop())
 

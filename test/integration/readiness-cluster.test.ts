@@ -13,7 +13,7 @@ import { EventLog } from "../../src/log/event-log.ts"
 import { postgresLogLayer } from "../../src/log/postgres/postgres-log.ts"
 import { writeOnceLayer } from "../../src/runtime/runtime.ts"
 import type { Spawned } from "../../testkit/spawn.ts"
-import { haveBinaries, startCluster, startNode, warnIfSkipped, type PgCluster } from "../cluster/pg-cluster.ts"
+import { haveBinaries, sharedCluster, startNode, warnIfSkipped, type PgCluster } from "../cluster/pg-cluster.ts"
 import { parsePrometheusText } from "../../testkit/prom-text.ts"
 import { http, tempDir } from "../../testkit/server.ts"
 
@@ -24,7 +24,7 @@ describe.skipIf(!haveBinaries)("readiness of a node on a shared PostgreSQL log",
   let store = ""
   let writer: Spawned | undefined
   beforeAll(async () => {
-    cluster = await startCluster()
+    cluster = await sharedCluster()
     store = await cluster.createDatabase("wo_ready")
     writer = await startNode(store)
   }, 120_000)
