@@ -22,7 +22,11 @@ const strip = () => {
   const text = fs.readFileSync(manifest, "utf8")
   const { scripts: _scripts, ...published } = JSON.parse(text)
   fs.writeFileSync(kept, text)
-  fs.writeFileSync(manifest, `${JSON.stringify(published, null, 2)}\n`)
+  // Written beside it and renamed into place: a process reading package.json meanwhile (a test spawning `wo`, which
+  // imports it for its version) reads one whole file or the other.
+  const next = `${manifest}.${process.pid}`
+  fs.writeFileSync(next, `${JSON.stringify(published, null, 2)}\n`)
+  fs.renameSync(next, manifest)
 }
 
 const step = process.argv[2]
