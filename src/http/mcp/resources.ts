@@ -9,7 +9,6 @@
 import { Effect, Either, Option } from "effect"
 import type { CompiledApp, CompiledType } from "../../domain/compile.ts"
 import { fromQueryString } from "../../domain/list-request.ts"
-import { isCanonicalId } from "../../domain/ids.ts"
 import { listUriTemplate, parseUri, type ParsedUri, rowUri, rowUriTemplate, schemaUri, viewUri } from "../../domain/uri.ts"
 import { ResourceCursor } from "../../projections/cursor.ts"
 import type { QueriesShape } from "../../projections/queries.ts"
@@ -156,8 +155,7 @@ export const makeResources = (catalog: CompiledApp, { queries, views }: Resource
         return Either.right(contents(uri, schemaText(type)))
       case "Row": {
         if (!type.mcp.has("get")) return Either.left(NOT_FOUND)
-        // `wo://members/01` is not `wo://members/1`: another spelling of an id names no row.
-        const row = isCanonicalId(parsed.id) ? queries.row(type.name, parsed.id) : undefined
+        const row = queries.row(type.name, parsed.id)
         return row === undefined ? Either.left(NOT_FOUND) : Either.right(contents(uri, JSON.stringify(row)))
       }
       case "List":

@@ -16,7 +16,6 @@ import type { Command, CommandsShape, Committed, ExecuteOptions } from "../../co
 import { noCancel } from "../../support/no-cancel.ts"
 import { answerExit } from "../../commands/exit-answer.ts"
 import { NotFound } from "../../domain/errors.ts"
-import { isCanonicalId } from "../../domain/ids.ts"
 import type { Page, QueriesShape } from "../../projections/queries.ts"
 import { ViewFailed, ViewRefolding, type ViewsShape } from "../../projections/views/views.ts"
 import { deletedBody, listBody, viewBody } from "../rest/bodies.ts"
@@ -212,7 +211,7 @@ const CRUD: ReadonlyArray<Operation> = [
     output: (p) => p.row,
     read: ({ t }, queries) => {
       const onRead = { onFailure: failure, onSuccess: readRowResult }
-      const read = (id: string) => Effect.match(isCanonicalId(id) ? queries.get(t, id) : Effect.fail(new NotFound({ type: t, id })), onRead)
+      const read = (id: string) => Effect.match(queries.get(t, id), onRead)
       return (args) => {
         const id = plainId(args)
         return id !== undefined
@@ -223,8 +222,7 @@ const CRUD: ReadonlyArray<Operation> = [
     // The same answers as `read`: the row through the row cache, NotFound as its isError result.
     readNow: ({ t }, queries) => {
       const read = (id: string): ToolResult => {
-        // Any other spelling of an id ("01") names no row: answered without reading the store.
-        const row = isCanonicalId(id) ? queries.row(t, id) : undefined
+        const row = queries.row(t, id)
         return row === undefined ? failure(new NotFound({ type: t, id })) : readRowResult(row)
       }
       return (args) => {

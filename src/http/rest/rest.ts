@@ -7,7 +7,6 @@ import type { Row } from "../../domain/catalog.ts"
 import type { CompiledApp, CompiledType } from "../../domain/compile.ts"
 import { NotFound, STORE_UNAVAILABLE, storeErrorPolicy, type CommandError, type StoreError, type ValidationFailed } from "../../domain/errors.ts"
 import type { Command, CommandsShape, Committed, ExecuteOptions } from "../../commands/commands.ts"
-import { isCanonicalId } from "../../domain/ids.ts"
 import type { QueriesShape } from "../../projections/queries.ts"
 import { errorJson, jsonText, safeDecode, type EdgeRequest, type EdgeResponse } from "../edge/edge-types.ts"
 import type { DirectRespond, DirectRoute } from "../edge/edge.ts"
@@ -248,7 +247,6 @@ export const makeRestRoutes = (catalog: CompiledApp, commands: CommandsShape, qu
   /** GET or 405 on an item (its writes are routed before: `writeOf`). */
   const item = (type: CompiledType, id: string, request: EdgeRequest): Effect.Effect<EdgeResponse> => {
     if (request.method === "GET" && type.rest.has("get")) {
-      if (!isCanonicalId(id)) return Effect.succeed(errorResponse(new NotFound({ type: type.name, id })))
       return queries.get(type.name, id).pipe(Effect.match({ onFailure: errorResponse, onSuccess: (row) => rowAnswers.answer(row) }))
     }
     const allow = [type.rest.has("get") && "GET", type.rest.has("update") && "PATCH", type.rest.has("delete") && "DELETE"]
@@ -284,8 +282,7 @@ export const makeRestRoutes = (catalog: CompiledApp, commands: CommandsShape, qu
     const id = target.parts[1]
     let row: Row | undefined
     try {
-      // Any other spelling of an id ("01", "+1") names no row: answered without reading the store.
-      row = isCanonicalId(id) ? queries.row(type, id) : undefined
+      row = queries.row(type, id)
     } catch (e) {
       respond.failed(Cause.die(e))
       return noCancel

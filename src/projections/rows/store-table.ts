@@ -124,7 +124,8 @@ export class StoreTable extends RowIndexes implements RowTableShape {
   }
 
   get(id: string): Row | undefined {
-    // Any other spelling of an id names no row: the store keys rows by the canonical one only.
+    // Any other spelling of an id ("01", "+1") names no row, decided here for every surface's read before a key is
+    // built: the store keys rows by the canonical spelling only.
     if (!isCanonicalId(id)) return undefined
     const key = K.rowKey(this.type, id)
     const cached = this.access.cache.get(key)
