@@ -139,6 +139,25 @@ describe("a filter on a field with no built index, 200,000 rows: a bounded scan,
     expect(page.nextCursor).toEqual(expect.any(String))
   }
 
+  /** The MCP list tool (either SDK's callTool) on `field`: a partial first page with the agent's sentence, walked to the far match. */
+  const partialPagesThrough = async (callTool: (args: Record<string, unknown>) => Promise<Record<string, unknown>>, field: string) => {
+    const list = async (cursor?: string) => {
+      const result = await callTool({ where: { [field]: "burst" }, limit: 2, ...(cursor === undefined ? {} : { cursor }) })
+      expect(result.isError).toBeFalsy()
+      const content = result.content as Array<{ type: string; text: string }>
+      const page = result.structuredContent as Page
+      expect(JSON.parse(content[0].text)).toEqual(page)
+      // The sentence comes with a partial page only.
+      expect(content.length).toBe(page.partial ? 2 : 1)
+      return { page, content }
+    }
+    const { page, content } = await list()
+    expectPartialFirst(page)
+    expect(content[1].text).toContain(`This page is partial: the index on ${field} of products is being built`)
+    expect(content[1].text).toContain(JSON.stringify(page.nextCursor))
+    await walk(page, async (cursor) => (await list(cursor)).page)
+  }
+
   it("REST: the first page holds the near match and says it is partial; its cursor leads to the far one", async () => {
     const list = (cursor?: string) => http(`${server.url}/api/products?${FIELDS.rest}=burst&limit=2${cursor === undefined ? "" : `&cursor=${cursor}`}`)
     const first = await list()
@@ -152,21 +171,7 @@ describe("a filter on a field with no built index, 200,000 rows: a bounded scan,
     const client = new ClientV1({ name: "first-page", version: "1.0.0" })
     await client.connect(new TransportV1(new URL(`${server.url}/mcp`)))
     try {
-      const list = async (cursor?: string) => {
-        const result = await client.callTool({ name: "products_list", arguments: { where: { [FIELDS.legacy]: "burst" }, limit: 2, ...(cursor === undefined ? {} : { cursor }) } })
-        expect(result.isError).toBeFalsy()
-        const content = result.content as Array<{ type: string; text: string }>
-        const page = result.structuredContent as Page
-        expect(JSON.parse(content[0].text)).toEqual(page)
-        // The sentence comes with a partial page only.
-        expect(content.length).toBe(page.partial ? 2 : 1)
-        return { page, content }
-      }
-      const { page, content } = await list()
-      expectPartialFirst(page)
-      expect(content[1].text).toContain(`This page is partial: the index on ${FIELDS.legacy} of products is being built`)
-      expect(content[1].text).toContain(JSON.stringify(page.nextCursor))
-      await walk(page, async (cursor) => (await list(cursor)).page)
+      await partialPagesThrough((args) => client.callTool({ name: "products_list", arguments: args }), FIELDS.legacy)
     } finally {
       await client.close()
     }
@@ -176,19 +181,7 @@ describe("a filter on a field with no built index, 200,000 rows: a bounded scan,
     const client = new ClientV2({ name: "first-page", version: "1.0.0" }, { versionNegotiation: { mode: { pin: "2026-07-28" } } })
     await client.connect(new TransportV2(new URL(`${server.url}/mcp`)))
     try {
-      const list = async (cursor?: string) => {
-        const result = await client.callTool({ name: "products_list", arguments: { where: { [FIELDS.modern]: "burst" }, limit: 2, ...(cursor === undefined ? {} : { cursor }) } })
-        expect(result.isError).toBeFalsy()
-        const content = result.content as Array<{ type: string; text: string }>
-        const page = result.structuredContent as Page
-        expect(JSON.parse(content[0].text)).toEqual(page)
-        expect(content.length).toBe(page.partial ? 2 : 1)
-        return { page, content }
-      }
-      const { page, content } = await list()
-      expectPartialFirst(page)
-      expect(content[1].text).toContain(`This page is partial: the index on ${FIELDS.modern} of products is being built`)
-      await walk(page, async (cursor) => (await list(cursor)).page)
+      await partialPagesThrough((args) => client.callTool({ name: "products_list", arguments: args }), FIELDS.modern)
     } finally {
       await client.close()
     }
