@@ -1,6 +1,7 @@
 /** The plain request and response values that cross the node:http edge. Everything behind it is Effect. */
 import type { IncomingHttpHeaders } from "node:http"
 import type { Effect, Scope, Stream } from "effect"
+import type { Principal } from "../../access/principal.ts"
 import type { PushSink } from "../streams/push-sink.ts"
 import type { JsonScan } from "./json-scan.ts"
 
@@ -17,6 +18,8 @@ export interface EdgeRequest {
   readonly bodyShape?: JsonScan
   /** The client's address, for per-client limits. */
   readonly remoteAddress: string
+  /** Who the request acts as, once the edge has authenticated it; absent where no credential is required. */
+  readonly principal?: Principal
 }
 
 /** A path segment, percent-decoded; a malformed escape stays as it is (and then matches nothing). */
