@@ -1,4 +1,4 @@
-// The package's own code for `wo run` and `wo dev` in a checkout, built by esbuild into .wo-build/<hash>/ once
+// The package's own code for every `wo` command in a checkout, built by esbuild into .wo-build/<hash>/ once
 // per change of src/ and loaded natively: through tsx's loader hooks, src/ (about 160 modules) cost a third of
 // the start. The hash covers every file's path, size and mtime under src/, so an edit is never served stale; a
 // build that fails (an edit in progress) returns undefined, and the caller runs the sources through tsx instead.
@@ -9,8 +9,8 @@ import * as path from "node:path"
 
 // The built layout: entries beside each other, shared chunks, and the console page's sources at console/page with
 // the SSE codec the page imports at support/sse.ts, as in src/ (src/console/assets.ts finds the page there).
-const ENTRIES = { "serve-args": "cli/serve-args.ts", index: "index.ts", "testing/index": "testing/index.ts", "app-loading/effect-imports": "app-loading/effect-imports.ts" }
-const LAYOUT = "5"
+const ENTRIES = { "serve-args": "cli/serve-args.ts", "cli/cli": "cli/cli.ts", index: "index.ts", "testing/index": "testing/index.ts", "app-loading/effect-imports": "app-loading/effect-imports.ts" }
+const LAYOUT = "6"
 
 /** A hash of the sources: each file's path, size and mtime. */
 const fingerprint = (src) => {

@@ -36,8 +36,18 @@ const templateFiles = (template: Template, input: TemplateInput): ReadonlyArray<
       ["README.md", readme(input)]
     ]
 
-/** This package's own folder (dist/init/ or src/init/ lie two levels below it). */
-const PACKAGE_ROOT = path.resolve(import.meta.dirname, "../..")
+/** This package's own folder: the nearest one above this module whose package.json names writeonce (the module
+ * lies in dist/init/, src/init/, or a bundle of the checkout's sources in .wo-build/). */
+const PACKAGE_ROOT = ((): string => {
+  for (let dir = import.meta.dirname; ; dir = path.dirname(dir)) {
+    try {
+      if ((JSON.parse(fs.readFileSync(path.join(dir, "package.json"), "utf8")) as { name?: unknown }).name === "writeonce") return dir
+    } catch {
+      // no package.json here, or not one to read: look further up
+    }
+    if (path.dirname(dir) === dir) return path.resolve(import.meta.dirname, "../..")
+  }
+})()
 
 /** A package name from the folder's name: lower case, letters, digits, `-`, `.` and `_`. */
 const appName = (dir: string) =>
