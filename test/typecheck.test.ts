@@ -1,0 +1,33 @@
+/**
+ * The checkout type-checks, as `npm run typecheck` checks it (everything tsconfig.json includes, and the console
+ * page against the DOM): a file of the suite, so that it runs beside the other files instead of before them all.
+ */
+import { spawn } from "node:child_process"
+import { createRequire } from "node:module"
+import { describe, expect, it } from "vitest"
+import { ROOT } from "../testkit/spawn.ts"
+
+const tsc = createRequire(import.meta.url).resolve("typescript/bin/tsc")
+
+const typecheck = (project: string) =>
+  new Promise<{ code: number | null; output: string }>((resolve) => {
+    const child = spawn(process.execPath, [tsc, "--noEmit", "-p", project], { cwd: ROOT, stdio: ["ignore", "pipe", "pipe"] })
+    let output = ""
+    child.stdout.on("data", (chunk: Buffer) => (output += chunk))
+    child.stderr.on("data", (chunk: Buffer) => (output += chunk))
+    child.on("close", (code) => resolve({ code, output }))
+  })
+
+describe("the checkout type-checks", () => {
+  it("src/, test/, testkit/, bench/, examples/, bin/ and scripts/ (tsconfig.json)", async () => {
+    const { code, output } = await typecheck("tsconfig.json")
+    expect(output).toBe("")
+    expect(code).toBe(0)
+  }, 300_000)
+
+  it("the console page, against the DOM (tsconfig.page.json)", async () => {
+    const { code, output } = await typecheck("tsconfig.page.json")
+    expect(output).toBe("")
+    expect(code).toBe(0)
+  }, 300_000)
+})
