@@ -7,6 +7,7 @@ import * as fs from "node:fs"
 import * as path from "node:path"
 import { describe, expect, it } from "vitest"
 import library from "../../examples/library/app.ts"
+import { installLikeAnApp } from "../../testkit/app-dir.ts"
 import { http, ROOT, runWo, startServer, tempDir } from "../../testkit/server.ts"
 
 const okLines = (tap: string) => tap.split("\n").filter((l) => l.startsWith("ok "))
@@ -28,17 +29,8 @@ describe("the library sample", () => {
   it("an app made by wo init --template library passes its own tests under its own name", { timeout: 180_000 }, async () => {
     const dir = path.join(tempDir("wo-library-"), "branch-library")
     expect((await runWo(["init", "--template", "library", dir])).code).toBe(0)
-    // Installed as an app would have it: writeonce (this checkout), effect and the Node types.
-    fs.mkdirSync(path.join(dir, "node_modules"))
-    fs.symlinkSync(ROOT, path.join(dir, "node_modules/writeonce"))
-    fs.symlinkSync(path.join(ROOT, "node_modules/effect"), path.join(dir, "node_modules/effect"))
-    fs.symlinkSync(path.join(ROOT, "node_modules/@types"), path.join(dir, "node_modules/@types"))
-    // This checkout ships sources, not dist/: the writeonce-source condition points the types at them.
-    const tsconfig = JSON.parse(fs.readFileSync(path.join(dir, "tsconfig.json"), "utf8"))
-    fs.writeFileSync(path.join(dir, "tsconfig.json"), JSON.stringify({
-      ...tsconfig,
-      compilerOptions: { ...tsconfig.compilerOptions, customConditions: ["writeonce-source"] }
-    }))
+    // Installed as an app would have it: writeonce (this checkout, its built types), effect and the Node types.
+    installLikeAnApp(dir)
     const ran = await runWo(["test", dir])
     expect(ran.code, ran.stdout).toBe(0)
     expect(ran.stdout).toMatch(/^ok 1 - typecheck$/m)

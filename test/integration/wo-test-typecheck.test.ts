@@ -1,24 +1,22 @@
 /**
  * `wo test` typechecks the app and its specs before it runs them: a real `wo test` process
- * on a temp app. The app resolves `writeonce` to this checkout (node_modules links), as an installed app would.
+ * on a temp app. The app resolves `writeonce` to this checkout (node_modules links) and its built types, as an
+ * installed app would.
  */
 import * as fs from "node:fs"
 import * as path from "node:path"
 import { describe, expect, it } from "vitest"
-import { ROOT, runWo, tempDir } from "../../testkit/server.ts"
+import { installLikeAnApp } from "../../testkit/app-dir.ts"
+import { runWo, tempDir } from "../../testkit/server.ts"
 
 const makeApp = (spec: string) => {
   const dir = path.join(tempDir("wo-typecheck-"), "notes")
   fs.mkdirSync(path.join(dir, "specs"), { recursive: true })
-  fs.mkdirSync(path.join(dir, "node_modules"))
-  fs.symlinkSync(ROOT, path.join(dir, "node_modules/writeonce"))
-  fs.symlinkSync(path.join(ROOT, "node_modules/effect"), path.join(dir, "node_modules/effect"))
-  fs.symlinkSync(path.join(ROOT, "node_modules/@types"), path.join(dir, "node_modules/@types"))
-  // This checkout ships sources, not dist/: the writeonce-source condition points the types at them.
+  installLikeAnApp(dir)
   fs.writeFileSync(path.join(dir, "tsconfig.json"), JSON.stringify({
     compilerOptions: {
       target: "ES2022", module: "NodeNext", moduleResolution: "NodeNext", strict: true, noEmit: true,
-      allowImportingTsExtensions: true, skipLibCheck: true, customConditions: ["writeonce-source"]
+      allowImportingTsExtensions: true, skipLibCheck: true
     }
   }))
   fs.writeFileSync(path.join(dir, "app.ts"), `import { Schema } from "effect"
