@@ -1,0 +1,214 @@
+/**
+ * OAuth 2.1 resource-server mode: a bearer token that is a JWT from `WO_OAUTH_ISSUER` authenticates an OAuth
+ * client. jose verifies the signature against the issuer's keys (signing-keys.ts), `exp` and `nbf` (with a small
+ * tolerance for clocks that differ), the issuer, and that the audience names this server (RFC 8707: `aud` may be
+ * one of several). The client is the token's `client_id` (RFC 9068), or its `azp`; `sub`, the subject it acts for,
+ * becomes `onBehalfOf`; its scopes (`scope`, space-separated, or an `scp` array) are its grants, in the access
+ * file's grammar.
+ *
+ * A bearer that is not a JWT at all fails with `NotAJwt`, so that the other credential sources may try it; a JWT
+ * that does not pass fails with `OAuthRefused`, naming why. Verified tokens are kept until they expire
+ * (token-cache.ts): `cached` answers a token seen before without a fiber, for the edge's direct path.
+ */
+import { ConfigError, Context, Data, Effect, Layer } from "effect"
+import { decodeProtectedHeader, errors, jwtVerify, type JWTPayload, type JWTVerifyGetKey } from "jose"
+import type { Principal } from "../principal.ts"
+import { WoConfig } from "../../support/config.ts"
+import { signingKeys, type SigningKeys } from "./signing-keys.ts"
+import { VerifiedTokens } from "./token-cache.ts"
+
+/** An OAuth client as a verified access token presents it. */
+export interface OAuthPrincipal extends Principal {
+  /** The token's scopes, as it gives them: grants in the access file's grammar (and any other scope the issuer adds). */
+  readonly grants: ReadonlyArray<string>
+  /** When the token expires (its `exp`), in milliseconds since the epoch: a stream it opened may end then. */
+  readonly expiresAt: number
+}
+
+/** The bearer is not a JWT: not this source's to judge. */
+export class NotAJwt extends Data.TaggedError("NotAJwt")<{}> {}
+
+export type OAuthRefusalReason =
+  | "expired"
+  | "not_yet_valid"
+  | "wrong_issuer"
+  | "wrong_audience"
+  /** The signature does not verify, or the token names a key or an algorithm the issuer's key set does not hold. */
+  | "bad_signature"
+  | "no_client"
+  /** A claim is missing (`exp`) or of the wrong type. */
+  | "invalid"
+  /** The issuer's keys could not be fetched: the server's problem, not the client's. */
+  | "keys_unavailable"
+
+/** A JWT that does not authenticate: 401 with `error="invalid_token"` (503 for `keys_unavailable`). */
+export class OAuthRefused extends Data.TaggedError("OAuthRefused")<{
+  readonly reason: OAuthRefusalReason
+  readonly message: string
+}> {}
+
+export interface OAuthVerifierService {
+  /** False when `WO_OAUTH_ISSUER` is unset: then nothing is a JWT of this source's. */
+  readonly enabled: boolean
+  /** A token verified before and still within its lifetime, without a fiber; undefined when `authenticate` must run. */
+  readonly cached: (bearer: string) => OAuthPrincipal | undefined
+  /** The principal a bearer token authenticates, from the cache or verified (and then cached). */
+  readonly authenticate: (bearer: string) => Effect.Effect<OAuthPrincipal, NotAJwt | OAuthRefused>
+  /** How many tokens were verified in full (signature and claims) since the start: the cache's misses. */
+  readonly verifications: () => number
+}
+
+export interface OAuthVerifierOptions {
+  readonly issuer: string
+  readonly audience: ReadonlyArray<string>
+  readonly keys: SigningKeys
+  /** Most tokens kept verified at once (default 10,000). */
+  readonly capacity?: number
+  /** Seconds by which `exp` and `nbf` may be off (default 30). */
+  readonly clockToleranceSeconds?: number
+  /** The clock, in milliseconds since the epoch (tests move it). */
+  readonly now?: () => number
+}
+
+/** The algorithms accepted: the asymmetric ones a JWKS publishes (never `none`, never a shared secret). */
+const ALGORITHMS = ["RS256", "RS384", "RS512", "PS256", "PS384", "PS512", "ES256", "ES384", "ES512", "EdDSA", "Ed25519"]
+
+const refused = (reason: OAuthRefusalReason, message: string) => new OAuthRefused({ reason, message })
+
+/** A failure to get the issuer's keys (a fetch that failed, a key set that is not one): nothing a client can fix. */
+class KeysUnavailable extends Error {}
+
+/** The resolver, with its failures to get the keys told apart from a token naming a key that is not there. */
+const resolving = (resolve: JWTVerifyGetKey): JWTVerifyGetKey => async (header, token) => {
+  try {
+    return await resolve(header, token)
+  } catch (e) {
+    if (e instanceof errors.JWKSNoMatchingKey || e instanceof errors.JWKSMultipleMatchingKeys || e instanceof errors.JOSENotSupported) throw e
+    throw new KeysUnavailable(e instanceof Error ? e.message : String(e))
+  }
+}
+
+/** jose's failure as the refusal a client is told. */
+const refusalOf = (e: unknown, keysSource: string): OAuthRefused => {
+  if (e instanceof KeysUnavailable) return refused("keys_unavailable", `the issuer's keys could not be had from ${keysSource}: ${e.message}`)
+  if (e instanceof errors.JWTExpired) return refused("expired", "the access token has expired")
+  if (e instanceof errors.JWTClaimValidationFailed) {
+    if (e.claim === "nbf") return refused("not_yet_valid", "the access token is not valid yet (nbf)")
+    if (e.claim === "iss") return refused("wrong_issuer", "the access token was issued by another issuer")
+    if (e.claim === "aud") return refused("wrong_audience", "the access token was not issued for this server (aud)")
+    return refused("invalid", `the access token's "${e.claim}" claim is ${e.reason === "missing" ? "missing" : "invalid"}`)
+  }
+  if (e instanceof errors.JWKSNoMatchingKey) return refused("bad_signature", "the access token is signed with a key the issuer does not publish")
+  if (e instanceof errors.JWSSignatureVerificationFailed || e instanceof errors.JOSEAlgNotAllowed ||
+      e instanceof errors.JOSENotSupported || e instanceof errors.JWKSMultipleMatchingKeys) {
+    return refused("bad_signature", "the access token's signature does not verify")
+  }
+  // jose's other failures (a claim of the wrong type, a malformed part) are the token's.
+  return refused("invalid", `the access token is malformed${e instanceof Error ? `: ${e.message}` : ""}`)
+}
+
+/** A compact JWS: three base64url parts, the first a JSON header with an `alg`. */
+const isJwt = (bearer: string): boolean => {
+  if (!/^[\w-]+\.[\w-]+\.[\w-]+$/.test(bearer)) return false
+  try {
+    return typeof decodeProtectedHeader(bearer).alg === "string"
+  } catch {
+    return false
+  }
+}
+
+/** `scope` ("a b c") or `scp` (["a", "b"], or a string as some issuers send it); undefined: of the wrong type. */
+const scopesOf = (payload: JWTPayload): ReadonlyArray<string> | undefined => {
+  const raw = payload.scope ?? payload.scp
+  if (raw === undefined) return []
+  const list = typeof raw === "string"
+    ? raw.split(" ")
+    : Array.isArray(raw) && raw.every((s) => typeof s === "string") ? raw as ReadonlyArray<string> : undefined
+  return list === undefined ? undefined : [...new Set(list.filter((s) => s.length > 0))]
+}
+
+const nonEmpty = (u: unknown): string | undefined => (typeof u === "string" && u.length > 0 ? u : undefined)
+
+/** The principal a verified payload names, or why it names none. */
+const principalOf = (payload: JWTPayload): OAuthPrincipal | OAuthRefused => {
+  const name = nonEmpty(payload.client_id) ?? nonEmpty(payload.azp)
+  if (name === undefined) return refused("no_client", "the access token names no client (client_id or azp)")
+  const grants = scopesOf(payload)
+  if (grants === undefined) return refused("invalid", "the access token's scope is neither a string nor an array of strings")
+  const onBehalfOf = nonEmpty(payload.sub)
+  // exp is required (requiredClaims below), and jose has checked it is a number.
+  const expiresAt = (payload.exp as number) * 1000
+  return onBehalfOf === undefined ? { name, grants, expiresAt } : { name, onBehalfOf, grants, expiresAt }
+}
+
+/** The verifier over settled options (tests build one directly; the layer builds it from the settings). */
+export const makeOAuthVerifier = (options: OAuthVerifierOptions): OAuthVerifierService => {
+  const now = options.now ?? Date.now
+  const tolerance = options.clockToleranceSeconds ?? 30
+  const tokens = new VerifiedTokens<OAuthPrincipal>(options.capacity ?? 10_000, now)
+  const audience = [...options.audience]
+  let verifications = 0
+
+  const verify = (bearer: string) =>
+    Effect.gen(function* () {
+      yield* options.keys.refresh
+      verifications++
+      const { payload } = yield* Effect.tryPromise({
+        try: () =>
+          jwtVerify(bearer, resolving(options.keys.resolver()), {
+            issuer: options.issuer,
+            audience,
+            algorithms: ALGORITHMS,
+            clockTolerance: tolerance,
+            currentDate: new Date(now()),
+            requiredClaims: ["exp"]
+          }),
+        catch: (e) => refusalOf(e, options.keys.source)
+      })
+      const principal = principalOf(payload)
+      if (principal instanceof OAuthRefused) return yield* Effect.fail(principal)
+      // Accepted as long as jose would accept it again: until exp and the tolerance.
+      tokens.set(bearer, principal, principal.expiresAt + tolerance * 1000)
+      return principal
+    })
+
+  return {
+    enabled: true,
+    cached: (bearer) => tokens.get(bearer),
+    authenticate: (bearer) =>
+      Effect.suspend((): Effect.Effect<OAuthPrincipal, NotAJwt | OAuthRefused> => {
+        const hit = tokens.get(bearer)
+        if (hit !== undefined) return Effect.succeed(hit)
+        return isJwt(bearer) ? verify(bearer) : Effect.fail(new NotAJwt())
+      }),
+    verifications: () => verifications
+  }
+}
+
+/** With OAuth off: no bearer is an OAuth token. */
+const DISABLED: OAuthVerifierService = {
+  enabled: false,
+  cached: () => undefined,
+  authenticate: () => Effect.fail(new NotAJwt()),
+  verifications: () => 0
+}
+
+export class OAuthVerifier extends Context.Tag("writeonce/OAuthVerifier")<OAuthVerifier, OAuthVerifierService>() {
+  /**
+   * From the settings (`WO_OAUTH_ISSUER`, `WO_OAUTH_AUDIENCE`, `WO_OAUTH_JWKS`): disabled without an issuer; a
+   * ConfigError when the issuer comes without its audience or keys, or when the key file cannot be read.
+   */
+  static readonly layer = Layer.effect(
+    OAuthVerifier,
+    Effect.gen(function* () {
+      const settings = yield* WoConfig
+      const issuer = settings.oauthIssuer
+      if (issuer === undefined) return DISABLED
+      const audience = settings.oauthAudience ?? []
+      if (audience.length === 0) return yield* Effect.fail(ConfigError.MissingData(["WO_OAUTH_AUDIENCE"], "WO_OAUTH_ISSUER is set, so WO_OAUTH_AUDIENCE is required too"))
+      if (settings.oauthJwks === undefined) return yield* Effect.fail(ConfigError.MissingData(["WO_OAUTH_JWKS"], "WO_OAUTH_ISSUER is set, so WO_OAUTH_JWKS is required too"))
+      const keys = yield* signingKeys(settings.oauthJwks)
+      return makeOAuthVerifier({ issuer, audience, keys })
+    })
+  )
+}
