@@ -13,7 +13,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { exportJWK, generateKeyPair, SignJWT } from 'jose';
 import { signingKeys } from '../src/access/oauth/signing-keys.ts';
-import { makeOAuthVerifier, type OAuthVerifierService } from '../src/access/oauth/verifier.ts';
+import { makeOAuthVerifier } from '../src/access/oauth/jwt-verifier.ts';
+import type { OAuthVerifierService } from '../src/access/oauth/verifier.ts';
 
 const R = Number(process.env.R ?? 15);
 const N = Number(process.env.N ?? 20_000);

@@ -12,15 +12,9 @@ import * as http from "node:http"
 import type { AddressInfo } from "node:net"
 import * as path from "node:path"
 import { exportJWK, generateKeyPair, SignJWT, type CryptoKey, type JWK, type JWTPayload } from "jose"
+import { makeOAuthVerifier } from "../../src/access/oauth/jwt-verifier.ts"
 import { signingKeys } from "../../src/access/oauth/signing-keys.ts"
-import {
-  makeOAuthVerifier,
-  NotAJwt,
-  OAuthRefused,
-  OAuthVerifier,
-  type OAuthPrincipal,
-  type OAuthVerifierService
-} from "../../src/access/oauth/verifier.ts"
+import { NotAJwt, OAuthRefused, OAuthVerifier, type OAuthPrincipal, type OAuthVerifierService } from "../../src/access/oauth/verifier.ts"
 import { loadSettings, WoConfig, type Settings } from "../../src/support/config.ts"
 import { tempDir } from "../../testkit/server.ts"
 
