@@ -126,7 +126,8 @@ export const makeOAuthVerifier = (options: OAuthVerifierOptions): OAuthVerifierS
 
   return {
     enabled: true,
-    cached: (bearer) => tokens.get(bearer),
+    // A bearer without a dot is no JWT: a static token tried here first pays a scan instead of a cache lookup.
+    cached: (bearer) => (bearer.includes(".") ? tokens.get(bearer) : undefined),
     authenticate: (bearer) =>
       Effect.suspend((): Effect.Effect<OAuthPrincipal, NotAJwt | OAuthRefused> => {
         const hit = tokens.get(bearer)
