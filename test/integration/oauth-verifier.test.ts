@@ -17,6 +17,7 @@ import { signingKeys } from "../../src/access/oauth/signing-keys.ts"
 import { NotAJwt, OAuthRefused, OAuthVerifier, type OAuthPrincipal, type OAuthVerifierService } from "../../src/access/oauth/verifier.ts"
 import { loadSettings, WoConfig, type Settings } from "../../src/support/config.ts"
 import { tempDir } from "../../testkit/server.ts"
+import { runWo } from "../../testkit/spawn.ts"
 
 const ISSUER = "https://issuer.test"
 const AUDIENCE = "http://127.0.0.1:8080"
@@ -290,4 +291,13 @@ describe("OAuth settings", () => {
       expect(on.enabled).toBe(true)
       expect((yield* on.authenticate(yield* Effect.promise(() => sign({ key })))).name).toBe("pricing-agent")
     }))
+
+  it("`wo run` with an issuer but no audience or keys refuses to start, naming what is missing", async () => {
+    const result = await runWo(["run", "examples/library", "--data", tempDir(), "--listen", "127.0.0.1:0"], {
+      env: { WO_OAUTH_ISSUER: ISSUER },
+      timeoutMs: 60_000
+    })
+    expect(result.code).toBe(1)
+    expect(result.stderr).toMatch(/^wo: configuration: .*WO_OAUTH_ISSUER is set, so WO_OAUTH_AUDIENCE and WO_OAUTH_JWKS are required too/m)
+  })
 })
