@@ -3,6 +3,9 @@
  * with the library sample's scopes, its route, and the 401 and 403 challenges.
  */
 import { describe, expect, it } from "@effect/vitest"
+import { extractWWWAuthenticateParams as extractV2 } from "@modelcontextprotocol/client"
+import { extractWWWAuthenticateParams as extractV1 } from "@modelcontextprotocol/sdk/client/auth.js"
+import { OAuthProtectedResourceMetadataSchema } from "@modelcontextprotocol/sdk/shared/auth.js"
 import { Effect, Either, Layer } from "effect"
 import library from "../../examples/library/app.ts"
 import { insufficientScopeChallenge, unauthorizedChallenge } from "../../src/access/oauth/challenge.ts"
@@ -63,6 +66,8 @@ describe("the protected resource metadata route", () => {
         bearer_methods_supported: ["header"],
         resource_name: "library"
       })
+      // The official SDK's schema of the document takes it.
+      expect(OAuthProtectedResourceMetadataSchema.safeParse(body(answer)).success).toBe(true)
       const proxied = yield* route(get("/.well-known/oauth-protected-resource", { host: "Books.Example", "x-forwarded-proto": "https" }))!
       expect(body(proxied).resource).toBe("https://books.example")
       expect(route(get("/api/books"))).toBeUndefined()
@@ -109,5 +114,26 @@ describe("the challenges", () => {
       `Bearer error="insufficient_scope", scope="books:read command:lend", resource_metadata="${metadata}"`
     )
     expect(insufficientScopeChallenge(["view:loans_by_member"])).toBe(`Bearer error="insufficient_scope", scope="view:loans_by_member"`)
+  })
+
+  it("the official MCP SDK clients (v1 and v2) read the metadata's address, the error and the scopes from them", () => {
+    const read = (header: string) => {
+      const response = new Response(null, { status: 403, headers: { "www-authenticate": header } })
+      const [v1, v2] = [extractV1(response), extractV2(response)]
+      expect({ ...v2, errorDescription: undefined }).toEqual({ ...v1, errorDescription: undefined })
+      return { ...v2, resourceMetadataUrl: v1.resourceMetadataUrl?.href }
+    }
+    expect(read(unauthorizedChallenge(metadata))).toMatchObject({ resourceMetadataUrl: metadata, scope: undefined, error: undefined })
+    expect(read(unauthorizedChallenge(metadata, { description: "the access token has expired" }))).toEqual({
+      resourceMetadataUrl: metadata,
+      scope: undefined,
+      error: "invalid_token",
+      errorDescription: "the access token has expired"
+    })
+    expect(read(insufficientScopeChallenge(["books:read", "command:lend"], metadata))).toMatchObject({
+      resourceMetadataUrl: metadata,
+      scope: "books:read command:lend",
+      error: "insufficient_scope"
+    })
   })
 })
