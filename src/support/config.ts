@@ -120,6 +120,17 @@ export interface Settings {
    * the reload while the previous version serves on.
    */
   readonly devLoadTimeoutMs: number
+  /**
+   * OAuth resource-server mode is on when this is set (`WO_OAUTH_ISSUER`): bearer JWTs from this issuer are
+   * accepted, and `oauthAudience` and `oauthJwks` are then required.
+   */
+  readonly oauthIssuer?: string
+  /** The audiences a token must name one of (`WO_OAUTH_AUDIENCE`, comma-separated): this server's resource identifiers. */
+  readonly oauthAudience?: ReadonlyArray<string>
+  /** The issuer's signing keys (`WO_OAUTH_JWKS`): an http(s) URL of its JWKS, or the path of a JWKS file. */
+  readonly oauthJwks?: string
+  /** This server's resource identifier in its protected resource metadata (`WO_OAUTH_RESOURCE`); unset: from the request's Host. */
+  readonly oauthResource?: string
 }
 
 /** The default of `viewSnapshotEvery` (WO_VIEW_SNAPSHOT_EVERY). */
@@ -218,6 +229,45 @@ const connectionCaps = (d: Partial<Settings>) =>
     return { maxConnections, maxConnectionsPerClient }
   })
 
+const isHttpUrl = (value: string) => {
+  try {
+    return ["http:", "https:"].includes(new URL(value).protocol)
+  } catch {
+    return false
+  }
+}
+
+/**
+ * WO_OAUTH_*: all absent (OAuth off), or the issuer with its audience and keys. A missing one, or one set without
+ * the issuer, is a ConfigError naming it.
+ */
+const oauthConfig = (d: Partial<Settings>) =>
+  Effect.gen(function* () {
+    const oauthIssuer = yield* optionalString("WO_OAUTH_ISSUER", d.oauthIssuer)
+    const audience = yield* list("WO_OAUTH_AUDIENCE", d.oauthAudience ?? [])
+    const oauthAudience = audience.length > 0 ? audience : undefined
+    const oauthJwks = yield* optionalString("WO_OAUTH_JWKS", d.oauthJwks)
+    const oauthResource = yield* optionalString("WO_OAUTH_RESOURCE", d.oauthResource)
+    const others = { WO_OAUTH_AUDIENCE: oauthAudience, WO_OAUTH_JWKS: oauthJwks, WO_OAUTH_RESOURCE: oauthResource }
+    if (oauthIssuer === undefined) {
+      const stray = Object.entries(others).find(([, v]) => v !== undefined)
+      if (stray !== undefined) {
+        return yield* Effect.fail(ConfigError.MissingData(["WO_OAUTH_ISSUER"], `${stray[0]} is set but WO_OAUTH_ISSUER is not: OAuth needs the issuer it trusts`))
+      }
+      return {}
+    }
+    const missing = (["WO_OAUTH_AUDIENCE", "WO_OAUTH_JWKS"] as const).filter((k) => others[k] === undefined)
+    if (missing.length > 0) {
+      return yield* Effect.fail(ConfigError.MissingData([missing[0]], `WO_OAUTH_ISSUER is set, so ${missing.join(" and ")} ${missing.length > 1 ? "are" : "is"} required too`))
+    }
+    for (const [name, value] of [["WO_OAUTH_ISSUER", oauthIssuer], ["WO_OAUTH_RESOURCE", oauthResource]] as const) {
+      if (value !== undefined && !isHttpUrl(value)) {
+        return yield* Effect.fail(ConfigError.InvalidData([name], `expected an http(s) URL, got "${value}"`))
+      }
+    }
+    return { oauthIssuer, oauthAudience, oauthJwks, oauthResource }
+  })
+
 /** The settings the environment sets, each falling back to `d` and then to writeonce's default. */
 const fromEnvironment = (d: Partial<Settings>) =>
   Effect.gen(function* () {
@@ -263,7 +313,8 @@ const fromEnvironment = (d: Partial<Settings>) =>
       storeTimeoutMs: yield* durationMs("WO_STORE_TIMEOUT", d.storeTimeoutMs ?? STORE_TIMEOUT_MS),
       viewSnapshotEvery: yield* positiveInt("WO_VIEW_SNAPSHOT_EVERY", d.viewSnapshotEvery ?? VIEW_SNAPSHOT_EVERY),
       ...(yield* connectionCaps(d)),
-      devLoadTimeoutMs: yield* positiveInt("WO_DEV_LOAD_TIMEOUT_MS", d.devLoadTimeoutMs ?? 10_000)
+      devLoadTimeoutMs: yield* positiveInt("WO_DEV_LOAD_TIMEOUT_MS", d.devLoadTimeoutMs ?? 10_000),
+      ...(yield* oauthConfig(d))
     }
     return settings
   })
@@ -278,7 +329,7 @@ const KNOWN_KEYS: ReadonlySet<string> = new Set(Object.keys({
   maxEventTails: true, authToken: true, insecure: true, acceptDataLoss: true, recordFile: true,
   idempotencyTtlMs: true, store: true, metrics: true, readyMaxLag: true, storeTimeoutMs: true, viewSnapshotEvery: true, catalogReloads: true,
   maxConnectionsPerClient: true, maxConnections: true,
-  devLoadTimeoutMs: true
+  devLoadTimeoutMs: true, oauthIssuer: true, oauthAudience: true, oauthJwks: true, oauthResource: true
 } satisfies Record<keyof SettingsInput, true>))
 
 /** `input` as Settings fields: an unknown key or a malformed `listen` is a ConfigError naming it. */
