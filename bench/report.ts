@@ -415,7 +415,7 @@ export function renderMarkdown(r: RunReport): string {
   }
 
   if (r.stall) {
-    out.push('## Stall isolation (issue 4): a legacy GET stream that stops reading, on a hot row', '');
+    out.push('## Stall isolation: a legacy GET stream that stops reading, on a hot row', '');
     out.push(...mdTable(['phase', 'set_price/s', 'set_price p99 ms', 'healthy notifications', 'healthy p50 ms', 'healthy p99 ms', 'healthy max ms', 'srv RSS MB before / peak / after', 'stalled stream'],
       r.stall.map((p) => [
         p.stalledReader ? `with a stalled reader (${f(p.ms / 1000, 1)} s)` : `without (${f(p.ms / 1000, 1)} s)`,

@@ -87,7 +87,7 @@ describe("MCP legacy era over a real server", () => {
     expect(setPrice.inputSchema.required).toEqual(["id", "price"])
   })
 
-  it("serves the same row bytes through tools, resources and REST (C9)", async () => {
+  it("serves the same row bytes through tools, resources and REST", async () => {
     const { json: row, text: restCreate } = await http(`${pricing.url}/api/products`, { method: "POST", body: { name: "Pen", price: 2, currency: "USD" } })
     const set = await callTool(pricing.url, "products_set_price", { id: row.id, price: 3 })
     expect(set.structuredContent).toMatchObject({ id: row.id, version: 2, price: 3 })
@@ -100,7 +100,7 @@ describe("MCP legacy era over a real server", () => {
     expect(read.json.result.contents[0].text).toBe(rest.text)
   })
 
-  it("reports tool failures as isError results with REST's messages (C7)", async () => {
+  it("reports tool failures as isError results with REST's messages", async () => {
     const { json: row } = await http(`${pricing.url}/api/products`, { method: "POST", body: { name: "Cup", price: 5, currency: "EUR" } })
     const restRefused = await http(`${pricing.url}/api/products/${row.id}/set_price`, { method: "POST", body: { price: -1 } })
     const refused = await callTool(pricing.url, "products_set_price", { id: row.id, price: -1 })
@@ -145,7 +145,7 @@ describe("MCP legacy era over a real server", () => {
     expect(new Set(uris).size).toBe(uris.length)
   })
 
-  it("serves templates, schema resources and -32002 for unknown resources (L9)", async () => {
+  it("serves templates, schema resources and -32002 for unknown resources", async () => {
     const templates = (await rpc(blog.url, "resources/templates/list")).json.result.resourceTemplates
     expect(templates.map((t: any) => t.uriTemplate)).toEqual(["wo://articles/{id}", "wo://articles{?title,body,status,order,limit}"])
     const schema = JSON.parse((await rpc(blog.url, "resources/read", { uri: "wo://schema/articles" })).json.result.contents[0].text)

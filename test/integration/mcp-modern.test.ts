@@ -27,7 +27,7 @@ describe("MCP 2026-07-28 (modern era) beside the legacy era", () => {
     await server.close()
   })
 
-  it("is stateless: no session minted or echoed, GET and DELETE are 405, legacy-only methods unknown (M5)", async () => {
+  it("is stateless: no session minted or echoed, GET and DELETE are 405, legacy-only methods unknown", async () => {
     const res = await modern(server.url, "tools/list", {}, undefined, { "mcp-session-id": "ignored", "last-event-id": "get-1" })
     expect(res.status).toBe(200)
     expect(res.headers["mcp-session-id"]).toBeUndefined()
@@ -41,7 +41,7 @@ describe("MCP 2026-07-28 (modern era) beside the legacy era", () => {
     expect(del.status).toBe(405)
   })
 
-  it("carries caching hints that are true: long for the catalog, zero for rows (M4)", async () => {
+  it("carries caching hints that are true: long for the catalog, zero for rows", async () => {
     const tools = (await modern(server.url, "tools/list")).json.result
     expect(tools).toMatchObject({ ttlMs: 300000, cacheScope: "public" })
     const templates = (await modern(server.url, "resources/templates/list")).json.result
@@ -53,14 +53,14 @@ describe("MCP 2026-07-28 (modern era) beside the legacy era", () => {
     expect(read).toMatchObject({ ttlMs: 0, resultType: "complete", _meta: { "io.modelcontextprotocol/serverInfo": { name: "pricing" } } })
   })
 
-  it("answers a missing resource with -32602 and data.uri, HTTP 200 (M8)", async () => {
+  it("answers a missing resource with -32602 and data.uri, HTTP 200", async () => {
     const uri = "wo://products/999999"
     const res = await modern(server.url, "resources/read", { uri }, uri)
     expect(res.status).toBe(200)
     expect(res.json.error).toMatchObject({ code: -32602, data: { uri } })
   })
 
-  it("decodes the base64 sentinel in Mcp-Name and rejects a malformed one (M2)", async () => {
+  it("decodes the base64 sentinel in Mcp-Name and rejects a malformed one", async () => {
     const uri = `wo://products/${id}`
     expect((await modern(server.url, "resources/read", { uri }, base64Name(uri))).status).toBe(200)
     const bad = await modern(server.url, "resources/read", { uri }, "=?base64?SGVs!!!bG8=?=")
@@ -82,7 +82,7 @@ describe("MCP 2026-07-28 (modern era) beside the legacy era", () => {
     expect(res.text).toBe("")
   })
 
-  it("listen: ack first, subscriptionId on every message, only the requested types (M6)", async () => {
+  it("listen: ack first, subscriptionId on every message, only the requested types", async () => {
     const listen = await openSse(`${server.url}/mcp`, {
       method: "POST",
       headers: headersFor("subscriptions/listen"),
@@ -122,7 +122,7 @@ describe("MCP 2026-07-28 (modern era) beside the legacy era", () => {
     lists.close()
   })
 
-  it("streams progress only on the request's own response, then the complete result (M9)", async () => {
+  it("streams progress only on the request's own response, then the complete result", async () => {
     const res = await openSse(`${server.url}/mcp`, {
       method: "POST",
       headers: headersFor("tools/call", "products_set_price"),

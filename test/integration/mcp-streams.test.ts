@@ -33,7 +33,7 @@ const createProduct = async (url: string, price = 1) =>
 const setPrice = (url: string, id: string, price: number) =>
   http(`${url}/api/products/${id}/set_price`, { method: "POST", body: { price } })
 
-describe("legacy sessions (L2, L3, L8)", () => {
+describe("legacy sessions", () => {
   it("mints a random session id, requires it, and ends it with DELETE", async () => {
     const server = await start(apps.pricing)
     const a = await openSession(server.url)
@@ -87,7 +87,7 @@ describe("legacy sessions (L2, L3, L8)", () => {
   })
 })
 
-describe("subscriptions and the GET stream (L5, L6)", () => {
+describe("subscriptions and the GET stream", () => {
   it("notifies each committed change once, only to the session subscribed, whatever made it", async () => {
     const server = await start(apps.pricing)
     const watcher = await openSession(server.url)
@@ -153,7 +153,7 @@ describe("subscriptions and the GET stream (L5, L6)", () => {
   })
 })
 
-describe("resumption from the durable log (L7)", () => {
+describe("resumption from the durable log", () => {
   it("replays exactly what the stream missed after Last-Event-ID, then goes on live", async () => {
     const server = await start(apps.pricing)
     const session = await openSession(server.url)
@@ -221,7 +221,7 @@ describe("resumption from the durable log (L7)", () => {
   })
 })
 
-describe("streamed responses (C4)", () => {
+describe("streamed responses", () => {
   it("answers a tools/call with a progressToken as SSE: priming, accepted, decided, durable, result", async () => {
     const server = await start(apps.pricing)
     const { id } = await createProduct(server.url)
@@ -260,7 +260,7 @@ describe("streamed responses (C4)", () => {
   })
 })
 
-describe("bounded buffers: an overflowing stream is closed, others are untouched (L8)", () => {
+describe("bounded buffers: an overflowing stream is closed, others are untouched", () => {
   it("closes the stream whose buffer overflows; its client resumes with Last-Event-ID and loses nothing", async () => {
     // One durable batch delivers its notices synchronously, before a stream's writer can drain any, so a batch
     // of more than streamBuffer + 1 changes to watched rows overflows the buffer (the exact edge is in

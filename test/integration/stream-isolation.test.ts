@@ -8,7 +8,7 @@ import { apps, http, startServer } from "../../testkit/server.ts"
 const TOTAL = 100_000
 const CHUNK = 200
 
-describe("isolation: a client that never reads stalls only itself (L8)", () => {
+describe("isolation: a client that never reads stalls only itself", () => {
   it("keeps memory bounded and the other client's notifications flowing through 100k changes", async () => {
     const server = await startServer(apps.pricing, { streamBuffer: 1024 })
     try {

@@ -529,7 +529,7 @@ const sendTool = async (t: Target, c: ToolCase): Promise<{ ok: boolean; body: an
     if (answer.status !== 200 || rpc?.error?.code !== -32602) fail("arguments that are not an object must get -32602", { label: JSON.stringify(c) }, answer)
     return { ok: false, body: rpc.error, answer }
   }
-  if (answer.status !== 200 || rpc?.result === undefined) fail("a tools/call must be answered with a result (C7)", { label: JSON.stringify(c) }, answer)
+  if (answer.status !== 200 || rpc?.result === undefined) fail("a tools/call must be answered with a result", { label: JSON.stringify(c) }, answer)
   const result = rpc.result
   if (result.isError === true) {
     if (typeof result.content?.[0]?.text !== "string" || result.content[0].text === "") fail("isError without a message", { label: JSON.stringify(c) }, answer)

@@ -490,7 +490,7 @@ describe("request timeout on a stalled request (WO_REQUEST_TIMEOUT_MS, default 3
   })
 })
 
-describe("one GET stream per session (L5): only a real GET takes the session's stream", () => {
+describe("one GET stream per session: only a real GET takes the session's stream", () => {
   it("a HEAD /mcp with the session id neither opens a stream nor ends the session's GET stream", async () => {
     const server = await start(apps.pricing)
     const session = await openSession(server.url)
