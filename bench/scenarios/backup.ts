@@ -138,7 +138,7 @@ export async function runBackup(ctx: BenchContext, opts: BackupOptions): Promise
 export function renderBackup(r: BackupResult): string {
   const f = (n: number) => (Number.isFinite(n) ? n.toFixed(1) : 'n/a');
   return [
-    '## Online backup (issue 23)',
+    '## Online backup',
     '',
     `\`wo backup\` of a ${r.events}-event log while durable set_price writes run; budgets: writes' p99 <= 2x, time <= 2x \`wo verify\`.`,
     '',

@@ -58,7 +58,7 @@ export async function runInvariant(ctx: BenchContext): Promise<InvariantResult> 
 /** The scenario's section of the report. */
 export const renderInvariant = (r: InvariantResult): string =>
   [
-    '## Invariant cost (issue 21)',
+    '## Invariant cost',
     '',
     'Durable REST `set_price`, side by side: the same app without and with one invariant declared.',
     '',

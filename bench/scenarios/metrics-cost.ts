@@ -75,7 +75,7 @@ export async function runMetricsCost(ctx: BenchContext): Promise<MetricsCostResu
 /** The scenario's section of the report. */
 export const renderMetricsCost = (r: MetricsCostResult): string =>
   [
-    '## Metrics cost (issue 23)',
+    '## Metrics cost',
     '',
     `Durable REST \`set_price\`, side by side: the same app with WO_METRICS=0 and WO_METRICS=1 (scraped once a second: ${r.scrapes} scrapes).`,
     '',

@@ -326,7 +326,7 @@ export function renderScaleOut(r: ScaleOutResult): string {
     '',
     `Commit to notification (${r.notify.commits} commits, one at a time, from before the request): subscriber on another node p50 ${f(r.notify.otherNode.p50Ms, 1)} ms, p99 ${f(r.notify.otherNode.p99Ms, 1)} ms; on the writing node p50 ${f(r.notify.sameNode.p50Ms, 1)} ms, p99 ${f(r.notify.sameNode.p99Ms, 1)} ms.`,
     '',
-    '| budget (issue 22) | measured | want | verdict | how |',
+    '| budget | measured | want | verdict | how |',
     '|---|---:|---:|---|---|',
     ...scaleOutBudgets(r).map((b) => `| ${b.name} | ${Number.isFinite(b.value) ? `${b.value.toFixed(2)}x` : '-'} | ${b.want} | **${b.result}** | ${b.detail} |`),
     '',

@@ -294,7 +294,7 @@ export function renderScale(r: ScaleResult): string {
   const f = (x: number, d = 1) => (Number.isFinite(x) ? x.toFixed(d) : 'n/a');
   const mem = (m: Memory) => `${f(m.rssMb, 0)} / ${f(m.privateMb, 0)} / ${f(m.filesMb, 0)} MB`;
   return [
-    '## Data larger than memory (issue 27)',
+    '## Data larger than memory',
     '',
     `${r.rows.toLocaleString('en-US')} products written directly (${f(r.writeMs / 1000)} s), served from the store through a ${r.cacheMb} MiB row cache (\`WO_ROW_CACHE\`).`,
     '',
