@@ -6,8 +6,10 @@
  * dispatcher's, shared by both.
  */
 import type { Effect, Either } from "effect"
+import type { Principal } from "../../access/principal.ts"
+import { forbiddenRpc } from "../../access/refusals.ts"
 import { storeErrorPolicy, type StoreError } from "../../domain/errors.ts"
-import type { CallContext, Failure, Outcome, Unavailable } from "./dispatcher.ts"
+import type { CallContext, Failure, Forbidden, Outcome, Unavailable } from "./dispatcher.ts"
 import { ErrorCode, internalError, RpcError, type Era, type Params, type RpcRequest } from "./protocol.ts"
 
 /** What the transport read from the HTTP request, once, for the policies: header values and `_meta`. */
@@ -22,6 +24,8 @@ export interface Envelope {
   readonly sessionId: string | undefined
   /** The caller's address. */
   readonly client: string
+  /** Who the request acts as (the router authenticated it), when a credential is required. */
+  readonly principal?: Principal
 }
 
 /**
@@ -39,6 +43,8 @@ export type Refusal =
   | { readonly _tag: "UnknownMethod"; readonly error: RpcError }
   /** A cap on open streams is reached. */
   | { readonly _tag: "TooMany"; readonly error: RpcError }
+  /** The principal lacks a grant the request needs (HTTP 403, as an OAuth client's insufficient scope). */
+  | { readonly _tag: "Forbidden"; readonly error: RpcError; readonly grants: ReadonlyArray<string> }
   /** The server cannot serve it now; `retryAfter` (seconds) when a retry can succeed. */
   | { readonly _tag: "Unavailable"; readonly error: RpcError; readonly retryAfter: number | undefined }
 
@@ -51,9 +57,11 @@ export const storeDown = (e: StoreError): Refusal => {
   return { _tag: "Unavailable", error: new RpcError({ code: ErrorCode[mcp], message: e.message }), retryAfter }
 }
 
-/** A handler's failure that both eras spell alike: a cap reached, or the store down. */
-export const unavailable = (failure: Unavailable | StoreError): Refusal =>
-  failure._tag === "Unavailable"
+/** A handler's failure that both eras spell alike: a grant missing, a cap reached, or the store down. */
+export const unavailable = (failure: Forbidden | Unavailable | StoreError): Refusal =>
+  failure._tag === "Forbidden"
+    ? { _tag: "Forbidden", error: forbiddenRpc(failure.grants), grants: failure.grants }
+    : failure._tag === "Unavailable"
     ? { _tag: "Unavailable", error: internalError(failure.message), retryAfter: failure.retryAfter }
     : storeDown(failure)
 

@@ -20,6 +20,7 @@ import type { OpenStreamsShape } from "../streams/open-streams.ts"
 import { SSE_HEADERS } from "../../support/sse.ts"
 import { legacyCatalogChangedFrames, legacyFrame, legacyUpdatedFrame } from "./notice-frames.ts"
 import type { Session, SessionsShape } from "./sessions.ts"
+import type { Principal } from "../../access/principal.ts"
 
 /**
  * GET-stream event ids are the stream and the durable position at once, so a resumed stream replays only what it
@@ -66,7 +67,7 @@ export interface SessionStreamDeps {
 }
 
 export const makeSessionStream = ({ catalog, sessions, log, rows, views, streams, settings }: SessionStreamDeps) =>
-  (session: Session, lastEventId: string | undefined, client: string): EdgeResponse => {
+  (session: Session, lastEventId: string | undefined, client: string, principal?: Principal): EdgeResponse => {
     const from = parseGetStreamEventId(lastEventId)
     const start: Extract<EdgeResponse, { _tag: "Push" }>["start"] = (sink) =>
       Effect.gen(function* () {
@@ -81,7 +82,7 @@ export const makeSessionStream = ({ catalog, sessions, log, rows, views, streams
         buffer.handOver = handOver
         // Live delivery starts before the replay reads the log, so nothing falls between the two.
         yield* sessions.stream(session, buffer)
-        yield* streams.track({ kind: "session", client, owner: session.id, since: rows.checkpoint(), subscriptions: () => [...sessions.snapshot(session).subscriptions.keys()], listChanges: false }, buffer)
+        yield* streams.track({ kind: "session", client, owner: session.id, since: rows.checkpoint(), subscriptions: () => [...sessions.snapshot(session).subscriptions.keys()], listChanges: false, principal }, buffer)
         if (handOver === undefined || from === undefined) return
         // The head and the views' last changes, read in one step: live notices after it come from the hand-over.
         const head = rows.checkpoint()

@@ -15,6 +15,7 @@ import { httpError } from "../edge/edge-error.ts"
 import { empty, json, type EdgeRequest, type EdgeResponse, type Headers } from "../edge/edge-types.ts"
 import { describeBodyProblem, isJsonContentType, parseJsonBody } from "../edge/json-body.ts"
 import { SSE_HEADERS, sseFrame } from "../../support/sse.ts"
+import { forbiddenHeaders } from "../../access/refusals.ts"
 import type { Answer, CallContext, DirectReply, Dispatcher, Failure, Outcome } from "./dispatcher.ts"
 import { malformed, storeDown, type Envelope, type EraPolicy, type Refusal } from "./era-policy.ts"
 import type { LegacyPolicy } from "./legacy-era.ts"
@@ -35,6 +36,7 @@ import {
   type RpcRequest
 } from "./protocol.ts"
 import type { Session, SessionsShape } from "./sessions.ts"
+import type { Principal } from "../../access/principal.ts"
 
 /** The headers of MCP's Streamable HTTP transport, as node:http gives them (lower case). */
 export const SESSION_HEADER = "mcp-session-id"
@@ -89,6 +91,9 @@ const REFUSAL_STATUS: { readonly [K in Refusal["_tag"]]: number } = {
   UnknownSession: 404,
   UnknownMethod: 404,
   TooMany: 429,
+  // A JSON-RPC error on HTTP 403, not an isError tool result: the request itself is not allowed (the model must
+  // not take it for a tool that failed and retry), and 403 is where an OAuth client looks to step up its scopes.
+  Forbidden: 403,
   Unavailable: 503
 }
 
@@ -96,7 +101,9 @@ const refused = (id: RpcId | null, refusal: Refusal): EdgeResponse =>
   json(
     REFUSAL_STATUS[refusal._tag],
     errorMessage(id, refusal.error),
-    refusal._tag === "Unavailable" && refusal.retryAfter !== undefined ? { "retry-after": String(refusal.retryAfter) } : {}
+    refusal._tag === "Unavailable" && refusal.retryAfter !== undefined
+      ? { "retry-after": String(refusal.retryAfter) }
+      : refusal._tag === "Forbidden" ? forbiddenHeaders(refusal.grants) : {}
   )
 
 const accepted = (): EdgeResponse => empty(202)
@@ -141,7 +148,7 @@ export interface TransportDeps {
   /** listen-stream.ts: a modern listen stream, or its refusal (the only one it makes: too many streams, 429). */
   readonly openListen: (request: ListenRequest) => Either.Either<EdgeResponse, RpcError>
   /** session-stream.ts: a legacy session's GET stream, resumed after Last-Event-ID. */
-  readonly openSessionStream: (session: Session, lastEventId: string | undefined, client: string) => EdgeResponse
+  readonly openSessionStream: (session: Session, lastEventId: string | undefined, client: string, principal?: Principal) => EdgeResponse
   readonly maxJsonDepth: number
 }
 
@@ -155,7 +162,8 @@ export const makeMcpTransport = (deps: TransportDeps) => {
     mcpMethod: headerValue(request.headers, METHOD_HEADER),
     mcpName: headerValue(request.headers, NAME_HEADER),
     sessionId: headerValue(request.headers, SESSION_HEADER),
-    client: request.remoteAddress
+    client: request.remoteAddress,
+    principal: request.principal
   })
 
   /** A request's answer on the wire, in its era's shape. */
@@ -245,7 +253,7 @@ export const makeMcpTransport = (deps: TransportDeps) => {
     return legacy.session(envelope).pipe(
       Effect.flatMap((session) =>
         request.method === "GET"
-          ? Effect.succeed(withHeaders(openSessionStream(session, headerValue(request.headers, LAST_EVENT_ID_HEADER), request.remoteAddress), { [SESSION_HEADER]: session.id }))
+          ? Effect.succeed(withHeaders(openSessionStream(session, headerValue(request.headers, LAST_EVENT_ID_HEADER), request.remoteAddress, request.principal), { [SESSION_HEADER]: session.id }))
           : sessions.terminate(session.id).pipe(
             Effect.as(empty(200)),
             Effect.catchIf(isStoreError, (e) => Effect.fail(storeDown(e)))

@@ -10,6 +10,7 @@ import { type Settings, WoConfig } from "../../support/config.ts"
 import { scopedSync } from "../../support/scoped-sync.ts"
 import { makeClientSlots, type ClientSlots } from "./client-slots.ts"
 import type { EndReason } from "./notice-buffer.ts"
+import type { Principal } from "../../access/principal.ts"
 
 export type StreamKind = "session" | "listen" | "events"
 
@@ -22,6 +23,8 @@ export interface StreamInfo {
   readonly since: number
   readonly subscriptions: () => ReadonlyArray<string>
   readonly listChanges: boolean
+  /** Who opened it (absent where no credential is required): its stream ends when the principal is revoked. */
+  readonly principal?: Principal
 }
 
 /** What shutdown and wo dev do to an open stream. */
@@ -51,6 +54,8 @@ export interface OpenStreamsShape {
    */
   readonly track: (info: StreamInfo, stream: OpenStream, reserved?: Reservation) => Effect.Effect<void, never, Scope.Scope>
   readonly closeAll: (reason: EndReason) => void
+  /** Closes every stream whose info matches (the access file revoked its principal); how many it closed. */
+  readonly closeWhere: (matches: (info: StreamInfo) => boolean, reason: EndReason) => number
   /** wo dev: every open stream tells its client that the catalog changed (tools and resource lists). */
   readonly announceCatalogChange: () => void
   readonly list: () => ReadonlyArray<StreamInfo>
@@ -89,6 +94,15 @@ export const makeOpenStreams = (settings: Caps): OpenStreamsShape => {
       }, untrack)),
     closeAll: (reason) => {
       for (const stream of open.keys()) stream.close(reason)
+    },
+    closeWhere: (matches, reason) => {
+      let closed = 0
+      for (const [stream, info] of [...open]) {
+        if (!matches(info)) continue
+        stream.close(reason)
+        closed++
+      }
+      return closed
     },
     announceCatalogChange: () => {
       for (const stream of open.keys()) stream.catalogChanged?.()
