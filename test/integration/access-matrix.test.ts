@@ -262,12 +262,12 @@ describe("idempotency keys belong to their principal", () => {
     const b = await send("ops", "From ops")
     expect(a.status).toBe(201)
     expect(b.status).toBe(201)
-    expect((await b.json()).title).toBe("From ops")
+    expect(((await b.json()) as { title: string }).title).toBe("From ops")
     expect(b.headers.get("idempotent-replayed")).toBeNull()
     // Each principal's retry is answered with its own first answer.
     const again = await send("librarian", "From the librarian")
     expect(again.headers.get("idempotent-replayed")).toBe("true")
-    expect((await again.json()).title).toBe("From the librarian")
+    expect(((await again.json()) as { title: string }).title).toBe("From the librarian")
     expect(await count("books")).toBe(before + 2)
   })
 
@@ -278,7 +278,7 @@ describe("idempotency keys belong to their principal", () => {
       const body = JSON.parse(req.body)
       body.params._meta["writeonce/idempotencyKey"] = "same-mcp-key"
       const r = await fetch(`${server.url}/mcp`, { method: "POST", headers: req.headers, body: JSON.stringify(body) })
-      return (await r.json()).result
+      return ((await r.json()) as { result: any }).result
     }
     expect((await keyed("librarian", "MCP librarian")).structuredContent.title).toBe("MCP librarian")
     expect((await keyed("ops", "MCP ops")).structuredContent.title).toBe("MCP ops")
