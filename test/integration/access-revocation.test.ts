@@ -10,6 +10,10 @@ import { LEGACY_VERSION, listenBody, modernHeaders } from "../../testkit/mcp.ts"
 import { openSse, type SseConnection } from "../../testkit/sse.ts"
 import { waitFor } from "../../testkit/wait.ts"
 import * as fs from "node:fs"
+import * as path from "node:path"
+import { accessFileText } from "../../testkit/access-server.ts"
+import { ROOT, tempDir } from "../../testkit/server.ts"
+import { runWo as runWoToEnd, spawnWo } from "../../testkit/spawn.ts"
 
 const BEFORE: ReadonlyArray<DeclaredPrincipal> = [
   { name: "ops", grants: ["admin"] },
@@ -103,5 +107,29 @@ describe("rewriting the access file", () => {
     expect((await rest(server.url, "GET", "/api/_rows", tokenOf("ops"))).status).toBe(200)
     expect(stream.ended()).toBe(false)
     stream.close()
+  })
+})
+
+describe("wo run --access", () => {
+  it("serves the file's principals, re-reads it on SIGHUP and goes on serving; a bad file at start stops it with the problem", async () => {
+    const dir = tempDir("wo-access-run-")
+    const file = path.join(dir, "access.json")
+    fs.writeFileSync(file, accessFileText([{ name: "ops", grants: ["admin"] }]))
+    const wo = await spawnWo(["run", path.join(ROOT, "examples/library"), "--data", path.join(dir, "data"), "--listen", "127.0.0.1:0", "--access", file])
+    try {
+      expect((await rest(wo.loopbackUrl, "GET", "/api/books", tokenOf("ops"))).status).toBe(200)
+      expect((await rest(wo.loopbackUrl, "GET", "/api/books", undefined)).status).toBe(401)
+      // The file unchanged (so no watch fires): only the signal makes it re-read.
+      process.kill(wo.pid, "SIGHUP")
+      expect(await waitFor(() => /access file .* reloaded: 1 principals/.test(wo.output()), 10_000)).toBe(true)
+      expect(wo.exitReport()).toBeUndefined()
+      expect((await rest(wo.loopbackUrl, "GET", "/api/books", tokenOf("ops"))).status).toBe(200)
+    } finally {
+      await wo.stop()
+    }
+    fs.writeFileSync(file, accessFileText([{ name: "ops", grants: ["books:burn"] }]))
+    const bad = await runWoToEnd(["run", path.join(ROOT, "examples/library"), "--data", path.join(dir, "data"), "--listen", "127.0.0.1:0", "--access", file], { timeoutMs: 60_000 })
+    expect(bad.code).toBe(1)
+    expect(bad.stderr).toMatch(/principal ops: grant "books:burn": books has no operation named burn/)
   })
 })
