@@ -31,11 +31,13 @@ const AFTER: ReadonlyArray<DeclaredPrincipal> = [
 let server: Awaited<ReturnType<typeof startWithAccess>>
 let legacy: ReturnType<typeof legacySessions>
 let book = ""
+let member = ""
 
 beforeAll(async () => {
   server = await startWithAccess(BEFORE)
   legacy = legacySessions(server.url)
   book = (await rest(server.url, "POST", "/api/books", tokenOf("ops"), { title: "Dune", author: "Herbert" })).json.id
+  member = (await rest(server.url, "POST", "/api/members", tokenOf("ops"), { name: "Ada" })).json.id
 })
 afterAll(() => server?.close())
 
@@ -62,6 +64,9 @@ describe("rewriting the access file", () => {
   it("ends every open stream of a removed or changed principal, refuses its next request, and leaves the others open", async () => {
     const leaver = await openAll("leaver")
     const narrowed = await openAll("narrowed")
+    for (const uri of [`wo://books/${book}`, `wo://members/${member}`]) {
+      expect((await legacy.request(tokenOf("narrowed"), "resources/subscribe", { uri })).status).toBe(200)
+    }
     const stayer = await openAll("stayer")
     const started = Date.now()
     // As an operator would: the file rewritten in place; the server sees the change itself (no signal).
@@ -82,6 +87,20 @@ describe("rewriting the access file", () => {
     await rest(server.url, "PATCH", `/api/books/${book}`, tokenOf("ops"), { title: "Dune Messiah" })
     expect((await stayer.listen.nextJson(5000))?.json.method).toBe("notifications/resources/updated")
     for (const s of [...Object.values(leaver), ...Object.values(narrowed), ...Object.values(stayer)]) s.close()
+  })
+
+  it("a session reopened by a narrowed principal no longer hears what it may no longer read", async () => {
+    const session = legacy.sessionOf(tokenOf("narrowed"))!
+    const get = await openSse(`${server.url}/mcp`, {
+      headers: { accept: "text/event-stream", "mcp-session-id": session, "mcp-protocol-version": LEGACY_VERSION, ...bearer(tokenOf("narrowed")) }
+    })
+    expect(get.status).toBe(200)
+    await rest(server.url, "PATCH", `/api/members/${member}`, tokenOf("ops"), { name: "Ada L." })
+    await rest(server.url, "PATCH", `/api/books/${book}`, tokenOf("ops"), { title: "Children of Dune" })
+    const first = await get.nextJson(5000)
+    expect(first?.json.params.uri).toBe(`wo://books/${book}`)
+    expect(await get.nextJson(500)).toBeUndefined()
+    get.close()
   })
 
   it("a changed token is a revoked one: the old token is refused, the new one works", async () => {

@@ -20,7 +20,8 @@ import type { OpenStreamsShape } from "../streams/open-streams.ts"
 import { SSE_HEADERS } from "../../support/sse.ts"
 import { legacyCatalogChangedFrames, legacyFrame, legacyUpdatedFrame } from "./notice-frames.ts"
 import type { Session, SessionsShape } from "./sessions.ts"
-import type { Principal } from "../../access/principal.ts"
+import { may, type Principal } from "../../access/principal.ts"
+import { uriOperation } from "../../access/operations.ts"
 
 /**
  * GET-stream event ids are the stream and the durable position at once, so a resumed stream replays only what it
@@ -80,6 +81,17 @@ export const makeSessionStream = ({ catalog, sessions, log, rows, views, streams
           isClosed: () => sink.isClosed()
         })
         buffer.handOver = handOver
+        // A session outlives a change of its principal's grants (its stream ended then): what it may no longer read
+        // is dropped before anything is delivered or replayed.
+        if (principal !== undefined) {
+          for (const uri of sessions.snapshot(session).subscriptions.keys()) {
+            const op = uriOperation(uri)
+            if (op !== undefined && !may(principal, op)) {
+              const dropped = yield* Effect.either(sessions.unsubscribe(session, uri))
+              if (dropped._tag === "Left") return sink.close("store")
+            }
+          }
+        }
         // Live delivery starts before the replay reads the log, so nothing falls between the two.
         yield* sessions.stream(session, buffer)
         yield* streams.track({ kind: "session", client, owner: session.id, since: rows.checkpoint(), subscriptions: () => [...sessions.snapshot(session).subscriptions.keys()], listChanges: false, principal }, buffer)
