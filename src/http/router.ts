@@ -16,6 +16,7 @@ import { BACKUP_PATH } from "../backup/control.ts"
 import { Access, type AccessShape } from "../access/access.ts"
 import { ANY, requestOperation } from "../access/operations.ts"
 import { may, type Principal } from "../access/principal.ts"
+import type { Operation } from "../access/grants.ts"
 import { forbidden, unauthorized } from "../access/refusals.ts"
 
 export interface Routes {
@@ -49,10 +50,9 @@ const guardRefusal = (guards: Guards, request: EdgeRequest): EdgeResponse | unde
  * when it may go on. Attached (once admitted) by assignment to the request the edge made (its `principal` slot is there from the
  * start, so the object keeps its shape on the hot path).
  */
-const admit = (request: EdgeRequest, principal: Principal | undefined): EdgeResponse | undefined => {
+const admit = (request: EdgeRequest, op: Operation | typeof ANY, principal: Principal | undefined): EdgeResponse | undefined => {
   if (principal === undefined) return unauthorized(request.path)
-  const op = requestOperation(request.method, request.path, METRICS_PATH)
-  if (op !== undefined && op !== ANY && !may(principal, op)) return forbidden(op)
+  if (op !== ANY && !may(principal, op)) return forbidden(op)
   // Only once admitted: a request carrying a principal is one that passed (see `refusalOf`).
   ;(request as { principal?: Principal }).principal = principal
   return undefined
@@ -67,9 +67,10 @@ const refusalOf = (guards: Guards, access: AccessShape, request: EdgeRequest): E
   if (guarded !== undefined) return guarded
   // Authenticated already (the direct route passed it on): not again.
   if (!access.required || request.principal !== undefined) return undefined
-  if (requestOperation(request.method, request.path, METRICS_PATH) === undefined) return undefined
+  const op = requestOperation(request.method, request.path, METRICS_PATH)
+  if (op === undefined) return undefined
   const found = access.authenticate(request.headers.authorization)
-  return Effect.isEffect(found) ? Effect.map(found, (p) => admit(request, p)) : admit(request, found)
+  return Effect.isEffect(found) ? Effect.map(found, (p) => admit(request, op, p)) : admit(request, op, found)
 }
 
 export const makeRouter = (guards: Guards, routes: Routes, access: AccessShape = Access.open) => (incoming: EdgeRequest): Effect.Effect<EdgeResponse> => {
