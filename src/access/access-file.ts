@@ -12,6 +12,7 @@ import { createHash } from "node:crypto"
 import type { CompiledApp } from "../domain/compile.ts"
 import { compileGrants } from "./grants.ts"
 import type { Principal } from "./principal.ts"
+import { TokenBucket } from "./rate-limits.ts"
 
 /** A name as it appears in events and logs: no spaces (a space separates it from an idempotency key). */
 const Name = Schema.String.pipe(Schema.pattern(/^[A-Za-z0-9][A-Za-z0-9._@:-]{0,127}$/, {
@@ -20,11 +21,17 @@ const Name = Schema.String.pipe(Schema.pattern(/^[A-Za-z0-9][A-Za-z0-9._@:-]{0,1
 const Token = Schema.String.pipe(Schema.minLength(16, { message: () => "a token has at least 16 characters" }))
 const Digest = Schema.String.pipe(Schema.pattern(/^[0-9a-fA-F]{64}$/, { message: () => "tokenSha256 is 64 hex digits" }))
 
+const Limits = Schema.Struct({
+  writesPerSecond: Schema.optional(Schema.Number.pipe(Schema.positive({ message: () => "writesPerSecond is a number above 0" }))),
+  streams: Schema.optional(Schema.Int.pipe(Schema.positive({ message: () => "streams is a whole number above 0" })))
+})
+
 const Entry = Schema.Struct({
   name: Name,
   token: Schema.optional(Token),
   tokenSha256: Schema.optional(Digest),
-  grants: Schema.Array(Schema.String)
+  grants: Schema.Array(Schema.String),
+  limits: Schema.optional(Limits)
 })
 
 export const AccessFileSchema = Schema.Struct({ principals: Schema.Array(Entry) })
@@ -66,7 +73,11 @@ export const decodeAccessFile = (text: string, app: CompiledApp): Either.Either<
       for (const p of grants.left) problems.push(`${who}: ${p}`)
       continue
     }
-    declared.push({ digest, principal: { name: entry.name, grants: grants.right, keyScope: entry.name } })
+    const limits = entry.limits === undefined ? undefined : {
+      ...(entry.limits.writesPerSecond !== undefined ? { writes: new TokenBucket(entry.limits.writesPerSecond) } : {}),
+      ...(entry.limits.streams !== undefined ? { streams: entry.limits.streams } : {})
+    }
+    declared.push({ digest, principal: { name: entry.name, grants: grants.right, keyScope: entry.name, ...(limits ? { limits } : {}) } })
   }
   return problems.length > 0 ? Either.left(problems) : Either.right(declared)
 }

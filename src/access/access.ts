@@ -52,9 +52,10 @@ const tableOf = (declared: ReadonlyArray<DeclaredPrincipal>, before: PrincipalTa
   const byDigest = new Map<string, Principal>()
   for (const { digest, principal } of declared) {
     const old = before?.byDigest.get(digest)
-    // Same token, name and grants: the same principal (its streams go on).
+    // Same token, name, grants and limits: the same principal (its streams go on, its write bucket too).
     const same = old !== undefined && old.name === principal.name &&
-      old.grants?.declared.join("\n") === principal.grants?.declared.join("\n")
+      old.grants?.declared.join("\n") === principal.grants?.declared.join("\n") &&
+      old.limits?.writes?.rate === principal.limits?.writes?.rate && old.limits?.streams === principal.limits?.streams
     byDigest.set(digest, same ? old : principal)
   }
   return { byDigest, all: new Set(byDigest.values()) }

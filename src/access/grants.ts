@@ -89,14 +89,6 @@ export const allows = (grants: Grants, op: Operation): boolean => {
   }
 }
 
-/** Whether `grants` allow anything at all on `type` (its schema and its tools are then visible). */
-export const touchesType = (grants: Grants, type: string): boolean => {
-  if (grants.admin || grants.readAll || grants.readTypes.has(type) || grants.allOf.has(type)) return true
-  const prefix = `${type}:`
-  for (const action of grants.actions) if (action.startsWith(prefix)) return true
-  return false
-}
-
 const GENERIC = new Set(["create", "update", "delete"])
 
 /**

@@ -4,6 +4,7 @@
  * from the request, never from the token again.
  */
 import { allows, type Grants, type Operation } from "./grants.ts"
+import type { PrincipalLimits } from "./rate-limits.ts"
 
 export interface Principal {
   /** The principal's declared name (an OAuth client's `client_id`). It is what events record as their actor. */
@@ -18,6 +19,8 @@ export interface Principal {
    * answer its retries.
    */
   readonly keyScope?: string
+  /** Its limits from the access file (rate-limits.ts), if any. */
+  readonly limits?: PrincipalLimits
 }
 
 /**

@@ -8,6 +8,7 @@ import { edgeError } from "../http/edge/edge-error.ts"
 import { errorJson, type EdgeResponse, type Headers } from "../http/edge/edge-types.ts"
 import { RpcError } from "../http/edge/json-rpc-errors.ts"
 import { grantFor, type Operation } from "./grants.ts"
+import { describeLimit, type LimitReached } from "./rate-limits.ts"
 
 export const WWW_AUTHENTICATE = 'Bearer realm="writeonce"'
 
@@ -28,6 +29,17 @@ export const forbidden = (op: Operation): EdgeResponse => {
   const grant = grantFor(op)
   return errorJson(403, "Forbidden", forbiddenMessage([grant]), { grant }, forbiddenHeaders([grant]))
 }
+
+/** The JSON-RPC code of a refusal for a principal's limit: outside JSON-RPC's reserved range, as HTTP's 429. */
+export const LIMITED_CODE = 429
+
+/** REST's 429 for a principal's limit, with Retry-After. */
+export const limited = (reached: LimitReached): EdgeResponse =>
+  errorJson(429, "TooManyRequests", describeLimit(reached), { limit: reached.limit }, { "retry-after": String(reached.retryAfter) })
+
+/** MCP's refusal for a principal's limit (the transport answers it on HTTP 429 with Retry-After). */
+export const limitedRpc = (reached: LimitReached): RpcError =>
+  new RpcError({ code: LIMITED_CODE, message: describeLimit(reached), data: { limit: reached.limit, value: reached.value, retryAfter: reached.retryAfter } })
 
 /** MCP's refusal for want of grants, as a JSON-RPC error (the transport answers it on HTTP 403). */
 export const forbiddenRpc = (grants: ReadonlyArray<string>): RpcError =>

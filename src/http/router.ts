@@ -17,7 +17,8 @@ import { Access, type AccessShape } from "../access/access.ts"
 import { ANY, requestOperation } from "../access/operations.ts"
 import { may, type Principal } from "../access/principal.ts"
 import type { Operation } from "../access/grants.ts"
-import { forbidden, unauthorized } from "../access/refusals.ts"
+import { forbidden, limited, unauthorized } from "../access/refusals.ts"
+import { takeWrite } from "../access/rate-limits.ts"
 
 export interface Routes {
   readonly rest: (request: EdgeRequest) => Effect.Effect<EdgeResponse>
@@ -53,6 +54,10 @@ const guardRefusal = (guards: Guards, request: EdgeRequest): EdgeResponse | unde
 const admit = (request: EdgeRequest, op: Operation | typeof ANY, principal: Principal | undefined): EdgeResponse | undefined => {
   if (principal === undefined) return unauthorized(request.path)
   if (op !== ANY && !may(principal, op)) return forbidden(op)
+  if (op !== ANY && (op._tag === "Write" || op._tag === "Command") && principal.limits !== undefined) {
+    const reached = takeWrite(principal.limits)
+    if (reached !== undefined) return limited(reached)
+  }
   // Only once admitted: a request carrying a principal is one that passed (see `refusalOf`).
   ;(request as { principal?: Principal }).principal = principal
   return undefined

@@ -46,6 +46,14 @@ describe("decodeAccessFile", () => {
     expect(problemsOf(JSON.stringify({ principals: [{ name: "e", tokenSha256: "abc", grants: [] }] })).join("\n")).toMatch(/64 hex digits/)
   })
 
+  it("reads a principal's limits, and refuses limits that are not above 0", () => {
+    const [p] = Either.getOrThrow(decodeAccessFile(JSON.stringify({ principals: [{ name: "a", token: "a-token-long-enough", grants: [], limits: { writesPerSecond: 50, streams: 20 } }] }), app))
+    expect(p.principal.limits?.writes?.rate).toBe(50)
+    expect(p.principal.limits?.streams).toBe(20)
+    expect(problemsOf(JSON.stringify({ principals: [{ name: "a", token: "a-token-long-enough", grants: [], limits: { writesPerSecond: 0 } }] })).join("\n")).toMatch(/writesPerSecond is a number above 0/)
+    expect(problemsOf(JSON.stringify({ principals: [{ name: "a", token: "a-token-long-enough", grants: [], limits: { streams: 1.5 } }] })).length).toBeGreaterThan(0)
+  })
+
   it("refuses what is not the file's shape: bad JSON, unknown keys, a name with a space", () => {
     expect(problemsOf("{ not json").length).toBeGreaterThan(0)
     expect(problemsOf(JSON.stringify({ principals: [], extra: 1 })).join("\n")).toMatch(/extra/)

@@ -2,7 +2,7 @@
 import { Either } from "effect"
 import { describe, expect, it } from "vitest"
 import library from "../../examples/library/app.ts"
-import { allows, compileGrants, grantFor, grantsOf, Op, touchesType, type Grants } from "../../src/access/grants.ts"
+import { allows, compileGrants, grantFor, grantsOf, Op, type Grants } from "../../src/access/grants.ts"
 import { ANY, requestOperation, uriOperation } from "../../src/access/operations.ts"
 import { may } from "../../src/access/principal.ts"
 import { compileApp } from "../../src/domain/compile.ts"
@@ -86,12 +86,6 @@ describe("allows", () => {
     expect(allows(grants(), Op.read("books"))).toBe(false)
     expect(may({ name: "nobody" }, Op.read("books"))).toBe(false)
     expect(may(undefined, Op.admin)).toBe(true)
-  })
-
-  it("touchesType: any grant on the type", () => {
-    expect(touchesType(grants("books:add_copies"), "books")).toBe(true)
-    expect(touchesType(grants("books:add_copies"), "members")).toBe(false)
-    expect(touchesType(grants("read"), "members")).toBe(true)
   })
 
   it("grantFor names the narrowest grant an operation needs", () => {

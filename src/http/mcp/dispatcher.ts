@@ -43,6 +43,7 @@ import type { Tool } from "./tools.ts"
 import { grantFor, type Operation } from "../../access/grants.ts"
 import { uriOperation } from "../../access/operations.ts"
 import { may, type Principal } from "../../access/principal.ts"
+import { streamRefused, takeWrite, type LimitReached } from "../../access/rate-limits.ts"
 import { overSubscriptionCaps, tooManySubscriptionBytes, uriBytes, uriTooLong } from "./uri-limits.ts"
 
 /**
@@ -84,11 +85,13 @@ export type Answer =
 export class ResourceMissing extends Data.TaggedError("ResourceMissing")<{ readonly uri: string }> {}
 /** The caller's principal lacks `grants` (every one the request needs): each era answers it on HTTP 403. */
 export class Forbidden extends Data.TaggedError("Forbidden")<{ readonly grants: ReadonlyArray<string> }> {}
+/** The caller's principal reached one of its limits (rate-limits.ts): each era answers it on HTTP 429. */
+export class Limited extends Data.TaggedError("Limited")<{ readonly reached: LimitReached }> {}
 /** The server cannot serve this now: a cap is reached; `retryAfter` (seconds) when a retry can succeed. */
 export class Unavailable extends Data.TaggedError("Unavailable")<{ readonly message: string; readonly retryAfter?: number }> {}
 
 /** Why a handler failed: a protocol error, the store (down, STORE_ERRORS), or a condition each era spells its own way. */
-export type Failure = RpcError | ResourceMissing | Forbidden | Unavailable | StoreError
+export type Failure = RpcError | ResourceMissing | Forbidden | Limited | Unavailable | StoreError
 
 /** What the era's policy admitted a request with. */
 export interface CallContext {
@@ -112,6 +115,13 @@ interface Route {
   readonly handle: Handler
 }
 
+/** A write tool's call, counted against its principal's writes a second: the refusal when it reached the limit. */
+const writeLimited = (principal: Principal | undefined, tool: Tool): Limited | undefined => {
+  if (principal?.limits === undefined || (tool.operation._tag !== "Write" && tool.operation._tag !== "Command")) return undefined
+  const reached = takeWrite(principal.limits)
+  return reached === undefined ? undefined : new Limited({ reached })
+}
+
 export interface DispatcherDeps {
   readonly catalog: CompiledApp
   readonly tools: ReadonlyArray<Tool>
@@ -121,6 +131,8 @@ export interface DispatcherDeps {
   /** The log sequence the read models include: where a new legacy subscription begins. */
   readonly checkpoint: () => number
   readonly settings: Settings
+  /** How many streams a principal has open now (its `streams` limit). */
+  readonly streamsOf?: (principal: Principal) => number
 }
 
 /** How a request served without a fiber answers (`Dispatcher.dispatchNow`): once, and never by throwing. */
@@ -216,7 +228,7 @@ const BOTH: ReadonlyArray<Era> = ["legacy", "modern"]
 const LEGACY: ReadonlyArray<Era> = ["legacy"]
 const MODERN: ReadonlyArray<Era> = ["modern"]
 
-export const makeDispatcher = ({ catalog, tools, resources, sessions, server, checkpoint, settings }: DispatcherDeps): Dispatcher => {
+export const makeDispatcher = ({ catalog, tools, resources, sessions, server, checkpoint, settings, streamsOf }: DispatcherDeps): Dispatcher => {
   const byName = new Map(tools.map((t) => [t.definition.name, t]))
   const definitions = tools.map((t) => t.definition)
   // Under wo dev the catalog changes whenever the app does: nothing catalog-derived may be cached.
@@ -321,6 +333,8 @@ export const makeDispatcher = ({ catalog, tools, resources, sessions, server, ch
         // Refused whole when any URI is not readable: which of them is, is not told apart per URI.
         const refused = principal === undefined ? undefined : missing(principal, uris.flatMap((uri) => uriOperation(uri) ?? []))
         if (refused !== undefined) return Effect.fail(refused)
+        const reached = principal === undefined || streamsOf === undefined ? undefined : streamRefused(principal.limits, streamsOf(principal))
+        if (reached !== undefined) return Effect.fail(new Limited({ reached }))
         const topics = Either.all(uris.map(topic))
         if (Either.isLeft(topics)) return Effect.fail(topics.left)
         const lists = notifications.resourcesListChanged === true
@@ -353,6 +367,8 @@ export const makeDispatcher = ({ catalog, tools, resources, sessions, server, ch
       eras: BOTH,
       handle: (request, context) =>
         fromEither(toolCallOf(request, context), ({ tool, args, key }) => {
+          const limitedNow = writeLimited(context.principal, tool)
+          if (limitedNow !== undefined) return Effect.fail(limitedNow)
           const keyed = key === undefined ? {} : { idempotencyKey: key }
           const token = progressTokenOf(context.meta)
           if (token !== undefined) {
@@ -402,6 +418,9 @@ export const makeDispatcher = ({ catalog, tools, resources, sessions, server, ch
     if (Either.isLeft(call)) return (reply.failure(call.left), noCancel)
     const { tool, args, key } = call.right
     if (tool.callNow === undefined || key !== undefined || progressTokenOf(context.meta) !== undefined) return undefined
+    // Counted here, once the call is taken this way (else `dispatch` counts it).
+    const limitedNow = writeLimited(context.principal, tool)
+    if (limitedNow !== undefined) return (reply.failure(limitedNow), noCancel)
     return tool.callNow(args, reply)
   }
 

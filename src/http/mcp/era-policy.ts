@@ -7,9 +7,10 @@
  */
 import type { Effect, Either } from "effect"
 import type { Principal } from "../../access/principal.ts"
-import { forbiddenRpc } from "../../access/refusals.ts"
+import { forbiddenRpc, limitedRpc } from "../../access/refusals.ts"
+import type { LimitReached } from "../../access/rate-limits.ts"
 import { storeErrorPolicy, type StoreError } from "../../domain/errors.ts"
-import type { CallContext, Failure, Forbidden, Outcome, Unavailable } from "./dispatcher.ts"
+import type { CallContext, Failure, Forbidden, Limited, Outcome, Unavailable } from "./dispatcher.ts"
 import { ErrorCode, internalError, RpcError, type Era, type Params, type RpcRequest } from "./protocol.ts"
 
 /** What the transport read from the HTTP request, once, for the policies: header values and `_meta`. */
@@ -45,10 +46,13 @@ export type Refusal =
   | { readonly _tag: "TooMany"; readonly error: RpcError }
   /** The principal lacks a grant the request needs (HTTP 403, as an OAuth client's insufficient scope). */
   | { readonly _tag: "Forbidden"; readonly error: RpcError; readonly grants: ReadonlyArray<string> }
+  /** The principal reached one of its limits (HTTP 429 with Retry-After). */
+  | { readonly _tag: "Limited"; readonly error: RpcError; readonly retryAfter: number }
   /** The server cannot serve it now; `retryAfter` (seconds) when a retry can succeed. */
   | { readonly _tag: "Unavailable"; readonly error: RpcError; readonly retryAfter: number | undefined }
 
 export const answered = (error: RpcError): Refusal => ({ _tag: "Answered", error })
+export const limitedRefusal = (reached: LimitReached): Refusal => ({ _tag: "Limited", error: limitedRpc(reached), retryAfter: reached.retryAfter })
 export const malformed = (error: RpcError): Refusal => ({ _tag: "Malformed", error })
 
 /** A store error as STORE_ERRORS spells it for MCP: its JSON-RPC code, the message, its Retry-After. */
@@ -58,9 +62,11 @@ export const storeDown = (e: StoreError): Refusal => {
 }
 
 /** A handler's failure that both eras spell alike: a grant missing, a cap reached, or the store down. */
-export const unavailable = (failure: Forbidden | Unavailable | StoreError): Refusal =>
+export const unavailable = (failure: Forbidden | Limited | Unavailable | StoreError): Refusal =>
   failure._tag === "Forbidden"
     ? { _tag: "Forbidden", error: forbiddenRpc(failure.grants), grants: failure.grants }
+    : failure._tag === "Limited"
+    ? limitedRefusal(failure.reached)
     : failure._tag === "Unavailable"
     ? { _tag: "Unavailable", error: internalError(failure.message), retryAfter: failure.retryAfter }
     : storeDown(failure)

@@ -17,7 +17,8 @@ import { describeBodyProblem, isJsonContentType, parseJsonBody } from "../edge/j
 import { SSE_HEADERS, sseFrame } from "../../support/sse.ts"
 import { forbiddenHeaders } from "../../access/refusals.ts"
 import type { Answer, CallContext, DirectReply, Dispatcher, Failure, Outcome } from "./dispatcher.ts"
-import { malformed, storeDown, type Envelope, type EraPolicy, type Refusal } from "./era-policy.ts"
+import { limitedRefusal, malformed, storeDown, type Envelope, type EraPolicy, type Refusal } from "./era-policy.ts"
+import { streamRefused } from "../../access/rate-limits.ts"
 import type { LegacyPolicy } from "./legacy-era.ts"
 import type { ListenRequest } from "./listen-stream.ts"
 import { progressMessages } from "./progress-stream.ts"
@@ -94,6 +95,7 @@ const REFUSAL_STATUS: { readonly [K in Refusal["_tag"]]: number } = {
   // A JSON-RPC error on HTTP 403, not an isError tool result: the request itself is not allowed (the model must
   // not take it for a tool that failed and retry), and 403 is where an OAuth client looks to step up its scopes.
   Forbidden: 403,
+  Limited: 429,
   Unavailable: 503
 }
 
@@ -101,7 +103,7 @@ const refused = (id: RpcId | null, refusal: Refusal): EdgeResponse =>
   json(
     REFUSAL_STATUS[refusal._tag],
     errorMessage(id, refusal.error),
-    refusal._tag === "Unavailable" && refusal.retryAfter !== undefined
+    (refusal._tag === "Unavailable" || refusal._tag === "Limited") && refusal.retryAfter !== undefined
       ? { "retry-after": String(refusal.retryAfter) }
       : refusal._tag === "Forbidden" ? forbiddenHeaders(refusal.grants) : {}
   )
@@ -150,10 +152,12 @@ export interface TransportDeps {
   /** session-stream.ts: a legacy session's GET stream, resumed after Last-Event-ID. */
   readonly openSessionStream: (session: Session, lastEventId: string | undefined, client: string, principal?: Principal) => EdgeResponse
   readonly maxJsonDepth: number
+  /** How many streams a principal has open now (its `streams` limit); absent: none counted. */
+  readonly streamsOf?: (principal: Principal) => number
 }
 
 export const makeMcpTransport = (deps: TransportDeps) => {
-  const { dispatcher, legacy, modern, sessions, openListen, openSessionStream, maxJsonDepth } = deps
+  const { dispatcher, legacy, modern, sessions, openListen, openSessionStream, maxJsonDepth, streamsOf } = deps
   let responseStreams = 0
 
   const envelopeOf = (request: EdgeRequest, meta: Envelope["meta"]): Envelope => ({
@@ -249,6 +253,10 @@ export const makeMcpTransport = (deps: TransportDeps) => {
     const envelope = envelopeOf(request, undefined)
     if (request.method === "GET" && !accepts(request.headers.accept, "text/event-stream")) {
       return Effect.succeed(httpError(406, "Accept must allow text/event-stream"))
+    }
+    if (request.method === "GET" && request.principal !== undefined && streamsOf !== undefined) {
+      const reached = streamRefused(request.principal.limits, streamsOf(request.principal))
+      if (reached !== undefined) return Effect.succeed(refused(null, limitedRefusal(reached)))
     }
     return legacy.session(envelope).pipe(
       Effect.flatMap((session) =>

@@ -27,6 +27,8 @@ import { SSE_HEADERS, sseFrame } from "../../support/sse.ts"
 import { eventText, makeCatchUp, type ReadableTypes } from "../streams/catch-up.ts"
 import { Op } from "../../access/grants.ts"
 import { may, type Principal } from "../../access/principal.ts"
+import { streamRefused } from "../../access/rate-limits.ts"
+import { limited } from "../../access/refusals.ts"
 
 export interface EventTailDeps {
   readonly log: EventLogShape
@@ -108,6 +110,8 @@ export const makeEventTail = ({ log, feed, rows, capacity, heartbeatMs, streams,
       onRight: (from) => {
         const client = request.remoteAddress
         const principal = request.principal
+        const reached = principal === undefined ? undefined : streamRefused(principal.limits, streams.streamsOf(principal))
+        if (reached !== undefined) return limited(reached)
         if (streams.full("events", client)) {
           return errorJson(429, "TooManyReaders", `too many open event-log readers (WO_MAX_EVENT_TAILS_PER_CLIENT=${maxPerClient}, WO_MAX_EVENT_TAILS=${maxTotal})`, {}, { "retry-after": "1" })
         }

@@ -59,6 +59,8 @@ export interface OpenStreamsShape {
   /** wo dev: every open stream tells its client that the catalog changed (tools and resource lists). */
   readonly announceCatalogChange: () => void
   readonly list: () => ReadonlyArray<StreamInfo>
+  /** How many streams `principal` has open now (its `streams` limit: rate-limits.ts). */
+  readonly streamsOf: (principal: Principal) => number
 }
 
 export class OpenStreams extends Context.Tag("writeonce/OpenStreams")<OpenStreams, OpenStreamsShape>() {}
@@ -67,6 +69,14 @@ type Caps = Pick<Settings, "maxListensPerClient" | "maxListenStreams" | "maxEven
 
 export const makeOpenStreams = (settings: Caps): OpenStreamsShape => {
   const open = new Map<OpenStream, StreamInfo>()
+  // Counted as they are tracked, so that a principal's limit costs a lookup, not a pass over every stream.
+  const byPrincipal = new Map<Principal, number>()
+  const count = (principal: Principal | undefined, by: 1 | -1) => {
+    if (principal === undefined) return
+    const n = (byPrincipal.get(principal) ?? 0) + by
+    if (n === 0) byPrincipal.delete(principal)
+    else byPrincipal.set(principal, n)
+  }
   // The caps, made here only: a legacy session has one stream at most, so its kind has none of its own.
   const caps: Partial<Record<StreamKind, ClientSlots>> = {
     listen: makeClientSlots(settings.maxListensPerClient, settings.maxListenStreams),
@@ -82,6 +92,7 @@ export const makeOpenStreams = (settings: Caps): OpenStreamsShape => {
     if (info === undefined) return
     open.delete(stream)
     caps[info.kind]?.release(info.client)
+    count(info.principal, -1)
   }
   return {
     full: (kind, client) => caps[kind]?.full(client) ?? false,
@@ -90,6 +101,7 @@ export const makeOpenStreams = (settings: Caps): OpenStreamsShape => {
       Effect.asVoid(scopedSync(() => {
         if (reserved === undefined) caps[info.kind]?.take(info.client)
         open.set(stream, info)
+        count(info.principal, 1)
         return stream
       }, untrack)),
     closeAll: (reason) => {
@@ -107,7 +119,8 @@ export const makeOpenStreams = (settings: Caps): OpenStreamsShape => {
     announceCatalogChange: () => {
       for (const stream of open.keys()) stream.catalogChanged?.()
     },
-    list: () => [...open.values()]
+    list: () => [...open.values()],
+    streamsOf: (principal) => byPrincipal.get(principal) ?? 0
   }
 }
 
