@@ -47,9 +47,10 @@ const guardRefusal = (guards: Guards, request: EdgeRequest): EdgeResponse | unde
 }
 
 /**
- * The request's principal attached, and the operation it asks for checked: the refusal (401, 403), or undefined
- * when it may go on. Attached (once admitted) by assignment to the request the edge made (its `principal` slot is there from the
- * start, so the object keeps its shape on the hot path).
+ * The operation the request asks for checked against its principal (and a write against the principal's writes a
+ * second): the refusal (401, 403, 429), or undefined when it may go on, with the principal attached to the
+ * request. Attached by assignment: the edge made the request with its `principal` slot, so the object keeps its
+ * shape on the hot path.
  */
 const admit = (request: EdgeRequest, op: Operation | typeof ANY, principal: Principal | undefined): EdgeResponse | undefined => {
   if (principal === undefined) return unauthorized(request.path)

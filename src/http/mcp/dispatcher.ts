@@ -202,9 +202,12 @@ const readFailure = (uri: string, problem: ReadProblem): Failure => {
 /** What the principal may do, as resources.ts takes it (undefined: everything, no credential required). */
 const allowedFor = (principal: Principal | undefined) => (principal === undefined ? undefined : (op: Operation) => may(principal, op))
 
+/** Doing `op`: refused, naming its grant, when the principal lacks it (no allocation when it has it: every call asks). */
+const refusalFor = (principal: Principal | undefined, op: Operation): Forbidden | undefined =>
+  may(principal, op) ? undefined : new Forbidden({ grants: [grantFor(op)] })
+
 /** The grants `ops` need that `principal` lacks, or undefined when it has them all. */
-const missing = (principal: Principal | undefined, ops: ReadonlyArray<Operation>): Forbidden | undefined => {
-  if (principal === undefined) return undefined
+const missing = (principal: Principal, ops: ReadonlyArray<Operation>): Forbidden | undefined => {
   const grants = [...new Set(ops.filter((op) => !may(principal, op)).map(grantFor))]
   return grants.length === 0 ? undefined : new Forbidden({ grants })
 }
@@ -213,7 +216,7 @@ const missing = (principal: Principal | undefined, ops: ReadonlyArray<Operation>
 const readRefusal = (principal: Principal | undefined, uri: string): Forbidden | undefined => {
   if (principal === undefined) return undefined
   const op = uriOperation(uri)
-  return op === undefined ? undefined : missing(principal, [op])
+  return op === undefined ? undefined : refusalFor(principal, op)
 }
 
 /**
@@ -274,7 +277,7 @@ export const makeDispatcher = ({ catalog, tools, resources, sessions, server, ch
       const tool = byName.get(name)
       if (tool === undefined) return Either.left(invalidParams(`Unknown tool: ${name}`))
       // Before anything of the call is read: a tool not granted does nothing and discloses nothing.
-      const refused = missing(context.principal, [tool.operation])
+      const refused = refusalFor(context.principal, tool.operation)
       if (refused !== undefined) return Either.left(refused)
       const key = context.meta?.[IDEMPOTENCY_KEY_META]
       const problem = key === undefined ? undefined : keyProblem(key)
