@@ -14,9 +14,9 @@ export interface Principal {
   /** What it may do (grants.ts); absent: nothing. */
   readonly grants?: Grants
   /**
-   * The prefix of its idempotency keys (idempotency.ts), so that two principals' keys never meet. Absent on the
-   * `WO_AUTH_TOKEN` principal: it was the only one before principals existed, so the keys it stored then still
-   * answer its retries.
+   * What marks what it owns: its idempotency keys (idempotency.ts) and its legacy sessions (session-owner.ts), so
+   * that two principals' never meet. Absent on the `WO_AUTH_TOKEN` principal: it was the only one before
+   * principals existed, so the keys and sessions it made then are still its own.
    */
   readonly keyScope?: string
   /** Its limits from the access file (rate-limits.ts), if any. */

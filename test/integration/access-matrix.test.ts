@@ -208,6 +208,21 @@ describe("lists show only what the principal may use", () => {
   })
 })
 
+describe("a legacy session belongs to the principal that opened it", () => {
+  it("another principal presenting its id is answered as for an unknown session: no request, no stream", async () => {
+    await legacy.open(token("librarian"))
+    const session = legacy.sessionOf(token("librarian"))!
+    const asDesk = { ...bearer(token("desk")), "mcp-session-id": session, "mcp-protocol-version": "2025-11-25", accept: "application/json, text/event-stream", "content-type": "application/json" }
+    const call = await fetch(`${server.url}/mcp`, { method: "POST", headers: asDesk, body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "tools/list", params: {} }) })
+    expect(call.status).toBe(404)
+    const stream = await openSse(`${server.url}/mcp`, { headers: { ...asDesk, accept: "text/event-stream" } })
+    expect(stream.status).toBe(404)
+    stream.close()
+    const own = await fetch(`${server.url}/mcp`, { method: "POST", headers: { ...asDesk, ...bearer(token("librarian")) }, body: JSON.stringify({ jsonrpc: "2.0", id: 2, method: "tools/list", params: {} }) })
+    expect(own.status).toBe(200)
+  })
+})
+
 describe("listen is refused whole for any unreadable URI", () => {
   const listen = (t: string | undefined, uris: ReadonlyArray<string>) =>
     openSse(`${server.url}/mcp`, { method: "POST", headers: { ...modernHeaders("subscriptions/listen"), ...bearer(t) }, body: listenBody(7, uris) })

@@ -290,11 +290,12 @@ export const makeDispatcher = ({ catalog, tools, resources, sessions, server, ch
     [Method.initialize, {
       // The legacy handshake. Carrying modern _meta, initialize is no method of that era.
       eras: LEGACY,
-      handle: (request) =>
+      handle: (request, { principal }) =>
         Either.match(decodeInitialize(request.params), {
           onLeft: () => Effect.fail(invalidParams("initialize needs params.protocolVersion")),
           onRight: (params) =>
-            sessions.create(negotiate(params.protocolVersion)).pipe(
+            // The session is its principal's: its id says whose (access/session-owner.ts).
+            sessions.create(negotiate(params.protocolVersion), principal?.keyScope).pipe(
               Effect.flatMap((session) =>
                 session instanceof SessionsFull
                   ? Effect.fail(new Unavailable({ message: `too many sessions (WO_MAX_SESSIONS=${settings.maxSessions}); retry later`, retryAfter: 1 }))
