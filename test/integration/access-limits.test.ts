@@ -66,6 +66,8 @@ describe("open streams", () => {
     const second = await openSse(`${server.url}/api/_events?from=1`, { headers: bearer(tokenOf("slow")) })
     expect(second.status).toBe(429)
     second.close()
+    const scrape = (await rest(server.url, "GET", "/metrics", tokenOf("ops"))).text
+    expect(scrape).toMatch(/wo_principal_streams\{principal="slow"\} 1/)
     const listen = await modern(server.url, tokenOf("slow"), "subscriptions/listen", { notifications: { resourceSubscriptions: ["wo://books/1"] } })
     expect(listen.status).toBe(429)
     expect(listen.json.error).toMatchObject({ code: 429, data: { limit: "streams" } })
