@@ -18,6 +18,7 @@ export const FILES = [
   "specs/loans.spec.ts",
   "specs/commands.spec.ts",
   "transcripts/library.http",
+  "access.example.json",
   "README.md"
 ] as const
 

@@ -50,7 +50,11 @@ const recordOption = Options.file("record").pipe(
   Options.optional
 )
 const insecureOption = Options.boolean("insecure").pipe(
-  Options.withDescription("allow a non-loopback --listen address without WO_AUTH_TOKEN")
+  Options.withDescription("allow a non-loopback --listen address without WO_AUTH_TOKEN or an access file")
+)
+const accessOption = Options.file("access").pipe(
+  Options.withDescription("the access file: principals, their tokens and grants (or WO_ACCESS_FILE); re-read on SIGHUP and when it changes"),
+  Options.optional
 )
 const storeOption = Options.text("store").pipe(
   Options.withDescription("the event store: postgres://user@host:port[,host:port...]/db (default: the embedded store in the data dir, or WO_STORE); WO_STORE_TIMEOUT (default 5s) bounds each wait for its primary; each node stores its views every WO_VIEW_SNAPSHOT_EVERY events (default 10000)"),
@@ -62,13 +66,14 @@ const acceptDataLossOption = Options.boolean("accept-data-loss").pipe(
 
 const run = Command.make(
   "run",
-  { appDir, data: dataOption, listen: listenOption, insecure: insecureOption, acceptDataLoss: acceptDataLossOption, record: recordOption, store: storeOption },
-  ({ appDir, data, listen, insecure, acceptDataLoss, record, store }) =>
+  { appDir, data: dataOption, listen: listenOption, insecure: insecureOption, acceptDataLoss: acceptDataLossOption, record: recordOption, store: storeOption, access: accessOption },
+  ({ appDir, data, listen, insecure, acceptDataLoss, record, store, access }) =>
     runApp({
       appDir,
       data: Option.getOrUndefined(data),
       listen: Option.getOrUndefined(listen),
       insecure,
+      access: Option.getOrUndefined(access),
       acceptDataLoss,
       record: Option.getOrUndefined(record),
       store: Option.getOrUndefined(store)
@@ -77,8 +82,8 @@ const run = Command.make(
 
 const dev = Command.make(
   "dev",
-  { appDir, data: dataOption, listen: listenOption, insecure: insecureOption },
-  ({ appDir, data, listen, insecure }) => devApp({ appDir, data: Option.getOrUndefined(data), listen: Option.getOrUndefined(listen), insecure })
+  { appDir, data: dataOption, listen: listenOption, insecure: insecureOption, access: accessOption },
+  ({ appDir, data, listen, insecure, access }) => devApp({ appDir, data: Option.getOrUndefined(data), listen: Option.getOrUndefined(listen), insecure, access: Option.getOrUndefined(access) })
 ).pipe(Command.withDescription("serve an app like run, and reload it live on every change of its folder (tools and resource lists announced to MCP clients)"))
 
 const replayAppOption = Options.directory("app", { exists: "yes" }).pipe(

@@ -22,6 +22,7 @@ const EXPECTED: Readonly<Record<string, 1 | 2>> = {
   SchemaMismatch: 1,
   InitError: 1,
   ListenError: 1,
+  AccessFileError: 1,
   ConfigError: 1,
   UsageError: 2 // as a shell's builtins and most CLIs do
 }

@@ -11,8 +11,8 @@ import { devApp, runApp, type RunOptions } from "./serve.ts"
 
 /** Each command's options: a value (`--data DIR`) or a flag (`--insecure`), named as cli.ts declares them. */
 const OPTIONS = {
-  run: { data: "value", listen: "value", insecure: "flag", "accept-data-loss": "flag", record: "value", store: "value" },
-  dev: { data: "value", listen: "value", insecure: "flag" }
+  run: { data: "value", listen: "value", insecure: "flag", "accept-data-loss": "flag", record: "value", store: "value", access: "value" },
+  dev: { data: "value", listen: "value", insecure: "flag", access: "value" }
 } as const
 
 /** `wo run ...` or `wo dev ...` read as RunOptions, or undefined when cli.ts must read it. */
@@ -49,7 +49,8 @@ export const readServeArgs = (args: ReadonlyArray<string>): { readonly command: 
       insecure: given.has("insecure"),
       acceptDataLoss: given.has("accept-data-loss"),
       record: text("record"),
-      store: text("store")
+      store: text("store"),
+      access: text("access")
     }
   }
 }

@@ -15,6 +15,8 @@ export interface ServeOptions {
   readonly data?: string
   readonly listen?: string
   readonly insecure: boolean
+  /** The access file (principals and grants), as `--access FILE`. */
+  readonly access?: string
 }
 
 export interface RunOptions extends ServeOptions {
@@ -31,6 +33,7 @@ const settingsFor = (dir: string, options: ServeOptions & Partial<RunOptions>) =
     const overrides: Partial<Settings> = {}
     if (options.data !== undefined) Object.assign(overrides, { dataDir: path.resolve(options.data) })
     if (options.insecure) Object.assign(overrides, { insecure: true })
+    if (options.access !== undefined) Object.assign(overrides, { accessFile: path.resolve(options.access) })
     if (options.acceptDataLoss === true) Object.assign(overrides, { acceptDataLoss: true })
     if (options.record !== undefined) Object.assign(overrides, { recordFile: path.resolve(options.record) })
     if (options.store !== undefined) Object.assign(overrides, { store: options.store })

@@ -14,7 +14,7 @@ import { toIntent, type Command } from "../domain/decide/intent.ts"
 import { GroupCommit } from "./group-commit.ts"
 import { noCancel } from "../support/no-cancel.ts"
 import type { CommandCommitted, CommandSubmission, Committed, Stage, Submission } from "./submission.ts"
-import { commandFromChanges, fingerprintOf, keyProblem, makeIdempotency, pruneExpiredKeys, storedChanges, type Keyed } from "./idempotency.ts"
+import { commandFromChanges, fingerprintOf, clientKey, keyProblem, makeIdempotency, pruneExpiredKeys, storedChanges, type Keyed } from "./idempotency.ts"
 import { Metrics, metricsOff } from "../metrics/metrics.ts"
 import { paramsReferenceRefusal } from "./reference-check.ts"
 
@@ -68,7 +68,8 @@ const UNKEYED: Either.Either<undefined> = Either.right(undefined)
 /** The key checked again (a surface that forgot to would otherwise store any string). */
 const keyedBy = (key: string | undefined, request: ReadonlyArray<unknown>): Either.Either<Keyed | undefined, ValidationFailed> => {
   if (key === undefined) return UNKEYED
-  const problem = keyProblem(key)
+  // The key as its client sent it: the principal's scope before it (idempotency.ts `scopedKey`) is no client's.
+  const problem = keyProblem(clientKey(key))
   return problem === undefined
     ? Either.right({ key, fingerprint: fingerprintOf(request) })
     : Either.left(new ValidationFailed({ type: "request", issues: [{ path: ["Idempotency-Key"], message: problem }] }))

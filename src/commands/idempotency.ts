@@ -12,6 +12,11 @@
  * the batch's keys under its head lock (log/postgres/append.ts): a key another node stored meanwhile makes the entries
  * `Duplicate`, answered with the stored record.
  *
+ * Keys belong to their principal: the key stored is the principal's scope, a space, then the key the client sent
+ * (`scopedKey`; a client's key never holds a space), so the same key from another principal is another key. A
+ * write without a principal (no credential required), or from `WO_AUTH_TOKEN`'s, stores the key as sent, as every
+ * key was stored before principals existed: those keys still answer their retries.
+ *
  * Only committed writes are recorded: a refusal (422, 404, 409, ...) or a failure writes nothing, so a retry of
  * a refused request is decided again.
  */
@@ -43,6 +48,12 @@ export const keyProblem = (key: unknown): string | undefined => {
   return undefined
 }
 
+/** The key stored for `key` sent by a principal with `scope` (Principal.keyScope). */
+export const scopedKey = (scope: string | undefined, key: string) => (scope === undefined ? key : `${scope} ${key}`)
+
+/** The key as its client sent it, from the key stored: what a refusal names. */
+export const clientKey = (stored: string) => stored.slice(stored.lastIndexOf(" ") + 1)
+
 /** JSON with object keys sorted at every level: one text per value, whatever the order a client sent. */
 const canonicalJson = (value: unknown): string => {
   if (Array.isArray(value)) return `[${value.map((v) => (v === undefined ? "null" : canonicalJson(v))).join(",")}]`
@@ -64,7 +75,7 @@ export const fingerprintOf = (request: ReadonlyArray<unknown>): string => hash("
 /** The stored answer as committed changes, flagged as replayed; refused when the key was used for another request. */
 export const storedChanges = (stored: StoredKey, fingerprint: string): Either.Either<ReadonlyArray<Committed>, IdempotencyKeyReused> =>
   stored.fingerprint !== fingerprint
-    ? Either.left(new IdempotencyKeyReused({ key: stored.key }))
+    ? Either.left(new IdempotencyKeyReused({ key: clientKey(stored.key) }))
     : Either.right(stored.entries.map(({ event, rowJson }) => ({
       event,
       row: rowJson === null ? null : (JSON.parse(rowJson) as Row),
@@ -127,7 +138,7 @@ export const makeIdempotency = (
       const key = keyed.key
       const flight = flights.get(key)
       if (flight !== undefined) {
-        if (flight.fingerprint !== keyed.fingerprint) return onExit(Exit.fail(new IdempotencyKeyReused({ key })))
+        if (flight.fingerprint !== keyed.fingerprint) return onExit(Exit.fail(new IdempotencyKeyReused({ key: clientKey(key) })))
         const wait: Answer<unknown> = (exit) => onExit(Exit.map(exit as Exit.Exit<A, CommandError>, asReplay))
         if (flight.waiters === undefined) flight.waiters = [wait]
         else flight.waiters.push(wait)

@@ -1,11 +1,11 @@
 /**
  * The top-level routes: the health probes first (open to anyone, even without a known Host: a load balancer
  * probes by address; they tell nothing about the data), then Host validation for everything else, then
- * /api/* (REST), /mcp and /metrics, behind the bearer token when one is set.
+ * authentication and authorization on /api/*, /mcp and /metrics (access/: the principal is attached to the
+ * request, and the operation its method and path ask for must be granted), then the routes.
  */
 import { Effect } from "effect"
 import { json, type EdgeRequest, type EdgeResponse } from "./edge/edge-types.ts"
-import { WWW_AUTHENTICATE } from "./edge/auth.ts"
 import type { Guards } from "./edge/guards.ts"
 import type { DirectRoute } from "./edge/edge.ts"
 import { edgeError } from "./edge/edge-error.ts"
@@ -13,6 +13,12 @@ import { COMMANDS_PREFIX, notFound } from "./rest/rest.ts"
 import { HEALTH_PATHS } from "./routes/health.ts"
 import { METRICS_PATH } from "./routes/metrics-route.ts"
 import { BACKUP_PATH } from "../backup/control.ts"
+import { Access, type AccessShape } from "../access/access.ts"
+import { ANY, requestOperation } from "../access/operations.ts"
+import { may, type Principal } from "../access/principal.ts"
+import type { Operation } from "../access/grants.ts"
+import { forbidden, limited, unauthorized } from "../access/refusals.ts"
+import { takeWrite } from "../access/rate-limits.ts"
 
 export interface Routes {
   readonly rest: (request: EdgeRequest) => Effect.Effect<EdgeResponse>
@@ -28,38 +34,70 @@ export interface Routes {
 
 const LIVE = json(200, { status: "ok" })
 
-const forbidden = (request: EdgeRequest, message: string) => edgeError(request.path, 403, "Forbidden", message)
+const refuse = (request: EdgeRequest, message: string) => edgeError(request.path, 403, "Forbidden", message)
 
-const unauthorized = (request: EdgeRequest): EdgeResponse =>
-  edgeError(request.path, 401, "Unauthorized", "a valid bearer token is required (Authorization: Bearer <WO_AUTH_TOKEN>)", {
-    "www-authenticate": WWW_AUTHENTICATE
-  })
-
-/** Host, Origin and the bearer token (on /mcp, /api/ and /metrics): the refusal, or undefined when all pass. */
-const refusalOf = (guards: Guards, authorized: (authorization: string | undefined) => boolean, request: EdgeRequest): EdgeResponse | undefined => {
+/** Host and Origin: the refusal, or undefined when both pass. */
+const guardRefusal = (guards: Guards, request: EdgeRequest): EdgeResponse | undefined => {
   if (!guards.hostAllowed(request.headers.host)) {
-    return forbidden(request, `Host ${request.headers.host ?? "(none)"} is not this server (see WO_HOSTS)`)
+    return refuse(request, `Host ${request.headers.host ?? "(none)"} is not this server (see WO_HOSTS)`)
   }
   const origin = request.headers.origin
-  if (!guards.originAllowed(origin)) return forbidden(request, `Origin ${origin} is not allowed (see WO_MCP_ORIGINS)`)
-  const protectedPath = request.path === "/mcp" || request.path.startsWith("/api/") || request.path === METRICS_PATH
-  if (protectedPath && !authorized(request.headers.authorization)) return unauthorized(request)
+  if (!guards.originAllowed(origin)) return refuse(request, `Origin ${origin} is not allowed (see WO_MCP_ORIGINS)`)
   return undefined
 }
 
-export const makeRouter = (guards: Guards, routes: Routes, authorized: (authorization: string | undefined) => boolean = () => true) => (incoming: EdgeRequest): Effect.Effect<EdgeResponse> => {
+/**
+ * The operation the request asks for checked against its principal (and a write against the principal's writes a
+ * second): the refusal (401, 403, 429), or undefined when it may go on, with the principal attached to the
+ * request. Attached by assignment: the edge made the request with its `principal` slot, so the object keeps its
+ * shape on the hot path.
+ */
+const admit = (request: EdgeRequest, op: Operation | typeof ANY, principal: Principal | undefined): EdgeResponse | undefined => {
+  if (principal === undefined) return unauthorized(request.path)
+  if (op !== ANY && !may(principal, op)) return forbidden(op)
+  if (op !== ANY && (op._tag === "Write" || op._tag === "Command") && principal.limits !== undefined) {
+    const reached = takeWrite(principal.limits)
+    if (reached !== undefined) return limited(reached)
+  }
+  // Only once admitted: a request carrying a principal is one that passed (see `refusalOf`).
+  ;(request as { principal?: Principal }).principal = principal
+  return undefined
+}
+
+/**
+ * Host, Origin and the credential: the refusal, undefined when all pass, or the verification still to run (a
+ * credential source that checks asynchronously, as OAuth the first time it sees a token).
+ */
+const refusalOf = (guards: Guards, access: AccessShape, request: EdgeRequest): EdgeResponse | undefined | Effect.Effect<EdgeResponse | undefined> => {
+  const guarded = guardRefusal(guards, request)
+  if (guarded !== undefined) return guarded
+  // Authenticated already (the direct route passed it on): not again.
+  if (!access.required || request.principal !== undefined) return undefined
+  const op = requestOperation(request.method, request.path, METRICS_PATH)
+  if (op === undefined) return undefined
+  const found = access.authenticate(request.headers.authorization)
+  return Effect.isEffect(found) ? Effect.map(found, (p) => admit(request, op, p)) : admit(request, op, found)
+}
+
+export const makeRouter = (guards: Guards, routes: Routes, access: AccessShape = Access.open) => (incoming: EdgeRequest): Effect.Effect<EdgeResponse> => {
   // HEAD is GET without a body (node:http drops the body itself), except on /mcp, where a GET opens a
   // session's stream and would replace the real one.
   if (incoming.method === "HEAD" && incoming.path === "/mcp") {
     return Effect.succeed(edgeError(incoming.path, 405, "MethodNotAllowed", "HEAD is not supported on /mcp", { allow: "GET, POST, DELETE" }))
   }
-  const request = incoming.method === "HEAD" ? { ...incoming, method: "GET" } : incoming
+  const request: EdgeRequest = incoming.method === "HEAD" ? { ...incoming, method: "GET" } : incoming
   if (HEALTH_PATHS.has(request.path)) {
     if (routes.health) return routes.health(request)
     if (request.path !== "/readyz") return Effect.succeed(LIVE)
   }
-  const refused = refusalOf(guards, authorized, request)
-  if (refused !== undefined) return Effect.succeed(refused)
+  const refused = refusalOf(guards, access, request)
+  if (refused === undefined) return route(routes, request)
+  return Effect.isEffect(refused)
+    ? Effect.flatMap(refused, (r) => (r === undefined ? route(routes, request) : Effect.succeed(r)))
+    : Effect.succeed(refused)
+}
+
+const route = (routes: Routes, request: EdgeRequest): Effect.Effect<EdgeResponse> => {
   if (request.path === "/mcp" && routes.mcp) return routes.mcp(request)
   // `/api/_...` is never a type (type names start with a letter): the console's read-only endpoints.
   if (request.path.startsWith("/api/") && !request.path.startsWith("/api/_")) return routes.rest(request)
@@ -82,19 +120,19 @@ export interface DirectRoutes {
 
 /**
  * The router's direct path (edge.ts, DirectRoute): a REST request or a POST to /mcp that passes the checks
- * `makeRouter` makes (the same `refusalOf`) goes to its direct route; any other, refusals included, is left to
- * `makeRouter`, which answers them.
+ * `makeRouter` makes (the same `refusalOf`: Host, Origin, credential and grant) goes to its direct route; any
+ * other, refusals and credentials still to verify included, is left to `makeRouter`, which answers them.
  */
-export const makeDirectRouter = (guards: Guards, routes: DirectRoutes, authorized: (authorization: string | undefined) => boolean = () => true): DirectRoute =>
+export const makeDirectRouter = (guards: Guards, routes: DirectRoutes, access: AccessShape = Access.open): DirectRoute =>
   (request, respond) => {
     if (request.path === "/mcp") {
-      return routes.mcp !== undefined && request.method === "POST" && refusalOf(guards, authorized, request) === undefined
+      return routes.mcp !== undefined && request.method === "POST" && refusalOf(guards, access, request) === undefined
         ? routes.mcp(request, respond)
         : undefined
     }
     return DIRECT_METHODS.has(request.method) && request.path.startsWith("/api/") &&
         (!request.path.startsWith("/api/_") || request.path.startsWith(COMMANDS_PREFIX)) &&
-        refusalOf(guards, authorized, request) === undefined
+        refusalOf(guards, access, request) === undefined
       ? routes.rest(request, respond)
       : undefined
   }

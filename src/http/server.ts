@@ -8,7 +8,8 @@ import { WoConfig } from "../support/config.ts"
 import { Queries } from "../projections/queries.ts"
 import { makeConsoleRoutes } from "./routes/console-routes.ts"
 import { makeMcpRoute } from "./mcp/mcp-server.ts"
-import { isLoopback, makeAuthCheck } from "./edge/auth.ts"
+import { isLoopback } from "./edge/auth.ts"
+import { Access } from "../access/access.ts"
 import { ListenError, startEdge, type RunningEdge } from "./edge/edge.ts"
 import { OpenStreams } from "./streams/open-streams.ts"
 import { recordTo } from "./recording/recorder.ts"
@@ -33,9 +34,10 @@ export const makeAppHandler = Effect.gen(function* () {
   const catalog = yield* Catalog
   const commands = yield* Commands
   const queries = yield* Queries
-  if (!isLoopback(settings.host) && settings.authToken === undefined && !settings.insecure) {
+  const access = yield* Access
+  if (!isLoopback(settings.host) && !access.required && !settings.insecure) {
     return yield* new ListenError({
-      message: `refusing to listen on ${settings.host} without WO_AUTH_TOKEN: anyone who can reach it could write. Set a token, or pass --insecure (WO_INSECURE=1) to do it anyway`
+      message: `refusing to listen on ${settings.host} without WO_AUTH_TOKEN or WO_ACCESS_FILE: anyone who can reach it could write. Set a token or an access file, or pass --insecure (WO_INSECURE=1) to do it anyway`
     })
   }
   const consoleRoutes = yield* makeConsoleRoutes
@@ -45,7 +47,6 @@ export const makeAppHandler = Effect.gen(function* () {
   const files = settings.store === undefined ? yield* Effect.serviceOption(StoreFiles) : Option.none()
   const control = Option.isSome(files) ? yield* makeBackupControl(files.value, settings.host) : undefined
   const guards = makeGuards(settings)
-  const authorized = makeAuthCheck(settings.authToken)
   const rest = makeRestRoutes(catalog, commands, queries, settings.maxJsonDepth)
   const mcp = yield* makeMcpRoute
   const router = makeRouter(guards, {
@@ -55,12 +56,12 @@ export const makeAppHandler = Effect.gen(function* () {
     health: yield* makeHealthRoutes,
     metrics: metrics.route,
     backup: control?.backup
-  }, authorized)
+  }, access)
   const streams = yield* OpenStreams
   const handler = settings.recordFile === undefined ? router : recordTo(settings.recordFile, { app: catalog.name, refs: recordedRefs(catalog) })(router)
   // The REST row writes and reads, and MCP's tool calls and resource reads, without a fiber per request (edge.ts);
   // a recorded server sends every exchange through the recorder, so it has none.
-  const direct = settings.recordFile === undefined ? makeDirectRouter(guards, { rest: rest.direct, mcp: mcp.direct }, authorized) : undefined
+  const direct = settings.recordFile === undefined ? makeDirectRouter(guards, { rest: rest.direct, mcp: mcp.direct }, access) : undefined
   if (settings.recordFile !== undefined) {
     yield* Effect.logInfo(`recording every HTTP exchange to ${settings.recordFile}`)
     const { recovered } = yield* Rows

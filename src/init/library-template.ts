@@ -646,6 +646,29 @@ content-type: application/json
 `
   ],
   [
+    "access.example.json",
+    `{
+  "principals": [
+    {
+      "name": "librarian",
+      "token": "librarian-example-token-change-me",
+      "grants": ["books:*", "members:*", "loans:read", "command:lend", "command:return", "view:loans_by_member"]
+    },
+    {
+      "name": "lending-desk",
+      "token": "lending-desk-example-token-change-me",
+      "grants": ["books:read", "members:read", "loans:read", "command:lend", "command:return"]
+    },
+    {
+      "name": "auditor",
+      "tokenSha256": "7669eb31f65530a2908489c291438dc1b5693c43ecf68f7e5c3fc695355cded2",
+      "grants": ["read"]
+    }
+  ]
+}
+`
+  ],
+  [
     "README.md",
     `# library
 
@@ -673,6 +696,9 @@ npx wo test .      # typecheck, then the decider specs and the transcripts
 - **What callers may do.** Loans are read-only from outside (\`rest\`/\`mcp\`: list and get), and books are checked out
   and in only through the commands, so an agent cannot hand out a copy without a loan.
 - **A view.** \`loans_by_member\`: the ids of the loans each member still has out, at \`GET /api/_views/loans_by_member\`.
+- **Who may do what.** \`access.example.json\` gives each agent its own token and grants: a librarian (books and
+  members, lending), a lending desk (\`command:lend\` and \`command:return\`, reads; no edits) and a read-only auditor.
+  Serve it with \`npx wo run . --access access.example.json\` (change the tokens first).
 
 Try it:
 

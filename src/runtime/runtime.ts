@@ -28,6 +28,7 @@ import { stopOnSignals } from "./stop-on-signals.ts"
 import { ClassicLevelSessionStore } from "../log/classic-level/classic-level-session-store.ts"
 import { SessionsLive } from "../http/mcp/sessions.ts"
 import { OpenStreamsLive } from "../http/streams/open-streams.ts"
+import { AccessLive } from "../access/access.ts"
 import { RegistryLive } from "../subscriptions/registry.ts"
 import { metricsLayer } from "../metrics/metrics.ts"
 import { observedLog, WriteHealthLive } from "../metrics/observed-log.ts"
@@ -82,7 +83,8 @@ export const coreLayer = (app: AppDef, settings: Settings, options: CoreOptions 
   const mode: Layer.Layer<CommitMode, never, EventLog | Rows | ChangeFeed | Catalog> = shared ? SharedCommit : LocalCommit
   const writer = GroupCommitLive.pipe(Layer.provideMerge(mode), Layer.provideMerge(store))
   const services = Layer.mergeAll(CommandsLive, QueriesLive, LogAuditLive).pipe(Layer.provideMerge(writer))
-  const sessions = SessionsLive.pipe(
+  // Access (principals, the access file's reloads) ends the streams of revoked principals: it needs OpenStreams.
+  const sessions = Layer.mergeAll(SessionsLive, AccessLive).pipe(
     Layer.provideMerge(Layer.mergeAll(RegistryLive, sessionStoreLayer(settings), OpenStreamsLive)),
     Layer.provideMerge(services)
   )

@@ -64,6 +64,11 @@ export interface Settings {
   readonly maxEventTails: number
   /** Bearer token required on /mcp and /api (`WO_AUTH_TOKEN`); unset: no authentication. */
   readonly authToken?: string
+  /**
+   * The access file (`WO_ACCESS_FILE`, `--access FILE`): principals, their tokens and grants (src/access/). Re-read
+   * on SIGHUP and when it changes; unset: `WO_AUTH_TOKEN` alone, or no authentication.
+   */
+  readonly accessFile?: string
   /** Allow a non-loopback listen address without a token (`--insecure`, `WO_INSECURE=1`). */
   readonly insecure: boolean
   /**
@@ -303,6 +308,7 @@ const fromEnvironment = (d: Partial<Settings>) =>
         Config.option,
         Config.map((o) => Option.getOrElse(Option.filter(o, (t) => t.length > 0), () => d.authToken))
       ),
+      accessFile: yield* optionalString("WO_ACCESS_FILE", d.accessFile),
       insecure: yield* Config.boolean("WO_INSECURE").pipe(Config.withDefault(d.insecure ?? false)),
       acceptDataLoss: yield* Config.boolean("WO_ACCEPT_DATA_LOSS").pipe(Config.withDefault(d.acceptDataLoss ?? false)),
       recordFile: yield* Config.string("WO_RECORD").pipe(Config.option, Config.map((o) => Option.getOrElse(o, () => d.recordFile))),
@@ -326,7 +332,7 @@ const KNOWN_KEYS: ReadonlySet<string> = new Set(Object.keys({
   requestTimeoutMs: true, maxSessions: true, sessionIdleMs: true, streamBuffer: true, heartbeatMs: true,
   maxSubscriptions: true, maxUriLength: true, maxSubscriptionBytes: true, maxJsonDepth: true,
   maxListensPerClient: true, maxListenStreams: true, streamMemory: true, maxEventTailsPerClient: true,
-  maxEventTails: true, authToken: true, insecure: true, acceptDataLoss: true, recordFile: true,
+  maxEventTails: true, authToken: true, accessFile: true, insecure: true, acceptDataLoss: true, recordFile: true,
   idempotencyTtlMs: true, store: true, metrics: true, readyMaxLag: true, storeTimeoutMs: true, viewSnapshotEvery: true, catalogReloads: true,
   maxConnectionsPerClient: true, maxConnections: true,
   devLoadTimeoutMs: true, oauthIssuer: true, oauthAudience: true, oauthJwks: true, oauthResource: true

@@ -4,6 +4,7 @@
  * progress; params are checked before any handler work. Stand-ins for tools, resources and sessions.
  */
 import { describe, expect, it } from "@effect/vitest"
+import { Op } from "../../src/access/grants.ts"
 import { ConfigProvider, Effect, Either, Exit, Option } from "effect"
 import pricing from "../../examples/pricing/app.ts"
 import { loadSettings } from "../../src/support/config.ts"
@@ -34,12 +35,13 @@ const sessions: SessionsShape = {
 }
 const resources: Resources = {
   list: () => ({ resources: [] }),
-  templates: [],
+  templates: () => [],
   read: (uri) => (uri === "wo://products/1" ? Effect.succeed({ uri, mimeType: "application/json", text: "{}" }) : Effect.fail({ _tag: "NotFound" }))
 }
 /** 150 tools that echo their arguments, so tools/list has two pages. */
 const tools: ReadonlyArray<Tool> = Array.from({ length: 150 }, (_, i) => ({
   definition: { name: `t${i}`, title: "", description: "", inputSchema: {}, outputSchema: {}, annotations: { title: "" } },
+  operation: Op.command(`t${i}`),
   call: (args) => Effect.succeed({ result: { content: [{ type: "text", text: JSON.stringify(args) }] } })
 }))
 

@@ -153,7 +153,9 @@ export const makeDispatch = <R>(
       headers: req.headers,
       body,
       bodyShape,
-      remoteAddress: req.socket.remoteAddress ?? ""
+      remoteAddress: req.socket.remoteAddress ?? "",
+      // Attached by the router once the request is authenticated (access/); here so that every request has one shape.
+      principal: undefined
     }
     if (direct !== undefined && dispatchDirect(direct, request, res)) return
     // A push stream outlives its fiber (see pushBody): then the fiber's end must not end the response.

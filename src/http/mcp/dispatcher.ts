@@ -8,7 +8,7 @@
 import { type Cause, Data, Effect, Either, Option, Schema } from "effect"
 import type { Stage } from "../../commands/commands.ts"
 import { noCancel } from "../../support/no-cancel.ts"
-import { IDEMPOTENCY_KEY_META, keyProblem } from "../../commands/idempotency.ts"
+import { IDEMPOTENCY_KEY_META, keyProblem, scopedKey } from "../../commands/idempotency.ts"
 import type { Settings } from "../../support/config.ts"
 import type { CompiledApp } from "../../domain/compile.ts"
 import type { StoreError } from "../../domain/errors.ts"
@@ -40,6 +40,10 @@ import type { ServerDescription } from "./server-info.ts"
 import { SessionsFull, Subscribed } from "./session-caps.ts"
 import type { Session, SessionsShape } from "./sessions.ts"
 import type { Tool } from "./tools.ts"
+import { grantFor, type Operation } from "../../access/grants.ts"
+import { uriOperation } from "../../access/operations.ts"
+import { may, type Principal } from "../../access/principal.ts"
+import { streamRefused, takeWrite, type LimitReached } from "../../access/rate-limits.ts"
 import { overSubscriptionCaps, tooManySubscriptionBytes, uriBytes, uriTooLong } from "./uri-limits.ts"
 
 /**
@@ -79,11 +83,15 @@ export type Answer =
 
 /** The resource named does not exist: each era spells it its own way (legacy -32002, modern -32602). */
 export class ResourceMissing extends Data.TaggedError("ResourceMissing")<{ readonly uri: string }> {}
+/** The caller's principal lacks `grants` (every one the request needs): each era answers it on HTTP 403. */
+export class Forbidden extends Data.TaggedError("Forbidden")<{ readonly grants: ReadonlyArray<string> }> {}
+/** The caller's principal reached one of its limits (rate-limits.ts): each era answers it on HTTP 429. */
+export class Limited extends Data.TaggedError("Limited")<{ readonly reached: LimitReached }> {}
 /** The server cannot serve this now: a cap is reached; `retryAfter` (seconds) when a retry can succeed. */
 export class Unavailable extends Data.TaggedError("Unavailable")<{ readonly message: string; readonly retryAfter?: number }> {}
 
 /** Why a handler failed: a protocol error, the store (down, STORE_ERRORS), or a condition each era spells its own way. */
-export type Failure = RpcError | ResourceMissing | Unavailable | StoreError
+export type Failure = RpcError | ResourceMissing | Forbidden | Limited | Unavailable | StoreError
 
 /** What the era's policy admitted a request with. */
 export interface CallContext {
@@ -96,6 +104,8 @@ export interface CallContext {
   readonly meta: Params | undefined
   /** The caller's address, for per-client limits. */
   readonly client: string
+  /** Who the request acts as; absent where no credential is required (then everything is allowed). */
+  readonly principal?: Principal
 }
 
 type Handler = (request: RpcRequest, context: CallContext) => Effect.Effect<Answer, Failure>
@@ -103,6 +113,13 @@ type Handler = (request: RpcRequest, context: CallContext) => Effect.Effect<Answ
 interface Route {
   readonly eras: ReadonlyArray<Era>
   readonly handle: Handler
+}
+
+/** A write tool's call, counted against its principal's writes a second: the refusal when it reached the limit. */
+const writeLimited = (principal: Principal | undefined, tool: Tool): Limited | undefined => {
+  if (principal?.limits === undefined || (tool.operation._tag !== "Write" && tool.operation._tag !== "Command")) return undefined
+  const reached = takeWrite(principal.limits)
+  return reached === undefined ? undefined : new Limited({ reached })
 }
 
 export interface DispatcherDeps {
@@ -114,6 +131,8 @@ export interface DispatcherDeps {
   /** The log sequence the read models include: where a new legacy subscription begins. */
   readonly checkpoint: () => number
   readonly settings: Settings
+  /** How many streams a principal has open now (its `streams` limit). */
+  readonly streamsOf?: (principal: Principal) => number
 }
 
 /** How a request served without a fiber answers (`Dispatcher.dispatchNow`): once, and never by throwing. */
@@ -162,7 +181,7 @@ const callParams = (params: Params): Either.Either<{ readonly name: string; read
 
 const result = (outcome: Outcome): Answer => ({ _tag: "Result", outcome })
 const succeed = (r: Record<string, unknown>, cache?: CacheHint) => Effect.succeed(result(cache ? { result: r, cache } : { result: r }))
-const fromEither = <A>(e: Either.Either<A, RpcError>, f: (a: A) => Effect.Effect<Answer, Failure>): Effect.Effect<Answer, Failure> =>
+const fromEither = <A>(e: Either.Either<A, Failure>, f: (a: A) => Effect.Effect<Answer, Failure>): Effect.Effect<Answer, Failure> =>
   Either.match(e, { onLeft: (err) => Effect.fail(err), onRight: f })
 
 /**
@@ -180,33 +199,62 @@ const readFailure = (uri: string, problem: ReadProblem): Failure => {
   }
 }
 
+/** What the principal may do, as resources.ts takes it (undefined: everything, no credential required). */
+const allowedFor = (principal: Principal | undefined) => (principal === undefined ? undefined : (op: Operation) => may(principal, op))
+
+/** Doing `op`: refused, naming its grant, when the principal lacks it (no allocation when it has it: every call asks). */
+const refusalFor = (principal: Principal | undefined, op: Operation): Forbidden | undefined =>
+  may(principal, op) ? undefined : new Forbidden({ grants: [grantFor(op)] })
+
+/** The grants `ops` need that `principal` lacks, or undefined when it has them all. */
+const missing = (principal: Principal, ops: ReadonlyArray<Operation>): Forbidden | undefined => {
+  const grants = [...new Set(ops.filter((op) => !may(principal, op)).map(grantFor))]
+  return grants.length === 0 ? undefined : new Forbidden({ grants })
+}
+
+/** Reading `uri`: refused when the principal may not read it (a URI that is no resource is left to be not found). */
+const readRefusal = (principal: Principal | undefined, uri: string): Forbidden | undefined => {
+  if (principal === undefined) return undefined
+  const op = uriOperation(uri)
+  return op === undefined ? undefined : refusalFor(principal, op)
+}
+
+/**
+ * A result that depends on who asks (a list filtered by grants) is private to the caller in the modern era's
+ * caching hints: a shared cache must not hand one principal's list to another.
+ */
+const privateTo = (principal: Principal | undefined, hint: CacheHint): CacheHint =>
+  principal === undefined || hint.cacheScope === "private" ? hint : { ...hint, cacheScope: "private" }
+
 const TOOLS_PAGE = 100
 const BOTH: ReadonlyArray<Era> = ["legacy", "modern"]
 const LEGACY: ReadonlyArray<Era> = ["legacy"]
 const MODERN: ReadonlyArray<Era> = ["modern"]
 
-export const makeDispatcher = ({ catalog, tools, resources, sessions, server, checkpoint, settings }: DispatcherDeps): Dispatcher => {
+export const makeDispatcher = ({ catalog, tools, resources, sessions, server, checkpoint, settings, streamsOf }: DispatcherDeps): Dispatcher => {
   const byName = new Map(tools.map((t) => [t.definition.name, t]))
   const definitions = tools.map((t) => t.definition)
   // Under wo dev the catalog changes whenever the app does: nothing catalog-derived may be cached.
   const catalogCache = settings.catalogReloads === true ? DEV_CATALOG_CACHE : CATALOG_CACHE
 
-  const readResult = (uri: string, contents: ResourceContents): Outcome =>
-    ({ result: { contents: [contents] }, cache: uri.startsWith("wo://schema/") ? catalogCache : ROW_CACHE })
+  const readResult = (uri: string, contents: ResourceContents, principal: Principal | undefined): Outcome =>
+    ({ result: { contents: [contents] }, cache: uri.startsWith("wo://schema/") ? privateTo(principal, catalogCache) : ROW_CACHE })
 
   /** The URI read once, as the registry takes it; a live query naming a bad field would never notify: refused, naming the field. */
   const topic = (uri: string): Either.Either<Topic, RpcError> =>
     Either.mapLeft(topicOf(catalog, uri), (e) => invalidParams(`${uri}: ${e.message}`))
 
-  const subscription = (subscribe: boolean): Handler => (request, { session }) =>
+  const subscription = (subscribe: boolean): Handler => (request, context) =>
     Either.match(decodeSubscribe(request.params), {
       onLeft: () => Effect.fail(invalidParams("params.uri must be a string")),
       onRight: ({ uri }) => {
         const tooLong = uriTooLong(uri, settings)
         if (tooLong !== undefined) return Effect.fail(tooLong)
         // The legacy policy admits these methods only with a session.
-        const s = session!
+        const s = context.session!
         if (!subscribe) return Effect.as(sessions.unsubscribe(s, uri), result({ result: {} }))
+        const refused = readRefusal(context.principal, uri)
+        if (refused !== undefined) return Effect.fail(refused)
         return fromEither(topic(uri), (t) =>
           sessions.subscribe(s, t, checkpoint()).pipe(
             Effect.flatMap((outcome) => {
@@ -225,24 +273,29 @@ export const makeDispatcher = ({ catalog, tools, resources, sessions, server, ch
 
   /** A tools/call's tool, its arguments and a write's idempotency key (idempotency.ts; reads ignore it). */
   const toolCallOf = (request: RpcRequest, context: CallContext) =>
-    Either.flatMap(callParams(request.params), ({ name, args }) => {
+    Either.flatMap(callParams(request.params), ({ name, args }): Either.Either<{ tool: Tool; args: Params; key: string | undefined }, Failure> => {
       const tool = byName.get(name)
       if (tool === undefined) return Either.left(invalidParams(`Unknown tool: ${name}`))
+      // Before anything of the call is read: a tool not granted does nothing and discloses nothing.
+      const refused = refusalFor(context.principal, tool.operation)
+      if (refused !== undefined) return Either.left(refused)
       const key = context.meta?.[IDEMPOTENCY_KEY_META]
       const problem = key === undefined ? undefined : keyProblem(key)
       if (problem !== undefined) return Either.left(invalidParams(`_meta["${IDEMPOTENCY_KEY_META}"]: ${problem}`))
-      return Either.right({ tool, args, key: key as string | undefined })
+      // The principal's key (idempotency.ts): another principal's same key is another key.
+      return Either.right({ tool, args, key: key === undefined ? undefined : scopedKey(context.principal?.keyScope, key as string) })
     })
 
   const routes = new Map<string, Route>([
     [Method.initialize, {
       // The legacy handshake. Carrying modern _meta, initialize is no method of that era.
       eras: LEGACY,
-      handle: (request) =>
+      handle: (request, { principal }) =>
         Either.match(decodeInitialize(request.params), {
           onLeft: () => Effect.fail(invalidParams("initialize needs params.protocolVersion")),
           onRight: (params) =>
-            sessions.create(negotiate(params.protocolVersion)).pipe(
+            // The session is its principal's: its id says whose (access/session-owner.ts).
+            sessions.create(negotiate(params.protocolVersion), principal?.keyScope).pipe(
               Effect.flatMap((session) =>
                 session instanceof SessionsFull
                   ? Effect.fail(new Unavailable({ message: `too many sessions (WO_MAX_SESSIONS=${settings.maxSessions}); retry later`, retryAfter: 1 }))
@@ -266,7 +319,7 @@ export const makeDispatcher = ({ catalog, tools, resources, sessions, server, ch
     [Method.listen, {
       // The ack first, then only the requested notice types; the stream itself is listen-stream.ts's.
       eras: MODERN,
-      handle: (request, { client }) => {
+      handle: (request, { client, principal }) => {
         const params = decodeListen(request.params)
         if (Either.isLeft(params)) return Effect.fail(invalidParams("params.notifications must be a subscription filter"))
         const { notifications } = params.right
@@ -281,6 +334,11 @@ export const makeDispatcher = ({ catalog, tools, resources, sessions, server, ch
         const over = overSubscriptionCaps(uris.length, bytes, settings)
         if (over?._tag === "SubscriptionsFull") return Effect.fail(invalidParams(`too many resourceSubscriptions (WO_MAX_SUBSCRIPTIONS=${settings.maxSubscriptions})`))
         if (over?._tag === "SubscriptionBytesFull") return Effect.fail(tooManySubscriptionBytes(settings, "listen"))
+        // Refused whole when any URI is not readable: which of them is, is not told apart per URI.
+        const refused = principal === undefined ? undefined : missing(principal, uris.flatMap((uri) => uriOperation(uri) ?? []))
+        if (refused !== undefined) return Effect.fail(refused)
+        const reached = principal === undefined || streamsOf === undefined ? undefined : streamRefused(principal.limits, streamsOf(principal))
+        if (reached !== undefined) return Effect.fail(new Limited({ reached }))
         const topics = Either.all(uris.map(topic))
         if (Either.isLeft(topics)) return Effect.fail(topics.left)
         const lists = notifications.resourcesListChanged === true
@@ -290,26 +348,31 @@ export const makeDispatcher = ({ catalog, tools, resources, sessions, server, ch
           ...(lists ? { resourcesListChanged: true } : {}),
           ...(tools ? { toolsListChanged: true } : {})
         }
-        return Effect.succeed<Answer>({ _tag: "Listen", listen: { id: request.id, client, topics: topics.right, listChanges: lists, toolsListChanges: tools, honoured } })
+        return Effect.succeed<Answer>({ _tag: "Listen", listen: { id: request.id, client, topics: topics.right, listChanges: lists, toolsListChanges: tools, honoured, principal } })
       }
     }],
     [Method.toolsList, {
       eras: BOTH,
-      handle: (request) =>
+      handle: (request, { principal }) =>
         fromEither(CursorParams(request.params), ({ cursor }) => {
+          // Only the tools the principal may call: the same list, in the same order, for the same grants.
+          const listed = principal === undefined ? definitions : tools.filter((t) => may(principal, t.operation)).map((t) => t.definition)
+          const cache = privateTo(principal, catalogCache)
           const start = cursor === undefined ? Option.some(0) : ToolsCursor.decode(cursor)
-          if (Option.isNone(start) || start.value > definitions.length) return Effect.fail(invalidParams("invalid cursor"))
+          if (Option.isNone(start) || start.value > listed.length) return Effect.fail(invalidParams("invalid cursor"))
           const from = start.value
-          const page = definitions.slice(from, from + TOOLS_PAGE)
-          return from + TOOLS_PAGE < definitions.length
-            ? succeed({ tools: page, nextCursor: ToolsCursor.encode(from + TOOLS_PAGE) }, catalogCache)
-            : succeed({ tools: page }, catalogCache)
+          const page = listed.slice(from, from + TOOLS_PAGE)
+          return from + TOOLS_PAGE < listed.length
+            ? succeed({ tools: page, nextCursor: ToolsCursor.encode(from + TOOLS_PAGE) }, cache)
+            : succeed({ tools: page }, cache)
         })
     }],
     [Method.toolsCall, {
       eras: BOTH,
       handle: (request, context) =>
         fromEither(toolCallOf(request, context), ({ tool, args, key }) => {
+          const limitedNow = writeLimited(context.principal, tool)
+          if (limitedNow !== undefined) return Effect.fail(limitedNow)
           const keyed = key === undefined ? {} : { idempotencyKey: key }
           const token = progressTokenOf(context.meta)
           if (token !== undefined) {
@@ -325,23 +388,28 @@ export const makeDispatcher = ({ catalog, tools, resources, sessions, server, ch
     }],
     [Method.resourcesList, {
       eras: BOTH,
-      handle: (request) =>
+      handle: (request, { principal }) =>
         fromEither(CursorParams(request.params), ({ cursor }) => {
-          const page = resources.list(cursor)
+          const page = resources.list(cursor, allowedFor(principal))
           return page === undefined ? Effect.fail(invalidParams("invalid cursor")) : succeed({ ...page }, ROW_CACHE)
         })
     }],
-    [Method.resourceTemplatesList, { eras: BOTH, handle: () => succeed({ resourceTemplates: resources.templates }, catalogCache) }],
+    [Method.resourceTemplatesList, {
+      eras: BOTH,
+      handle: (_request, { principal }) => succeed({ resourceTemplates: resources.templates(allowedFor(principal)) }, privateTo(principal, catalogCache))
+    }],
     [Method.resourcesRead, {
       eras: BOTH,
-      handle: (request) =>
+      handle: (request, { principal }) =>
         fromEither(ReadParams(request.params), ({ uri }) => {
           const tooLong = uriTooLong(uri, settings)
           if (tooLong !== undefined) return Effect.fail(tooLong)
-          return resources.read(uri).pipe(
+          const refused = readRefusal(principal, uri)
+          if (refused !== undefined) return Effect.fail(refused)
+          return resources.read(uri, allowedFor(principal)).pipe(
             Effect.mapBoth({
               onFailure: (problem) => readFailure(uri, problem),
-              onSuccess: (contents) => result(readResult(uri, contents))
+              onSuccess: (contents) => result(readResult(uri, contents, principal))
             })
           )
         })
@@ -354,20 +422,26 @@ export const makeDispatcher = ({ catalog, tools, resources, sessions, server, ch
     if (Either.isLeft(call)) return (reply.failure(call.left), noCancel)
     const { tool, args, key } = call.right
     if (tool.callNow === undefined || key !== undefined || progressTokenOf(context.meta) !== undefined) return undefined
+    // Counted here, once the call is taken this way (else `dispatch` counts it).
+    const limitedNow = writeLimited(context.principal, tool)
+    if (limitedNow !== undefined) return (reply.failure(limitedNow), noCancel)
     return tool.callNow(args, reply)
   }
 
   /** resources/read without a fiber: as its route's handler answers it, for all but a list. */
-  const readNow = (request: RpcRequest, reply: DirectReply) => {
+  const readNow = (request: RpcRequest, context: CallContext, reply: DirectReply) => {
     const params = ReadParams(request.params)
     if (Either.isLeft(params)) return (reply.failure(params.left), noCancel)
     const { uri } = params.right
     const tooLong = uriTooLong(uri, settings)
     if (tooLong !== undefined) return (reply.failure(tooLong), noCancel)
-    const read = resources.readNow?.(uri)
+    const { principal } = context
+    const refused = readRefusal(principal, uri)
+    if (refused !== undefined) return (reply.failure(refused), noCancel)
+    const read = resources.readNow?.(uri, allowedFor(principal))
     if (read === undefined) return undefined
     if (Either.isLeft(read)) reply.failure(readFailure(uri, read.left))
-    else reply.result(readResult(uri, read.right))
+    else reply.result(readResult(uri, read.right, principal))
     return noCancel
   }
 
@@ -376,7 +450,7 @@ export const makeDispatcher = ({ catalog, tools, resources, sessions, server, ch
     dispatchNow: (request, context, reply) => {
       // Only where `dispatch` would run the same method's handler (both serve both eras): else it answers.
       if (!routes.get(request.method)?.eras.includes(context.era)) return undefined
-      return request.method === Method.toolsCall ? callNow(request, context, reply) : request.method === Method.resourcesRead ? readNow(request, reply) : undefined
+      return request.method === Method.toolsCall ? callNow(request, context, reply) : request.method === Method.resourcesRead ? readNow(request, context, reply) : undefined
     },
     dispatch: (request, context) => {
       // One lookup per request; a method of the other era is as unknown as one of no era.

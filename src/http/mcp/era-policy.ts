@@ -6,8 +6,11 @@
  * dispatcher's, shared by both.
  */
 import type { Effect, Either } from "effect"
+import type { Principal } from "../../access/principal.ts"
+import { forbiddenRpc, limitedRpc } from "../../access/refusals.ts"
+import type { LimitReached } from "../../access/rate-limits.ts"
 import { storeErrorPolicy, type StoreError } from "../../domain/errors.ts"
-import type { CallContext, Failure, Outcome, Unavailable } from "./dispatcher.ts"
+import type { CallContext, Failure, Forbidden, Limited, Outcome, Unavailable } from "./dispatcher.ts"
 import { ErrorCode, internalError, RpcError, type Era, type Params, type RpcRequest } from "./protocol.ts"
 
 /** What the transport read from the HTTP request, once, for the policies: header values and `_meta`. */
@@ -22,6 +25,8 @@ export interface Envelope {
   readonly sessionId: string | undefined
   /** The caller's address. */
   readonly client: string
+  /** Who the request acts as (the router authenticated it), when a credential is required. */
+  readonly principal?: Principal
 }
 
 /**
@@ -39,10 +44,15 @@ export type Refusal =
   | { readonly _tag: "UnknownMethod"; readonly error: RpcError }
   /** A cap on open streams is reached. */
   | { readonly _tag: "TooMany"; readonly error: RpcError }
+  /** The principal lacks a grant the request needs (HTTP 403, as an OAuth client's insufficient scope). */
+  | { readonly _tag: "Forbidden"; readonly error: RpcError; readonly grants: ReadonlyArray<string> }
+  /** The principal reached one of its limits (HTTP 429 with Retry-After). */
+  | { readonly _tag: "Limited"; readonly error: RpcError; readonly retryAfter: number }
   /** The server cannot serve it now; `retryAfter` (seconds) when a retry can succeed. */
   | { readonly _tag: "Unavailable"; readonly error: RpcError; readonly retryAfter: number | undefined }
 
 export const answered = (error: RpcError): Refusal => ({ _tag: "Answered", error })
+export const limitedRefusal = (reached: LimitReached): Refusal => ({ _tag: "Limited", error: limitedRpc(reached), retryAfter: reached.retryAfter })
 export const malformed = (error: RpcError): Refusal => ({ _tag: "Malformed", error })
 
 /** A store error as STORE_ERRORS spells it for MCP: its JSON-RPC code, the message, its Retry-After. */
@@ -51,9 +61,13 @@ export const storeDown = (e: StoreError): Refusal => {
   return { _tag: "Unavailable", error: new RpcError({ code: ErrorCode[mcp], message: e.message }), retryAfter }
 }
 
-/** A handler's failure that both eras spell alike: a cap reached, or the store down. */
-export const unavailable = (failure: Unavailable | StoreError): Refusal =>
-  failure._tag === "Unavailable"
+/** A handler's failure that both eras spell alike: a grant missing, a cap reached, or the store down. */
+export const unavailable = (failure: Forbidden | Limited | Unavailable | StoreError): Refusal =>
+  failure._tag === "Forbidden"
+    ? { _tag: "Forbidden", error: forbiddenRpc(failure.grants), grants: failure.grants }
+    : failure._tag === "Limited"
+    ? limitedRefusal(failure.reached)
+    : failure._tag === "Unavailable"
     ? { _tag: "Unavailable", error: internalError(failure.message), retryAfter: failure.retryAfter }
     : storeDown(failure)
 

@@ -20,6 +20,7 @@ import {
   RpcError
 } from "./protocol.ts"
 import type { Session, SessionsShape } from "./sessions.ts"
+import { sessionOwnedBy } from "../../access/session-owner.ts"
 
 export interface LegacyPolicy extends EraPolicy {
   /** The live session an envelope names (GET and DELETE /mcp use it too). */
@@ -37,13 +38,20 @@ export const makeLegacyPolicy = (sessions: SessionsShape): LegacyPolicy => {
       onSuccess: (s) => (s === undefined ? Effect.fail(unknownSession) : then(s))
     })
 
-  const session = ({ sessionId }: Envelope): Effect.Effect<Session, Refusal> =>
-    sessionId === undefined ? Effect.fail(noSessionId) : withSession(sessionId, Either.right)
+  /** Another principal's session is as unknown as one that does not exist: nothing tells them apart. */
+  const notOwned = (envelope: Envelope, sessionId: string) => !sessionOwnedBy(sessionId, envelope.principal?.keyScope)
+
+  const session = (envelope: Envelope): Effect.Effect<Session, Refusal> => {
+    const { sessionId } = envelope
+    if (sessionId === undefined) return Effect.fail(noSessionId)
+    return notOwned(envelope, sessionId) ? Effect.fail(unknownSession) : withSession(sessionId, Either.right)
+  }
 
   /** The session, then the version header (in that order: a client without a session is told so first). */
   const admitted = <A>(envelope: Envelope, f: (s: Session) => A): Either.Either<A, Refusal> | Effect.Effect<A, Refusal> => {
     const { sessionId } = envelope
     if (sessionId === undefined) return Either.left(noSessionId)
+    if (notOwned(envelope, sessionId)) return Either.left(unknownSession)
     const version = envelope.protocolVersion ?? DEFAULT_LEGACY_HEADER_VERSION
     const checked = (s: Session) =>
       isLegacyVersion(version)
@@ -70,8 +78,8 @@ export const makeLegacyPolicy = (sessions: SessionsShape): LegacyPolicy => {
     session,
     admit: (request, envelope) =>
       request.method === Method.initialize
-        ? Either.right<CallContext>({ era: "legacy", version: LATEST_LEGACY, meta: envelope.meta, client: envelope.client })
-        : admitted(envelope, (s): CallContext => ({ era: "legacy", version: s.version, session: s, meta: envelope.meta, client: envelope.client })),
+        ? Either.right<CallContext>({ era: "legacy", version: LATEST_LEGACY, meta: envelope.meta, client: envelope.client, principal: envelope.principal })
+        : admitted(envelope, (s): CallContext => ({ era: "legacy", version: s.version, session: s, meta: envelope.meta, client: envelope.client, principal: envelope.principal })),
     admitNotice: (envelope) => Effect.asVoid(admitted(envelope, () => undefined)),
     decorate: (outcome) => outcome,
     refuse,

@@ -15,6 +15,7 @@ import type { EndReason, NoticeBuffer } from "../streams/notice-buffer.ts"
 import type { Notice } from "../../subscriptions/registry.ts"
 import type { CloseReason, PushSink } from "../streams/push-sink.ts"
 import type { OpenStreamsShape } from "../streams/open-streams.ts"
+import type { Principal } from "../../access/principal.ts"
 import { SSE_HEADERS, sseFrame } from "../../support/sse.ts"
 import { modernParts, modernSplice, subscriptionIdBytes, subscriptionTail } from "./notice-frames.ts"
 import { ErrorCode, META, Notification, resultMessage, RpcError, type RpcId } from "./protocol.ts"
@@ -30,6 +31,8 @@ export interface ListenRequest {
   readonly toolsListChanges?: boolean
   /** What the ack says was honoured. */
   readonly honoured: object
+  /** Who listens: the stream ends when the principal is revoked. */
+  readonly principal?: Principal
 }
 
 export interface ListenStreamDeps {
@@ -85,7 +88,7 @@ const listenFarewell = (id: RpcId, resultMeta: object) => (reason: CloseReason) 
 const fixedList = (uris: ReadonlyArray<string>) => () => uris
 
 export const makeListenStreams = ({ registry, rows, streams, settings, resultMeta }: ListenStreamDeps) =>
-  ({ id, client, topics, listChanges, toolsListChanges, honoured }: ListenRequest): Either.Either<EdgeResponse, RpcError> => {
+  ({ id, client, topics, listChanges, toolsListChanges, honoured, principal }: ListenRequest): Either.Either<EdgeResponse, RpcError> => {
     if (streams.full("listen", client)) {
       return Either.left(new RpcError({
         code: ErrorCode.InvalidRequest,
@@ -97,7 +100,7 @@ export const makeListenStreams = ({ registry, rows, streams, settings, resultMet
         const tail = subscriptionTail(subscriptionIdBytes(id as string | number))
         const buffer = new ListenBuffer(sink, tail, listChanges, toolsListChanges === true)
         sink.farewell(listenFarewell(id, resultMeta))
-        yield* streams.track({ kind: "listen", client, owner: String(id), since: rows.checkpoint(), subscriptions: fixedList(topics.map((t) => t.uri)), listChanges }, buffer)
+        yield* streams.track({ kind: "listen", client, owner: String(id), since: rows.checkpoint(), subscriptions: fixedList(topics.map((t) => t.uri)), listChanges, principal }, buffer)
         sink.enqueue(modernSplice("notifications/subscriptions/acknowledged", { notifications: honoured })[0], tail)
         yield* registry.subscribe(buffer, topics, listChanges)
       })

@@ -49,7 +49,8 @@ export const makeMcpRoute = Effect.gen(function* () {
     sessions,
     server,
     checkpoint: rows.checkpoint,
-    settings
+    settings,
+    streamsOf: streams.streamsOf
   })
   return makeMcpTransport({
     dispatcher,
@@ -58,6 +59,7 @@ export const makeMcpRoute = Effect.gen(function* () {
     sessions,
     openListen: makeListenStreams({ registry: yield* SubscriptionRegistry, rows, streams, settings, resultMeta: { [META.serverInfo]: server.info } }),
     openSessionStream: makeSessionStream({ catalog, sessions, log: yield* EventLog, rows, views, streams, settings }),
-    maxJsonDepth: settings.maxJsonDepth
+    maxJsonDepth: settings.maxJsonDepth,
+    streamsOf: streams.streamsOf
   })
 })

@@ -14,6 +14,7 @@ import { ResourceCursor } from "../../projections/cursor.ts"
 import type { QueriesShape } from "../../projections/queries.ts"
 import { ViewRefolding, type ViewsShape } from "../../projections/views/views.ts"
 import { listBody, viewBody } from "../rest/bodies.ts"
+import { Op, type Operation } from "../../access/grants.ts"
 
 export interface ResourceEntry {
   readonly uri: string
@@ -35,16 +36,23 @@ export type ReadProblem =
   | { readonly _tag: "Invalid"; readonly message: string }
   | { readonly _tag: "Failed"; readonly message: string }
 
+/** Which operations the caller may do (grants.ts); absent: all of them (no credential required). */
+export type Allowed = ((op: Operation) => boolean) | undefined
+
+export type ResourceTemplate = { uriTemplate: string; name: string; title: string; description: string; mimeType: "application/json" }
+
 export interface Resources {
-  /** undefined when the cursor is not one this server issued. */
-  readonly list: (cursor: string | undefined) => { readonly resources: ReadonlyArray<ResourceEntry>; readonly nextCursor?: string } | undefined
-  readonly templates: ReadonlyArray<{ uriTemplate: string; name: string; title: string; description: string; mimeType: "application/json" }>
-  readonly read: (uri: string) => Effect.Effect<ResourceContents, ReadProblem>
+  /** undefined when the cursor is not one this server issued. Only what `allowed` lets the caller read is listed. */
+  readonly list: (cursor: string | undefined, allowed?: Allowed) => { readonly resources: ReadonlyArray<ResourceEntry>; readonly nextCursor?: string } | undefined
+  /** The templates of the types `allowed` lets the caller read. */
+  readonly templates: (allowed?: Allowed) => ReadonlyArray<ResourceTemplate>
+  /** The resource; the app commands' description lists only the commands `allowed` lets the caller run. */
+  readonly read: (uri: string, allowed?: Allowed) => Effect.Effect<ResourceContents, ReadProblem>
   /**
    * `read` without an Effect, for every resource but a list (undefined: `read` it), which the direct /mcp route
    * answers at once (transport.ts). A store failure is thrown, as `read` dies of it.
    */
-  readonly readNow?: (uri: string) => Either.Either<ResourceContents, ReadProblem> | undefined
+  readonly readNow?: (uri: string, allowed?: Allowed) => Either.Either<ResourceContents, ReadProblem> | undefined
 }
 
 /** Rows are read through Queries, like every other read; views from their projection. */
@@ -96,16 +104,25 @@ export const makeResources = (catalog: CompiledApp, { queries, views }: Resource
     description: "The app's commands across types (each atomic: all of its changes or none): name, description and params JSON Schema",
     mimeType: "application/json"
   }]
-  const commandsText = () =>
-    JSON.stringify({ commands: commands.map((c) => ({ name: c.name, description: c.description, tool: c.name, rest: c.rest ? `POST /api/_commands/${c.name}` : undefined, jsonSchema: c.paramsJsonSchema })) })
+  const commandsText = (allowed: Allowed) =>
+    JSON.stringify({ commands: commands.filter((c) => allowed === undefined || allowed(Op.command(c.name))).map((c) => ({ name: c.name, description: c.description, tool: c.name, rest: c.rest ? `POST /api/_commands/${c.name}` : undefined, jsonSchema: c.paramsJsonSchema })) })
   // The catalog's fixed entries, listed first: each type's schema, the app commands, then each view.
-  const fixed = [...exposed.map(schemaEntry), ...commandsEntry, ...[...catalog.views.values()].map((v) => viewEntry(v.name, v.description))]
+  // Each with what reading it asks, so that a principal lists only what it may read.
+  const fixed: ReadonlyArray<readonly [ResourceEntry, Operation | undefined]> = [
+    ...exposed.map((t) => [schemaEntry(t), Op.read(t.name)] as const),
+    ...commandsEntry.map((e) => [e, undefined] as const),
+    ...[...catalog.views.values()].map((v) => [viewEntry(v.name, v.description), Op.view(v.name)] as const)
+  ]
+  const mayRead = (allowed: Allowed, op: Operation | undefined) =>
+    allowed === undefined || (op === undefined ? commands.some((c) => allowed(Op.command(c.name))) : allowed(op))
 
-  /** Every entry after position (p0, a0), in listing order. */
-  function* entriesAfter(p0: number, a0: number): Generator<readonly [{ p: number; a: number }, ResourceEntry]> {
-    if (p0 === -1) for (let i = a0 + 1; i < fixed.length; i++) yield [{ p: -1, a: i }, fixed[i]]
+  /** Every entry after position (p0, a0), in listing order, that `allowed` lets the caller read. */
+  function* entriesAfter(p0: number, a0: number, allowed: Allowed): Generator<readonly [{ p: number; a: number }, ResourceEntry]> {
+    if (p0 === -1) for (let i = a0 + 1; i < fixed.length; i++) if (mayRead(allowed, fixed[i][1])) yield [{ p: -1, a: i }, fixed[i][0]]
     for (let p = Math.max(p0, 0); p < readable.length; p++) {
       const t = readable[p]
+      // Positions stay those of every readable type: a cursor means the same place for every caller.
+      if (!mayRead(allowed, Op.read(t.name))) continue
       let after = p === p0 ? a0 : 0
       for (;;) {
         const page = queries.rowsAfter(t.name, after, 64)
@@ -118,7 +135,7 @@ export const makeResources = (catalog: CompiledApp, { queries, views }: Resource
     }
   }
 
-  const list: Resources["list"] = (cursor) => {
+  const list: Resources["list"] = (cursor, allowed) => {
     let start = { p: -1, a: -1 }
     if (cursor !== undefined) {
       const pos = ResourceCursor.decode(cursor)
@@ -128,7 +145,7 @@ export const makeResources = (catalog: CompiledApp, { queries, views }: Resource
     }
     const resources: Array<ResourceEntry> = []
     let last = start
-    for (const [position, entry] of entriesAfter(start.p, start.a)) {
+    for (const [position, entry] of entriesAfter(start.p, start.a, allowed)) {
       if (resources.length === pageSize) return { resources, nextCursor: ResourceCursor.encode(last) }
       resources.push(entry)
       last = position
@@ -138,7 +155,7 @@ export const makeResources = (catalog: CompiledApp, { queries, views }: Resource
 
   const contents = (uri: string, text: string): ResourceContents => ({ uri, mimeType: "application/json", text })
 
-  const readNow = (uri: string): Either.Either<ResourceContents, ReadProblem> | undefined => {
+  const readNow = (uri: string, allowed?: Allowed): Either.Either<ResourceContents, ReadProblem> | undefined => {
     const parsed = parseUri(uri)
     if (parsed === undefined) return Either.left(NOT_FOUND)
     if (parsed._tag === "View") {
@@ -147,7 +164,7 @@ export const makeResources = (catalog: CompiledApp, { queries, views }: Resource
       if (view.refolding !== undefined) return Either.left({ _tag: "Failed", message: new ViewRefolding({ name: view.name, reason: view.refolding }).message })
       return view.failed !== undefined ? Either.left({ _tag: "Failed", message: view.failed }) : Either.right(contents(uri, viewBody(view)))
     }
-    if (parsed._tag === "Schema" && uri === COMMANDS_URI) return commands.length === 0 ? Either.left(NOT_FOUND) : Either.right(contents(uri, commandsText()))
+    if (parsed._tag === "Schema" && uri === COMMANDS_URI) return commands.length === 0 ? Either.left(NOT_FOUND) : Either.right(contents(uri, commandsText(allowed)))
     const type = catalog.types.get(parsed.type)
     if (type === undefined || type.mcp.size === 0) return Either.left(NOT_FOUND)
     switch (parsed._tag) {
@@ -173,35 +190,40 @@ export const makeResources = (catalog: CompiledApp, { queries, views }: Resource
         )
     })
 
-  const read: Resources["read"] = (uri) =>
+  const read: Resources["read"] = (uri, allowed) =>
     Effect.suspend((): Effect.Effect<ResourceContents, ReadProblem> => {
-      const now = readNow(uri)
+      const now = readNow(uri, allowed)
       if (now !== undefined) return now
       // Only a list of an exposed type is left to read here.
       const parsed = parseUri(uri) as Extract<ParsedUri, { readonly _tag: "List" }>
       return readList(uri, catalog.types.get(parsed.type)!, parsed.query)
     })
 
+  /** Each with its type, so that a principal sees only the templates of the types it may read. */
+  const templates: Array<ResourceTemplate & { readonly type: string }> = [
+    ...readable.map((t) => ({
+      type: t.name,
+      uriTemplate: rowUriTemplate(t.name),
+      name: t.name,
+      title: `One ${t.name} row`,
+      description: `A ${t.name} row by id: {id, version, ...fields}`,
+      mimeType: "application/json" as const
+    })),
+    ...listable.map((t) => ({
+      type: t.name,
+      uriTemplate: listUriTemplate(t.name, [...t.filterable.keys()]),
+      name: `${t.name}_list`,
+      title: `A list of ${t.name}`,
+      description: `${t.name} rows whose fields equal the values given (all of them), ordered by order ("title", "-title"; ` +
+        `default id): the first page, as GET /api/${t.name}?<query> serves it. Subscribe to it as a live query: it is ` +
+        `updated whenever a row enters the list, leaves it, or changes while in it.`,
+      mimeType: "application/json" as const
+    }))
+  ]
+  const wire: ReadonlyArray<ResourceTemplate> = templates.map(({ type: _, ...template }) => template)
   return {
     list,
-    templates: [
-      ...readable.map((t) => ({
-        uriTemplate: rowUriTemplate(t.name),
-        name: t.name,
-        title: `One ${t.name} row`,
-        description: `A ${t.name} row by id: {id, version, ...fields}`,
-        mimeType: "application/json" as const
-      })),
-      ...listable.map((t) => ({
-        uriTemplate: listUriTemplate(t.name, [...t.filterable.keys()]),
-        name: `${t.name}_list`,
-        title: `A list of ${t.name}`,
-        description: `${t.name} rows whose fields equal the values given (all of them), ordered by order ("title", "-title"; ` +
-          `default id): the first page, as GET /api/${t.name}?<query> serves it. Subscribe to it as a live query: it is ` +
-          `updated whenever a row enters the list, leaves it, or changes while in it.`,
-        mimeType: "application/json" as const
-      }))
-    ],
+    templates: (allowed) => (allowed === undefined ? wire : wire.filter((_, i) => allowed(Op.read(templates[i].type)))),
     read,
     readNow
   }

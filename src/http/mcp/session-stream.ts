@@ -20,6 +20,8 @@ import type { OpenStreamsShape } from "../streams/open-streams.ts"
 import { SSE_HEADERS } from "../../support/sse.ts"
 import { legacyCatalogChangedFrames, legacyFrame, legacyUpdatedFrame } from "./notice-frames.ts"
 import type { Session, SessionsShape } from "./sessions.ts"
+import { may, type Principal } from "../../access/principal.ts"
+import { uriOperation } from "../../access/operations.ts"
 
 /**
  * GET-stream event ids are the stream and the durable position at once, so a resumed stream replays only what it
@@ -66,7 +68,7 @@ export interface SessionStreamDeps {
 }
 
 export const makeSessionStream = ({ catalog, sessions, log, rows, views, streams, settings }: SessionStreamDeps) =>
-  (session: Session, lastEventId: string | undefined, client: string): EdgeResponse => {
+  (session: Session, lastEventId: string | undefined, client: string, principal?: Principal): EdgeResponse => {
     const from = parseGetStreamEventId(lastEventId)
     const start: Extract<EdgeResponse, { _tag: "Push" }>["start"] = (sink) =>
       Effect.gen(function* () {
@@ -79,9 +81,20 @@ export const makeSessionStream = ({ catalog, sessions, log, rows, views, streams
           isClosed: () => sink.isClosed()
         })
         buffer.handOver = handOver
+        // A session outlives a change of its principal's grants (its stream ended then): what it may no longer read
+        // is dropped before anything is delivered or replayed.
+        if (principal !== undefined) {
+          for (const uri of sessions.snapshot(session).subscriptions.keys()) {
+            const op = uriOperation(uri)
+            if (op !== undefined && !may(principal, op)) {
+              const dropped = yield* Effect.either(sessions.unsubscribe(session, uri))
+              if (dropped._tag === "Left") return sink.close("store")
+            }
+          }
+        }
         // Live delivery starts before the replay reads the log, so nothing falls between the two.
         yield* sessions.stream(session, buffer)
-        yield* streams.track({ kind: "session", client, owner: session.id, since: rows.checkpoint(), subscriptions: () => [...sessions.snapshot(session).subscriptions.keys()], listChanges: false }, buffer)
+        yield* streams.track({ kind: "session", client, owner: session.id, since: rows.checkpoint(), subscriptions: () => [...sessions.snapshot(session).subscriptions.keys()], listChanges: false, principal }, buffer)
         if (handOver === undefined || from === undefined) return
         // The head and the views' last changes, read in one step: live notices after it come from the hand-over.
         const head = rows.checkpoint()

@@ -14,6 +14,7 @@
  * one registry subscription, which this module changes as the session subscribes and unsubscribes.
  */
 import { Context, Duration, Effect, Layer, Schedule, type Scope } from "effect"
+import { ownedSessionId } from "../../access/session-owner.ts"
 import { randomBytes } from "node:crypto"
 import { WoConfig } from "../../support/config.ts"
 import { Catalog } from "../../domain/app-catalog.ts"
@@ -46,7 +47,8 @@ export interface SessionSnapshot extends Session {
 
 export interface SessionsShape {
   /** Mints a session, or refuses when the cap is reached. */
-  readonly create: (version: string) => Effect.Effect<Session | SessionsFull, StoreError>
+  /** `owner`: the scope of the principal opening it, which its id names (access/session-owner.ts). */
+  readonly create: (version: string, owner?: string) => Effect.Effect<Session | SessionsFull, StoreError>
   /**
    * The live session with that id (touching it), or undefined when unknown, expired or terminated. An Effect
    * because a session may live in a shared store (several nodes) and not be in this process yet.
@@ -75,7 +77,7 @@ export interface SessionsShape {
 
 export class Sessions extends Context.Tag("writeonce/Sessions")<Sessions, SessionsShape>() {}
 
-const newSessionId = () => randomBytes(18).toString("base64url")
+const newSessionId = (owner: string | undefined) => ownedSessionId(randomBytes(18).toString("base64url"), owner)
 
 /** What this module keeps of a session; never handed out. */
 interface Entry {
@@ -210,10 +212,10 @@ export const SessionsLive = Layer.scoped(
     }
 
     return Sessions.of({
-      create: (version) =>
+      create: (version, owner) =>
         Effect.suspend((): Effect.Effect<Session | SessionsFull, StoreError> => {
           if (entries.size >= settings.maxSessions) return Effect.succeed(new SessionsFull())
-          const e = newEntry({ id: newSessionId(), version, createdAt: Date.now() })
+          const e = newEntry({ id: newSessionId(owner), version, createdAt: Date.now() })
           entries.set(e.session.id, e)
           return Effect.as(store.create(e.session.id, e.session), e.session)
         }),

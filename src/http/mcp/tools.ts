@@ -14,6 +14,7 @@ import { withoutProperties, type JsonSchema } from "../../domain/json-schema.ts"
 import { fromArguments, type ListRequest } from "../../domain/list-request.ts"
 import type { Command, CommandsShape, Committed, ExecuteOptions } from "../../commands/commands.ts"
 import { noCancel } from "../../support/no-cancel.ts"
+import { Op, type Operation as Granted } from "../../access/grants.ts"
 import { answerExit } from "../../commands/exit-answer.ts"
 import { NotFound } from "../../domain/errors.ts"
 import type { Page, QueriesShape } from "../../projections/queries.ts"
@@ -70,6 +71,8 @@ export interface ToolReply {
 
 export interface Tool {
   readonly definition: ToolDefinition
+  /** What calling it asks (grants.ts): tools/list shows it, and tools/call runs it, only where it is granted. */
+  readonly operation: Granted
   readonly call: (args: Readonly<Record<string, unknown>>, options: ExecuteOptions) => Effect.Effect<ToolResult>
   /**
    * `call` without a fiber, for a call without an idempotency key or progress (the direct /mcp route:
@@ -307,14 +310,16 @@ const typeTools = (type: CompiledType, commands: CommandsShape, queries: Queries
   return operationsOf(type).map((o): Tool => {
     const made = definition(`${type.name}_${o.op}`, o.texts(parts), o.input(parts), o.output(parts), o.annotations)
     if ("read" in o) {
-      if (o.readNow === undefined) return { definition: made, call: o.read(parts, queries) }
+      const operation = Op.read(type.name)
+      if (o.readNow === undefined) return { definition: made, operation, call: o.read(parts, queries) }
       const readNow = o.readNow(parts, queries)
-      return { definition: made, call: o.read(parts, queries), callNow: (args, reply) => (reply.result(readNow(args)), noCancel) }
+      return { definition: made, operation, call: o.read(parts, queries), callNow: (args, reply) => (reply.result(readNow(args)), noCancel) }
     }
     const committed = (c: Committed) => (c.replayed ? asReplay(o.answer(c)) : o.answer(c))
     const answered = { onFailure: failure, onSuccess: committed }
     return {
       definition: made,
+      operation: Op.write(type.name, o.op),
       call: (args, options) =>
         Either.match(o.toCommand(type.name, args), {
           onLeft: (refused) => Effect.succeed(refused),
@@ -372,6 +377,7 @@ const viewTool = (view: CompiledView, views: ViewsShape): Tool => {
       seq: { type: "integer", minimum: 0, description: "the log sequence of the value's last change" },
       value: view.jsonSchema
     }, ["name", "seq", "value"], false), READS),
+    operation: Op.view(view.name),
     call: (args) => Effect.sync(() => now(args)),
     callNow: (args, reply) => (reply.result(now(args)), noCancel)
   }
@@ -387,6 +393,7 @@ export const makeCommandTools = (catalog: CompiledApp, commands: CommandsShape):
       title: command.name,
       description: `${command.description ?? `Run the command ${command.name}.`} All of its changes are written atomically, or none.`
     }, objectSchema(propertiesOf(command.paramsJsonSchema), requiredOf(command.paramsJsonSchema)), COMMAND_RESULT, WRITES),
+    operation: Op.command(command.name),
     call: (args, options) =>
       commands.executeAppCommand(command.name, args, options).pipe(
         Effect.match({

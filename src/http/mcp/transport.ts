@@ -15,8 +15,10 @@ import { httpError } from "../edge/edge-error.ts"
 import { empty, json, type EdgeRequest, type EdgeResponse, type Headers } from "../edge/edge-types.ts"
 import { describeBodyProblem, isJsonContentType, parseJsonBody } from "../edge/json-body.ts"
 import { SSE_HEADERS, sseFrame } from "../../support/sse.ts"
+import { forbiddenHeaders } from "../../access/refusals.ts"
 import type { Answer, CallContext, DirectReply, Dispatcher, Failure, Outcome } from "./dispatcher.ts"
-import { malformed, storeDown, type Envelope, type EraPolicy, type Refusal } from "./era-policy.ts"
+import { limitedRefusal, malformed, storeDown, type Envelope, type EraPolicy, type Refusal } from "./era-policy.ts"
+import { streamRefused } from "../../access/rate-limits.ts"
 import type { LegacyPolicy } from "./legacy-era.ts"
 import type { ListenRequest } from "./listen-stream.ts"
 import { progressMessages } from "./progress-stream.ts"
@@ -35,6 +37,7 @@ import {
   type RpcRequest
 } from "./protocol.ts"
 import type { Session, SessionsShape } from "./sessions.ts"
+import type { Principal } from "../../access/principal.ts"
 
 /** The headers of MCP's Streamable HTTP transport, as node:http gives them (lower case). */
 export const SESSION_HEADER = "mcp-session-id"
@@ -89,6 +92,10 @@ const REFUSAL_STATUS: { readonly [K in Refusal["_tag"]]: number } = {
   UnknownSession: 404,
   UnknownMethod: 404,
   TooMany: 429,
+  // A JSON-RPC error on HTTP 403, not an isError tool result: the request itself is not allowed (the model must
+  // not take it for a tool that failed and retry), and 403 is where an OAuth client looks to step up its scopes.
+  Forbidden: 403,
+  Limited: 429,
   Unavailable: 503
 }
 
@@ -96,7 +103,9 @@ const refused = (id: RpcId | null, refusal: Refusal): EdgeResponse =>
   json(
     REFUSAL_STATUS[refusal._tag],
     errorMessage(id, refusal.error),
-    refusal._tag === "Unavailable" && refusal.retryAfter !== undefined ? { "retry-after": String(refusal.retryAfter) } : {}
+    (refusal._tag === "Unavailable" || refusal._tag === "Limited") && refusal.retryAfter !== undefined
+      ? { "retry-after": String(refusal.retryAfter) }
+      : refusal._tag === "Forbidden" ? forbiddenHeaders(refusal.grants) : {}
   )
 
 const accepted = (): EdgeResponse => empty(202)
@@ -141,12 +150,14 @@ export interface TransportDeps {
   /** listen-stream.ts: a modern listen stream, or its refusal (the only one it makes: too many streams, 429). */
   readonly openListen: (request: ListenRequest) => Either.Either<EdgeResponse, RpcError>
   /** session-stream.ts: a legacy session's GET stream, resumed after Last-Event-ID. */
-  readonly openSessionStream: (session: Session, lastEventId: string | undefined, client: string) => EdgeResponse
+  readonly openSessionStream: (session: Session, lastEventId: string | undefined, client: string, principal?: Principal) => EdgeResponse
   readonly maxJsonDepth: number
+  /** How many streams a principal has open now (its `streams` limit); absent: none counted. */
+  readonly streamsOf?: (principal: Principal) => number
 }
 
 export const makeMcpTransport = (deps: TransportDeps) => {
-  const { dispatcher, legacy, modern, sessions, openListen, openSessionStream, maxJsonDepth } = deps
+  const { dispatcher, legacy, modern, sessions, openListen, openSessionStream, maxJsonDepth, streamsOf } = deps
   let responseStreams = 0
 
   const envelopeOf = (request: EdgeRequest, meta: Envelope["meta"]): Envelope => ({
@@ -155,7 +166,8 @@ export const makeMcpTransport = (deps: TransportDeps) => {
     mcpMethod: headerValue(request.headers, METHOD_HEADER),
     mcpName: headerValue(request.headers, NAME_HEADER),
     sessionId: headerValue(request.headers, SESSION_HEADER),
-    client: request.remoteAddress
+    client: request.remoteAddress,
+    principal: request.principal
   })
 
   /** A request's answer on the wire, in its era's shape. */
@@ -242,10 +254,14 @@ export const makeMcpTransport = (deps: TransportDeps) => {
     if (request.method === "GET" && !accepts(request.headers.accept, "text/event-stream")) {
       return Effect.succeed(httpError(406, "Accept must allow text/event-stream"))
     }
+    if (request.method === "GET" && request.principal !== undefined && streamsOf !== undefined) {
+      const reached = streamRefused(request.principal.limits, streamsOf(request.principal))
+      if (reached !== undefined) return Effect.succeed(refused(null, limitedRefusal(reached)))
+    }
     return legacy.session(envelope).pipe(
       Effect.flatMap((session) =>
         request.method === "GET"
-          ? Effect.succeed(withHeaders(openSessionStream(session, headerValue(request.headers, LAST_EVENT_ID_HEADER), request.remoteAddress), { [SESSION_HEADER]: session.id }))
+          ? Effect.succeed(withHeaders(openSessionStream(session, headerValue(request.headers, LAST_EVENT_ID_HEADER), request.remoteAddress, request.principal), { [SESSION_HEADER]: session.id }))
           : sessions.terminate(session.id).pipe(
             Effect.as(empty(200)),
             Effect.catchIf(isStoreError, (e) => Effect.fail(storeDown(e)))

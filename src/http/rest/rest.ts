@@ -14,7 +14,7 @@ import { describeBodyProblem, isJsonContentType, parseInputBody, type InputBody 
 import { deletedBody, listBody } from "./bodies.ts"
 import { fromQueryString } from "../../domain/list-request.ts"
 import { commandBody } from "./command-body.ts"
-import { IDEMPOTENCY_KEY_HEADER, keyProblem, REPLAYED_HEADER } from "../../commands/idempotency.ts"
+import { IDEMPOTENCY_KEY_HEADER, keyProblem, REPLAYED_HEADER, scopedKey } from "../../commands/idempotency.ts"
 import { noCancel } from "../../support/no-cancel.ts"
 import { answerExit as answerWriterExit } from "../../commands/exit-answer.ts"
 import { etagOf, RowAnswers } from "./row-answers.ts"
@@ -108,13 +108,16 @@ const isResponse = (x: InputBody | RowWrite | EdgeResponse): x is EdgeResponse =
 /** Most writes send no key: one shared answer for them (no allocation per request on the direct path). */
 const NO_KEY: Either.Either<string | undefined, EdgeResponse> = Either.right(undefined)
 
-/** The request's `Idempotency-Key`, when it sends one: Left with the 400 answer when it is not a usable key. */
+/**
+ * The request's `Idempotency-Key`, when it sends one, as its principal's key (idempotency.ts `scopedKey`): Left
+ * with the 400 answer when it is not a usable key.
+ */
 const idempotencyKeyOf = (request: EdgeRequest): Either.Either<string | undefined, EdgeResponse> => {
   const key = request.headers[IDEMPOTENCY_KEY_HEADER]
   if (key === undefined) return NO_KEY
   const problem = keyProblem(key)
   return problem === undefined
-    ? Either.right(key as string)
+    ? Either.right(scopedKey(request.principal?.keyScope, key as string))
     : Either.left(errorJson(400, "ValidationFailed", `Idempotency-Key: ${problem}`, { issues: [{ path: ["Idempotency-Key"], message: problem }] }))
 }
 

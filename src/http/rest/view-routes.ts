@@ -9,6 +9,8 @@ import type { ViewsShape } from "../../projections/views/views.ts"
 import { REFOLD_RETRY_AFTER_SECONDS, ViewFailed, ViewRefolding } from "../../projections/views/views.ts"
 import { errorJson, jsonText, type EdgeRequest, type EdgeResponse } from "../edge/edge-types.ts"
 import { viewBody } from "./bodies.ts"
+import { Op } from "../../access/grants.ts"
+import { may } from "../../access/principal.ts"
 
 const PREFIX = "/api/_views"
 /** Live data: never cached. */
@@ -19,7 +21,8 @@ export const makeViewRoutes = (views: ViewsShape) => (request: EdgeRequest): Eff
   if (request.method !== "GET") return Effect.succeed(errorJson(405, "MethodNotAllowed", "views are read-only: GET only", {}, { allow: "GET, HEAD" }))
   if (request.path === PREFIX) {
     return Effect.sync(() => {
-      const all = views.all().map((v) =>
+      // Only the views the principal may read (the router checked `view:<name>` for one view's path).
+      const all = views.all().filter((v) => may(request.principal, Op.view(v.name))).map((v) =>
         v.refolding !== undefined
           ? JSON.stringify({ name: v.name, seq: v.seq, refolding: new ViewRefolding({ name: v.name, reason: v.refolding }).message })
           : v.failed === undefined ? viewBody(v) : JSON.stringify({ name: v.name, seq: v.seq, failed: new ViewFailed({ name: v.name, reason: v.failed }).message }))

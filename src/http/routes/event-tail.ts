@@ -24,7 +24,11 @@ import type { CloseReason, PushSink } from "../streams/push-sink.ts"
 import { makeHandOver } from "../streams/hand-over.ts"
 import type { OpenStreamsShape } from "../streams/open-streams.ts"
 import { SSE_HEADERS, sseFrame } from "../../support/sse.ts"
-import { eventText, makeCatchUp } from "../streams/catch-up.ts"
+import { eventText, makeCatchUp, type ReadableTypes } from "../streams/catch-up.ts"
+import { Op } from "../../access/grants.ts"
+import { may, type Principal } from "../../access/principal.ts"
+import { streamRefused } from "../../access/rate-limits.ts"
+import { limited } from "../../access/refusals.ts"
 
 export interface EventTailDeps {
   readonly log: EventLogShape
@@ -61,6 +65,12 @@ const liveFrame = (event: StoredEvent) => {
   return frame
 }
 
+/** The types whose events `principal` may see: undefined when it may see them all (no filter on the way). */
+const readableTypes = (principal: Principal | undefined): ReadableTypes => {
+  if (principal === undefined || may(principal, Op.admin) || principal.grants?.readAll === true) return undefined
+  return (type) => may(principal, Op.read(type))
+}
+
 const closedText = (reason: string) => sseFrame({ comment: `closed (${reason}); reconnect with Last-Event-ID to resume from the log` })
 
 export const makeEventTail = ({ log, feed, rows, capacity, heartbeatMs, streams, maxPerClient, maxTotal }: EventTailDeps) => {
@@ -72,11 +82,11 @@ export const makeEventTail = ({ log, feed, rows, capacity, heartbeatMs, streams,
    * read the head, replay up to it, and hand over the held events after it. Commits are applied and published
    * in one synchronous step, so every event after `head` is held and every event up to it is in the log.
    */
-  const follow = (sink: PushSink, start: number) =>
+  const follow = (sink: PushSink, start: number, readable: ReadableTypes) =>
     Effect.gen(function* () {
       let from = start
       for (let head = rows.checkpoint(); head - from + 1 > capacity; head = rows.checkpoint()) {
-        if (!(yield* replay(sink, from, head))) return
+        if (!(yield* replay(sink, from, head, readable))) return
         from = head + 1
       }
       const handOver = makeHandOver<StoredEvent>({
@@ -87,10 +97,10 @@ export const makeEventTail = ({ log, feed, rows, capacity, heartbeatMs, streams,
       })
       // A reader that starts past the head waits for the log to get there: nothing before `start` is ever sent.
       yield* feed.listen((changes) => {
-        for (const { event } of changes) if (event.seq >= start) handOver.offer(event)
+        for (const { event } of changes) if (event.seq >= start && (readable === undefined || readable(event.type))) handOver.offer(event)
       })
       const head = rows.checkpoint()
-      if (!(yield* replay(sink, from, head))) return
+      if (!(yield* replay(sink, from, head, readable))) return
       handOver.release((event) => event.seq > head)
     })
 
@@ -99,6 +109,9 @@ export const makeEventTail = ({ log, feed, rows, capacity, heartbeatMs, streams,
       onLeft: (message) => errorJson(400, "ValidationFailed", message, { issues: [{ path: ["from"], message }] }),
       onRight: (from) => {
         const client = request.remoteAddress
+        const principal = request.principal
+        const reached = principal === undefined ? undefined : streamRefused(principal.limits, streams.streamsOf(principal))
+        if (reached !== undefined) return limited(reached)
         if (streams.full("events", client)) {
           return errorJson(429, "TooManyReaders", `too many open event-log readers (WO_MAX_EVENT_TAILS_PER_CLIENT=${maxPerClient}, WO_MAX_EVENT_TAILS=${maxTotal})`, {}, { "retry-after": "1" })
         }
@@ -111,10 +124,15 @@ export const makeEventTail = ({ log, feed, rows, capacity, heartbeatMs, streams,
           heartbeatMs,
           start: (sink) =>
             Effect.gen(function* () {
-              yield* streams.track({ kind: "events", client, owner: String(from), since: rows.checkpoint(), subscriptions: () => [], listChanges: false }, sink, reserved)
-              sink.farewell((reason: CloseReason) => reason === "overflow" ? closedText("overflow") : reason === "store" ? closedText("store unavailable") : undefined)
+              yield* streams.track({ kind: "events", client, owner: String(from), since: rows.checkpoint(), subscriptions: () => [], listChanges: false, principal }, sink, reserved)
+              sink.farewell((reason: CloseReason) =>
+                reason === "overflow"
+                  ? closedText("overflow")
+                  : reason === "store"
+                  ? closedText("store unavailable")
+                  : reason === "revoked" ? sseFrame({ comment: "closed (access revoked)" }) : undefined)
               // A store failure ends the stream rather than skipping events: the reader resumes where it stopped.
-              yield* follow(sink, from).pipe(Effect.catchAll(() => Effect.sync(() => sink.close("store"))))
+              yield* follow(sink, from, readableTypes(principal)).pipe(Effect.catchAll(() => Effect.sync(() => sink.close("store"))))
             })
         }
       }

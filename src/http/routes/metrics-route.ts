@@ -29,6 +29,12 @@ export const makeMetricsRoute = Effect.gen(function* () {
     return byKind
   })
   metrics.gauge("wo_push_streams", "Open push streams (SSE) of every kind.", () => streams.list().length)
+  // A bounded label: principals are declared in the access file (none without one).
+  metrics.gauges("wo_principal_streams", "Open push streams by principal (the access file's; against its streams limit).", "principal", () => {
+    const byPrincipal = new Map<string, number>()
+    for (const s of streams.list()) if (s.principal !== undefined) byPrincipal.set(s.principal.name, (byPrincipal.get(s.principal.name) ?? 0) + 1)
+    return byPrincipal
+  })
   metrics.gauge("wo_sessions", "Live legacy MCP sessions.", () => sessions.count())
   if (mode._tag === "Shared") {
     const tailer = mode.tailer

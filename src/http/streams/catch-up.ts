@@ -45,6 +45,8 @@ interface Page {
   readonly upTo: number
   /** The events' seqs, ascending (a log may skip seqs an operator accepted as lost). */
   readonly seqs: ReadonlyArray<number>
+  /** The events' entity types, for readers that may read only some (access/grants.ts). */
+  readonly types: ReadonlyArray<string>
   /** Where each event's frame starts in `bytes`, and the length of `bytes` last. */
   readonly offsets: Uint32Array
   readonly bytes: Buffer
@@ -56,7 +58,7 @@ const framePage = (start: number, upTo: number, events: ReadonlyArray<StoredEven
   for (let i = 0; i < texts.length; i++) offsets[i + 1] = offsets[i] + Buffer.byteLength(texts[i])
   const bytes = Buffer.allocUnsafeSlow(offsets[texts.length])
   for (let i = 0; i < texts.length; i++) bytes.write(texts[i], offsets[i])
-  return { start, upTo, seqs: events.map((e) => e.seq), offsets, bytes }
+  return { start, upTo, seqs: events.map((e) => e.seq), types: events.map((e) => e.type), offsets, bytes }
 }
 
 /** The index of the first event of `page` at or after `seq`. */
@@ -71,6 +73,18 @@ const framesOf = (page: Page, from: number, to: number): Buffer => {
   const i = indexOf(page, from)
   const j = indexOf(page, to + 1)
   return i === 0 && j === page.seqs.length ? page.bytes : page.bytes.subarray(page.offsets[i], page.offsets[j])
+}
+
+/** Which entity types' events a reader may see; undefined: all of them. */
+export type ReadableTypes = ((type: string) => boolean) | undefined
+
+/** The frames of the events `from..to` of `page` whose type `readable` lets the reader see (one copy). */
+const readableFramesOf = (page: Page, from: number, to: number, readable: (type: string) => boolean): Buffer => {
+  const parts: Array<Buffer> = []
+  for (let i = indexOf(page, from), j = indexOf(page, to + 1); i < j; i++) {
+    if (readable(page.types[i])) parts.push(page.bytes.subarray(page.offsets[i], page.offsets[i + 1]))
+  }
+  return parts.length === 1 ? parts[0] : Buffer.concat(parts)
 }
 
 /** A reader's own read of the log, positioned at `position` (what it pulled past that is in `carry`). */
@@ -171,7 +185,8 @@ export const makeCatchUp = ({ log, checkpoint }: CatchUpDeps) => {
       private next: number,
       private readonly to: number,
       private readonly runFork: <A, E>(effect: Effect.Effect<A, E>) => Fiber.RuntimeFiber<A, E>,
-      private readonly done: (exit: Exit.Exit<boolean, StoreError>) => void
+      private readonly done: (exit: Exit.Exit<boolean, StoreError>) => void,
+      private readonly readable: ReadableTypes
     ) {}
 
     readonly step = (): void => {
@@ -195,7 +210,7 @@ export const makeCatchUp = ({ log, checkpoint }: CatchUpDeps) => {
       }
       this.waited = false
       this.page = page
-      const frames = framesOf(page, this.next, need)
+      const frames = this.readable === undefined ? framesOf(page, this.next, need) : readableFramesOf(page, this.next, need, this.readable)
       this.next = need + 1
       // A stretch the log skips (accepted as lost) has nothing to write: on to the next page, on the next turn.
       if (frames.length === 0) return this.wake()
@@ -248,13 +263,13 @@ export const makeCatchUp = ({ log, checkpoint }: CatchUpDeps) => {
     }
   }
 
-  /** Events `from..to` to `sink`; false when the stream closed meanwhile. */
-  const replay = (sink: PushSink, from: number, to: number): Effect.Effect<boolean, StoreError> =>
+  /** Events `from..to` to `sink` (those of the types `readable` allows); false when the stream closed meanwhile. */
+  const replay = (sink: PushSink, from: number, to: number, readable?: ReadableTypes): Effect.Effect<boolean, StoreError> =>
     from > to ? Effect.succeed(true) : Effect.flatMap(Effect.runtime<never>(), (runtime) => {
       const runFork = Runtime.runFork(runtime)
       let reader: Replay | undefined
       return Effect.async<boolean, StoreError>((resume) => {
-        reader = new Replay(sink, from, to, runFork, (exit) => resume(exit))
+        reader = new Replay(sink, from, to, runFork, (exit) => resume(exit), readable)
         longWork.enter(reader.step)
         return Effect.suspend(() => reader!.stop())
       }).pipe(Effect.ensuring(Effect.suspend(() => (reader === undefined ? Effect.void : closeCursor(reader)))))

@@ -5,7 +5,8 @@
  */
 import type { Sink } from "../../subscriptions/registry.ts"
 
-export type EndReason = "overflow" | "shutdown" | "replaced" | "terminated"
+/** "revoked": its principal was removed from the access file, or its token or grants changed. */
+export type EndReason = "overflow" | "shutdown" | "replaced" | "terminated" | "revoked"
 
 export interface NoticeBuffer extends Sink {
   readonly close: (reason: EndReason) => void

@@ -10,6 +10,7 @@ import { type Settings, WoConfig } from "../../support/config.ts"
 import { scopedSync } from "../../support/scoped-sync.ts"
 import { makeClientSlots, type ClientSlots } from "./client-slots.ts"
 import type { EndReason } from "./notice-buffer.ts"
+import type { Principal } from "../../access/principal.ts"
 
 export type StreamKind = "session" | "listen" | "events"
 
@@ -22,6 +23,8 @@ export interface StreamInfo {
   readonly since: number
   readonly subscriptions: () => ReadonlyArray<string>
   readonly listChanges: boolean
+  /** Who opened it (absent where no credential is required): its stream ends when the principal is revoked. */
+  readonly principal?: Principal
 }
 
 /** What shutdown and wo dev do to an open stream. */
@@ -51,9 +54,13 @@ export interface OpenStreamsShape {
    */
   readonly track: (info: StreamInfo, stream: OpenStream, reserved?: Reservation) => Effect.Effect<void, never, Scope.Scope>
   readonly closeAll: (reason: EndReason) => void
+  /** Closes every stream whose info matches (the access file revoked its principal); how many it closed. */
+  readonly closeWhere: (matches: (info: StreamInfo) => boolean, reason: EndReason) => number
   /** wo dev: every open stream tells its client that the catalog changed (tools and resource lists). */
   readonly announceCatalogChange: () => void
   readonly list: () => ReadonlyArray<StreamInfo>
+  /** How many streams `principal` has open now (its `streams` limit: rate-limits.ts). */
+  readonly streamsOf: (principal: Principal) => number
 }
 
 export class OpenStreams extends Context.Tag("writeonce/OpenStreams")<OpenStreams, OpenStreamsShape>() {}
@@ -62,6 +69,14 @@ type Caps = Pick<Settings, "maxListensPerClient" | "maxListenStreams" | "maxEven
 
 export const makeOpenStreams = (settings: Caps): OpenStreamsShape => {
   const open = new Map<OpenStream, StreamInfo>()
+  // Counted as they are tracked, so that a principal's limit costs a lookup, not a pass over every stream.
+  const byPrincipal = new Map<Principal, number>()
+  const count = (principal: Principal | undefined, by: 1 | -1) => {
+    if (principal === undefined) return
+    const n = (byPrincipal.get(principal) ?? 0) + by
+    if (n === 0) byPrincipal.delete(principal)
+    else byPrincipal.set(principal, n)
+  }
   // The caps, made here only: a legacy session has one stream at most, so its kind has none of its own.
   const caps: Partial<Record<StreamKind, ClientSlots>> = {
     listen: makeClientSlots(settings.maxListensPerClient, settings.maxListenStreams),
@@ -77,6 +92,7 @@ export const makeOpenStreams = (settings: Caps): OpenStreamsShape => {
     if (info === undefined) return
     open.delete(stream)
     caps[info.kind]?.release(info.client)
+    count(info.principal, -1)
   }
   return {
     full: (kind, client) => caps[kind]?.full(client) ?? false,
@@ -85,15 +101,26 @@ export const makeOpenStreams = (settings: Caps): OpenStreamsShape => {
       Effect.asVoid(scopedSync(() => {
         if (reserved === undefined) caps[info.kind]?.take(info.client)
         open.set(stream, info)
+        count(info.principal, 1)
         return stream
       }, untrack)),
     closeAll: (reason) => {
       for (const stream of open.keys()) stream.close(reason)
     },
+    closeWhere: (matches, reason) => {
+      let closed = 0
+      for (const [stream, info] of [...open]) {
+        if (!matches(info)) continue
+        stream.close(reason)
+        closed++
+      }
+      return closed
+    },
     announceCatalogChange: () => {
       for (const stream of open.keys()) stream.catalogChanged?.()
     },
-    list: () => [...open.values()]
+    list: () => [...open.values()],
+    streamsOf: (principal) => byPrincipal.get(principal) ?? 0
   }
 }
 

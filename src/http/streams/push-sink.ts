@@ -18,7 +18,7 @@ import { Effect } from "effect"
 import { sseFrame } from "../../support/sse.ts"
 
 /** Why a stream ended. "memory": closed by the global stream memory budget; "client": the client went away. */
-export type CloseReason = "overflow" | "memory" | "shutdown" | "replaced" | "terminated" | "client" | "store" | "done"
+export type CloseReason = "overflow" | "memory" | "shutdown" | "replaced" | "terminated" | "client" | "store" | "done" | "revoked"
 
 /** What the sink needs of a response: node's `ServerResponse` fits. */
 export interface SocketLike {

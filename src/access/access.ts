@@ -1,0 +1,167 @@
+/**
+ * Access: who a request is (authentication over the credential sources), and the revocation of principals the
+ * access file no longer names. One per runtime, as a service: the router authenticates with it, and the file's
+ * reload ends the open streams of the principals it removed or changed.
+ *
+ *  - No access file and no `WO_AUTH_TOKEN`: nothing is required (a loopback server stays open as it always was).
+ *  - The file is re-read on SIGHUP and when it changes (a watch on its folder and on itself, debounced: editors
+ *    save by renaming, and one save fires several events). A bad file is refused with one log line, naming every
+ *    problem, and the principals in force stay; at start, a bad file stops the server.
+ *  - A principal whose name, token and grants are all unchanged by a reload stays the same object, so its
+ *    streams go on; any other is gone, and its streams end (`OpenStreams.closeWhere`).
+ */
+import { Context, Data, Effect, Either, Layer, Runtime } from "effect"
+import * as fs from "node:fs"
+import * as path from "node:path"
+import { Catalog } from "../domain/app-catalog.ts"
+import type { CompiledApp } from "../domain/compile.ts"
+import { OpenStreams } from "../http/streams/open-streams.ts"
+import { WoConfig } from "../support/config.ts"
+import { decodeAccessFile, type DeclaredPrincipal } from "./access-file.ts"
+import { AUTH_TOKEN_PRINCIPAL, authTokenSource, type Authenticated, bearerToken, type CredentialSource, type PrincipalTable, sha256Hex, tableSource } from "./credentials.ts"
+import { compileGrants } from "./grants.ts"
+import type { Principal } from "./principal.ts"
+
+/** The access file cannot be used at start: every problem, one per line. */
+export class AccessFileError extends Data.TaggedError("AccessFileError")<{ readonly file: string; readonly problems: ReadonlyArray<string> }> {
+  override get message() {
+    return `access file ${this.file} refused:\n  - ${this.problems.join("\n  - ")}`
+  }
+}
+
+export interface AccessShape {
+  /** Whether /mcp, /api and /metrics need a credential (an access file or `WO_AUTH_TOKEN` is set). */
+  readonly required: boolean
+  /** The principal an Authorization header names, or undefined (no valid credential). */
+  readonly authenticate: (authorization: string | undefined) => Authenticated
+  /** Whether `principal` is still in force (a stream checks it when the file changes). */
+  readonly isCurrent: (principal: Principal) => boolean
+  /** Re-reads the access file now (SIGHUP and the watch call it; tests may too). */
+  readonly reload: Effect.Effect<void>
+}
+
+export class Access extends Context.Tag("writeonce/Access")<Access, AccessShape>() {
+  /** Nothing required: every request passes without a principal (tests that build routes by hand). */
+  static readonly open: AccessShape = { required: false, authenticate: () => undefined, isCurrent: () => true, reload: Effect.void }
+}
+
+/** How long after the last change event the file is read: one save, one read. */
+const DEBOUNCE_MS = 50
+
+const tableOf = (declared: ReadonlyArray<DeclaredPrincipal>, before: PrincipalTable | undefined): PrincipalTable => {
+  const byDigest = new Map<string, Principal>()
+  for (const { digest, principal } of declared) {
+    const old = before?.byDigest.get(digest)
+    // Same token, name, grants and limits: the same principal (its streams go on, its write bucket too).
+    const same = old !== undefined && old.name === principal.name &&
+      old.grants?.declared.join("\n") === principal.grants?.declared.join("\n") &&
+      old.limits?.writes?.rate === principal.limits?.writes?.rate && old.limits?.streams === principal.limits?.streams
+    byDigest.set(digest, same ? old : principal)
+  }
+  return { byDigest, all: new Set(byDigest.values()) }
+}
+
+const readFile = (file: string): Either.Either<string, ReadonlyArray<string>> => {
+  try {
+    return Either.right(fs.readFileSync(file, "utf8"))
+  } catch (e) {
+    return Either.left([`cannot read it: ${(e as Error).message}`])
+  }
+}
+
+const loadTable = (file: string, app: CompiledApp, before: PrincipalTable | undefined) =>
+  Either.map(Either.flatMap(readFile(file), (text) => decodeAccessFile(text, app)), (declared) => tableOf(declared, before))
+
+export const AccessLive = Layer.scoped(
+  Access,
+  Effect.gen(function* () {
+    const settings = yield* WoConfig
+    const app = yield* Catalog
+    const streams = yield* OpenStreams
+    const sources: Array<CredentialSource> = []
+    if (settings.authToken !== undefined) {
+      const admin = Either.getOrThrow(compileGrants(app, ["admin"]))
+      sources.push(authTokenSource(settings.authToken, { name: AUTH_TOKEN_PRINCIPAL, grants: admin }))
+    }
+    const file = settings.accessFile
+    let table: PrincipalTable | undefined
+    if (file !== undefined) {
+      const first = loadTable(file, app, undefined)
+      if (Either.isLeft(first)) return yield* new AccessFileError({ file, problems: first.left })
+      table = first.right
+      yield* Effect.logInfo(`access file ${file}: ${table.all.size} principal${table.all.size === 1 ? "" : "s"}`)
+      sources.push(tableSource(() => table!))
+    }
+    const isCurrent = (p: Principal) => {
+      for (const s of sources) if (s.current(p)) return true
+      return false
+    }
+
+    const reload = Effect.suspend(() => {
+      if (file === undefined) return Effect.void
+      const next = loadTable(file, app, table)
+      if (Either.isLeft(next)) {
+        return Effect.logWarning(`access file ${file} refused, the principals in force stay: ${next.left.join("; ")}`)
+      }
+      const before = table!
+      table = next.right
+      let gone = 0
+      for (const p of before.all) if (!table.all.has(p)) gone++
+      // Their streams end now: the next request of a removed principal is refused by `authenticate` already.
+      const ended = streams.closeWhere((info) => info.principal !== undefined && !isCurrent(info.principal), "revoked")
+      return Effect.logInfo(`access file ${file} reloaded: ${table.all.size} principals, ${gone} removed or changed, ${ended} stream${ended === 1 ? "" : "s"} ended`)
+    })
+
+    if (file !== undefined) {
+      const runFork = Runtime.runFork(yield* Effect.runtime<never>())
+      let timer: NodeJS.Timeout | undefined
+      const soon = () => {
+        if (timer !== undefined) clearTimeout(timer)
+        timer = setTimeout(() => {
+          timer = undefined
+          runFork(reload)
+        }, DEBOUNCE_MS)
+      }
+      const onHangUp = () => void runFork(reload)
+      yield* Effect.acquireRelease(
+        Effect.sync(() => {
+          process.on("SIGHUP", onHangUp)
+          // The folder: a save by rename replaces the file, which a watch on the file alone stops seeing.
+          const base = path.basename(file)
+          const watchers: Array<fs.FSWatcher> = []
+          const watch = (target: string, relevant: (name: string | null) => boolean) => {
+            try {
+              const w = fs.watch(target, { persistent: false }, (_event, name) => relevant(name) && soon())
+              w.on("error", () => w.close())
+              watchers.push(w)
+            } catch {
+              // A folder or file that cannot be watched: SIGHUP still reloads.
+            }
+          }
+          watch(path.dirname(path.resolve(file)), (name) => name === null || name === base)
+          watch(file, () => true)
+          return watchers
+        }),
+        (watchers) =>
+          Effect.sync(() => {
+            process.off("SIGHUP", onHangUp)
+            for (const w of watchers) w.close()
+            if (timer !== undefined) clearTimeout(timer)
+          })
+      )
+    }
+
+    const required = sources.length > 0
+    const authenticate = (authorization: string | undefined): Authenticated => {
+      const token = bearerToken(authorization)
+      if (token === undefined) return undefined
+      const digest = sha256Hex(token)
+      for (const source of sources) {
+        const found = source.authenticate(token, digest)
+        if (found !== undefined) return found
+      }
+      return undefined
+    }
+    return { required, authenticate, isCurrent, reload }
+  })
+)

@@ -1,0 +1,46 @@
+/**
+ * The answers of authentication and authorization, built here only: 401 without a valid credential, 403 for an
+ * operation not granted (REST: `{"error":"Forbidden","message","grant"}`; MCP: a JSON-RPC error with the grant in
+ * `data`, on HTTP 403). The headers an OAuth resource server adds (`WWW-Authenticate` with `resource_metadata`,
+ * `insufficient_scope`) belong here too.
+ */
+import { edgeError } from "../http/edge/edge-error.ts"
+import { errorJson, type EdgeResponse, type Headers } from "../http/edge/edge-types.ts"
+import { RpcError } from "../http/edge/json-rpc-errors.ts"
+import { grantFor, type Operation } from "./grants.ts"
+import { describeLimit, type LimitReached } from "./rate-limits.ts"
+
+export const WWW_AUTHENTICATE = 'Bearer realm="writeonce"'
+
+/** The JSON-RPC code of a refusal for want of a grant: outside JSON-RPC's reserved range, as HTTP's 403. */
+export const FORBIDDEN_CODE = 403
+
+export const unauthorized = (path: string): EdgeResponse =>
+  edgeError(path, 401, "Unauthorized", "a valid bearer token is required (Authorization: Bearer <token>)", { "www-authenticate": WWW_AUTHENTICATE })
+
+/** The headers of every 403 for want of a grant (`grants`: every grant the request needs). */
+export const forbiddenHeaders = (_grants: ReadonlyArray<string>): Headers => ({})
+
+const forbiddenMessage = (grants: ReadonlyArray<string>) =>
+  `this principal may not do that: it needs the grant ${grants.map((g) => JSON.stringify(g)).join(" and ")}`
+
+/** REST's 403 (and the console's, and /metrics'). */
+export const forbidden = (op: Operation): EdgeResponse => {
+  const grant = grantFor(op)
+  return errorJson(403, "Forbidden", forbiddenMessage([grant]), { grant }, forbiddenHeaders([grant]))
+}
+
+/** The JSON-RPC code of a refusal for a principal's limit: outside JSON-RPC's reserved range, as HTTP's 429. */
+export const LIMITED_CODE = 429
+
+/** REST's 429 for a principal's limit, with Retry-After. */
+export const limited = (reached: LimitReached): EdgeResponse =>
+  errorJson(429, "TooManyRequests", describeLimit(reached), { limit: reached.limit }, { "retry-after": String(reached.retryAfter) })
+
+/** MCP's refusal for a principal's limit (the transport answers it on HTTP 429 with Retry-After). */
+export const limitedRpc = (reached: LimitReached): RpcError =>
+  new RpcError({ code: LIMITED_CODE, message: describeLimit(reached), data: { limit: reached.limit, value: reached.value, retryAfter: reached.retryAfter } })
+
+/** MCP's refusal for want of grants, as a JSON-RPC error (the transport answers it on HTTP 403). */
+export const forbiddenRpc = (grants: ReadonlyArray<string>): RpcError =>
+  new RpcError({ code: FORBIDDEN_CODE, message: forbiddenMessage(grants), data: { grant: grants[0], grants } })

@@ -1,0 +1,84 @@
+/**
+ * Per-principal limits from the access file: writes a second (REST 429 with Retry-After, MCP a JSON-RPC error
+ * naming the limit on HTTP 429) and open streams; both recover. Another principal is not slowed by them.
+ */
+import * as fs from "node:fs"
+import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { bearer, modern, rest, startWithAccess, tokenOf } from "../../testkit/access-server.ts"
+import { openSse } from "../../testkit/sse.ts"
+
+let server: Awaited<ReturnType<typeof startWithAccess>>
+
+beforeAll(async () => {
+  server = await startWithAccess([{ name: "ops", grants: ["admin"] }])
+  // Limits are the file's: written with them, then re-read.
+  fs.writeFileSync(server.file, JSON.stringify({
+    principals: [
+      { name: "ops", token: tokenOf("ops"), grants: ["admin"] },
+      { name: "slow", token: tokenOf("slow"), grants: ["books:*", "read"], limits: { writesPerSecond: 2, streams: 1 } }
+    ]
+  }))
+  await server.reload()
+})
+afterAll(() => server?.close())
+
+const create = (who: string) => rest(server.url, "POST", "/api/books", tokenOf(who), { title: "T", author: "A" })
+
+describe("writes a second", () => {
+  it("REST: past the bucket, 429 with Retry-After naming the limit, nothing written; later it passes again", async () => {
+    const statuses: Array<number> = []
+    let refused: Awaited<ReturnType<typeof create>> | undefined
+    for (let i = 0; i < 6; i++) {
+      const r = await create("slow")
+      statuses.push(r.status)
+      if (r.status === 429) refused ??= r
+    }
+    expect(statuses.filter((s) => s === 201).length).toBeGreaterThanOrEqual(2)
+    expect(refused).toBeDefined()
+    expect(refused!.json).toMatchObject({ error: "TooManyRequests", limit: "writesPerSecond" })
+    expect(Number(refused!.headers.get("retry-after"))).toBeGreaterThanOrEqual(1)
+    const written = (await rest(server.url, "GET", "/api/books?limit=100", tokenOf("ops"))).json.items.length
+    expect(written).toBe(statuses.filter((s) => s === 201).length)
+    // Another principal is not held back.
+    expect((await create("ops")).status).toBe(201)
+    await new Promise((r) => setTimeout(r, Number(refused!.headers.get("retry-after")) * 1000 + 100))
+    expect((await create("slow")).status).toBe(201)
+    // Reads are not counted.
+    for (let i = 0; i < 5; i++) expect((await rest(server.url, "GET", "/api/books", tokenOf("slow"))).status).toBe(200)
+  })
+
+  it("MCP: a JSON-RPC error with code 429 naming the limit, on HTTP 429 with Retry-After", async () => {
+    await new Promise((r) => setTimeout(r, 1100))
+    const answers = []
+    for (let i = 0; i < 5; i++) answers.push(await modern(server.url, tokenOf("slow"), "tools/call", { name: "books_create", arguments: { title: "M", author: "A" } }, "books_create"))
+    const refused = answers.find((a) => a.status === 429)
+    expect(refused).toBeDefined()
+    expect(refused!.json.error).toMatchObject({ code: 429, data: { limit: "writesPerSecond", value: 2 } })
+    expect(refused!.json.error.message).toMatch(/writesPerSecond=2/)
+    expect(Number(refused!.headers["retry-after"])).toBeGreaterThanOrEqual(1)
+  })
+})
+
+describe("open streams", () => {
+  it("past the limit a stream is refused with 429; once one closes, another opens", async () => {
+    const first = await openSse(`${server.url}/api/_events?from=1`, { headers: bearer(tokenOf("slow")) })
+    expect(first.status).toBe(200)
+    const second = await openSse(`${server.url}/api/_events?from=1`, { headers: bearer(tokenOf("slow")) })
+    expect(second.status).toBe(429)
+    second.close()
+    const scrape = (await rest(server.url, "GET", "/metrics", tokenOf("ops"))).text
+    expect(scrape).toMatch(/wo_principal_streams\{principal="slow"\} 1/)
+    const listen = await modern(server.url, tokenOf("slow"), "subscriptions/listen", { notifications: { resourceSubscriptions: ["wo://books/1"] } })
+    expect(listen.status).toBe(429)
+    expect(listen.json.error).toMatchObject({ code: 429, data: { limit: "streams" } })
+    first.close()
+    let third = await openSse(`${server.url}/api/_events?from=1`, { headers: bearer(tokenOf("slow")) })
+    for (let i = 0; i < 50 && third.status !== 200; i++) {
+      third.close()
+      await new Promise((r) => setTimeout(r, 100))
+      third = await openSse(`${server.url}/api/_events?from=1`, { headers: bearer(tokenOf("slow")) })
+    }
+    expect(third.status).toBe(200)
+    third.close()
+  })
+})
