@@ -19,6 +19,7 @@ import type { UserCodeFailure } from "../domain/decide/user-code.ts"
 import type { RowsShape } from "../projections/rows/rows.ts"
 import { referenceRefusal, type Overlay } from "./reference-check.ts"
 import type { Decided, Pending, PendingCommand, Queued } from "./submission.ts"
+import type { Actor } from "../domain/actor.ts"
 
 /** Where the batch starts: the last seq decided, and the highest id of each type. */
 export interface BatchStart {
@@ -60,17 +61,17 @@ const OPERATIONS = { Create: "create", Update: "update", Delete: "delete" } as c
 
 /**
  * The event of a decided draft, its fields listed in the order the log stores them (seq, at, type, id, version,
- * schema, then the draft's, then the app command's). Hand-tuned: spreading the draft into the event cost more per
- * event (bench/decide-ab.ts).
+ * schema, then the draft's, then the app command's, then the actor). Hand-tuned: spreading the draft into the event
+ * cost more per event (bench/decide-ab.ts).
  */
-const eventOf = (seq: number, at: number, type: string, id: string, version: number, schema: number, d: EventDraft, of: PendingCommand | undefined): StoredEvent =>
+const eventOf = (seq: number, at: number, type: string, id: string, version: number, schema: number, d: EventDraft, of: PendingCommand | undefined, actor: Actor): StoredEvent =>
   d.method === undefined
     ? of === undefined
-      ? { seq, at, type, id, version, schema, kind: d.kind, data: d.data }
-      : { seq, at, type, id, version, schema, kind: d.kind, data: d.data, command: of.command.name, correlation: of.correlation }
+      ? { seq, at, type, id, version, schema, kind: d.kind, data: d.data, actor }
+      : { seq, at, type, id, version, schema, kind: d.kind, data: d.data, command: of.command.name, correlation: of.correlation, actor }
     : of === undefined
-    ? { seq, at, type, id, version, schema, kind: d.kind, method: d.method, params: d.params, data: d.data }
-    : { seq, at, type, id, version, schema, kind: d.kind, method: d.method, params: d.params, data: d.data, command: of.command.name, correlation: of.correlation }
+    ? { seq, at, type, id, version, schema, kind: d.kind, method: d.method, params: d.params, data: d.data, actor }
+    : { seq, at, type, id, version, schema, kind: d.kind, method: d.method, params: d.params, data: d.data, command: of.command.name, correlation: of.correlation, actor }
 
 /** Refusals that may come from rows lagging a shared log: decided once more, caught up. */
 const mayLag = (tag: CommandError["_tag"]) => tag === "NotFound" || tag === "VersionConflict" || tag === "Rejected"
@@ -113,7 +114,8 @@ export const decideBatch = (
         if (Either.isLeft(decision)) return Either.left(decision.left)
         const dangling = referenceRefusal(p.type, id, operationOf(p), decision.right, rows, overlay)
         if (dangling !== undefined) return Either.left(dangling)
-        const event = eventOf(seq, at, p.type.name, id, (current?.version ?? 0) + 1, p.type.version, decision.right, of)
+        const actor = of === undefined ? (p as Pending).actor : of.actor
+        const event = eventOf(seq, at, p.type.name, id, (current?.version ?? 0) + 1, p.type.version, decision.right, of, actor)
         const row = evolve(current, event) ?? null
         return Either.right({ event, row, before: current ?? null, rowJson: row === null ? null : JSON.stringify(row), uri: rowUri(p.type.name, id) })
       },

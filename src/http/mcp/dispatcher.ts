@@ -22,6 +22,7 @@ import {
   InitializeParams,
   internalError,
   ListenParams,
+  META,
   PaginatedParams,
   ReadResourceParams,
   SubscribeParams,
@@ -40,6 +41,8 @@ import type { ServerDescription } from "./server-info.ts"
 import { SessionsFull, Subscribed } from "./session-caps.ts"
 import type { Session, SessionsShape } from "./sessions.ts"
 import type { Tool } from "./tools.ts"
+import type { Principal } from "../../access/principal.ts"
+import { actorOf, mcpClient, type Actor } from "../../domain/actor.ts"
 import { overSubscriptionCaps, tooManySubscriptionBytes, uriBytes, uriTooLong } from "./uri-limits.ts"
 
 /**
@@ -96,7 +99,21 @@ export interface CallContext {
   readonly meta: Params | undefined
   /** The caller's address, for per-client limits. */
   readonly client: string
+  /** Who the edge authenticated the request as, if anyone: its writes record it. */
+  readonly principal?: Principal
 }
+
+/**
+ * Who a tool call acts as: its principal, and the client as it named itself, in the legacy era at initialize (kept
+ * with its session), in the modern era in each request's `_meta`.
+ */
+export const actorOfCall = (context: CallContext): Actor =>
+  actorOf(
+    context.principal,
+    context.session === undefined
+      ? mcpClient(context.meta?.[META.clientInfo] as { readonly name?: unknown; readonly version?: unknown } | undefined, undefined)
+      : mcpClient(context.session.client, context.session.id)
+  )
 
 type Handler = (request: RpcRequest, context: CallContext) => Effect.Effect<Answer, Failure>
 
@@ -242,7 +259,7 @@ export const makeDispatcher = ({ catalog, tools, resources, sessions, server, ch
         Either.match(decodeInitialize(request.params), {
           onLeft: () => Effect.fail(invalidParams("initialize needs params.protocolVersion")),
           onRight: (params) =>
-            sessions.create(negotiate(params.protocolVersion)).pipe(
+            sessions.create(negotiate(params.protocolVersion), params.clientInfo).pipe(
               Effect.flatMap((session) =>
                 session instanceof SessionsFull
                   ? Effect.fail(new Unavailable({ message: `too many sessions (WO_MAX_SESSIONS=${settings.maxSessions}); retry later`, retryAfter: 1 }))
@@ -310,7 +327,8 @@ export const makeDispatcher = ({ catalog, tools, resources, sessions, server, ch
       eras: BOTH,
       handle: (request, context) =>
         fromEither(toolCallOf(request, context), ({ tool, args, key }) => {
-          const keyed = key === undefined ? {} : { idempotencyKey: key }
+          const actor = actorOfCall(context)
+          const keyed = key === undefined ? { actor } : { idempotencyKey: key, actor }
           const token = progressTokenOf(context.meta)
           if (token !== undefined) {
             return Effect.succeed<Answer>({
@@ -354,7 +372,7 @@ export const makeDispatcher = ({ catalog, tools, resources, sessions, server, ch
     if (Either.isLeft(call)) return (reply.failure(call.left), noCancel)
     const { tool, args, key } = call.right
     if (tool.callNow === undefined || key !== undefined || progressTokenOf(context.meta) !== undefined) return undefined
-    return tool.callNow(args, reply)
+    return tool.callNow(args, reply, { actor: actorOfCall(context) })
   }
 
   /** resources/read without a fiber: as its route's handler answers it, for all but a list. */

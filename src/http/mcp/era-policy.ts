@@ -5,6 +5,7 @@
  * that the transport gives a status). Everything else (the methods, the tools, the resources) is the
  * dispatcher's, shared by both.
  */
+import type { Principal } from "../../access/principal.ts"
 import type { Effect, Either } from "effect"
 import { storeErrorPolicy, type StoreError } from "../../domain/errors.ts"
 import type { CallContext, Failure, Outcome, Unavailable } from "./dispatcher.ts"
@@ -22,6 +23,8 @@ export interface Envelope {
   readonly sessionId: string | undefined
   /** The caller's address. */
   readonly client: string
+  /** Who the edge authenticated the request as, if anyone. */
+  readonly principal?: Principal
 }
 
 /**

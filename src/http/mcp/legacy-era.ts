@@ -70,8 +70,8 @@ export const makeLegacyPolicy = (sessions: SessionsShape): LegacyPolicy => {
     session,
     admit: (request, envelope) =>
       request.method === Method.initialize
-        ? Either.right<CallContext>({ era: "legacy", version: LATEST_LEGACY, meta: envelope.meta, client: envelope.client })
-        : admitted(envelope, (s): CallContext => ({ era: "legacy", version: s.version, session: s, meta: envelope.meta, client: envelope.client })),
+        ? Either.right<CallContext>({ era: "legacy", version: LATEST_LEGACY, meta: envelope.meta, client: envelope.client, principal: envelope.principal })
+        : admitted(envelope, (s): CallContext => ({ era: "legacy", version: s.version, session: s, meta: envelope.meta, client: envelope.client, principal: envelope.principal })),
     admitNotice: (envelope) => Effect.asVoid(admitted(envelope, () => undefined)),
     decorate: (outcome) => outcome,
     refuse,

@@ -63,7 +63,7 @@ export const makeModernPolicy = (server: ServerDescription): EraPolicy => {
       }
       const mirrors = checkMirrorHeaders(envelope, request.method, request.params)
       if (Either.isLeft(mirrors)) return Either.left(malformed(headerMismatch(mirrors.left)))
-      return Either.right({ era: "modern", version, meta, client: envelope.client })
+      return Either.right({ era: "modern", version, meta, client: envelope.client, principal: envelope.principal })
     },
     // A POSTed notification or response gets 202, even without Mcp-Method.
     admitNotice: () => Effect.void,

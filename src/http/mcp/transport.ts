@@ -155,7 +155,8 @@ export const makeMcpTransport = (deps: TransportDeps) => {
     mcpMethod: headerValue(request.headers, METHOD_HEADER),
     mcpName: headerValue(request.headers, NAME_HEADER),
     sessionId: headerValue(request.headers, SESSION_HEADER),
-    client: request.remoteAddress
+    client: request.remoteAddress,
+    principal: request.principal
   })
 
   /** A request's answer on the wire, in its era's shape. */

@@ -9,6 +9,8 @@
  *    wins over `from`.
  *  - It is bounded: a reader more than `capacity` live events behind is closed (with a comment saying why) and
  *    resumes from the log with Last-Event-ID. Its backlog counts in the global stream memory budget.
+ *  - `actor=<name>` keeps the events whose actor is that principal (domain/actor.ts), replayed and live alike; such a
+ *    reader reads the log for itself (filtered-catch-up.ts), and Last-Event-ID resumes it as any other.
  *  - Readers cannot starve the server: at most `maxPerClient` per source address and `maxTotal` in all (429
  *    past either); the catch-up (catch-up.ts) writes pages of the log shared between readers, one write per step
  *    of the process's turnstile for long work (turnstile.ts), so requests that arrive meanwhile are served
@@ -25,6 +27,7 @@ import { makeHandOver } from "../streams/hand-over.ts"
 import type { OpenStreamsShape } from "../streams/open-streams.ts"
 import { SSE_HEADERS, sseFrame } from "../../support/sse.ts"
 import { eventText, makeCatchUp } from "../streams/catch-up.ts"
+import { replayFiltered } from "../streams/filtered-catch-up.ts"
 
 export interface EventTailDeps {
   readonly log: EventLogShape
@@ -64,7 +67,7 @@ const liveFrame = (event: StoredEvent) => {
 const closedText = (reason: string) => sseFrame({ comment: `closed (${reason}); reconnect with Last-Event-ID to resume from the log` })
 
 export const makeEventTail = ({ log, feed, rows, capacity, heartbeatMs, streams, maxPerClient, maxTotal }: EventTailDeps) => {
-  const { replay } = makeCatchUp({ log, checkpoint: () => rows.checkpoint() })
+  const { replay: replayAll } = makeCatchUp({ log, checkpoint: () => rows.checkpoint() })
 
   /**
    * Far behind the head, replay a stretch from the log before listening, and again until close: the live buffer
@@ -72,8 +75,9 @@ export const makeEventTail = ({ log, feed, rows, capacity, heartbeatMs, streams,
    * read the head, replay up to it, and hand over the held events after it. Commits are applied and published
    * in one synchronous step, so every event after `head` is held and every event up to it is in the log.
    */
-  const follow = (sink: PushSink, start: number) =>
+  const follow = (sink: PushSink, start: number, accept: ((event: StoredEvent) => boolean) | undefined) =>
     Effect.gen(function* () {
+      const replay = accept === undefined ? replayAll : (sink: PushSink, from: number, to: number) => replayFiltered(log, sink, from, to, accept)
       let from = start
       for (let head = rows.checkpoint(); head - from + 1 > capacity; head = rows.checkpoint()) {
         if (!(yield* replay(sink, from, head))) return
@@ -87,7 +91,7 @@ export const makeEventTail = ({ log, feed, rows, capacity, heartbeatMs, streams,
       })
       // A reader that starts past the head waits for the log to get there: nothing before `start` is ever sent.
       yield* feed.listen((changes) => {
-        for (const { event } of changes) if (event.seq >= start) handOver.offer(event)
+        for (const { event } of changes) if (event.seq >= start && (accept === undefined || accept(event))) handOver.offer(event)
       })
       const head = rows.checkpoint()
       if (!(yield* replay(sink, from, head))) return
@@ -98,6 +102,9 @@ export const makeEventTail = ({ log, feed, rows, capacity, heartbeatMs, streams,
     Either.match(startOf(request), {
       onLeft: (message) => errorJson(400, "ValidationFailed", message, { issues: [{ path: ["from"], message }] }),
       onRight: (from) => {
+        const actor = request.query.get("actor")
+        if (actor === "") return errorJson(400, "ValidationFailed", "actor must name a principal", { issues: [{ path: ["actor"], message: "actor must name a principal" }] })
+        const accept = actor === null ? undefined : (event: StoredEvent) => event.actor?.principal === actor
         const client = request.remoteAddress
         if (streams.full("events", client)) {
           return errorJson(429, "TooManyReaders", `too many open event-log readers (WO_MAX_EVENT_TAILS_PER_CLIENT=${maxPerClient}, WO_MAX_EVENT_TAILS=${maxTotal})`, {}, { "retry-after": "1" })
@@ -114,7 +121,7 @@ export const makeEventTail = ({ log, feed, rows, capacity, heartbeatMs, streams,
               yield* streams.track({ kind: "events", client, owner: String(from), since: rows.checkpoint(), subscriptions: () => [], listChanges: false }, sink, reserved)
               sink.farewell((reason: CloseReason) => reason === "overflow" ? closedText("overflow") : reason === "store" ? closedText("store unavailable") : undefined)
               // A store failure ends the stream rather than skipping events: the reader resumes where it stopped.
-              yield* follow(sink, from).pipe(Effect.catchAll(() => Effect.sync(() => sink.close("store"))))
+              yield* follow(sink, from, accept).pipe(Effect.catchAll(() => Effect.sync(() => sink.close("store"))))
             })
         }
       }
