@@ -12,6 +12,8 @@ import { Commands } from "../../src/commands/commands.ts"
 import { actorOf } from "../../src/domain/actor.ts"
 import { apps, http, startServer } from "../../testkit/server.ts"
 import { openSse } from "../../testkit/sse.ts"
+import { waitFor } from "../../testkit/wait.ts"
+import { ResourceUpdatedNotificationSchema } from "@modelcontextprotocol/sdk/types.js"
 
 /** The events of /api/_events (with `query`) until none comes for a while. */
 const tail = async (url: string, query = "") => {
@@ -113,11 +115,62 @@ describe("the actor on every event", () => {
     expect((await http(`${server.url}/api/_events?actor=`)).status).toBe(400)
   })
 
+  it("wo://<type>/{id}/history: a template in both eras, read as REST serves it", async () => {
+    const legacy = new ClientV1({ name: "reader", version: "1" })
+    await legacy.connect(new TransportV1(new URL(`${server.url}/mcp`)))
+    const modern = new ClientV2({ name: "reader", version: "1" }, { versionNegotiation: { mode: { pin: "2026-07-28" } } })
+    await modern.connect(new TransportV2(new URL(`${server.url}/mcp`)))
+    try {
+      for (const client of [legacy, modern] as const) {
+        const { resourceTemplates } = await client.listResourceTemplates()
+        expect(resourceTemplates.map((t) => t.uriTemplate)).toContain("wo://products/{id}/history")
+        const read = await client.readResource({ uri: `wo://products/${id}/history` })
+        expect((read.contents[0] as { text: string }).text).toBe((await http(`${server.url}/api/products/${id}/history`)).text)
+        const page = await client.readResource({ uri: `wo://products/${id}/history?limit=2` })
+        expect(JSON.parse((page.contents[0] as { text: string }).text).items.map((e: any) => e.version)).toEqual([1, 2])
+        await expect(client.readResource({ uri: "wo://products/999/history" })).rejects.toThrow()
+      }
+    } finally {
+      await legacy.close()
+      await modern.close()
+    }
+  })
+
+  it("a history is subscribable like a row, in both eras: a new event of the row notifies it", async () => {
+    const uri = `wo://products/${id}/history`
+    const legacyUpdates: Array<string> = []
+    const legacy = new ClientV1({ name: "watcher", version: "1" })
+    legacy.setNotificationHandler(ResourceUpdatedNotificationSchema, (n) => void legacyUpdates.push(n.params.uri))
+    await legacy.connect(new TransportV1(new URL(`${server.url}/mcp`)))
+    const modernUpdates: Array<string> = []
+    const modern = new ClientV2({ name: "watcher", version: "1" }, { versionNegotiation: { mode: { pin: "2026-07-28" } } })
+    modern.setNotificationHandler("notifications/resources/updated", (n: { params: { uri: string } }) => void modernUpdates.push(n.params.uri))
+    await modern.connect(new TransportV2(new URL(`${server.url}/mcp`)))
+    try {
+      await legacy.subscribeResource({ uri })
+      await new Promise((r) => setTimeout(r, 200)) // the client opens its GET stream after initialized
+      const sub = await modern.listen({ resourceSubscriptions: [uri] })
+      expect(sub.honoredFilter).toEqual({ resourceSubscriptions: [uri] })
+      // Another row's change notifies nobody here; this row's does, once per event.
+      const other = (await http(`${server.url}/api/products`, { method: "POST", body: { name: "Rug", price: 5, currency: "EUR" } })).json.id
+      await http(`${server.url}/api/products/${other}/set_price`, { method: "POST", body: { price: 6 } })
+      await http(`${server.url}/api/products/${id}/set_price`, { method: "POST", body: { price: 16 } })
+      expect(await waitFor(() => legacyUpdates.length >= 1 && modernUpdates.length >= 1)).toBe(true)
+      await new Promise((r) => setTimeout(r, 300))
+      expect(legacyUpdates).toEqual([uri])
+      expect(modernUpdates).toEqual([uri])
+      await sub.close()
+    } finally {
+      await legacy.close()
+      await modern.close()
+    }
+  })
+
   it("the actors are read back after a restart (classic-level)", async () => {
     const dataDir = server.dataDir
     await server.close()
     server = await startServer(apps.pricing, { dataDir })
     const items = (await http(`${server.url}/api/products/${id}/history`)).json.items
-    expect(items.map((e: any) => e.actor)).toEqual(expected())
+    expect(items.map((e: any) => e.actor)).toEqual([...expected(), { client: "rest" }])
   })
 })
