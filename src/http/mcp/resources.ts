@@ -211,15 +211,6 @@ export const makeResources = (catalog: CompiledApp, { queries, views, history }:
         description: `A ${t.name} row by id: {id, version, ...fields}`,
         mimeType: "application/json" as const
       })),
-      ...(history === undefined ? [] : readable.map((t) => ({
-        uriTemplate: historyUriTemplate(t.name),
-        name: `${t.name}_history`,
-        title: `The history of one ${t.name} row`,
-        description: `Every event of a ${t.name} row, oldest first, each with its actor (who made it): the first page, as ` +
-          `GET /api/${t.name}/<id>/history serves it (?cursor=&limit= for a later page). Subscribe to it (without a query) ` +
-          `to hear of each new event of the row.`,
-        mimeType: "application/json" as const
-      }))),
       ...listable.map((t) => ({
         uriTemplate: listUriTemplate(t.name, [...t.filterable.keys()]),
         name: `${t.name}_list`,
@@ -228,7 +219,16 @@ export const makeResources = (catalog: CompiledApp, { queries, views, history }:
           `default id): the first page, as GET /api/${t.name}?<query> serves it. Subscribe to it as a live query: it is ` +
           `updated whenever a row enters the list, leaves it, or changes while in it.`,
         mimeType: "application/json" as const
-      }))
+      })),
+      ...(history === undefined ? [] : readable.map((t) => ({
+        uriTemplate: historyUriTemplate(t.name),
+        name: `${t.name}_history`,
+        title: `The history of one ${t.name} row`,
+        description: `Every event of a ${t.name} row, oldest first, each with its actor (who made it): the first page, as ` +
+          `GET /api/${t.name}/<id>/history serves it (?cursor=&limit= for a later page). Subscribe to it (without a query) ` +
+          `to hear of each new event of the row.`,
+        mimeType: "application/json" as const
+      })))
     ],
     read,
     readNow
