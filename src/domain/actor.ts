@@ -43,6 +43,18 @@ export const actorOf = (principal: Principal | undefined, client: ActorClient): 
     : { principal: principal.name, client, onBehalfOf: principal.onBehalfOf }
 }
 
+/**
+ * The actor of a REST request by `principal`: one object per principal, kept while the principal is (the edge
+ * attaches the same principal object to each of its requests), so a write allocates none.
+ */
+const restActors = new WeakMap<Principal, Actor>()
+export const restActorOf = (principal: Principal | undefined): Actor => {
+  if (principal === undefined) return REST
+  let actor = restActors.get(principal)
+  if (actor === undefined) restActors.set(principal, (actor = actorOf(principal, "rest")))
+  return actor
+}
+
 /** An MCP client from its `clientInfo` (absent: "unknown", the spec makes it required) and its legacy session. */
 export const mcpClient = (info: { readonly name?: unknown; readonly version?: unknown } | undefined, session: string | undefined): McpClient => {
   const name = typeof info?.name === "string" ? info.name : "unknown"

@@ -366,13 +366,24 @@ export const makeDispatcher = ({ catalog, tools, resources, sessions, server, ch
     }]
   ])
 
+  // A legacy session's calls without a principal all act as the same actor: their options made once per session
+  // (hand-tuned: the direct tools/call path allocates nothing for it per call).
+  const sessionOptions = new WeakMap<Session, { readonly actor: Actor }>()
+  const callOptions = (context: CallContext): { readonly actor: Actor } => {
+    const session = context.session
+    if (session === undefined || context.principal !== undefined) return { actor: actorOfCall(context) }
+    let options = sessionOptions.get(session)
+    if (options === undefined) sessionOptions.set(session, (options = { actor: actorOfCall(context) }))
+    return options
+  }
+
   /** tools/call without a fiber: as its route's handler answers it, when it answers with one result. */
   const callNow = (request: RpcRequest, context: CallContext, reply: DirectReply) => {
     const call = toolCallOf(request, context)
     if (Either.isLeft(call)) return (reply.failure(call.left), noCancel)
     const { tool, args, key } = call.right
     if (tool.callNow === undefined || key !== undefined || progressTokenOf(context.meta) !== undefined) return undefined
-    return tool.callNow(args, reply, { actor: actorOfCall(context) })
+    return tool.callNow(args, reply, callOptions(context))
   }
 
   /** resources/read without a fiber: as its route's handler answers it, for all but a list. */

@@ -18,7 +18,7 @@ import { IDEMPOTENCY_KEY_HEADER, keyProblem, REPLAYED_HEADER } from "../../comma
 import { noCancel } from "../../support/no-cancel.ts"
 import { answerExit as answerWriterExit } from "../../commands/exit-answer.ts"
 import { etagOf, RowAnswers } from "./row-answers.ts"
-import { actorOf, REST } from "../../domain/actor.ts"
+import { REST, restActorOf } from "../../domain/actor.ts"
 import { historyBody, type HistoryShape } from "../../projections/history.ts"
 
 /** The last segment of a row's history route, `/api/<type>/<id>/history`. */
@@ -384,7 +384,7 @@ const REST_OPTIONS: ExecuteOptions = { actor: REST }
  * keys its body left unparsed.
  */
 const writeOptions = (request: EdgeRequest, key: string | undefined, keysLeftOut: number): ExecuteOptions => {
-  const actor = request.principal === undefined ? REST : actorOf(request.principal, "rest")
+  const actor = restActorOf(request.principal)
   if (key === undefined) return keysLeftOut > 0 ? { actor, keysLeftOut } : actor === REST ? REST_OPTIONS : { actor }
   return keysLeftOut > 0 ? { idempotencyKey: key, keysLeftOut, actor } : { idempotencyKey: key, actor }
 }
