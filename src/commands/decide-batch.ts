@@ -102,10 +102,10 @@ export const decideBatch = (
   const createdHere = new Set<string>()
 
   /**
-   * Decides one change against `current`: the event and the row after it, or the error to answer with. `of`: the app
-   * command it is part of, named on its event.
+   * Decides one change against `current`: the event and the row after it, or the error to answer with. `actor`: who
+   * asks for it; `of`: the app command it is part of, named on its event.
    */
-  const decideOne = (p: Pending | PlannedChange, id: string, current: Row | undefined, seq: number, of?: PendingCommand): Either.Either<Decided, CommandError> =>
+  const decideOne = (p: Pending | PlannedChange, id: string, current: Row | undefined, seq: number, actor: Actor, of?: PendingCommand): Either.Either<Decided, CommandError> =>
     decideIsolated(
       { type: p.type.name, id, operation: operationOf(p) },
       (): Either.Either<Decided, CommandError | UserCodeFailure> => {
@@ -114,7 +114,6 @@ export const decideBatch = (
         if (Either.isLeft(decision)) return Either.left(decision.left)
         const dangling = referenceRefusal(p.type, id, operationOf(p), decision.right, rows, overlay)
         if (dangling !== undefined) return Either.left(dangling)
-        const actor = of === undefined ? (p as Pending).actor : of.actor
         const event = eventOf(seq, at, p.type.name, id, (current?.version ?? 0) + 1, p.type.version, decision.right, of, actor)
         const row = evolve(current, event) ?? null
         return Either.right({ event, row, before: current ?? null, rowJson: row === null ? null : JSON.stringify(row), uri: rowUri(p.type.name, id) })
@@ -170,7 +169,7 @@ export const decideBatch = (
         return again.push(p)
       }
       // Each change is decided as the single-row write would be, with the same checks.
-      const one = decideOne(change, id, create ? undefined : lookup(type, id), lastSeq + 1 + decided.length, p)
+      const one = decideOne(change, id, create ? undefined : lookup(type, id), lastSeq + 1 + decided.length, p.actor, p)
       if (Either.isLeft(one)) {
         rollback()
         return refuse(one.left)
@@ -208,7 +207,7 @@ export const decideBatch = (
     }
     // A create starts a new entity (on a shared log this node's counter may lag: the log picks the id).
     const current = p.intent._tag === "Create" ? undefined : overlay.has(key) ? overlay.get(key) ?? undefined : rows.get(type, id)
-    const decided = decideOne(p, id, current, lastSeq + 1)
+    const decided = decideOne(p, id, current, lastSeq + 1, p.actor)
     if (Either.isLeft(decided)) {
       if (shared && !p.recheck && mayLag(decided.left._tag) && !overlay.has(key)) {
         // This node's rows may not have another node's latest write yet: decide once more, caught up.
