@@ -74,10 +74,12 @@ export const readFullHead = (db: Db): Promise<FullHead> =>
           "this data dir was written by an earlier writeonce, without checksums; it cannot be served safely (start on a new data dir)"
         )
       }
-    } else if (unseal(K.FORMAT_KEY, format) !== K.FORMAT && unseal(K.FORMAT_KEY, format) !== K.FORMAT_BEFORE_ACTORS) {
-      throw new RecordCorrupt(`this data dir has store format ${unseal(K.FORMAT_KEY, format)}; this writeonce reads format ${K.FORMAT}`)
     }
-    const beforeActors = format !== undefined && unseal(K.FORMAT_KEY, format) === K.FORMAT_BEFORE_ACTORS
+    const stored = format === undefined ? undefined : unseal(K.FORMAT_KEY, format)
+    if (stored !== undefined && stored !== K.FORMAT && stored !== K.FORMAT_BEFORE_ACTORS) {
+      throw new RecordCorrupt(`this data dir has store format ${stored}; this writeonce reads format ${K.FORMAT}`)
+    }
+    const beforeActors = stored === K.FORMAT_BEFORE_ACTORS
     let lastSeq = 0
     for await (const [key, value] of db.iterator({ gte: K.EVENTS_START, lt: K.EVENTS_END, reverse: true, limit: 1 })) {
       lastSeq = decodeEvent(key, value).seq
