@@ -120,6 +120,14 @@ const verifyEvent = (seq: number, e: Parameters<typeof eventPayload>[0] & { read
   }
 }
 
+/** An actor's JSON, made once per actor object (most events share one: REST's, a principal's, a session's). */
+const actorTexts = new WeakMap<Actor, string>()
+const actorJson = (actor: Actor) => {
+  let text = actorTexts.get(actor)
+  if (text === undefined) actorTexts.set(actor, (text = JSON.stringify(actor)))
+  return text
+}
+
 /** The columns of an event, as the append writes them. */
 export const eventColumns = (event: StoredEvent) => {
   const columns = {
@@ -135,7 +143,7 @@ export const eventColumns = (event: StoredEvent) => {
     data: JSON.stringify(event.data),
     command: event.command ?? null,
     correlation: event.correlation ?? null,
-    actor: event.actor === undefined ? null : JSON.stringify(event.actor)
+    actor: event.actor === undefined ? null : actorJson(event.actor)
   }
   // The seq-free form: the append may write the event at a later seq than planned (append.ts).
   return Object.assign(columns, { checksum: eventChecksum(columns) })
