@@ -1,6 +1,7 @@
 // Builds a big event log fast by writing the classic-level data dir directly, in the server's own format
 // (src/log/classic-level/log-keys.ts, record.ts and classic-level-log.ts): events `e!<seq:16>` as checksummed StoredEvent JSON
-// (src/domain/events.ts), rows `r!<type>!<id:12>`, `m!checkpoint`. The dir must have been made by the real
+// (src/domain/events.ts, each with its actor: a write made in process), their history records `h!...` (history-records.ts),
+// rows `r!<type>!<id:12>`, `m!checkpoint`. The dir must have been made by the real
 // server first (products created over REST, counters and checkpoint in place); this only appends
 // `set_price` events to existing products, round-robin, and leaves rows and checkpoint exactly as the
 // server would after committing them. `wo replay` then proves the result is consistent.
@@ -8,6 +9,8 @@ import { ClassicLevel } from 'classic-level';
 import { CHECKPOINT_KEY, eventKey, rowKey } from '../../src/log/classic-level/log-keys.ts';
 import { rowPayload } from '../../src/log/classic-level/level-records.ts';
 import { seal, unsealJson } from '../../src/log/record.ts';
+import { historyRecord } from '../../src/log/classic-level/history-records.ts';
+import type { StoredEvent } from '../../src/domain/events.ts';
 const TYPE = 'products';
 
 export interface AppendResult {
@@ -54,20 +57,23 @@ export async function appendSetPriceEvents(dir: string, events: number, batchSiz
         const row = rows[(seq - firstSeq) % rows.length];
         const version = (row.version as number) + 1;
         const price = 1 + (seq % 997);
-        const value = JSON.stringify({
+        const event: StoredEvent = {
           seq,
           at: at++,
           type: TYPE,
-          id: row.id,
+          id: row.id as string,
           version,
           schema: 1,
           kind: 'invoked',
           method: 'set_price',
           params: { price },
           data: { price },
-        });
+          actor: { client: 'in-process' },
+        };
+        const value = JSON.stringify(event);
         bytes += value.length;
         batch.put(eventKey(seq), seal(eventKey(seq), value));
+        batch.put(...historyRecord(event));
         row.price = price;
         row.version = version;
       }

@@ -1,6 +1,6 @@
 // Creates a big table fast by writing a fresh classic-level data dir directly, in the server's own format
-// (src/log/classic-level/log-keys.ts, record.ts, index-keys.ts and classic-level-log.ts): one `created` event per product, its
-// row, the id counter, the row count, the checkpoint and the format marker, as the server's batches leave them;
+// (src/log/classic-level/log-keys.ts, record.ts, index-keys.ts and classic-level-log.ts): one `created` event per product
+// (its actor: a write made in process) and its history record (history-records.ts), its row, the id counter, the row count, the checkpoint and the format marker, as the server's batches leave them;
 // given the app, also the records of the indexes it declares on products, with their state `ready` (what a server
 // with them declared leaves: it writes them in the batch of their rows). Views are not written: the server folds
 // them from the log at its first start, as it does for any view it has no stored state for.
@@ -15,6 +15,7 @@ import { indexKey, indexMetaKey, indexPrefix } from '../../src/log/classic-level
 import { CHECKPOINT_KEY, counterKey, eventKey, FORMAT, FORMAT_KEY, rowCountKey, rowKey } from '../../src/log/classic-level/log-keys.ts';
 import { rowPayload } from '../../src/log/classic-level/level-records.ts';
 import { seal } from '../../src/log/record.ts';
+import { historyKey } from '../../src/log/classic-level/log-keys.ts';
 import { encodeIndexState } from '../../src/log/classic-level/store-indexes.ts';
 import { typeDigest } from '../../src/projections/rows/store-rows.ts';
 
@@ -53,7 +54,11 @@ export async function writeProducts(dir: string, n: number, spec: (i: number) =>
     };
     await inBatches((batch, i) => {
       const key = eventKey(i);
-      batch.put(key, seal(key, `{"seq":${i},"at":${at + i},"type":"${TYPE}","id":"${i}","version":1,"schema":1,"kind":"created","data":${dataJson(i)}}`));
+      batch.put(key, seal(key, `{"seq":${i},"at":${at + i},"type":"${TYPE}","id":"${i}","version":1,"schema":1,"kind":"created","data":${dataJson(i)},"actor":{"client":"in-process"}}`));
+    });
+    await inBatches((batch, i) => {
+      const key = historyKey(TYPE, String(i), 1);
+      batch.put(key, seal(key, String(i)));
     });
     await inBatches((batch, i) => {
       const key = rowKey(TYPE, String(i));

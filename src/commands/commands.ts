@@ -17,6 +17,7 @@ import type { CommandCommitted, CommandSubmission, Committed, Stage, Submission 
 import { commandFromChanges, fingerprintOf, clientKey, keyProblem, makeIdempotency, pruneExpiredKeys, storedChanges, type Keyed } from "./idempotency.ts"
 import { Metrics, metricsOff } from "../metrics/metrics.ts"
 import { paramsReferenceRefusal } from "./reference-check.ts"
+import { IN_PROCESS, type Actor } from "../domain/actor.ts"
 
 // Where they were before app commands needed them in the domain.
 export { toIntent, type Command }
@@ -31,6 +32,8 @@ export interface ExecuteOptions {
   readonly idempotencyKey?: string
   /** Keys of the input the surface counted but did not parse, all unknown to the command (http/edge/excess-keys.ts). */
   readonly keysLeftOut?: number
+  /** Who asks for the write, recorded on its events (absent: a write made in process, `IN_PROCESS`). */
+  readonly actor?: Actor
 }
 
 export interface CommandsShape {
@@ -125,7 +128,8 @@ export const makeCommands =
         intent: intent.right,
         expectedVersion: command._tag === "Create" ? undefined : command.expectedVersion,
         onStage: options?.onStage,
-        idempotency: keyed.right
+        idempotency: keyed.right,
+        actor: options?.actor ?? IN_PROCESS
       })
     }
     /** The app command checked and its params decoded into what the writer takes (its key, if any, checked). */
@@ -146,7 +150,8 @@ export const makeCommands =
         params: params.right,
         correlation: randomUUID(),
         onStage: options?.onStage,
-        idempotency: keyed.right
+        idempotency: keyed.right,
+        actor: options?.actor ?? IN_PROCESS
       })
     }
     /** A keyed write, once per key (idempotency.ts): the caller is answered through `onExit`, counted if a replay. */

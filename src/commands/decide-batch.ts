@@ -19,6 +19,7 @@ import type { UserCodeFailure } from "../domain/decide/user-code.ts"
 import type { RowsShape } from "../projections/rows/rows.ts"
 import { referenceRefusal, type Overlay } from "./reference-check.ts"
 import type { Decided, Pending, PendingCommand, Queued } from "./submission.ts"
+import type { Actor } from "../domain/actor.ts"
 
 /** Where the batch starts: the last seq decided, and the highest id of each type. */
 export interface BatchStart {
@@ -60,17 +61,17 @@ const OPERATIONS = { Create: "create", Update: "update", Delete: "delete" } as c
 
 /**
  * The event of a decided draft, its fields listed in the order the log stores them (seq, at, type, id, version,
- * schema, then the draft's, then the app command's). Hand-tuned: spreading the draft into the event cost more per
- * event (bench/decide-ab.ts).
+ * schema, then the draft's, then the app command's, then the actor). Hand-tuned: spreading the draft into the event
+ * cost more per event (bench/decide-ab.ts).
  */
-const eventOf = (seq: number, at: number, type: string, id: string, version: number, schema: number, d: EventDraft, of: PendingCommand | undefined): StoredEvent =>
+const eventOf = (seq: number, at: number, type: string, id: string, version: number, schema: number, d: EventDraft, of: PendingCommand | undefined, actor: Actor): StoredEvent =>
   d.method === undefined
     ? of === undefined
-      ? { seq, at, type, id, version, schema, kind: d.kind, data: d.data }
-      : { seq, at, type, id, version, schema, kind: d.kind, data: d.data, command: of.command.name, correlation: of.correlation }
+      ? { seq, at, type, id, version, schema, kind: d.kind, data: d.data, actor }
+      : { seq, at, type, id, version, schema, kind: d.kind, data: d.data, command: of.command.name, correlation: of.correlation, actor }
     : of === undefined
-    ? { seq, at, type, id, version, schema, kind: d.kind, method: d.method, params: d.params, data: d.data }
-    : { seq, at, type, id, version, schema, kind: d.kind, method: d.method, params: d.params, data: d.data, command: of.command.name, correlation: of.correlation }
+    ? { seq, at, type, id, version, schema, kind: d.kind, method: d.method, params: d.params, data: d.data, actor }
+    : { seq, at, type, id, version, schema, kind: d.kind, method: d.method, params: d.params, data: d.data, command: of.command.name, correlation: of.correlation, actor }
 
 /** Refusals that may come from rows lagging a shared log: decided once more, caught up. */
 const mayLag = (tag: CommandError["_tag"]) => tag === "NotFound" || tag === "VersionConflict" || tag === "Rejected"
@@ -101,10 +102,10 @@ export const decideBatch = (
   const createdHere = new Set<string>()
 
   /**
-   * Decides one change against `current`: the event and the row after it, or the error to answer with. `of`: the app
-   * command it is part of, named on its event.
+   * Decides one change against `current`: the event and the row after it, or the error to answer with. `actor`: who
+   * asks for it; `of`: the app command it is part of, named on its event.
    */
-  const decideOne = (p: Pending | PlannedChange, id: string, current: Row | undefined, seq: number, of?: PendingCommand): Either.Either<Decided, CommandError> =>
+  const decideOne = (p: Pending | PlannedChange, id: string, current: Row | undefined, seq: number, actor: Actor, of?: PendingCommand): Either.Either<Decided, CommandError> =>
     decideIsolated(
       { type: p.type.name, id, operation: operationOf(p) },
       (): Either.Either<Decided, CommandError | UserCodeFailure> => {
@@ -113,7 +114,7 @@ export const decideBatch = (
         if (Either.isLeft(decision)) return Either.left(decision.left)
         const dangling = referenceRefusal(p.type, id, operationOf(p), decision.right, rows, overlay)
         if (dangling !== undefined) return Either.left(dangling)
-        const event = eventOf(seq, at, p.type.name, id, (current?.version ?? 0) + 1, p.type.version, decision.right, of)
+        const event = eventOf(seq, at, p.type.name, id, (current?.version ?? 0) + 1, p.type.version, decision.right, of, actor)
         const row = evolve(current, event) ?? null
         return Either.right({ event, row, before: current ?? null, rowJson: row === null ? null : JSON.stringify(row), uri: rowUri(p.type.name, id) })
       },
@@ -168,7 +169,7 @@ export const decideBatch = (
         return again.push(p)
       }
       // Each change is decided as the single-row write would be, with the same checks.
-      const one = decideOne(change, id, create ? undefined : lookup(type, id), lastSeq + 1 + decided.length, p)
+      const one = decideOne(change, id, create ? undefined : lookup(type, id), lastSeq + 1 + decided.length, p.actor, p)
       if (Either.isLeft(one)) {
         rollback()
         return refuse(one.left)
@@ -206,7 +207,7 @@ export const decideBatch = (
     }
     // A create starts a new entity (on a shared log this node's counter may lag: the log picks the id).
     const current = p.intent._tag === "Create" ? undefined : overlay.has(key) ? overlay.get(key) ?? undefined : rows.get(type, id)
-    const decided = decideOne(p, id, current, lastSeq + 1)
+    const decided = decideOne(p, id, current, lastSeq + 1, p.actor)
     if (Either.isLeft(decided)) {
       if (shared && !p.recheck && mayLag(decided.left._tag) && !overlay.has(key)) {
         // This node's rows may not have another node's latest write yet: decide once more, caught up.

@@ -10,6 +10,7 @@ import type { CompiledCommand } from "../domain/compile-commands.ts"
 import type { Intent } from "../domain/decide/decider.ts"
 import type { CommandError } from "../domain/errors.ts"
 import type { Change, StoredEvent } from "../domain/events.ts"
+import type { Actor } from "../domain/actor.ts"
 
 /** A submission's idempotency key and the fingerprint of its request (idempotency.ts). */
 export interface Keyed {
@@ -29,6 +30,8 @@ export interface Submission {
   readonly onStage?: (stage: Stage) => void
   /** Its idempotency key: stored with its event, in the same atomic write (idempotency.ts). */
   readonly idempotency?: Keyed
+  /** Who asks for it: recorded on its event. */
+  readonly actor: Actor
 }
 
 export interface Committed {
@@ -54,6 +57,8 @@ export interface CommandSubmission {
   readonly correlation: string
   readonly onStage?: (stage: Stage) => void
   readonly idempotency?: Keyed
+  /** Who runs it: recorded on each of its events. */
+  readonly actor: Actor
 }
 
 /** An app command's events, in the order of its changes, each with its row after it. */

@@ -1,3 +1,5 @@
+import type { Actor } from "./actor.ts"
+
 /** The events in the log. Every change to a row is one event; the row is the fold of its events (see decider.ts). */
 
 /** A row as it is served everywhere: the store's id and version, then the fields (encoded, JSON-shaped). */
@@ -26,6 +28,8 @@ export interface StoredEvent {
   readonly command?: string
   /** With `command`: one id per execution of the command, on each of its events, so a reader can regroup them. */
   readonly correlation?: string
+  /** Who made it (actor.ts); absent on events written before actors were recorded. */
+  readonly actor?: Actor
 }
 
 /** What a committed event did to its row; the registry routes these by URI. */

@@ -5,13 +5,17 @@
  *  - `wo://views/<name>`: a view's value;
  *  - `wo://<type>` and `wo://<type>?<query>`: a list, filtered and ordered as the query says (the REST list's
  *    query string: `wo://articles?status=published&order=-title`), read as its first page and subscribable as
- *    a live query.
+ *    a live query;
+ *  - `wo://<type>/<id>/history`: a row's events, oldest first (`?cursor=&limit=` reads a later page), subscribable
+ *    without a query: it is updated whenever the row gets a new event.
  */
 
 export const rowUri = (type: string, id: string) => `wo://${type}/${id}`
 export const schemaUri = (type: string) => `wo://schema/${type}`
 export const viewUri = (name: string) => `wo://views/${name}`
 export const rowUriTemplate = (type: string) => `wo://${type}/{id}`
+export const historyUri = (type: string, id: string) => `wo://${type}/${id}/history`
+export const historyUriTemplate = (type: string) => `wo://${type}/{id}/history`
 /** RFC 6570 form-style query expansion: every filter, the order and the page size are optional. */
 export const listUriTemplate = (type: string, filterable: ReadonlyArray<string>) =>
   `wo://${type}{?${[...filterable, "order", "limit"].join(",")}}`
@@ -22,10 +26,13 @@ export type ParsedUri =
   | { readonly _tag: "View"; readonly name: string }
   /** `query`: the query string as written, its escapes not yet decoded (list-request.ts reads it, strictly). */
   | { readonly _tag: "List"; readonly type: string; readonly query: string }
+  /** `query` as in List: empty for the first page (and for a subscription). */
+  | { readonly _tag: "History"; readonly type: string; readonly id: string; readonly query: string }
 
 const NAME = "[a-z][a-z0-9_]*"
 const ITEM = new RegExp(`^wo://(${NAME})/([^/?#]+)$`)
 const LIST = new RegExp(`^wo://(${NAME})(?:\\?([^#]*))?$`)
+const HISTORY = new RegExp(`^wo://(${NAME})/([^/?#]+)/history(?:\\?([^#]*))?$`)
 
 /** Parses a wo:// URI; anything else (including other schemes) is undefined. */
 export const parseUri = (uri: string): ParsedUri | undefined => {
@@ -35,6 +42,8 @@ export const parseUri = (uri: string): ParsedUri | undefined => {
     if (item[1] === "views") return { _tag: "View", name: item[2] }
     return { _tag: "Row", type: item[1], id: item[2] }
   }
+  const history = HISTORY.exec(uri)
+  if (history && history[1] !== "schema" && history[1] !== "views") return { _tag: "History", type: history[1], id: history[2], query: history[3] ?? "" }
   const list = LIST.exec(uri)
   if (list && list[1] !== "schema" && list[1] !== "views") return { _tag: "List", type: list[1], query: list[2] ?? "" }
   return undefined

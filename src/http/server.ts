@@ -22,6 +22,8 @@ import { makeHealthRoutes } from "./routes/health.ts"
 import { makeMetricsRoute } from "./routes/metrics-route.ts"
 import { Views } from "../projections/views/views.ts"
 import { Rows } from "../projections/rows/rows.ts"
+import { EventLog } from "../log/event-log.ts"
+import { makeHistory } from "../projections/history.ts"
 
 export class HttpServer extends Context.Tag("writeonce/HttpServer")<HttpServer, { readonly url: string }>() {}
 
@@ -47,7 +49,7 @@ export const makeAppHandler = Effect.gen(function* () {
   const files = settings.store === undefined ? yield* Effect.serviceOption(StoreFiles) : Option.none()
   const control = Option.isSome(files) ? yield* makeBackupControl(files.value, settings.host) : undefined
   const guards = makeGuards(settings)
-  const rest = makeRestRoutes(catalog, commands, queries, settings.maxJsonDepth)
+  const rest = makeRestRoutes(catalog, commands, queries, settings.maxJsonDepth, makeHistory(yield* EventLog, settings))
   const mcp = yield* makeMcpRoute
   const router = makeRouter(guards, {
     rest,

@@ -181,6 +181,11 @@ export interface EventLogShape {
    * A node folding its views' tail from a stored value at `toSeq` rebuilds from them the rows the tail starts from.
    */
   readonly eventsOf?: (entities: ReadonlyArray<{ readonly type: string; readonly id: string }>, toSeq: number) => Effect.Effect<ReadonlyArray<StoredEvent>, StoreError>
+  /**
+   * One entity's history a page at a time: its events with `version > afterVersion`, in version order (which is seq
+   * order), at most `limit`, read through a per-entity index (no scan of the log). Present on both stores.
+   */
+  readonly history?: (type: string, id: string, afterVersion: number, limit: number) => Effect.Effect<ReadonlyArray<StoredEvent>, StoreError>
   readonly stats: Effect.Effect<EventLogStats>
   /**
    * Present on a log that records its acknowledged head beside the store (classic-level: acked-head.ts): the writer

@@ -20,12 +20,19 @@ import type { StoreError } from "../domain/errors.ts"
 const SessionHeader = Schema.Struct({
   version: Schema.String,
   createdAt: Schema.Number,
+  /** The client as initialize named it (`clientInfo`), recorded on the events its calls make; absent before. */
+  client: Schema.optional(Schema.Struct({ name: Schema.String, version: Schema.optional(Schema.String) })),
   /** Format 1 only: uri -> the log sequence at which the subscription began. */
   subscriptions: Schema.optional(Schema.Record({ key: Schema.String, value: Schema.Number }))
 })
 export const decodeHeader = Schema.decodeUnknownEither(Schema.parseJson(SessionHeader))
-export const encodeHeader = (h: { readonly version: string; readonly createdAt: number }) =>
-  JSON.stringify({ version: h.version, createdAt: h.createdAt })
+/** The MCP client a legacy session was opened by, as its initialize named it. */
+export interface SessionClient {
+  readonly name: string
+  readonly version?: string
+}
+export const encodeHeader = (h: { readonly version: string; readonly createdAt: number; readonly client?: SessionClient }) =>
+  JSON.stringify(h.client === undefined ? { version: h.version, createdAt: h.createdAt } : { version: h.version, createdAt: h.createdAt, client: h.client })
 
 /** The log sequence a subscription began at, as stored; undefined when it is not one. */
 export const decodeSince = (value: unknown): number | undefined => {
@@ -36,6 +43,7 @@ export const decodeSince = (value: unknown): number | undefined => {
 export interface StoredSession {
   readonly version: string
   readonly createdAt: number
+  readonly client?: SessionClient
   /** uri -> the log sequence at which the subscription began. */
   readonly subscriptions: ReadonlyMap<string, number>
 }
@@ -43,7 +51,7 @@ export interface StoredSession {
 export interface SessionStoreShape {
   readonly loadAll: Effect.Effect<ReadonlyArray<readonly [string, StoredSession]>, StoreError>
   /** Stores a new session, without subscriptions. */
-  readonly create: (id: string, session: { readonly version: string; readonly createdAt: number }) => Effect.Effect<void, StoreError>
+  readonly create: (id: string, session: { readonly version: string; readonly createdAt: number; readonly client?: SessionClient }) => Effect.Effect<void, StoreError>
   /** Adds one subscription (or keeps the one there): writes that entry only. */
   readonly subscribe: (id: string, uri: string, since: number) => Effect.Effect<void, StoreError>
   /** Removes one subscription: deletes that entry only. */

@@ -71,6 +71,11 @@ export const upcastingLog = (log: EventLogShape, catalog: CompiledApp): EventLog
         Effect.flatMap(log.eventsOf!(entities, toSeq), (events) =>
           Effect.try({ try: () => events.map((e) => upcastEvent(catalog, e)), catch: failed("an entity's events") }))
     }),
+    ...(log.history === undefined ? {} : {
+      history: (type: string, id: string, afterVersion: number, limit: number) =>
+        Effect.flatMap(log.history!(type, id, afterVersion, limit), (events) =>
+          Effect.try({ try: () => events.map((e) => upcastEvent(catalog, e)), catch: failed("an entity's events") }))
+    }),
     ...(log.rowsAtHead === undefined ? {} : {
       rowsAtHead: Effect.flatMap(log.rowsAtHead, ({ head, rows }) =>
         Effect.map(Stream.runCollect(upcastRows(Stream.fromIterable(rows))), (upcast) => ({ head, rows: Chunk.toReadonlyArray(upcast) })))

@@ -41,6 +41,8 @@ export const parseLiveQuery = (catalog: CompiledApp, uri: string): Either.Either
 export interface Topic {
   readonly uri: string
   readonly query?: LiveQuery
+  /** A row's history (`wo://<type>/<id>/history`): notified on each new event of the row. */
+  readonly history?: true
 }
 
 /** A subscription as a session holds it: its topic, and the log sequence it began at (only later changes count). */
@@ -53,8 +55,14 @@ export interface HeldTopic {
 export const topicOf = (catalog: CompiledApp, uri: string): Either.Either<Topic, ValidationFailed> => {
   // Row events are published under the canonical id's URI: `wo://members/01` would subscribe to nothing, silently.
   const row = parseUri(uri)
-  if (row?._tag === "Row" && !isCanonicalId(row.id)) {
+  if ((row?._tag === "Row" || row?._tag === "History") && !isCanonicalId(row.id)) {
     return Either.left(new ValidationFailed({ type: row.type, issues: [{ path: ["uri"], message: `${row.id} is not an id: ids are written as the store assigns them, such as 1 or 42` }] }))
+  }
+  if (row?._tag === "History") {
+    // Notices name the history's own URI: one with a page's query would never hear of a change.
+    return row.query === ""
+      ? Either.right({ uri, history: true })
+      : Either.left(new ValidationFailed({ type: row.type, issues: [{ path: ["uri"], message: "subscribe to a row's history without cursor or limit" }] }))
   }
   const query = parseLiveQuery(catalog, uri)
   return query === undefined ? Either.right({ uri }) : Either.map(query, (q) => ({ uri, query: q }))

@@ -3,7 +3,8 @@
  * O(1) lookup per change. It is fed by the change feed, so only durable changes are ever announced.
  * Delivery is synchronous and non-blocking: each sink owns a bounded buffer and closes itself on overflow.
  *
- * Three kinds of URI are notified: a row's (`wo://articles/3`, on every change of the row), a view's
+ * Four kinds of URI are notified: a row's (`wo://articles/3`, on every change of the row), its history's
+ * (`wo://articles/3/history`, likewise, looked up only while some history is subscribed), a view's
  * (`wo://views/<name>`, when its value changed) and a live query's (`wo://articles?status=published`, when
  * the change touches its result, found through the live-query index). A change's notices go out in one order
  * everywhere, which legacy resumption relies on: by log sequence, the row's own first, then the others by URI.
@@ -17,6 +18,7 @@ import { ChangeFeed } from "./change-feed.ts"
 import { LiveQueryIndex, type LiveQuery, type Topic } from "./live-queries.ts"
 import type { ViewUpdate } from "./change-feed.ts"
 import { scopedSync } from "../support/scoped-sync.ts"
+import { historyUri } from "../domain/uri.ts"
 
 export type Notice =
   | { readonly _tag: "Updated"; readonly uri: string; readonly seq: number }
@@ -50,6 +52,8 @@ export class SubscriptionRegistry extends Context.Tag("writeonce/SubscriptionReg
 
 const endSubscription = (subscription: Subscription) => subscription.end()
 
+const NO_HISTORIES: ReadonlySet<string> = new Set()
+
 /**
  * The notices a batch makes, in order: per change, the row's, a list change for creates and deletes, then
  * the live queries it touches and the views whose last change it is, by URI; then views at no change of it.
@@ -57,7 +61,8 @@ const endSubscription = (subscription: Subscription) => subscription.end()
 export const batchNotices = (
   changes: ReadonlyArray<Change>,
   views: ReadonlyArray<ViewUpdate>,
-  liveQueries: LiveQueryIndex
+  liveQueries: LiveQueryIndex,
+  histories: ReadonlySet<string> = NO_HISTORIES
 ): Array<Notice> => {
   const notices: Array<Notice> = []
   const viewsAt = new Map<number, Array<string>>()
@@ -72,7 +77,10 @@ export const batchNotices = (
     const queries = liveQueries.size === 0 ? [] : liveQueries.affected(event.type, before, row)
     const atThisSeq = viewsAt.get(event.seq)
     if (atThisSeq !== undefined) viewsAt.delete(event.seq)
-    const others = atThisSeq === undefined ? queries : [...queries, ...atThisSeq].sort()
+    const history = histories.size === 0 ? undefined : historyUri(event.type, event.id)
+    const others = atThisSeq === undefined && (history === undefined || !histories.has(history))
+      ? queries
+      : [...queries, ...(atThisSeq ?? []), ...(history !== undefined && histories.has(history) ? [history] : [])].sort()
     for (const other of others) notices.push({ _tag: "Updated", uri: other, seq: event.seq })
   }
   // Views at no change of the batch: folded again and gone live with no batch (views.ts), after the batch's own.
@@ -83,16 +91,20 @@ export const batchNotices = (
 export const makeRegistry = (): RegistryShape & {
   readonly route: (notices: Iterable<Notice>) => void
   readonly liveQueries: LiveQueryIndex
+  /** The history URIs someone is subscribed to. */
+  readonly histories: ReadonlySet<string>
 } => {
   const byUri = new Map<string, Set<Sink>>()
   const listWatchers = new Set<Sink>()
   const liveQueries = new LiveQueryIndex()
   const live = new Map<string, LiveQuery>()
+  const histories = new Set<string>()
   let subscriptions = 0
-  const add = ({ uri, query }: Topic, sink: Sink) => {
+  const add = ({ uri, query, history }: Topic, sink: Sink) => {
     let sinks = byUri.get(uri)
     if (sinks === undefined) {
       byUri.set(uri, (sinks = new Set()))
+      if (history === true) histories.add(uri)
       // The first subscriber of a list URI makes it a live query; the last one to leave ends it.
       if (query !== undefined) {
         live.set(uri, query)
@@ -110,6 +122,7 @@ export const makeRegistry = (): RegistryShape & {
       subscriptions--
       if (sinks.size === 0) {
         byUri.delete(uri)
+        histories.delete(uri)
         const query = live.get(uri)
         if (query !== undefined) {
           live.delete(uri)
@@ -148,6 +161,7 @@ export const makeRegistry = (): RegistryShape & {
       scopedSync(() => open(sink, topics, listChanges), endSubscription),
     stats: () => ({ uris: byUri.size, subscriptions, listWatchers: listWatchers.size, liveQueries: liveQueries.size }),
     liveQueries,
+    histories,
     route: (notices) => {
       for (const notice of notices) {
         if (notice._tag === "Updated") {
@@ -167,8 +181,8 @@ export const RegistryLive = Layer.scoped(
   Effect.gen(function* () {
     const feed = yield* ChangeFeed
     const registry = makeRegistry()
-    yield* feed.listen((changes, views) => registry.route(batchNotices(changes, views, registry.liveQueries)))
-    const { route: _route, liveQueries: _liveQueries, ...shape } = registry
+    yield* feed.listen((changes, views) => registry.route(batchNotices(changes, views, registry.liveQueries, registry.histories)))
+    const { route: _route, liveQueries: _liveQueries, histories: _histories, ...shape } = registry
     return shape
   })
 )

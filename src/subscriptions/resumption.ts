@@ -18,7 +18,7 @@ import type { CompiledApp } from "../domain/compile.ts"
 import type { StoreError } from "../domain/errors.ts"
 import { streamKey, type StoredEvent } from "../domain/events.ts"
 import { matchesAll } from "../domain/list-request.ts"
-import { parseUri, rowUri } from "../domain/uri.ts"
+import { historyUri, parseUri, rowUri } from "../domain/uri.ts"
 import { longWork } from "../support/turnstile.ts"
 import type { HeldTopic, LiveQuery } from "./live-queries.ts"
 
@@ -140,6 +140,8 @@ export const resumeNotices = (
         }
       }
       for (const v of views) if (v.seq === event.seq) others.push(v.uri)
+      const historySince = subscriptions.size === 0 ? undefined : subscriptions.get(historyUri(event.type, event.id))?.since
+      if (historySince !== undefined && event.seq > historySince) others.push(historyUri(event.type, event.id))
       others.sort()
       for (const uri of others) if (after(event.seq, uri, false)) out.push({ uri, seq: event.seq })
       return out

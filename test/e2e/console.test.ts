@@ -305,6 +305,10 @@ describe.skipIf(!hasChromium)("the console in headless Chromium", () => {
     expect(await tailRow.locator("td.diff").textContent()).toBe("price 19.99 → 14.5")
     expect(await tailRow.textContent()).toContain(`products/${lamp.id}`)
     expect(await tailRow.textContent()).toContain("set_price")
+    // Who made it: the legacy client as its initialize named itself (its session in the tooltip).
+    expect(await tailRow.locator("td.actor").textContent()).toBe("test 1")
+    expect(await tailRow.locator("td.actor").getAttribute("title")).toMatch(/^client MCP test 1 \(session [\w-]+\)$/)
+    expect(await page.locator("table.events tr[data-seq='4'] td.actor").textContent()).toBe("rest")
     await page.waitForFunction(
       (id) => document.querySelector(`table.rows tr[data-id="${id}"] td[data-column="price"]`)?.textContent === "14.5",
       lamp.id,

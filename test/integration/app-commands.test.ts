@@ -59,9 +59,9 @@ describe("an app command over REST", () => {
     expect(changes[1].row).toMatchObject({ book: b, member: m, status: "out", version: 1 })
     expect(lent.text).toBe(await expectedBody(correlation, changes))
     const written = (await events()).slice(before)
-    expect(written.map((e) => [e.type, e.kind, e.command, e.correlation])).toEqual([
-      ["books", "invoked", "lend", correlation],
-      ["loans", "created", "lend", correlation]
+    expect(written.map((e) => [e.type, e.kind, e.command, e.correlation, e.actor])).toEqual([
+      ["books", "invoked", "lend", correlation, { client: "rest" }],
+      ["loans", "created", "lend", correlation, { client: "rest" }]
     ])
     expect(written[1].seq).toBe(written[0].seq + 1)
   })
@@ -168,11 +168,16 @@ describe("an app command over MCP", () => {
     const b = await book(1)
     const m = await member()
     const client = new Client({ name: "commands-test", version: "1.0.0" })
-    await client.connect(new StreamableHTTPClientTransport(new URL(`${server.url}/mcp`)))
+    const transport = new StreamableHTTPClientTransport(new URL(`${server.url}/mcp`))
+    await client.connect(transport)
     try {
       await client.listTools()
+      const before = (await events()).length
       const lent = await client.callTool({ name: "lend", arguments: { book: b, member: m } })
       expect(lent.isError).toBeFalsy()
+      // Each of the command's events names the client that ran it, with its session.
+      const actor = { client: { name: "commands-test", version: "1.0.0", session: transport.sessionId } }
+      expect((await events()).slice(before).map((e) => [e.command, e.actor])).toEqual([["lend", actor], ["lend", actor]])
       expect((lent.structuredContent as any).changes.map((c: any) => c.type)).toEqual(["books", "loans"])
       const refused = await client.callTool({ name: "lend", arguments: { book: b, member: m } })
       expect(refused.isError).toBe(true)

@@ -147,11 +147,11 @@ describe("MCP legacy era over a real server", () => {
 
   it("serves templates, schema resources and -32002 for unknown resources", async () => {
     const templates = (await rpc(blog.url, "resources/templates/list")).json.result.resourceTemplates
-    expect(templates.map((t: any) => t.uriTemplate)).toEqual(["wo://articles/{id}", "wo://articles{?title,body,status,order,limit}"])
+    expect(templates.map((t: any) => t.uriTemplate)).toEqual(["wo://articles/{id}", "wo://articles{?title,body,status,order,limit}", "wo://articles/{id}/history"])
     const schema = JSON.parse((await rpc(blog.url, "resources/read", { uri: "wo://schema/articles" })).json.result.contents[0].text)
     expect(schema.fields).toEqual(["title", "body", "status", "tags", "author"])
     expect(schema.jsonSchema.properties.status.enum).toEqual(["draft", "published"])
-    for (const uri of ["wo://articles/99999", "wo://nothing/1", "test://x"]) {
+    for (const uri of ["wo://articles/99999", "wo://nothing/1", "test://x", "wo://articles/99999/history"]) {
       const res = await rpc(blog.url, "resources/read", { uri })
       expect(res.status).toBe(200)
       expect(res.json.error).toMatchObject({ code: -32002, data: { uri } })

@@ -187,7 +187,7 @@ describe.skipIf(!haveBinaries)("the PostgreSQL store (primary and two synchronou
 
       // Events are written with the seq-free checksum (`@` and the CRC keyed by entity and version, records.ts): a
       // flipped bit in one, its version or its mark changed, are each a mismatch naming the event.
-      const [stored] = await sql<EventColumns & { seq: number }>("wo_roundtrip", `select seq::int, type, id, version, kind, schema, at::float8 as at, method, params::text as params, data::text as data, command, correlation, checksum from writeonce.events where seq = 3`)
+      const [stored] = await sql<EventColumns & { seq: number }>("wo_roundtrip", `select seq::int, type, id, version, kind, schema, at::float8 as at, method, params::text as params, data::text as data, command, correlation, actor::text as actor, checksum from writeonce.events where seq = 3`)
       expect(stored.checksum).toMatch(/^@[0-9a-f]{8}$/)
       for (const [damage, undo] of [
         [`update writeonce.events set data = '{"price":5}' where seq = 3`, `update writeonce.events set data = '{"price":7}' where seq = 3`],

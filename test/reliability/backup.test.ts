@@ -117,6 +117,8 @@ describe("wo backup of a running server under load", () => {
     expect(copy.events.length).toBe(seq)
     expect(copy.events.map(canonical)).toEqual(whole.events.slice(0, seq).map(canonical))
     expect(copy.checkpoint).toBe(seq)
+    // Each event's actor is copied with it: the REST writes name their client.
+    expect(copy.events.slice(PRODUCTS).every((e) => e.actor?.client === "rest")).toBe(true)
     const versions = new Map<string, number>()
     for (const e of copy.events) versions.set(e.id, e.version)
     const missing = ackedBefore.filter((a) => (versions.get(a.id) ?? 0) < a.version)
@@ -134,6 +136,10 @@ describe("wo backup of a running server under load", () => {
         expect(served.status).toBe(200)
         expect(canonical(served.json)).toBe(canonical(foldRow(byRow.get(`products/${id}`) ?? [])))
       }
+      // The history records come with the backup: a row's history is its events in the backup, actors and all.
+      const id = touched[0]
+      const history = await http(`${restarted.url}/api/products/${id}/history?limit=1000`)
+      expect(history.json.items.map(canonical)).toEqual((byRow.get(`products/${id}`) ?? []).map(canonical))
       // The next write continues right after the backup's seq.
       const next = await http(`${restarted.url}/api/products`, { method: "POST", body: { name: "after", price: 1, currency: "EUR" } })
       expect(next.status).toBe(201)

@@ -13,6 +13,7 @@ import { toIntent, type Command } from "../../src/domain/decide/intent.ts"
 import { makeRows } from "../../src/projections/rows/rows.ts"
 import { RowTable } from "../../src/projections/rows/row-table.ts"
 import { create, setPrice } from "./pricing-commands.ts"
+import { IN_PROCESS } from "../../src/domain/actor.ts"
 
 const app = Either.getOrThrow(compileApp(pricing))
 const products = app.types.get("products")!
@@ -22,6 +23,7 @@ const queued = (command: Command, recheck = false): Pending => ({
   type: products,
   ...(command._tag === "Create" ? {} : { id: command.id }),
   intent: Either.getOrThrow(toIntent(products, command)),
+  actor: IN_PROCESS,
   ...(command._tag !== "Create" && command.expectedVersion !== undefined ? { expectedVersion: command.expectedVersion } : {}),
   resume: () => {
     throw new Error("decideBatch must not answer anyone")

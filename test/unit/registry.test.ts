@@ -128,6 +128,30 @@ describe("the registry's routing", () => {
       expect(row2.got.map((n) => n.seq)).toEqual([5])
     }).pipe(Effect.provide(RegistryLive.pipe(Layer.provideMerge(Layer.merge(ChangeFeedLive, Catalog.layer(pricing)))))))
 
+  it.scoped("a row's history: notified on each of the row's events, among the others by URI, while subscribed", () =>
+    Effect.gen(function* () {
+      const registry = yield* SubscriptionRegistry
+      const topic = (uri: string) => Either.getOrThrow(topicOf(catalog, uri))
+      const feed = yield* ChangeFeed
+      const history = recorder()
+      const many = recorder()
+      const historyOf = yield* registry.subscribe(history, [topic("wo://products/1/history")])
+      yield* registry.subscribe(many, ["wo://products?currency=EUR", "wo://products/1/history", "wo://products/1"].map(topic))
+      const created = product("1", 1, "EUR")
+      const repriced = product("1", 2, "EUR", 9)
+      feed.publish([change(1, "created", null, created), change(2, "invoked", created, repriced), change(3, "created", null, product("2", 1, "EUR"))])
+      expect(history.got).toEqual([1, 2].map((seq) => ({ _tag: "Updated", uri: "wo://products/1/history", seq })))
+      // The row's own first, then by URI: "wo://products/1/history" sorts before "wo://products?currency=EUR".
+      expect(many.got.filter((n) => n.seq === 2).map((n) => n._tag === "Updated" && n.uri)).toEqual(["wo://products/1", "wo://products/1/history", "wo://products?currency=EUR"])
+      // Another spelling of the id, or a page's query, is refused: it would never be notified.
+      expect(Either.isLeft(topicOf(catalog, "wo://products/01/history"))).toBe(true)
+      expect(Either.isLeft(topicOf(catalog, "wo://products/1/history?limit=5"))).toBe(true)
+      historyOf.remove("wo://products/1/history")
+      feed.publish([change(4, "invoked", repriced, product("1", 3, "EUR", 8))])
+      expect(history.got.map((n) => n.seq)).toEqual([1, 2])
+      expect(many.got.filter((n) => n.seq === 4).length).toBe(3)
+    }).pipe(Effect.provide(RegistryLive.pipe(Layer.provideMerge(Layer.merge(ChangeFeedLive, Catalog.layer(pricing)))))))
+
   it.effect("the registry stops listening to the feed when its scope closes", () =>
     Effect.gen(function* () {
       const feed = yield* ChangeFeed

@@ -97,6 +97,17 @@ describe("resumeNotices", () => {
       expect(yield* resumedHeld(new Map([[EUR, { topic: { uri: EUR }, since: 0 }]]), { seq: 2 })).toEqual([])
     }))
 
+  it.effect("a row's history: each of the row's events after the position, among the others by URI", () =>
+    Effect.gen(function* () {
+      const H1 = "wo://products/1/history"
+      // The position names the row's own notice at 1: the history's at 1 comes after it, as it does live.
+      expect(yield* resumed({ [H1]: 0 }, { seq: 1 })).toEqual([`1 ${H1}`, `3 ${H1}`, `4 ${H1}`])
+      expect(yield* resumed({ [H1]: 3 }, { seq: 1 })).toEqual([`4 ${H1}`])
+      // After the row's own notice, in URI order with a live query's ("wo://products/" sorts before "wo://products?").
+      expect(yield* resumed({ [P1]: 0, [H1]: 0, [EUR]: 0 }, { seq: 3 })).toEqual([`3 ${H1}`, `3 ${EUR}`, `4 ${P1}`, `4 ${H1}`, `4 ${EUR}`, `6 ${EUR}`])
+      expect(yield* resumed({ [P1]: 0, [H1]: 0, [EUR]: 0 }, { seq: 3, uri: H1 })).toEqual([`3 ${EUR}`, `4 ${P1}`, `4 ${H1}`, `4 ${EUR}`, `6 ${EUR}`])
+    }))
+
   it.effect("nothing when the position is the head", () =>
     Effect.gen(function* () {
       expect(yield* resumed({ [P1]: 0, [EUR]: 0 }, { seq: HEAD })).toEqual([])

@@ -12,11 +12,14 @@
  * The verification itself, with jose, is jwt-verifier.ts.
  */
 import { ConfigError, Context, Data, Effect, Layer } from "effect"
-import type { Principal } from "../principal.ts"
 import { WoConfig } from "../../support/config.ts"
 
-/** An OAuth client as a verified access token presents it. */
-export interface OAuthPrincipal extends Principal {
+/** An OAuth client as a verified access token presents it (oauth-source.ts makes it a principal). */
+export interface OAuthPrincipal {
+  /** The client: the token's `client_id`, or its `azp`. */
+  readonly name: string
+  /** The subject the client acts for: the token's `sub`. */
+  readonly onBehalfOf?: string
   /** The token's scopes, as it gives them: grants in the access file's grammar (and any other scope the issuer adds). */
   readonly grants: ReadonlyArray<string>
   /** When the token expires (its `exp`), in milliseconds since the epoch: a stream it opened may end then. */

@@ -19,6 +19,26 @@ export const showTime = (epochMs: number): string => {
   return `${pad(d.getHours())}:${pad(d.getMinutes())}:${pad(d.getSeconds())}.${pad(d.getMilliseconds(), 3)}`
 }
 
+/**
+ * Who made an event, in a few words: the principal (and whom it acts for), else the client ("rest", "in-process",
+ * an MCP client's name and version); an event written before actors were recorded shows none.
+ */
+export const showActor = (actor: StoredEvent["actor"]): string => {
+  if (actor === undefined) return ""
+  const client = typeof actor.client === "string" ? actor.client : `${actor.client.name}${actor.client.version === undefined ? "" : ` ${actor.client.version}`}`
+  if (actor.principal === undefined) return client
+  return actor.onBehalfOf === undefined ? actor.principal : `${actor.principal} for ${actor.onBehalfOf}`
+}
+
+/** The whole actor, for a tooltip: every part it has, the legacy session too. */
+export const describeActor = (actor: StoredEvent["actor"]): string => {
+  if (actor === undefined) return "written before actors were recorded"
+  const c = actor.client
+  const client = typeof c === "string" ? c : `MCP ${c.name}${c.version === undefined ? "" : ` ${c.version}`}${c.session === undefined ? "" : ` (session ${c.session})`}`
+  return [actor.principal === undefined ? undefined : `principal ${actor.principal}`, actor.onBehalfOf === undefined ? undefined : `on behalf of ${actor.onBehalfOf}`, `client ${client}`]
+    .filter((part) => part !== undefined).join(", ")
+}
+
 export interface FieldChange {
   readonly field: string
   /** Absent when the earlier value is unknown (the event predates what the page has seen) or for a create. */

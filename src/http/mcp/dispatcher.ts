@@ -22,6 +22,7 @@ import {
   InitializeParams,
   internalError,
   ListenParams,
+  META,
   PaginatedParams,
   ReadResourceParams,
   SubscribeParams,
@@ -44,6 +45,7 @@ import { grantFor, type Operation } from "../../access/grants.ts"
 import { uriOperation } from "../../access/operations.ts"
 import { may, type Principal } from "../../access/principal.ts"
 import { streamRefused, takeWrite, type LimitReached } from "../../access/rate-limits.ts"
+import { actorOf, mcpClient, type Actor } from "../../domain/actor.ts"
 import { overSubscriptionCaps, tooManySubscriptionBytes, uriBytes, uriTooLong } from "./uri-limits.ts"
 
 /**
@@ -104,9 +106,21 @@ export interface CallContext {
   readonly meta: Params | undefined
   /** The caller's address, for per-client limits. */
   readonly client: string
-  /** Who the request acts as; absent where no credential is required (then everything is allowed). */
+  /** Who the request acts as; absent where no credential is required (then everything is allowed). Writes record it. */
   readonly principal?: Principal
 }
+
+/**
+ * Who a tool call acts as: its principal, and the client as it named itself, in the legacy era at initialize (kept
+ * with its session), in the modern era in each request's `_meta`.
+ */
+export const actorOfCall = (context: CallContext): Actor =>
+  actorOf(
+    context.principal,
+    context.session === undefined
+      ? mcpClient(context.meta?.[META.clientInfo] as { readonly name?: unknown; readonly version?: unknown } | undefined, undefined)
+      : mcpClient(context.session.client, context.session.id)
+  )
 
 type Handler = (request: RpcRequest, context: CallContext) => Effect.Effect<Answer, Failure>
 
@@ -295,7 +309,7 @@ export const makeDispatcher = ({ catalog, tools, resources, sessions, server, ch
           onLeft: () => Effect.fail(invalidParams("initialize needs params.protocolVersion")),
           onRight: (params) =>
             // The session is its principal's: its id says whose (access/session-owner.ts).
-            sessions.create(negotiate(params.protocolVersion), principal?.keyScope).pipe(
+            sessions.create(negotiate(params.protocolVersion), principal?.keyScope, params.clientInfo).pipe(
               Effect.flatMap((session) =>
                 session instanceof SessionsFull
                   ? Effect.fail(new Unavailable({ message: `too many sessions (WO_MAX_SESSIONS=${settings.maxSessions}); retry later`, retryAfter: 1 }))
@@ -373,7 +387,8 @@ export const makeDispatcher = ({ catalog, tools, resources, sessions, server, ch
         fromEither(toolCallOf(request, context), ({ tool, args, key }) => {
           const limitedNow = writeLimited(context.principal, tool)
           if (limitedNow !== undefined) return Effect.fail(limitedNow)
-          const keyed = key === undefined ? {} : { idempotencyKey: key }
+          const actor = actorOfCall(context)
+          const keyed = key === undefined ? { actor } : { idempotencyKey: key, actor }
           const token = progressTokenOf(context.meta)
           if (token !== undefined) {
             return Effect.succeed<Answer>({
@@ -416,6 +431,17 @@ export const makeDispatcher = ({ catalog, tools, resources, sessions, server, ch
     }]
   ])
 
+  // A legacy session's calls without a principal all act as the same actor: their options made once per session
+  // (hand-tuned: the direct tools/call path allocates nothing for it per call).
+  const sessionOptions = new WeakMap<Session, { readonly actor: Actor }>()
+  const callOptions = (context: CallContext): { readonly actor: Actor } => {
+    const session = context.session
+    if (session === undefined || context.principal !== undefined) return { actor: actorOfCall(context) }
+    let options = sessionOptions.get(session)
+    if (options === undefined) sessionOptions.set(session, (options = { actor: actorOfCall(context) }))
+    return options
+  }
+
   /** tools/call without a fiber: as its route's handler answers it, when it answers with one result. */
   const callNow = (request: RpcRequest, context: CallContext, reply: DirectReply) => {
     const call = toolCallOf(request, context)
@@ -425,7 +451,7 @@ export const makeDispatcher = ({ catalog, tools, resources, sessions, server, ch
     // Counted here, once the call is taken this way (else `dispatch` counts it).
     const limitedNow = writeLimited(context.principal, tool)
     if (limitedNow !== undefined) return (reply.failure(limitedNow), noCancel)
-    return tool.callNow(args, reply)
+    return tool.callNow(args, reply, callOptions(context))
   }
 
   /** resources/read without a fiber: as its route's handler answers it, for all but a list. */

@@ -28,6 +28,7 @@ import { makeResources } from "./resources.ts"
 import { describeServer } from "./server-info.ts"
 import { makeSessionStream } from "./session-stream.ts"
 import { Sessions } from "./sessions.ts"
+import { makeHistory } from "../../projections/history.ts"
 import { makeCommandTools, makeTools } from "./tools.ts"
 import { makeMcpTransport } from "./transport.ts"
 
@@ -45,7 +46,7 @@ export const makeMcpRoute = Effect.gen(function* () {
   const dispatcher = makeDispatcher({
     catalog,
     tools,
-    resources: makeResources(catalog, { queries, views }, settings.defaultPageSize),
+    resources: makeResources(catalog, { queries, views, history: makeHistory(yield* EventLog, settings) }, settings.defaultPageSize),
     sessions,
     server,
     checkpoint: rows.checkpoint,

@@ -1,15 +1,17 @@
 /**
  * MCP resources generated from the catalog: `wo://schema/<type>` (fields and JSON Schema), `wo://<type>/<id>`
  * (one row, the same bytes as the REST GET), `wo://views/<name>` (a view's value, the same bytes as
- * `GET /api/_views/<name>`) and `wo://<type>?<query>` (a filtered list's first page, the same bytes as
- * `GET /api/<type>?<query>`), and, when the app serves commands over MCP, `wo://schema/_commands` (each app command's
+ * `GET /api/_views/<name>`), `wo://<type>?<query>` (a filtered list's first page, the same bytes as
+ * `GET /api/<type>?<query>`), `wo://<type>/<id>/history` (a row's events with their actors, the same bytes as
+ * `GET /api/<type>/<id>/history`; a template, never listed), and, when the app serves commands over MCP, `wo://schema/_commands` (each app command's
  * name, description and params JSON Schema). Listing walks schemas and views, then each type's rows in id order, with opaque
  * cursors; rows created during a walk appear later in it, and nothing repeats.
  */
 import { Effect, Either, Option } from "effect"
 import type { CompiledApp, CompiledType } from "../../domain/compile.ts"
 import { fromQueryString } from "../../domain/list-request.ts"
-import { listUriTemplate, parseUri, type ParsedUri, rowUri, rowUriTemplate, schemaUri, viewUri } from "../../domain/uri.ts"
+import { historyUriTemplate, listUriTemplate, parseUri, type ParsedUri, rowUri, rowUriTemplate, schemaUri, viewUri } from "../../domain/uri.ts"
+import { historyBody, type HistoryShape } from "../../projections/history.ts"
 import { ResourceCursor } from "../../projections/cursor.ts"
 import type { QueriesShape } from "../../projections/queries.ts"
 import { ViewRefolding, type ViewsShape } from "../../projections/views/views.ts"
@@ -59,13 +61,15 @@ export interface Resources {
 export interface ResourceSources {
   readonly queries: QueriesShape
   readonly views: ViewsShape
+  /** Rows' histories, read from the log (absent: no history resources). */
+  readonly history?: HistoryShape
 }
 
 const NOT_FOUND: ReadProblem = { _tag: "NotFound" }
 /** The resource describing the app commands (`_commands` is never a type name). */
 export const COMMANDS_URI = "wo://schema/_commands"
 
-export const makeResources = (catalog: CompiledApp, { queries, views }: ResourceSources, pageSize: number): Resources => {
+export const makeResources = (catalog: CompiledApp, { queries, views, history }: ResourceSources, pageSize: number): Resources => {
   const exposed = [...catalog.types.values()].filter((t) => t.mcp.size > 0)
   const readable = exposed.filter((t) => t.mcp.has("get"))
   const listable = exposed.filter((t) => t.mcp.has("list"))
@@ -177,7 +181,22 @@ export const makeResources = (catalog: CompiledApp, { queries, views }: Resource
       }
       case "List":
         return type.mcp.has("list") ? undefined : Either.left(NOT_FOUND)
+      case "History":
+        // Read from the log: `read` does it.
+        return type.mcp.has("get") && history !== undefined ? undefined : Either.left(NOT_FOUND)
     }
+  }
+
+  /** A row's history page as REST serves it: the first one, or the one the query's `cursor` names. */
+  const readHistory = (uri: string, parsed: Extract<ParsedUri, { readonly _tag: "History" }>, history: HistoryShape): Effect.Effect<ResourceContents, ReadProblem> => {
+    const query = new URLSearchParams(parsed.query)
+    const limit = query.get("limit")
+    return history.page(parsed.type, parsed.id, { cursor: query.get("cursor") ?? undefined, ...(limit === null ? {} : { limit: Number(limit) }) }).pipe(
+      Effect.mapBoth({
+        onFailure: (e): ReadProblem => e._tag === "NotFound" ? NOT_FOUND : e._tag === "ValidationFailed" ? { _tag: "Invalid", message: e.message } : { _tag: "Failed", message: e.message },
+        onSuccess: (page) => contents(uri, historyBody(page))
+      })
+    )
   }
 
   /** A list's page as REST serves it: the first one, or the one a `cursor` in the query names. */
@@ -194,9 +213,9 @@ export const makeResources = (catalog: CompiledApp, { queries, views }: Resource
     Effect.suspend((): Effect.Effect<ResourceContents, ReadProblem> => {
       const now = readNow(uri, allowed)
       if (now !== undefined) return now
-      // Only a list of an exposed type is left to read here.
-      const parsed = parseUri(uri) as Extract<ParsedUri, { readonly _tag: "List" }>
-      return readList(uri, catalog.types.get(parsed.type)!, parsed.query)
+      // Only a list or a history of an exposed type is left to read here.
+      const parsed = parseUri(uri) as Extract<ParsedUri, { readonly _tag: "List" | "History" }>
+      return parsed._tag === "History" ? readHistory(uri, parsed, history!) : readList(uri, catalog.types.get(parsed.type)!, parsed.query)
     })
 
   /** Each with its type, so that a principal sees only the templates of the types it may read. */
@@ -218,7 +237,17 @@ export const makeResources = (catalog: CompiledApp, { queries, views }: Resource
         `default id): the first page, as GET /api/${t.name}?<query> serves it. Subscribe to it as a live query: it is ` +
         `updated whenever a row enters the list, leaves it, or changes while in it.`,
       mimeType: "application/json" as const
-    }))
+    })),
+    ...(history === undefined ? [] : readable.map((t) => ({
+      type: t.name,
+      uriTemplate: historyUriTemplate(t.name),
+      name: `${t.name}_history`,
+      title: `The history of one ${t.name} row`,
+      description: `Every event of a ${t.name} row, oldest first, each with its actor (who made it): the first page, as ` +
+        `GET /api/${t.name}/<id>/history serves it (?cursor=&limit= for a later page). Subscribe to it (without a query) ` +
+        `to hear of each new event of the row.`,
+      mimeType: "application/json" as const
+    })))
   ]
   const wire: ReadonlyArray<ResourceTemplate> = templates.map(({ type: _, ...template }) => template)
   return {

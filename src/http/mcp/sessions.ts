@@ -20,7 +20,7 @@ import { WoConfig } from "../../support/config.ts"
 import { Catalog } from "../../domain/app-catalog.ts"
 import type { StoreError } from "../../domain/errors.ts"
 import { SessionsFull, Subscribed, type SubscribeOutcome } from "./session-caps.ts"
-import { SessionStore, type StoredSession } from "../../log/session-store.ts"
+import { SessionStore, type SessionClient, type StoredSession } from "../../log/session-store.ts"
 import { storedTopic, type HeldTopic, type Topic } from "../../subscriptions/live-queries.ts"
 import { SubscriptionRegistry, type Subscription } from "../../subscriptions/registry.ts"
 import type { NoticeBuffer } from "../streams/notice-buffer.ts"
@@ -32,6 +32,8 @@ export interface Session {
   readonly id: string
   readonly version: string
   readonly createdAt: number
+  /** The client as its initialize named it (`clientInfo`): the events of its calls record it. */
+  readonly client?: SessionClient
 }
 
 /** A session's state at one moment, a copy: changing it changes nothing. */
@@ -46,9 +48,11 @@ export interface SessionSnapshot extends Session {
 }
 
 export interface SessionsShape {
-  /** Mints a session, or refuses when the cap is reached. */
-  /** `owner`: the scope of the principal opening it, which its id names (access/session-owner.ts). */
-  readonly create: (version: string, owner?: string) => Effect.Effect<Session | SessionsFull, StoreError>
+  /**
+   * Mints a session, or refuses when the cap is reached. `owner`: the scope of the principal opening it, which its id names (access/session-owner.ts); `client`: the
+   * clientInfo it initialized with, which its writes record.
+   */
+  readonly create: (version: string, owner?: string, client?: SessionClient) => Effect.Effect<Session | SessionsFull, StoreError>
   /**
    * The live session with that id (touching it), or undefined when unknown, expired or terminated. An Effect
    * because a session may live in a shared store (several nodes) and not be in this process yet.
@@ -129,7 +133,7 @@ export const SessionsLive = Layer.scoped(
       e.stream?.subscription.add(topic)
     }
     const fromStore = (id: string, stored: StoredSession): Entry => {
-      const e = newEntry({ id, version: stored.version, createdAt: stored.createdAt })
+      const e = newEntry({ id, version: stored.version, createdAt: stored.createdAt, client: stored.client })
       for (const [uri, since] of stored.subscriptions) remember(e, storedTopic(catalog, uri), since)
       return e
     }
@@ -212,10 +216,10 @@ export const SessionsLive = Layer.scoped(
     }
 
     return Sessions.of({
-      create: (version, owner) =>
+      create: (version, owner, client) =>
         Effect.suspend((): Effect.Effect<Session | SessionsFull, StoreError> => {
           if (entries.size >= settings.maxSessions) return Effect.succeed(new SessionsFull())
-          const e = newEntry({ id: newSessionId(owner), version, createdAt: Date.now() })
+          const e = newEntry({ id: newSessionId(owner), version, createdAt: Date.now(), client })
           entries.set(e.session.id, e)
           return Effect.as(store.create(e.session.id, e.session), e.session)
         }),

@@ -80,7 +80,7 @@ export interface Tool {
    * writer's batch. Returns what cancels the write if the writer has not taken it. Absent on the tools that only
    * have `call` (lists, app commands).
    */
-  readonly callNow?: (args: Readonly<Record<string, unknown>>, reply: ToolReply) => () => void
+  readonly callNow?: (args: Readonly<Record<string, unknown>>, reply: ToolReply, options: ExecuteOptions) => () => void
 }
 
 type Hints = Omit<ToolAnnotations, "title">
@@ -327,13 +327,13 @@ const typeTools = (type: CompiledType, commands: CommandsShape, queries: Queries
         }),
       // Hand-tuned (bench: MCP set_price): as `call`, without a fiber, as REST's row writes (rest.ts direct). Its
       // callback runs inside the writer's batch: nothing may throw into it.
-      callNow: (args, reply) => {
+      callNow: (args, reply, options) => {
         const command = o.toCommand(type.name, args)
         if (Either.isLeft(command)) {
           reply.result(command.left)
           return noCancel
         }
-        return commands.executeNow(command.right, undefined, (exit) =>
+        return commands.executeNow(command.right, options, (exit) =>
           answerExit(exit, committed, failure, (result) => reply.result(result), (cause) => reply.died(cause)))
       }
     }

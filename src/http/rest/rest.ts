@@ -18,6 +18,11 @@ import { IDEMPOTENCY_KEY_HEADER, keyProblem, REPLAYED_HEADER, scopedKey } from "
 import { noCancel } from "../../support/no-cancel.ts"
 import { answerExit as answerWriterExit } from "../../commands/exit-answer.ts"
 import { etagOf, RowAnswers } from "./row-answers.ts"
+import { REST, restActorOf } from "../../domain/actor.ts"
+import { historyBody, type HistoryShape } from "../../projections/history.ts"
+
+/** The last segment of a row's history route, `/api/<type>/<id>/history`. */
+const HISTORY = "history"
 
 const API_PREFIX = "/api/"
 
@@ -180,13 +185,13 @@ const answerOf = (write: RowWrite, c: Committed): EdgeResponse => {
   }
 }
 
-export const makeRestRoutes = (catalog: CompiledApp, commands: CommandsShape, queries: QueriesShape, maxJsonDepth: number) => {
+export const makeRestRoutes = (catalog: CompiledApp, commands: CommandsShape, queries: QueriesShape, maxJsonDepth: number, history?: HistoryShape) => {
   const rowAnswers = new RowAnswers()
   /** Runs a write with the request's idempotency key, if any (a bad key is 400, nothing done). */
-  const withKey = (request: EdgeRequest, keysLeftOut: number, f: (options: ExecuteOptions | undefined) => Effect.Effect<EdgeResponse>) =>
+  const withKey = (request: EdgeRequest, keysLeftOut: number, f: (options: ExecuteOptions) => Effect.Effect<EdgeResponse>) =>
     Either.match(idempotencyKeyOf(request), {
       onLeft: Effect.succeed,
-      onRight: (key) => f(writeOptions(key, keysLeftOut))
+      onRight: (key) => f(writeOptions(request, key, keysLeftOut))
     })
 
   /** A planned write run on a fiber (the generic way: an edge without the direct route, as a recorded server or `wo dev`). */
@@ -257,6 +262,15 @@ export const makeRestRoutes = (catalog: CompiledApp, commands: CommandsShape, qu
     return Effect.succeed(allow.length ? methodNotAllowed(allow) : notFound(request))
   }
 
+  /** `GET /api/<type>/<id>/history?cursor=&limit=`: the row's events, oldest first (projections/history.ts). */
+  const rowHistory = (type: CompiledType, id: string, request: EdgeRequest, history: HistoryShape): Effect.Effect<EdgeResponse> => {
+    const cursor = request.query.get("cursor") ?? undefined
+    const limit = request.query.get("limit")
+    return history.page(type.name, id, { cursor, ...(limit === null ? {} : { limit: Number(limit) }) }).pipe(
+      Effect.match({ onFailure: errorResponse, onSuccess: (page) => jsonText(200, historyBody(page)) })
+    )
+  }
+
   /** 404 or 405 on a method path (a POST on an exposed method is a write: `writeOf`). */
   const method = (type: CompiledType, name: string, request: EdgeRequest): EdgeResponse =>
     exposesMethod(type, name) ? methodNotAllowed(["POST"]) : notFound(request)
@@ -318,7 +332,7 @@ export const makeRestRoutes = (catalog: CompiledApp, commands: CommandsShape, qu
       respond.answer(key.left)
       return noCancel
     }
-    return commands.executeNow(write.command, writeOptions(key.right, write.keysLeftOut), answerExit(respond, (c) => answerOf(write, c), write.ifMatch))
+    return commands.executeNow(write.command, writeOptions(request, key.right, write.keysLeftOut), answerExit(respond, (c) => answerOf(write, c), write.ifMatch))
   }
 
   /** `POST /api/_commands/<name>` the direct way, answered as `appCommand` answers it; anything else goes the generic way. */
@@ -338,7 +352,7 @@ export const makeRestRoutes = (catalog: CompiledApp, commands: CommandsShape, qu
       respond.answer(key.left)
       return noCancel
     }
-    return commands.executeAppCommandNow(name, body.input, writeOptions(key.right, body.keysLeftOut), answerExit(respond, (c) => jsonText(200, commandBody(c), replayHeader(c.replayed))))
+    return commands.executeAppCommandNow(name, body.input, writeOptions(request, key.right, body.keysLeftOut), answerExit(respond, (c) => jsonText(200, commandBody(c), replayHeader(c.replayed))))
   }
 
   /** Routes a request whose path starts with /api/. */
@@ -351,6 +365,7 @@ export const makeRestRoutes = (catalog: CompiledApp, commands: CommandsShape, qu
     if (kind !== undefined) return run(request, planWrite(kind, type, parts, request))
     if (parts.length === 1) return collection(type, request)
     if (parts.length === 2) return item(type, parts[1], request)
+    if (parts.length === 3 && parts[2] === HISTORY && request.method === "GET" && history !== undefined && type.rest.has("get")) return rowHistory(type, parts[1], request, history)
     return Effect.succeed(method(type, parts[2], request))
   }
   return Object.assign(routes, { direct })
@@ -364,11 +379,17 @@ export const makeRestRoutes = (catalog: CompiledApp, commands: CommandsShape, qu
 const answerExit = <A>(respond: DirectRespond, ok: (a: A) => EdgeResponse, ifMatch = false) => (exit: Exit.Exit<A, CommandError>) =>
   answerWriterExit(exit, ok, (error) => errorResponse(error, ifMatch), (response) => respond.answer(response), (cause) => respond.failed(cause))
 
-/** What the surface tells the command about its body: the keys it counted but left unparsed. */
-const optionsOf = (keysLeftOut: number): ExecuteOptions | undefined => (keysLeftOut > 0 ? { keysLeftOut } : undefined)
+/** The options of most REST writes (no principal, no key, nothing left out): one shared object, nothing per request. */
+const REST_OPTIONS: ExecuteOptions = { actor: REST }
 
-/** A write's options: its idempotency key, if it sent one, and the keys its body left unparsed. */
-const writeOptions = (key: string | undefined, keysLeftOut: number): ExecuteOptions | undefined =>
-  key === undefined ? optionsOf(keysLeftOut) : keysLeftOut > 0 ? { idempotencyKey: key, keysLeftOut } : { idempotencyKey: key }
+/**
+ * A write's options: who asks (the request's principal, through REST), its idempotency key, if it sent one, and the
+ * keys its body left unparsed.
+ */
+const writeOptions = (request: EdgeRequest, key: string | undefined, keysLeftOut: number): ExecuteOptions => {
+  const actor = restActorOf(request.principal)
+  if (key === undefined) return keysLeftOut > 0 ? { actor, keysLeftOut } : actor === REST ? REST_OPTIONS : { actor }
+  return keysLeftOut > 0 ? { idempotencyKey: key, keysLeftOut, actor } : { idempotencyKey: key, actor }
+}
 
 export const notFound = (request: EdgeRequest) => errorJson(404, "NotFound", `no route for ${request.method} ${request.path}`)

@@ -9,6 +9,8 @@
  *    wins over `from`.
  *  - It is bounded: a reader more than `capacity` live events behind is closed (with a comment saying why) and
  *    resumes from the log with Last-Event-ID. Its backlog counts in the global stream memory budget.
+ *  - `actor=<name>` keeps the events whose actor is that principal (domain/actor.ts), replayed and live alike; such a
+ *    reader reads the log for itself (filtered-catch-up.ts), and Last-Event-ID resumes it as any other.
  *  - Readers cannot starve the server: at most `maxPerClient` per source address and `maxTotal` in all (429
  *    past either); the catch-up (catch-up.ts) writes pages of the log shared between readers, one write per step
  *    of the process's turnstile for long work (turnstile.ts), so requests that arrive meanwhile are served
@@ -25,6 +27,7 @@ import { makeHandOver } from "../streams/hand-over.ts"
 import type { OpenStreamsShape } from "../streams/open-streams.ts"
 import { SSE_HEADERS, sseFrame } from "../../support/sse.ts"
 import { eventText, makeCatchUp, type ReadableTypes } from "../streams/catch-up.ts"
+import { replayFiltered } from "../streams/filtered-catch-up.ts"
 import { Op } from "../../access/grants.ts"
 import { may, type Principal } from "../../access/principal.ts"
 import { streamRefused } from "../../access/rate-limits.ts"
@@ -74,7 +77,7 @@ const readableTypes = (principal: Principal | undefined): ReadableTypes => {
 const closedText = (reason: string) => sseFrame({ comment: `closed (${reason}); reconnect with Last-Event-ID to resume from the log` })
 
 export const makeEventTail = ({ log, feed, rows, capacity, heartbeatMs, streams, maxPerClient, maxTotal }: EventTailDeps) => {
-  const { replay } = makeCatchUp({ log, checkpoint: () => rows.checkpoint() })
+  const { replay: replayAll } = makeCatchUp({ log, checkpoint: () => rows.checkpoint() })
 
   /**
    * Far behind the head, replay a stretch from the log before listening, and again until close: the live buffer
@@ -82,11 +85,16 @@ export const makeEventTail = ({ log, feed, rows, capacity, heartbeatMs, streams,
    * read the head, replay up to it, and hand over the held events after it. Commits are applied and published
    * in one synchronous step, so every event after `head` is held and every event up to it is in the log.
    */
-  const follow = (sink: PushSink, start: number, readable: ReadableTypes) =>
+  const follow = (sink: PushSink, start: number, readable: ReadableTypes, byActor: ((event: StoredEvent) => boolean) | undefined) =>
     Effect.gen(function* () {
+      // A reader filtered by actor reads the log for itself (filtered-catch-up.ts); the others share the catch-up pages.
+      const replay = byActor === undefined
+        ? (sink: PushSink, from: number, to: number) => replayAll(sink, from, to, readable)
+        : (sink: PushSink, from: number, to: number) =>
+          replayFiltered(log, sink, from, to, (event) => (readable === undefined || readable(event.type)) && byActor(event))
       let from = start
       for (let head = rows.checkpoint(); head - from + 1 > capacity; head = rows.checkpoint()) {
-        if (!(yield* replay(sink, from, head, readable))) return
+        if (!(yield* replay(sink, from, head))) return
         from = head + 1
       }
       const handOver = makeHandOver<StoredEvent>({
@@ -97,10 +105,12 @@ export const makeEventTail = ({ log, feed, rows, capacity, heartbeatMs, streams,
       })
       // A reader that starts past the head waits for the log to get there: nothing before `start` is ever sent.
       yield* feed.listen((changes) => {
-        for (const { event } of changes) if (event.seq >= start && (readable === undefined || readable(event.type))) handOver.offer(event)
+        for (const { event } of changes) {
+          if (event.seq >= start && (readable === undefined || readable(event.type)) && (byActor === undefined || byActor(event))) handOver.offer(event)
+        }
       })
       const head = rows.checkpoint()
-      if (!(yield* replay(sink, from, head, readable))) return
+      if (!(yield* replay(sink, from, head))) return
       handOver.release((event) => event.seq > head)
     })
 
@@ -108,6 +118,9 @@ export const makeEventTail = ({ log, feed, rows, capacity, heartbeatMs, streams,
     Either.match(startOf(request), {
       onLeft: (message) => errorJson(400, "ValidationFailed", message, { issues: [{ path: ["from"], message }] }),
       onRight: (from) => {
+        const actor = request.query.get("actor")
+        if (actor === "") return errorJson(400, "ValidationFailed", "actor must name a principal", { issues: [{ path: ["actor"], message: "actor must name a principal" }] })
+        const byActor = actor === null ? undefined : (event: StoredEvent) => event.actor?.principal === actor
         const client = request.remoteAddress
         const principal = request.principal
         const reached = principal === undefined ? undefined : streamRefused(principal.limits, streams.streamsOf(principal))
@@ -132,7 +145,7 @@ export const makeEventTail = ({ log, feed, rows, capacity, heartbeatMs, streams,
                   ? closedText("store unavailable")
                   : reason === "revoked" ? sseFrame({ comment: "closed (access revoked)" }) : undefined)
               // A store failure ends the stream rather than skipping events: the reader resumes where it stopped.
-              yield* follow(sink, from, readableTypes(principal)).pipe(Effect.catchAll(() => Effect.sync(() => sink.close("store"))))
+              yield* follow(sink, from, readableTypes(principal), byActor).pipe(Effect.catchAll(() => Effect.sync(() => sink.close("store"))))
             })
         }
       }

@@ -26,6 +26,7 @@ import { checkRowCounts } from "../row-counts.ts"
 import * as X from "./index-keys.ts"
 import { storeIndexes } from "./store-indexes.ts"
 import { keptWriteAheadLogs } from "./wal-hold.ts"
+import { backfillHistory, historyRecord, readHistory } from "./history-records.ts"
 
 const corrupt = (e: unknown) =>
   readFailed(e)
@@ -54,8 +55,13 @@ const isEmpty = async (db: Db) => {
 
 export interface FullHead extends LogHead {
   readonly rowCounts: ReadonlyMap<string, number>
-  /** False for a store that has never been written (it gets its format marker with the first batch). */
+  /**
+   * False for a store that has never been written (it gets its format marker with the first batch), or that is
+   * still at format 2 (`beforeActors`: the server upgrades it when it opens it, history-records.ts).
+   */
   readonly formatted: boolean
+  /** The store is at format 2: its events have no `h!` records yet. */
+  readonly beforeActors: boolean
 }
 
 /** Reads the head and checks that the tail is whole, so a damaged store is reported instead of served. */
@@ -68,9 +74,12 @@ export const readFullHead = (db: Db): Promise<FullHead> =>
           "this data dir was written by an earlier writeonce, without checksums; it cannot be served safely (start on a new data dir)"
         )
       }
-    } else if (unseal(K.FORMAT_KEY, format) !== K.FORMAT) {
-      throw new RecordCorrupt(`this data dir has store format ${unseal(K.FORMAT_KEY, format)}; this writeonce reads format ${K.FORMAT}`)
     }
+    const stored = format === undefined ? undefined : unseal(K.FORMAT_KEY, format)
+    if (stored !== undefined && stored !== K.FORMAT && stored !== K.FORMAT_BEFORE_ACTORS) {
+      throw new RecordCorrupt(`this data dir has store format ${stored}; this writeonce reads format ${K.FORMAT}`)
+    }
+    const beforeActors = stored === K.FORMAT_BEFORE_ACTORS
     let lastSeq = 0
     for await (const [key, value] of db.iterator({ gte: K.EVENTS_START, lt: K.EVENTS_END, reverse: true, limit: 1 })) {
       lastSeq = decodeEvent(key, value).seq
@@ -82,7 +91,8 @@ export const readFullHead = (db: Db): Promise<FullHead> =>
       checkpoint,
       counters: await readCounts(db, K.COUNTER_PREFIX),
       rowCounts: await readCounts(db, K.ROW_COUNT_PREFIX),
-      formatted: format !== undefined
+      formatted: format !== undefined && !beforeActors,
+      beforeActors
     }
   })()
 
@@ -272,6 +282,11 @@ export const makeClassicLevelLog = (h: LevelDbShape, mode: LogMode = {}) =>
       }
     }
 
+    if (writer !== undefined && opened.full.beforeActors) {
+      // A format-2 store: every event gets its history record, then the store is format 3 (before any write).
+      const indexed = yield* h.write("cannot upgrade the store to format 3", backfillHistory)
+      yield* Effect.logInfo(`store: upgraded to format ${K.FORMAT} (the history of ${indexed} events indexed)`)
+    }
     yield* head
     // The secondary indexes: each batch writes the records of the rows it changes (store-indexes.ts).
     const indexes = yield* storeIndexes(h)
@@ -290,6 +305,8 @@ export const makeClassicLevelLog = (h: LevelDbShape, mode: LogMode = {}) =>
         for (const { event, row, rowJson, before } of batch.entries) {
           const eventKey = K.eventKey(event.seq)
           chained.put(eventKey, seal(eventKey, JSON.stringify(event)))
+          const [historyKey, historyValue] = historyRecord(event)
+          chained.put(historyKey, historyValue)
           const rowKey = K.rowKey(event.type, event.id)
           if (row === null) chained.del(rowKey)
           else chained.put(rowKey, seal(rowKey, rowPayload(event.schema ?? 1, rowJson ?? JSON.stringify(row))))
@@ -352,6 +369,7 @@ export const makeClassicLevelLog = (h: LevelDbShape, mode: LogMode = {}) =>
           for (const { name, json } of views) chained.put(K.viewKey(name), seal(K.viewKey(name), json))
           return chained.write({ sync: true })
         }),
+      history: (type, id, afterVersion, limit) => h.read("cannot read the entity's events", (db) => readHistory(db, type, id, afterVersion, limit)),
       storedKey: (key) =>
         h.read("cannot read the idempotency key", async (db) => {
           const where = K.idempotencyKey(key)

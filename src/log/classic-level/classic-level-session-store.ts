@@ -4,7 +4,7 @@
  */
 import { Effect, Layer } from "effect"
 import { type Db, LevelDb } from "./level-db.ts"
-import { decodeHeader, decodeSince, encodeHeader, SessionStore } from "../session-store.ts"
+import { decodeHeader, decodeSince, encodeHeader, SessionStore, type SessionClient } from "../session-store.ts"
 
 const PREFIX = "s!"
 /** Session ids are base64url: `!` and `"` never occur in one, so `s!<id>!` .. `s!<id>"` holds exactly its subscriptions. */
@@ -22,7 +22,7 @@ export const ClassicLevelSessionStore = Layer.effect(
      * Format-1 headers are upgraded in the same pass: their subscriptions move to entries of their own.
      */
     const load = async (db: Db) => {
-      const sessions = new Map<string, { version: string; createdAt: number; subscriptions: Map<string, number> }>()
+      const sessions = new Map<string, { version: string; createdAt: number; client?: SessionClient; subscriptions: Map<string, number> }>()
       const upgrade = db.batch()
       let writes = 0
       for await (const [key, value] of db.iterator({ gte: PREFIX, lt: `${PREFIX}~` })) {
@@ -31,17 +31,17 @@ export const ClassicLevelSessionStore = Layer.effect(
         if (at === -1) {
           const decoded = decodeHeader(value)
           if (decoded._tag === "Left") continue
-          const { version, createdAt, subscriptions: embedded } = decoded.right
+          const { version, createdAt, client, subscriptions: embedded } = decoded.right
           const subscriptions = new Map<string, number>()
           if (embedded !== undefined) {
             for (const [uri, since] of Object.entries(embedded)) {
               subscriptions.set(uri, since)
               upgrade.put(subscriptionKey(rest, uri), String(since))
             }
-            upgrade.put(key, encodeHeader({ version, createdAt }))
+            upgrade.put(key, encodeHeader({ version, createdAt, client }))
             writes++
           }
-          sessions.set(rest, { version, createdAt, subscriptions })
+          sessions.set(rest, { version, createdAt, client, subscriptions })
           continue
         }
         const session = sessions.get(rest.slice(0, at))

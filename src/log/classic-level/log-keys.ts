@@ -6,7 +6,9 @@
  *   m!checkpoint          the seq the stored rows include
  *   m!counter!<type>      the highest id assigned for the type
  *   m!rows!<type>         how many rows of the type are stored (a row whose key is damaged is then missed)
- *   m!format              the record format (2: every value is a checksummed record, see record.ts)
+ *   h!<type>!<id:12>!<version:16>  an event's seq, by its entity and version: a row's history is one key range
+ *   m!format              the store format: 2, every value a checksummed record (record.ts); 3, events record their
+ *                         actor and each has its `h!` record (a format-2 store is upgraded when a server opens it)
  *   m!schema              the digest of the app's types the stored rows were last checked against (store-rows.ts)
  *   m!acked-record        present once the store keeps an acknowledged-head record beside it (acked-head.ts)
  *   v!<name>              a view's state (log/view-record.ts), written in the batch that changed it
@@ -38,7 +40,20 @@ export const counterKey = (type: string) => `${COUNTER_PREFIX}${type}`
 export const ROW_COUNT_PREFIX = "m!rows!"
 export const rowCountKey = (type: string) => `${ROW_COUNT_PREFIX}${type}`
 export const FORMAT_KEY = "m!format"
-export const FORMAT = "2"
+export const FORMAT = "3"
+/** The format before events recorded their actor and had `h!` records; still read, and upgraded by the server. */
+export const FORMAT_BEFORE_ACTORS = "2"
+/**
+ * The key of an entity's event at `version`, whose value is the event's seq. Only a canonical id has one (as
+ * `rowKey`): versions are zero-padded so that byte order is version order.
+ */
+export const historyKey = (type: string, id: string, version: number) => `${historyPrefix(type, id)}${String(version).padStart(16, "0")}`
+export const historyPrefix = (type: string, id: string) => {
+  if (!isCanonicalId(id)) throw new Error(`no history key for the non-canonical id ${JSON.stringify(id.slice(0, 40))} of ${type}`)
+  return `h!${type}!${id.padStart(MAX_ID_DIGITS, "0")}!`
+}
+export const HISTORY_START = "h!"
+export const HISTORY_END = "h!~"
 export const ACKED_RECORD_KEY = "m!acked-record"
 export const SCHEMA_CHECKED_KEY = "m!schema"
 export const seqOfEventKey = (key: string) => Number(key.slice(2))

@@ -69,7 +69,7 @@ export const plan = (batch: AppendBatch, state: LogState, touched: Touched, tag:
   const counts = new Map<string, Counts>()
   for (const type of touched.types) counts.set(type, { ...(state.counts.get(type) ?? { lastId: 0, rowCount: 0 }) })
 
-  const ev = { seq: [] as Array<number>, type: [] as Array<string>, id: [] as Array<string>, version: [] as Array<number>, kind: [] as Array<string>, schema: [] as Array<number>, at: [] as Array<number>, method: [] as Array<string | null>, params: [] as Array<string | null>, data: [] as Array<string>, checksum: [] as Array<string>, command: [] as Array<string | null>, correlation: [] as Array<string | null> }
+  const ev = { seq: [] as Array<number>, type: [] as Array<string>, id: [] as Array<string>, version: [] as Array<number>, kind: [] as Array<string>, schema: [] as Array<number>, at: [] as Array<number>, method: [] as Array<string | null>, params: [] as Array<string | null>, data: [] as Array<string>, checksum: [] as Array<string>, command: [] as Array<string | null>, correlation: [] as Array<string | null>, actor: [] as Array<string | null> }
   // The row after the batch, per entity (the last entry wins: one upsert per row).
   const rowsAfter = new Map<string, { type: string; id: string; version: number; schema: number; row: string | null }>()
   const outcomes: Array<AppendEntry | Stale | Duplicate> = []
@@ -166,7 +166,7 @@ export const plan = (batch: AppendBatch, state: LogState, touched: Touched, tag:
         const c = eventColumns(event)
         ev.seq.push(c.seq), ev.type.push(c.type), ev.id.push(c.id), ev.version.push(c.version), ev.kind.push(c.kind)
         ev.schema.push(c.schema), ev.at.push(c.at), ev.method.push(c.method), ev.params.push(c.params), ev.data.push(c.data)
-        ev.checksum.push(c.checksum), ev.command.push(c.command), ev.correlation.push(c.correlation)
+        ev.checksum.push(c.checksum), ev.command.push(c.command), ev.correlation.push(c.correlation), ev.actor.push(c.actor)
         rowsAfter.set(streamKey(event.type, event.id), { type: event.type, id: event.id, version: event.version, schema: event.schema ?? 1, row: entry.rowJson ?? null })
         outcomes.push(entry)
       }
@@ -200,7 +200,7 @@ export const plan = (batch: AppendBatch, state: LogState, touched: Touched, tag:
     [...touched.types].map((t) => state.counts.get(t)?.rowCount ?? 0)
   ]
   const writes = [
-    ev.seq, ev.type, ev.id, ev.version, ev.kind, ev.schema, ev.at, ev.method, ev.params, ev.data, ev.checksum, ev.command, ev.correlation,
+    ev.seq, ev.type, ev.id, ev.version, ev.kind, ev.schema, ev.at, ev.method, ev.params, ev.data, ev.checksum, ev.command, ev.correlation, ev.actor,
     rows.map((r) => r.type),
     rows.map((r) => r.id),
     rows.map((r) => r.version),

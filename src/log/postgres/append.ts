@@ -73,7 +73,7 @@ const arrayLiteral = (values: ReadonlyArray<string | number | null | undefined>)
 const argument = (value: unknown) => (Array.isArray(value) ? arrayLiteral(value) : value)
 
 /** The call of the function; its arguments are whether it runs alone, whether the batch is shiftable, then `plan`'s, in order. */
-const CALL = `select ${SCHEMA}.append_batch(${Array.from({ length: 43 }, (_, i) => `$${i + 1}`).join(", ")}) as log`
+const CALL = `select ${SCHEMA}.append_batch(${Array.from({ length: 44 }, (_, i) => `$${i + 1}`).join(", ")}) as log`
 /** The error the function raises, alone, when the log is not as pictured (its detail: the log as it is). */
 const NOT_AS_PICTURED = "WO001"
 

@@ -243,6 +243,16 @@ export const makePostgresLog = Effect.gen(function* () {
           [views.map((v) => v.name), views.map((v) => v.json), views.map((v) => checksum(viewKey(v.name), v.json)), views.map((v) => v.at ?? 0)]
         )),
     eventsOf: (entities, toSeq) => (entities.length === 0 ? Effect.succeed([]) : eventsOf(entities, toSeq)),
+    // The unique (type, id, version) index: a page of one entity's history is one index range.
+    history: (type, id, afterVersion, limit) =>
+      Effect.flatMap(
+        conn.query(
+          "cannot read the entity's events",
+          `select ${EVENT_COLUMNS} from ${SCHEMA}.events e where e.type = $1 and e.id = $2 and e.version > $3 order by e.version limit $4`,
+          [type, id, afterVersion, limit]
+        ),
+        (r) => decodeAll(r.rows, decodeEvent)
+      ),
     storedKey: (key) =>
       Effect.flatMap(
         conn.query("cannot read the idempotency key", `select ${KEY_COLUMNS} from ${SCHEMA}.idempotency_keys where key = $1`, [key]),

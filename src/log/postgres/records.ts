@@ -22,6 +22,7 @@ import { Either, ParseResult, Schema } from "effect"
 import type { Row } from "../../domain/catalog.ts"
 import type { StoreError } from "../../domain/errors.ts"
 import type { EventKind, StoredEvent } from "../../domain/events.ts"
+import type { Actor } from "../../domain/actor.ts"
 import { readFailed, RecordCorrupt, seal, unseal } from "../record.ts"
 import type { StoredKey } from "../event-log.ts"
 import { decodeKeyPayload } from "../key-record.ts"
@@ -90,11 +91,15 @@ export const eventPayload = (e: {
   readonly data: string
   readonly command: string | null
   readonly correlation: string | null
+  readonly actor: string | null
 }) =>
   `${JSON.stringify([e.type, e.id, e.version, e.kind, e.schema, e.at, e.method])}\n${e.params ?? ""}\n${e.data}` +
   // An app command's name and correlation, after the data (JSON text has no raw newline); events without them
   // (every event of a store written before them) keep the payload, and so the checksum, they had.
-  (e.command === null && e.correlation === null ? "" : `\n${JSON.stringify([e.command, e.correlation])}`)
+  (e.command === null && e.correlation === null ? "" : `\n${JSON.stringify([e.command, e.correlation])}`) +
+  // The actor's JSON object last (the command's part is an array: the two cannot be taken for each other); events
+  // written before format 8 have none, and keep their payload and checksum.
+  (e.actor === null ? "" : `\n${e.actor}`)
 
 /** The key of an event's checksum in the seq-free form: its entity and version, unique in the log. */
 export const eventEntityKey = (type: string, id: string, version: number) => `e!${type}/${id}@${version}`
@@ -115,6 +120,14 @@ const verifyEvent = (seq: number, e: Parameters<typeof eventPayload>[0] & { read
   }
 }
 
+/** An actor's JSON, made once per actor object (most events share one: REST's, a principal's, a session's). */
+const actorTexts = new WeakMap<Actor, string>()
+const actorJson = (actor: Actor) => {
+  let text = actorTexts.get(actor)
+  if (text === undefined) actorTexts.set(actor, (text = JSON.stringify(actor)))
+  return text
+}
+
 /** The columns of an event, as the append writes them. */
 export const eventColumns = (event: StoredEvent) => {
   const columns = {
@@ -129,7 +142,8 @@ export const eventColumns = (event: StoredEvent) => {
     params: event.params === undefined ? null : JSON.stringify(event.params),
     data: JSON.stringify(event.data),
     command: event.command ?? null,
-    correlation: event.correlation ?? null
+    correlation: event.correlation ?? null,
+    actor: event.actor === undefined ? null : actorJson(event.actor)
   }
   // The seq-free form: the append may write the event at a later seq than planned (append.ts).
   return Object.assign(columns, { checksum: eventChecksum(columns) })
@@ -139,7 +153,7 @@ export const eventColumns = (event: StoredEvent) => {
  * The select list that reads an event row as `EventRow` expects it. It renames seq to text: order by the
  * table's column (`from events e ... order by e.seq`), never by the output name (text order puts 100 before 99).
  */
-export const EVENT_COLUMNS = "seq::text as seq, type, id, version, kind, schema, at::text as at, method, params::text as params, data::text as data, checksum, command, correlation"
+export const EVENT_COLUMNS = "seq::text as seq, type, id, version, kind, schema, at::text as at, method, params::text as params, data::text as data, checksum, command, correlation, actor::text as actor"
 
 const EventRow = Schema.Struct({
   seq: BigIntText,
@@ -154,7 +168,8 @@ const EventRow = Schema.Struct({
   data: Schema.String,
   checksum: Schema.String,
   command: Schema.NullOr(Schema.String),
-  correlation: Schema.NullOr(Schema.String)
+  correlation: Schema.NullOr(Schema.String),
+  actor: Schema.NullOr(Schema.String)
 })
 const decodeEventRow = decoder(EventRow, "the events row")
 
@@ -175,7 +190,8 @@ export const decodeEvent = (raw: { readonly seq?: unknown }): StoredEvent => {
     ...(e.params === null ? {} : { params: parseJson<Record<string, unknown>>(key, e.params) }),
     data: parseJson<Record<string, unknown>>(key, e.data),
     ...(e.command === null ? {} : { command: e.command }),
-    ...(e.correlation === null ? {} : { correlation: e.correlation })
+    ...(e.correlation === null ? {} : { correlation: e.correlation }),
+    ...(e.actor === null ? {} : { actor: parseJson<Actor>(key, e.actor) })
   }
   return event
 }

@@ -15,7 +15,7 @@
  *   sessions, session_subscriptions  legacy MCP sessions, shared by every node
  *   idempotency_keys  the idempotency keys writes carried, each written in its write's transaction
  *
- * `data`, `params` and `row` are `json`, not `jsonb`: json keeps the text exactly as written, so the checksum
+ * `data`, `params`, `actor` and `row` are `json`, not `jsonb`: json keeps the text exactly as written, so the checksum
  * (records.ts) covers the bytes the writer produced; jsonb would reorder keys and reformat numbers.
  */
 import { Effect } from "effect"
@@ -115,6 +115,12 @@ const STEPS: ReadonlyArray<string> = [
   `
   comment on column ${SCHEMA}.events.checksum is
     'CRC-32C (records.ts): 8 hex keyed by e!<seq> (before format 7), or @ and 8 hex keyed by e!<type>/<id>@<version>';
+  `,
+  // Format 8: who made each event (domain/actor.ts), as the JSON text the writer produced (its checksum covers it:
+  // records.ts). Older events keep NULL there, and their checksums; an older writeonce refuses the store by name
+  // rather than write events without it.
+  `
+  alter table ${SCHEMA}.events add column if not exists actor json;
   `
 ]
 
@@ -139,7 +145,7 @@ create or replace function ${SCHEMA}.append_batch(
   p_alone boolean, p_shiftable boolean, p_head bigint, p_claims text[], p_present text[],
   p_ent_types text[], p_ent_ids text[], p_ent_versions int[], p_cnt_types text[], p_cnt_last bigint[], p_cnt_rows bigint[],
   e_seq bigint[], e_type text[], e_id text[], e_version int[], e_kind text[], e_schema int[], e_at bigint[], e_method text[],
-  e_params text[], e_data text[], e_checksum text[], e_command text[], e_correlation text[],
+  e_params text[], e_data text[], e_checksum text[], e_command text[], e_correlation text[], e_actor text[],
   r_type text[], r_id text[], r_version int[], r_schema int[], r_row text[], r_checksum text[],
   t_type text[], t_last bigint[], t_rows bigint[], t_checksum text[],
   v_name text[], v_record text[], v_checksum text[],
@@ -172,10 +178,10 @@ begin
       left join ${SCHEMA}.types t on t.type = x.type
       where coalesce(t.last_id, 0) <> x.last_id or coalesce(t.row_count, 0) <> x.row_count) end)
   then
-    insert into ${SCHEMA}.events (seq, type, id, version, kind, schema, at, method, params, data, checksum, command, correlation)
-      select x.seq + v_shift, x.type, x.id, x.version, x.kind, x.schema, x.at, x.method, x.params::json, x.data::json, x.checksum, x.command, x.correlation
-      from unnest(e_seq, e_type, e_id, e_version, e_kind, e_schema, e_at, e_method, e_params, e_data, e_checksum, e_command, e_correlation)
-        as x(seq, type, id, version, kind, schema, at, method, params, data, checksum, command, correlation);
+    insert into ${SCHEMA}.events (seq, type, id, version, kind, schema, at, method, params, data, checksum, command, correlation, actor)
+      select x.seq + v_shift, x.type, x.id, x.version, x.kind, x.schema, x.at, x.method, x.params::json, x.data::json, x.checksum, x.command, x.correlation, x.actor::json
+      from unnest(e_seq, e_type, e_id, e_version, e_kind, e_schema, e_at, e_method, e_params, e_data, e_checksum, e_command, e_correlation, e_actor)
+        as x(seq, type, id, version, kind, schema, at, method, params, data, checksum, command, correlation, actor);
     insert into ${SCHEMA}.rows as r (type, id, version, schema, row, checksum)
       select x.type, x.id, x.version, x.schema, x.row::json, x.checksum
       from unnest(r_type, r_id, r_version, r_schema, r_row, r_checksum) as x(type, id, version, schema, row, checksum)

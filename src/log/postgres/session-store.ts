@@ -57,7 +57,8 @@ export const PostgresSessionStore = Layer.effect(
               const since = decodeSince(value)
               if (since !== undefined) subscriptions.set(uri, since)
             }
-            return Effect.succeed<StoredSession>({ version: decoded.right.version, createdAt: decoded.right.createdAt, subscriptions })
+            const { version, createdAt, client } = decoded.right
+            return Effect.succeed<StoredSession>({ version, createdAt, client, subscriptions })
           }
         ),
       expire: (idleMs) =>

@@ -28,6 +28,7 @@ import { acceptedGap, describeIds, lossBetween, readAcceptedLosses } from "../ac
 import { checkAckedHead } from "../acked-check.ts"
 import { readAckedRecord } from "../acked-head.ts"
 import { checkIndexRecords } from "./index-check.ts"
+import { checkHistoryRecords } from "../history-records.ts"
 import { describeProblem as describe, makeProblems, makeStoreRules, type VerifyReport } from "../../store-rules.ts"
 
 /** Every key and value of a range, a batch at a time, the next batch read while this one is checked. */
@@ -47,7 +48,8 @@ const WRITTEN_RANGES: ReadonlyArray<{ readonly gte: string; readonly lt: string 
   { gte: K.ACKED_RECORD_KEY, lt: `${K.ACKED_RECORD_KEY}\0` },
   { gte: K.VIEWS_START, lt: K.VIEWS_END },
   { gte: K.KEYS_START, lt: K.KEYS_END },
-  { gte: K.KEY_TIMES_START, lt: "t~" }
+  { gte: K.KEY_TIMES_START, lt: "t~" },
+  { gte: K.HISTORY_START, lt: K.HISTORY_END }
 ]
 
 /** The key of a record only a write puts in the store, or undefined for a store that has had no write. */
@@ -65,13 +67,17 @@ export const verifyStore = (h: LevelDbShape): Effect.Effect<VerifyReport, StoreE
     const problem = found.add
 
     const format = await db.get(K.FORMAT_KEY)
+    // Format 2 (before actors): read as it is; the server that next opens it upgrades it.
+    let historyComplete = false
     if (format === undefined) {
       // The marker comes with the first write: a store that has had none holds no record a write puts there.
       const written = await firstWrittenRecord(db)
       if (written !== undefined) problem(`no store format marker (${K.FORMAT_KEY}), but a write's record (${written}): written by an earlier writeonce, or damaged`)
     } else {
       try {
-        if (unseal(K.FORMAT_KEY, format) !== K.FORMAT) problem(`store format ${unseal(K.FORMAT_KEY, format)}, expected ${K.FORMAT}`)
+        const stored = unseal(K.FORMAT_KEY, format)
+        if (stored !== K.FORMAT && stored !== K.FORMAT_BEFORE_ACTORS) problem(`store format ${stored}, expected ${K.FORMAT}`)
+        historyComplete = stored === K.FORMAT
       } catch (e) {
         problem(describe(e))
       }
@@ -99,6 +105,9 @@ export const verifyStore = (h: LevelDbShape): Effect.Effect<VerifyReport, StoreE
       }
       rules.event(seq, event)
     })
+
+    // History records: each names its entity's event at its version, one per event.
+    await checkHistoryRecords(db, events, historyComplete, problem)
 
     // Rows: checksums, each at its entity's last version, counted per type.
     let rows = 0

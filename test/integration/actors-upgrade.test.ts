@@ -1,0 +1,94 @@
+/**
+ * The embedded store's format 3 (events record their actor, and each has an `h!` history record): a data dir of
+ * format 2, as the previous release wrote it, is read as it is by `wo verify` and `wo replay`, upgraded when a server
+ * opens it (every event indexed, then the marker), its old events read with no actor beside new ones with theirs,
+ * and both tools stay clean on the mixed log. `wo verify` names a missing history record.
+ */
+import { ClassicLevel } from "classic-level"
+import { describe, expect, it } from "vitest"
+import * as K from "../../src/log/classic-level/log-keys.ts"
+import { seal, unseal, unsealJson } from "../../src/log/record.ts"
+import { apps, http, startServer, tempDir } from "../../testkit/server.ts"
+import { runWo } from "../../testkit/spawn.ts"
+
+const open = async (dataDir: string) => {
+  const db = new ClassicLevel<string, string>(dataDir, { keyEncoding: "utf8", valueEncoding: "utf8", createIfMissing: false })
+  await db.open()
+  return db
+}
+
+/**
+ * Rewrites a closed data dir as the previous release left it: events without `actor` (sealed again, as it sealed
+ * them), no `h!` records, format marker 2. Everything else (keys, rows, counters, the acknowledged head) is as it was.
+ */
+const asFormat2 = async (dataDir: string) => {
+  const db = await open(dataDir)
+  try {
+    const batch = db.batch()
+    for await (const [key, value] of db.iterator({ gte: K.EVENTS_START, lt: K.EVENTS_END })) {
+      const { actor: _actor, ...event } = unsealJson<Record<string, unknown>>(key, value)
+      batch.put(key, seal(key, JSON.stringify(event)))
+    }
+    for await (const key of db.keys({ gte: K.HISTORY_START, lt: K.HISTORY_END })) batch.del(key)
+    batch.put(K.FORMAT_KEY, seal(K.FORMAT_KEY, "2"))
+    await batch.write({ sync: true })
+  } finally {
+    await db.close()
+  }
+}
+
+const storeFormat = async (dataDir: string) => {
+  const db = await open(dataDir)
+  try {
+    return unseal(K.FORMAT_KEY, (await db.get(K.FORMAT_KEY))!)
+  } finally {
+    await db.close()
+  }
+}
+
+const clean = async (dataDir: string, events: number) => {
+  const verify = await runWo(["verify", dataDir], { timeoutMs: 60_000 })
+  expect(verify.code, verify.stderr + verify.stdout).toBe(0)
+  expect(verify.stdout).toMatch(new RegExp(`^verified ${events} events`, "m"))
+  const replayed = await runWo(["replay", dataDir], { timeoutMs: 60_000 })
+  expect(replayed.code, replayed.stderr + replayed.stdout).toBe(0)
+  expect(replayed.stdout).toMatch(new RegExp(`replayed ${events} events`))
+}
+
+describe("a format-2 data dir (before actors)", () => {
+  it("verifies and replays as it is, upgrades when served, reads old events with no actor, and stays clean mixed", async () => {
+    const dataDir = tempDir()
+    const first = await startServer(apps.pricing, { dataDir })
+    try {
+      const { id } = (await http(`${first.url}/api/products`, { method: "POST", body: { name: "Lamp", price: 10, currency: "EUR" } })).json
+      expect(id).toBe("1")
+      await http(`${first.url}/api/products/1/set_price`, { method: "POST", body: { price: 11 } })
+      await http(`${first.url}/api/products`, { method: "POST", body: { name: "Desk", price: 90, currency: "EUR" } })
+    } finally {
+      await first.close()
+    }
+    await asFormat2(dataDir)
+    expect(await storeFormat(dataDir)).toBe("2")
+    await clean(dataDir, 3)
+
+    const second = await startServer(apps.pricing, { dataDir })
+    try {
+      await http(`${second.url}/api/products/1/set_price`, { method: "POST", body: { price: 12 } })
+      const history = (await http(`${second.url}/api/products/1/history`)).json.items
+      expect(history.map((e: any) => [e.seq, e.version, e.actor])).toEqual([[1, 1, undefined], [2, 2, undefined], [4, 3, { client: "rest" }]])
+      expect((await http(`${second.url}/api/products/2/history`)).json.items.map((e: any) => [e.seq, "actor" in e])).toEqual([[3, false]])
+    } finally {
+      await second.close()
+    }
+    expect(await storeFormat(dataDir)).toBe("3")
+    await clean(dataDir, 4)
+
+    // Every event has its history record: one missing is named.
+    const db = await open(dataDir)
+    await db.del(K.historyKey("products", "1", 2))
+    await db.close()
+    const damaged = await runWo(["verify", dataDir], { timeoutMs: 60_000 })
+    expect(damaged.code).toBe(1)
+    expect(damaged.stderr + damaged.stdout).toMatch(/3 history records for 4 events/)
+  }, 120_000)
+})
