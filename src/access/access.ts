@@ -20,7 +20,12 @@ import { WoConfig } from "../support/config.ts"
 import { decodeAccessFile, type DeclaredPrincipal } from "./access-file.ts"
 import { AUTH_TOKEN_PRINCIPAL, authTokenSource, type Authenticated, bearerToken, type CredentialSource, type PrincipalTable, sha256Hex, tableSource } from "./credentials.ts"
 import { compileGrants } from "./grants.ts"
+import { insufficientScopeChallenge, unauthorizedChallenge } from "./oauth/challenge.ts"
+import { oauthSource } from "./oauth/oauth-source.ts"
+import { metadataUrlFor, metadataUrlOf } from "./oauth/protected-resource.ts"
+import { OAuthVerifier } from "./oauth/verifier.ts"
 import type { Principal } from "./principal.ts"
+import type { IncomingHttpHeaders } from "node:http"
 
 /** The access file cannot be used at start: every problem, one per line. */
 export class AccessFileError extends Data.TaggedError("AccessFileError")<{ readonly file: string; readonly problems: ReadonlyArray<string> }> {
@@ -38,6 +43,15 @@ export interface AccessShape {
   readonly isCurrent: (principal: Principal) => boolean
   /** Re-reads the access file now (SIGHUP and the watch call it; tests may too). */
   readonly reload: Effect.Effect<void>
+  /** With OAuth on: the `WWW-Authenticate` challenges its clients read (absent: the plain Bearer realm). */
+  readonly challenges?: Challenges
+}
+
+export interface Challenges {
+  /** A 401's: where the protected resource metadata is. */
+  readonly unauthorized: (headers: IncomingHttpHeaders) => string
+  /** A 403's: every grant the request needs, as scopes (with the metadata's address when the request is known). */
+  readonly forbidden: (grants: ReadonlyArray<string>, headers?: IncomingHttpHeaders) => string
 }
 
 export class Access extends Context.Tag("writeonce/Access")<Access, AccessShape>() {
@@ -78,6 +92,8 @@ export const AccessLive = Layer.scoped(
     const settings = yield* WoConfig
     const app = yield* Catalog
     const streams = yield* OpenStreams
+    const oauth = yield* OAuthVerifier
+    const jwtSource = oauth.enabled ? oauthSource(oauth, app) : undefined
     const sources: Array<CredentialSource> = []
     if (settings.authToken !== undefined) {
       const admin = Either.getOrThrow(compileGrants(app, ["admin"]))
@@ -93,6 +109,7 @@ export const AccessLive = Layer.scoped(
       sources.push(tableSource(() => table!))
     }
     const isCurrent = (p: Principal) => {
+      if (jwtSource?.current(p) === true) return true
       for (const s of sources) if (s.current(p)) return true
       return false
     }
@@ -152,16 +169,32 @@ export const AccessLive = Layer.scoped(
     }
 
     const required = sources.length > 0
-    const authenticate = (authorization: string | undefined): Authenticated => {
-      const token = bearerToken(authorization)
-      if (token === undefined) return undefined
+    // The access file's and WO_AUTH_TOKEN's principals, looked up by the token's digest, synchronously.
+    const lookUp = (token: string): Principal | undefined => {
       const digest = sha256Hex(token)
       for (const source of sources) {
         const found = source.authenticate(token, digest)
-        if (found !== undefined) return found
+        if (found !== undefined && !Effect.isEffect(found)) return found
       }
       return undefined
     }
-    return { required, authenticate, isCurrent, reload }
+    const authenticate = (authorization: string | undefined): Authenticated => {
+      const token = bearerToken(authorization)
+      if (token === undefined) return undefined
+      // OAuth first: a JWT is told apart without hashing it (a static token is never one), and a token seen
+      // before is answered from the verifier's cache; a token it does not take may still be a static one.
+      const jwt = jwtSource?.authenticate(token, "")
+      if (jwt === undefined) return lookUp(token)
+      return Effect.isEffect(jwt) ? Effect.map(jwt, (principal) => principal ?? lookUp(token)) : jwt
+    }
+    const challenges: Challenges | undefined = !oauth.enabled ? undefined : {
+      unauthorized: (headers) => unauthorizedChallenge(metadataUrlFor(settings.oauthResource, headers)),
+      forbidden: (grants, headers) =>
+        insufficientScopeChallenge(
+          grants,
+          headers !== undefined ? metadataUrlFor(settings.oauthResource, headers) : settings.oauthResource === undefined ? undefined : metadataUrlOf(settings.oauthResource)
+        )
+    }
+    return { required: required || oauth.enabled, authenticate, isCurrent, reload, ...(challenges === undefined ? {} : { challenges }) }
   })
 )

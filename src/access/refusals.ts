@@ -15,19 +15,20 @@ export const WWW_AUTHENTICATE = 'Bearer realm="writeonce"'
 /** The JSON-RPC code of a refusal for want of a grant: outside JSON-RPC's reserved range, as HTTP's 403. */
 export const FORBIDDEN_CODE = 403
 
-export const unauthorized = (path: string): EdgeResponse =>
-  edgeError(path, 401, "Unauthorized", "a valid bearer token is required (Authorization: Bearer <token>)", { "www-authenticate": WWW_AUTHENTICATE })
+/** `challenge`: OAuth's, naming where its metadata is (access.ts); else the plain Bearer realm. */
+export const unauthorized = (path: string, challenge: string = WWW_AUTHENTICATE): EdgeResponse =>
+  edgeError(path, 401, "Unauthorized", "a valid bearer token is required (Authorization: Bearer <token>)", { "www-authenticate": challenge })
 
-/** The headers of every 403 for want of a grant (`grants`: every grant the request needs). */
-export const forbiddenHeaders = (_grants: ReadonlyArray<string>): Headers => ({})
+/** The headers of every 403 for want of a grant: OAuth's `insufficient_scope` challenge when OAuth is on. */
+export const forbiddenHeaders = (challenge: string | undefined): Headers => (challenge === undefined ? {} : { "www-authenticate": challenge })
 
 const forbiddenMessage = (grants: ReadonlyArray<string>) =>
   `this principal may not do that: it needs the grant ${grants.map((g) => JSON.stringify(g)).join(" and ")}`
 
 /** REST's 403 (and the console's, and /metrics'). */
-export const forbidden = (op: Operation): EdgeResponse => {
+export const forbidden = (op: Operation, challenge?: (grants: ReadonlyArray<string>) => string): EdgeResponse => {
   const grant = grantFor(op)
-  return errorJson(403, "Forbidden", forbiddenMessage([grant]), { grant }, forbiddenHeaders([grant]))
+  return errorJson(403, "Forbidden", forbiddenMessage([grant]), { grant }, forbiddenHeaders(challenge?.([grant])))
 }
 
 /** The JSON-RPC code of a refusal for a principal's limit: outside JSON-RPC's reserved range, as HTTP's 429. */

@@ -30,6 +30,8 @@ export interface Routes {
   readonly metrics?: (request: EdgeRequest) => Effect.Effect<EdgeResponse>
   /** `wo backup`'s endpoint (backup-route.ts): its own token, this machine only. */
   readonly backup?: (request: EdgeRequest) => Effect.Effect<EdgeResponse>
+  /** OAuth's protected resource metadata (oauth-metadata-route.ts): an answer for its path, else undefined. */
+  readonly oauthMetadata?: (request: EdgeRequest) => Effect.Effect<EdgeResponse> | undefined
 }
 
 const LIVE = json(200, { status: "ok" })
@@ -52,9 +54,10 @@ const guardRefusal = (guards: Guards, request: EdgeRequest): EdgeResponse | unde
  * request. Attached by assignment: the edge made the request with its `principal` slot, so the object keeps its
  * shape on the hot path.
  */
-const admit = (request: EdgeRequest, op: Operation | typeof ANY, principal: Principal | undefined): EdgeResponse | undefined => {
-  if (principal === undefined) return unauthorized(request.path)
-  if (op !== ANY && !may(principal, op)) return forbidden(op)
+const admit = (access: AccessShape, request: EdgeRequest, op: Operation | typeof ANY, principal: Principal | undefined): EdgeResponse | undefined => {
+  const challenges = access.challenges
+  if (principal === undefined) return unauthorized(request.path, challenges?.unauthorized(request.headers))
+  if (op !== ANY && !may(principal, op)) return forbidden(op, challenges === undefined ? undefined : (grants) => challenges.forbidden(grants, request.headers))
   if (op !== ANY && (op._tag === "Write" || op._tag === "Command") && principal.limits !== undefined) {
     const reached = takeWrite(principal.limits)
     if (reached !== undefined) return limited(reached)
@@ -76,7 +79,7 @@ const refusalOf = (guards: Guards, access: AccessShape, request: EdgeRequest): E
   const op = requestOperation(request.method, request.path, METRICS_PATH)
   if (op === undefined) return undefined
   const found = access.authenticate(request.headers.authorization)
-  return Effect.isEffect(found) ? Effect.map(found, (p) => admit(request, op, p)) : admit(request, op, found)
+  return Effect.isEffect(found) ? Effect.map(found, (p) => admit(access, request, op, p)) : admit(access, request, op, found)
 }
 
 export const makeRouter = (guards: Guards, routes: Routes, access: AccessShape = Access.open) => (incoming: EdgeRequest): Effect.Effect<EdgeResponse> => {
@@ -90,6 +93,9 @@ export const makeRouter = (guards: Guards, routes: Routes, access: AccessShape =
     if (routes.health) return routes.health(request)
     if (request.path !== "/readyz") return Effect.succeed(LIVE)
   }
+  // OAuth's protected resource metadata: the discovery a client makes before it has a token.
+  const metadata = routes.oauthMetadata?.(request)
+  if (metadata !== undefined) return metadata
   const refused = refusalOf(guards, access, request)
   if (refused === undefined) return route(routes, request)
   return Effect.isEffect(refused)

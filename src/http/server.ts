@@ -18,6 +18,7 @@ import { makeGuards } from "./edge/guards.ts"
 import { makeRestRoutes } from "./rest/rest.ts"
 import { makeDirectRouter, makeRouter } from "./router.ts"
 import { makeViewRoutes } from "./rest/view-routes.ts"
+import { makeOAuthMetadataRoute } from "./routes/oauth-metadata-route.ts"
 import { makeHealthRoutes } from "./routes/health.ts"
 import { makeMetricsRoute } from "./routes/metrics-route.ts"
 import { Views } from "../projections/views/views.ts"
@@ -57,7 +58,8 @@ export const makeAppHandler = Effect.gen(function* () {
     extra: (request) => viewRoutes(request) ?? consoleRoutes.handle(request),
     health: yield* makeHealthRoutes,
     metrics: metrics.route,
-    backup: control?.backup
+    backup: control?.backup,
+    oauthMetadata: yield* makeOAuthMetadataRoute
   }, access)
   const streams = yield* OpenStreams
   const handler = settings.recordFile === undefined ? router : recordTo(settings.recordFile, { app: catalog.name, refs: recordedRefs(catalog) })(router)

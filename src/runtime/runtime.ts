@@ -29,6 +29,7 @@ import { ClassicLevelSessionStore } from "../log/classic-level/classic-level-ses
 import { SessionsLive } from "../http/mcp/sessions.ts"
 import { OpenStreamsLive } from "../http/streams/open-streams.ts"
 import { AccessLive } from "../access/access.ts"
+import { OAuthVerifier } from "../access/oauth/verifier.ts"
 import { RegistryLive } from "../subscriptions/registry.ts"
 import { metricsLayer } from "../metrics/metrics.ts"
 import { observedLog, WriteHealthLive } from "../metrics/observed-log.ts"
@@ -85,7 +86,7 @@ export const coreLayer = (app: AppDef, settings: Settings, options: CoreOptions 
   const services = Layer.mergeAll(CommandsLive, QueriesLive, LogAuditLive).pipe(Layer.provideMerge(writer))
   // Access (principals, the access file's reloads) ends the streams of revoked principals: it needs OpenStreams.
   const sessions = Layer.mergeAll(SessionsLive, AccessLive).pipe(
-    Layer.provideMerge(Layer.mergeAll(RegistryLive, sessionStoreLayer(settings), OpenStreamsLive)),
+    Layer.provideMerge(Layer.mergeAll(RegistryLive, sessionStoreLayer(settings), OpenStreamsLive, OAuthVerifier.layer)),
     Layer.provideMerge(services)
   )
   // One metrics registry per runtime (several servers in one process count apart).

@@ -9,7 +9,8 @@
  *   tools.ts, resources.ts, server-info.ts, progress-stream.ts   what the handlers use
  *   session-stream.ts, listen-stream.ts                            the long-lived notification streams
  */
-import { Effect } from "effect"
+import { Effect, Option } from "effect"
+import { Access } from "../../access/access.ts"
 import { EventLog } from "../../log/event-log.ts"
 import { Commands } from "../../commands/commands.ts"
 import { WoConfig } from "../../support/config.ts"
@@ -41,6 +42,7 @@ export const makeMcpRoute = Effect.gen(function* () {
   const sessions = yield* Sessions
   const streams = yield* OpenStreams
   const commands = yield* Commands
+  const challenges = (yield* Effect.serviceOption(Access)).pipe(Option.map((access) => access.challenges), Option.getOrUndefined)
   const tools = [...makeTools(catalog, commands, queries, settings.maxPageSize, views), ...makeCommandTools(catalog, commands)]
   const server = describeServer(catalog, tools.map((t) => t.definition.name), settings.catalogReloads)
   const dispatcher = makeDispatcher({
@@ -61,6 +63,7 @@ export const makeMcpRoute = Effect.gen(function* () {
     openListen: makeListenStreams({ registry: yield* SubscriptionRegistry, rows, streams, settings, resultMeta: { [META.serverInfo]: server.info } }),
     openSessionStream: makeSessionStream({ catalog, sessions, log: yield* EventLog, rows, views, streams, settings }),
     maxJsonDepth: settings.maxJsonDepth,
-    streamsOf: streams.streamsOf
+    streamsOf: streams.streamsOf,
+    ...(challenges === undefined ? {} : { forbiddenChallenge: (grants: ReadonlyArray<string>) => challenges.forbidden(grants) })
   })
 })

@@ -99,13 +99,14 @@ const REFUSAL_STATUS: { readonly [K in Refusal["_tag"]]: number } = {
   Unavailable: 503
 }
 
-const refused = (id: RpcId | null, refusal: Refusal): EdgeResponse =>
+/** `forbiddenChallenge`: OAuth's `insufficient_scope` challenge for a 403, when OAuth is on. */
+const refused = (id: RpcId | null, refusal: Refusal, forbiddenChallenge?: (grants: ReadonlyArray<string>) => string): EdgeResponse =>
   json(
     REFUSAL_STATUS[refusal._tag],
     errorMessage(id, refusal.error),
     (refusal._tag === "Unavailable" || refusal._tag === "Limited") && refusal.retryAfter !== undefined
       ? { "retry-after": String(refusal.retryAfter) }
-      : refusal._tag === "Forbidden" ? forbiddenHeaders(refusal.grants) : {}
+      : refusal._tag === "Forbidden" ? forbiddenHeaders(forbiddenChallenge?.(refusal.grants)) : {}
   )
 
 const accepted = (): EdgeResponse => empty(202)
@@ -118,12 +119,17 @@ const withHeaders = (response: EdgeResponse, headers: Headers): EdgeResponse => 
  * for a write: never throws. One object per request, its methods shared.
  */
 class ReplyTo implements DirectReply {
-  constructor(readonly respond: DirectRespond, readonly policy: EraPolicy, readonly id: RpcId) {}
+  constructor(
+    readonly respond: DirectRespond,
+    readonly policy: EraPolicy,
+    readonly id: RpcId,
+    readonly forbiddenChallenge?: (grants: ReadonlyArray<string>) => string
+  ) {}
   result(outcome: Outcome) {
     this.answer(() => rpcResult(this.id, this.policy.decorate(outcome)))
   }
   failure(failure: Failure) {
-    this.answer(() => refused(this.id, this.policy.refuse(failure)))
+    this.answer(() => refused(this.id, this.policy.refuse(failure), this.forbiddenChallenge))
   }
   /** Answers what `make` builds; a throw while building it is answered as a defect. */
   private answer(make: () => EdgeResponse) {
@@ -154,10 +160,12 @@ export interface TransportDeps {
   readonly maxJsonDepth: number
   /** How many streams a principal has open now (its `streams` limit); absent: none counted. */
   readonly streamsOf?: (principal: Principal) => number
+  /** OAuth's challenge on a 403 (access.ts), naming every grant the request needs; absent with OAuth off. */
+  readonly forbiddenChallenge?: (grants: ReadonlyArray<string>) => string
 }
 
 export const makeMcpTransport = (deps: TransportDeps) => {
-  const { dispatcher, legacy, modern, sessions, openListen, openSessionStream, maxJsonDepth, streamsOf } = deps
+  const { dispatcher, legacy, modern, sessions, openListen, openSessionStream, maxJsonDepth, streamsOf, forbiddenChallenge } = deps
   let responseStreams = 0
 
   const envelopeOf = (request: EdgeRequest, meta: Envelope["meta"]): Envelope => ({
@@ -198,7 +206,7 @@ export const makeMcpTransport = (deps: TransportDeps) => {
       }
       case "Listen":
         return Either.match(openListen(answer.listen), {
-          onLeft: (error) => refused(request.id, { _tag: "TooMany", error }),
+          onLeft: (error) => refused(request.id, { _tag: "TooMany", error }, forbiddenChallenge),
           onRight: (response) => response
         })
     }
@@ -211,19 +219,19 @@ export const makeMcpTransport = (deps: TransportDeps) => {
     const policy = eraOf(meta, envelope.protocolVersion) === "modern" ? modern : legacy
     if (message._tag !== "Request") {
       // Notifications and responses get 202, with no body, once admitted.
-      return Effect.match(policy.admitNotice(envelope), { onFailure: (r) => refused(null, r), onSuccess: accepted })
+      return Effect.match(policy.admitNotice(envelope), { onFailure: (r) => refused(null, r, forbiddenChallenge), onSuccess: accepted })
     }
     const serve = (context: CallContext): Effect.Effect<EdgeResponse> =>
       Effect.match(dispatcher.dispatch(message, context), {
-        onFailure: (failure) => refused(message.id, policy.refuse(failure)),
+        onFailure: (failure) => refused(message.id, policy.refuse(failure), forbiddenChallenge),
         onSuccess: (answer) => respond(policy, message, context, answer)
       })
     const admission = policy.admit(message, envelope)
     // Decided already (modern; legacy with its sessions here; bench: MCP get): served without running it as an Effect.
     if (Either.isEither(admission)) {
-      return Either.isRight(admission) ? serve(admission.right) : Effect.succeed(refused(message.id, admission.left))
+      return Either.isRight(admission) ? serve(admission.right) : Effect.succeed(refused(message.id, admission.left, forbiddenChallenge))
     }
-    return Effect.matchEffect(admission, { onFailure: (refusal) => Effect.succeed(refused(message.id, refusal)), onSuccess: serve })
+    return Effect.matchEffect(admission, { onFailure: (refusal) => Effect.succeed(refused(message.id, refusal, forbiddenChallenge)), onSuccess: serve })
   }
 
   /** Messages the direct route read and then left to `postMessage`: not parsed twice. */
@@ -256,7 +264,7 @@ export const makeMcpTransport = (deps: TransportDeps) => {
     }
     if (request.method === "GET" && request.principal !== undefined && streamsOf !== undefined) {
       const reached = streamRefused(request.principal.limits, streamsOf(request.principal))
-      if (reached !== undefined) return Effect.succeed(refused(null, limitedRefusal(reached)))
+      if (reached !== undefined) return Effect.succeed(refused(null, limitedRefusal(reached), forbiddenChallenge))
     }
     return legacy.session(envelope).pipe(
       Effect.flatMap((session) =>
@@ -266,7 +274,7 @@ export const makeMcpTransport = (deps: TransportDeps) => {
             Effect.as(empty(200)),
             Effect.catchIf(isStoreError, (e) => Effect.fail(storeDown(e)))
           )),
-      Effect.catchAll((refusal) => Effect.succeed(refused(null, refusal)))
+      Effect.catchAll((refusal) => Effect.succeed(refused(null, refusal, forbiddenChallenge)))
     )
   }
 
@@ -302,10 +310,10 @@ export const makeMcpTransport = (deps: TransportDeps) => {
       return undefined
     }
     if (Either.isLeft(admission)) {
-      respond.answer(refused(message.id, admission.left))
+      respond.answer(refused(message.id, admission.left, forbiddenChallenge))
       return noCancel
     }
-    const cancel = dispatchNow(message, admission.right, new ReplyTo(respond, policy, message.id))
+    const cancel = dispatchNow(message, admission.right, new ReplyTo(respond, policy, message.id, forbiddenChallenge))
     if (cancel === undefined) readAlready.set(request, message)
     return cancel
   }
