@@ -13,7 +13,6 @@ export const SLOWEST = [
   "test/integration/cluster-nodes.test.ts",
   "test/cluster/failover.test.ts",
   "test/package.test.ts",
-  "test/typecheck.test.ts",
   "test/reliability/read-only-tools.test.ts",
   "test/integration/cluster-idempotency.test.ts",
   "test/integration/library-sample.test.ts",

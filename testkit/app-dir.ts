@@ -25,6 +25,13 @@ export const installLikeAnApp = (dir: string): void => {
   fs.symlinkSync(ROOT, path.join(dir, "node_modules/writeonce"), "dir")
   fs.symlinkSync(path.join(ROOT, "node_modules/effect"), path.join(dir, "node_modules/effect"), "dir")
   fs.symlinkSync(path.join(ROOT, "node_modules/@types"), path.join(dir, "node_modules/@types"), "dir")
-  // Keeps dist/ as it is when it was built from these sources (npm ci built it); rebuilds it after an edit.
+  builtPackage()
+}
+
+/**
+ * Makes sure dist/ is built from the current sources: kept as it is when it is (npm ci built it), rebuilt after an
+ * edit. What `writeonce` resolves to without the writeonce-source condition.
+ */
+export const builtPackage = (): void => {
   execFileSync(process.execPath, [path.join(ROOT, "scripts/build.mjs")], { cwd: ROOT, stdio: "ignore" })
 }

@@ -1,9 +1,8 @@
 /**
  * A plain Node program embedding writeonce as docs/app-authors.md shows ("Embedding") (no Effect runtime of its own: a ManagedRuntime
- * over writeOnceLayer, settings from one object). The CLI test runs it as
- * `node --conditions=writeonce-source --import tsx testkit/embedded.mjs <data-dir> <HOST:PORT>`
- * (the condition and tsx only point `writeonce` at this checkout's sources; the pack test runs the same from the
- * installed tarball with plain `node`). It must log as `wo run` does, and stop on SIGTERM with exit 0.
+ * over writeOnceLayer, settings from one object). The CLI test runs it as `node testkit/embedded.mjs <data-dir>
+ * <HOST:PORT>` (`writeonce` is then this checkout's built package, dist/), the pack test the same from the installed
+ * tarball. It must log as `wo run` does, and stop on SIGTERM with exit 0.
  */
 import { Effect, ManagedRuntime, Schema } from "effect"
 import { defineApp, entity, HttpServer, loadSettings, writeOnceLayer } from "writeonce"

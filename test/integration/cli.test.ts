@@ -7,7 +7,8 @@
 import { Effect, Either } from "effect"
 import * as fs from "node:fs"
 import * as path from "node:path"
-import { describe, expect, it } from "vitest"
+import { beforeAll, describe, expect, it } from "vitest"
+import { builtPackage } from "../../testkit/app-dir.ts"
 import { loadSettings } from "../../src/support/config.ts"
 import { VERSION } from "../../src/support/version.ts"
 import { spawnNode, spawnWo, WO_READY } from "../../testkit/spawn.ts"
@@ -160,12 +161,13 @@ describe("loadSettings", () => {
 })
 
 describe("writeonce embedded in a plain Node program", () => {
+  // Plain `node`, no loader and no writeonce-source condition: `writeonce` is this checkout's built package (dist/).
+  const plainNode = { env: { NODE_OPTIONS: undefined }, ready: WO_READY }
+  beforeAll(builtPackage)
+
   it("logs as wo run does, binds the listen it was given, and stops on SIGTERM with the flush and exit 0", async () => {
     const port = await freePort()
-    const server = await spawnNode(path.join(ROOT, "testkit/embedded.mjs"), [tempDir("wo-embedded-"), `127.0.0.1:${port}`], {
-      importTsx: true,
-      ready: WO_READY
-    })
+    const server = await spawnNode(path.join(ROOT, "testkit/embedded.mjs"), [tempDir("wo-embedded-"), `127.0.0.1:${port}`], plainNode)
     expect(server.url).toBe(`http://127.0.0.1:${port}`)
     const created = await http(`${server.url}/api/notes`, { method: "POST", body: { text: "hi" } })
     expect(created.status).toBe(201)
@@ -180,10 +182,7 @@ describe("writeonce embedded in a plain Node program", () => {
     // most rounds (exit by signal, no flush).
     const codes: Array<number | null> = []
     for (let round = 0; round < 4; round++) {
-      const server = await spawnNode(path.join(ROOT, "testkit/embedded.mjs"), [tempDir("wo-embedded-"), `127.0.0.1:${await freePort()}`], {
-        importTsx: true,
-        ready: WO_READY
-      })
+      const server = await spawnNode(path.join(ROOT, "testkit/embedded.mjs"), [tempDir("wo-embedded-"), `127.0.0.1:${await freePort()}`], plainNode)
       codes.push(await server.stop("SIGTERM"))
     }
     expect(codes).toEqual([0, 0, 0, 0])
