@@ -8,28 +8,35 @@
 // fails (an edit in progress), src/ runs through tsx instead, with the big dependencies loaded natively first:
 // tsx's hooks cost milliseconds per module, and effect alone has hundreds. The built code imports effect's modules
 // one by one (src/app-loading/effect-imports.ts); only src/ run through tsx needs effect's index preloaded.
-import "@effect/platform-node/NodeRuntime"
-import "classic-level"
 import { builtSources } from "./built-sources.mjs"
-import { compiledApp } from "./compiled-app.mjs"
 
 const args = process.argv.slice(2)
 const root = new URL("..", import.meta.url).pathname
 const serving = args[0] === "run" || args[0] === "dev"
+const importsApp = serving || args[0] === "test" || args.some((a) => a === "--app" || a.startsWith("--app="))
 const built = await builtSources(root)
-const serveArgs = built === undefined || !serving ? undefined : await import(`${built}/serve-args.mjs`)
-const read = serveArgs?.readServeArgs(args)
-if (built === undefined) await Promise.all([import("effect"), import("@effect/cli"), import("@effect/platform-node/NodeContext")])
-// `wo run` loads the app compiled (bin/compiled-app.mjs), with no loader hooks at all; its stack traces map back to
-// the app's own files. `wo dev` (which reloads through the loader) and a build that failed take the loader.
-const compiled = read?.command === "run" ? await compiledApp(read.options.appDir, built) : undefined
-if (compiled !== undefined) {
-  process.setSourceMapsEnabled(true)
-  serveArgs.serve({ ...read, options: { ...read.options, compiledApp: compiled } })
-} else if (built !== undefined && !serving && args[0] !== "test" && !args.some((a) => a === "--app" || a.startsWith("--app="))) {
-  // A command that imports no app: no loader hooks to register, which would cost about a CPU-second.
-  await import(`${built}/cli/cli.mjs`)
+if (built !== undefined && !importsApp) {
+  // A command that imports no app: no loader hooks to register (about a CPU-second), and the command line with
+  // its packages in one file (bin/built-sources.mjs).
+  await import(`${built}/standalone/cli.mjs`)
 } else {
+  await Promise.all([import("@effect/platform-node/NodeRuntime"), import("classic-level")])
+  await serveOrLoad()
+}
+
+async function serveOrLoad() {
+  const serveArgs = built === undefined || !serving ? undefined : await import(`${built}/serve-args.mjs`)
+  const read = serveArgs?.readServeArgs(args)
+  if (built === undefined) await Promise.all([import("effect"), import("@effect/cli"), import("@effect/platform-node/NodeContext")])
+  // `wo run` loads the app compiled (bin/compiled-app.mjs), with no loader hooks at all; its stack traces map back
+  // to the app's own files. `wo dev` (which reloads through the loader) and a build that failed take the loader.
+  const { compiledApp } = await import("./compiled-app.mjs")
+  const compiled = read?.command === "run" ? await compiledApp(read.options.appDir, built) : undefined
+  if (compiled !== undefined) {
+    process.setSourceMapsEnabled(true)
+    serveArgs.serve({ ...read, options: { ...read.options, compiledApp: compiled } })
+    return
+  }
   const { register } = await import("tsx/esm/api")
   register()
   // Apps import "writeonce": resolve it to the same code the runtime runs (the built folder, or these sources under
