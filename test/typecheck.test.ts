@@ -15,7 +15,8 @@ const tsc = path.join(path.dirname(createRequire(import.meta.url).resolve("types
 
 const typecheck = (project: string) =>
   new Promise<{ code: number | null; output: string }>((resolve) => {
-    const child = spawn(process.execPath, [tsc, "--noEmit", "-p", project], { cwd: ROOT, stdio: ["ignore", "pipe", "pipe"] })
+    // One checker thread: beside three other files on two cores, more threads only cost CPU (8.8 CPU-s against 5).
+    const child = spawn(process.execPath, [tsc, "--noEmit", "--checkers", "1", "-p", project], { cwd: ROOT, stdio: ["ignore", "pipe", "pipe"] })
     let output = ""
     child.stdout.on("data", (chunk: Buffer) => (output += chunk))
     child.stderr.on("data", (chunk: Buffer) => (output += chunk))
