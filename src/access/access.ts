@@ -8,14 +8,13 @@
  *    save by renaming, and one save fires several events). A bad file is refused with one log line, naming every
  *    problem, and the principals in force stay; at start, a bad file stops the server.
  *  - A principal whose name, token and grants are all unchanged by a reload stays the same object, so its
- *    streams go on; any other is gone, and its streams end (`OpenStreams.closeWhere`).
+ *    streams go on; any other is gone, and its streams end (revocation.ts).
  */
 import { Context, Data, Effect, Either, Layer, Runtime } from "effect"
 import * as fs from "node:fs"
 import * as path from "node:path"
 import { Catalog } from "../domain/app-catalog.ts"
 import type { CompiledApp } from "../domain/compile.ts"
-import { OpenStreams } from "../http/streams/open-streams.ts"
 import { WoConfig } from "../support/config.ts"
 import { decodeAccessFile, type DeclaredPrincipal } from "./access-file.ts"
 import { AUTH_TOKEN_PRINCIPAL, authTokenSource, type Authenticated, bearerToken, type CredentialSource, type PrincipalTable, sha256Hex, tableSource } from "./credentials.ts"
@@ -25,6 +24,7 @@ import { oauthSource } from "./oauth/oauth-source.ts"
 import { metadataUrlFor, metadataUrlOf } from "./oauth/protected-resource.ts"
 import { OAuthVerifier } from "./oauth/verifier.ts"
 import type { Principal } from "./principal.ts"
+import { Revocation } from "./revocation.ts"
 import type { IncomingHttpHeaders } from "node:http"
 
 /** The access file cannot be used at start: every problem, one per line. */
@@ -91,7 +91,7 @@ export const AccessLive = Layer.scoped(
   Effect.gen(function* () {
     const settings = yield* WoConfig
     const app = yield* Catalog
-    const streams = yield* OpenStreams
+    const revocation = yield* Revocation
     const oauth = yield* OAuthVerifier
     const jwtSource = oauth.enabled ? oauthSource(oauth, app) : undefined
     const sources: Array<CredentialSource> = []
@@ -125,7 +125,7 @@ export const AccessLive = Layer.scoped(
       let gone = 0
       for (const p of before.all) if (!table.all.has(p)) gone++
       // Their streams end now: the next request of a removed principal is refused by `authenticate` already.
-      const ended = streams.closeWhere((info) => info.principal !== undefined && !isCurrent(info.principal), "revoked")
+      const ended = revocation.endStreamsOf((principal) => !isCurrent(principal))
       return Effect.logInfo(`access file ${file} reloaded: ${table.all.size} principals, ${gone} removed or changed, ${ended} stream${ended === 1 ? "" : "s"} ended`)
     })
 

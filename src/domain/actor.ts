@@ -13,7 +13,11 @@
  * An app command's correlation id stays on the event beside `command` (events.ts): it names one execution of the
  * command, not who ran it, and it was in the log before actors were.
  */
-import type { Principal } from "../access/principal.ts"
+/** Who a request acts as, as far as an event records it (the access layer's principal has this shape). */
+export interface Acting {
+  readonly name: string
+  readonly onBehalfOf?: string
+}
 
 /** An MCP client, as its `clientInfo` names it, with the legacy session it spoke in. */
 export interface McpClient {
@@ -36,7 +40,7 @@ export const IN_PROCESS: Actor = Object.freeze({ client: "in-process" })
 export const REST: Actor = Object.freeze({ client: "rest" })
 
 /** The actor of a request made by `principal` (if any) through `client`; fields in the order the log stores them. */
-export const actorOf = (principal: Principal | undefined, client: ActorClient): Actor => {
+export const actorOf = (principal: Acting | undefined, client: ActorClient): Actor => {
   if (principal === undefined) return client === "rest" ? REST : client === "in-process" ? IN_PROCESS : { client }
   return principal.onBehalfOf === undefined
     ? { principal: principal.name, client }
@@ -47,8 +51,8 @@ export const actorOf = (principal: Principal | undefined, client: ActorClient): 
  * The actor of a REST request by `principal`: one object per principal, kept while the principal is (the edge
  * attaches the same principal object to each of its requests), so a write allocates none.
  */
-const restActors = new WeakMap<Principal, Actor>()
-export const restActorOf = (principal: Principal | undefined): Actor => {
+const restActors = new WeakMap<Acting, Actor>()
+export const restActorOf = (principal: Acting | undefined): Actor => {
   if (principal === undefined) return REST
   let actor = restActors.get(principal)
   if (actor === undefined) restActors.set(principal, (actor = actorOf(principal, "rest")))

@@ -17,7 +17,7 @@ import { Access, type AccessShape } from "../access/access.ts"
 import { ANY, requestOperation } from "../access/operations.ts"
 import { may, type Principal } from "../access/principal.ts"
 import type { Operation } from "../access/grants.ts"
-import { forbidden, limited, unauthorized } from "../access/refusals.ts"
+import { forbidden, limited, unauthorized } from "./edge/access-refusals.ts"
 import { takeWrite } from "../access/rate-limits.ts"
 
 export interface Routes {

@@ -27,7 +27,7 @@ import { LoggerLive } from "./logger.ts"
 import { stopOnSignals } from "./stop-on-signals.ts"
 import { ClassicLevelSessionStore } from "../log/classic-level/classic-level-session-store.ts"
 import { SessionsLive } from "../http/mcp/sessions.ts"
-import { OpenStreamsLive } from "../http/streams/open-streams.ts"
+import { OpenStreamsLive, StreamRevocationLive } from "../http/streams/open-streams.ts"
 import { AccessLive } from "../access/access.ts"
 import { OAuthVerifier } from "../access/oauth/verifier.ts"
 import { RegistryLive } from "../subscriptions/registry.ts"
@@ -85,7 +85,7 @@ export const coreLayer = (app: AppDef, settings: Settings, options: CoreOptions 
   const writer = GroupCommitLive.pipe(Layer.provideMerge(mode), Layer.provideMerge(store))
   const services = Layer.mergeAll(CommandsLive, QueriesLive, LogAuditLive).pipe(Layer.provideMerge(writer))
   // Access (principals, the access file's reloads) ends the streams of revoked principals: it needs OpenStreams.
-  const sessions = Layer.mergeAll(SessionsLive, AccessLive).pipe(
+  const sessions = Layer.mergeAll(SessionsLive, AccessLive.pipe(Layer.provide(StreamRevocationLive))).pipe(
     Layer.provideMerge(Layer.mergeAll(RegistryLive, sessionStoreLayer(settings), OpenStreamsLive, OAuthVerifier.layer)),
     Layer.provideMerge(services)
   )

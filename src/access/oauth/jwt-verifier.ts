@@ -6,7 +6,7 @@ import { Effect } from "effect"
 import { decodeProtectedHeader, errors, jwtVerify, type JWTPayload, type JWTVerifyGetKey } from "jose"
 import type { SigningKeys } from "./signing-keys.ts"
 import { VerifiedTokens } from "./token-cache.ts"
-import { NotAJwt, OAuthRefused, type OAuthPrincipal, type OAuthRefusalReason, type OAuthVerifierService } from "./verifier.ts"
+import { NotAJwt, OAuthRefused, type OAuthPrincipal, type OAuthRefusalReason, type OAuthVerifierService } from "./verification.ts"
 
 export { signingKeys } from "./signing-keys.ts"
 

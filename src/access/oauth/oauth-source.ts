@@ -10,7 +10,7 @@ import type { CompiledApp } from "../../domain/compile.ts"
 import type { CredentialSource } from "../credentials.ts"
 import { compileGrants, type Grants } from "../grants.ts"
 import type { Principal } from "../principal.ts"
-import type { OAuthPrincipal, OAuthVerifierService } from "./verifier.ts"
+import type { OAuthPrincipal, OAuthVerifierService } from "./verification.ts"
 
 /** The grants of `scopes` that the app knows; the others are dropped. */
 export const grantsOfScopes = (app: CompiledApp, scopes: ReadonlyArray<string>): Grants =>

@@ -7,7 +7,7 @@
  */
 import type { Effect, Either } from "effect"
 import type { Principal } from "../../access/principal.ts"
-import { forbiddenRpc, limitedRpc } from "../../access/refusals.ts"
+import { forbiddenRpc, limitedRpc } from "../edge/access-refusals.ts"
 import type { LimitReached } from "../../access/rate-limits.ts"
 import { storeErrorPolicy, type StoreError } from "../../domain/errors.ts"
 import type { CallContext, Failure, Forbidden, Limited, Outcome, Unavailable } from "./dispatcher.ts"

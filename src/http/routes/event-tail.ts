@@ -31,7 +31,7 @@ import { replayFiltered } from "../streams/filtered-catch-up.ts"
 import { Op } from "../../access/grants.ts"
 import { may, type Principal } from "../../access/principal.ts"
 import { streamRefused } from "../../access/rate-limits.ts"
-import { limited } from "../../access/refusals.ts"
+import { limited } from "../edge/access-refusals.ts"
 
 export interface EventTailDeps {
   readonly log: EventLogShape

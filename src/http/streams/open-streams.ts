@@ -11,6 +11,7 @@ import { scopedSync } from "../../support/scoped-sync.ts"
 import { makeClientSlots, type ClientSlots } from "./client-slots.ts"
 import type { EndReason } from "./notice-buffer.ts"
 import type { Principal } from "../../access/principal.ts"
+import { Revocation } from "../../access/revocation.ts"
 
 export type StreamKind = "session" | "listen" | "events"
 
@@ -125,3 +126,12 @@ export const makeOpenStreams = (settings: Caps): OpenStreamsShape => {
 }
 
 export const OpenStreamsLive = Layer.effect(OpenStreams, Effect.map(WoConfig, makeOpenStreams))
+
+/** Revocation over these streams: a revoked principal's streams end, saying why. */
+export const StreamRevocationLive = Layer.effect(
+  Revocation,
+  Effect.map(OpenStreams, (streams) => ({
+    endStreamsOf: (gone: (principal: Principal) => boolean) =>
+      streams.closeWhere((info) => info.principal !== undefined && gone(info.principal), "revoked")
+  }))
+)

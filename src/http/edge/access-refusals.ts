@@ -4,11 +4,11 @@
  * `data`, on HTTP 403). The headers an OAuth resource server adds (`WWW-Authenticate` with `resource_metadata`,
  * `insufficient_scope`) belong here too.
  */
-import { edgeError } from "../http/edge/edge-error.ts"
-import { errorJson, type EdgeResponse, type Headers } from "../http/edge/edge-types.ts"
-import { RpcError } from "../http/edge/json-rpc-errors.ts"
-import { grantFor, type Operation } from "./grants.ts"
-import { describeLimit, type LimitReached } from "./rate-limits.ts"
+import { edgeError } from "./edge-error.ts"
+import { errorJson, type EdgeResponse, type Headers } from "./edge-types.ts"
+import { RpcError } from "./json-rpc-errors.ts"
+import { grantFor, type Operation } from "../../access/grants.ts"
+import { describeLimit, type LimitReached } from "../../access/rate-limits.ts"
 
 export const WWW_AUTHENTICATE = 'Bearer realm="writeonce"'
 
