@@ -95,3 +95,15 @@ export const openSse = (
     req.on("error", reject)
     req.end(init.body)
   })
+
+/** The events of `/api/_events` from the start (`query` appended), until none comes for 1.5 s. */
+export const eventTail = async (url: string, query = "", headers: Record<string, string> = {}): Promise<Array<any>> => {
+  const sse = await openSse(`${url}/api/_events?from=1${query}`, { headers: { accept: "text/event-stream", ...headers } })
+  try {
+    const events: Array<any> = []
+    for (let m = await sse.nextJson(1500); m !== undefined; m = await sse.nextJson(1500)) events.push(m.json)
+    return events
+  } finally {
+    sse.close()
+  }
+}

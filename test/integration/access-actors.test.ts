@@ -5,7 +5,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { rest, startWithAccess, tokenOf } from "../../testkit/access-server.ts"
-import { openSse } from "../../testkit/sse.ts"
+import { eventTail } from "../../testkit/sse.ts"
 
 const PRINCIPALS = [
   { name: "librarian", grants: ["books:*", "members:*", "loans:read", "command:lend", "command:return"] },
@@ -13,17 +13,7 @@ const PRINCIPALS = [
   { name: "members-only", grants: ["members:read"] }
 ]
 
-/** The events the tail sends from the start, until it has been quiet for a while. */
-const tail = async (url: string, token: string, query = "") => {
-  const sse = await openSse(`${url}/api/_events?from=1${query}`, { headers: { accept: "text/event-stream", authorization: `Bearer ${token}` } })
-  try {
-    const events: Array<any> = []
-    for (let m = await sse.nextJson(1500); m !== undefined; m = await sse.nextJson(1500)) events.push(m.json)
-    return events
-  } finally {
-    sse.close()
-  }
-}
+const tail = (url: string, token: string, query = "") => eventTail(url, query, { authorization: `Bearer ${token}` })
 
 describe("principals as actors", () => {
   let server: Awaited<ReturnType<typeof startWithAccess>>

@@ -11,21 +11,11 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { Commands } from "../../src/commands/commands.ts"
 import { actorOf } from "../../src/domain/actor.ts"
 import { apps, http, startServer } from "../../testkit/server.ts"
-import { openSse } from "../../testkit/sse.ts"
+import { eventTail } from "../../testkit/sse.ts"
 import { waitFor } from "../../testkit/wait.ts"
 import { ResourceUpdatedNotificationSchema } from "@modelcontextprotocol/sdk/types.js"
 
-/** The events of /api/_events (with `query`) until none comes for a while. */
-const tail = async (url: string, query = "") => {
-  const sse = await openSse(`${url}/api/_events?from=1${query}`, { headers: { accept: "text/event-stream" } })
-  try {
-    const events: Array<any> = []
-    for (let m = await sse.nextJson(1500); m !== undefined; m = await sse.nextJson(1500)) events.push(m.json)
-    return events
-  } finally {
-    sse.close()
-  }
-}
+const tail = (url: string, query = "") => eventTail(url, query)
 
 /** Every page of a row's history, following nextCursor. */
 const wholeHistory = async (url: string, path: string, limit: number) => {
