@@ -17,7 +17,7 @@ import { Catalog } from "../domain/app-catalog.ts"
 import type { CompiledApp } from "../domain/compile.ts"
 import { WoConfig } from "../support/config.ts"
 import { decodeAccessFile, type DeclaredPrincipal } from "./access-file.ts"
-import { AUTH_TOKEN_PRINCIPAL, authTokenSource, type Authenticated, bearerToken, type CredentialSource, type PrincipalTable, sha256Hex, tableSource } from "./credentials.ts"
+import { AUTH_TOKEN_PRINCIPAL, authTokenSource, type Authenticated, CredentialRefused, bearerToken, type CredentialSource, type PrincipalTable, sha256Hex, tableSource } from "./credentials.ts"
 import { compileGrants } from "./grants.ts"
 import { insufficientScopeChallenge, unauthorizedChallenge } from "./oauth/challenge.ts"
 import { oauthSource } from "./oauth/oauth-source.ts"
@@ -48,8 +48,8 @@ export interface AccessShape {
 }
 
 export interface Challenges {
-  /** A 401's: where the protected resource metadata is. */
-  readonly unauthorized: (headers: IncomingHttpHeaders) => string
+  /** A 401's: where the protected resource metadata is, and why a token that came was refused. */
+  readonly unauthorized: (headers: IncomingHttpHeaders, refused?: string) => string
   /** A 403's: every grant the request needs, as scopes (with the metadata's address when the request is known). */
   readonly forbidden: (grants: ReadonlyArray<string>, headers?: IncomingHttpHeaders) => string
 }
@@ -174,7 +174,7 @@ export const AccessLive = Layer.scoped(
       const digest = sha256Hex(token)
       for (const source of sources) {
         const found = source.authenticate(token, digest)
-        if (found !== undefined && !Effect.isEffect(found)) return found
+        if (found !== undefined && !Effect.isEffect(found) && !(found instanceof CredentialRefused)) return found
       }
       return undefined
     }
@@ -188,7 +188,8 @@ export const AccessLive = Layer.scoped(
       return Effect.isEffect(jwt) ? Effect.map(jwt, (principal) => principal ?? lookUp(token)) : jwt
     }
     const challenges: Challenges | undefined = !oauth.enabled ? undefined : {
-      unauthorized: (headers) => unauthorizedChallenge(metadataUrlFor(settings.oauthResource, headers)),
+      unauthorized: (headers, refused) =>
+        unauthorizedChallenge(metadataUrlFor(settings.oauthResource, headers), refused === undefined ? undefined : { description: refused }),
       forbidden: (grants, headers) =>
         insufficientScopeChallenge(
           grants,

@@ -7,8 +7,16 @@ import { Effect } from "effect"
 import { hash, timingSafeEqual } from "node:crypto"
 import type { Principal } from "./principal.ts"
 
-/** A principal, "not mine" (undefined), or the verification still to run. */
-export type Authenticated = Principal | undefined | Effect.Effect<Principal | undefined>
+/**
+ * A credential a source judged and refused (an OAuth token expired, say): why, for the 401's challenge, and whether
+ * the fault is the server's (the issuer's keys could not be fetched: 503, the token not judged).
+ */
+export class CredentialRefused {
+  constructor(readonly reason: string, readonly unavailable: boolean) {}
+}
+
+/** A principal, a refusal, "not mine" (undefined), or the verification still to run. */
+export type Authenticated = Principal | CredentialRefused | undefined | Effect.Effect<Principal | CredentialRefused | undefined>
 
 export interface CredentialSource {
   /**

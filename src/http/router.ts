@@ -17,7 +17,8 @@ import { Access, type AccessShape } from "../access/access.ts"
 import { ANY, requestOperation } from "../access/operations.ts"
 import { may, type Principal } from "../access/principal.ts"
 import type { Operation } from "../access/grants.ts"
-import { forbidden, limited, unauthorized } from "./edge/access-refusals.ts"
+import { credentialsUnavailable, forbidden, limited, unauthorized } from "./edge/access-refusals.ts"
+import { CredentialRefused } from "../access/credentials.ts"
 import { takeWrite } from "../access/rate-limits.ts"
 
 export interface Routes {
@@ -54,8 +55,12 @@ const guardRefusal = (guards: Guards, request: EdgeRequest): EdgeResponse | unde
  * request. Attached by assignment: the edge made the request with its `principal` slot, so the object keeps its
  * shape on the hot path.
  */
-const admit = (access: AccessShape, request: EdgeRequest, op: Operation | typeof ANY, principal: Principal | undefined): EdgeResponse | undefined => {
+const admit = (access: AccessShape, request: EdgeRequest, op: Operation | typeof ANY, principal: Principal | CredentialRefused | undefined): EdgeResponse | undefined => {
   const challenges = access.challenges
+  if (principal instanceof CredentialRefused) {
+    if (principal.unavailable) return credentialsUnavailable(request.path, principal.reason)
+    return unauthorized(request.path, challenges?.unauthorized(request.headers, principal.reason), principal.reason)
+  }
   if (principal === undefined) return unauthorized(request.path, challenges?.unauthorized(request.headers))
   if (op !== ANY && !may(principal, op)) return forbidden(op, challenges === undefined ? undefined : (grants) => challenges.forbidden(grants, request.headers))
   if (op !== ANY && (op._tag === "Write" || op._tag === "Command") && principal.limits !== undefined) {

@@ -12,7 +12,7 @@ import { exportJWK, generateKeyPair, SignJWT, type CryptoKey } from "jose"
 import library from "../../examples/library/app.ts"
 import { accessFileText, rest, tokenOf } from "../../testkit/access-server.ts"
 import { modernRequest } from "../../testkit/mcp.ts"
-import { http, rawRequest, startServer, tempDir } from "../../testkit/server.ts"
+import { freePort, http, rawRequest, startServer, tempDir } from "../../testkit/server.ts"
 
 const ISSUER = "https://issuer.test"
 
@@ -59,6 +59,11 @@ describe("OAuth clients as principals", () => {
     expect(none.headers.get("www-authenticate")).toBe('Bearer resource_metadata="https://library.test/.well-known/oauth-protected-resource"')
     const expired = await rest(server.url, "GET", "/api/books", await sign({ client_id: "desk", scope: "books:read" }, { exp: Math.floor(Date.now() / 1000) - 120 }))
     expect(expired.status).toBe(401)
+    // A token that came and was refused: the challenge says so, and why.
+    expect(expired.headers.get("www-authenticate")).toMatch(
+      /^Bearer resource_metadata="https:\/\/library\.test\/\.well-known\/oauth-protected-resource", error="invalid_token", error_description="[^"]*expired[^"]*"$/
+    )
+    expect(expired.json.message).toMatch(/expired/)
     const forged = await rest(server.url, "GET", "/api/books", await sign({ client_id: "desk", scope: "books:read" }, { key: otherKey }))
     expect(forged.status).toBe(401)
     const elsewhere = await rest(server.url, "GET", "/api/books", await sign({ client_id: "desk", scope: "books:read" }, { audience: "https://other.test" }))
@@ -96,5 +101,31 @@ describe("OAuth clients as principals", () => {
     expect(created.status).toBe(201)
     const history = await rest(server.url, "GET", `/api/books/${created.json.id}/history`, editor)
     expect(history.json.items.map((e: any) => e.actor)).toEqual([{ principal: "catalog-bot", client: "rest", onBehalfOf: "bob" }])
+  })
+})
+
+describe("OAuth with the issuer's keys out of reach", () => {
+  it("answers a token it cannot check 503 with Retry-After, not 401: the token is not judged", async () => {
+    const server = await startServer(library, {
+      oauthIssuer: ISSUER,
+      oauthAudience: ["https://library.test"],
+      // A port nothing listens on: the key set cannot be fetched.
+      oauthJwks: `http://127.0.0.1:${await freePort()}/jwks.json`
+    })
+    try {
+      const { privateKey } = await generateKeyPair("ES256")
+      const token = await new SignJWT({ client_id: "desk", scope: "books:read" })
+        .setProtectedHeader({ alg: "ES256", kid: "k1" })
+        .setIssuer(ISSUER)
+        .setAudience("https://library.test")
+        .setExpirationTime(Math.floor(Date.now() / 1000) + 600)
+        .sign(privateKey)
+      const res = await rest(server.url, "GET", "/api/books", token)
+      expect(res.status).toBe(503)
+      expect(res.headers.get("retry-after")).toBe("5")
+      expect(res.json.message).toMatch(/cannot be checked now/)
+    } finally {
+      await server.close()
+    }
   })
 })

@@ -3,11 +3,12 @@
  * token's client, acting for its subject, with the token's scopes as its grants. A token seen before is answered
  * from the verifier's cache without a fiber; a new one is verified in a fiber. Scopes that name nothing the app
  * declares (`openid`, another server's) grant nothing rather than refusing the token: an issuer adds its own.
- * A principal stays in force until its token expires.
+ * A token the verifier refuses is answered 401 naming why (503 when the issuer's keys cannot be fetched). A principal
+ * stays in force until its token expires.
  */
 import { Effect, Either } from "effect"
 import type { CompiledApp } from "../../domain/compile.ts"
-import type { CredentialSource } from "../credentials.ts"
+import { CredentialRefused, type CredentialSource } from "../credentials.ts"
 import { compileGrants, type Grants } from "../grants.ts"
 import type { Principal } from "../principal.ts"
 import type { OAuthPrincipal, OAuthVerifierService } from "./verification.ts"
@@ -42,8 +43,12 @@ export const oauthSource = (verifier: OAuthVerifierService, app: CompiledApp): C
       if (!verifier.enabled || !token.includes(".")) return undefined
       const cached = verifier.cached(token)
       if (cached !== undefined) return principalOf(cached)
-      // A refused token is no principal: the caller answers 401 (the reason is in the verifier's refusal).
-      return verifier.authenticate(token).pipe(Effect.map(principalOf), Effect.orElseSucceed(() => undefined))
+      return verifier.authenticate(token).pipe(
+        Effect.map((verified): Principal | CredentialRefused | undefined => principalOf(verified)),
+        Effect.catchAll((e) =>
+          Effect.succeed(e._tag === "NotAJwt" ? undefined : new CredentialRefused(e.message, e.reason === "keys_unavailable"))
+        )
+      )
     },
     current: (principal) => {
       const expiresAt = expiries.get(principal)

@@ -16,8 +16,14 @@ export const WWW_AUTHENTICATE = 'Bearer realm="writeonce"'
 export const FORBIDDEN_CODE = 403
 
 /** `challenge`: OAuth's, naming where its metadata is (access.ts); else the plain Bearer realm. */
-export const unauthorized = (path: string, challenge: string = WWW_AUTHENTICATE): EdgeResponse =>
-  edgeError(path, 401, "Unauthorized", "a valid bearer token is required (Authorization: Bearer <token>)", { "www-authenticate": challenge })
+export const unauthorized = (path: string, challenge: string = WWW_AUTHENTICATE, refused?: string): EdgeResponse =>
+  edgeError(path, 401, "Unauthorized", refused === undefined ? "a valid bearer token is required (Authorization: Bearer <token>)" : `the bearer token is refused: ${refused}`, {
+    "www-authenticate": challenge
+  })
+
+/** A credential that could not be judged for the server's want (the OAuth issuer's keys out of reach): 503. */
+export const credentialsUnavailable = (path: string, why: string): EdgeResponse =>
+  edgeError(path, 503, "Unavailable", `the bearer token cannot be checked now (${why}); retry`, { "retry-after": "5" })
 
 /** The headers of every 403 for want of a grant: OAuth's `insufficient_scope` challenge when OAuth is on. */
 export const forbiddenHeaders = (challenge: string | undefined): Headers => (challenge === undefined ? {} : { "www-authenticate": challenge })
