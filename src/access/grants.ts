@@ -140,12 +140,18 @@ export const compileGrants = (app: CompiledApp, declared: ReadonlyArray<string>)
     : Either.right({ declared: [...declared], admin, readAll, metrics, readTypes, allOf, actions, commands, views })
 }
 
-/** Every grant the catalog allows, in the grammar's order (what an OAuth server can advertise as its scopes). */
+/**
+ * Every grant the catalog allows, in the catalog's order: `admin`, `read`, `metrics`; per type `<type>:read`,
+ * `:create`, `:update`, `:delete`, one per method, and `<type>:*`; then `command:<name>` and `view:<name>`. What an
+ * OAuth server advertises as its scopes (the protected resource metadata's `scopes_supported`).
+ */
 export const grantsOf = (app: CompiledApp): ReadonlyArray<string> => [
-  "admin",
-  "read",
-  "metrics",
-  ...[...app.types.values()].flatMap((t) => [`${t.name}:read`, `${t.name}:*`, ...[...GENERIC].map((g) => `${t.name}:${g}`), ...[...t.methods.keys()].map((m) => `${t.name}:${m}`)]),
-  ...[...app.commands.keys()].map((c) => `command:${c}`),
-  ...[...app.views.keys()].map((v) => `view:${v}`)
+  ...new Set([
+    "admin",
+    "read",
+    "metrics",
+    ...[...app.types.values()].flatMap((t) => [`${t.name}:read`, ...[...GENERIC, ...t.methods.keys()].map((op) => `${t.name}:${op}`), `${t.name}:*`]),
+    ...[...app.commands.keys()].map((c) => `command:${c}`),
+    ...[...app.views.keys()].map((v) => `view:${v}`)
+  ])
 ]

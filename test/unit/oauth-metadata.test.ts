@@ -10,7 +10,7 @@ import { Effect, Either, Layer } from "effect"
 import library from "../../examples/library/app.ts"
 import { insufficientScopeChallenge, unauthorizedChallenge } from "../../src/access/oauth/challenge.ts"
 import { metadataPathOf, metadataUrlFor, metadataUrlOf, resourceOf } from "../../src/access/oauth/protected-resource.ts"
-import { scopesSupported } from "../../src/access/oauth/scopes.ts"
+import { grantsOf } from "../../src/access/grants.ts"
 import { Catalog } from "../../src/domain/app-catalog.ts"
 import { compileApp } from "../../src/domain/compile.ts"
 import type { EdgeRequest, EdgeResponse } from "../../src/http/edge/edge-types.ts"
@@ -49,7 +49,7 @@ const body = (response: EdgeResponse) => (response._tag === "Buffered" ? JSON.pa
 
 describe("scopes_supported", () => {
   it("is every grant the library sample's catalog allows: its types, methods, commands and views", () => {
-    expect(scopesSupported(Either.getOrThrow(compileApp(library)))).toEqual(LIBRARY_SCOPES)
+    expect(grantsOf(Either.getOrThrow(compileApp(library)))).toEqual(LIBRARY_SCOPES)
   })
 })
 

@@ -8,7 +8,7 @@ import { Effect } from "effect"
 import { Catalog } from "../../domain/app-catalog.ts"
 import { WoConfig } from "../../support/config.ts"
 import { metadataPathOf, protectedResourceMetadata, resourceOf } from "../../access/oauth/protected-resource.ts"
-import { scopesSupported } from "../../access/oauth/scopes.ts"
+import { grantsOf } from "../../access/grants.ts"
 import { errorJson, json, type EdgeRequest, type EdgeResponse } from "../edge/edge-types.ts"
 
 /** The route: its answer for the metadata's path, undefined for any other path (and for every path with OAuth off). */
@@ -18,7 +18,7 @@ export const makeOAuthMetadataRoute = Effect.gen(function* () {
   const issuer = settings.oauthIssuer
   if (issuer === undefined) return (_request: EdgeRequest): Effect.Effect<EdgeResponse> | undefined => undefined
   const path = metadataPathOf(settings.oauthResource)
-  const scopes = scopesSupported(catalog)
+  const scopes = grantsOf(catalog)
   return (request: EdgeRequest): Effect.Effect<EdgeResponse> | undefined => {
     if (request.path !== path) return undefined
     if (request.method !== "GET") {
