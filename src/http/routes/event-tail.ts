@@ -68,10 +68,19 @@ const liveFrame = (event: StoredEvent) => {
   return frame
 }
 
-/** The types whose events `principal` may see: undefined when it may see them all (no filter on the way). */
+/**
+ * The types whose events `principal` may see: undefined when it may see them all (no filter on the way). Decided
+ * once per type for the stream (a principal's grants never change: a reload that changes them makes a new one and
+ * ends this stream), so an event on the way costs a Map lookup.
+ */
 const readableTypes = (principal: Principal | undefined): ReadableTypes => {
   if (principal === undefined || may(principal, Op.admin) || principal.grants?.readAll === true) return undefined
-  return (type) => may(principal, Op.read(type))
+  const decided = new Map<string, boolean>()
+  return (type) => {
+    let readable = decided.get(type)
+    if (readable === undefined) decided.set(type, (readable = may(principal, Op.read(type))))
+    return readable
+  }
 }
 
 const closedText = (reason: string) => sseFrame({ comment: `closed (${reason}); reconnect with Last-Event-ID to resume from the log` })
