@@ -4,7 +4,7 @@
  * nor its events.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { rest, startWithAccess, tokenOf } from "../../testkit/access-server.ts"
+import { modern, rest, startWithAccess, tokenOf } from "../../testkit/access-server.ts"
 import { eventTail } from "../../testkit/sse.ts"
 
 const PRINCIPALS = [
@@ -48,10 +48,18 @@ describe("principals as actors", () => {
     expect(new Set(desk.map((e) => e.correlation)).size).toBe(1)
   })
 
-  it("a principal that may not read books sees neither a book's history nor its events", async () => {
+  it("a principal that may not read books sees neither a book's history (REST or MCP) nor its events", async () => {
     const history = await rest(server.url, "GET", `/api/books/${book}/history`, tokenOf("members-only"))
     expect(history.status).toBe(403)
     expect(history.json).toMatchObject({ error: "Forbidden", grant: "books:read" })
+    // The same over MCP: the history resource is refused naming the grant, and read by one who may.
+    const uri = `wo://books/${book}/history`
+    const refused = await modern(server.url, tokenOf("members-only"), "resources/read", { uri }, uri)
+    expect(refused.status).toBe(403)
+    expect(refused.json.error).toMatchObject({ code: 403, data: { grant: "books:read" } })
+    const read = await modern(server.url, tokenOf("lending-desk"), "resources/read", { uri }, uri)
+    expect(read.status).toBe(200)
+    expect(JSON.parse(read.json.result.contents[0].text).items).toHaveLength(3)
     const events = await tail(server.url, tokenOf("members-only"))
     expect(events.map((e) => e.type)).toEqual(["members"])
     expect(events[0].actor.principal).toBe("librarian")
