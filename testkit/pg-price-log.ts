@@ -22,7 +22,11 @@ export const writePriceLog = async (store: string, options: { readonly products:
     runtime.runPromise(Effect.flatMap(PgConnection, (conn) => appendBatch(conn, { entries, counters })))
   try {
     await runtime.runPromise(Effect.flatMap(PgConnection, ensureSchema))
-    await append(creates, new Map([["products", products.length]]))
+    // In batches too: one append of a few hundred thousand creates outlasts WO_STORE_TIMEOUT.
+    for (let done = 0; done < creates.length; done += batch) {
+      const slice = creates.slice(done, done + batch)
+      await append(slice, new Map([["products", done + slice.length]]))
+    }
     let seq = products.length
     for (let done = 0; done < options.events; done += batch) {
       const entries: Array<AppendEntry> = []

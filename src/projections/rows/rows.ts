@@ -2,8 +2,9 @@
  * The rows projection: every type's current rows. The projector applies every durable commit: the writer's own
  * before any of its callers is answered (so a client always reads its own writes), and on a shared log every
  * other node's as the tailer reads it. Reads are synchronous: they are the hot path. Two holders: the embedded
- * store's rows are served from disk through a bounded cache (store-rows.ts); a node on PostgreSQL keeps them in
- * memory (`RowsLive`, loaded at start).
+ * store's rows are served from disk through a bounded cache (store-rows.ts); a node on PostgreSQL serves them from
+ * the store through the same cache (cache-rows.ts); other shared logs, and `wo test`, keep them in memory
+ * (`RowsLive`, loaded at start).
  */
 import { Context, Effect, Layer } from "effect"
 import type { Row } from "../../domain/catalog.ts"
@@ -11,6 +12,7 @@ import type { StoreError } from "../../domain/errors.ts"
 import type { Change } from "../../domain/events.ts"
 import { EventLog } from "../../log/event-log.ts"
 import { Catalog } from "../../domain/app-catalog.ts"
+import { makeCacheRows } from "./cache-rows.ts"
 import { recoverRows } from "./recovery.ts"
 import { RowTable, type RowTableShape } from "./row-table.ts"
 
@@ -27,6 +29,18 @@ export interface RowsShape {
    */
   readonly decisionsReady: Effect.Effect<void, StoreError>
   readonly recovered: RecoveryReport
+  /** Present when the rows are a cache of a shared store (cache-rows.ts): what the tailer folds other nodes' commits on. */
+  readonly cached?: CachedRows
+}
+
+/** The rows a cache holds, without reading the store, and the store's rows now, for the tailer (tailer.ts). */
+export interface CachedRows {
+  /** The cached row and the seq of its last event, or undefined: nothing is read. */
+  readonly peek: (type: string, id: string) => { readonly row: Row; readonly at: number } | undefined
+  /** These rows as stored now, by stream key, each with the seq of its last event; a deleted one as null. */
+  /** How many rows the cache holds and their estimated bytes (bounded by `WO_ROW_CACHE`). */
+  readonly held: () => { readonly rows: number; readonly bytes: number }
+  readonly readNow: (keys: ReadonlyArray<{ readonly type: string; readonly id: string }>) => Effect.Effect<ReadonlyMap<string, { readonly row: Row | null; readonly at: number }>, StoreError>
 }
 
 export interface RecoveryReport {
@@ -69,7 +83,9 @@ export const makeRows = (tables: Map<string, RowTable>, checkpoint: number, reco
 export const RowsLive = Layer.effect(
   Rows,
   Effect.gen(function* () {
-    const { tables, checkpoint, report } = yield* recoverRows(yield* EventLog, yield* Catalog)
+    const log = yield* EventLog
+    if (log.rowStore !== undefined) return yield* makeCacheRows(log.rowStore, yield* Catalog)
+    const { tables, checkpoint, report } = yield* recoverRows(log, yield* Catalog)
     return makeRows(tables, checkpoint, report)
   })
 )

@@ -1,0 +1,123 @@
+/**
+ * A node on PostgreSQL is a bounded cache of the store's rows, not a replica, on a real 3-server cluster
+ * (test/cluster/pg-cluster.ts): its start reads no row of the `rows` table however many there are, reading every
+ * row once leaves at most `WO_ROW_CACHE` of them in memory, and a row another node writes is read fresh. Counted on
+ * the real `pg` client (the rows each statement returned) and on the cache itself, no timing. Real runtimes in this
+ * process (the layer `wo run --store` builds), each serving HTTP on port 0; the rows written through the store's own
+ * append (testkit/pg-price-log.ts).
+ */
+import { Effect, ManagedRuntime } from "effect"
+import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { loadSettings } from "../../src/support/config.ts"
+import { HttpServer } from "../../src/http/server.ts"
+import { Rows } from "../../src/projections/rows/rows.ts"
+import { writeOnceLayer } from "../../src/runtime/runtime.ts"
+import { observedPostgresLog } from "../../testkit/observed-pg.ts"
+import { writePriceLog } from "../../testkit/pg-price-log.ts"
+import { apps, http, tempDir } from "../../testkit/server.ts"
+import { haveBinaries, sharedCluster, warnIfSkipped, type PgCluster } from "../cluster/pg-cluster.ts"
+
+warnIfSkipped("the PostgreSQL row cache tests")
+
+const MANY = 200_000
+/** The cache's bound in these tests: a few thousand of the sample's rows. */
+const CACHE_BYTES = 1024 * 1024
+
+/** A node on the store as `wo run --store` builds it, serving on port 0, counting the rows-table rows its statements got. */
+const startNode = async (store: string, rowCache = CACHE_BYTES) => {
+  const counts = { storedRows: 0 }
+  const log = observedPostgresLog(store, {
+    returned: (text, result) => {
+      if (/ from writeonce\.rows\b/.test(text)) counts.storedRows += result.rows.length
+    }
+  })
+  const settings = await Effect.runPromise(loadSettings({ dataDir: tempDir("wo-pg-cache-") }, { host: "127.0.0.1", port: 0, store, rowCache }))
+  const runtime = ManagedRuntime.make(writeOnceLayer(apps.pricing, settings, { logger: false, signals: false, log }))
+  const { url } = await runtime.runPromise(HttpServer)
+  const rows = runtime.runSync(Rows)
+  return { url, counts, rows, stop: () => runtime.dispose() }
+}
+
+describe.skipIf(!haveBinaries)("a node on PostgreSQL caches the store's rows", () => {
+  let cluster: PgCluster
+  beforeAll(async () => {
+    cluster = await sharedCluster()
+  }, 120_000)
+  afterAll(() => cluster?.stop())
+
+  it(`starts on ${MANY} rows reading none of them, and holds at most WO_ROW_CACHE bytes of them once it read them all`, async () => {
+    const store = await cluster.createDatabase("pg_cache_many")
+    await writePriceLog(store, { products: MANY, events: 0, batch: 10_000 })
+    const node = await startNode(store)
+    try {
+      expect(node.counts.storedRows).toBe(0)
+      expect(node.rows.recovered).toMatchObject({ rows: MANY, events: MANY, tailEvents: 0 })
+      expect(node.rows.table("products").size).toBe(MANY)
+      expect(node.rows.cached?.held()).toEqual({ rows: 0, bytes: 0 })
+
+      // Every row once, a page at a time: each page is one read of the store, and the cache stays within its bound.
+      let cursor: string | undefined
+      let seen = 0
+      let pages = 0
+      do {
+        const res = await http(`${node.url}/api/products?limit=1000${cursor === undefined ? "" : `&cursor=${encodeURIComponent(cursor)}`}`)
+        expect(res.status, res.text).toBe(200)
+        seen += res.json.items.length
+        pages++
+        cursor = res.json.nextCursor
+      } while (cursor !== undefined)
+      expect(seen).toBe(MANY)
+      expect(node.counts.storedRows).toBe(MANY + pages - 1)
+      const held = node.rows.cached!.held()
+      expect(held.bytes).toBeLessThanOrEqual(CACHE_BYTES)
+      expect(held.rows).toBeGreaterThan(0)
+      expect(held.rows).toBeLessThan(MANY / 10)
+
+      // A row the cache let go is read again, by id.
+      const res = await http(`${node.url}/api/products/1`)
+      expect(res.status, res.text).toBe(200)
+      expect(res.json).toMatchObject({ id: "1", version: 1, name: "p0" })
+      expect((await http(`${node.url}/api/products/${MANY + 1}`)).status).toBe(404)
+    } finally {
+      await node.stop()
+    }
+  }, 300_000)
+
+  it("reads a row another node created or changed: a miss reads the store, a held row is moved on by the tailer", async () => {
+    const store = await cluster.createDatabase("pg_cache_fresh")
+    await writePriceLog(store, { products: 4, events: 0 })
+    const a = await startNode(store)
+    const b = await startNode(store)
+    try {
+      // A holds product 1; B changes it: A's tailer applies B's commit to the row it holds.
+      expect((await http(`${a.url}/api/products/1`)).json).toMatchObject({ version: 1, price: 1 })
+      expect(a.rows.cached!.peek("products", "1")).toBeDefined()
+      const set = await http(`${b.url}/api/products/1/set_price`, { method: "POST", body: { price: 42 } })
+      expect(set.status, set.text).toBe(200)
+      let row: Record<string, unknown> = {}
+      for (let polls = 0; polls < 500; polls++) {
+        row = (await http(`${a.url}/api/products/1`)).json
+        if (row.version === 2) break
+        await new Promise((r) => setTimeout(r, 20))
+      }
+      expect(row).toMatchObject({ id: "1", version: 2, price: 42 })
+
+      // A row B created (or changed) that A does not hold is read from the store at once, whatever A's tailer did.
+      for (let i = 0; i < 20; i++) {
+        const created = await http(`${b.url}/api/products`, { method: "POST", body: { name: `n${i}`, price: i + 1, currency: "EUR" } })
+        expect(created.status, created.text).toBe(201)
+        const read = await http(`${a.url}/api/products/${created.json.id}`)
+        expect(read.status, read.text).toBe(200)
+        expect(read.json).toEqual(created.json)
+        const changed = await http(`${b.url}/api/products/${i % 3 + 2}/set_price`, { method: "POST", body: { price: 100 + i } })
+        expect(changed.status, changed.text).toBe(200)
+      }
+      // And A's list reads the store in id order, each row as fresh as the cache or the store has it.
+      const list = await http(`${a.url}/api/products?limit=100`)
+      expect(list.json.items).toHaveLength(24)
+    } finally {
+      await a.stop()
+      await b.stop()
+    }
+  }, 120_000)
+})
