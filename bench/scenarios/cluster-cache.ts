@@ -136,7 +136,7 @@ export async function runClusterCache(ctx: BenchContext, o: ClusterCacheOptions)
     const empty = await createDatabase(url, 'cache_empty');
     const full = await createDatabase(url, 'cache_full');
     ctx.phase(`cluster-cache: writing ${o.rows.toLocaleString('en-US')} products`);
-    await writePriceLog(full, { products: o.rows, events: 0, batch: 2_000 });
+    await writePriceLog(full, { products: o.rows, events: 0, batch: 2_000, timeoutMs: 120_000 });
     // Each store's first start folds the view from the log and stores its snapshot at shutdown: not measured.
     for (const store of [empty, full]) {
       ctx.phase('cluster-cache: a first start, folding the view');

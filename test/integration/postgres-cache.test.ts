@@ -47,7 +47,7 @@ describe.skipIf(!haveBinaries)("a node on PostgreSQL caches the store's rows", (
 
   it(`starts on ${MANY} rows reading none of them, and holds at most WO_ROW_CACHE bytes of them once it read them all`, async () => {
     const store = await cluster.createDatabase("pg_cache_many")
-    await writePriceLog(store, { products: MANY, events: 0, batch: 2_000 })
+    await writePriceLog(store, { products: MANY, events: 0, batch: 2_000, timeoutMs: 60_000 })
     const node = await startNode(store)
     try {
       expect(node.counts.storedRows).toBe(0)
