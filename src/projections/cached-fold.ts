@@ -2,7 +2,7 @@
  * How the tailer of a node whose rows are a cache of the store (rows/cache-rows.ts) folds other nodes' commits into
  * changes, instead of reading every row they touch (the projector's fold does, projector.ts). Each change starts
  * from the row the cache holds when it holds the row just before the event (its `at` is earlier); from the row read
- * with the chunk (`before`) when the views need it; else it is unknown: the change carries the event's fields alone
+ * with the chunk (`before`) when a view folds one of its entity's events; else it is unknown: the change carries the event's fields alone
  * and no `before`, which the cache takes as "drop it" (cache-table.ts). Creates always carry the whole row.
  */
 import { Effect } from "effect"
@@ -19,6 +19,7 @@ import type { CachedRows } from "./rows/rows.ts"
 export type Known = ReadonlyMap<string, Row | null>
 
 export const makeCachedFold = (catalog: CompiledApp, cached: CachedRows, log: EventLogShape) => {
+  const views = [...catalog.views.values()]
   /** The cached row when it is the one just before an event at `seq`. */
   const heldBefore = (type: string, id: string, seq: number) => {
     const held = cached.peek(type, id)
@@ -56,12 +57,18 @@ export const makeCachedFold = (catalog: CompiledApp, cached: CachedRows, log: Ev
    */
   const before = (events: ReadonlyArray<StoredEvent>): Effect.Effect<Known, StoreError> =>
     Effect.suspend(() => {
+      // Only the rows of entities a view folds an event of (a set_price no view listens to needs no row).
+      const viewed = new Set<string>()
+      for (const event of events) if (views.some((v) => v.folds(event))) viewed.add(streamKey(event.type, event.id))
       const first = new Map<string, StoredEvent>()
       for (const event of events) {
-        if (!catalog.types.has(event.type) || event.kind === "created") continue
+        if (!catalog.types.has(event.type)) continue
         const key = streamKey(event.type, event.id)
-        if (!first.has(key) && heldBefore(event.type, event.id, event.seq) === undefined) first.set(key, event)
+        if (first.has(key) || !viewed.has(key)) continue
+        // A create starts from no row (null, in the fold); else the cache's row when it is the one before.
+        first.set(key, event)
       }
+      for (const [key, event] of first) if (event.kind === "created" || heldBefore(event.type, event.id, event.seq) !== undefined) first.delete(key)
       if (first.size === 0) return Effect.succeed(new Map())
       const wanted = [...first.values()]
       return Effect.flatMap(cached.readNow(wanted.map((e) => ({ type: e.type, id: e.id }))), (stored) => {

@@ -8,6 +8,7 @@
  */
 import { Effect, ManagedRuntime } from "effect"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import type { AppDef } from "../../src/domain/catalog.ts"
 import { loadSettings } from "../../src/support/config.ts"
 import { HttpServer } from "../../src/http/server.ts"
 import { Rows } from "../../src/projections/rows/rows.ts"
@@ -24,7 +25,7 @@ const MANY = 200_000
 const CACHE_BYTES = 1024 * 1024
 
 /** A node on the store as `wo run --store` builds it, serving on port 0, counting the rows-table rows its statements got. */
-const startNode = async (store: string, rowCache = CACHE_BYTES) => {
+const startNode = async (store: string, rowCache = CACHE_BYTES, app: AppDef = apps.pricing) => {
   const counts = { storedRows: 0 }
   const log = observedPostgresLog(store, {
     returned: (text, result) => {
@@ -32,7 +33,7 @@ const startNode = async (store: string, rowCache = CACHE_BYTES) => {
     }
   })
   const settings = await Effect.runPromise(loadSettings({ dataDir: tempDir("wo-pg-cache-") }, { host: "127.0.0.1", port: 0, store, rowCache }))
-  const runtime = ManagedRuntime.make(writeOnceLayer(apps.pricing, settings, { logger: false, signals: false, log }))
+  const runtime = ManagedRuntime.make(writeOnceLayer(app, settings, { logger: false, signals: false, log }))
   const { url } = await runtime.runPromise(HttpServer)
   const rows = runtime.runSync(Rows)
   return { url, counts, rows, stop: () => runtime.dispose() }
@@ -115,6 +116,73 @@ describe.skipIf(!haveBinaries)("a node on PostgreSQL caches the store's rows", (
       // And A's list reads the store in id order, each row as fresh as the cache or the store has it.
       const list = await http(`${a.url}/api/products?limit=100`)
       expect(list.json.items).toHaveLength(24)
+    } finally {
+      await a.stop()
+      await b.stop()
+    }
+  }, 120_000)
+
+  it("reads filtered and ordered lists from the store in the order the embedded store's indexes give, a page at a time", async () => {
+    const store = await cluster.createDatabase("pg_cache_lists")
+    const node = await startNode(store)
+    try {
+      // Ties on price (broken by id), both currencies, names in code-unit order ("B" before "a").
+      const made: Array<{ id: number; name: string; price: number; currency: string }> = []
+      for (let i = 0; i < 30; i++) {
+        const body = { name: i % 2 === 0 ? `B${i}` : `a${i}`, price: 1 + (i * 7) % 5, currency: i % 3 === 0 ? "USD" : "EUR" }
+        const res = await http(`${node.url}/api/products`, { method: "POST", body })
+        expect(res.status, res.text).toBe(201)
+        made.push({ id: Number(res.json.id), ...body })
+      }
+      const walk = async (query: string) => {
+        const ids: Array<number> = []
+        let cursor: string | undefined
+        do {
+          const res = await http(`${node.url}/api/products?${query}&limit=4${cursor === undefined ? "" : `&cursor=${encodeURIComponent(cursor)}`}`)
+          expect(res.status, res.text).toBe(200)
+          ids.push(...res.json.items.map((r: { id: string }) => Number(r.id)))
+          cursor = res.json.nextCursor
+        } while (cursor !== undefined)
+        return ids
+      }
+      const by = <K extends "price" | "name">(field: K, descending: boolean) => (x: (typeof made)[number], y: (typeof made)[number]) => {
+        const c = x[field] < y[field] ? -1 : x[field] > y[field] ? 1 : x.id - y.id
+        return descending ? -c : c
+      }
+      const eur = made.filter((p) => p.currency === "EUR")
+      expect(await walk("currency=EUR")).toEqual(eur.map((p) => p.id))
+      expect(await walk("currency=EUR&order=-price")).toEqual([...eur].sort(by("price", true)).map((p) => p.id))
+      expect(await walk("order=price")).toEqual([...made].sort(by("price", false)).map((p) => p.id))
+      expect(await walk("order=name")).toEqual([...made].sort(by("name", false)).map((p) => p.id))
+      expect(await walk("order=-id")).toEqual(made.map((p) => p.id).reverse())
+    } finally {
+      await node.stop()
+    }
+  }, 120_000)
+
+  it("folds another node's changes of rows it does not hold into its views exactly: it reads the rows before them", async () => {
+    const store = await cluster.createDatabase("pg_cache_views")
+    const b = await startNode(store, CACHE_BYTES, apps.blog)
+    const article = { title: "t", body: "b", status: "draft", tags: [], author: { name: "n" } }
+    for (let i = 0; i < 10; i++) expect((await http(`${b.url}/api/articles`, { method: "POST", body: article })).status).toBe(201)
+    // A starts after the creates: it holds none of the articles when B publishes them.
+    const a = await startNode(store, CACHE_BYTES, apps.blog)
+    try {
+      expect(a.rows.cached!.held().rows).toBe(0)
+      for (let i = 1; i <= 6; i++) {
+        const res = await http(`${b.url}/api/articles/${i}`, { method: "PATCH", body: { status: "published" } })
+        expect(res.status, res.text).toBe(200)
+      }
+      const want = { draft: 4, published: 6 }
+      let value: unknown
+      for (let polls = 0; polls < 500; polls++) {
+        const res = await http(`${a.url}/api/_views/articles_by_status`)
+        value = res.json?.value
+        if (JSON.stringify(value) === JSON.stringify(want)) break
+        await new Promise((r) => setTimeout(r, 20))
+      }
+      expect(value).toEqual(want)
+      expect((await http(`${b.url}/api/_views/articles_by_status`)).json.value).toEqual(want)
     } finally {
       await a.stop()
       await b.stop()
