@@ -155,6 +155,13 @@ describe.skipIf(!haveBinaries)("a node on PostgreSQL caches the store's rows", (
       expect(await walk("order=price")).toEqual([...made].sort(by("price", false)).map((p) => p.id))
       expect(await walk("order=name")).toEqual([...made].sort(by("name", false)).map((p) => p.id))
       expect(await walk("order=-id")).toEqual(made.map((p) => p.id).reverse())
+      // The synchronous reads (MCP's resources/list walks `page`; a delete's reference check, `idsWhere`).
+      const table = node.rows.table("products")
+      const first = table.page(0, 4)
+      expect({ ids: first.rows.map((r) => Number(r.id)), more: first.more }).toEqual({ ids: made.slice(0, 4).map((p) => p.id), more: true })
+      const end = table.page(made[27].id, 4)
+      expect({ ids: end.rows.map((r) => Number(r.id)), more: end.more }).toEqual({ ids: made.slice(28).map((p) => p.id), more: false })
+      expect(table.idsWhere("currency", "EUR")).toEqual(eur.map((p) => p.id))
     } finally {
       await node.stop()
     }
