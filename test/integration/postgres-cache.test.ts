@@ -20,7 +20,7 @@ import { haveBinaries, sharedCluster, warnIfSkipped, type PgCluster } from "../c
 
 warnIfSkipped("the PostgreSQL row cache tests")
 
-const MANY = 200_000
+const MANY = 100_000
 /** The cache's bound in these tests: a few thousand of the sample's rows. */
 const CACHE_BYTES = 1024 * 1024
 
