@@ -3,7 +3,7 @@
 //   npm run bench                        full run, a few minutes on 2 cores
 //   npm run bench -- --quick             under a minute (shorter windows, 100k-event replay)
 //   npm run bench -- --smoke --out DIR   seconds: one level, a subset, tiny sizes (what npm run bench:smoke checks)
-// Options: --out DIR (default bench/results for a full run, .data/bench-<mode> otherwise), --only load,notify,readers,amplify,stall,replay,sessions,cqrs,invariant,scaleout,commands,metrics,backup,devreload,scale (default: all; smoke runs leave scaleout out).
+// Options: --out DIR (default bench/results for a full run, .data/bench-<mode> otherwise), --only load,notify,readers,amplify,stall,replay,sessions,cqrs,invariant,scaleout,commands,metrics,access,backup,devreload,scale (default: all; smoke runs leave scaleout out).
 // Env: BENCH_DATA_DIR (data dirs and the fsync probe; default <repo>/.data/bench-run); BENCH_SCENARIOS and
 // BENCH_LEVELS narrow the load matrix to some scenarios (id prefixes) at some in-flight levels (bench/scenarios/load-matrix.ts).
 // Scenarios: bench/scenarios/*.ts; the kit they share: bench/lib/*.ts; the report: bench/report.ts.
@@ -30,6 +30,7 @@ import { renderScaleOut, runScaleOut, scaleOutBudgets, type ScaleOutOptions, typ
 import { INVARIANT_BUDGET, renderInvariant, runInvariant, type InvariantResult } from './scenarios/invariant.ts';
 import { renderCommands, runCommands, type CommandsOptions, type CommandsResult } from './scenarios/commands.ts';
 import { METRICS_BUDGET, renderMetricsCost, runMetricsCost, type MetricsCostResult } from './scenarios/metrics-cost.ts';
+import { accessBudgets, renderAccessCost, runAccessCost, type AccessCostResult } from './scenarios/access-cost.ts';
 import { renderBackup, runBackup, type BackupOptions, type BackupResult } from './scenarios/backup.ts';
 import { renderScale, runScale, scaleBudgets, type ScaleOptions, type ScaleResult } from './scenarios/scale.ts';
 import { renderDevReload, runDevReload, type DevReloadResult } from './dev-reload.ts';
@@ -47,7 +48,7 @@ const option = (name: string): string | undefined => {
 const mode: Mode = flag('smoke') ? 'smoke' : flag('quick') ? 'quick' : 'full';
 // Only a full run replaces the committed results; shorter runs go under .data (not committed).
 const outDir = resolve(option('out') ?? (mode === 'full' ? join(repoRoot, 'bench', 'results') : join(repoRoot, '.data', `bench-${mode}`)));
-const PARTS = ['load', 'notify', 'readers', 'amplify', 'stall', 'replay', 'sessions', 'cqrs', 'invariant', 'scaleout', 'commands', 'metrics', 'backup', 'devreload', 'scale'] as const;
+const PARTS = ['load', 'notify', 'readers', 'amplify', 'stall', 'replay', 'sessions', 'cqrs', 'invariant', 'scaleout', 'commands', 'metrics', 'access', 'backup', 'devreload', 'scale'] as const;
 type Part = (typeof PARTS)[number];
 // scaleout starts a PostgreSQL cluster: not in smoke runs unless asked for.
 const only = option('only')?.split(',').map((s) => s.trim()) ?? PARTS.filter((p) => p !== 'scaleout' || mode !== 'smoke');
@@ -247,6 +248,8 @@ let invariantCost: InvariantResult | undefined;
 let commands: CommandsResult | undefined;
 /** The metrics cost (reported after the rest). */
 let metricsCost: MetricsCostResult | undefined;
+/** What principals and OAuth tokens cost (reported after the rest, in its own file too). */
+let accessCost: AccessCostResult | undefined;
 /** The backup budget (reported after the rest, in its own file too). */
 let backup: BackupResult | undefined;
 /** The data-larger-than-memory section (reported after the rest, in its own file too). */
@@ -328,6 +331,7 @@ try {
   if (wanted('scaleout')) scaleOut = await runScaleOut(ctx, S.scaleOut);
   if (wanted('commands')) commands = await runCommands(ctx, S.commands);
   if (wanted('metrics')) metricsCost = await runMetricsCost(ctx);
+  if (wanted('access')) accessCost = await runAccessCost(ctx);
   if (wanted('backup')) backup = await runBackup(ctx, S.backup);
   if (wanted('scale')) scale = await runScale(ctx, S.scale);
   if (wanted('devreload')) devReload = await runDevReload({ rounds: mode === 'full' ? 10 : 2, rows: mode === 'smoke' ? 50 : 2000, dataRoot });
@@ -359,6 +363,7 @@ report.budgets = [
   ...evaluateBudgets(report, report.ratios),
   ...(invariantCost ? [budget('invariantCpu', 'durable set_price server CPU with one invariant / without (median of paired rounds)', '<=', INVARIANT_BUDGET, invariantCost.medianRatio, 'x', `${invariantCost.b.srvCpuUsPerCall.toFixed(0)} against ${invariantCost.a.srvCpuUsPerCall.toFixed(0)} µs/call; see "Invariant cost"`)] : []),
   ...(metricsCost ? [budget('metricsCpu', 'durable set_price server CPU with metrics on / off (median of paired rounds)', '<=', METRICS_BUDGET, metricsCost.medianRatio, 'x', `${metricsCost.b.srvCpuUsPerCall.toFixed(0)} against ${metricsCost.a.srvCpuUsPerCall.toFixed(0)} µs/call; the hooks alone ${metricsCost.hookUsPerCall.toFixed(2)} µs/call; see "Metrics cost"`)] : []),
+  ...(accessCost ? accessBudgets(accessCost) : []),
   ...(commands ? [budget('lendCpu', 'app command `lend` (two entities) server CPU / set_price', '<=', commands.budget, commands.ratio, 'x', `${commands.lend.srvCpuUsPerCall.toFixed(0)} against ${commands.setPrice.srvCpuUsPerCall.toFixed(0)} µs/call`)] : []),
   ...(backup ? [
     budget('backupP99', 'write p99 during `wo backup` / before it', '<=', 2, backup.p99Ratio, 'x', `${backup.events.toLocaleString('en-US')} events; see "Online backup"`),
@@ -369,10 +374,11 @@ report.budgets = [
 ];
 report.wallMs = performance.now() - wallStart;
 
-const md = renderMarkdown(report) + (invariantCost ? `\n${renderInvariant(invariantCost)}` : '') + (scaleOut ? `\n${renderScaleOut(scaleOut)}` : '') + (commands ? `\n${renderCommands(commands)}\n` : '') + (metricsCost ? `\n${renderMetricsCost(metricsCost)}\n` : '') + (backup ? `\n${renderBackup(backup)}\n` : '') + (scale ? `\n${renderScale(scale)}\n` : '') + (devReload ? `\n${renderDevReload(devReload)}\n` : '');
+const md = renderMarkdown(report) + (invariantCost ? `\n${renderInvariant(invariantCost)}` : '') + (scaleOut ? `\n${renderScaleOut(scaleOut)}` : '') + (commands ? `\n${renderCommands(commands)}\n` : '') + (metricsCost ? `\n${renderMetricsCost(metricsCost)}\n` : '') + (accessCost ? `\n${renderAccessCost(accessCost)}\n` : '') + (backup ? `\n${renderBackup(backup)}\n` : '') + (scale ? `\n${renderScale(scale)}\n` : '') + (devReload ? `\n${renderDevReload(devReload)}\n` : '');
 mkdirSync(outDir, { recursive: true });
 if (scaleOut) writeFileSync(join(outDir, 'scale-out.json'), `${JSON.stringify(scaleOut, null, 2)}\n`);
 if (commands) writeFileSync(join(outDir, 'commands.json'), `${JSON.stringify(commands, null, 2)}\n`);
+if (accessCost) writeFileSync(join(outDir, 'access.json'), `${JSON.stringify(accessCost, null, 2)}\n`);
 if (backup) writeFileSync(join(outDir, 'backup.json'), `${JSON.stringify(backup, null, 2)}\n`);
 if (scale) writeFileSync(join(outDir, 'scale.json'), `${JSON.stringify(scale, null, 2)}\n`);
 if (devReload) writeFileSync(join(outDir, 'dev-reload.json'), `${JSON.stringify(devReload, null, 2)}\n`);

@@ -20,6 +20,7 @@ import type { Operation } from "../access/grants.ts"
 import { credentialsUnavailable, forbidden, limited, unauthorized } from "./edge/access-refusals.ts"
 import { CredentialRefused } from "../access/credentials.ts"
 import { takeWrite } from "../access/rate-limits.ts"
+import { noCancel } from "../support/no-cancel.ts"
 
 export interface Routes {
   readonly rest: (request: EdgeRequest) => Effect.Effect<EdgeResponse>
@@ -62,11 +63,18 @@ const admit = (access: AccessShape, request: EdgeRequest, op: Operation | typeof
     return unauthorized(request.path, challenges?.unauthorized(request.headers, principal.reason), principal.reason)
   }
   if (principal === undefined) return unauthorized(request.path, challenges?.unauthorized(request.headers))
-  if (op !== ANY && !may(principal, op)) return forbidden(op, challenges === undefined ? undefined : (grants) => challenges.forbidden(grants, request.headers))
+  if (op !== ANY && !may(principal, op)) {
+    access.activity?.count(principal.name, "forbidden")
+    return forbidden(op, challenges === undefined ? undefined : (grants) => challenges.forbidden(grants, request.headers))
+  }
   if (op !== ANY && (op._tag === "Write" || op._tag === "Command") && principal.limits !== undefined) {
     const reached = takeWrite(principal.limits)
-    if (reached !== undefined) return limited(reached)
+    if (reached !== undefined) {
+      access.activity?.count(principal.name, "limited")
+      return limited(reached)
+    }
   }
+  access.activity?.count(principal.name, "admitted")
   // Only once admitted: a request carrying a principal is one that passed (see `refusalOf`).
   ;(request as { principal?: Principal }).principal = principal
   return undefined
@@ -83,7 +91,7 @@ const refusalOf = (guards: Guards, access: AccessShape, request: EdgeRequest): E
   if (!access.required || request.principal !== undefined) return undefined
   const op = requestOperation(request.method, request.path, METRICS_PATH)
   if (op === undefined) return undefined
-  const found = access.authenticate(request.headers.authorization)
+  const found = access.authenticate(request.headers.authorization, request.connection)
   return Effect.isEffect(found) ? Effect.map(found, (p) => admit(access, request, op, p)) : admit(access, request, op, found)
 }
 
@@ -131,19 +139,23 @@ export interface DirectRoutes {
 
 /**
  * The router's direct path (edge.ts, DirectRoute): a REST request or a POST to /mcp that passes the checks
- * `makeRouter` makes (the same `refusalOf`: Host, Origin, credential and grant) goes to its direct route; any
- * other, refusals and credentials still to verify included, is left to `makeRouter`, which answers them.
+ * `makeRouter` makes (the same `refusalOf`: Host, Origin, credential and grant) goes to its direct route, and one
+ * they refuse is answered here with the same refusal (judged once: each refusal is counted once, and a write
+ * refused over its limit takes nothing from it twice). Any other, a credential still to verify included, is left
+ * to `makeRouter`.
  */
 export const makeDirectRouter = (guards: Guards, routes: DirectRoutes, access: AccessShape = Access.open): DirectRoute =>
   (request, respond) => {
-    if (request.path === "/mcp") {
-      return routes.mcp !== undefined && request.method === "POST" && refusalOf(guards, access, request) === undefined
-        ? routes.mcp(request, respond)
-        : undefined
-    }
-    return DIRECT_METHODS.has(request.method) && request.path.startsWith("/api/") &&
-        (!request.path.startsWith("/api/_") || request.path.startsWith(COMMANDS_PREFIX)) &&
-        refusalOf(guards, access, request) === undefined
-      ? routes.rest(request, respond)
+    const route = request.path === "/mcp"
+      ? (request.method === "POST" ? routes.mcp : undefined)
+      : DIRECT_METHODS.has(request.method) && request.path.startsWith("/api/") &&
+          (!request.path.startsWith("/api/_") || request.path.startsWith(COMMANDS_PREFIX))
+      ? routes.rest
       : undefined
+    if (route === undefined) return undefined
+    const refused = refusalOf(guards, access, request)
+    if (refused === undefined) return route(request, respond)
+    if (Effect.isEffect(refused)) return undefined
+    respond.answer(refused)
+    return noCancel
   }

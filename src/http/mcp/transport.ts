@@ -38,6 +38,7 @@ import {
 } from "./protocol.ts"
 import type { Session, SessionsShape } from "./sessions.ts"
 import type { Principal } from "../../access/principal.ts"
+import type { PrincipalActivity } from "../../access/principal-activity.ts"
 
 /** The headers of MCP's Streamable HTTP transport, as node:http gives them (lower case). */
 export const SESSION_HEADER = "mcp-session-id"
@@ -111,6 +112,16 @@ const refused = (id: RpcId | null, refusal: Refusal, forbiddenChallenge?: (grant
 
 const accepted = (): EdgeResponse => empty(202)
 
+/** A handler's failure as its era refuses it; a refusal of the principal's own (a grant missing, a limit reached) counted against it. */
+const refusalOf = (policy: EraPolicy, failure: Failure, principal: Principal | undefined, activity: PrincipalActivity | undefined): Refusal => {
+  const refusal = policy.refuse(failure)
+  if (principal !== undefined && activity !== undefined) {
+    if (refusal._tag === "Forbidden") activity.count(principal.name, "forbidden")
+    else if (refusal._tag === "Limited") activity.count(principal.name, "limited")
+  }
+  return refusal
+}
+
 const withHeaders = (response: EdgeResponse, headers: Headers): EdgeResponse => ({ ...response, headers: { ...response.headers, ...headers } })
 
 /**
@@ -123,13 +134,15 @@ class ReplyTo implements DirectReply {
     readonly respond: DirectRespond,
     readonly policy: EraPolicy,
     readonly id: RpcId,
+    readonly principal: Principal | undefined,
+    readonly activity: PrincipalActivity | undefined,
     readonly forbiddenChallenge?: (grants: ReadonlyArray<string>) => string
   ) {}
   result(outcome: Outcome) {
     this.answer(() => rpcResult(this.id, this.policy.decorate(outcome)))
   }
   failure(failure: Failure) {
-    this.answer(() => refused(this.id, this.policy.refuse(failure), this.forbiddenChallenge))
+    this.answer(() => refused(this.id, refusalOf(this.policy, failure, this.principal, this.activity), this.forbiddenChallenge))
   }
   /** Answers what `make` builds; a throw while building it is answered as a defect. */
   private answer(make: () => EdgeResponse) {
@@ -162,10 +175,12 @@ export interface TransportDeps {
   readonly streamsOf?: (principal: Principal) => number
   /** OAuth's challenge on a 403 (access.ts), naming every grant the request needs; absent with OAuth off. */
   readonly forbiddenChallenge?: (grants: ReadonlyArray<string>) => string
+  /** Where principals' refusals are counted (access.ts); absent without principals. */
+  readonly activity?: PrincipalActivity
 }
 
 export const makeMcpTransport = (deps: TransportDeps) => {
-  const { dispatcher, legacy, modern, sessions, openListen, openSessionStream, maxJsonDepth, streamsOf, forbiddenChallenge } = deps
+  const { dispatcher, legacy, modern, sessions, openListen, openSessionStream, maxJsonDepth, streamsOf, forbiddenChallenge, activity } = deps
   let responseStreams = 0
 
   const envelopeOf = (request: EdgeRequest, meta: Envelope["meta"]): Envelope => ({
@@ -194,7 +209,7 @@ export const makeMcpTransport = (deps: TransportDeps) => {
             run: answer.run,
             respond: (outcome) =>
               Effect.match(outcome, {
-                onFailure: (failure) => JSON.stringify(errorMessage(request.id, policy.refuse(failure).error)),
+                onFailure: (failure) => JSON.stringify(errorMessage(request.id, refusalOf(policy, failure, context.principal, activity).error)),
                 onSuccess: (o) => resultBody(request.id, policy.decorate(o))
               })
           }),
@@ -223,7 +238,7 @@ export const makeMcpTransport = (deps: TransportDeps) => {
     }
     const serve = (context: CallContext): Effect.Effect<EdgeResponse> =>
       Effect.match(dispatcher.dispatch(message, context), {
-        onFailure: (failure) => refused(message.id, policy.refuse(failure), forbiddenChallenge),
+        onFailure: (failure) => refused(message.id, refusalOf(policy, failure, context.principal, activity), forbiddenChallenge),
         onSuccess: (answer) => respond(policy, message, context, answer)
       })
     const admission = policy.admit(message, envelope)
@@ -264,7 +279,10 @@ export const makeMcpTransport = (deps: TransportDeps) => {
     }
     if (request.method === "GET" && request.principal !== undefined && streamsOf !== undefined) {
       const reached = streamRefused(request.principal.limits, streamsOf(request.principal))
-      if (reached !== undefined) return Effect.succeed(refused(null, limitedRefusal(reached), forbiddenChallenge))
+      if (reached !== undefined) {
+        activity?.count(request.principal.name, "limited")
+        return Effect.succeed(refused(null, limitedRefusal(reached), forbiddenChallenge))
+      }
     }
     return legacy.session(envelope).pipe(
       Effect.flatMap((session) =>
@@ -313,7 +331,7 @@ export const makeMcpTransport = (deps: TransportDeps) => {
       respond.answer(refused(message.id, admission.left, forbiddenChallenge))
       return noCancel
     }
-    const cancel = dispatchNow(message, admission.right, new ReplyTo(respond, policy, message.id, forbiddenChallenge))
+    const cancel = dispatchNow(message, admission.right, new ReplyTo(respond, policy, message.id, admission.right.principal, activity, forbiddenChallenge))
     if (cancel === undefined) readAlready.set(request, message)
     return cancel
   }
