@@ -192,6 +192,25 @@ describe("OAuth access tokens, keys from a file", () => {
       expect(verifier.verifications()).toBe(2)
     }))
 
+  it.effect("requests that bring the same new token at once share one verification, and each gets its answer", () =>
+    Effect.gen(function* () {
+      const key = yield* Effect.promise(() => makeKey("k1"))
+      const file = path.join(tempDir(), "jwks.json")
+      writeJwks(file, key)
+      const verifier = yield* verifierOverFile(file)
+      const token = yield* Effect.promise(() => sign({ key }))
+      const forged = `${token.slice(0, token.indexOf(".") + 1)}e30${token.slice(token.lastIndexOf("."))}`
+      const answers = yield* Effect.all(
+        Array.from({ length: 8 }, (_, i) => refusal(verifier, i % 2 === 0 ? token : forged)),
+        { concurrency: "unbounded" }
+      )
+      expect(answers).toEqual(Array.from({ length: 8 }, (_, i) => (i % 2 === 0 ? "accepted as pricing-agent" : "bad_signature")))
+      // One verification of each distinct token; a refused one is verified again when it comes back.
+      expect(verifier.verifications()).toBe(2)
+      expect(yield* refusal(verifier, forged)).toBe("bad_signature")
+      expect(verifier.verifications()).toBe(3)
+    }))
+
   it.effect("a changed key file is read again: the new key's tokens pass, the removed key's fresh tokens do not, a cached one does until it expires", () =>
     Effect.gen(function* () {
       let clock = Date.now()

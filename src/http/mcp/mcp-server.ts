@@ -65,7 +65,7 @@ export const makeMcpRoute = Effect.gen(function* () {
     openSessionStream: makeSessionStream({ catalog, sessions, log: yield* EventLog, rows, views, streams, settings }),
     maxJsonDepth: settings.maxJsonDepth,
     streamsOf: streams.streamsOf,
-    ...(challenges === undefined ? {} : { forbiddenChallenge: (grants: ReadonlyArray<string>) => challenges.forbidden(grants) }),
+    ...(challenges === undefined ? {} : { forbiddenChallenge: challenges.forbidden }),
     ...(access?.activity === undefined ? {} : { activity: access.activity })
   })
 })
