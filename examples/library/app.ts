@@ -30,6 +30,7 @@ const books = entity({
     add_copies: {
       description: "Add copies of the book to the shelf.",
       params: { n: Schema.Int.pipe(Schema.positive()) },
+      changes: ["copies", "available"],
       apply: (book, { n }) =>
         book.copies + n > MAX_COPIES
           ? reject("too_many_copies", `a book has at most ${MAX_COPIES} copies: it has ${book.copies}, and ${n} more is too many`)
@@ -38,12 +39,14 @@ const books = entity({
     check_out: {
       description: "Take one copy off the shelf.",
       params: {},
+      changes: ["available"],
       apply: (book) =>
         book.available === 0 ? reject("no_copies", `no copy of "${book.title}" is available`) : { available: book.available - 1 }
     },
     check_in: {
       description: "Put one copy back on the shelf.",
       params: {},
+      changes: ["available"],
       // No check here: a copy the library does not own coming back breaks the invariant, which refuses it.
       apply: (book) => ({ available: book.available + 1 })
     }
@@ -72,6 +75,7 @@ const loans = entity({
     close: {
       description: "Mark the loan returned.",
       params: {},
+      changes: ["status"],
       apply: (loan) => (loan.status === "returned" ? reject("already_returned", "the loan is already returned") : { status: "returned" as const })
     }
   },

@@ -54,6 +54,11 @@ export interface MethodSpec<F extends Schema.Struct.Fields, P extends Schema.Str
   readonly params: P
   readonly description?: string
   /**
+   * The fields its change may set. Declared, the writer refuses a change that sets another (the author's bug, as a
+   * throw is), and a guarded field's refusal points only at the methods that change that field.
+   */
+  readonly changes?: ReadonlyArray<Extract<keyof F, string>>
+  /**
    * The decision. `row` is what the writer passes: the stored fields decoded through the type's schema (so a
    * `Schema.Date` field is a `Date`), with the row's id and version; `params` are decoded through `params`.
    */
