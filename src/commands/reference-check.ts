@@ -54,7 +54,7 @@ export const referenceRefusal = (
 }
 
 const missingReference = (type: string, id: string, operation: string, target: string, value: unknown) =>
-  new Rejected({ type, id, operation, code: MISSING_REFERENCE, reason: `${target} ${clipped(String(value))} does not exist` })
+  new Rejected({ type, id, operation, code: MISSING_REFERENCE, reason: `${target} ${clipped(String(value))} does not exist`, target })
 
 /** An id quoted in a refusal, cut as error texts are (a client may send megabytes). */
 const clipped = (id: string) => (id.length > MAX_ISSUE_TEXT ? `${id.slice(0, MAX_ISSUE_TEXT)}…` : id)

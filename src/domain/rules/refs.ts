@@ -9,7 +9,7 @@ export const RefTypeId: unique symbol = Symbol.for("writeonce/ref")
 
 /** A field holding the id of a row of `type`: `book: ref("books")` (optional: `ref("books").pipe(Schema.optional)`). */
 export const ref = <T extends string>(type: T) =>
-  Schema.String.annotations({ [RefTypeId]: type, description: `the id of a ${type} row` })
+  Schema.String.annotations({ [RefTypeId]: type, description: `the id of a row of ${type}` })
 
 /** The type a schema references, when it is a `ref` (also through NullOr/optional wrappers: see compile). */
 export const refTarget = (ast: SchemaAST.AST): string | undefined =>

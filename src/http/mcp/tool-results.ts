@@ -7,6 +7,8 @@ import type { Row } from "../../domain/catalog.ts"
 import { issuesOf } from "../../domain/codecs.ts"
 import { andMore, ValidationFailed, type CommandError, type NotFound } from "../../domain/errors.ts"
 import { IDEMPOTENT_REPLAY_META } from "../../commands/idempotency.ts"
+import type { CompiledApp } from "../../domain/compile.ts"
+import { refusalText } from "./refusal-text.ts"
 
 /** A tools/call result (failures are results with isError, not protocol errors). */
 export type CallToolResult = {
@@ -39,16 +41,23 @@ export const REFUSAL_META = "writeonce/refusal"
 /** An error as the text of an isError result. */
 export const errorResult = (message: string): ToolResult => ({ result: { content: [{ type: "text", text: message }], isError: true } })
 
-export const failure = (error: CommandError | NotFound | ValidationFailed): ToolResult => ({
-  result: error._tag === "IdempotencyKeyReused"
-    ? { content: [{ type: "text", text: error.message }], isError: true, _meta: { [REFUSAL_META]: { error: error._tag, key: error.key, message: error.message } } }
-    : error._tag === "Rejected"
-    // The domain's refusal carries its code, as REST's 422 body does, for an agent to branch on. In `_meta`, not
-    // `structuredContent`: SDK v1's client checks structuredContent against the tool's outputSchema (the row)
-    // even on an isError result, and would throw instead of returning the refusal.
-    ? { content: [{ type: "text", text: error.message }], isError: true, _meta: { [REFUSAL_META]: { error: error._tag, code: error.code, message: error.message } } }
-    : errorResult(error.message).result
-})
+/**
+ * A refused call's result. Its text is what the model reads (refusal-text.ts: the message, the code, the next step
+ * in `app`'s tool names); `_meta` carries the same refusal as data, for a client to branch on.
+ */
+export const failure = (error: CommandError | NotFound | ValidationFailed, app?: CompiledApp): ToolResult => {
+  const text = refusalText(app, error)
+  return {
+    result: error._tag === "IdempotencyKeyReused"
+      ? { content: [{ type: "text", text }], isError: true, _meta: { [REFUSAL_META]: { error: error._tag, key: error.key, message: error.message } } }
+      : error._tag === "Rejected"
+      // The domain's refusal carries its code, as REST's 422 body does, for an agent to branch on. In `_meta`, not
+      // `structuredContent`: SDK v1's client checks structuredContent against the tool's outputSchema (the row)
+      // even on an isError result, and would throw instead of returning the refusal.
+      ? { content: [{ type: "text", text }], isError: true, _meta: { [REFUSAL_META]: { error: error._tag, code: error.code, message: error.message } } }
+      : errorResult(text).result
+  }
+}
 
 /**
  * A write's answer given again for a retried idempotency key: the same result, flagged in `_meta`. Without the

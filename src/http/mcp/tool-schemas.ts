@@ -105,6 +105,12 @@ export const withoutDefaults = (properties: Record<string, JsonSchema>): Record<
  * The list tool's `where` and `order` properties, from the catalog: `where` has one property per filterable
  * field, with that field's own JSON Schema; `order` names each filterable field, ascending or with `-`.
  */
+/** How a list tool or template says `order` sorts, with one of the type's own fields as the example. */
+export const orderSentence = (type: CompiledType): string => {
+  const field = [...orderChoices(type)].find((choice) => choice !== "id" && !choice.startsWith("-"))
+  return field === undefined ? "sort by id" : `sort with order ("${field}", "-${field}"; default id)`
+}
+
 export const listFilterSchemas = (type: CompiledType): Record<string, JsonSchema> => {
   const properties = withoutDefaults(propertiesOf(type.fieldsJsonSchema))
   const filterable = [...type.filterable.keys()]
