@@ -108,8 +108,8 @@ describe.skipIf(!haveBinaries)("a node's memory of the store: an old primary bac
       restarted.then(() => (servedDuringPause = true), () => undefined)
       // A fresh node sees one writable server and one it cannot reach: it cannot tell which is newer, and says so.
       const fresh = await startFailure(startNodeOn(tempDir("wo-fence-fresh-"), store, "3s"))
-      console.info(`a fresh node while the promoted primary is paused: ${fresh.split("\n").find((l) => l.includes("no memory")) ?? fresh}`)
-      expect(fresh).toMatch(/no memory of this store/)
+      console.info(`a fresh node while the promoted primary is paused: ${fresh.split("\n").find((l) => l.includes("refusing to start")) ?? fresh}`)
+      expect(fresh).toMatch(/refusing to start after waiting 3000 ms \(WO_STORE_TIMEOUT\): this node has no memory of this store yet/)
       expect(fresh).toContain(`127.0.0.1:${cluster.port(promoted)}`)
       // The restarted node remembers timeline 2: it waits for a primary at least that new.
       expect(servedDuringPause).toBe(false)
@@ -136,6 +136,9 @@ describe.skipIf(!haveBinaries)("a node's memory of the store: an old primary bac
     fs.writeFileSync(path.join(other, MEMORY), JSON.stringify({ ...memory, systemIdentifier: foreign }))
     const refused = await startFailure(startNodeOn(other, store, "2s"))
     expect(refused).toContain(`another PostgreSQL cluster (system identifier ${memory.systemIdentifier}; this node's data dir remembers ${foreign}`)
+    expect(refused).toContain(`If the store moved to that cluster on purpose, delete ${path.join(other, MEMORY)}`)
+    // The memory is left as it was: refusing writes nothing.
+    expect(JSON.parse(fs.readFileSync(path.join(other, MEMORY), "utf8")).systemIdentifier).toBe(foreign)
     expect(await eventsOn(cluster.port("primary"))).toBe(oldEvents)
   }, 120_000)
 })

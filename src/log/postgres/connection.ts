@@ -19,11 +19,12 @@
  * for the primary and at least one standby).
  */
 import { Context, Duration, Effect, Exit, Layer, Schedule, type Scope } from "effect"
+import * as path from "node:path"
 import pg from "pg"
 import { STORE_TIMEOUT_MS } from "../../support/config.ts"
 import { type StoreError, StoreFailed } from "../../domain/errors.ts"
 import { describeHost, parseStoreUrl, redactStoreUrl, type StoreHost, type StoreTarget } from "./store-url.ts"
-import { furthest, isBehind, readFenceMemory, sameSeen, writeFenceMemory, type StoreSeen } from "./fence-memory.ts"
+import { FENCE_MEMORY_FILE, furthest, isBehind, readFenceMemory, sameSeen, writeFenceMemory, type StoreSeen } from "./fence-memory.ts"
 
 const describe = (e: unknown) => (e instanceof Error ? e.message : String(e))
 
@@ -195,7 +196,7 @@ const isForeign = (w: Writable, seen: StoreSeen | undefined) =>
   seen?.systemIdentifier !== undefined && w.systemIdentifier !== undefined && w.systemIdentifier !== seen.systemIdentifier
 
 /** Why a writable host is refused against what was seen, or undefined if it may be taken. */
-export const refusal = (w: Writable, fence: Fence): string | undefined => {
+const refusal = (w: Writable, fence: Fence): string | undefined => {
   const seen = fence.seen
   if (seen === undefined) return undefined
   if (isForeign(w, seen)) {
@@ -258,8 +259,8 @@ export const findPrimary = (target: StoreTarget, options: FindOptions = {}) =>
     if (chosen !== undefined && options.fresh === true && unreachable.length > 0) {
       return yield* new StoreFailed({
         reason: `this node has no memory of this store yet (a fresh data dir), and cannot compare the writable server ${describeWritable(chosen)} ` +
-          `with ${unreachable.map((u) => `${describeHost(u.host)} (${u.why})`).join(", ")}, which may be a newer primary: start it once every listed host answers, ` +
-          `or list only the store's own hosts`
+          `with ${unreachable.map((u) => `${describeHost(u.host)} (${u.why})`).join(", ")}, which may be a newer primary: start the node again once every listed host ` +
+          `answers, or list only the store's own hosts`
       })
     }
     if (chosen !== undefined) return chosen
@@ -305,6 +306,12 @@ export const makePgConnection = (url: string, options: PgConnectionOptions = {})
       seen = next
     }
 
+    /** A store moved to another cluster on purpose (a restore, pg_upgrade) gets a new identity: the way out. */
+    const movedHint = (reason: string) =>
+      memoryDir !== undefined && reason.includes("another PostgreSQL cluster")
+        ? `. If the store moved to that cluster on purpose, delete ${path.join(memoryDir, FENCE_MEMORY_FILE)}`
+        : ""
+
     // At start, wait (up to WO_STORE_TIMEOUT) for a primary this node may take: one may be paused, or promoting.
     const started = Date.now()
     let told = ""
@@ -312,7 +319,7 @@ export const makePgConnection = (url: string, options: PgConnectionOptions = {})
       Effect.tapError((e) =>
         e.reason === told ? Effect.void : Effect.logWarning(`store: waiting for a PostgreSQL primary this node may take: ${(told = e.reason)}`)),
       Effect.retry({ schedule: Schedule.spaced(LOOK_AGAIN), while: () => Date.now() - started < timeoutMs }),
-      Effect.mapError((e) => new StoreFailed({ reason: `refusing to start after waiting ${timeoutMs} ms (WO_STORE_TIMEOUT): ${e.reason}` }))
+      Effect.mapError((e) => new StoreFailed({ reason: `refusing to start after waiting ${timeoutMs} ms (WO_STORE_TIMEOUT): ${e.reason}${movedHint(e.reason)}` }))
     )
     yield* Effect.try({
       try: () => record(seenAt(first)),
