@@ -41,13 +41,19 @@ import { observedLog, WriteHealthLive } from "../metrics/observed-log.ts"
 export const storeLogLayer = (settings: Settings): Layer.Layer<EventLog, StoreError, LevelDb> =>
   settings.store === undefined
     ? ClassicLevelLog
-    : onPostgres(() => import("../log/postgres/postgres-log.ts"), (m, url) => m.postgresLogLayer(url, { timeoutMs: settings.storeTimeoutMs }), settings.store)
+    : onPostgres(() => import("../log/postgres/postgres-log.ts"), (m, url) => m.postgresLogLayer(url, pgOptions(settings)), settings.store)
+
+/**
+ * The PostgreSQL connection's options, the same for the log and the session store (one connection between them):
+ * the node keeps what it has seen of the store in its data dir, so that its fencing survives a restart.
+ */
+const pgOptions = (settings: Settings) => ({ timeoutMs: settings.storeTimeoutMs, memoryDir: settings.dataDir })
 
 /** Where legacy MCP sessions live: the data dir, or with `--store` the PostgreSQL store every node shares. */
 const sessionStoreLayer = (settings: Settings) =>
   settings.store === undefined
     ? ClassicLevelSessionStore
-    : onPostgres(() => import("../log/postgres/session-store.ts"), (m, url) => m.postgresSessionStoreLayer(url, { timeoutMs: settings.storeTimeoutMs }), settings.store)
+    : onPostgres(() => import("../log/postgres/session-store.ts"), (m, url) => m.postgresSessionStoreLayer(url, pgOptions(settings)), settings.store)
 
 /**
  * A layer of the PostgreSQL store, its module loaded only when a node uses one: `pg` is a tenth of an embedded
