@@ -44,7 +44,7 @@ describe.skipIf(!haveBinaries)("lend on every node of one PostgreSQL log", () =>
       await seen(i, `/api/books/${book}`)
       await seen(i, `/api/members/${member}`)
     }
-  }, 120_000)
+  }, 180_000)
 
   afterAll(async () => {
     await Promise.all(nodes.map((n) => n.stop().catch(() => undefined)))
