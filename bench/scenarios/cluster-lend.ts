@@ -10,14 +10,14 @@
 // budget catches is the nodes refusing or retrying each other's commands.
 //
 // Alone: node --conditions=writeonce-source --import tsx bench/scenarios/cluster-lend.ts [--quick|--smoke]
-import { existsSync, readdirSync, rmSync } from 'node:fs';
+import { rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import pg from 'pg';
 import { cpuBetween, sampleCpu } from '../lib/cpu.ts';
 import { LatencyHistogram } from '../lib/histogram.ts';
 import { runLoad, type LoadResult } from '../lib/load.ts';
-import { startBenchCluster, type BenchCluster } from '../lib/pg-bench-cluster.ts';
+import { havePostgres, startBenchCluster, type BenchCluster } from '../lib/pg-bench-cluster.ts';
 import { freshDataDir, repoRoot, type SpawnedServer } from '../lib/wo.ts';
 import { budget, type Budget } from '../report.ts';
 import { spawnWo } from '../../testkit/spawn.ts';
@@ -62,15 +62,6 @@ export interface ClusterLendResult {
   skipped?: string;
   rows: ClusterLendRow[];
 }
-
-const havePostgres = () => {
-  try {
-    if (readdirSync('/usr/lib/postgresql').some((v) => existsSync(`/usr/lib/postgresql/${v}/bin/initdb`))) return true;
-  } catch {
-    // not Debian's layout
-  }
-  return (process.env.PATH ?? '').split(':').some((d) => d !== '' && existsSync(join(d, 'initdb')));
-};
 
 const json = { 'content-type': 'application/json' };
 const post = async (url: string, path: string, body: unknown) => {
