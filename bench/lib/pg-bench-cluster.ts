@@ -3,7 +3,7 @@
 // processes alone (its three postmasters and their children, from /proc), so that other postgres servers on the
 // machine do not count.
 import { execFileSync } from 'node:child_process';
-import { chmodSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { chmodSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { clockTicksPerSecond } from './cpu.ts';
@@ -22,6 +22,16 @@ export interface BenchCluster {
   readonly cpuMs: () => number;
   readonly stop: () => void;
 }
+
+/** Whether PostgreSQL's binaries are here: Debian's layout, else initdb on PATH (scripts/pg-cluster.sh's search). */
+export const havePostgres = (): boolean => {
+  try {
+    if (readdirSync('/usr/lib/postgresql').some((v) => existsSync(`/usr/lib/postgresql/${v}/bin/initdb`))) return true;
+  } catch {
+    // not Debian's layout
+  }
+  return (process.env.PATH ?? '').split(':').some((d) => d !== '' && existsSync(join(d, 'initdb')));
+};
 
 export const startBenchCluster = (prefix: string): BenchCluster => {
   const dir = mkdtempSync(join(tmpdir(), prefix));

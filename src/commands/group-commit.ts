@@ -89,6 +89,15 @@ export const makeGroupCommit = Effect.gen(function* () {
     resync = false
   })
 
+  /**
+   * Shared log: the counters follow the creates this node applied, the other nodes' too. An app command's create
+   * decided with an id the log gave already is refused whole (the log cannot renumber it within its group): decided
+   * again with the same counter, it would be refused again, forever.
+   */
+  const followCreates = (lastIds: ReadonlyMap<string, number>) => {
+    for (const [type, n] of lastIds) if (n > (counters.get(type) ?? 0)) counters.set(type, n)
+  }
+
   // Some command was refused against rows that may lag the shared log: catch up before deciding it again.
   let catchUp = false
 
@@ -147,6 +156,7 @@ export const makeGroupCommit = Effect.gen(function* () {
       for (const p of batch) if (!settled?.has(p)) p.resume(Exit.fail(ready.left))
       return
     }
+    if (mode._tag === "Shared") followCreates(mode.tailer.lastIds)
     const firstSeq = lastSeq
     const at = Date.now()
     const decided = decideBatch(batch, rows, { lastSeq, counters, at, shared }, settled)
