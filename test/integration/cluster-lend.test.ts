@@ -35,7 +35,7 @@ describe.skipIf(!haveBinaries)("lend on every node of one PostgreSQL log", () =>
   beforeAll(async () => {
     cluster = await sharedCluster()
     const store = await cluster.createDatabase("wo_lend")
-    const start = () => spawnWo(["run", appDir, "--listen", "127.0.0.1:0", "--data", tempDir("wo-node-"), "--store", store])
+    const start = () => spawnWo(["run", appDir, "--listen", "127.0.0.1:0", "--data", tempDir("wo-node-"), "--store", store], { readyTimeoutMs: 150_000 })
     nodes.push(...(await Promise.all([start(), start(), start()])))
     book = (await post(0, "/api/books", { title: "Many copies" })).json.id
     expect((await post(0, `/api/books/${book}/add_copies`, { n: 10_000 })).status).toBe(200)
