@@ -22,6 +22,7 @@ import { postgresLogLayer } from "../log/postgres/postgres-log.ts"
 import { verifyPostgresStore } from "../log/postgres/verify.ts"
 import { loadApp } from "../app-loading/load-app.ts"
 import { fatal, runCommand, UsageError } from "./command-line.ts"
+import { printTopHelp, wantsTopHelp } from "./top-help.ts"
 import { devApp, runApp } from "./serve.ts"
 import { replay } from "../projections/replay.ts"
 import { upcastingLog } from "../log/upcasting-log.ts"
@@ -311,7 +312,8 @@ const wo = Command.make("wo").pipe(
 
 const cli = Command.run(wo, { name: "writeonce", version: VERSION })
 
-cli(process.argv).pipe(
+const args = process.argv.slice(2)
+;(wantsTopHelp(args) ? printTopHelp(wo, VERSION) : cli(process.argv)).pipe(
   // @effect/cli has already printed what was wrong with the command line, in one line (plain-console.ts).
   Effect.catchIf(ValidationError.isValidationError, () => Effect.sync(() => process.exit(2))),
   Effect.provide(NodeContext.layer),

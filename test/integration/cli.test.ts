@@ -47,6 +47,20 @@ describe("wo's command line", () => {
     }
   })
 
+  it("wo --help (and wo alone) lists the commands before the options every command takes", async () => {
+    for (const args of [["--help"], ["-h"], []]) {
+      const ran = await runWo(args)
+      expect(ran.code, args.join(" ")).toBe(0)
+      const at = (text: string) => ran.stdout.indexOf(text)
+      expect(at("COMMANDS")).toBeGreaterThan(at("DESCRIPTION"))
+      expect(at("OPTIONS")).toBeGreaterThan(at("COMMANDS"))
+      for (const command of ["- run ", "- dev ", "- init ", "- test ", "- verify ", "- backup ", "- restore "]) {
+        expect(at(command), command).toBeGreaterThan(at("COMMANDS"))
+        expect(at(command), command).toBeLessThan(at("--completions"))
+      }
+    }
+  })
+
   it("wo --version prints the version alone", async () => {
     const ran = await runWo(["--version"])
     expect(ran.code).toBe(0)
