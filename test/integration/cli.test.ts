@@ -61,6 +61,18 @@ describe("wo's command line", () => {
     }
   })
 
+  it("wo init from a checkout depends on the checkout by its absolute path, so the new app can move", async () => {
+    const dir = path.join(tempDir("wo-init-"), "shop")
+    const ran = await runWo(["init", dir])
+    expect(ran.code, ran.stderr).toBe(0)
+    const moved = path.join(tempDir("wo-init-moved-"), "shop")
+    fs.renameSync(dir, moved)
+    const spec = JSON.parse(fs.readFileSync(path.join(moved, "package.json"), "utf8")).dependencies.writeonce as string
+    expect(spec).toBe(`file:${ROOT}`)
+    expect(fs.existsSync(path.join(spec.slice("file:".length), "package.json"))).toBe(true)
+    expect(fs.readFileSync(path.join(moved, "README.md"), "utf8")).toContain(`installs writeonce from \`${ROOT}\``)
+  })
+
   it("wo --version prints the version alone", async () => {
     const ran = await runWo(["--version"])
     expect(ran.code).toBe(0)
