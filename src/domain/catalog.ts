@@ -275,10 +275,10 @@ export type AppInput<E extends Readonly<Record<string, EntityDef>>, C extends Re
       & { readonly [K in keyof C]: CommandSpec<E, C[K]> }
       & NoInfer<{ readonly [K in keyof C]: { readonly params: CheckedRefs<C[K], keyof E> } }>
     /**
-     * Declared projections, by name: see `view`. Written as a function of `view`, `views: (view) => ({ ... })`,
-     * each view's `on` is checked against `entities` and its `evolve` sees typed rows.
+     * Declared projections, by name: see `view`. Each view's `on` is checked against `entities`; written as a
+     * function of `view`, `views: (view) => ({ ... })`, its `evolve` sees typed rows too.
      */
-    readonly views?: { readonly [name: string]: View<E> } | ((view: ViewBuilder<E>) => { readonly [name: string]: View<E> })
+    readonly views?: { readonly [name: string]: View<E, ViewOn<E>> } | ((view: ViewBuilder<E>) => { readonly [name: string]: View<E, ViewOn<E>> })
   }
 
 /** An app as `defineApp` returns it: an `AppDef` that keeps its entity types and commands in its type. */
@@ -372,8 +372,10 @@ export interface ViewDef {
  * A view as `view` returns it: the erased form, which remembers in its type the entity types it was declared for
  * (read from where it is used: `defineApp`'s `views`). A view declared for no app in particular fits any app.
  */
-export interface View<E extends EntityMap = EntityMap> extends ViewDef {
+export interface View<E extends EntityMap = EntityMap, On = unknown> extends ViewDef {
   readonly "~writeonce/entities"?: (entities: E) => void
+  /** What its `on` names, for `defineApp` to check against the app's types (also in the object form). */
+  readonly "~writeonce/on"?: On
 }
 
 /**
@@ -385,7 +387,7 @@ export interface View<E extends EntityMap = EntityMap> extends ViewDef {
  */
 export const view = <S extends Schema.Schema<any, any, never>, E extends EntityMap = EntityMap, const On extends ViewOn<E> = ViewOn<E>>(
   spec: ViewSpec<S, NoInfer<E>, On>
-): View<E> => spec as unknown as View<E>
+): View<E, On> => spec as unknown as View<E, On>
 
 /** `view` for the entity types `E`: what `defineApp` passes to `views: (view) => ({ ... })`. */
-export type ViewBuilder<E extends EntityMap> = <S extends Schema.Schema<any, any, never>, const On extends ViewOn<E>>(spec: ViewSpec<S, E, On>) => View<E>
+export type ViewBuilder<E extends EntityMap> = <S extends Schema.Schema<any, any, never>, const On extends ViewOn<E>>(spec: ViewSpec<S, E, On>) => View<E, On>

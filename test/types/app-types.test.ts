@@ -95,6 +95,19 @@ export const wrongViews = defineApp({
   })
 })
 
+// The object form, `views: { ... }`, checks `on` too (its rows are untyped: see docs/app-authors.md).
+export const wrongViewsObjectForm = defineApp({
+  name: "desk",
+  entities: { tickets, agents },
+  views: {
+    right: view({ schema: Schema.Int, initial: 0, on: { tickets: ["created", "assign"] }, evolve: (n) => n }),
+    // @ts-expect-error: no type "tt"
+    wrong_type: view({ schema: Schema.Int, initial: 0, on: { tt: ["created"] }, evolve: (n) => n }),
+    // @ts-expect-error: no event kind or method "creatd"
+    wrong_kind: view({ schema: Schema.Int, initial: 0, on: { tickets: ["creatd"] }, evolve: (n) => n })
+  }
+})
+
 // A reference to a type the app does not have, in a field, a method's params or a command's params.
 const misfiled = entity({ fields: { owner: ref("agentz") } })
 const misassigned = entity({

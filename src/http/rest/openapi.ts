@@ -33,7 +33,7 @@ export interface OpenApiOptions {
   readonly allowed: (method: string, path: string) => boolean
 }
 
-type Operation = Record<string, unknown>
+type OperationObject = Record<string, unknown>
 type PathItem = Record<string, unknown>
 
 const ref = (group: "schemas" | "responses" | "parameters" | "headers", name: string) => ({ $ref: `#/components/${group}/${name}` })
@@ -250,7 +250,7 @@ const typePaths = (type: CompiledType, options: OpenApiOptions): Record<string, 
   const reads = { ...accessRefusals(options.bearer, false), 503: ref("responses", "Unavailable") }
   const writes = accessRefusals(options.bearer, true)
   const paths: Record<string, PathItem> = {}
-  const add = (path: string, method: string, operation: Operation) => {
+  const add = (path: string, method: string, operation: OperationObject) => {
     paths[path] = { ...paths[path], [method]: { tags: [t], ...operation } }
   }
   if (ok("GET", collection, "list")) {
