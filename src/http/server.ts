@@ -18,6 +18,7 @@ import { makeGuards } from "./edge/guards.ts"
 import { makeRestRoutes } from "./rest/rest.ts"
 import { makeDirectRouter, makeRouter } from "./router.ts"
 import { makeViewRoutes } from "./rest/view-routes.ts"
+import { makeOpenApiRoute } from "./rest/openapi.ts"
 import { makeOAuthMetadataRoute } from "./routes/oauth-metadata-route.ts"
 import { makeHealthRoutes } from "./routes/health.ts"
 import { makeMetricsRoute } from "./routes/metrics-route.ts"
@@ -45,6 +46,7 @@ export const makeAppHandler = Effect.gen(function* () {
   }
   const consoleRoutes = yield* makeConsoleRoutes
   const viewRoutes = makeViewRoutes(yield* Views)
+  const openApi = makeOpenApiRoute(catalog, settings.maxPageSize, access)
   const metrics = yield* makeMetricsRoute
   // The embedded store's backup endpoint (`wo backup`); a PostgreSQL store is backed up with PostgreSQL's tools.
   const files = settings.store === undefined ? yield* Effect.serviceOption(StoreFiles) : Option.none()
@@ -55,7 +57,7 @@ export const makeAppHandler = Effect.gen(function* () {
   const router = makeRouter(guards, {
     rest,
     mcp,
-    extra: (request) => viewRoutes(request) ?? consoleRoutes.handle(request),
+    extra: (request) => openApi(request) ?? viewRoutes(request) ?? consoleRoutes.handle(request),
     health: yield* makeHealthRoutes,
     metrics: metrics.route,
     backup: control?.backup,

@@ -14,7 +14,7 @@ const FILES: ReadonlyArray<readonly [string, string]> = [
  * two entity types, written atomically.
  */
 import { Schema } from "effect"
-import { defineApp, entity, ref, reject, view } from "writeonce"
+import { defineApp, entity, ref, reject } from "writeonce"
 
 /** More copies of one book than any library holds: a request past it is a mistake, refused before the sum overflows. */
 const MAX_COPIES = 1_000_000
@@ -85,7 +85,7 @@ const loans = entity({
       description: "Mark the loan returned.",
       params: {},
       changes: ["status"],
-      apply: (loan) => (loan.status === "returned" ? reject("already_returned", "the loan is already returned") : { status: "returned" as const })
+      apply: (loan) => (loan.status === "returned" ? reject("already_returned", "the loan is already returned") : { status: "returned" })
     }
   },
   // Read-only from outside: loans are opened by lend and closed by return.
@@ -116,7 +116,8 @@ export default defineApp({
       }
     }
   },
-  views: {
+  // A function of \`view\`: each view's \`on\` is checked against the entities, and \`evolve\` sees typed rows.
+  views: (view) => ({
     // Per member, the ids of the loans still out. A loan moves out of the list when it is returned.
     loans_by_member: view({
       description: "The loans each member still has out, by member id.",
@@ -138,7 +139,7 @@ export default defineApp({
         return next
       }
     })
-  }
+  })
 })
 `
   ],
