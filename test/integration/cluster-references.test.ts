@@ -9,7 +9,8 @@ import * as path from "node:path"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { PgConnection, pgConnectionLayer } from "../../src/log/postgres/connection.ts"
 import { appendBatch } from "../../src/log/postgres/append.ts"
-import { isWritten, type AppendEntry } from "../../src/log/event-log.ts"
+import { isWritten, type AppendEntry, type BatchReferences } from "../../src/log/event-log.ts"
+import type { StoredEvent } from "../../src/domain/events.ts"
 import { ensureSchema } from "../../src/log/postgres/schema.ts"
 import { writeAppDir } from "../../testkit/app-dir.ts"
 import { http, ROOT, tempDir } from "../../testkit/server.ts"
@@ -92,6 +93,44 @@ describe.skipIf(!haveBinaries)("references across two nodes on one PostgreSQL lo
       expect(lend.status, lend.text).toBe(422)
       expect(lend.json.code).toBe("missing_reference")
       expect(lend.json.message ?? lend.text).toMatch(/books 999999/)
+    }
+  })
+
+  it("the append refuses, as stale, a reference to a deleted row and the delete of a row a newer row references; a reference to a row its own command creates is written", { timeout: 120_000 }, async () => {
+    const db = await cluster.createDatabase("wo_refs_append")
+    const event = (type: string, id: string, version: number, kind: "created" | "deleted", data: Record<string, unknown>, correlation?: string): StoredEvent =>
+      ({ seq: 0, at: Date.now(), type, id, version, schema: 1, kind, data, ...(correlation === undefined ? {} : { command: "c", correlation }) })
+    const created = (type: string, id: string, data: Record<string, unknown>, correlation?: string): AppendEntry =>
+      ({ event: event(type, id, 1, "created", data, correlation), row: { id, version: 1, ...data } })
+    const deleted = (type: string, id: string): AppendEntry => ({ event: event(type, id, 2, "deleted", {}), row: null })
+    const byMember = [{ type: "loans", field: "member" }]
+    const runtime = ManagedRuntime.make(pgConnectionLayer(db))
+    const append = (entries: ReadonlyArray<AppendEntry>, references?: BatchReferences) =>
+      runtime.runPromise(Effect.flatMap(PgConnection, (conn) => Effect.zipRight(ensureSchema(conn), appendBatch(conn, { entries, counters: new Map(), ...(references ? { references } : {}) }))))
+    const outcomes = (r: { outcomes: ReadonlyArray<unknown> }) => r.outcomes.map((o) => (isWritten(o as AppendEntry) ? "written" : (o as { _tag: string })._tag))
+    const head = async () => Number((await cluster.sql<{ seq: string }>("wo_refs_append", "select seq::text as seq from writeonce.log_head"))[0].seq)
+    try {
+      expect(outcomes(await append([created("members", "1", { name: "a" }), created("members", "2", { name: "b" }), created("books", "1", { title: "t" })]))).toEqual(["written", "written", "written"])
+      expect(outcomes(await append([deleted("members", "2")]))).toEqual(["written"])
+      // A loan decided against member 2, which another node has deleted since: left out, nothing written.
+      const toGone = await append([created("loans", "1", { book: "1", member: "2", status: "out" })], { decidedAt: await head(), targets: new Map([[0, [{ type: "members", id: "2" }]]]), incoming: new Map() })
+      expect(outcomes(toGone)).toEqual(["Stale"])
+      expect(await cluster.sql("wo_refs_append", "select count(*)::int as n from writeonce.rows where type = 'loans'")).toEqual([{ n: 0 }])
+      // A node decided member 1's delete at this seq; another node then lends to member 1: the delete is left out.
+      const decidedAt = await head()
+      expect(outcomes(await append([created("loans", "1", { book: "1", member: "1", status: "out" })], { decidedAt, targets: new Map([[0, [{ type: "members", id: "1" }]]]), incoming: new Map() }))).toEqual(["written"])
+      expect(outcomes(await append([deleted("members", "1")], { decidedAt, targets: new Map(), incoming: new Map([[0, byMember]]) }))).toEqual(["Stale"])
+      expect(await cluster.sql("wo_refs_append", "select (row is not null) as live from writeonce.rows where type = 'members' and id = '1'")).toEqual([{ live: true }])
+      // A command that creates a member and a loan to it: the reference is to a row of its own group, written with it.
+      const both = await append([created("members", "3", { name: "c" }, "g"), created("loans", "2", { book: "1", member: "3", status: "out" }, "g")],
+        { decidedAt: await head(), targets: new Map([[1, [{ type: "members", id: "3" }]]]), incoming: new Map() })
+      expect(outcomes(both)).toEqual(["written", "written"])
+      // One entry of a command referencing a deleted row leaves the whole command out.
+      const group = await append([created("members", "4", { name: "d" }, "h"), created("loans", "3", { book: "1", member: "2", status: "out" }, "h")],
+        { decidedAt: await head(), targets: new Map([[1, [{ type: "members", id: "2" }]]]), incoming: new Map() })
+      expect(outcomes(group)).toEqual(["Stale", "Stale"])
+    } finally {
+      await runtime.dispose()
     }
   })
 

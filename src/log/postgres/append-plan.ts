@@ -261,6 +261,8 @@ export const shifted = (planned: { readonly result: AppendResult; readonly last?
     ...(planned.last === undefined ? {} : { last: { seq: planned.last.seq + shift, checksum: planned.last.checksum } })
   }
 
+const deleteKey = (type: string, id: string, byType: string, byField: string) => JSON.stringify([type, id, byType, byField])
+
 /**
  * The references of a batch as planned: which of an entry's targets the batch itself writes (live or deleted by an
  * earlier entry) and which the store must hold live at commit, and which deletes the store must find unreferenced.
@@ -317,17 +319,35 @@ const referencesPlan = (batch: AppendBatch, state: LogState) => {
       groupTargets = []
       groupDeletes = []
     },
-    /** The function's reference arguments: since when to look for new referencing rows, targets, then deletes. */
+    /**
+     * The function's reference arguments: since when to look for new referencing rows, then every target and every
+     * delete of the batch, each flagged whether the plan needs it checked (its entry is written and nothing earlier
+     * in the batch settles it). The function checks the flagged ones, and answers on all of them: a plan made again
+     * on its answer knows about the entries it left out this time too.
+     */
     args: (decidedAt: number) => {
-      const t = [...targets.values()]
+      const allTargets = new Map<string, { type: string; id: string }>()
+      const allDeletes = new Map<string, { type: string; id: string; byType: string; byField: string }>()
+      if (refs !== undefined) {
+        for (const list of refs.targets.values()) for (const t of list) allTargets.set(streamKey(t.type, t.id), t)
+        for (const [i, incoming] of refs.incoming) {
+          const { type, id } = batch.entries[i].event
+          for (const by of incoming) allDeletes.set(deleteKey(type, id, by.type, by.field), { type, id, byType: by.type, byField: by.field })
+        }
+      }
+      const checkedDeletes = new Set(deletes.map((d) => deleteKey(d.type, d.id, d.byType, d.byField)))
+      const t = [...allTargets]
+      const d = [...allDeletes]
       return [
         decidedAt,
-        t.map((x) => x.type),
-        t.map((x) => x.id),
-        deletes.map((d) => d.type),
-        deletes.map((d) => d.id),
-        deletes.map((d) => d.byType),
-        deletes.map((d) => d.byField)
+        t.map(([, x]) => x.type),
+        t.map(([, x]) => x.id),
+        t.map(([k]) => targets.has(k)),
+        d.map(([, x]) => x.type),
+        d.map(([, x]) => x.id),
+        d.map(([, x]) => x.byType),
+        d.map(([, x]) => x.byField),
+        d.map(([k]) => checkedDeletes.has(k))
       ]
     }
   }

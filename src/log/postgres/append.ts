@@ -61,19 +61,19 @@ const QUOTED = /["\\]/g
  * An array argument as the PostgreSQL array literal `pg` would send for it: numbers bare, strings quoted in one pass
  * (pg quotes every element, numbers too, in two regex passes: a few µs per write).
  */
-const arrayLiteral = (values: ReadonlyArray<string | number | null | undefined>) => {
+const arrayLiteral = (values: ReadonlyArray<string | number | boolean | null | undefined>) => {
   let out = "{"
   for (let i = 0; i < values.length; i++) {
     const v = values[i]
     if (i > 0) out += ","
-    out += v == null ? "NULL" : typeof v === "number" ? String(v) : `"${v.replace(QUOTED, "\\$&")}"`
+    out += v == null ? "NULL" : typeof v === "number" ? String(v) : typeof v === "boolean" ? (v ? "t" : "f") : `"${v.replace(QUOTED, "\\$&")}"`
   }
   return `${out}}`
 }
 const argument = (value: unknown) => (Array.isArray(value) ? arrayLiteral(value) : value)
 
 /** The call of the function; its arguments are whether it runs alone, whether the batch is shiftable, then `plan`'s, in order. */
-const CALL = `select ${SCHEMA}.append_batch(${Array.from({ length: 51 }, (_, i) => `$${i + 1}`).join(", ")}) as log`
+const CALL = `select ${SCHEMA}.append_batch(${Array.from({ length: 53 }, (_, i) => `$${i + 1}`).join(", ")}) as log`
 /** The error the function raises, alone, when the log is not as pictured (its detail: the log as it is). */
 const NOT_AS_PICTURED = "WO001"
 

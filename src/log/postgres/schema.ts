@@ -136,11 +136,13 @@ export const STORE_VERSION = STEPS.length
  * `{"shift": n}`. Its entities' versions and its types' counters are as planned, so the plan on the log as it is
  * would be the same but for the seqs.
  *
- * References (appended after the plan's arguments: `ref_*`, `del_*`): each row in `ref_types`/`ref_ids` must be live,
- * and no live row may reference a row the batch deletes (`del_*`: the deleted row, and a field that may reference
- * it). A row that references it and that the deciding node did not see was written after the seq its rows stood at
- * (`ref_since`): only the events past it are read, through the events' primary key. When a reference fails, the
- * answer names the rows (`missing`, `referenced`), and the plan leaves out the entries that need them.
+ * References (appended after the plan's arguments: `ref_*`, `del_*`): each referenced row flagged `ref_checked` must
+ * be live, and no live row may reference a row the batch deletes flagged `del_checked` (`del_*`: the deleted row,
+ * and a field that may reference it). A row that references it and that the deciding node did not see was written
+ * after the seq its rows stood at (`ref_since`): only the events past it are read, through the events' primary key.
+ * The answer names, among all of them (flagged or not: entries the plan left out for another reason), the
+ * referenced rows that are not live (`missing`) and the deleted ones still referenced (`referenced`); the plan
+ * leaves out the entries that need them.
  *
  * Otherwise write nothing and answer the log
  * as it is: by an error WO001 whose detail is that answer when the call runs alone (no commit to wait for), or as
@@ -159,7 +161,8 @@ create or replace function ${SCHEMA}.append_batch(
   v_name text[], v_record text[], v_checksum text[],
   k_key text[], k_at bigint[], k_result text[], k_checksum text[],
   p_new_head bigint, p_tag text,
-  ref_since bigint, ref_types text[], ref_ids text[], del_types text[], del_ids text[], del_by_types text[], del_by_fields text[]
+  ref_since bigint, ref_types text[], ref_ids text[], ref_checked boolean[],
+  del_types text[], del_ids text[], del_by_types text[], del_by_fields text[], del_checked boolean[]
 ) returns json language plpgsql volatile as $fn$
 declare
   v_head bigint;
@@ -188,12 +191,12 @@ begin
       where coalesce(t.last_id, 0) <> x.last_id or coalesce(t.row_count, 0) <> x.row_count) end)
     -- References: every target live; no live row written since the deciding node's rows references a deleted row.
     and (case when cardinality(ref_types) = 0 then true else not exists (
-      select 1 from unnest(ref_types, ref_ids) as x(type, id)
+      select 1 from unnest(ref_types, ref_ids, ref_checked) as x(type, id, checked)
       left join ${SCHEMA}.rows r on r.type = x.type and r.id = x.id
-      where r.row is null) end)
+      where x.checked and r.row is null) end)
     and (case when cardinality(del_types) = 0 then true else not exists (
-      select 1 from unnest(del_types, del_ids, del_by_types, del_by_fields) as x(type, id, by_type, by_field)
-      join ${SCHEMA}.events e on e.seq > ref_since and e.type = x.by_type
+      select 1 from unnest(del_types, del_ids, del_by_types, del_by_fields, del_checked) as x(type, id, by_type, by_field, checked)
+      join ${SCHEMA}.events e on x.checked and e.seq > ref_since and e.type = x.by_type
       join ${SCHEMA}.rows r on r.type = e.type and r.id = e.id
       where r.row is not null and r.row ->> x.by_field = x.id and not (r.type = x.type and r.id = x.id)) end)
   then
