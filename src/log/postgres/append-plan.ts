@@ -2,7 +2,8 @@
  * The plan of one batch against a picture of the shared log, pure (no database): the seqs it takes, the id each
  * create gets, which entries are left out (`Duplicate`: their key is stored; `Stale`: decided against a row that
  * moved on, referencing a row that is gone or deleting one still referenced, or an app command's group that cannot
- * be written whole), and the append function's arguments that write it (schema.ts). append.ts sends it and plans again when the function answers that the log is otherwise.
+ * be written whole), and the append function's arguments that write it (schema.ts). append.ts sends it and plans
+ * again when the function answers that the log is otherwise.
  */
 import type { Row } from "../../domain/catalog.ts"
 import { streamKey, type StoredEvent } from "../../domain/events.ts"

@@ -168,8 +168,23 @@ declare
   v_head bigint;
   v_shift bigint := 0;
   v_log json;
+  v_still_referenced boolean := false;
+  v_referenced jsonb := '[]';
 begin
   select h.seq into v_head from ${SCHEMA}.log_head h for update;
+  -- Deletes of referenced rows: the rows written since the deciding node's rows that reference one, under the lock.
+  -- EXECUTE plans it for this call's values: the events past ref_since are few and read by their primary key, where
+  -- a plan cached for any value could read every event of the referencing type.
+  if cardinality(del_types) > 0 then
+    execute 'select coalesce(bool_or(d.checked), false), coalesce(jsonb_agg(distinct jsonb_build_object(''type'', d.type, ''id'', d.id)), ''[]'')
+      from (select x.type, x.id, x.checked
+        from unnest($2, $3, $4, $5, $6) as x(type, id, by_type, by_field, checked)
+        join ${SCHEMA}.events e on e.seq > $1 and e.type = x.by_type
+        join ${SCHEMA}.rows r on r.type = e.type and r.id = e.id
+        where r.row is not null and r.row ->> x.by_field = x.id and not (r.type = x.type and r.id = x.id)) d'
+      into v_still_referenced, v_referenced
+      using ref_since, del_types, del_ids, del_by_types, del_by_fields, del_checked;
+  end if;
   -- Only the head moved (forward, from a head the caller pictured): written after the others' commits, if the other
   -- checks pass. Keys and view records name seqs: never shifted, whatever the caller says.
   if p_shiftable and p_head >= 0 and v_head > p_head and cardinality(p_claims) = 0 and cardinality(v_name) = 0 then
@@ -189,16 +204,12 @@ begin
       select 1 from unnest(p_cnt_types, p_cnt_last, p_cnt_rows) as x(type, last_id, row_count)
       left join ${SCHEMA}.types t on t.type = x.type
       where coalesce(t.last_id, 0) <> x.last_id or coalesce(t.row_count, 0) <> x.row_count) end)
-    -- References: every target live; no live row written since the deciding node's rows references a deleted row.
+    -- References: every target live (no deleted row referenced: above).
     and (case when cardinality(ref_types) = 0 then true else not exists (
       select 1 from unnest(ref_types, ref_ids, ref_checked) as x(type, id, checked)
       left join ${SCHEMA}.rows r on r.type = x.type and r.id = x.id
       where x.checked and r.row is null) end)
-    and (case when cardinality(del_types) = 0 then true else not exists (
-      select 1 from unnest(del_types, del_ids, del_by_types, del_by_fields, del_checked) as x(type, id, by_type, by_field, checked)
-      join ${SCHEMA}.events e on x.checked and e.seq > ref_since and e.type = x.by_type
-      join ${SCHEMA}.rows r on r.type = e.type and r.id = e.id
-      where r.row is not null and r.row ->> x.by_field = x.id and not (r.type = x.type and r.id = x.id)) end)
+    and not v_still_referenced
   then
     insert into ${SCHEMA}.events (seq, type, id, version, kind, schema, at, method, params, data, checksum, command, correlation, actor)
       select x.seq + v_shift, x.type, x.id, x.version, x.kind, x.schema, x.at, x.method, x.params::json, x.data::json, x.checksum, x.command, x.correlation, x.actor::json
@@ -242,11 +253,7 @@ begin
     'missing', (select coalesce(json_agg(json_build_object('type', x.type, 'id', x.id)), '[]'::json)
                 from unnest(ref_types, ref_ids) as x(type, id)
                 left join ${SCHEMA}.rows r on r.type = x.type and r.id = x.id where r.row is null),
-    'referenced', (select coalesce(json_agg(json_build_object('type', d.type, 'id', d.id)), '[]'::json) from (
-                   select distinct x.type, x.id from unnest(del_types, del_ids, del_by_types, del_by_fields) as x(type, id, by_type, by_field)
-                   join ${SCHEMA}.events e on e.seq > ref_since and e.type = x.by_type
-                   join ${SCHEMA}.rows r on r.type = e.type and r.id = e.id
-                   where r.row is not null and r.row ->> x.by_field = x.id and not (r.type = x.type and r.id = x.id)) d));
+    'referenced', v_referenced);
   if p_alone then
     raise exception 'the log is not as the batch was planned on' using errcode = 'WO001', detail = v_log::text;
   end if;
