@@ -29,6 +29,7 @@ import { commandFromChanges, storedChanges } from "./idempotency.ts"
 import { Metrics, metricsOff } from "../metrics/metrics.ts"
 import { CommitMode } from "./commit-mode.ts"
 import { decideBatch } from "./decide-batch.ts"
+import { batchReferences } from "./reference-check.ts"
 import type { CommandCommitted, CommandSubmission, Committed, Decided, Pending, PendingCommand, Queued, Submission } from "./submission.ts"
 import { WriterStatus, type WriterStatusShape } from "./writer-status.ts"
 import { noCancel } from "../support/no-cancel.ts"
@@ -159,6 +160,9 @@ export const makeGroupCommit = Effect.gen(function* () {
     if (mode._tag === "Shared") followCreates(mode.tailer.lastIds)
     const firstSeq = lastSeq
     const at = Date.now()
+    // Shared log: the seq the rows stand at as the batch is decided (no yield between the two), for the log's
+    // reference check at commit.
+    const decidedAt = mode._tag === "Shared" ? mode.tailer.applied() : 0
     const decided = decideBatch(batch, rows, { lastSeq, counters, at, shared }, settled)
     const { changes, waiters, spans } = decided
     for (const [p, error] of decided.refused) p.resume(Exit.fail(error))
@@ -182,11 +186,13 @@ export const makeGroupCommit = Effect.gen(function* () {
       const keyed = waiters[w].idempotency
       if (keyed !== undefined) keys.push({ key: keyed.key, fingerprint: keyed.fingerprint, at, first: i, count: spans[w] })
     }
+    const references = shared ? batchReferences(waiters, spans, changes, decidedAt) : undefined
     const written = yield* Effect.either(log.append({
       entries: changes,
       counters: decided.moved,
       ...(viewRecords.length > 0 ? { views: viewRecords } : {}),
-      ...(keys.length > 0 ? { keys } : {})
+      ...(keys.length > 0 ? { keys } : {}),
+      ...(references !== undefined ? { references } : {})
     }))
     if (Either.isLeft(written)) {
       // No ack without durability: the whole batch fails. The next batch first re-reads the head.

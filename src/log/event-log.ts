@@ -37,6 +37,28 @@ export interface AppendBatch {
    * entries it covers as written (its answer), so that a retry with the key gets that answer back.
    */
   readonly keys?: ReadonlyArray<KeyClaim>
+  /**
+   * A shared log: the rows the batch's entries reference, checked at commit under the writers' lock
+   * (commands/reference-check.ts `batchReferences`). A single-writer log decides against exact rows: it has none.
+   */
+  readonly references?: BatchReferences
+}
+
+/**
+ * What a batch's entries reference, by entry index: each entry's targets must be live at commit, and no live row
+ * may reference a row an entry deletes. An entry that breaks either is left out (`Stale`): the writer decides it
+ * again, caught up, and refuses it then (`missing_reference`, `still_referenced`).
+ */
+export interface BatchReferences {
+  /**
+   * The seq the writer's rows stood at when it decided the batch: a row that references a deleted one and that the
+   * writer did not see was written after it, so the check at commit reads only the events past it.
+   */
+  readonly decidedAt: number
+  /** Per entry: the rows (type, id) it sets a reference to, or a command's ref params name. */
+  readonly targets: ReadonlyMap<number, ReadonlyArray<{ readonly type: string; readonly id: string }>>
+  /** Per delete entry: the fields, across the app, that may reference the row it deletes. */
+  readonly incoming: ReadonlyMap<number, ReadonlyArray<{ readonly type: string; readonly field: string }>>
 }
 
 /** A keyed submission in a batch: its key, the fingerprint of its request, and its entries (`first`, `count`). */
