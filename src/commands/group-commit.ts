@@ -50,8 +50,8 @@ export interface GroupCommitShape extends WriterStatusShape {
   readonly offerCommand: (submission: CommandSubmission, onExit: (exit: Exit.Exit<CommandCommitted, CommandError>) => void) => () => void
 }
 
-/** A keyed submission's answer as decided, held until its key is read (a shared log). */
-type Held = readonly [Queued, Exit.Exit<unknown, CommandError>]
+/** A keyed submission whose answer, as decided, waits until its key is read (a shared log): `asDecided` gives it. */
+type Held = readonly [Queued, asDecided: () => void]
 
 export class GroupCommit extends Context.Tag("writeonce/GroupCommit")<GroupCommit, GroupCommitShape>() {}
 
@@ -120,11 +120,11 @@ export const makeGroupCommit = Effect.gen(function* () {
    */
   const answerHeld = (held: ReadonlyArray<Held>, found: Either.Either<ReadonlyMap<string, StoredKey>, StoreError>) =>
     Effect.sync(() => {
-      for (const [p, decided] of held) {
+      for (const [p, asDecided] of held) {
         const stored = Either.isRight(found) ? found.right.get(p.idempotency!.key) : undefined
         if (Either.isLeft(found)) p.resume(Exit.fail(found.left))
         else if (stored !== undefined) answerFromStored(p, stored)
-        else (p.resume as (exit: Exit.Exit<unknown, CommandError>) => void)(decided)
+        else asDecided()
       }
     })
 
@@ -177,13 +177,14 @@ export const makeGroupCommit = Effect.gen(function* () {
     // another node, or an attempt whose answer was lost): its answer waits for its key, read with the append.
     let held: Array<Held> | undefined
     for (const [p, error] of decided.refused) {
-      if (probeKeys && p.idempotency !== undefined) (held ??= []).push([p, Exit.fail(error)])
-      else p.resume(Exit.fail(error))
+      const asDecided = () => p.resume(Exit.fail(error))
+      if (probeKeys && p.idempotency !== undefined) (held ??= []).push([p, asDecided])
+      else asDecided()
     }
     for (const p of decided.unchanged) {
-      const answer = Exit.succeed({ command: p.command.name, correlation: p.correlation, changes: [] })
-      if (probeKeys && p.idempotency !== undefined) (held ??= []).push([p, answer])
-      else p.resume(answer)
+      const asDecided = () => p.resume(Exit.succeed({ command: p.command.name, correlation: p.correlation, changes: [] }))
+      if (probeKeys && p.idempotency !== undefined) (held ??= []).push([p, asDecided])
+      else asDecided()
     }
     for (const p of waiters) p.onStage?.("decided")
     for (const p of decided.rechecks) p.recheck = true
