@@ -20,7 +20,7 @@
  * decides the whole command again once caught up.
  */
 import { Cause, Context, Deferred, Effect, Either, Exit, Fiber, Layer, Option } from "effect"
-import { Overloaded, ShuttingDown, storeErrorPolicy, TimedOut, WriterStopped, type CommandError, type StoreError } from "../domain/errors.ts"
+import { Overloaded, ShuttingDown, storeErrorPolicy, TimedOut, withReason, WriterStopped, type CommandError, type StoreError } from "../domain/errors.ts"
 import { describeThrown } from "../domain/decide/user-code.ts"
 import { WoConfig } from "../support/config.ts"
 import { Rows } from "../projections/rows/rows.ts"
@@ -49,6 +49,9 @@ export interface GroupCommitShape extends WriterStatusShape {
   /** `submitCommand` without a fiber, as `offer` is `submit` without one (same rules for `onExit`). */
   readonly offerCommand: (submission: CommandSubmission, onExit: (exit: Exit.Exit<CommandCommitted, CommandError>) => void) => () => void
 }
+
+/** What a write answered 503 after its commit may have been sent is told (docs/operating.md, "Retries"). */
+const MAY_HAVE_LANDED = "the write may or may not have landed: retry it with the same idempotency key"
 
 /** A keyed submission whose answer, as decided, waits until its key is read (a shared log): `asDecided` gives it. */
 type Held = readonly [Queued, asDecided: () => void]
@@ -223,7 +226,9 @@ export const makeGroupCommit = Effect.gen(function* () {
       resync = true
       prepared?.discard()
       yield* Effect.logWithLevel(storeErrorPolicy(written.left).log, `durable write failed for ${changes.length} events: ${written.left.reason}`)
-      for (const p of waiters) p.resume(Exit.fail(written.left))
+      // The commit may have been sent before the failure: its callers are told how to settle it.
+      const failed = withReason(written.left, `${written.left.reason}; ${MAY_HAVE_LANDED}`)
+      for (const p of waiters) p.resume(Exit.fail(failed))
       if (held !== undefined) yield* answerHeld(held, Either.left(written.left))
       return
     }
@@ -313,8 +318,8 @@ export const makeGroupCommit = Effect.gen(function* () {
     const taken = inFlight.includes(p)
     p.resume(Exit.fail(new TimedOut({
       reason: taken
-        ? `${bound}: the write may or may not have landed; retry it with the same idempotency key`
-        : `${bound}: the writer had not reached it (the batches ahead of it are waiting on the store); it was not written, retry it`
+        ? `${bound}; ${MAY_HAVE_LANDED}`
+        : `${bound}; the writer had not reached it (the batches ahead of it wait on the store): it was not written, retry it`
     })))
   }) : undefined
 
