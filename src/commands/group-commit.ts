@@ -79,6 +79,8 @@ export const makeGroupCommit = Effect.gen(function* () {
   let closing = false
   // The batch being committed: if the writer dies in it, its callers are failed too.
   let inFlight: ReadonlyArray<Queued> = []
+  // Whether the batch in flight is decided: until then a submission cancelled in it is skipped, never written.
+  let inFlightDecided = false
   /** Set once the writer died: what every later command fails with. */
   let stopped: WriterStopped | undefined
   const death = yield* Deferred.make<string>()
@@ -139,6 +141,7 @@ export const makeGroupCommit = Effect.gen(function* () {
    */
   const decideWriteAnswer = Effect.fnUntraced(function* (batch: ReadonlyArray<Queued>) {
     inFlight = batch
+    inFlightDecided = false
     if (resync) {
       const synced = yield* Effect.either(resyncWithLog)
       if (Either.isLeft(synced)) {
@@ -175,6 +178,7 @@ export const makeGroupCommit = Effect.gen(function* () {
     const firstSeq = lastSeq
     const at = Date.now()
     const decided = decideBatch(batch, rows, { lastSeq, counters, at, shared }, settled)
+    inFlightDecided = true
     const { changes, waiters, spans } = decided
     // Shared log: a keyed submission refused or left unchanged here may be the retry of a write that landed (on
     // another node, or an attempt whose answer was lost): its answer waits for its key, read with the append.
@@ -304,8 +308,8 @@ export const makeGroupCommit = Effect.gen(function* () {
 
   /**
    * A shared log: every write is answered within WO_STORE_TIMEOUT of its arrival, whatever batches are ahead of it
-   * (each store call is bounded, but a write may wait for several). One the writer has not taken yet is skipped: it
-   * is not written. One in the batch under way may still land: its key settles it.
+   * (each store call is bounded, but a write may wait for several). One the writer has not decided yet is skipped: it
+   * is not written. One decided in the batch under way may still land: its key settles it.
    */
   const deadlines = shared ? makeRequestDeadlines<Queued>(settings.storeTimeoutMs, (p) => {
     const gone = p.cancelled
@@ -315,9 +319,9 @@ export const makeGroupCommit = Effect.gen(function* () {
       return
     }
     const bound = `no answer within WO_STORE_TIMEOUT (${settings.storeTimeoutMs} ms) of its arrival`
-    const taken = inFlight.includes(p)
+    const mayHaveLanded = inFlightDecided && inFlight.includes(p)
     p.resume(Exit.fail(new TimedOut({
-      reason: taken
+      reason: mayHaveLanded
         ? `${bound}; ${MAY_HAVE_LANDED}`
         : `${bound}; the writer had not reached it (the batches ahead of it wait on the store): it was not written, retry it`
     })))

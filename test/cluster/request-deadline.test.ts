@@ -129,7 +129,7 @@ describe.skipIf(!haveBinaries)("a request's deadline while the primary is paused
     const late = sent.filter((s) => s.ms > BOUND_MS).map((s) => `${s.via} ${s.key}: ${s.status} after ${Math.round(s.ms)} ms`)
     const worst = Math.max(...sent.map((s) => s.ms))
     console.info(`paused ${PAUSE_MS} ms: ${sent.length} writes, ${during.length} sent during the pause, ` +
-      `${sent.filter((s) => s.status !== 200).length} not done; worst answer ${Math.round(worst)} ms (bound ${TIMEOUT_MS} + 1000 ms)`)
+      `${sent.filter((s) => s.status !== 200).length} not done (${sent.filter((s) => /it was not written/.test(s.detail)).length} not reached by the writer); worst answer ${Math.round(worst)} ms (bound ${TIMEOUT_MS} + 1000 ms)`)
     const lateReads = reads.filter((r) => r.ms > BOUND_MS).map((r) => `GET ${r.path}: ${r.status} after ${Math.round(r.ms)} ms`)
     console.info(`${reads.length} reads, ${reads.filter((r) => r.status !== 200).length} not 200; worst ${Math.round(Math.max(...reads.map((r) => r.ms)))} ms`)
     expect(late).toEqual([])
@@ -145,6 +145,15 @@ describe.skipIf(!haveBinaries)("a request's deadline while the primary is paused
     expect(sent.filter((s) => s.status === 503 && s.via === "rest" && !/^1 /.test(s.detail))).toEqual([])
     expect(sent.filter((s) => s.status === 503 && !says.test(s.detail)).map((s) => `${s.via}: ${s.detail}`)).toEqual([])
 
+    const eventsByPrice = async () => {
+      const events = await cluster.sql<{ price: string; n: string }>(DB, "select data->>'price' as price, count(*) as n from writeonce.events where type = 'products' and kind = 'invoked' group by 1")
+      return new Map(events.map((e) => [Number(e.price), Number(e.n)]))
+    }
+    // A write answered "not written" (the writer had not reached it) never lands: it was dropped from the queue.
+    const notWritten = sent.filter((s) => s.status === 503 && /it was not written/.test(s.detail))
+    const before = await eventsByPrice()
+    expect(notWritten.filter((s) => before.has(s.price)).map((s) => s.key)).toEqual([])
+
     // After the pause: each write not answered 200, retried with its key until it is, is done once; each answered
     // 200 is in the log once (no loss, no duplicate).
     for (const s of sent) {
@@ -155,8 +164,7 @@ describe.skipIf(!haveBinaries)("a request's deadline while the primary is paused
       }
       expect(answer.status, `${s.key} was never answered 200`).toBe(200)
     }
-    const events = await cluster.sql<{ price: string; n: string }>(DB, "select data->>'price' as price, count(*) as n from writeonce.events where type = 'products' and kind = 'invoked' group by 1")
-    const counts = new Map(events.map((e) => [Number(e.price), Number(e.n)]))
+    const counts = await eventsByPrice()
     expect(sent.filter((s) => counts.get(s.price) !== 1).map((s) => `${s.key}: ${counts.get(s.price) ?? 0} events`)).toEqual([])
   }, 240_000)
 })
