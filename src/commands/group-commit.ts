@@ -50,7 +50,7 @@ export interface GroupCommitShape extends WriterStatusShape {
   readonly offerCommand: (submission: CommandSubmission, onExit: (exit: Exit.Exit<CommandCommitted, CommandError>) => void) => () => void
 }
 
-/** What a write answered 503 after its commit may have been sent is told (docs/operating.md, "Retries"). */
+/** What a write is told when it is answered 503 after its commit may have been sent (docs/operating.md, "Retries"). */
 const MAY_HAVE_LANDED = "the write may or may not have landed: retry it with the same idempotency key"
 
 /** A keyed submission whose answer, as decided, waits until its key is read (a shared log): `asDecided` gives it. */
