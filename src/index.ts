@@ -3,7 +3,7 @@ export { CRUD_OPS, defineApp, entity, reject, view, type App, type AppDef, type 
 export { Views, ViewFailed } from "./projections/views/views.ts"
 export { mapField, MigrationFailed, renameField } from "./domain/migrations.ts"
 export { SchemaMismatch } from "./projections/rows/schema-check.ts"
-export { CatalogError, Contended, DataCorrupt, isStoreError, NotFound, Overloaded, ReplicaLagging, ShuttingDown, StoreFailed, ValidationFailed, VersionConflict, WriterStopped, type StoreError, type StoreUnavailable } from "./domain/errors.ts"
+export { CatalogError, Contended, DataCorrupt, isStoreError, NotFound, Overloaded, ReplicaLagging, ShuttingDown, StoreFailed, TimedOut, ValidationFailed, VersionConflict, WriterStopped, type StoreError, type StoreUnavailable } from "./domain/errors.ts"
 export { Catalog } from "./domain/app-catalog.ts"
 export { Commands, type Command } from "./commands/commands.ts"
 export { EventLog } from "./log/event-log.ts"

@@ -61,7 +61,11 @@ export interface BatchReferences {
   readonly incoming: ReadonlyMap<number, ReadonlyArray<{ readonly type: string; readonly field: string }>>
 }
 
-/** A keyed submission in a batch: its key, the fingerprint of its request, and its entries (`first`, `count`). */
+/**
+ * A keyed submission in a batch: its key, the fingerprint of its request, and its entries (`first`, `count`). With
+ * `count` 0 it is a probe (a keyed submission the writer refused or that changed nothing): a shared log stores no
+ * key for it, and answers it in `AppendResult.replays` if it is stored, read in the same call as the append.
+ */
 export interface KeyClaim {
   readonly key: string
   /** sha256 of the request (operation, target, canonical body): the same key with another request is refused. */

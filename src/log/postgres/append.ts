@@ -24,6 +24,11 @@
  *   3. commit: with `synchronous_commit=on` and `ANY 1 (s1, s2)`, it returns once the batch is fsynced on the
  *      primary and on at least one standby.
  *
+ * The batch's idempotency keys are read only here: the writer sends none before (group-commit.ts), so a batch is one
+ * round trip when no key of it is stored. A claim of no entry (`count` 0: a submission the writer refused or that
+ * changed nothing) is a probe: planned like any claim, so the function answers it when it is stored, and never
+ * written.
+ *
  * The first attempt pictures the log as this node last saw it (`LogPicture`: the head and counters of its last
  * append) with the versions the batch was decided on, and runs alone (its own transaction: one round trip). When
  * the picture was wrong (another node wrote meanwhile), the batch is planned again on the log the function
