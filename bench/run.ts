@@ -3,7 +3,7 @@
 //   npm run bench                        full run, a few minutes on 2 cores
 //   npm run bench -- --quick             under a minute (shorter windows, 100k-event replay)
 //   npm run bench -- --smoke --out DIR   seconds: one level, a subset, tiny sizes (what npm run bench:smoke checks)
-// Options: --out DIR (default bench/results for a full run, .data/bench-<mode> otherwise), --only load,notify,readers,amplify,stall,replay,sessions,cqrs,invariant,scaleout,clusterlend,commands,metrics,access,backup,devreload,scale (default: all; smoke runs leave scaleout and clusterlend out).
+// Options: --out DIR (default bench/results for a full run, .data/bench-<mode> otherwise), --only load,notify,readers,amplify,stall,replay,sessions,cqrs,invariant,scaleout,clusterlend,pause,commands,metrics,access,backup,devreload,scale (default: all; smoke runs leave scaleout, clusterlend and pause out).
 // Env: BENCH_DATA_DIR (data dirs and the fsync probe; default <repo>/.data/bench-run); BENCH_SCENARIOS and
 // BENCH_LEVELS narrow the load matrix to some scenarios (id prefixes) at some in-flight levels (bench/scenarios/load-matrix.ts).
 // Scenarios: bench/scenarios/*.ts; the kit they share: bench/lib/*.ts; the report: bench/report.ts.
@@ -28,6 +28,7 @@ import { runReaders, type ReadersOptions } from './scenarios/readers.ts';
 import { runAmplify, type AmplifyOptions } from './scenarios/amplify.ts';
 import { renderScaleOut, runScaleOut, scaleOutBudgets, type ScaleOutOptions, type ScaleOutResult } from './scenarios/scale-out.ts';
 import { CLUSTER_LEND_OPTIONS, clusterLendBudgets, renderClusterLend, runClusterLend, type ClusterLendResult } from './scenarios/cluster-lend.ts';
+import { PRIMARY_PAUSE_OPTIONS, primaryPauseBudgets, renderPrimaryPause, runPrimaryPause, type PrimaryPauseResult } from './scenarios/primary-pause.ts';
 import { INVARIANT_BUDGET, renderInvariant, runInvariant, type InvariantResult } from './scenarios/invariant.ts';
 import { renderCommands, runCommands, type CommandsOptions, type CommandsResult } from './scenarios/commands.ts';
 import { METRICS_BUDGET, renderMetricsCost, runMetricsCost, type MetricsCostResult } from './scenarios/metrics-cost.ts';
@@ -49,10 +50,11 @@ const option = (name: string): string | undefined => {
 const mode: Mode = flag('smoke') ? 'smoke' : flag('quick') ? 'quick' : 'full';
 // Only a full run replaces the committed results; shorter runs go under .data (not committed).
 const outDir = resolve(option('out') ?? (mode === 'full' ? join(repoRoot, 'bench', 'results') : join(repoRoot, '.data', `bench-${mode}`)));
-const PARTS = ['load', 'notify', 'readers', 'amplify', 'stall', 'replay', 'sessions', 'cqrs', 'invariant', 'scaleout', 'clusterlend', 'commands', 'metrics', 'access', 'backup', 'devreload', 'scale'] as const;
+const PARTS = ['load', 'notify', 'readers', 'amplify', 'stall', 'replay', 'sessions', 'cqrs', 'invariant', 'scaleout', 'clusterlend', 'pause', 'commands', 'metrics', 'access', 'backup', 'devreload', 'scale'] as const;
 type Part = (typeof PARTS)[number];
-// scaleout and clusterlend start PostgreSQL clusters: not in smoke runs unless asked for.
-const only = option('only')?.split(',').map((s) => s.trim()) ?? PARTS.filter((p) => (p !== 'scaleout' && p !== 'clusterlend') || mode !== 'smoke');
+// scaleout, clusterlend and pause start PostgreSQL clusters: not in smoke runs unless asked for.
+const PG_PARTS: ReadonlyArray<Part> = ['scaleout', 'clusterlend', 'pause'];
+const only = option('only')?.split(',').map((s) => s.trim()) ?? PARTS.filter((p) => !PG_PARTS.includes(p) || mode !== 'smoke');
 for (const p of only) if (!(PARTS as readonly string[]).includes(p)) throw new Error(`--only: unknown part ${p}; pick from ${PARTS.join(', ')}`);
 const wanted = (p: Part) => only.includes(p);
 
@@ -243,6 +245,8 @@ const sharing = (['notify', 'stall', 'sessions'] as const).filter((p) => S.share
 let shared: { server: SpawnedServer; dir: string } | undefined;
 /** The scale-out section (reported after the rest, in its own file too). */
 let scaleOut: ScaleOutResult | undefined;
+/** Requests during a pause of the primary (reported after the rest, in its own file too). */
+let primaryPause: PrimaryPauseResult | undefined;
 /** Commands on 3 nodes against 1 (reported after the rest, in its own file too). */
 let clusterLend: ClusterLendResult | undefined;
 /** The invariant cost (reported after the rest). */
@@ -333,6 +337,7 @@ try {
   if (wanted('invariant')) invariantCost = await runInvariant(ctx);
   if (wanted('scaleout')) scaleOut = await runScaleOut(ctx, S.scaleOut);
   if (wanted('clusterlend')) clusterLend = await runClusterLend(ctx, CLUSTER_LEND_OPTIONS[mode]);
+  if (wanted('pause')) primaryPause = await runPrimaryPause(ctx, PRIMARY_PAUSE_OPTIONS[mode]);
   if (wanted('commands')) commands = await runCommands(ctx, S.commands);
   if (wanted('metrics')) metricsCost = await runMetricsCost(ctx);
   if (wanted('access')) accessCost = await runAccessCost(ctx);
@@ -375,14 +380,16 @@ report.budgets = [
   ] : []),
   ...(scaleOut && !scaleOut.skipped ? scaleOutBudgets(scaleOut) : []),
   ...(clusterLend ? clusterLendBudgets(clusterLend) : []),
+  ...(primaryPause ? primaryPauseBudgets(primaryPause) : []),
   ...(scale ? scaleBudgets(scale) : []),
 ];
 report.wallMs = performance.now() - wallStart;
 
-const md = renderMarkdown(report) + (invariantCost ? `\n${renderInvariant(invariantCost)}` : '') + (scaleOut ? `\n${renderScaleOut(scaleOut)}` : '') + (clusterLend ? `\n${renderClusterLend(clusterLend)}\n` : '') + (commands ? `\n${renderCommands(commands)}\n` : '') + (metricsCost ? `\n${renderMetricsCost(metricsCost)}\n` : '') + (accessCost ? `\n${renderAccessCost(accessCost)}\n` : '') + (backup ? `\n${renderBackup(backup)}\n` : '') + (scale ? `\n${renderScale(scale)}\n` : '') + (devReload ? `\n${renderDevReload(devReload)}\n` : '');
+const md = renderMarkdown(report) + (invariantCost ? `\n${renderInvariant(invariantCost)}` : '') + (scaleOut ? `\n${renderScaleOut(scaleOut)}` : '') + (clusterLend ? `\n${renderClusterLend(clusterLend)}\n` : '') + (primaryPause ? `\n${renderPrimaryPause(primaryPause)}\n` : '') + (commands ? `\n${renderCommands(commands)}\n` : '') + (metricsCost ? `\n${renderMetricsCost(metricsCost)}\n` : '') + (accessCost ? `\n${renderAccessCost(accessCost)}\n` : '') + (backup ? `\n${renderBackup(backup)}\n` : '') + (scale ? `\n${renderScale(scale)}\n` : '') + (devReload ? `\n${renderDevReload(devReload)}\n` : '');
 mkdirSync(outDir, { recursive: true });
 if (scaleOut) writeFileSync(join(outDir, 'scale-out.json'), `${JSON.stringify(scaleOut, null, 2)}\n`);
 if (clusterLend) writeFileSync(join(outDir, 'cluster-lend.json'), `${JSON.stringify(clusterLend, null, 2)}\n`);
+if (primaryPause) writeFileSync(join(outDir, 'primary-pause.json'), `${JSON.stringify(primaryPause, null, 2)}\n`);
 if (commands) writeFileSync(join(outDir, 'commands.json'), `${JSON.stringify(commands, null, 2)}\n`);
 if (accessCost) writeFileSync(join(outDir, 'access.json'), `${JSON.stringify(accessCost, null, 2)}\n`);
 if (backup) writeFileSync(join(outDir, 'backup.json'), `${JSON.stringify(backup, null, 2)}\n`);

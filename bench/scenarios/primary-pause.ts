@@ -32,6 +32,13 @@ export interface PrimaryPauseOptions {
   products: number;
 }
 
+/** The sizes of each mode: the issue's 15 s pause against the default 5 s bound in a full run. */
+export const PRIMARY_PAUSE_OPTIONS: Record<'full' | 'quick' | 'smoke', PrimaryPauseOptions> = {
+  full: { timeoutMs: 5000, pauseMs: 15_000, inFlight: 32, aroundMs: 3000, products: 200 },
+  quick: { timeoutMs: 2000, pauseMs: 6000, inFlight: 16, aroundMs: 2000, products: 50 },
+  smoke: { timeoutMs: 1000, pauseMs: 2000, inFlight: 4, aroundMs: 500, products: 10 },
+};
+
 export interface PrimaryPauseResult {
   skipped?: string;
   timeoutMs: number;
@@ -249,8 +256,6 @@ if (import.meta.url === `file://${process.argv[1]}`) {
     warn: (what) => process.stderr.write(`warning: ${what}\n`),
     track: () => undefined,
   };
-  const result = await runPrimaryPause(ctx, quick
-    ? { timeoutMs: 2000, pauseMs: 6000, inFlight: 16, aroundMs: 2000, products: 50 }
-    : { timeoutMs: 5000, pauseMs: 15_000, inFlight: 32, aroundMs: 3000, products: 200 });
+  const result = await runPrimaryPause(ctx, PRIMARY_PAUSE_OPTIONS[quick ? 'quick' : 'full']);
   console.log(renderPrimaryPause(result));
 }

@@ -48,10 +48,11 @@ const callBoth = async (tool: string, args: object, key?: string) => {
   return { legacy, modern }
 }
 
+/** A failed append's refusal: it may have landed, so its message says how to retry safely. */
 const refusal = (code: string, reason: string) => ({
   error: "StoreUnavailable",
   code,
-  message: `the store is unavailable: ${reason}`,
+  message: `the store is unavailable: ${reason}; the write may or may not have landed: retry it with the same idempotency key`,
   retryable: true,
   retryAfter: 1
 })
