@@ -233,27 +233,38 @@ export const entity = <
 })
 
 /** An app as `defineApp` takes it: `commands` are typed from `entities` (see `CommandSpec`). */
-export type AppInput<E extends Readonly<Record<string, EntityDef>>, C extends Record<string, Schema.Struct.Fields>> =
-  & Omit<AppDef, "entities" | "commands">
+export type AppInput<
+  E extends Readonly<Record<string, EntityDef>>,
+  C extends Record<string, Schema.Struct.Fields>,
+  V extends Readonly<Record<string, ViewDef>> = Readonly<Record<string, ViewDef>>
+> =
+  & Omit<AppDef, "entities" | "commands" | "views">
   & {
     readonly entities: E
     readonly commands?: { readonly [K in keyof C]: CommandSpec<E, C[K]> }
+    readonly views?: V
   }
 
 /** An app as `defineApp` returns it: an `AppDef` that keeps its entity types and commands in its type. */
-export type App<E extends Readonly<Record<string, EntityDef>>, C extends Record<string, Schema.Struct.Fields>> =
-  & Omit<AppDef, "entities" | "commands">
-  & { readonly entities: E; readonly commands: { readonly [K in keyof C]: CommandSpec<E, C[K]> } }
+export type App<
+  E extends Readonly<Record<string, EntityDef>>,
+  C extends Record<string, Schema.Struct.Fields>,
+  V extends Readonly<Record<string, ViewDef>> = Readonly<Record<string, ViewDef>>
+> =
+  & Omit<AppDef, "entities" | "commands" | "views">
+  & { readonly entities: E; readonly commands: { readonly [K in keyof C]: CommandSpec<E, C[K]> }; readonly views?: V }
 
 /**
- * Declare an app. The result keeps the app's type (entity names, fields, methods and their params, commands),
- * so that commands and the decider specs check names and values; it is still an `AppDef`. Validation happens
+ * Declare an app. The result keeps the app's type (entity names, fields, methods and their params, commands, the
+ * views' names and value schemas), so that commands, the decider specs and the typed in-process API
+ * (embedding/write-once.ts) check names and values; it is still an `AppDef`. Validation happens
  * when the runtime loads it (see `compileApp`).
  */
 export const defineApp = <
   const E extends Readonly<Record<string, EntityDef>>,
-  const C extends Record<string, Schema.Struct.Fields> = {}
->(app: AppInput<E, C>): App<E, C> => ({ ...app, commands: (app.commands ?? {}) as App<E, C>["commands"] })
+  const C extends Record<string, Schema.Struct.Fields> = {},
+  const V extends Readonly<Record<string, ViewDef>> = {}
+>(app: AppInput<E, C, V>): App<E, C, V> => ({ ...app, commands: (app.commands ?? {}) as App<E, C, V>["commands"] })
 
 /** What a view's `evolve` folds: one committed event, with its row just before and just after it. */
 export interface ViewChange {
@@ -296,9 +307,14 @@ export interface ViewDef {
   readonly version?: number
 }
 
+/** A view as `view` returns it: the erased form the runtime reads, which keeps its value's schema in its type. */
+export interface View<S extends Schema.Schema<any, any, never>> extends ViewDef {
+  readonly schema: S
+}
+
 /**
  * Declare a view: `views: { articles_by_status: view({ schema, initial, on: { articles: ["created", ...] },
  * evolve }) }`. It is maintained on commit (read-your-writes), served at `GET /api/_views/<name>`, as the MCP
  * resource `wo://views/<name>` and the tool `view_<name>`, and rebuilt from the log by `wo replay --app`.
  */
-export const view = <S extends Schema.Schema<any, any, never>>(spec: ViewSpec<S>): ViewDef => spec as ViewDef
+export const view = <S extends Schema.Schema<any, any, never>>(spec: ViewSpec<S>): View<S> => spec as View<S>
