@@ -19,3 +19,6 @@ export type { CommandName, CommandParams, CreateInput, ListOptions, MethodName, 
 export { Rejected, MethodFailed, IdempotencyKeyReused, type CommandError } from "./domain/errors.ts"
 export { ViewRefolding } from "./projections/views/views.ts"
 export { SubscriptionRegistry } from "./subscriptions/registry.ts"
+export { Caller, type RoutesOf } from "./embedding/custom-routes.ts"
+export { may, type Principal } from "./access/principal.ts"
+export { Op, type Operation } from "./access/grants.ts"
