@@ -12,6 +12,7 @@ import { Context, Effect, Layer, type Scope } from "effect"
 import type { AppDef } from "../domain/catalog.ts"
 import type { Principal } from "../access/principal.ts"
 import type { EdgeRequest, EdgeResponse } from "../http/edge/edge-types.ts"
+import { CustomRoutes } from "../http/routes/custom-routes.ts"
 import { WriteOnce, type WriteOnceApi } from "./write-once.ts"
 
 /** Who calls a custom route: the principal the edge authenticated, if the server requires a credential. */
@@ -19,13 +20,6 @@ export class Caller extends Context.Tag("writeonce/Caller")<Caller, { readonly p
 
 /** The program's routes, made once from the typed API of its app. */
 export type RoutesOf<A extends AppDef> = (wo: WriteOnceApi<A>) => HttpApp.Default<unknown, Caller | Scope.Scope>
-
-/** The program's routes as the router mounts them (http/router.ts). */
-export interface CustomRoutesShape {
-  readonly handle: (request: EdgeRequest) => Effect.Effect<EdgeResponse>
-}
-
-export class CustomRoutes extends Context.Tag("writeonce/CustomRoutes")<CustomRoutes, CustomRoutesShape>() {}
 
 const BODYLESS = new Set(["GET", "HEAD"])
 

@@ -26,7 +26,7 @@ import { Views } from "../projections/views/views.ts"
 import { Rows } from "../projections/rows/rows.ts"
 import { EventLog } from "../log/event-log.ts"
 import { makeHistory } from "../projections/history.ts"
-import { CustomRoutes } from "../embedding/custom-routes.ts"
+import { CustomRoutes } from "./routes/custom-routes.ts"
 import { BACKUP_PATH } from "../backup/control.ts"
 
 export class HttpServer extends Context.Tag("writeonce/HttpServer")<HttpServer, { readonly url: string }>() {}
