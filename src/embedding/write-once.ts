@@ -98,7 +98,8 @@ export interface WriteOnceApi<A extends AppDef> {
   readonly as: (principal: Acting) => WriteOnceApi<A>
 }
 
-const notNull = <R>(row: unknown): R => row as R
+/** A row (or value) as the app's type says it is: the writer decoded and checked it through the type's schema. */
+const typed = <R>(value: unknown): R => value as R
 
 /**
  * A stream of `read`'s result now and after each notice of `topic`. Notices arriving while the consumer is busy
@@ -116,9 +117,11 @@ export class WriteOnce {
   /** The typed API of `app`, over the services of the runtime in context (`coreLayer` or `writeOnceLayer`). */
   static readonly of = <A extends AppDef>(app: A): Effect.Effect<WriteOnceApi<A>, never, Catalog | Commands | Queries | Views | SubscriptionRegistry | EventLog> =>
     Effect.gen(function* () {
-      // `app` gives the API its type; the runtime in context serves the app it was built with.
-      void app
       const catalog = yield* Catalog
+      // `app` gives the API its type: it must be the app the runtime in context serves.
+      if (catalog.name !== app.name) {
+        return yield* Effect.dieMessage(`WriteOnce.of(app): the runtime in context serves the app "${catalog.name}", not "${app.name}"`)
+      }
       const commands = yield* Commands
       const queries = yield* Queries
       const views = yield* Views
@@ -153,26 +156,26 @@ export class WriteOnce {
           options?.idempotencyKey === undefined ? { actor } : { actor, idempotencyKey: options.idempotencyKey }
         return {
           create: (type, input, options) =>
-            Effect.map(commands.execute({ _tag: "Create", type, input }, execute(options)), (c) => notNull(c.row)),
+            Effect.map(commands.execute({ _tag: "Create", type, input }, execute(options)), (c) => typed(c.row)),
           update: (type, id, input, options) =>
             Effect.map(
               commands.execute({ _tag: "Update", type, id, input, expectedVersion: options?.expectedVersion }, execute(options)),
-              (c) => notNull(c.row)
+              (c) => typed(c.row)
             ),
           delete: (type, id, options) =>
             Effect.asVoid(commands.execute({ _tag: "Delete", type, id, expectedVersion: options?.expectedVersion }, execute(options))),
           invoke: (type, id, method, ...[params, options]) =>
             Effect.map(
               commands.execute({ _tag: "Invoke", type, id, method, input: params ?? {}, expectedVersion: options?.expectedVersion }, execute(options)),
-              (c) => notNull(c.row)
+              (c) => typed(c.row)
             ),
           command: (name, ...[params, options]) => commands.executeAppCommand(name, params ?? {}, execute(options)),
-          get: (type, id) => Effect.map(queries.get(type, id), (row) => notNull(row)),
+          get: (type, id) => Effect.map(queries.get(type, id), (row) => typed(row)),
           list: (type, options) => list(type, options) as Effect.Effect<PageOf<any>, NotFound | ValidationFailed>,
           view: (name) => Effect.map(readView(name), (read) => read.value as ViewValue<A, typeof name>),
           changes: {
             row: (type, id) =>
-              watchTopic(registry, { uri: rowUri(type, id) }, Effect.sync(() => notNull(queries.row(type, id) ?? null))).pipe(
+              watchTopic(registry, { uri: rowUri(type, id) }, Effect.sync(() => typed(queries.row(type, id) ?? null))).pipe(
                 // A notice of a change already read (collapsed behind an earlier read) gives the same row again.
                 Stream.changesWith((a: any, b: any) => a?.version === b?.version)
               ),

@@ -3,10 +3,11 @@
  * own writes, reads, views, change streams and log, with the refusals the server gives, as the same tagged errors.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { Chunk, Effect, Fiber, ManagedRuntime, Stream } from "effect"
+import { Cause, Chunk, Effect, Exit, Fiber, ManagedRuntime, Stream } from "effect"
 import { coreLayer, loadSettings } from "../../src/index.ts"
 import { WriteOnce, type WriteOnceApi } from "../../src/embedding/write-once.ts"
 import desk from "../../examples/embedded/app.ts"
+import pricing from "../../examples/pricing/app.ts"
 import { tempDir } from "../../testkit/server.ts"
 
 const settings = await Effect.runPromise(loadSettings({ dataDir: tempDir("wo-typed-") }))
@@ -49,6 +50,11 @@ describe("the typed in-process API", () => {
     expect(await failure(wo.update("tickets", ticket.id, { status: "open" }))).toMatchObject({ _tag: "Rejected", code: "guarded_field" })
     expect(await failure(wo.create("tickets", { title: "" }))).toMatchObject({ _tag: "ValidationFailed", type: "tickets" })
     expect(await failure(wo.list("tickets", { where: { titel: "x" } as never }))).toMatchObject({ _tag: "ValidationFailed" })
+  })
+
+  it("refuses to type another app than the one the runtime serves", async () => {
+    const exit = await runtime.runPromiseExit(WriteOnce.of(pricing))
+    expect(Exit.isFailure(exit) && Cause.pretty(exit.cause)).toContain(`serves the app "ticket-desk", not "pricing"`)
   })
 
   it("lists with the where, order, limit and cursor REST and MCP take", async () => {
