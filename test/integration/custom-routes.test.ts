@@ -56,6 +56,14 @@ describe("the program's own routes", () => {
     expect(created.status).toBe(201)
     const row = await http(`${url}/api/agents/${created.json.id}`, { headers: bearer(tokenOf("desk")) })
     expect(row.json).toMatchObject({ name: "Ann", version: 1 })
+    // A chunked body reaches the route whole, as one sent with its length does.
+    const chunked = await rawRequest(`${url}/agents`, {
+      method: "POST",
+      body: JSON.stringify({ name: "Bob" }),
+      headers: { "content-type": "application/json", "transfer-encoding": "chunked", ...bearer(tokenOf("desk")) }
+    })
+    expect(chunked.status).toBe(201)
+    expect(chunked.json).toMatchObject({ name: "Bob" })
   })
 
   it("sit behind the edge: the Host check and the body limit come first", async () => {
