@@ -28,6 +28,7 @@ import { EventLog } from "../log/event-log.ts"
 import { makeHistory } from "../projections/history.ts"
 import { CustomRoutes } from "./routes/custom-routes.ts"
 import { BACKUP_PATH } from "../backup/control.ts"
+import { METRICS_PATH } from "./routes/metrics-route.ts"
 
 export class HttpServer extends Context.Tag("writeonce/HttpServer")<HttpServer, { readonly url: string }>() {}
 
@@ -55,10 +56,13 @@ export const makeAppHandler = Effect.gen(function* () {
   const guards = makeGuards(settings)
   const rest = makeRestRoutes(catalog, commands, queries, settings.maxJsonDepth, makeHistory(yield* EventLog, settings))
   const mcp = yield* makeMcpRoute
-  // The embedding program's routes take every path the server leaves (requestOperation answers the others).
+  // The embedding program's routes take every path the server leaves: never /api/..., /mcp, /metrics, the backup
+  // endpoint or the console's pages (the health probes and OAuth's metadata are answered before).
   const custom = Option.map(yield* Effect.serviceOption(CustomRoutes), (routes) => ({
     handle: routes.handle,
-    serves: (request: EdgeRequest) => request.path !== BACKUP_PATH && consoleRoutes.handle(request) === undefined
+    serves: (request: EdgeRequest) =>
+      !request.path.startsWith("/api/") && request.path !== "/mcp" && request.path !== METRICS_PATH && request.path !== BACKUP_PATH &&
+      consoleRoutes.handle(request) === undefined
   }))
   const router = makeRouter(guards, {
     rest,
