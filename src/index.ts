@@ -1,5 +1,5 @@
 /** The library entry point: the catalog API for app authors, and the runtime Layer for Effect programs. */
-export { CRUD_OPS, defineApp, entity, reject, view, type App, type AppDef, type AppInput, type Change, type CommandChange, type CommandContext, type CommandDef, type CommandSpec, type InvariantSpec, type CrudOp, type Entity, type EntityDef, type FieldsNotInferred, type MethodSpec, type Migration, type Migrations, type Row, type ViewChange, type ViewDef, type ViewSpec } from "./domain/catalog.ts"
+export { CRUD_OPS, defineApp, entity, reject, view, type App, type AppDef, type AppInput, type Change, type CommandChange, type CommandContext, type CommandDef, type CommandSpec, type InvariantSpec, type CrudOp, type Entity, type EntityDef, type FieldsNotInferred, type MethodSpec, type Migration, type Migrations, type Row, type View, type ViewChange, type ViewDef, type ViewSpec } from "./domain/catalog.ts"
 export { Views, ViewFailed } from "./projections/views/views.ts"
 export { mapField, MigrationFailed, renameField } from "./domain/migrations.ts"
 export { SchemaMismatch } from "./projections/rows/schema-check.ts"
@@ -14,3 +14,11 @@ export { WoConfig, loadSettings, type Settings, type SettingsInput } from "./sup
 export { coreLayer, writeOnceLayer, type CoreOptions, type ServeOptions } from "./runtime/runtime.ts"
 export { AppLoadError, loadApp } from "./app-loading/load-app.ts"
 export { ref } from "./domain/rules/refs.ts"
+export { WriteOnce, type ViewError, type ViewRead, type WriteOnceApi, type WriteOptions } from "./embedding/write-once.ts"
+export type { CommandName, CommandParams, CreateInput, ListOptions, MethodName, MethodParams, OrderBy, PageOf, RowOf, TypeName, UpdateInput, ViewName, ViewValue, Where } from "./embedding/app-types.ts"
+export { Rejected, MethodFailed, IdempotencyKeyReused, type CommandError } from "./domain/errors.ts"
+export { ViewRefolding } from "./projections/views/views.ts"
+export { SubscriptionRegistry } from "./subscriptions/registry.ts"
+export { Caller, type RoutesOf } from "./embedding/custom-routes.ts"
+export { may, type Principal } from "./access/principal.ts"
+export { Op, type Operation } from "./access/grants.ts"

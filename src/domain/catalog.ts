@@ -271,8 +271,14 @@ type EntitiesWithRefsChecked<E extends EntityMap> = {
   }
 }
 
-/** An app as `defineApp` takes it: `commands` and `views` are typed from `entities` (see `CommandSpec`, `view`). */
-export type AppInput<E extends Readonly<Record<string, EntityDef>>, C extends Record<string, Schema.Struct.Fields>> =
+/** The views of an app whose entity types are `E`, by name. */
+export type ViewsFor<E extends EntityMap> = { readonly [name: string]: View<E, ViewOn<E>, Schema.Schema<any, any, never>> }
+
+/**
+ * An app as `defineApp` takes it: `commands` and `views` are typed from `entities` (see `CommandSpec`, `view`);
+ * `V`, the views, is kept with their names and value schemas.
+ */
+export type AppInput<E extends Readonly<Record<string, EntityDef>>, C extends Record<string, Schema.Struct.Fields>, V extends ViewsFor<E> = ViewsFor<E>> =
   & Omit<AppDef, "entities" | "commands" | "views">
   & {
     readonly entities: E
@@ -283,25 +289,31 @@ export type AppInput<E extends Readonly<Record<string, EntityDef>>, C extends Re
      * Declared projections, by name: see `view`. Each view's `on` is checked against `entities`; written as a
      * function of `view`, `views: (view) => ({ ... })`, its `evolve` sees typed rows too.
      */
-    readonly views?: { readonly [name: string]: View<E, ViewOn<E>> } | ((view: ViewBuilder<E>) => { readonly [name: string]: View<E, ViewOn<E>> })
+    readonly views?: V | ((view: ViewBuilder<E>) => V)
   }
 
 /** An app as `defineApp` returns it: an `AppDef` that keeps its entity types and commands in its type. */
-export type App<E extends Readonly<Record<string, EntityDef>>, C extends Record<string, Schema.Struct.Fields>> =
-  & Omit<AppDef, "entities" | "commands">
-  & { readonly entities: E; readonly commands: { readonly [K in keyof C]: CommandSpec<E, C[K]> } }
+export type App<
+  E extends Readonly<Record<string, EntityDef>>,
+  C extends Record<string, Schema.Struct.Fields>,
+  V extends Readonly<Record<string, ViewDef>> = Readonly<Record<string, ViewDef>>
+> =
+  & Omit<AppDef, "entities" | "commands" | "views">
+  & { readonly entities: E; readonly commands: { readonly [K in keyof C]: CommandSpec<E, C[K]> }; readonly views?: V }
 
 /**
- * Declare an app. The result keeps the app's type (entity names, fields, methods and their params, commands),
- * so that commands and the decider specs check names and values; it is still an `AppDef`. Validation happens
+ * Declare an app. The result keeps the app's type (entity names, fields, methods and their params, commands, the
+ * views' names and value schemas), so that commands, the decider specs and the typed in-process API
+ * (embedding/write-once.ts) check names and values; it is still an `AppDef`. Validation happens
  * when the runtime loads it (see `compileApp`).
  */
 export const defineApp = <
   const E extends Readonly<Record<string, EntityDef>>,
-  const C extends Record<string, Schema.Struct.Fields> = {}
->({ views, ...app }: AppInput<E, C> & NoInfer<{ readonly entities: EntitiesWithRefsChecked<E> }>): App<E, C> => ({
+  const C extends Record<string, Schema.Struct.Fields> = {},
+  const V extends ViewsFor<E> = {}
+>({ views, ...app }: AppInput<E, C, V> & NoInfer<{ readonly entities: EntitiesWithRefsChecked<E> }>): App<E, C, V> => ({
   ...app,
-  commands: (app.commands ?? {}) as App<E, C>["commands"],
+  commands: (app.commands ?? {}) as App<E, C, V>["commands"],
   ...(views === undefined ? {} : { views: typeof views === "function" ? views(view as ViewBuilder<E>) : views })
 })
 
@@ -375,9 +387,12 @@ export interface ViewDef {
 
 /**
  * A view as `view` returns it: the erased form, which remembers in its type the entity types it was declared for
- * (read from where it is used: `defineApp`'s `views`). A view declared for no app in particular fits any app.
+ * (read from where it is used: `defineApp`'s `views`) and its value's schema. A view declared for no app in
+ * particular fits any app.
  */
-export interface View<E extends EntityMap = EntityMap, On = unknown> extends ViewDef {
+export interface View<E extends EntityMap = EntityMap, On = unknown, S extends Schema.Schema<any, any, never> = Schema.Schema<any, any, never>> extends ViewDef {
+  /** The value's schema, kept in the type (the typed in-process API decodes a view's value by it). */
+  readonly schema: S
   readonly "~writeonce/entities"?: (entities: E) => void
   /** What its `on` names, for `defineApp` to check against the app's types (also in the object form). */
   readonly "~writeonce/on"?: On
@@ -392,7 +407,7 @@ export interface View<E extends EntityMap = EntityMap, On = unknown> extends Vie
  */
 export const view = <S extends Schema.Schema<any, any, never>, E extends EntityMap = EntityMap, const On extends ViewOn<E> = ViewOn<E>>(
   spec: ViewSpec<S, NoInfer<E>, On>
-): View<E, On> => spec as unknown as View<E, On>
+): View<E, On, S> => spec as unknown as View<E, On, S>
 
 /** `view` for the entity types `E`: what `defineApp` passes to `views: (view) => ({ ... })`. */
-export type ViewBuilder<E extends EntityMap> = <S extends Schema.Schema<any, any, never>, const On extends ViewOn<E>>(spec: ViewSpec<S, E, On>) => View<E, On>
+export type ViewBuilder<E extends EntityMap> = <S extends Schema.Schema<any, any, never>, const On extends ViewOn<E>>(spec: ViewSpec<S, E, On>) => View<E, On, S>

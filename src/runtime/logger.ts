@@ -31,3 +31,9 @@ export const LoggerLive = Layer.unwrapEffect(
     return Layer.merge(Logger.replace(Logger.defaultLogger, line), Logger.minimumLogLevel(level))
   })
 )
+
+/**
+ * `LoggerLive` as the program's only logger. `NodeRuntime.runMain` swaps Effect's default logger for its pretty
+ * one before the program runs; replacing the default alone would leave that one printing every line again.
+ */
+export const LoggerOnlyLive = Layer.flatMap(Logger.remove(Logger.prettyLoggerDefault), () => LoggerLive)
