@@ -7,6 +7,8 @@
  *    eras. `price` and `status` have declared (ready) indexes: a range leads over its index span; `name`'s index is
  *    built on first use; `assignee` can be absent.
  *  - A walk under concurrent writes keeps the cursor rules equality has: no row twice, every untouched row once.
+ *  - A live query on a range (`wo://products?price[gte]=500&price[lt]=600`) hears a row entering it, changing in it
+ *    and leaving it, and nothing of a row outside it.
  *  - A bad value or operator answers 400 (isError on MCP) naming the field and the operator.
  * The store is written directly (bench/lib/row-writer.ts), with 600 rows: more than a list builds an index for
  * before answering (BUILD_FIRST_ROWS), fewer than a bounded scan reads (SCAN_BUDGET_ROWS).
@@ -19,7 +21,8 @@ import { defineApp, entity } from "../../src/domain/catalog.ts"
 import { compileApp } from "../../src/domain/compile.ts"
 import { compareValues } from "../../src/domain/value-order.ts"
 import { callTool } from "../../testkit/legacy-client.ts"
-import { modernCall } from "../../testkit/modern-client.ts"
+import { modernCall, openListen } from "../../testkit/modern-client.ts"
+import type { SseConnection } from "../../testkit/sse.ts"
 import { http, startServer, tempDir } from "../../testkit/server.ts"
 
 const ROWS = 600
@@ -234,4 +237,47 @@ describe("bad values and operators", () => {
       expect(legacy.content[0].text).toContain(`where.${field}`)
     }
   })
+})
+
+/** The URIs of the next `n` resource notices (each awaited up to 10 s), then a short look for one more. */
+const notices = async (stream: SseConnection, n: number) => {
+  const out: Array<string> = []
+  while (out.length < n) {
+    const m = await stream.nextJson(10_000)
+    if (m === undefined) break
+    if (m.json.method === "notifications/resources/updated") out.push(m.json.params.uri)
+  }
+  const extra = await stream.nextJson(150)
+  if (extra !== undefined) out.push(extra.json.params?.uri ?? extra.json.method)
+  return out
+}
+
+describe("a live query on a range", () => {
+  it("hears a row entering the range, changing in it and leaving it; nothing while it is outside", async () => {
+    const RANGE = "wo://products?price[gte]=500&price[lt]=600"
+    const listen = await openListen(server.url, "range-1", [RANGE])
+    try {
+      expect((await listen.nextJson(10_000))?.json.params.notifications).toEqual({ resourceSubscriptions: [RANGE] })
+      const created = await http(`${server.url}/api/products`, { method: "POST", body: { name: "live", price: 50, currency: "USD", status: "open" } })
+      expect(created.status).toBe(201)
+      const patch = async (price: number) =>
+        expect((await http(`${server.url}/api/products/${created.json.id}`, { method: "PATCH", body: { price } })).status).toBe(200)
+      expect(await notices(listen, 0)).toEqual([])
+      await patch(550) // enters
+      expect(await notices(listen, 1)).toEqual([RANGE])
+      await patch(599.5) // changes while in it
+      expect(await notices(listen, 1)).toEqual([RANGE])
+      await patch(600) // leaves: the upper bound is exclusive
+      expect(await notices(listen, 1)).toEqual([RANGE])
+      await patch(700) // outside, before and after
+      expect(await notices(listen, 0)).toEqual([])
+      // The live query reads as the list's first page.
+      await patch(500)
+      expect(await notices(listen, 1)).toEqual([RANGE])
+      const page = await http(`${server.url}/api/products?price[gte]=500&price[lt]=600`)
+      expect(page.json.items.map((r: any) => r.id)).toEqual([created.json.id])
+    } finally {
+      listen.close()
+    }
+  }, SLOW)
 })
