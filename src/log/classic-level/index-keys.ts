@@ -90,6 +90,9 @@ export const indexKey = (type: string, fields: ReadonlyArray<string>, row: Row):
   return key + idPart(row.id)
 }
 
+/** An index key without its id: the index's prefix and the row's encoded values. */
+export const baseOfIndexKey = (key: string): string => key.slice(0, key.length - ID_DIGITS)
+
 /** The id an index key ends with. */
 export const idOfIndexKey = (key: string): number => Number(key.slice(key.length - ID_DIGITS))
 

@@ -26,7 +26,7 @@ import { upcastRow } from "../../log/upcasting-log.ts"
 import { indexAfter } from "./sorted-ids.ts"
 import type { IndexBackfill } from "./index-backfill.ts"
 import type { RowCache } from "./row-cache.ts"
-import { indexFieldsFor, leadOf, spanRange, spansFor } from "./index-spans.ts"
+import { indexFieldsFor, leadOf, spanRange, spansFor, type KeySpan } from "./index-spans.ts"
 import { MergedKeys } from "../../log/classic-level/merged-keys.ts"
 import { RowIndexes, type IndexSpec, type RowPage, type RowQuery } from "./row-indexes.ts"
 import type { RowTableShape } from "./row-table.ts"
@@ -66,6 +66,12 @@ export const SCAN_BUDGET_ROWS = 5_000
  * the rows or more fills its page there, about as cheaply as an equality's index walk; a narrower one reads its index.
  */
 const RANGE_PROBE_PAGES = 10
+
+/**
+ * A range in id order with at most this many distinct values is walked as a set of them (one seek each to find
+ * them); one with more is read as `rangeById` says.
+ */
+const RANGE_VALUES = 32
 
 /** Bytes a scan's iterator buffers per read of the store: a few hundred rows, so that a scan takes a few turns. */
 const SCAN_READ_BYTES = 256 * 1024
@@ -250,19 +256,53 @@ export class StoreTable extends RowIndexes implements RowTableShape {
   /** A filtered or ordered page from the index on `fields` (index-spans.ts says which index and which spans). */
   private listWalk(fields: ReadonlyArray<string>, query: RowQuery): Effect.Effect<RowPage, StoreError> {
     const lead = leadOf(query.where)
-    return lead?.kind === "range" && query.order.field === "id" ? this.rangeById(fields, query) : this.indexWalk(fields, query)
+    if (lead?.kind !== "range" || query.order.field !== "id") return this.indexWalk(fields, query)
+    // A range of few distinct values is a set of them: each value's keys are in id order, merged as a set's are.
+    return Effect.flatMap(this.rangeValues(fields, query), (spans) => spans === undefined ? this.rangeById(fields, query) : this.indexWalk(fields, query, spans))
+  }
+
+  /**
+   * The spans of the distinct values in a range's span of the index on `fields` (one seek each), ascending;
+   * undefined when it holds more than RANGE_VALUES of them.
+   */
+  private rangeValues(fields: ReadonlyArray<string>, { where }: RowQuery): Effect.Effect<ReadonlyArray<KeySpan> | undefined, StoreError> {
+    return Effect.tryPromise({
+      try: async () => {
+        const range = spanRange(spansFor(this.type, fields, where)[0], undefined, false)
+        if (range === undefined) return []
+        const it = this.access.db().keys(range)
+        try {
+          const spans: Array<KeySpan> = []
+          for (;;) {
+            const [key] = await it.nextv(1)
+            if (key === undefined) return spans
+            if (spans.length === RANGE_VALUES) return undefined
+            const base = X.baseOfIndexKey(key)
+            spans.push({ base, low: base, high: X.prefixEnd(base) })
+            it.seek(X.prefixEnd(base))
+          }
+        } finally {
+          await it.close().catch(() => undefined)
+        }
+      },
+      catch: unavailable(`cannot read the rows of ${this.type}`)
+    })
   }
 
   /**
    * A filtered or ordered page: the spans of the index on `fields` (one per value of a set, merged in the list's
    * order), from the cursor on, each entry's row read through the cache and checked against every filter.
    */
-  private indexWalk(fields: ReadonlyArray<string>, { where, order, after, limit }: RowQuery): Effect.Effect<RowPage, StoreError> {
+  private indexWalk(
+    fields: ReadonlyArray<string>,
+    { where, order, after, limit }: RowQuery,
+    spans: ReadonlyArray<KeySpan> = spansFor(this.type, fields, where)
+  ): Effect.Effect<RowPage, StoreError> {
     const cursor = after === undefined ? undefined : (order.field === "id" ? "" : X.encodeValue(after.value)) + X.idPart(after.id)
     return Effect.tryPromise({
       try: async () => {
         const db = this.access.db()
-        const sources = spansFor(this.type, fields, where).flatMap((span) => {
+        const sources = spans.flatMap((span) => {
           const range = spanRange(span, cursor, order.descending)
           return range === undefined ? [] : [{ it: db.keys(range), skip: span.base.length }]
         })
