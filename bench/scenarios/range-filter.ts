@@ -4,8 +4,8 @@
 //  - equality: `GET /api/products?name=item-<k>` (its index on name: the first page of 50 in id order);
 //  - range: `GET /api/products?price[gte]=<p>&price[lt]=<p+10>&order=price` (its index on price: the range's span,
 //    from its lower bound), the budget's side;
-//  - range in id order: the same range without `order` (a short scan, then the span's ids when it is narrow, else a
-//    bounded scan: store-table.ts `rangeById`), reported beside it without a budget.
+//  - range in id order: the same range without `order` (its ten prices are few distinct values: each one's ids are
+//    walked and merged, as a set's are: store-table.ts `listWalk`), reported beside it without a budget.
 // Each list warmed until its CPU per call is stable, then measured in alternating windows; the cost is the server's
 // CPU per call. Both indexes are built first (each list's first call starts its build).
 // Alone: `node --conditions=writeonce-source --import tsx bench/scenarios/range-filter.ts [--rows 1000000]`.

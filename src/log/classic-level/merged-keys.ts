@@ -25,7 +25,8 @@ export class MergedKeys implements BatchIterator<string> {
       // Every source not at its end holds a key to compare: the empty ones read their next batch (at once).
       if (this.sources.some((_, i) => !this.done[i] && this.positions[i] >= this.buffers[i].length)) await Promise.all(this.sources.map(async ({ it }, i) => {
         if (this.done[i] || this.positions[i] < this.buffers[i].length) return
-        this.buffers[i] = await it.nextv(Math.max(16, size - out.length))
+        // About its share of what is still wanted, with room to spare: a source that runs short reads again.
+        this.buffers[i] = await it.nextv(Math.max(8, Math.ceil((1.5 * (size - out.length)) / this.sources.length)))
         this.positions[i] = 0
         if (this.buffers[i].length === 0) this.done[i] = true
       }))

@@ -5,7 +5,8 @@
  *  - A value filter leads first (an equality, a set, a null test for absent): each of its values is a span of the
  *    index on the field (in id order) or on the field and the order (in that order); several spans are merged.
  *  - Else a range leads (a range, a null test for present): one span of the index on the field, in its order; in id
- *    order the same span gives the ids (store-table.ts: `rangeById`); in another order the order's index is walked.
+ *    order the span's distinct values are walked as a set, or its ids read (store-table.ts: `listWalk`); in another
+ *    order the order's index is walked.
  */
 import { isEquals, type Filter, type InRange, type NullTest, type Order } from "../../domain/list-request.ts"
 import * as X from "../../log/classic-level/index-keys.ts"
