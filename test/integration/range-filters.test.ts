@@ -9,6 +9,8 @@
  *  - A walk under concurrent writes keeps the cursor rules equality has: no row twice, every untouched row once.
  *  - A live query on a range (`wo://products?price[gte]=500&price[lt]=600`) hears a row entering it, changing in it
  *    and leaving it, and nothing of a row outside it.
+ *  - A range walked in another field's order over more rows than a bounded walk reads (SCAN_BUDGET_ROWS) answers
+ *    partial pages that say so, and following their cursors serves exactly the matching rows, in order.
  *  - A bad value or operator answers 400 (isError on MCP) naming the field and the operator.
  * The store is written directly (bench/lib/row-writer.ts), with 600 rows: more than a list builds an index for
  * before answering (BUILD_FIRST_ROWS), fewer than a bounded scan reads (SCAN_BUDGET_ROWS).
@@ -20,6 +22,7 @@ import { writeProducts, type ProductSpec } from "../../bench/lib/row-writer.ts"
 import { defineApp, entity } from "../../src/domain/catalog.ts"
 import { compileApp } from "../../src/domain/compile.ts"
 import { compareValues } from "../../src/domain/value-order.ts"
+import { SCAN_BUDGET_ROWS } from "../../src/projections/rows/store-table.ts"
 import { callTool } from "../../testkit/legacy-client.ts"
 import { modernCall, openListen } from "../../testkit/modern-client.ts"
 import type { SseConnection } from "../../testkit/sse.ts"
@@ -279,5 +282,39 @@ describe("a live query on a range", () => {
     } finally {
       listen.close()
     }
+  }, SLOW)
+})
+
+describe("a range in another field's order, over more rows than a page reads", () => {
+  const MANY = 3 * SCAN_BUDGET_ROWS
+  let big: Server
+  /** Product i: names ascending with i, and only every 4,000th priced 1000 or more. */
+  const spec = (i: number) => ({ name: `p${String(i).padStart(6, "0")}`, price: i % 4000 === 0 ? 1000 + i : i % 500, currency: "USD", status: "open" })
+  beforeAll(async () => {
+    const dataDir = tempDir("wo-range-big-")
+    await writeProducts(dataDir, MANY, (i) => spec(i) as unknown as ProductSpec, { app: Either.getOrThrow(compileApp(app)) })
+    big = await startServer(app, { dataDir })
+  }, SLOW)
+  afterAll(() => big?.close())
+
+  it("stops each page at the budget, says it is partial, and its cursors lead to every match, in order", async () => {
+    const expectedIds = Array.from({ length: MANY }, (_, i) => i + 1).filter((i) => spec(i).price >= 1000).map(String).reverse()
+    const ids: Array<string> = []
+    let partial = 0
+    let cursor: string | undefined
+    for (let pages = 0; pages < 100; pages++) {
+      const res = await http(`${big.url}/api/products?price[gte]=1000&order=-name&limit=2${cursor ? `&cursor=${cursor}` : ""}`)
+      expect(res.status, res.text).toBe(200)
+      if (res.json.partial === true) partial++
+      ids.push(...res.json.items.map((r: any) => r.id))
+      cursor = res.json.nextCursor
+      if (cursor === undefined) break
+    }
+    expect(ids).toEqual(expectedIds)
+    expect(partial).toBeGreaterThan(0)
+    // The same first page, the same bytes, on MCP.
+    const rest = await http(`${big.url}/api/products?price[gte]=1000&order=-name&limit=2`)
+    const legacy = await callTool(big.url, "products_list", { where: { price: { gte: 1000 } }, order: "-name", limit: 2 })
+    expect(legacy.content[0].text).toBe(rest.text)
   }, SLOW)
 })

@@ -14,7 +14,7 @@ import type { Row } from "../../domain/catalog.ts"
 import type { CompiledApp } from "../../domain/compile.ts"
 import { DataCorrupt, isStoreError, StoreFailed, type StoreError } from "../../domain/errors.ts"
 import type { Change } from "../../domain/events.ts"
-import { matchesAll } from "../../domain/list-request.ts"
+import { isEquals, matchesAll } from "../../domain/list-request.ts"
 import { isCanonicalId } from "../../domain/ids.ts"
 import * as X from "../../log/classic-level/index-keys.ts"
 import { decodeRow, READ_BATCH } from "../../log/classic-level/level-records.ts"
@@ -299,6 +299,17 @@ export class StoreTable extends RowIndexes implements RowTableShape {
     spans: ReadonlyArray<KeySpan> = spansFor(this.type, fields, where)
   ): Effect.Effect<RowPage, StoreError> {
     const cursor = after === undefined ? undefined : (order.field === "id" ? "" : X.encodeValue(after.value)) + X.idPart(after.id)
+    // A walk checking a range, set or null test row by row may read many entries per match (a range in another
+    // field's order reads that order's whole index): it stops at SCAN_BUDGET_ROWS entries, as a scan does, and the
+    // next page goes on after the last entry read. Equality alone narrows its walk to its matches: unbounded, as ever.
+    const budget = where.every(isEquals) ? Infinity : Math.max(SCAN_BUDGET_ROWS, limit + 1)
+    const prefixLength = X.indexPrefix(this.type, fields).length
+    /** Where a walk stopped at its budget resumes: after this entry, in the list's order (its last field). */
+    const resumeAt = (key: string) => {
+      let at = prefixLength
+      for (let i = 1; i < fields.length; i++) at = X.decodeValueAt(key, at).end
+      return { id: X.idOfIndexKey(key), value: order.field === "id" ? undefined : X.decodeValueAt(key, at).value }
+    }
     return Effect.tryPromise({
       try: async () => {
         const db = this.access.db()
@@ -309,8 +320,18 @@ export class StoreTable extends RowIndexes implements RowTableShape {
         if (sources.length === 0) return { rows: [], more: false }
         const keys = sources.length === 1 ? sources[0].it : new MergedKeys(sources, order.descending)
         const rows: Array<Row> = []
+        let read = 0
+        let last = ""
         const page = await readBatches(keys, async (batch): Promise<RowPage | undefined> => {
-          for (const row of await this.rowsOf(batch.map(X.idOfIndexKey))) {
+          const found = await this.rowsOf(batch.map(X.idOfIndexKey))
+          for (let i = 0; i < batch.length; i++) {
+            if (read === budget) {
+              const resume = resumeAt(last)
+              return rows.length < limit ? { rows, more: true, resume, partial: true } : { rows, more: true, resume }
+            }
+            read++
+            last = batch[i]
+            const row = found[i]
             // A row not applied yet may still be cached as it was: the filters are checked on the row served.
             if (row === undefined || !matchesAll(where, row)) continue
             if (rows.length === limit) return { rows, more: true }
