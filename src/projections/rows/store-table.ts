@@ -5,8 +5,9 @@
  *
  * The projector applies each durable batch here (`apply`) before any caller is answered, so a client reads its own
  * writes and the writer decides against what it wrote. Filtered and ordered lists walk the store's secondary indexes
- * (log/classic-level/index-keys.ts) once their backfill (index-backfill.ts) is done, never a partial one; until then
- * a list waits for the build or scans a bounded number of rows (BUILD_FIRST_ROWS, SCAN_BUDGET_ROWS). The reference
+ * (log/classic-level/index-keys.ts; index-spans.ts says which index and which of its spans) once their backfill
+ * (index-backfill.ts) is done, never a partial one; until then a list waits for the build or scans a bounded number
+ * of rows (BUILD_FIRST_ROWS, SCAN_BUDGET_ROWS). The reference
  * checks of deletes (`idsWhere`) use in-memory equality indexes (row-indexes.ts), maintained by `apply`.
  */
 import { Effect, Either } from "effect"
@@ -18,19 +19,19 @@ import { isEquals, matchesAll } from "../../domain/list-request.ts"
 import { isCanonicalId } from "../../domain/ids.ts"
 import * as X from "../../log/classic-level/index-keys.ts"
 import { decodeRow, READ_BATCH } from "../../log/classic-level/level-records.ts"
+import { MergedKeys } from "../../log/classic-level/merged-keys.ts"
 import type { Db } from "../../log/classic-level/level-db.ts"
 import { forEachRecord, readBatches } from "../../log/classic-level/read-batches.ts"
 import * as K from "../../log/classic-level/log-keys.ts"
 import { RecordCorrupt } from "../../log/record.ts"
 import { upcastRow } from "../../log/upcasting-log.ts"
-import { indexAfter } from "./sorted-ids.ts"
 import type { IndexBackfill } from "./index-backfill.ts"
 import type { RowCache } from "./row-cache.ts"
 import { indexFieldsFor, leadOf, spanRange, spansFor, type KeySpan } from "./index-spans.ts"
-import { MergedKeys } from "../../log/classic-level/merged-keys.ts"
 import { RowIndexes, type IndexSpec, type RowPage, type RowQuery } from "./row-indexes.ts"
 import type { RowTableShape } from "./row-table.ts"
 import { normaliseRow } from "./schema-check.ts"
+import { indexAfter } from "./sorted-ids.ts"
 
 export interface StoreAccess {
   /** The open database (throws StoreError while it is closed for a reopen). */
