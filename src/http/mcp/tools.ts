@@ -166,7 +166,7 @@ const targeted = (
  */
 const partialPage = (t: string, request: ListRequest, page: Page): ToolResult => {
   const field = request.where?.[0]?.field
-  const note = `This page is partial: the index on ${field ?? "the filtered field"} of ${t} is being built, so this page read only part of the rows ` +
+  const note = `This page is partial: the index on ${field ?? "the filtered field"} of ${t} is being built, or its filters are checked row by row over many rows, so this page read only part of the rows ` +
     `and may hold fewer than limit, even none. Call ${t}_list again with the same arguments and cursor ${JSON.stringify(page.nextCursor)} to go on; ` +
     `the list ends only at a page without nextCursor.`
   return {
