@@ -66,7 +66,9 @@ describe("the OpenAPI document of an open server (blog)", () => {
 
   it("describes bodies, list parameters, headers and refusals from the catalog", () => {
     const list = doc.paths["/api/articles"].get
-    expect(list.parameters!.map((p) => p.name ?? p.$ref)).toEqual(["limit", "#/components/parameters/Cursor", "order", "title", "body", "status"])
+    // Each filterable field: equality, the four range operators, in (no null: every field of an article is required).
+    const filters = (field: string) => [field, `${field}[gt]`, `${field}[gte]`, `${field}[lt]`, `${field}[lte]`, `${field}[in]`]
+    expect(list.parameters!.map((p) => p.name ?? p.$ref)).toEqual(["limit", "#/components/parameters/Cursor", "order", ...filters("title"), ...filters("body"), ...filters("status")])
     const create = doc.paths["/api/articles"].post as any
     expect(create.requestBody.content["application/json"].schema).toEqual({ $ref: "#/components/schemas/articles.create" })
     expect(doc.components.schemas["articles.create"].required).toEqual(["title", "body", "status", "tags", "author"])

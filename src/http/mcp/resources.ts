@@ -234,7 +234,8 @@ export const makeResources = (catalog: CompiledApp, { queries, views, history }:
       uriTemplate: listUriTemplate(t.name, [...t.filterable.keys()]),
       name: `${t.name}_list`,
       title: `A list of ${t.name}`,
-      description: `${t.name} rows whose fields equal the values given (all of them); ${orderSentence(t)}: the first page, as ` +
+      description: `${t.name} rows that match the filters given (all of them: a value, field[gte]=..., field[in]=a,b, field[null]=true); ` +
+        `${orderSentence(t)}: the first page, as ` +
         `GET /api/${t.name}?<query> serves it. Subscribe to it as a live query: it is ` +
         `updated whenever a row enters the list, leaves it, or changes while in it.`,
       mimeType: "application/json" as const

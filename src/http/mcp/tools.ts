@@ -184,7 +184,8 @@ const CRUD: ReadonlyArray<Operation> = [
     texts: ({ type, t, about }) => ({
       title: `List ${t}`,
       description: `List ${t} rows, a page at a time; pass the returned nextCursor to continue (a page marked partial may hold fewer rows than limit, even none). ` +
-        `Filter with where (field equals value; several fields: all must match) and ${orderSentence(type)}.${about}`
+        `Filter with where (a field equals a value, or a range {gte, lt, ...}, a set {in: [...]}, or null for no value; several fields: all must match) ` +
+        `and ${orderSentence(type)}.${about}`
     }),
     annotations: READS,
     input: (p) => {

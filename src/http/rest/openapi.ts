@@ -9,7 +9,7 @@
 import { Effect } from "effect"
 import type { CompiledApp, CompiledType } from "../../domain/compile.ts"
 import { withoutProperties, type JsonSchema } from "../../domain/json-schema.ts"
-import { orderChoices, RESERVED_QUERY_NAMES, WHERE_PREFIX } from "../../domain/list-request.ts"
+import { MAX_IN_VALUES, orderChoices, RESERVED_QUERY_NAMES, WHERE_PREFIX } from "../../domain/list-request.ts"
 import type { FilterableField } from "../../domain/filterable.ts"
 import { DEFAULT_REJECTION_CODE } from "../../domain/catalog.ts"
 import { GUARDED_FIELD } from "../../domain/rules/guarded.ts"
@@ -199,20 +199,42 @@ const rowAnswer = (type: string, description: string, extraHeaders: Record<strin
 const filterValueSchema = (field: FilterableField): JsonSchema =>
   field.kind === "literal" ? { enum: [...field.literals] } : { type: field.kind }
 
+/** The range operators of a list filter, and what each keeps. */
+const RANGES: ReadonlyArray<readonly [string, string]> = [["gt", "greater than"], ["gte", "at least"], ["lt", "less than"], ["lte", "at most"]]
+
+/** A filterable field's query parameters: equality, the ranges (not on a boolean), `in`, and `null` when it may be absent. */
+const filterParameters = (field: FilterableField): ReadonlyArray<Record<string, unknown>> => {
+  const name = RESERVED_QUERY_NAMES.includes(field.name) ? `${WHERE_PREFIX}${field.name}` : field.name
+  const value = filterValueSchema(field)
+  return [
+    { name, in: "query", schema: value, description: `only rows whose ${field.name} equals this value` },
+    ...(field.kind === "boolean" ? [] : RANGES.map(([op, what]) => ({
+      name: `${name}[${op}]`,
+      in: "query",
+      schema: value,
+      description: `only rows whose ${field.name} is ${what} this value (rows without one never match)`
+    }))),
+    {
+      name: `${name}[in]`,
+      in: "query",
+      schema: { type: "string" },
+      description: `only rows whose ${field.name} is one of these values, comma-separated (at most ${MAX_IN_VALUES}; %2C is a comma inside a value)`
+    },
+    ...(field.absentable
+      ? [{ name: `${name}[null]`, in: "query", schema: { type: "boolean" }, description: `true: only rows without a ${field.name}; false: only rows with one` }]
+      : [])
+  ]
+}
+
 /**
- * A list's query parameters: `limit`, `cursor`, `order`, and one equality filter per filterable field (written
- * `where.<field>` when the field's name is a reserved one). Other filter operators are added here.
+ * A list's query parameters: `limit`, `cursor`, `order`, and each filterable field's filters (written
+ * `where.<field>` when the field's name is a reserved one).
  */
 export const listParameters = (type: CompiledType, maxPageSize: number): ReadonlyArray<Record<string, unknown>> => [
   limitParameter(maxPageSize),
   ref("parameters", "Cursor"),
   { name: "order", in: "query", schema: { type: "string", enum: [...orderChoices(type)] }, description: "sort by a field, \"-\" for descending; default id" },
-  ...[...type.filterable.values()].map((field) => ({
-    name: RESERVED_QUERY_NAMES.includes(field.name) ? `${WHERE_PREFIX}${field.name}` : field.name,
-    in: "query",
-    schema: filterValueSchema(field),
-    description: `only rows whose ${field.name} equals this value`
-  }))
+  ...[...type.filterable.values()].flatMap(filterParameters)
 ]
 
 // --- Routes ------------------------------------------------------------------------------------------------------
