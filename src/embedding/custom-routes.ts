@@ -7,7 +7,9 @@
  * principal, whatever its grants, and its handler reads who it is with `yield* Caller` (`principal` is undefined on
  * a server that requires none); the handler decides what that principal may do there (`may(principal, op)`).
  */
-import { HttpApp } from "@effect/platform"
+// By its module path, not the package's index: the index's declarations reach modules typed with the DOM's globals
+// (Storage, Transferable), which an app compiled for Node without skipLibCheck does not have.
+import * as HttpApp from "@effect/platform/HttpApp"
 import { Context, Effect, Layer, type Scope } from "effect"
 import type { AppDef } from "../domain/catalog.ts"
 import type { Principal } from "../access/principal.ts"

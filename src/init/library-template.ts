@@ -545,7 +545,7 @@ content-type: application/json
     "content": [
       {
         "type": "text",
-        "text": "no copy of \\"Dune\\" is available"
+        "text": "no copy of \\"Dune\\" is available (Rejected: no_copies). Read books 1 with books_get to see its current state before trying again."
       }
     ],
     "isError": true,
