@@ -95,6 +95,11 @@ describe("decider and command specs decide as the server does", () => {
           return { _tag: "Command", name: "return", params: { loan: aParam() } }
       }
     }
+    // Each spec factory compiles the app once: made once per type and command, not per draw.
+    const entitySpecs = new Map<string, any>()
+    const commandSpecs = new Map<string, any>()
+    const specsOf = (type: string) => entitySpecs.get(type) ?? entitySpecs.set(type, DeciderSpecification.for(app, type as never)).get(type)
+    const commandSpecsOf = (name: string) => commandSpecs.get(name) ?? commandSpecs.set(name, DeciderSpecification.forCommand(app, name as never)).get(name)
     const outcomes = new Map<string, number>()
     for (let i = 0; i < 150; i++) {
       const d = draw()
@@ -109,8 +114,8 @@ describe("decider and command specs decide as the server does", () => {
       // The spec, given every event logged before, row by row.
       const given = (type: string, id: string) => before.filter((e) => e.type === type && e.id === id).map(specEvent)
       const spec = d._tag === "Entity"
-        ? (DeciderSpecification.for(app, d.type as never) as any)(d.id === undefined ? [] : given(d.type, d.id)).when(d.command)
-        : (DeciderSpecification.forCommand(app, d.name as never) as any)(rowsOf(before)).when(d.params)
+        ? specsOf(d.type)(d.id === undefined ? [] : given(d.type, d.id)).when(d.command)
+        : commandSpecsOf(d.name)(rowsOf(before)).when(d.params)
       try {
         if (answer.status < 300) {
           if (d._tag === "Entity") spec.then(written.map(specEvent))
