@@ -4,6 +4,7 @@
 // machine do not count.
 import { execFileSync } from 'node:child_process';
 import { chmodSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { clockTicksPerSecond } from './cpu.ts';
@@ -32,6 +33,20 @@ export const havePostgres = (): boolean => {
   }
   return (process.env.PATH ?? '').split(':').some((d) => d !== '' && existsSync(join(d, 'initdb')));
 };
+
+/** Three consecutive free loopback ports, below Linux's ephemeral range (32768+: outgoing connections take those). */
+export async function freeBasePort(): Promise<number> {
+  const free = (port: number) =>
+    new Promise<boolean>((resolve) => {
+      const server = createServer();
+      server.once('error', () => resolve(false));
+      server.listen(port, '127.0.0.1', () => server.close(() => resolve(true)));
+    });
+  for (;;) {
+    const base = 20_000 + Math.floor(Math.random() * 12_000);
+    if ((await free(base)) && (await free(base + 1)) && (await free(base + 2))) return base;
+  }
+}
 
 export const startBenchCluster = (prefix: string): BenchCluster => {
   const dir = mkdtempSync(join(tmpdir(), prefix));

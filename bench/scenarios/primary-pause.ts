@@ -8,12 +8,12 @@
 //    each price (one per request) must be written exactly once (lost: 0, doubled: 0).
 // Runnable alone: node --conditions=writeonce-source --import tsx bench/scenarios/primary-pause.ts [--quick]
 import { execFileSync } from 'node:child_process';
-import { existsSync, readdirSync, readFileSync } from 'node:fs';
-import { createServer } from 'node:net';
+import { readdirSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
 import { LatencyHistogram } from '../lib/histogram.ts';
+import { freeBasePort, havePostgres } from '../lib/pg-bench-cluster.ts';
 import { runLoad } from '../lib/load.ts';
 import { freshDataDir, repoRoot, restGet, seedProducts, type SpawnedServer } from '../lib/wo.ts';
 import { budget, type Budget } from '../report.ts';
@@ -64,28 +64,6 @@ export interface PrimaryPauseResult {
 
 const SCRIPT = join(repoRoot, 'scripts/pg-cluster.sh');
 
-const havePostgres = () => {
-  try {
-    if (readdirSync('/usr/lib/postgresql').some((v) => existsSync(`/usr/lib/postgresql/${v}/bin/initdb`))) return true;
-  } catch {
-    // not Debian's layout
-  }
-  return (process.env.PATH ?? '').split(':').some((d) => d !== '' && existsSync(join(d, 'initdb')));
-};
-
-/** Three consecutive free loopback ports, below Linux's ephemeral range. */
-async function freeBasePort(): Promise<number> {
-  const free = (port: number) =>
-    new Promise<boolean>((resolve) => {
-      const server = createServer();
-      server.once('error', () => resolve(false));
-      server.listen(port, '127.0.0.1', () => server.close(() => resolve(true)));
-    });
-  for (;;) {
-    const base = 20_000 + Math.floor(Math.random() * 12_000);
-    if ((await free(base)) && (await free(base + 1)) && (await free(base + 2))) return base;
-  }
-}
 
 /** SIGSTOP or SIGCONT to the server's postmaster and its children (stopping the postmaster alone leaves backends answering). */
 function signalServer(dataDir: string, signal: 'SIGSTOP' | 'SIGCONT'): void {
