@@ -18,7 +18,8 @@ import type { AppDef } from "../domain/catalog.ts"
 import { Catalog } from "../domain/app-catalog.ts"
 import { Commands, type ExecuteOptions } from "../commands/commands.ts"
 import type { CommandCommitted } from "../commands/submission.ts"
-import { Queries } from "../projections/queries.ts"
+import { Queries, type Page } from "../projections/queries.ts"
+import { copyData } from "../domain/codecs.ts"
 import { Views, ViewFailed, ViewRefolding } from "../projections/views/views.ts"
 import { SubscriptionRegistry } from "../subscriptions/registry.ts"
 import type { Topic } from "../subscriptions/live-queries.ts"
@@ -98,8 +99,12 @@ export interface WriteOnceApi<A extends AppDef> {
   readonly as: (principal: Acting) => WriteOnceApi<A>
 }
 
-/** A row (or value) as the app's type says it is: the writer decoded and checked it through the type's schema. */
-const typed = <R>(value: unknown): R => value as R
+/**
+ * A row (a page, a command's result) as the app's type says it is (the writer decoded and checked it through the
+ * type's schema), as a copy of its own: the objects the writer and the row cache hold are never the program's, so a
+ * program that changes what it got changes nothing served or stored.
+ */
+const typed = <R>(value: unknown): R => copyData(value) as R
 
 /**
  * A stream of `read`'s result now and after each notice of `topic`. Notices arriving while the consumer is busy
@@ -134,7 +139,7 @@ export class WriteOnce {
         return fromArguments(compiled, options ?? {})
       }
       const list = (type: string, options: ListOptions<any, any> | undefined) =>
-        Effect.flatMap(listRequest(type, options), (request) => queries.list(type, request))
+        Effect.flatMap(listRequest(type, options), (request) => Effect.map(queries.list(type, request), (page) => typed<Page>(page)))
 
       const readView = (name: string): Effect.Effect<ViewRead<unknown>, ViewError> =>
         Effect.suspend((): Effect.Effect<ViewRead<unknown>, ViewError> => {
@@ -169,7 +174,7 @@ export class WriteOnce {
               commands.execute({ _tag: "Invoke", type, id, method, input: params ?? {}, expectedVersion: options?.expectedVersion }, execute(options)),
               (c) => typed(c.row)
             ),
-          command: (name, ...[params, options]) => commands.executeAppCommand(name, params ?? {}, execute(options)),
+          command: (name, ...[params, options]) => Effect.map(commands.executeAppCommand(name, params ?? {}, execute(options)), (done) => typed<typeof done>(done)),
           get: (type, id) => Effect.map(queries.get(type, id), (row) => typed(row)),
           list: (type, options) => list(type, options) as Effect.Effect<PageOf<any>, NotFound | ValidationFailed>,
           view: (name) => Effect.map(readView(name), (read) => read.value as ViewValue<A, typeof name>),
@@ -184,7 +189,7 @@ export class WriteOnce {
                 // The in-process query's own URI: the registry keys live queries by URI, so one shared by every
                 // stream of the same filters, and none a client could subscribe to.
                 const uri = `in-process://${type}?${JSON.stringify(options?.where ?? {})}`
-                return watchTopic(registry, { uri, query: { uri, type, where: request.where ?? [] } }, queries.list(type, request))
+                return watchTopic(registry, { uri, query: { uri, type, where: request.where ?? [] } }, Effect.map(queries.list(type, request), (page) => typed<Page>(page)))
               })) as Stream.Stream<PageOf<any>, NotFound | ValidationFailed>,
             view: (name) =>
               watchTopic(registry, { uri: viewUri(name) }, readView(name)).pipe(

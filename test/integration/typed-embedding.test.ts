@@ -97,6 +97,27 @@ describe("the typed in-process API", () => {
     expect(view.seen[0].value.open - view.seen[1].value.open).toBe(1)
     expect(view.seen[1].seq).toBeGreaterThan(view.seen[0].seq)
   })
+
+  // Last: it writes rows the earlier cases count.
+  it("hands the program values of its own: changing them changes nothing served or stored", async () => {
+    const carl = await run(wo.create("agents", { name: "Carl" })) as any
+    carl.name = "changed after create"
+    const got = await run(wo.get("agents", carl.id)) as any
+    expect(got.name).toBe("Carl")
+    got.name = "changed after get"
+    const page = await run(wo.list("agents", { limit: 100 })) as any
+    expect(page.items.find((a: any) => a.id === carl.id).name).toBe("Carl")
+    for (const item of page.items) item.name = "changed in a page"
+    const ticket = await run(wo.create("tickets", { title: "Mutable" }))
+    const done = await run(wo.command("escalate", { ticket: ticket.id, agent: carl.id })) as any
+    for (const change of done.changes) change.row.version = 999
+    // The rows as the runtime serves them: every change above was made to copies.
+    expect(await run(wo.get("agents", carl.id))).toMatchObject({ name: "Carl", version: 2 })
+    expect(await run(wo.get("tickets", ticket.id))).toMatchObject({ title: "Mutable", version: 2 })
+    const again = await run(wo.list("agents", { limit: 100 }))
+    expect(again.items.map((a) => a.name)).not.toContain("changed in a page")
+  })
+
 })
 
 const waitFor = async (check: () => boolean) => {
