@@ -11,6 +11,8 @@ import * as fs from "node:fs"
 import * as path from "node:path"
 import { describe, expect, it } from "vitest"
 import { appendSetPriceEvents } from "../../bench/lib/log-writer.ts"
+import type { StoredEvent } from "../../src/domain/events.ts"
+import { BACKFILL_BATCH, historyRecord } from "../../src/log/classic-level/history-records.ts"
 import * as K from "../../src/log/classic-level/log-keys.ts"
 import { seal, unseal, unsealJson } from "../../src/log/record.ts"
 import { apps, http, startServer, tempDir } from "../../testkit/server.ts"
@@ -123,8 +125,13 @@ describe("the upgrade against kill -9", () => {
     }
     const events = 20 + (await appendSetPriceEvents(dataDir, 30_000)).events
     await asFormat2(dataDir)
-    // The kill comes once the backfill has written some of its batches (counted in bytes, not in time: a loaded
-    // machine makes it slower, never earlier or later in the upgrade).
+    // The kill comes once the backfill's first batch is whole in the write-ahead log (counted in bytes, not in time:
+    // a loaded machine makes it slower, never earlier or later in the upgrade). A batch is one log record written in
+    // 32 KiB fragments, so a kill inside the first one would leave no history record at all: the threshold is the
+    // first batch's keys and values plus room for LevelDB's framing, and the backfill writes three batches.
+    const [oneKey, oneValue] = historyRecord({ type: "products", id: "20", version: 1500, seq: events } as StoredEvent)
+    const firstBatchBytes = BACKFILL_BATCH * (oneKey.length + oneValue.length) + 128 * 1024
+    expect(events).toBeGreaterThan(2 * BACKFILL_BATCH)
     const server = spawn(process.execPath, [WO_BIN, "run", path.join(ROOT, "examples/pricing"), "--data", dataDir, "--listen", "127.0.0.1:0"], { stdio: ["ignore", "pipe", "pipe"] })
     let output = ""
     server.stdout.on("data", (d) => (output += d))
@@ -135,7 +142,7 @@ describe("the upgrade against kill -9", () => {
     for (let polls = 0; !killed && polls < 60_000 && server.exitCode === null; polls++) {
       const bytes = walBytes(dataDir)
       least = Math.min(least, bytes)
-      if (bytes > least + 128 * 1024) killed = server.kill("SIGKILL")
+      if (bytes > least + firstBatchBytes) killed = server.kill("SIGKILL")
       else await new Promise((r) => setTimeout(r, 2))
     }
     if (!killed) server.kill("SIGKILL")
