@@ -3,7 +3,7 @@
 //   npm run bench                        full run, a few minutes on 2 cores
 //   npm run bench -- --quick             under a minute (shorter windows, 100k-event replay)
 //   npm run bench -- --smoke --out DIR   seconds: one level, a subset, tiny sizes (what npm run bench:smoke checks)
-// Options: --out DIR (default bench/results for a full run, .data/bench-<mode> otherwise), --only load,notify,readers,amplify,stall,replay,sessions,cqrs,invariant,scaleout,commands,metrics,backup,devreload,scale (default: all; smoke runs leave scaleout out).
+// Options: --out DIR (default bench/results for a full run, .data/bench-<mode> otherwise), --only load,notify,readers,amplify,stall,replay,sessions,cqrs,invariant,scaleout,clusterlend,pause,commands,metrics,access,inprocess,rangefilter,backup,devreload,scale (default: all; smoke runs leave scaleout, clusterlend and pause out).
 // Env: BENCH_DATA_DIR (data dirs and the fsync probe; default <repo>/.data/bench-run); BENCH_SCENARIOS and
 // BENCH_LEVELS narrow the load matrix to some scenarios (id prefixes) at some in-flight levels (bench/scenarios/load-matrix.ts).
 // Scenarios: bench/scenarios/*.ts; the kit they share: bench/lib/*.ts; the report: bench/report.ts.
@@ -27,9 +27,14 @@ import { runStall, type StallOptions } from './scenarios/stall.ts';
 import { runReaders, type ReadersOptions } from './scenarios/readers.ts';
 import { runAmplify, type AmplifyOptions } from './scenarios/amplify.ts';
 import { renderScaleOut, runScaleOut, scaleOutBudgets, type ScaleOutOptions, type ScaleOutResult } from './scenarios/scale-out.ts';
+import { CLUSTER_LEND_OPTIONS, clusterLendBudgets, renderClusterLend, runClusterLend, type ClusterLendResult } from './scenarios/cluster-lend.ts';
+import { PRIMARY_PAUSE_OPTIONS, primaryPauseBudgets, renderPrimaryPause, runPrimaryPause, type PrimaryPauseResult } from './scenarios/primary-pause.ts';
+import { inProcessBudgets, renderInProcess, runInProcess, type InProcessResult } from './scenarios/in-process.ts';
+import { RANGE_FILTER_DEFAULTS, rangeFilterBudgets, renderRangeFilter, runRangeFilter, type RangeFilterResult } from './scenarios/range-filter.ts';
 import { INVARIANT_BUDGET, renderInvariant, runInvariant, type InvariantResult } from './scenarios/invariant.ts';
 import { renderCommands, runCommands, type CommandsOptions, type CommandsResult } from './scenarios/commands.ts';
 import { METRICS_BUDGET, renderMetricsCost, runMetricsCost, type MetricsCostResult } from './scenarios/metrics-cost.ts';
+import { accessBudgets, renderAccessCost, runAccessCost, type AccessCostResult } from './scenarios/access-cost.ts';
 import { renderBackup, runBackup, type BackupOptions, type BackupResult } from './scenarios/backup.ts';
 import { renderScale, runScale, scaleBudgets, type ScaleOptions, type ScaleResult } from './scenarios/scale.ts';
 import { renderDevReload, runDevReload, type DevReloadResult } from './dev-reload.ts';
@@ -47,10 +52,11 @@ const option = (name: string): string | undefined => {
 const mode: Mode = flag('smoke') ? 'smoke' : flag('quick') ? 'quick' : 'full';
 // Only a full run replaces the committed results; shorter runs go under .data (not committed).
 const outDir = resolve(option('out') ?? (mode === 'full' ? join(repoRoot, 'bench', 'results') : join(repoRoot, '.data', `bench-${mode}`)));
-const PARTS = ['load', 'notify', 'readers', 'amplify', 'stall', 'replay', 'sessions', 'cqrs', 'invariant', 'scaleout', 'commands', 'metrics', 'backup', 'devreload', 'scale'] as const;
+const PARTS = ['load', 'notify', 'readers', 'amplify', 'stall', 'replay', 'sessions', 'cqrs', 'invariant', 'scaleout', 'clusterlend', 'pause', 'commands', 'metrics', 'access', 'inprocess', 'rangefilter', 'backup', 'devreload', 'scale'] as const;
 type Part = (typeof PARTS)[number];
-// scaleout starts a PostgreSQL cluster: not in smoke runs unless asked for.
-const only = option('only')?.split(',').map((s) => s.trim()) ?? PARTS.filter((p) => p !== 'scaleout' || mode !== 'smoke');
+// scaleout, clusterlend and pause start PostgreSQL clusters: not in smoke runs unless asked for.
+const PG_PARTS: ReadonlyArray<Part> = ['scaleout', 'clusterlend', 'pause'];
+const only = option('only')?.split(',').map((s) => s.trim()) ?? PARTS.filter((p) => !PG_PARTS.includes(p) || mode !== 'smoke');
 for (const p of only) if (!(PARTS as readonly string[]).includes(p)) throw new Error(`--only: unknown part ${p}; pick from ${PARTS.join(', ')}`);
 const wanted = (p: Part) => only.includes(p);
 
@@ -241,12 +247,22 @@ const sharing = (['notify', 'stall', 'sessions'] as const).filter((p) => S.share
 let shared: { server: SpawnedServer; dir: string } | undefined;
 /** The scale-out section (reported after the rest, in its own file too). */
 let scaleOut: ScaleOutResult | undefined;
+/** Requests during a pause of the primary (reported after the rest, in its own file too). */
+let primaryPause: PrimaryPauseResult | undefined;
+/** Commands on 3 nodes against 1 (reported after the rest, in its own file too). */
+let clusterLend: ClusterLendResult | undefined;
 /** The invariant cost (reported after the rest). */
 let invariantCost: InvariantResult | undefined;
 /** The app commands section (reported after the rest, in its own file too). */
 let commands: CommandsResult | undefined;
 /** The metrics cost (reported after the rest). */
 let metricsCost: MetricsCostResult | undefined;
+/** What principals and OAuth tokens cost (reported after the rest, in its own file too). */
+let accessCost: AccessCostResult | undefined;
+/** The typed in-process API against REST (reported after the rest, in its own file too). */
+let inProcess: InProcessResult | undefined;
+/** A range filter's first page against an equality filter's (reported after the rest, in its own file too). */
+let rangeFilter: RangeFilterResult | undefined;
 /** The backup budget (reported after the rest, in its own file too). */
 let backup: BackupResult | undefined;
 /** The data-larger-than-memory section (reported after the rest, in its own file too). */
@@ -326,8 +342,13 @@ try {
   if (wanted('cqrs')) report.cqrs = await runCqrs(ctx, S.cqrs);
   if (wanted('invariant')) invariantCost = await runInvariant(ctx);
   if (wanted('scaleout')) scaleOut = await runScaleOut(ctx, S.scaleOut);
+  if (wanted('clusterlend')) clusterLend = await runClusterLend(ctx, CLUSTER_LEND_OPTIONS[mode]);
+  if (wanted('pause')) primaryPause = await runPrimaryPause(ctx, PRIMARY_PAUSE_OPTIONS[mode]);
   if (wanted('commands')) commands = await runCommands(ctx, S.commands);
   if (wanted('metrics')) metricsCost = await runMetricsCost(ctx);
+  if (wanted('access')) accessCost = await runAccessCost(ctx);
+  if (wanted('inprocess')) inProcess = await runInProcess(ctx);
+  if (wanted('rangefilter')) rangeFilter = await runRangeFilter(ctx, RANGE_FILTER_DEFAULTS[mode]);
   if (wanted('backup')) backup = await runBackup(ctx, S.backup);
   if (wanted('scale')) scale = await runScale(ctx, S.scale);
   if (wanted('devreload')) devReload = await runDevReload({ rounds: mode === 'full' ? 10 : 2, rows: mode === 'smoke' ? 50 : 2000, dataRoot });
@@ -359,20 +380,30 @@ report.budgets = [
   ...evaluateBudgets(report, report.ratios),
   ...(invariantCost ? [budget('invariantCpu', 'durable set_price server CPU with one invariant / without (median of paired rounds)', '<=', INVARIANT_BUDGET, invariantCost.medianRatio, 'x', `${invariantCost.b.srvCpuUsPerCall.toFixed(0)} against ${invariantCost.a.srvCpuUsPerCall.toFixed(0)} µs/call; see "Invariant cost"`)] : []),
   ...(metricsCost ? [budget('metricsCpu', 'durable set_price server CPU with metrics on / off (median of paired rounds)', '<=', METRICS_BUDGET, metricsCost.medianRatio, 'x', `${metricsCost.b.srvCpuUsPerCall.toFixed(0)} against ${metricsCost.a.srvCpuUsPerCall.toFixed(0)} µs/call; the hooks alone ${metricsCost.hookUsPerCall.toFixed(2)} µs/call; see "Metrics cost"`)] : []),
+  ...(accessCost ? accessBudgets(accessCost) : []),
+  ...(inProcess ? inProcessBudgets(inProcess) : []),
+  ...(rangeFilter ? rangeFilterBudgets(rangeFilter) : []),
   ...(commands ? [budget('lendCpu', 'app command `lend` (two entities) server CPU / set_price', '<=', commands.budget, commands.ratio, 'x', `${commands.lend.srvCpuUsPerCall.toFixed(0)} against ${commands.setPrice.srvCpuUsPerCall.toFixed(0)} µs/call`)] : []),
   ...(backup ? [
     budget('backupP99', 'write p99 during `wo backup` / before it', '<=', 2, backup.p99Ratio, 'x', `${backup.events.toLocaleString('en-US')} events; see "Online backup"`),
     budget('backupTime', '`wo backup` time / `wo verify` time on the same log', '<=', 2, backup.timeRatio, 'x', `${backup.backupMs} against ${backup.verifyMs} ms`),
   ] : []),
   ...(scaleOut && !scaleOut.skipped ? scaleOutBudgets(scaleOut) : []),
+  ...(clusterLend ? clusterLendBudgets(clusterLend) : []),
+  ...(primaryPause ? primaryPauseBudgets(primaryPause) : []),
   ...(scale ? scaleBudgets(scale) : []),
 ];
 report.wallMs = performance.now() - wallStart;
 
-const md = renderMarkdown(report) + (invariantCost ? `\n${renderInvariant(invariantCost)}` : '') + (scaleOut ? `\n${renderScaleOut(scaleOut)}` : '') + (commands ? `\n${renderCommands(commands)}\n` : '') + (metricsCost ? `\n${renderMetricsCost(metricsCost)}\n` : '') + (backup ? `\n${renderBackup(backup)}\n` : '') + (scale ? `\n${renderScale(scale)}\n` : '') + (devReload ? `\n${renderDevReload(devReload)}\n` : '');
+const md = renderMarkdown(report) + (invariantCost ? `\n${renderInvariant(invariantCost)}` : '') + (scaleOut ? `\n${renderScaleOut(scaleOut)}` : '') + (clusterLend ? `\n${renderClusterLend(clusterLend)}\n` : '') + (primaryPause ? `\n${renderPrimaryPause(primaryPause)}\n` : '') + (commands ? `\n${renderCommands(commands)}\n` : '') + (metricsCost ? `\n${renderMetricsCost(metricsCost)}\n` : '') + (accessCost ? `\n${renderAccessCost(accessCost)}\n` : '') + (inProcess ? `\n${renderInProcess(inProcess)}\n` : '') + (rangeFilter ? `\n${renderRangeFilter(rangeFilter)}\n` : '') + (backup ? `\n${renderBackup(backup)}\n` : '') + (scale ? `\n${renderScale(scale)}\n` : '') + (devReload ? `\n${renderDevReload(devReload)}\n` : '');
 mkdirSync(outDir, { recursive: true });
 if (scaleOut) writeFileSync(join(outDir, 'scale-out.json'), `${JSON.stringify(scaleOut, null, 2)}\n`);
+if (clusterLend) writeFileSync(join(outDir, 'cluster-lend.json'), `${JSON.stringify(clusterLend, null, 2)}\n`);
+if (primaryPause) writeFileSync(join(outDir, 'primary-pause.json'), `${JSON.stringify(primaryPause, null, 2)}\n`);
 if (commands) writeFileSync(join(outDir, 'commands.json'), `${JSON.stringify(commands, null, 2)}\n`);
+if (accessCost) writeFileSync(join(outDir, 'access.json'), `${JSON.stringify(accessCost, null, 2)}\n`);
+if (inProcess) writeFileSync(join(outDir, 'in-process.json'), `${JSON.stringify(inProcess, null, 2)}\n`);
+if (rangeFilter) writeFileSync(join(outDir, 'range-filter.json'), `${JSON.stringify(rangeFilter, null, 2)}\n`);
 if (backup) writeFileSync(join(outDir, 'backup.json'), `${JSON.stringify(backup, null, 2)}\n`);
 if (scale) writeFileSync(join(outDir, 'scale.json'), `${JSON.stringify(scale, null, 2)}\n`);
 if (devReload) writeFileSync(join(outDir, 'dev-reload.json'), `${JSON.stringify(devReload, null, 2)}\n`);

@@ -132,8 +132,10 @@ describe("the packed package", () => {
     expect(Object.keys(manifest.dependencies).sort()).toEqual(["effect", "writeonce"])
     expect(manifest.devDependencies).toEqual({ "@types/node": pkg.devDependencies["@types/node"], typescript: pkg.devDependencies.typescript })
     expect(manifest.scripts.typecheck).toBe("tsc --noEmit")
-    // Installed from a tarball, the new app depends on that same tarball, so `npm install` works before a release.
-    expect(manifest.dependencies.writeonce).toBe(`file:../../${path.basename(tarball)}`)
+    // Installed from a tarball, the new app depends on that same tarball, so `npm install` works before a release; by
+    // its absolute path, so that the app's folder can move, as its README says.
+    expect(manifest.dependencies.writeonce).toBe(`file:${tarball}`)
+    expect(fs.readFileSync(path.join(project, "shop/README.md"), "utf8")).toContain(`installs writeonce from \`${tarball}\``)
 
     const again = await wo(["init", "shop"])
     expect(again.code).toBe(1)

@@ -1,6 +1,6 @@
 /**
  * fast-check arbitraries from the JSON Schemas our tools advertise (the subset the catalog generates: object,
- * string with enum or minLength, integer and number with bounds, boolean, array). `valid` values satisfy the
+ * string with enum or minLength, integer and number with bounds, boolean, null, array, anyOf). `valid` values satisfy the
  * schema; `invalid` values break it in exactly one named place, so a test knows why it must be refused.
  */
 import fc from "fast-check"
@@ -16,6 +16,9 @@ export interface JsonSchema {
   readonly minimum?: number
   readonly maximum?: number
   readonly exclusiveMinimum?: number
+  readonly anyOf?: ReadonlyArray<JsonSchema>
+  readonly minProperties?: number
+  readonly minItems?: number
 }
 
 export interface Overrides {
@@ -33,12 +36,16 @@ const text = fc.oneof(
 /** Values that satisfy `schema`. */
 export const valid = (schema: JsonSchema, overrides: Overrides = {}): fc.Arbitrary<unknown> => {
   if (schema.enum) return fc.constantFrom(...schema.enum)
+  if (schema.anyOf) return fc.oneof(...schema.anyOf.map((s) => valid(s, overrides)))
   switch (schema.type) {
+    case "null":
+      return fc.constant(null)
     case "object": {
       const props = schema.properties ?? {}
       const shape: Record<string, fc.Arbitrary<unknown>> = {}
       for (const [k, s] of Object.entries(props)) shape[k] = overrides.byName?.[k] ?? valid(s, overrides)
-      return fc.record(shape, { requiredKeys: [...(schema.required ?? [])] as Array<string> })
+      const record = fc.record(shape, { requiredKeys: [...(schema.required ?? [])] as Array<string> })
+      return schema.minProperties ? record.filter((o) => Object.keys(o).length >= schema.minProperties!) : record
     }
     case "string":
       return schema.minLength ? text.filter((s) => [...s].length >= schema.minLength!) : text
@@ -52,7 +59,7 @@ export const valid = (schema: JsonSchema, overrides: Overrides = {}): fc.Arbitra
     case "boolean":
       return fc.boolean()
     case "array":
-      return fc.array(valid(schema.items ?? {}, overrides), { maxLength: 4 })
+      return fc.array(valid(schema.items ?? {}, overrides), { minLength: schema.minItems ?? 0, maxLength: Math.max(4, schema.minItems ?? 0) })
     default:
       return fc.jsonValue({ maxDepth: 2 })
   }

@@ -3,7 +3,8 @@
 // processes alone (its three postmasters and their children, from /proc), so that other postgres servers on the
 // machine do not count.
 import { execFileSync } from 'node:child_process';
-import { chmodSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { chmodSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { clockTicksPerSecond } from './cpu.ts';
@@ -21,6 +22,30 @@ export interface BenchCluster {
   /** CPU ms used so far by this cluster's servers and backends */
   readonly cpuMs: () => number;
   readonly stop: () => void;
+}
+
+/** Whether PostgreSQL's binaries are here: Debian's layout, else initdb on PATH (scripts/pg-cluster.sh's search). */
+export const havePostgres = (): boolean => {
+  try {
+    if (readdirSync('/usr/lib/postgresql').some((v) => existsSync(`/usr/lib/postgresql/${v}/bin/initdb`))) return true;
+  } catch {
+    // not Debian's layout
+  }
+  return (process.env.PATH ?? '').split(':').some((d) => d !== '' && existsSync(join(d, 'initdb')));
+};
+
+/** Three consecutive free loopback ports, below Linux's ephemeral range (32768+: outgoing connections take those). */
+export async function freeBasePort(): Promise<number> {
+  const free = (port: number) =>
+    new Promise<boolean>((resolve) => {
+      const server = createServer();
+      server.once('error', () => resolve(false));
+      server.listen(port, '127.0.0.1', () => server.close(() => resolve(true)));
+    });
+  for (;;) {
+    const base = 20_000 + Math.floor(Math.random() * 12_000);
+    if ((await free(base)) && (await free(base + 1)) && (await free(base + 2))) return base;
+  }
 }
 
 export const startBenchCluster = (prefix: string): BenchCluster => {

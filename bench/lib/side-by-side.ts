@@ -1,6 +1,6 @@
-// The cost of one feature, measured side by side: durable REST `set_price` on two servers that differ only in that
+// The cost of one feature, measured side by side: durable REST `set_price` (or a GET) on two servers that differ only in that
 // feature (another app, or another setting), each seeded and warmed, then measured in alternating windows. Used by
-// the invariant and metrics parts of bench/run.ts.
+// the invariant, metrics and access parts of bench/run.ts.
 //
 // The ratio is server CPU per call, B over A. Two figures: `cpuRatio` over all calls, and `medianRatio`, the
 // median of the rounds' own ratios (each round measures A and B back to back). On shared cores one noisy window
@@ -9,7 +9,8 @@
 import { spawnWo } from '../../testkit/spawn.ts';
 import { combine, measure, type Measured } from './measure.ts';
 import { warmUntilStable } from './warmup.ts';
-import { freshDataDir, isRow, repoRoot, restSetPrice, seedProducts, type SpawnedServer } from './wo.ts';
+import type { LoadRequest } from './load.ts';
+import { freshDataDir, isRow, repoRoot, restGet, restSetPrice, seedProducts, type SpawnedServer } from './wo.ts';
 import type { BenchContext, Mode } from '../scenarios/context.ts';
 
 /** Sizes and times of a side-by-side measurement (also those of bench/scenarios/commands.ts). */
@@ -36,7 +37,12 @@ export interface SideSpec {
   /** What the report calls it ("metrics off", "one invariant"). */
   label: string;
   env?: Record<string, string>;
+  /** Headers every request of this side carries, seeding included (a bearer token). */
+  headers?: Record<string, string>;
 }
+
+/** What the two sides are measured on: durable `set_price` writes, or GETs of a product (answered from memory). */
+export type MeasuredCall = 'set_price' | 'get';
 
 export interface Side {
   label: string;
@@ -91,28 +97,35 @@ export async function runSideBySide(
   specs: readonly [SideSpec, SideSpec],
   whileMeasuring?: (b: SpawnedServer) => () => void,
   overrides: Partial<MeasureOptions> = {},
+  call: MeasuredCall = 'set_price',
 ): Promise<SideBySideResult> {
   const o = { ...OPTIONS[ctx.mode], ...overrides };
-  ctx.phase(`${name}: starting set_price servers (${specs[0].label}; ${specs[1].label})`);
+  ctx.phase(`${name}: starting ${call} servers (${specs[0].label}; ${specs[1].label})`);
   const servers = await Promise.all([start(ctx, specs[0], 'a'), start(ctx, specs[1], 'b')]);
   let stopSideWork: (() => void) | undefined;
   try {
-    const loads = servers.map((server) => ({
-      url: server.url,
-      concurrency: o.concurrency,
-      makeRequest: (i: number) => restSetPrice(1 + ((i * 7919) % o.products), 1 + (i % 500)),
-      check: (s: number, b: string) => isRow(s, b, 200),
-    }));
+    const loads = servers.map((server, k) => {
+      const headers = specs[k].headers;
+      const request = (r: LoadRequest): LoadRequest => (headers === undefined ? r : { ...r, headers: { ...r.headers, ...headers } });
+      return {
+        url: server.url,
+        concurrency: o.concurrency,
+        makeRequest: call === 'get'
+          ? (i: number) => request(restGet(1 + ((i * 7919) % o.products)))
+          : (i: number) => request(restSetPrice(1 + ((i * 7919) % o.products), 1 + (i % 500))),
+        check: (s: number, b: string) => isRow(s, b, 200),
+      };
+    });
     for (const [k, server] of servers.entries()) {
-      await seedProducts(server.url, o.products);
-      ctx.phase(`${name}: warming set_price, ${specs[k].label}`);
+      await seedProducts(server.url, o.products, specs[k].headers);
+      ctx.phase(`${name}: warming ${call}, ${specs[k].label}`);
       const w = await warmUntilStable({ load: loads[k], pid: server.pid, chunkMs: o.warmChunkMs, maxMs: o.warmMaxMs, minCalls: o.warmMinCalls });
       if (w.errors) ctx.warn(`${name} warm-up (${specs[k].label}): ${w.errors} errors, first: ${w.firstError}`);
     }
     stopSideWork = whileMeasuring?.(servers[1]);
     const windows: [Measured[], Measured[]] = [[], []];
     for (let round = 0; round < o.rounds; round++) {
-      ctx.phase(`${name}: set_price, ${specs[0].label} and ${specs[1].label}, round ${round + 1}/${o.rounds}`);
+      ctx.phase(`${name}: ${call}, ${specs[0].label} and ${specs[1].label}, round ${round + 1}/${o.rounds}`);
       // Alternate which side goes first, so a drift of the machine weighs on both alike.
       const order = round % 2 === 0 ? [0, 1] : [1, 0];
       for (const k of order) windows[k].push(await measure(servers[k], loads[k], o.windowMs));

@@ -144,12 +144,12 @@ export function mcpCall(session: LegacySession | 'modern', id: number, name: str
 export const isRow = (status: number, body: string, want: number): boolean => status === want && body.startsWith('{"id":"');
 
 /** Creates products 1..n (ids are assigned in order on a fresh data dir). */
-export async function seedProducts(url: string, n: number): Promise<void> {
+export async function seedProducts(url: string, n: number, headers?: Record<string, string>): Promise<void> {
   const r = await runLoad({
     url,
     concurrency: Math.min(8, n),
     totalRequests: n,
-    makeRequest: restCreate,
+    makeRequest: headers === undefined ? restCreate : (i) => { const r = restCreate(i); return { ...r, headers: { ...r.headers, ...headers } }; },
     check: (status, body) => isRow(status, body, 201),
   });
   if (r.calls !== n) throw new Error(`seeding ${n} products failed after ${r.calls}: ${r.firstError}`);

@@ -13,11 +13,11 @@
 //    tailer), and on node A (the same node), as notify.ts does.
 // On one 2-core box the 3 nodes and the 3 servers compete for the same cores: read CPU per write beside the rates.
 import { execFileSync } from 'node:child_process';
-import { existsSync, readdirSync, readFileSync } from 'node:fs';
-import { createServer } from 'node:net';
+import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { clockTicksPerSecond, cpuBetween, sampleCpu, type CpuSample } from '../lib/cpu.ts';
 import { LatencyHistogram } from '../lib/histogram.ts';
+import { freeBasePort, havePostgres } from '../lib/pg-bench-cluster.ts';
 import { runLoad, type LoadResult } from '../lib/load.ts';
 import { openListen } from '../lib/subscribers.ts';
 import { freshDataDir, isRow, repoRoot, restCreate, restSetPrice, seedProducts, spawnPeer, startWo, type SpawnedServer } from '../lib/wo.ts';
@@ -63,15 +63,6 @@ export interface ScaleOutResult {
 
 const SCRIPT = join(repoRoot, 'scripts/pg-cluster.sh');
 
-const havePostgres = () => {
-  try {
-    if (readdirSync('/usr/lib/postgresql').some((v) => existsSync(`/usr/lib/postgresql/${v}/bin/initdb`))) return true;
-  } catch {
-    // not Debian's layout
-  }
-  return (process.env.PATH ?? '').split(':').some((d) => d !== '' && existsSync(join(d, 'initdb')));
-};
-
 /** CPU of every process named postgres (the cluster's servers and backends; nothing else runs one here). */
 function samplePostgres(): CpuSample {
   let ticks = 0;
@@ -89,19 +80,6 @@ function samplePostgres(): CpuSample {
   return { cpuMs: (ticks * 1000) / clockTicksPerSecond(), atMs: performance.now() };
 }
 
-/** Three consecutive free loopback ports, below Linux's ephemeral range (32768+: outgoing connections take those). */
-async function freeBasePort(): Promise<number> {
-  const free = (port: number) =>
-    new Promise<boolean>((resolve) => {
-      const server = createServer();
-      server.once('error', () => resolve(false));
-      server.listen(port, '127.0.0.1', () => server.close(() => resolve(true)));
-    });
-  for (;;) {
-    const base = 20_000 + Math.floor(Math.random() * 12_000);
-    if ((await free(base)) && (await free(base + 1)) && (await free(base + 2))) return base;
-  }
-}
 
 const pct = (h: LatencyHistogram, p: number) => h.percentile(p) / 1000;
 

@@ -1,6 +1,6 @@
 /** The blog sample: articles with a status, tags and an embedded author, and a view counting them by status. */
 import { Schema } from "effect"
-import { defineApp, entity, view } from "writeonce"
+import { defineApp, entity } from "writeonce"
 
 export default defineApp({
   name: "blog",
@@ -20,7 +20,8 @@ export default defineApp({
       }
     })
   },
-  views: {
+  // A function of `view`: each view's `on` is checked against the entities, and `evolve` sees typed rows.
+  views: (view) => ({
     // A fold of the log: each change moves one article out of its old status and into its new one. Editing a
     // body leaves the counts as they were, so the view is neither rewritten nor notified.
     articles_by_status: view({
@@ -35,5 +36,5 @@ export default defineApp({
         return next
       }
     })
-  }
+  })
 })

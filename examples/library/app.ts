@@ -5,7 +5,7 @@
  * two entity types, written atomically.
  */
 import { Schema } from "effect"
-import { defineApp, entity, ref, reject, view } from "writeonce"
+import { defineApp, entity, ref, reject } from "writeonce"
 
 /** More copies of one book than any library holds: a request past it is a mistake, refused before the sum overflows. */
 const MAX_COPIES = 1_000_000
@@ -30,6 +30,7 @@ const books = entity({
     add_copies: {
       description: "Add copies of the book to the shelf.",
       params: { n: Schema.Int.pipe(Schema.positive()) },
+      changes: ["copies", "available"],
       apply: (book, { n }) =>
         book.copies + n > MAX_COPIES
           ? reject("too_many_copies", `a book has at most ${MAX_COPIES} copies: it has ${book.copies}, and ${n} more is too many`)
@@ -38,12 +39,14 @@ const books = entity({
     check_out: {
       description: "Take one copy off the shelf.",
       params: {},
+      changes: ["available"],
       apply: (book) =>
         book.available === 0 ? reject("no_copies", `no copy of "${book.title}" is available`) : { available: book.available - 1 }
     },
     check_in: {
       description: "Put one copy back on the shelf.",
       params: {},
+      changes: ["available"],
       // No check here: a copy the library does not own coming back breaks the invariant, which refuses it.
       apply: (book) => ({ available: book.available + 1 })
     }
@@ -72,7 +75,8 @@ const loans = entity({
     close: {
       description: "Mark the loan returned.",
       params: {},
-      apply: (loan) => (loan.status === "returned" ? reject("already_returned", "the loan is already returned") : { status: "returned" as const })
+      changes: ["status"],
+      apply: (loan) => (loan.status === "returned" ? reject("already_returned", "the loan is already returned") : { status: "returned" })
     }
   },
   // Read-only from outside: loans are opened by lend and closed by return.
@@ -103,7 +107,8 @@ export default defineApp({
       }
     }
   },
-  views: {
+  // A function of `view`: each view's `on` is checked against the entities, and `evolve` sees typed rows.
+  views: (view) => ({
     // Per member, the ids of the loans still out. A loan moves out of the list when it is returned.
     loans_by_member: view({
       description: "The loans each member still has out, by member id.",
@@ -125,5 +130,5 @@ export default defineApp({
         return next
       }
     })
-  }
+  })
 })

@@ -1,6 +1,6 @@
 /** The live-pricing sample: products whose price agents change through `set_price`, and a view of the catalogue by currency. */
 import { Schema } from "effect"
-import { defineApp, entity, reject, view } from "writeonce"
+import { defineApp, entity, reject } from "writeonce"
 
 const Price = Schema.Number.pipe(Schema.positive({ message: () => "price must be a positive number" }))
 
@@ -26,7 +26,8 @@ export default defineApp({
       mcp: ["list", "get", "set_price"]
     })
   },
-  views: {
+  // A function of `view`: each view's `on` is checked against the entities, and `evolve` sees typed rows.
+  views: (view) => ({
     // How the catalogue splits by currency. Prices move all the time; this only moves when products come and go.
     products_by_currency: view({
       description: "How many products are priced in each currency.",
@@ -40,5 +41,5 @@ export default defineApp({
         return next
       }
     })
-  }
+  })
 })

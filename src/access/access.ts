@@ -24,6 +24,7 @@ import { oauthSource } from "./oauth/oauth-source.ts"
 import { metadataUrlFor, metadataUrlOf } from "./oauth/protected-resource.ts"
 import { OAuthVerifier } from "./oauth/verifier.ts"
 import type { Principal } from "./principal.ts"
+import { makePrincipalActivity, type PrincipalActivity } from "./principal-activity.ts"
 import { Revocation } from "./revocation.ts"
 import type { IncomingHttpHeaders } from "node:http"
 
@@ -37,14 +38,19 @@ export class AccessFileError extends Data.TaggedError("AccessFileError")<{ reado
 export interface AccessShape {
   /** Whether /mcp, /api and /metrics need a credential (an access file or `WO_AUTH_TOKEN` is set). */
   readonly required: boolean
-  /** The principal an Authorization header names, or undefined (no valid credential). */
-  readonly authenticate: (authorization: string | undefined) => Authenticated
+  /**
+   * The principal an Authorization header names, or undefined (no valid credential). `connection` (the request's
+   * socket) lets a keep-alive client's repeated header be recognised without hashing it again.
+   */
+  readonly authenticate: (authorization: string | undefined, connection?: object) => Authenticated
   /** Whether `principal` is still in force (a stream checks it when the file changes). */
   readonly isCurrent: (principal: Principal) => boolean
   /** Re-reads the access file now (SIGHUP and the watch call it; tests may too). */
   readonly reload: Effect.Effect<void>
   /** With OAuth on: the `WWW-Authenticate` challenges its clients read (absent: the plain Bearer realm). */
   readonly challenges?: Challenges
+  /** What each principal's requests came to (absent when nothing is required: no principals). */
+  readonly activity?: PrincipalActivity
 }
 
 export interface Challenges {
@@ -108,11 +114,12 @@ export const AccessLive = Layer.scoped(
       yield* Effect.logInfo(`access file ${file}: ${table.all.size} principal${table.all.size === 1 ? "" : "s"}`)
       sources.push(tableSource(() => table!))
     }
-    const isCurrent = (p: Principal) => {
-      if (jwtSource?.current(p) === true) return true
+    // A static principal still in force (an OAuth principal's token may expire: the verifier's cache judges it).
+    const staticCurrent = (p: Principal) => {
       for (const s of sources) if (s.current(p)) return true
       return false
     }
+    const isCurrent = (p: Principal) => jwtSource?.current(p) === true || staticCurrent(p)
 
     const reload = Effect.suspend(() => {
       if (file === undefined) return Effect.void
@@ -178,13 +185,27 @@ export const AccessLive = Layer.scoped(
       }
       return undefined
     }
-    const authenticate = (authorization: string | undefined): Authenticated => {
+    // Hand-tuned for the GET budget (bench/scenarios/access-cost.ts): a keep-alive client sends the same header on
+    // every request, and comparing it with the connection's last one costs a tenth of hashing it. Only the
+    // connection's own previous header is compared, so the comparison's timing says nothing about anyone else's
+    // token; a reload that removes or changes the principal makes `staticCurrent` false, and the header is judged again.
+    const lastOnConnection = new WeakMap<object, { readonly header: string; readonly principal: Principal }>()
+    const authenticate = (authorization: string | undefined, connection?: object): Authenticated => {
+      if (authorization === undefined) return undefined
+      if (connection !== undefined) {
+        const last = lastOnConnection.get(connection)
+        if (last !== undefined && last.header === authorization && staticCurrent(last.principal)) return last.principal
+      }
       const token = bearerToken(authorization)
       if (token === undefined) return undefined
       // OAuth first: a JWT is told apart without hashing it (a static token is never one), and a token seen
       // before is answered from the verifier's cache; a token it does not take may still be a static one.
       const jwt = jwtSource?.authenticate(token, "")
-      if (jwt === undefined) return lookUp(token)
+      if (jwt === undefined) {
+        const principal = lookUp(token)
+        if (principal !== undefined && connection !== undefined) lastOnConnection.set(connection, { header: authorization, principal })
+        return principal
+      }
       return Effect.isEffect(jwt) ? Effect.map(jwt, (principal) => principal ?? lookUp(token)) : jwt
     }
     const challenges: Challenges | undefined = !oauth.enabled ? undefined : {
@@ -196,6 +217,13 @@ export const AccessLive = Layer.scoped(
           headers !== undefined ? metadataUrlFor(settings.oauthResource, headers) : settings.oauthResource === undefined ? undefined : metadataUrlOf(settings.oauthResource)
         )
     }
-    return { required: required || oauth.enabled, authenticate, isCurrent, reload, ...(challenges === undefined ? {} : { challenges }) }
+    return {
+      required: required || oauth.enabled,
+      authenticate,
+      isCurrent,
+      reload,
+      ...(challenges === undefined ? {} : { challenges }),
+      ...(required || oauth.enabled ? { activity: makePrincipalActivity() } : {})
+    }
   })
 )

@@ -42,7 +42,7 @@ export const bearerToken = (authorization: string | undefined): string | undefin
 
 /**
  * sha256 of a token, as hex. One-shot `hash`, on every authenticated request: a `createHash` object costs five
- * times as much (3.6 µs against 0.7 here), most of what a principal cost a GET (bench/access-ab.ts).
+ * times as much (3.6 µs against 0.7 here), most of what a principal cost a GET (bench/scenarios/access-cost.ts).
  */
 export const sha256Hex = (token: string) => hash("sha256", token, "hex")
 

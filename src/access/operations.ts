@@ -12,8 +12,8 @@ export const ANY = "any" as const
 const API = "/api/"
 const COMMANDS = "/api/_commands/"
 const VIEWS = "/api/_views"
-/** `/api/_*` routes open to every principal: each filters what it answers by the principal's grants. */
-const FILTERED = new Set(["/api/_events", VIEWS])
+/** `/api/_*` routes open to every principal: each filters what it answers by the principal's grants (the OpenAPI document lists the routes the caller may use). */
+const FILTERED = new Set(["/api/_events", VIEWS, "/api/_openapi.json"])
 
 const segment = (s: string) => {
   if (!s.includes("%")) return s

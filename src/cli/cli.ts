@@ -22,10 +22,12 @@ import { postgresLogLayer } from "../log/postgres/postgres-log.ts"
 import { verifyPostgresStore } from "../log/postgres/verify.ts"
 import { loadApp } from "../app-loading/load-app.ts"
 import { fatal, runCommand, UsageError } from "./command-line.ts"
+import { printTopHelp, wantsTopHelp } from "./top-help.ts"
 import { devApp, runApp } from "./serve.ts"
 import { replay } from "../projections/replay.ts"
 import { upcastingLog } from "../log/upcasting-log.ts"
 import { compileApp } from "../domain/compile.ts"
+import { referenceFieldsOf } from "../log/reference-audit.ts"
 import { VERSION } from "../support/version.ts"
 import { isStoreError, StoreFailed } from "../domain/errors.ts"
 import { nextSteps, scaffoldApp, TEMPLATES } from "../init/scaffold.ts"
@@ -91,6 +93,11 @@ const replayAppOption = Options.directory("app", { exists: "yes" }).pipe(
   Options.optional
 )
 
+const verifyAppOption = Options.directory("app", { exists: "yes" }).pipe(
+  Options.withDescription("the app folder (app.ts): also check that every row's ref fields name live rows"),
+  Options.optional
+)
+
 /** The store a maintenance command reads: `--store` (or WO_STORE) if given, else the data dir. */
 const chooseStore = (dataDir: Option.Option<string>, store: Option.Option<string>) =>
   Effect.gen(function* () {
@@ -152,15 +159,18 @@ const verifyCommand = Command.make(
       Args.optional
     ),
     store: storeOption,
-    acceptDataLoss: acceptDataLossOption
+    acceptDataLoss: acceptDataLossOption,
+    app: verifyAppOption
   },
-  ({ dataDir, store, acceptDataLoss }) =>
+  ({ dataDir, store, acceptDataLoss, app }) =>
     Effect.gen(function* () {
+      // The store does not know which fields are references: the app says, when given.
+      const references = Option.isSome(app) ? referenceFieldsOf(yield* Effect.flatMap(loadApp(app.value), ({ app }) => compileApp(app))) : undefined
       const chosen = yield* chooseStore(dataDir, store)
       // A PostgreSQL store is checked in one snapshot: its nodes may go on writing.
       const report = chosen.url !== undefined
-        ? yield* verifyPostgresStore(Context.get(yield* Layer.build(pgConnectionLayer(chosen.url)), PgConnection))
-        : yield* verifyStore(yield* openReadOnly(path.resolve(chosen.dataDir), { acceptDataLoss }))
+        ? yield* verifyPostgresStore(Context.get(yield* Layer.build(pgConnectionLayer(chosen.url)), PgConnection), references)
+        : yield* verifyStore(yield* openReadOnly(path.resolve(chosen.dataDir), { acceptDataLoss }), references)
       const rate = Math.round(report.events / Math.max(0.001, report.millis / 1000))
       yield* Console.log(`verified ${report.events} events and ${report.rows} rows in ${report.millis} ms (${rate} events/s)`)
       for (const note of report.accepted) yield* Console.log(note)
@@ -171,7 +181,10 @@ const verifyCommand = Command.make(
         )
         return yield* Effect.sync(() => process.exit(1))
       }
-      yield* Console.log("OK: checksums, sequence and version continuity, counters, row counts, checkpoint and view records")
+      yield* Console.log(
+        "OK: checksums, sequence and version continuity, counters, row counts, checkpoint and view records" +
+          (references === undefined ? " (references not checked: run wo verify --app <app-dir> to check them)" : ", and references")
+      )
     }).pipe(Effect.scoped)
 ).pipe(Command.withDescription("check a stopped data dir, without writing it: checksums, sequence and version continuity, counters, checkpoint"))
 
@@ -311,7 +324,8 @@ const wo = Command.make("wo").pipe(
 
 const cli = Command.run(wo, { name: "writeonce", version: VERSION })
 
-cli(process.argv).pipe(
+const args = process.argv.slice(2)
+;(wantsTopHelp(args) ? printTopHelp(wo, VERSION) : cli(process.argv)).pipe(
   // @effect/cli has already printed what was wrong with the command line, in one line (plain-console.ts).
   Effect.catchIf(ValidationError.isValidationError, () => Effect.sync(() => process.exit(2))),
   Effect.provide(NodeContext.layer),

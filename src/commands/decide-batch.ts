@@ -17,7 +17,7 @@ import { streamKey, type StoredEvent } from "../domain/events.ts"
 import { rowUri } from "../domain/uri.ts"
 import type { UserCodeFailure } from "../domain/decide/user-code.ts"
 import type { RowsShape } from "../projections/rows/rows.ts"
-import { referenceRefusal, type Overlay } from "./reference-check.ts"
+import { paramsMissingRefusal, referenceRefusal, type Overlay } from "./reference-check.ts"
 import type { Decided, Pending, PendingCommand, Queued } from "./submission.ts"
 import type { Actor } from "../domain/actor.ts"
 
@@ -138,6 +138,9 @@ export const decideBatch = (
         again.push(p)
       } else refused.push([p, error])
     }
+    // Its ref params are references: each names a live row, or the command is refused as a ref field would be.
+    const missing = paramsMissingRefusal(p.command, p.params, lookup)
+    if (missing !== undefined) return refuse(missing)
     const planned = planCommand(p.app, p.command, p.params, lookup)
     if (Either.isLeft(planned)) {
       const e = planned.left

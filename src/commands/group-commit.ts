@@ -20,7 +20,7 @@
  * decides the whole command again once caught up.
  */
 import { Cause, Context, Deferred, Effect, Either, Exit, Fiber, Layer, Option } from "effect"
-import { Overloaded, ShuttingDown, storeErrorPolicy, WriterStopped, type CommandError } from "../domain/errors.ts"
+import { Overloaded, ShuttingDown, storeErrorPolicy, TimedOut, withReason, WriterStopped, type CommandError, type StoreError } from "../domain/errors.ts"
 import { describeThrown } from "../domain/decide/user-code.ts"
 import { WoConfig } from "../support/config.ts"
 import { Rows } from "../projections/rows/rows.ts"
@@ -29,9 +29,11 @@ import { commandFromChanges, storedChanges } from "./idempotency.ts"
 import { Metrics, metricsOff } from "../metrics/metrics.ts"
 import { CommitMode } from "./commit-mode.ts"
 import { decideBatch } from "./decide-batch.ts"
+import { batchReferences } from "./reference-check.ts"
 import type { CommandCommitted, CommandSubmission, Committed, Decided, Pending, PendingCommand, Queued, Submission } from "./submission.ts"
 import { WriterStatus, type WriterStatusShape } from "./writer-status.ts"
 import { noCancel } from "../support/no-cancel.ts"
+import { makeRequestDeadlines } from "./request-deadline.ts"
 
 export interface GroupCommitShape extends WriterStatusShape {
   /** Queues the command and waits until its event is durable (or it is refused). */
@@ -49,6 +51,12 @@ export interface GroupCommitShape extends WriterStatusShape {
   readonly offerCommand: (submission: CommandSubmission, onExit: (exit: Exit.Exit<CommandCommitted, CommandError>) => void) => () => void
 }
 
+/** What a write is told when it is answered 503 after its commit may have been sent (docs/operating.md, "Retries"). */
+const MAY_HAVE_LANDED = "the write may or may not have landed: retry it with the same idempotency key"
+
+/** A keyed submission whose answer, as decided, waits until its key is read (a shared log): `asDecided` gives it. */
+type Held = readonly [Queued, asDecided: () => void]
+
 export class GroupCommit extends Context.Tag("writeonce/GroupCommit")<GroupCommit, GroupCommitShape>() {}
 
 export const makeGroupCommit = Effect.gen(function* () {
@@ -56,6 +64,8 @@ export const makeGroupCommit = Effect.gen(function* () {
   const rows = yield* Rows
   const mode = yield* CommitMode
   const shared = mode._tag === "Shared"
+  // A shared log reads the batch's idempotency keys in its append call (keys claimed for no entry: probes).
+  const probeKeys = shared && log.storedKeys !== undefined
   const settings = yield* WoConfig
   // Metrics: each answer counted as it is given (a plain increment; see metrics.ts).
   const metrics = Option.getOrElse(yield* Effect.serviceOption(Metrics), () => metricsOff)
@@ -70,6 +80,8 @@ export const makeGroupCommit = Effect.gen(function* () {
   let closing = false
   // The batch being committed: if the writer dies in it, its callers are failed too.
   let inFlight: ReadonlyArray<Queued> = []
+  // Whether the batch in flight is decided: until then a submission cancelled in it is skipped, never written.
+  let inFlightDecided = false
   /** Set once the writer died: what every later command fails with. */
   let stopped: WriterStopped | undefined
   const death = yield* Deferred.make<string>()
@@ -88,6 +100,15 @@ export const makeGroupCommit = Effect.gen(function* () {
     for (const [type, n] of head.counters) counters.set(type, n)
     resync = false
   })
+
+  /**
+   * Shared log: the counters follow the creates this node applied, the other nodes' too. An app command's create
+   * decided with an id the log gave already is refused whole (the log cannot renumber it within its group): decided
+   * again with the same counter, it would be refused again, forever.
+   */
+  const followCreates = (lastIds: ReadonlyMap<string, number>) => {
+    for (const [type, n] of lastIds) if (n > (counters.get(type) ?? 0)) counters.set(type, n)
+  }
 
   // Some command was refused against rows that may lag the shared log: catch up before deciding it again.
   let catchUp = false
@@ -109,6 +130,20 @@ export const makeGroupCommit = Effect.gen(function* () {
   }
 
   /**
+   * Answers the held submissions (keyed, refused or unchanged on a shared log): from the stored key if the read
+   * found it, else as decided; if the read failed, with its error (a retry with the key settles it).
+   */
+  const answerHeld = (held: ReadonlyArray<Held>, found: Either.Either<ReadonlyMap<string, StoredKey>, StoreError>) =>
+    Effect.sync(() => {
+      for (const [p, asDecided] of held) {
+        const stored = Either.isRight(found) ? found.right.get(p.idempotency!.key) : undefined
+        if (Either.isLeft(found)) p.resume(Exit.fail(found.left))
+        else if (stored !== undefined) answerFromStored(p, stored)
+        else asDecided()
+      }
+    })
+
+  /**
    * One batch: decided, written, answered. A generator function made once (`fnUntraced`), not one per batch
    * (`Effect.gen(function* () {...})` inside `commitBatch`): in V8 a generator function made per call kept what it
    * closed over (the batch, its callers) alive through young-generation collections, into the old generation
@@ -116,6 +151,7 @@ export const makeGroupCommit = Effect.gen(function* () {
    */
   const decideWriteAnswer = Effect.fnUntraced(function* (batch: ReadonlyArray<Queued>) {
     inFlight = batch
+    inFlightDecided = false
     if (resync) {
       const synced = yield* Effect.either(resyncWithLog)
       if (Either.isLeft(synced)) {
@@ -128,9 +164,11 @@ export const makeGroupCommit = Effect.gen(function* () {
       yield* mode.catchUp
     }
     // Keyed submissions whose key is stored already (a retry after a restart or a kill, or of a write another node
-    // made) are answered from the store, not decided: one read for the batch's keys.
+    // made) are answered from the store, not decided: one read for the batch's keys. Not on a shared log: there the
+    // append call itself reads the keys it claims (one round trip per batch, not two), and the keys of submissions
+    // this batch refuses or leaves unchanged go with it as probes (`held`, below).
     let settled: Set<Queued> | undefined
-    const keyed = log.storedKeys === undefined ? [] : batch.filter((p) => !p.cancelled && p.idempotency !== undefined)
+    const keyed = probeKeys || log.storedKeys === undefined ? [] : batch.filter((p) => !p.cancelled && p.idempotency !== undefined)
     if (keyed.length > 0) {
       settled = new Set()
       const found = yield* Effect.either(log.storedKeys!(keyed.map((p) => p.idempotency!.key)))
@@ -147,12 +185,28 @@ export const makeGroupCommit = Effect.gen(function* () {
       for (const p of batch) if (!settled?.has(p)) p.resume(Exit.fail(ready.left))
       return
     }
+    if (mode._tag === "Shared") followCreates(mode.tailer.lastIds)
     const firstSeq = lastSeq
     const at = Date.now()
+    // Shared log: the seq the rows stand at as the batch is decided (no yield between the two), for the log's
+    // reference check at commit.
+    const decidedAt = mode._tag === "Shared" ? mode.tailer.applied() : 0
     const decided = decideBatch(batch, rows, { lastSeq, counters, at, shared }, settled)
+    inFlightDecided = true
     const { changes, waiters, spans } = decided
-    for (const [p, error] of decided.refused) p.resume(Exit.fail(error))
-    for (const p of decided.unchanged) p.resume(Exit.succeed({ command: p.command.name, correlation: p.correlation, changes: [] }))
+    // Shared log: a keyed submission refused or left unchanged here may be the retry of a write that landed (on
+    // another node, or an attempt whose answer was lost): its answer waits for its key, read with the append.
+    let held: Array<Held> | undefined
+    for (const [p, error] of decided.refused) {
+      const asDecided = () => p.resume(Exit.fail(error))
+      if (probeKeys && p.idempotency !== undefined) (held ??= []).push([p, asDecided])
+      else asDecided()
+    }
+    for (const p of decided.unchanged) {
+      const asDecided = () => p.resume(Exit.succeed({ command: p.command.name, correlation: p.correlation, changes: [] }))
+      if (probeKeys && p.idempotency !== undefined) (held ??= []).push([p, asDecided])
+      else asDecided()
+    }
     for (const p of waiters) p.onStage?.("decided")
     for (const p of decided.rechecks) p.recheck = true
     if (decided.rechecks.length > 0) catchUp = true
@@ -161,7 +215,11 @@ export const makeGroupCommit = Effect.gen(function* () {
       yield* Effect.logError(`${error.type}${error.id === "" ? "" : ` ${error.id}`}: ${error.message} (nothing was written for it)${stack === error.reason ? "" : `\n${stack}`}`)
     }
     if (decided.again.length > 0) pending = [...decided.again, ...pending]
-    if (changes.length === 0) return
+    if (changes.length === 0) {
+      // Nothing to write: the held keys are the batch's one read.
+      if (held !== undefined) yield* answerHeld(held, yield* Effect.either(log.storedKeys!(held.map(([p]) => p.idempotency!.key))))
+      return
+    }
     lastSeq += changes.length
     // The views' next values are stored in the same atomic write; they become visible only once it is durable.
     const prepared = mode.prepare(decided)
@@ -172,11 +230,15 @@ export const makeGroupCommit = Effect.gen(function* () {
       const keyed = waiters[w].idempotency
       if (keyed !== undefined) keys.push({ key: keyed.key, fingerprint: keyed.fingerprint, at, first: i, count: spans[w] })
     }
+    const references = shared ? batchReferences(waiters, spans, changes, decidedAt) : undefined
+    // A probe: a key claimed for no entry is read, not written (the log answers it in `replays` if it is stored).
+    if (held !== undefined) for (const [p] of held) keys.push({ key: p.idempotency!.key, fingerprint: p.idempotency!.fingerprint, at, first: 0, count: 0 })
     const written = yield* Effect.either(log.append({
       entries: changes,
       counters: decided.moved,
       ...(viewRecords.length > 0 ? { views: viewRecords } : {}),
-      ...(keys.length > 0 ? { keys } : {})
+      ...(keys.length > 0 ? { keys } : {}),
+      ...(references !== undefined ? { references } : {})
     }))
     if (Either.isLeft(written)) {
       // No ack without durability: the whole batch fails. The next batch first re-reads the head.
@@ -184,9 +246,13 @@ export const makeGroupCommit = Effect.gen(function* () {
       resync = true
       prepared?.discard()
       yield* Effect.logWithLevel(storeErrorPolicy(written.left).log, `durable write failed for ${changes.length} events: ${written.left.reason}`)
-      for (const p of waiters) p.resume(Exit.fail(written.left))
+      // The commit may have been sent before the failure: its callers are told how to settle it.
+      const failed = withReason(written.left, `${written.left.reason}; ${MAY_HAVE_LANDED}`)
+      for (const p of waiters) p.resume(Exit.fail(failed))
+      if (held !== undefined) yield* answerHeld(held, Either.left(written.left))
       return
     }
+    if (held !== undefined) yield* answerHeld(held, Either.right(written.right?.replays ?? new Map()))
     const done = yield* mode.settle(decided, written.right, prepared)
     for (const [type, n] of done.counters) counters.set(type, Math.max(counters.get(type) ?? 0, n))
     lastSeq = Math.max(lastSeq, done.head)
@@ -251,9 +317,31 @@ export const makeGroupCommit = Effect.gen(function* () {
   yield* Effect.addFinalizer(() =>
     Effect.gen(function* () {
       closing = true
+      deadlines?.close()
       yield* Fiber.interrupt(writer)
       while (pending.length > 0) yield* commitBatch(takeBatch())
     }))
+
+  /**
+   * A shared log: every write is answered within WO_STORE_TIMEOUT of its arrival, whatever batches are ahead of it
+   * (each store call is bounded, but a write may wait for several). One the writer has not decided yet is skipped: it
+   * is not written. One decided in the batch under way may still land: its key settles it.
+   */
+  const deadlines = shared ? makeRequestDeadlines<Queued>(settings.storeTimeoutMs, (p) => {
+    const gone = p.cancelled
+    p.cancelled = true
+    if (gone) {
+      p.answered = true // its caller went away: nobody to answer
+      return
+    }
+    const bound = `no answer within WO_STORE_TIMEOUT (${settings.storeTimeoutMs} ms) of its arrival`
+    const mayHaveLanded = inFlightDecided && inFlight.includes(p)
+    p.resume(Exit.fail(new TimedOut({
+      reason: mayHaveLanded
+        ? `${bound}; ${MAY_HAVE_LANDED}`
+        : `${bound}; the writer had not reached it (the batches ahead of it wait on the store): it was not written, retry it`
+    })))
+  }) : undefined
 
   /**
    * Queues a write (a single-row one or an app command) unless the writer cannot take it, and answers its caller
@@ -271,7 +359,11 @@ export const makeGroupCommit = Effect.gen(function* () {
       onExit(Exit.fail(refusal))
       return noCancel
     }
+    const arrivedAt = deadlines === undefined ? 0 : Date.now()
+    // Answered once: by the writer, or by its deadline (whichever comes first; the other is dropped).
     const resume = (exit: Exit.Exit<A, CommandError>) => {
+      if (p.answered) return
+      p.answered = true
       metrics.answered(exit)
       onExit(exit)
     }
@@ -289,7 +381,9 @@ export const makeGroupCommit = Effect.gen(function* () {
         resume,
         cancelled: false,
         attempts: 0,
-        recheck: false
+        recheck: false,
+        arrivedAt,
+        answered: false
       }
       : {
         kind: undefined,
@@ -303,10 +397,13 @@ export const makeGroupCommit = Effect.gen(function* () {
         resume,
         cancelled: false,
         attempts: 0,
-        recheck: false
+        recheck: false,
+        arrivedAt,
+        answered: false
       }) as Queued
     submission.onStage?.("accepted")
     pending.push(p)
+    deadlines?.watch(p)
     wake?.()
     return () => {
       p.cancelled = true

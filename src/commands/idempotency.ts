@@ -7,8 +7,9 @@
  * a replay; the same key with another request is refused (IdempotencyKeyReused).
  *
  * On one node a key is decided once: the first request with it owns it until answered, and any other with the
- * same key waits for that answer (`flights`). The writer reads the keys of each batch from the store before
- * deciding it (one read per batch), so retries after a restart, a kill -9 or on another node are answered from it. Across nodes of a shared log, the log itself checks
+ * same key waits for that answer (`flights`). The writer reads the keys of each batch from the store (one read per
+ * batch: before deciding it on the embedded store, in the append call on a shared log), so retries after a restart,
+ * a kill -9 or on another node are answered from it. Across nodes of a shared log, the log itself checks
  * the batch's keys under its head lock (log/postgres/append.ts): a key another node stored meanwhile makes the entries
  * `Duplicate`, answered with the stored record.
  *
@@ -23,7 +24,7 @@
 import { Cause, Duration, Effect, Either, Exit, Option, Schedule } from "effect"
 import { hash } from "node:crypto"
 import type { Row } from "../domain/catalog.ts"
-import { IdempotencyKeyReused, type CommandError } from "../domain/errors.ts"
+import { IdempotencyKeyReused, isStoreError, type CommandError } from "../domain/errors.ts"
 import type { EventLogShape, StoredKey } from "../log/event-log.ts"
 import type { CommandCommitted, Committed, Keyed } from "./submission.ts"
 
@@ -155,7 +156,9 @@ export const makeIdempotency = (
       attempt((first) => {
         if (Exit.isSuccess(first)) return finish(first)
         const error = Cause.failureOption(first.cause)
-        if (Option.isNone(error) || error.value._tag === "IdempotencyKeyReused" || log.storedKey === undefined) return finish(first)
+        // A store error is answered as it is (503: a retry with the key settles it): a read of the store it could
+        // not reach would hold the answer past the request's deadline (WO_STORE_TIMEOUT, group-commit.ts).
+        if (Option.isNone(error) || error.value._tag === "IdempotencyKeyReused" || isStoreError(error.value) || log.storedKey === undefined) return finish(first)
         // Refused: on a shared log another node may have committed this key meanwhile (and moved the row this
         // attempt was decided against). The stored answer wins.
         runLookup(log.storedKey(key), (after) => {

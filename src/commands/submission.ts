@@ -78,6 +78,10 @@ export interface Pending extends Submission {
   attempts: number
   /** Shared log: it was refused here as not found or conflicting, and is being decided again on caught-up rows. */
   recheck: boolean
+  /** When it was queued (ms since the epoch; 0 where no deadline watches it): its deadline runs from there. */
+  readonly arrivedAt: number
+  /** Its caller was answered (by the writer, or by its deadline): a later answer is dropped. */
+  answered: boolean
 }
 
 export interface PendingCommand extends CommandSubmission {
@@ -86,6 +90,8 @@ export interface PendingCommand extends CommandSubmission {
   cancelled: boolean
   attempts: number
   recheck: boolean
+  readonly arrivedAt: number
+  answered: boolean
 }
 
 /** What the writer's queue holds: a single-row write or an app command. */

@@ -4,7 +4,7 @@
  */
 import { CRUD_OPS } from "../domain/catalog.ts"
 import type { CompiledApp, CompiledType } from "../domain/compile.ts"
-import type { JsonSchema } from "../domain/json-schema.ts"
+import { COMPUTED_DEFAULT, type JsonSchema } from "../domain/json-schema.ts"
 import { rowUriTemplate, viewUri } from "../domain/uri.ts"
 import type { CatalogView, CommandView, FieldView, OperationView, TypeView } from "./wire.ts"
 
@@ -31,7 +31,11 @@ const restRoute = (type: string, op: string): string => {
  * `integer ≥ 0, default 0`.
  */
 export const summarize = (schema: JsonSchema): string =>
-  "default" in schema ? `${summarizeType(schema)}, default ${JSON.stringify(schema.default)}` : summarizeType(schema)
+  "default" in schema
+    ? `${summarizeType(schema)}, default ${JSON.stringify(schema.default)}`
+    : typeof schema.description === "string" && schema.description.endsWith(COMPUTED_DEFAULT)
+    ? `${summarizeType(schema)}, default computed at each create`
+    : summarizeType(schema)
 
 const summarizeType = (schema: JsonSchema): string => {
   if (Array.isArray(schema.allOf)) {

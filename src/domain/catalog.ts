@@ -54,10 +54,27 @@ export interface MethodSpec<F extends Schema.Struct.Fields, P extends Schema.Str
   readonly params: P
   readonly description?: string
   /**
+   * The fields its change may set. Declared, the writer refuses a change that sets another (the author's bug, as a
+   * throw is), and a guarded field's refusal points only at the methods that change that field.
+   */
+  readonly changes?: ReadonlyArray<Extract<keyof F, string>>
+  /**
    * The decision. `row` is what the writer passes: the stored fields decoded through the type's schema (so a
    * `Schema.Date` field is a `Date`), with the row's id and version; `params` are decoded through `params`.
    */
-  readonly apply: (row: Row<FieldValues<F>>, params: Schema.Struct.Type<P>) => Change<F> | Rejection
+  readonly apply: (row: Row<FieldValues<F>>, params: Schema.Struct.Type<P>) => Change<F> | Rejection | LiteralContext
+}
+
+/**
+ * A member of `apply`'s result that no value has (its first key is `never`), only there to make the result a
+ * literal context: `{ status: "closed" }` infers "closed", not string, without `as const`. TypeScript widens a
+ * literal unless its contextual type has a literal of that kind, and while it infers a type's methods it does not
+ * yet see the fields' literal types (a method without parameters, or fields with defaults, are checked then). The
+ * literal is the message a name that is no field gets.
+ */
+export interface LiteralContext {
+  readonly "writeonce: a method returns some fields of its type, or reject(...)": never
+  readonly [field: string]: "writeonce: not a field of this type"
 }
 
 /**
@@ -232,28 +249,73 @@ export const entity = <
   indexes: spec.indexes
 })
 
-/** An app as `defineApp` takes it: `commands` are typed from `entities` (see `CommandSpec`). */
-export type AppInput<E extends Readonly<Record<string, EntityDef>>, C extends Record<string, Schema.Struct.Fields>> =
-  & Omit<AppDef, "entities" | "commands">
+// --- References checked against the app ---------------------------------------------------------------------------
+
+/** The type names the `ref`s in one field's or param's schema name (through optional, optionalWith and unions). */
+type RefTargets<S> =
+  | (S extends { readonly "~writeonce/ref"?: infer T extends string } ? string extends T ? never : T : never)
+  | (S extends { readonly from: infer Inner } ? RefTargets<Inner> : never)
+  | (S extends { readonly members: ReadonlyArray<infer Member> } ? RefTargets<Member> : never)
+
+/** Each field or param whose `ref` names no entity type of the app, as a type nothing is assignable to, saying so. */
+type CheckedRefs<F, Names> = {
+  readonly [K in keyof F]: [Exclude<RefTargets<F[K]>, Names>] extends [never] ? unknown
+    : `writeonce: ref("${Exclude<RefTargets<F[K]>, Names> & string}") names no entity type of this app`
+}
+
+/** The entity types, with every `ref` in their fields and their methods' params checked against the app's names. */
+type EntitiesWithRefsChecked<E extends EntityMap> = {
+  readonly [T in keyof E]: {
+    readonly fields: CheckedRefs<E[T]["fields"], keyof E>
+    readonly methods: { readonly [M in keyof E[T]["methods"]]: { readonly params: CheckedRefs<E[T]["methods"][M]["params"], keyof E> } }
+  }
+}
+
+/** The views of an app whose entity types are `E`, by name. */
+export type ViewsFor<E extends EntityMap> = { readonly [name: string]: View<E, ViewOn<E>, Schema.Schema<any, any, never>> }
+
+/**
+ * An app as `defineApp` takes it: `commands` and `views` are typed from `entities` (see `CommandSpec`, `view`);
+ * `V`, the views, is kept with their names and value schemas.
+ */
+export type AppInput<E extends Readonly<Record<string, EntityDef>>, C extends Record<string, Schema.Struct.Fields>, V extends ViewsFor<E> = ViewsFor<E>> =
+  & Omit<AppDef, "entities" | "commands" | "views">
   & {
     readonly entities: E
-    readonly commands?: { readonly [K in keyof C]: CommandSpec<E, C[K]> }
+    readonly commands?:
+      & { readonly [K in keyof C]: CommandSpec<E, C[K]> }
+      & NoInfer<{ readonly [K in keyof C]: { readonly params: CheckedRefs<C[K], keyof E> } }>
+    /**
+     * Declared projections, by name: see `view`. Each view's `on` is checked against `entities`; written as a
+     * function of `view`, `views: (view) => ({ ... })`, its `evolve` sees typed rows too.
+     */
+    readonly views?: V | ((view: ViewBuilder<E>) => V)
   }
 
 /** An app as `defineApp` returns it: an `AppDef` that keeps its entity types and commands in its type. */
-export type App<E extends Readonly<Record<string, EntityDef>>, C extends Record<string, Schema.Struct.Fields>> =
-  & Omit<AppDef, "entities" | "commands">
-  & { readonly entities: E; readonly commands: { readonly [K in keyof C]: CommandSpec<E, C[K]> } }
+export type App<
+  E extends Readonly<Record<string, EntityDef>>,
+  C extends Record<string, Schema.Struct.Fields>,
+  V extends Readonly<Record<string, ViewDef>> = Readonly<Record<string, ViewDef>>
+> =
+  & Omit<AppDef, "entities" | "commands" | "views">
+  & { readonly entities: E; readonly commands: { readonly [K in keyof C]: CommandSpec<E, C[K]> }; readonly views?: V }
 
 /**
- * Declare an app. The result keeps the app's type (entity names, fields, methods and their params, commands),
- * so that commands and the decider specs check names and values; it is still an `AppDef`. Validation happens
+ * Declare an app. The result keeps the app's type (entity names, fields, methods and their params, commands, the
+ * views' names and value schemas), so that commands, the decider specs and the typed in-process API
+ * (embedding/write-once.ts) check names and values; it is still an `AppDef`. Validation happens
  * when the runtime loads it (see `compileApp`).
  */
 export const defineApp = <
   const E extends Readonly<Record<string, EntityDef>>,
-  const C extends Record<string, Schema.Struct.Fields> = {}
->(app: AppInput<E, C>): App<E, C> => ({ ...app, commands: (app.commands ?? {}) as App<E, C>["commands"] })
+  const C extends Record<string, Schema.Struct.Fields> = {},
+  const V extends ViewsFor<E> = {}
+>({ views, ...app }: AppInput<E, C, V> & NoInfer<{ readonly entities: EntitiesWithRefsChecked<E> }>): App<E, C, V> => ({
+  ...app,
+  commands: (app.commands ?? {}) as App<E, C, V>["commands"],
+  ...(views === undefined ? {} : { views: typeof views === "function" ? views(view as ViewBuilder<E>) : views })
+})
 
 /** What a view's `evolve` folds: one committed event, with its row just before and just after it. */
 export interface ViewChange {
@@ -265,19 +327,46 @@ export interface ViewChange {
   readonly after: Row | null
 }
 
+/** The entity types of an app, by name, as `defineApp` keeps them. */
+type EntityMap = Readonly<Record<string, EntityDef>>
+
+/** The event kinds a view's `on` names (besides a type's method names, each its own "invoked" event). */
+export type ViewEventKind = "created" | "updated" | "deleted" | "invoked"
+
+/** What a view's `on` may name: the app's types, each with its event kinds and method names. */
+export type ViewOn<E extends EntityMap> = {
+  readonly [T in keyof E]?: ReadonlyArray<ViewEventKind | Extract<keyof E[T]["methods"], string>>
+}
+
+/** A row as a view sees it: as served, encoded (`{id, version, ...fields}`); any fields for an erased type. */
+type ServedRow<D extends EntityDef> = string extends keyof D["fields"] ? Row : Row<Schema.Struct.Encoded<D["fields"]>>
+
+/** One change of a row of type `T`, typed from its declaration. */
+export interface TypedViewChange<E extends EntityMap, T extends keyof E & string> extends ViewChange {
+  readonly event: StoredEvent & { readonly type: T }
+  readonly before: ServedRow<E[T]> | null
+  readonly after: ServedRow<E[T]> | null
+}
+
+/** What `evolve` folds: a change of one of the types `on` names (a union when it names several). */
+export type ViewChangeOf<E extends EntityMap, On> = string extends keyof E ? ViewChange
+  : { readonly [T in keyof On & keyof E & string]: TypedViewChange<E, T> }[keyof On & keyof E & string]
+
 /**
  * A view (a declared projection): a pure fold of the log into one value. `on` names the events it folds, per
  * type: event kinds ("created", "updated", "deleted", "invoked" for every method) or method names
  * ("set_price"). `evolve` must be pure and fast, and must not change its arguments: it runs inside the writer.
+ * Declared in `views: (view) => ({ ... })`, `on` is checked against the app's types and their methods, and
+ * `evolve`'s rows are typed.
  */
-export interface ViewSpec<S extends Schema.Schema<any, any, never>> {
+export interface ViewSpec<S extends Schema.Schema<any, any, never>, E extends EntityMap = EntityMap, On extends ViewOn<E> = ViewOn<E>> {
   readonly description?: string
   /** The value's schema: checked after every batch, and what REST, MCP and the tool's outputSchema describe. */
   readonly schema: S
   /** The value before any event. */
   readonly initial: Schema.Schema.Type<S>
-  readonly on: { readonly [type: string]: ReadonlyArray<string> }
-  readonly evolve: (state: Schema.Schema.Type<S>, change: ViewChange) => Schema.Schema.Type<S>
+  readonly on: On
+  readonly evolve: (state: Schema.Schema.Type<S>, change: ViewChangeOf<E, On>) => Schema.Schema.Type<S>
   /**
    * The view's version (default 1). A stored value is trusted while the view's declaration (`on`, `initial`,
    * `schema`, `version`) is unchanged; raise it when `evolve` computes something else, so that the next start
@@ -297,8 +386,28 @@ export interface ViewDef {
 }
 
 /**
+ * A view as `view` returns it: the erased form, which remembers in its type the entity types it was declared for
+ * (read from where it is used: `defineApp`'s `views`) and its value's schema. A view declared for no app in
+ * particular fits any app.
+ */
+export interface View<E extends EntityMap = EntityMap, On = unknown, S extends Schema.Schema<any, any, never> = Schema.Schema<any, any, never>> extends ViewDef {
+  /** The value's schema, kept in the type (the typed in-process API decodes a view's value by it). */
+  readonly schema: S
+  readonly "~writeonce/entities"?: (entities: E) => void
+  /** What its `on` names, for `defineApp` to check against the app's types (also in the object form). */
+  readonly "~writeonce/on"?: On
+}
+
+/**
  * Declare a view: `views: { articles_by_status: view({ schema, initial, on: { articles: ["created", ...] },
  * evolve }) }`. It is maintained on commit (read-your-writes), served at `GET /api/_views/<name>`, as the MCP
  * resource `wo://views/<name>` and the tool `view_<name>`, and rebuilt from the log by `wo replay --app`.
+ * Its entity types are read from where it is used: in `defineApp({ views: (view) => ({ ... }) })` they are the
+ * app's; elsewhere (a view declared apart, the object form `views: { ... }`) it takes any type, its rows untyped.
  */
-export const view = <S extends Schema.Schema<any, any, never>>(spec: ViewSpec<S>): ViewDef => spec as ViewDef
+export const view = <S extends Schema.Schema<any, any, never>, E extends EntityMap = EntityMap, const On extends ViewOn<E> = ViewOn<E>>(
+  spec: ViewSpec<S, NoInfer<E>, On>
+): View<E, On, S> => spec as unknown as View<E, On, S>
+
+/** `view` for the entity types `E`: what `defineApp` passes to `views: (view) => ({ ... })`. */
+export type ViewBuilder<E extends EntityMap> = <S extends Schema.Schema<any, any, never>, const On extends ViewOn<E>>(spec: ViewSpec<S, E, On>) => View<E, On, S>

@@ -32,6 +32,8 @@ export interface CompiledMethod {
    */
   readonly copyParams?: (params: Record<string, unknown>) => Record<string, unknown>
   readonly paramsJsonSchema: JsonSchema
+  /** The fields its change may set (`changes`), when it declares them. */
+  readonly changes?: ReadonlySet<string>
 }
 
 export interface CompiledType {
@@ -117,6 +119,9 @@ export const compileApp = (app: AppDef): Either.Either<CompiledApp, CatalogError
       for (const p of Object.keys(params)) {
         if (RESERVED_PARAMS.has(p)) problems.push(`type "${name}", method "${mname}", param "${p}": the name is reserved`)
       }
+      const changes: unknown = spec?.changes
+      if (changes !== undefined && (!Array.isArray(changes) || changes.some((f) => typeof f !== "string" || !fieldNames.includes(f))))
+        problems.push(`type "${name}", method "${mname}": changes must list fields of the type`)
       const paramsStruct = Schema.Struct(params)
       const copyParams = opaqueFieldsCopier(params)
       methods.set(mname, {
@@ -125,6 +130,7 @@ export const compileApp = (app: AppDef): Either.Either<CompiledApp, CatalogError
         spec,
         decodeParams: typedDecoder(asData(paramsStruct)),
         ...(copyParams === undefined ? {} : { copyParams }),
+        ...(Array.isArray(changes) ? { changes: new Set(changes as ReadonlyArray<string>) } : {}),
         paramsJsonSchema: jsonSchemaOrProblem(paramsStruct, `type "${name}", method "${mname}" params`, problems)
       })
     }

@@ -141,6 +141,8 @@ export class Rejected extends Data.TaggedError("Rejected")<{
   readonly operation: string
   readonly code: string
   readonly reason: string
+  /** For a missing reference: the type whose row does not exist (what to look in). */
+  readonly target?: string
 }> {
   override get message() {
     return this.reason

@@ -18,8 +18,8 @@ export const toJsonSchema = (schema: Schema.Schema.Any): JsonSchema => {
 
 /**
  * The wire value of a field's default, or nothing: the field alone decoded from `{}` and encoded back, as plain
- * JSON. A default computed from the clock is shown as computed when the catalog compiles. The default is user
- * code: one that throws, or makes no JSON, is left out here (a write that needs it reports it).
+ * JSON. The default is user code: one that throws, or makes no JSON, is left out here (a write that needs it
+ * reports it).
  */
 const defaultOf = (name: string, field: Schema.Struct.Fields[string]): { readonly value: unknown } | undefined => {
   try {
@@ -36,13 +36,35 @@ const defaultOf = (name: string, field: Schema.Struct.Fields[string]): { readonl
   }
 }
 
-/** A struct's JSON Schema with each defaulted field's `default`. */
+/** How near "now" a default must be to be taken for the clock's (a timestamp made when the catalog compiled). */
+const CLOCK_WINDOW_MS = 60_000
+
+/** A default value that is the time of the call: an ISO date or epoch milliseconds within a minute of now. */
+const looksLikeNow = (value: unknown, now: number) => {
+  const at = typeof value === "string" && /^\d{4}-\d\d-\d\dT/.test(value) ? Date.parse(value) : typeof value === "number" && value > 1e12 ? value : Number.NaN
+  return Math.abs(at - now) <= CLOCK_WINDOW_MS
+}
+
+/** What a field computed at each write says instead of a `default` that would be one value taken at compile time. */
+export const COMPUTED_DEFAULT = "When absent, a value computed at each create is used (the time of the create, for instance), not a constant."
+
+/**
+ * A struct's JSON Schema with each defaulted field's `default`. A default computed at each write (the clock, a
+ * random id) is no constant: advertised as one value, a client would send it back as if it were. It is told from a
+ * constant by computing it twice, and by a value that is the present time; such a field is described instead.
+ */
 const withDefaults = (schema: JsonSchema, fields: Schema.Struct.Fields): JsonSchema => {
   const properties = schema.properties as Record<string, JsonSchema> | undefined
   if (properties === undefined) return schema
+  const now = Date.now()
   const withDefault = Object.fromEntries(Object.entries(properties).map(([name, property]) => {
     const found = Object.hasOwn(fields, name) ? defaultOf(name, fields[name]) : undefined
-    return [name, found === undefined ? property : { ...property, default: found.value }]
+    if (found === undefined) return [name, property]
+    const again = defaultOf(name, fields[name])
+    const computed = again === undefined || JSON.stringify(again.value) !== JSON.stringify(found.value) || looksLikeNow(found.value, now)
+    if (!computed) return [name, { ...property, default: found.value }]
+    const description = typeof property.description === "string" ? `${property.description}. ${COMPUTED_DEFAULT}` : COMPUTED_DEFAULT
+    return [name, { ...property, description }]
   }))
   return { ...schema, properties: withDefault }
 }

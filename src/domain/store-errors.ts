@@ -53,7 +53,17 @@ export class ReplicaLagging extends Data.TaggedError("ReplicaLagging")<{ readonl
   }
 }
 
-export type StoreError = Overloaded | ShuttingDown | WriterStopped | StoreFailed | DataCorrupt | Contended | ReplicaLagging
+/**
+ * Shared log: the request was not answered within WO_STORE_TIMEOUT of its arrival (the primary is paused or
+ * unreachable, or the batches ahead of it took that long). A write may or may not have landed: its reason says which.
+ */
+export class TimedOut extends Data.TaggedError("TimedOut")<{ readonly reason: string }> {
+  override get message() {
+    return said(this.reason)
+  }
+}
+
+export type StoreError = Overloaded | ShuttingDown | WriterStopped | StoreFailed | DataCorrupt | Contended | ReplicaLagging | TimedOut
 export type StoreErrorTag = StoreError["_tag"]
 
 /** The MCP error a store error travels as where MCP answers with a JSON-RPC error (sessions, subscriptions). */
@@ -84,7 +94,8 @@ export const STORE_ERRORS: { readonly [T in StoreErrorTag]: StoreErrorPolicy } =
   StoreFailed: { make: StoreFailed, status: 503, retryAfter: 1, mcp: "InternalError", log: LogLevel.Error, metric: "StoreFailed" },
   DataCorrupt: { make: DataCorrupt, status: 503, retryAfter: 1, mcp: "InternalError", log: LogLevel.Error, metric: "DataCorrupt" },
   Contended: { make: Contended, status: 503, retryAfter: 1, mcp: "InternalError", log: LogLevel.Warning, metric: "Contended" },
-  ReplicaLagging: { make: ReplicaLagging, status: 503, retryAfter: 1, mcp: "InternalError", log: LogLevel.Warning, metric: "ReplicaLagging" }
+  ReplicaLagging: { make: ReplicaLagging, status: 503, retryAfter: 1, mcp: "InternalError", log: LogLevel.Warning, metric: "ReplicaLagging" },
+  TimedOut: { make: TimedOut, status: 503, retryAfter: 1, mcp: "InternalError", log: LogLevel.Warning, metric: "TimedOut" }
 }
 
 export const storeErrorPolicy = (e: StoreError): StoreErrorPolicy => STORE_ERRORS[e._tag]

@@ -2,7 +2,8 @@
  * The top-level routes: the health probes first (open to anyone, even without a known Host: a load balancer
  * probes by address; they tell nothing about the data), then Host validation for everything else, then
  * authentication and authorization on /api/*, /mcp and /metrics (access/: the principal is attached to the
- * request, and the operation its method and path ask for must be granted), then the routes.
+ * request, and the operation its method and path ask for must be granted) and on the embedding program's own
+ * routes (any authenticated principal), then the routes.
  */
 import { Effect } from "effect"
 import { json, type EdgeRequest, type EdgeResponse } from "./edge/edge-types.ts"
@@ -20,6 +21,7 @@ import type { Operation } from "../access/grants.ts"
 import { credentialsUnavailable, forbidden, limited, unauthorized } from "./edge/access-refusals.ts"
 import { CredentialRefused } from "../access/credentials.ts"
 import { takeWrite } from "../access/rate-limits.ts"
+import { noCancel } from "../support/no-cancel.ts"
 
 export interface Routes {
   readonly rest: (request: EdgeRequest) => Effect.Effect<EdgeResponse>
@@ -33,6 +35,14 @@ export interface Routes {
   readonly backup?: (request: EdgeRequest) => Effect.Effect<EdgeResponse>
   /** OAuth's protected resource metadata (oauth-metadata-route.ts): an answer for its path, else undefined. */
   readonly oauthMetadata?: (request: EdgeRequest) => Effect.Effect<EdgeResponse> | undefined
+  /** The embedding program's own routes (embedding/custom-routes.ts): every path `serves` says the server leaves them. */
+  readonly custom?: CustomRoute
+}
+
+export interface CustomRoute {
+  readonly handle: (request: EdgeRequest) => Effect.Effect<EdgeResponse>
+  /** Whether the request's path is theirs: none the server serves itself. It takes any authenticated principal. */
+  readonly serves: (request: EdgeRequest) => boolean
 }
 
 const LIVE = json(200, { status: "ok" })
@@ -62,11 +72,18 @@ const admit = (access: AccessShape, request: EdgeRequest, op: Operation | typeof
     return unauthorized(request.path, challenges?.unauthorized(request.headers, principal.reason), principal.reason)
   }
   if (principal === undefined) return unauthorized(request.path, challenges?.unauthorized(request.headers))
-  if (op !== ANY && !may(principal, op)) return forbidden(op, challenges === undefined ? undefined : (grants) => challenges.forbidden(grants, request.headers))
+  if (op !== ANY && !may(principal, op)) {
+    access.activity?.count(principal.name, "forbidden")
+    return forbidden(op, challenges === undefined ? undefined : (grants) => challenges.forbidden(grants, request.headers))
+  }
   if (op !== ANY && (op._tag === "Write" || op._tag === "Command") && principal.limits !== undefined) {
     const reached = takeWrite(principal.limits)
-    if (reached !== undefined) return limited(reached)
+    if (reached !== undefined) {
+      access.activity?.count(principal.name, "limited")
+      return limited(reached)
+    }
   }
+  access.activity?.count(principal.name, "admitted")
   // Only once admitted: a request carrying a principal is one that passed (see `refusalOf`).
   ;(request as { principal?: Principal }).principal = principal
   return undefined
@@ -76,14 +93,14 @@ const admit = (access: AccessShape, request: EdgeRequest, op: Operation | typeof
  * Host, Origin and the credential: the refusal, undefined when all pass, or the verification still to run (a
  * credential source that checks asynchronously, as OAuth the first time it sees a token).
  */
-const refusalOf = (guards: Guards, access: AccessShape, request: EdgeRequest): EdgeResponse | undefined | Effect.Effect<EdgeResponse | undefined> => {
+const refusalOf = (guards: Guards, access: AccessShape, request: EdgeRequest, custom?: CustomRoute): EdgeResponse | undefined | Effect.Effect<EdgeResponse | undefined> => {
   const guarded = guardRefusal(guards, request)
   if (guarded !== undefined) return guarded
   // Authenticated already (the direct route passed it on): not again.
   if (!access.required || request.principal !== undefined) return undefined
-  const op = requestOperation(request.method, request.path, METRICS_PATH)
+  const op = requestOperation(request.method, request.path, METRICS_PATH) ?? (custom?.serves(request) ? ANY : undefined)
   if (op === undefined) return undefined
-  const found = access.authenticate(request.headers.authorization)
+  const found = access.authenticate(request.headers.authorization, request.connection)
   return Effect.isEffect(found) ? Effect.map(found, (p) => admit(access, request, op, p)) : admit(access, request, op, found)
 }
 
@@ -101,7 +118,7 @@ export const makeRouter = (guards: Guards, routes: Routes, access: AccessShape =
   // OAuth's protected resource metadata: the discovery a client makes before it has a token.
   const metadata = routes.oauthMetadata?.(request)
   if (metadata !== undefined) return metadata
-  const refused = refusalOf(guards, access, request)
+  const refused = refusalOf(guards, access, request, routes.custom)
   if (refused === undefined) return route(routes, request)
   return Effect.isEffect(refused)
     ? Effect.flatMap(refused, (r) => (r === undefined ? route(routes, request) : Effect.succeed(r)))
@@ -116,7 +133,7 @@ const route = (routes: Routes, request: EdgeRequest): Effect.Effect<EdgeResponse
   if (request.path.startsWith(COMMANDS_PREFIX)) return routes.rest(request)
   if (request.path === METRICS_PATH && routes.metrics) return routes.metrics(request)
   if (request.path === BACKUP_PATH && routes.backup) return routes.backup(request)
-  return routes.extra?.(request) ?? Effect.succeed(notFound(request))
+  return routes.extra?.(request) ?? (routes.custom?.serves(request) ? routes.custom.handle(request) : Effect.succeed(notFound(request)))
 }
 
 /** The methods rest.ts's direct route takes: the row writes, app commands and a row's GET (HEAD goes the generic way). */
@@ -131,19 +148,23 @@ export interface DirectRoutes {
 
 /**
  * The router's direct path (edge.ts, DirectRoute): a REST request or a POST to /mcp that passes the checks
- * `makeRouter` makes (the same `refusalOf`: Host, Origin, credential and grant) goes to its direct route; any
- * other, refusals and credentials still to verify included, is left to `makeRouter`, which answers them.
+ * `makeRouter` makes (the same `refusalOf`: Host, Origin, credential and grant) goes to its direct route, and one
+ * they refuse is answered here with the same refusal (judged once: each refusal is counted once, and a write
+ * refused over its limit takes nothing from it twice). Any other, a credential still to verify included, is left
+ * to `makeRouter`.
  */
 export const makeDirectRouter = (guards: Guards, routes: DirectRoutes, access: AccessShape = Access.open): DirectRoute =>
   (request, respond) => {
-    if (request.path === "/mcp") {
-      return routes.mcp !== undefined && request.method === "POST" && refusalOf(guards, access, request) === undefined
-        ? routes.mcp(request, respond)
-        : undefined
-    }
-    return DIRECT_METHODS.has(request.method) && request.path.startsWith("/api/") &&
-        (!request.path.startsWith("/api/_") || request.path.startsWith(COMMANDS_PREFIX)) &&
-        refusalOf(guards, access, request) === undefined
-      ? routes.rest(request, respond)
+    const route = request.path === "/mcp"
+      ? (request.method === "POST" ? routes.mcp : undefined)
+      : DIRECT_METHODS.has(request.method) && request.path.startsWith("/api/") &&
+          (!request.path.startsWith("/api/_") || request.path.startsWith(COMMANDS_PREFIX))
+      ? routes.rest
       : undefined
+    if (route === undefined) return undefined
+    const refused = refusalOf(guards, access, request)
+    if (refused === undefined) return route(request, respond)
+    if (Effect.isEffect(refused)) return undefined
+    respond.answer(refused)
+    return noCancel
   }

@@ -1,5 +1,6 @@
 /** The HTTP server as a scoped service: the edge listening, with REST and MCP routed behind it. */
 import { Context, Effect, Layer, Option } from "effect"
+import type { EdgeRequest } from "./edge/edge-types.ts"
 import { makeBackupControl } from "./routes/backup-route.ts"
 import { StoreFiles } from "../log/store-files.ts"
 import { Catalog } from "../domain/app-catalog.ts"
@@ -18,6 +19,7 @@ import { makeGuards } from "./edge/guards.ts"
 import { makeRestRoutes } from "./rest/rest.ts"
 import { makeDirectRouter, makeRouter } from "./router.ts"
 import { makeViewRoutes } from "./rest/view-routes.ts"
+import { makeOpenApiRoute } from "./rest/openapi.ts"
 import { makeOAuthMetadataRoute } from "./routes/oauth-metadata-route.ts"
 import { makeHealthRoutes } from "./routes/health.ts"
 import { makeMetricsRoute } from "./routes/metrics-route.ts"
@@ -25,6 +27,9 @@ import { Views } from "../projections/views/views.ts"
 import { Rows } from "../projections/rows/rows.ts"
 import { EventLog } from "../log/event-log.ts"
 import { makeHistory } from "../projections/history.ts"
+import { CustomRoutes } from "./routes/custom-routes.ts"
+import { BACKUP_PATH } from "../backup/control.ts"
+import { METRICS_PATH } from "./routes/metrics-route.ts"
 
 export class HttpServer extends Context.Tag("writeonce/HttpServer")<HttpServer, { readonly url: string }>() {}
 
@@ -45,6 +50,7 @@ export const makeAppHandler = Effect.gen(function* () {
   }
   const consoleRoutes = yield* makeConsoleRoutes
   const viewRoutes = makeViewRoutes(yield* Views)
+  const openApi = makeOpenApiRoute(catalog, settings.maxPageSize, access)
   const metrics = yield* makeMetricsRoute
   // The embedded store's backup endpoint (`wo backup`); a PostgreSQL store is backed up with PostgreSQL's tools.
   const files = settings.store === undefined ? yield* Effect.serviceOption(StoreFiles) : Option.none()
@@ -52,14 +58,23 @@ export const makeAppHandler = Effect.gen(function* () {
   const guards = makeGuards(settings)
   const rest = makeRestRoutes(catalog, commands, queries, settings.maxJsonDepth, makeHistory(yield* EventLog, settings))
   const mcp = yield* makeMcpRoute
+  // The embedding program's routes take every path the server leaves: never /api/..., /mcp, /metrics, the backup
+  // endpoint or the console's pages (the health probes and OAuth's metadata are answered before).
+  const custom = Option.map(yield* Effect.serviceOption(CustomRoutes), (routes) => ({
+    handle: routes.handle,
+    serves: (request: EdgeRequest) =>
+      !request.path.startsWith("/api/") && request.path !== "/mcp" && request.path !== METRICS_PATH && request.path !== BACKUP_PATH &&
+      consoleRoutes.handle(request) === undefined
+  }))
   const router = makeRouter(guards, {
     rest,
     mcp,
-    extra: (request) => viewRoutes(request) ?? consoleRoutes.handle(request),
+    extra: (request) => openApi(request) ?? viewRoutes(request) ?? consoleRoutes.handle(request),
     health: yield* makeHealthRoutes,
     metrics: metrics.route,
     backup: control?.backup,
-    oauthMetadata: yield* makeOAuthMetadataRoute
+    oauthMetadata: yield* makeOAuthMetadataRoute,
+    custom: Option.getOrUndefined(custom)
   }, access)
   const streams = yield* OpenStreams
   const handler = settings.recordFile === undefined ? router : recordTo(settings.recordFile, { app: catalog.name, refs: recordedRefs(catalog) })(router)

@@ -55,13 +55,13 @@ const appName = (dir: string) =>
 
 /**
  * How the new app depends on writeonce. Normally the published version range. When this copy was installed from
- * a local tarball or folder (`npm install ./writeonce-0.1.0.tgz`, before a release), the same `file:` spec, made
- * relative to the new app, so that `npm install` there installs what is running now; from a checkout of
- * writeonce, the checkout itself.
+ * a local tarball or folder (`npm install ./writeonce-0.1.0.tgz`, before a release), the same `file:` spec, so that
+ * `npm install` there installs what is running now; from a checkout of writeonce, the checkout itself. The path is
+ * absolute, so the new app can be moved anywhere on this machine (its README says so, and what to do if that copy moves).
  */
-export const writeonceDependency = (appDir: string): string => {
+export const writeonceDependency = (): string => {
   const installedIn = path.dirname(PACKAGE_ROOT)
-  if (path.basename(installedIn) !== "node_modules") return `file:${path.relative(appDir, PACKAGE_ROOT) || "."}`
+  if (path.basename(installedIn) !== "node_modules") return `file:${PACKAGE_ROOT}`
   const project = path.dirname(installedIn)
   try {
     const manifest = JSON.parse(fs.readFileSync(path.join(project, "package.json"), "utf8")) as {
@@ -70,13 +70,21 @@ export const writeonceDependency = (appDir: string): string => {
     }
     const spec = manifest.dependencies?.writeonce ?? manifest.devDependencies?.writeonce
     if (spec !== undefined && spec.startsWith("file:")) {
-      return `file:${path.relative(appDir, path.resolve(project, spec.slice("file:".length)))}`
+      return `file:${path.resolve(project, spec.slice("file:".length))}`
     }
   } catch {
     // No readable manifest (a global install, say): the published version it is.
   }
   return `^${pkg.version}`
 }
+
+/** What the README adds when the app depends on a local copy of writeonce rather than a published version. */
+const localCopyNote = (spec: string) =>
+  spec.startsWith("file:")
+    ? `\n## writeonce from a local copy\n\n\`package.json\` installs writeonce from \`${spec.slice("file:".length)}\`, a local copy (before a ` +
+      `release). The path is absolute: this folder may move anywhere on this machine. If that copy moves or goes, change the path ` +
+      `in \`package.json\`, or depend on a published version (\`npm install writeonce\`).\n`
+    : ""
 
 /** Writes the app into `dir` (created if missing); fails if `dir` is a file or holds anything. */
 export const scaffoldApp = (target: string, template: Template = "tasks") =>
@@ -93,14 +101,14 @@ export const scaffoldApp = (target: string, template: Template = "tasks") =>
     }
     const input: TemplateInput = {
       name: appName(dir),
-      writeonce: writeonceDependency(dir),
+      writeonce: writeonceDependency(),
       effect: pkg.dependencies.effect,
       typescript: pkg.devDependencies.typescript,
       typesNode: pkg.devDependencies["@types/node"]
     }
     const files: ReadonlyArray<readonly [string, string]> = [
       ["package.json", packageJson(input)],
-      ...templateFiles(template, input),
+      ...templateFiles(template, input).map(([file, text]) => [file, file === "README.md" ? text + localCopyNote(input.writeonce) : text] as const),
       ["tsconfig.json", tsconfig()],
       [".gitignore", gitignore()]
     ]

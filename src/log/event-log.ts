@@ -15,6 +15,7 @@ import { Context, Data, type Effect, type Stream } from "effect"
 import type { Row } from "../domain/catalog.ts"
 import type { StoreError } from "../domain/errors.ts"
 import type { StoredEvent } from "../domain/events.ts"
+import type { Filter } from "../domain/list-request.ts"
 
 export interface AppendEntry {
   readonly event: StoredEvent
@@ -37,9 +38,35 @@ export interface AppendBatch {
    * entries it covers as written (its answer), so that a retry with the key gets that answer back.
    */
   readonly keys?: ReadonlyArray<KeyClaim>
+  /**
+   * A shared log: the rows the batch's entries reference, checked at commit under the writers' lock
+   * (commands/reference-check.ts `batchReferences`). A single-writer log decides against exact rows: it has none.
+   */
+  readonly references?: BatchReferences
 }
 
-/** A keyed submission in a batch: its key, the fingerprint of its request, and its entries (`first`, `count`). */
+/**
+ * What a batch's entries reference, by entry index: each entry's targets must be live at commit, and no live row
+ * may reference a row an entry deletes. An entry that breaks either is left out (`Stale`): the writer decides it
+ * again, caught up, and refuses it then (`missing_reference`, `still_referenced`).
+ */
+export interface BatchReferences {
+  /**
+   * The seq the writer's rows stood at when it decided the batch: a row that references a deleted one and that the
+   * writer did not see was written after it, so the check at commit reads only the events past it.
+   */
+  readonly decidedAt: number
+  /** Per entry: the rows (type, id) it sets a reference to, or a command's ref params name. */
+  readonly targets: ReadonlyMap<number, ReadonlyArray<{ readonly type: string; readonly id: string }>>
+  /** Per delete entry: the fields, across the app, that may reference the row it deletes. */
+  readonly incoming: ReadonlyMap<number, ReadonlyArray<{ readonly type: string; readonly field: string }>>
+}
+
+/**
+ * A keyed submission in a batch: its key, the fingerprint of its request, and its entries (`first`, `count`). With
+ * `count` 0 it is a probe (a keyed submission the writer refused or that changed nothing): a shared log stores no
+ * key for it, and answers it in `AppendResult.replays` if it is stored, read in the same call as the append.
+ */
 export interface KeyClaim {
   readonly key: string
   /** sha256 of the request (operation, target, canonical body): the same key with another request is refused. */
@@ -99,9 +126,9 @@ export interface RowAt {
   readonly at: number
 }
 
-/** A list's page as the store reads it: filtered by equality, ordered by id or by one field, after a cursor. */
+/** A list's page as the store reads it: filtered (domain/list-request.ts), ordered by id or by one field, after a cursor. */
 export interface RowListQuery {
-  readonly where: ReadonlyArray<{ readonly field: string; readonly value: unknown }>
+  readonly where: ReadonlyArray<Filter>
   readonly order: { readonly field: string; readonly descending: boolean }
   readonly after?: { readonly id: number; readonly value: unknown }
   readonly limit: number
@@ -109,8 +136,10 @@ export interface RowListQuery {
 
 /**
  * Present on a log whose rows a node reads on demand instead of loading them all (PostgreSQL: row-reads.ts): the
- * node is then a bounded cache of the store's rows (projections/rows/cache-rows.ts). The synchronous reads block
- * the calling thread for one round trip, as a classic-level `getSync` does; they throw a StoreError.
+ * node is then a bounded cache of the store's rows (projections/rows/cache-rows.ts). Reads served to callers and
+ * the writer's prefetch (commands/batch-prefetch.ts) are Effects that await the store. The synchronous reads block
+ * the calling thread for one round trip, as a classic-level `getSync` does, and throw a StoreError: they serve
+ * only what a decision reads that its prefetch did not (counted: `syncReads`) and the MCP resource listing.
  */
 export interface RowStore {
   /** The head, each type's live row count and highest id, read at one moment of the store (once: memoised). */
@@ -123,6 +152,8 @@ export interface RowStore {
   readonly idsWhereSync: (type: string, field: string, value: unknown) => ReadonlyArray<number>
   /** A list's page, `limit + 1` rows at most (the last one tells that more follow). */
   readonly list: (type: string, query: RowListQuery) => Effect.Effect<ReadonlyArray<RowAt>, StoreError>
+  /** The live rows whose `field` equals `value` (the rows a delete's reference check reads), in id order. */
+  readonly rowsWhere: (type: string, field: string, value: unknown) => Effect.Effect<ReadonlyArray<RowAt>, StoreError>
   /** These rows now, in one read (the missing ones left out). */
   readonly rowsNow: (keys: ReadonlyArray<{ readonly type: string; readonly id: string }>) => Effect.Effect<ReadonlyArray<RowAt>, StoreError>
   /** Sync reads made (misses of the cache that reached the store), for tests and metrics. */

@@ -45,6 +45,8 @@ export interface MetricsShape {
   readonly gauges: (name: string, help: string, label: string, read: () => ReadonlyMap<string, number>) => void
   /** A counter whose total another service keeps (read at scrape time). */
   readonly counterOf: (name: string, help: string, read: () => number) => void
+  /** A labelled counter whose totals another service keeps, each with its labels (read at scrape time). */
+  readonly countersOf: (name: string, help: string, labelNames: ReadonlyArray<string>, read: () => Iterable<readonly [Readonly<Record<string, string>>, number]>) => void
 }
 
 export class Metrics extends Context.Tag("writeonce/Metrics")<Metrics, MetricsShape>() {}
@@ -66,7 +68,8 @@ export const metricsOff: MetricsShape = {
   tailerRestarted: noop,
   gauge: noop,
   gauges: noop,
-  counterOf: noop
+  counterOf: noop,
+  countersOf: noop
 }
 
 /** Seconds: from a fast fsync (tens of microseconds) to a stalled store. */
@@ -222,7 +225,19 @@ export const makeMetrics = (): MetricsShape => {
         }
       })
     },
-    counterOf: totalOf
+    counterOf: totalOf,
+    countersOf: (name, help, labelNames, read) => {
+      new Counter({
+        name,
+        help,
+        labelNames: [...labelNames],
+        registers,
+        collect() {
+          this.reset()
+          for (const [labels, n] of read()) if (n > 0) this.inc(labels, n)
+        }
+      })
+    }
   }
 }
 

@@ -46,6 +46,11 @@ export interface TailerShape {
    * commit): its state is ahead of the log, and the process must start again from the store (`wo run` exits).
    */
   readonly diverged: Effect.Effect<string>
+  /**
+   * The highest id created per type in what this node applied (its own commits and the other nodes'). The writer's
+   * id counters follow it: a create decided after another node's would otherwise take an id the log gave already.
+   */
+  readonly lastIds: ReadonlyMap<string, number>
 }
 
 /** The pause before following again after the store could not be read. */
@@ -95,6 +100,16 @@ export const makeTailer = Effect.gen(function* () {
    * seq order: each is applied as soon as the node stands just before it, and the log is read only up to the first.
    */
   let held: Array<{ readonly first: number; readonly last: number; readonly changes: ReadonlyArray<Change> }> = []
+
+  const lastIds = new Map<string, number>()
+  /** Records the ids `changes` create (a create's id is the type's counter in the log at its seq). */
+  const countCreates = (changes: ReadonlyArray<Change>) => {
+    for (const { event } of changes) {
+      if (event.kind !== "created") continue
+      const id = Number(event.id)
+      if (id > (lastIds.get(event.type) ?? 0)) lastIds.set(event.type, id)
+    }
+  }
   /** Where the log's reads stop for now: the first held batch, which this node applies itself. */
   const readBefore = () => held[0]?.first
 
@@ -104,12 +119,14 @@ export const makeTailer = Effect.gen(function* () {
    */
   const advance = (changes: ReadonlyArray<Change>, last: number) => {
     let failures = projector.applyNow(changes)
+    countCreates(changes)
     applied = last
     while (held.length > 0 && held[0].first <= applied + 1) {
       const own = held.shift()!
       // Read from the log after all (a read sent before the batch was held): that copy was applied.
       if (own.first <= applied) continue
       const more = projector.applyNow(own.changes)
+      countCreates(own.changes)
       failures = failures.length === 0 ? more : more.length === 0 ? failures : [...failures, ...more]
       applied = own.last
     }
@@ -210,5 +227,5 @@ export const makeTailer = Effect.gen(function* () {
         timer.addObserver(() => answer(Effect.fail(new ReplicaLagging({ reason: `this node has not read the shared log up to seq ${seq} (it is at ${applied})` }))))
       }).pipe(Effect.ensuring(Fiber.interrupt(timer))))
 
-  return { applied: () => applied, applyOwn, reached, diverged: Deferred.await(diverged) } satisfies TailerShape
+  return { applied: () => applied, applyOwn, reached, diverged: Deferred.await(diverged), lastIds } satisfies TailerShape
 })

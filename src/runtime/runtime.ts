@@ -23,7 +23,8 @@ import { ViewsLive } from "../projections/views/views.ts"
 import { UpcastingLog } from "../log/upcasting-log.ts"
 import { HttpServerLive } from "../http/server.ts"
 import { announce } from "./announce.ts"
-import { LoggerLive } from "./logger.ts"
+import { LoggerOnlyLive } from "./logger.ts"
+import { customRoutesLayer, type RoutesOf } from "../embedding/custom-routes.ts"
 import { stopOnSignals } from "./stop-on-signals.ts"
 import { ClassicLevelSessionStore } from "../log/classic-level/classic-level-session-store.ts"
 import { SessionsLive } from "../http/mcp/sessions.ts"
@@ -41,13 +42,19 @@ import { observedLog, WriteHealthLive } from "../metrics/observed-log.ts"
 export const storeLogLayer = (settings: Settings): Layer.Layer<EventLog, StoreError, LevelDb> =>
   settings.store === undefined
     ? ClassicLevelLog
-    : onPostgres(() => import("../log/postgres/postgres-log.ts"), (m, url) => m.postgresLogLayer(url, { timeoutMs: settings.storeTimeoutMs }), settings.store)
+    : onPostgres(() => import("../log/postgres/postgres-log.ts"), (m, url) => m.postgresLogLayer(url, pgOptions(settings)), settings.store)
+
+/**
+ * The PostgreSQL connection's options, the same for the log and the session store (one connection between them):
+ * the node keeps what it has seen of the store in its data dir, so that its fencing survives a restart.
+ */
+const pgOptions = (settings: Settings) => ({ timeoutMs: settings.storeTimeoutMs, memoryDir: settings.dataDir })
 
 /** Where legacy MCP sessions live: the data dir, or with `--store` the PostgreSQL store every node shares. */
 const sessionStoreLayer = (settings: Settings) =>
   settings.store === undefined
     ? ClassicLevelSessionStore
-    : onPostgres(() => import("../log/postgres/session-store.ts"), (m, url) => m.postgresSessionStoreLayer(url, { timeoutMs: settings.storeTimeoutMs }), settings.store)
+    : onPostgres(() => import("../log/postgres/session-store.ts"), (m, url) => m.postgresSessionStoreLayer(url, pgOptions(settings)), settings.store)
 
 /**
  * A layer of the PostgreSQL store, its module loaded only when a node uses one: `pg` is a tenth of an embedded
@@ -94,10 +101,10 @@ export const coreLayer = (app: AppDef, settings: Settings, options: CoreOptions 
   return sessions.pipe(Layer.provideMerge(Catalog.layer(app)), Layer.provideMerge(config), Layer.provideMerge(observing))
 }
 
-export interface ServeOptions extends CoreOptions {
+export interface ServeOptions<A extends AppDef = AppDef> extends CoreOptions {
   /**
-   * Log as `wo run` does: one line per message, `WO_LOG_LEVEL` its floor (default true). false: the program's own
-   * logger gets the same messages.
+   * Log as `wo run` does: one line per message, `WO_LOG_LEVEL` its floor (default true), in place of Effect's
+   * loggers (`NodeRuntime.runMain`'s pretty one too). false: the program's own logger gets the same messages.
    */
   readonly logger?: boolean
   /**
@@ -105,11 +112,17 @@ export interface ServeOptions extends CoreOptions {
    * (default true; stop-on-signals.ts).
    */
   readonly signals?: boolean
+  /**
+   * The program's own routes on the same port: an HttpRouter made from the app's typed API, served at every path
+   * the server does not serve itself, behind the same edge (embedding/custom-routes.ts).
+   */
+  readonly routes?: RoutesOf<A>
 }
 
 /** The runtime serving HTTP on `settings.host:port`, announcing itself as `wo run` does (announce.ts). */
-export const writeOnceLayer = (app: AppDef, settings: Settings, options: ServeOptions = {}) => {
-  const served = announce.pipe(Layer.provideMerge(HttpServerLive), Layer.provideMerge(coreLayer(app, settings, options)))
+export const writeOnceLayer = <A extends AppDef>(app: A, settings: Settings, options: ServeOptions<A> = {}) => {
+  const custom = options.routes === undefined ? Layer.empty : customRoutesLayer(app, options.routes)
+  const served = announce.pipe(Layer.provideMerge(HttpServerLive), Layer.provideMerge(custom), Layer.provideMerge(coreLayer(app, settings, options)))
   const stopping = options.signals === false ? served : stopOnSignals(served)
-  return options.logger === false ? stopping : stopping.pipe(Layer.provide(LoggerLive))
+  return options.logger === false ? stopping : stopping.pipe(Layer.provide(LoggerOnlyLive))
 }

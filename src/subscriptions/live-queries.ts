@@ -5,14 +5,15 @@
  * the result, so they do not change what is notified.
  *
  * Matching a change must not look at every live query: the index keys each query by its type and by one of
- * its filters (field and value), so a change looks up, per indexed field of its type, the buckets of the
- * row's old and new value, and checks only the queries found there (plus the type's unfiltered ones).
+ * its equality filters (field and value), so a change looks up, per indexed field of its type, the buckets of the
+ * row's old and new value, and checks only the queries found there (plus the type's others: those without an
+ * equality filter, whose ranges, sets or null tests are checked on every change of the type).
  */
 import { Either } from "effect"
 import type { Row } from "../domain/catalog.ts"
 import type { CompiledApp } from "../domain/compile.ts"
 import { ValidationFailed } from "../domain/errors.ts"
-import { fromQueryString, matchesAll, type Filter } from "../domain/list-request.ts"
+import { fromQueryString, isEquals, matchesAll, type Equals, type Filter } from "../domain/list-request.ts"
 import { isCanonicalId } from "../domain/ids.ts"
 import { parseUri } from "../domain/uri.ts"
 
@@ -76,11 +77,14 @@ export const touches = (query: LiveQuery, before: Row | null | undefined, after:
   matchesAll(query.where, before) || matchesAll(query.where, after)
 
 interface TypeQueries {
-  /** Queries without filters: every change of the type touches them. */
+  /** Queries without an equality filter: every change of the type is checked against them. */
   readonly all: Set<LiveQuery>
   /** field -> value -> the queries keyed by that filter. */
   readonly byField: Map<string, Map<unknown, Set<LiveQuery>>>
 }
+
+/** The filter a query is keyed by: its first equality. */
+const keyOf = (query: LiveQuery): Equals | undefined => query.where.find(isEquals)
 
 export class LiveQueryIndex {
   private readonly byType = new Map<string, TypeQueries>()
@@ -93,7 +97,7 @@ export class LiveQueryIndex {
   add(query: LiveQuery): void {
     let t = this.byType.get(query.type)
     if (t === undefined) this.byType.set(query.type, (t = { all: new Set(), byField: new Map() }))
-    const key = query.where[0]
+    const key = keyOf(query)
     if (key === undefined) t.all.add(query)
     else {
       let values = t.byField.get(key.field)
@@ -108,7 +112,7 @@ export class LiveQueryIndex {
   remove(query: LiveQuery): void {
     const t = this.byType.get(query.type)
     if (t === undefined) return
-    const key = query.where[0]
+    const key = keyOf(query)
     if (key === undefined) {
       if (t.all.delete(query)) this.count--
     } else {

@@ -100,8 +100,9 @@ export interface Settings {
   readonly idempotencyTtlMs: number
   /**
    * On PostgreSQL, how long a statement or a durable write may wait for the primary before it fails with 503
-   * (`WO_STORE_TIMEOUT`: seconds, or a number with ms, s, m, h or d; default 5s). A paused primary then fails
-   * writes instead of holding them; reads of this node's rows go on.
+   * (`WO_STORE_TIMEOUT`: seconds, or a number with ms, s, m, h or d; default 5s), and how long a write request waits
+   * as a whole, from its arrival to its answer (group-commit.ts). A paused primary then fails writes instead of
+   * holding them; reads of this node's rows go on.
    */
   readonly storeTimeoutMs: number
   /**

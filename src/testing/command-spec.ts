@@ -18,7 +18,7 @@
  */
 import { Either } from "effect"
 import type { Schema } from "effect"
-import { referenceRefusal } from "../commands/reference-check.ts"
+import { paramsMissingRefusal, paramsReferenceRefusal, referenceRefusal } from "../commands/reference-check.ts"
 import type { AppDef, Row } from "../domain/catalog.ts"
 import { decideCommand, type CommandEventDraft } from "../domain/decide/command-decider.ts"
 import type { CompiledApp } from "../domain/compile.ts"
@@ -171,6 +171,10 @@ export const forCommand = <const A extends AppDef, const K extends CommandName<A
         const live = givenRows(catalog, rows)
         const decoded = command.decodeParams(params)
         if (Either.isLeft(decoded)) return Either.left(new ValidationFailed({ type: name, issues: decoded.left }))
+        // Its ref params name live rows, as the server checks them before the command's code runs: first their
+        // spelling (when the command is submitted), then whether the rows exist (when the writer decides it).
+        const missing = paramsReferenceRefusal(command, decoded.right) ?? paramsMissingRefusal(command, decoded.right, live.get)
+        if (missing !== undefined) return Either.left(missing)
         try {
           const drafts = decideCommand(catalog, command, decoded.right, live.get, (type) => lastId(live, type))
           return Either.flatMap(drafts, (ds) => checkReferences(catalog, ds, live))

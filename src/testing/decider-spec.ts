@@ -42,6 +42,8 @@ type EventData<E, K extends string> = Extract<E, { readonly kind: K; readonly sc
 type InvokedMethod<E> = Extract<E, { readonly kind: "invoked"; readonly schema?: undefined }> extends { readonly method: infer M } ? M : never
 type Invoked<E, M> = Extract<E, { readonly kind: "invoked"; readonly method: M; readonly schema?: undefined }>
 type CommandInput<C, T extends string> = Extract<C, { readonly _tag: T }> extends { readonly input: infer I } ? I : never
+/** A method's params, then the version: the params may be left out only when the method requires none. */
+type InvokeArguments<I> = {} extends I ? [params?: I, expectedVersion?: number] : [params: I, expectedVersion?: number]
 type InvokeMethod<C> = Extract<C, { readonly _tag: "Invoke" }> extends { readonly method: infer M } ? M : never
 
 /** Where a given event was written: `{ schema: 1 }` for an event of schema version 1 (see `SpecEvent`). */
@@ -86,9 +88,8 @@ export const remove = <C = SpecCommand>(expectedVersion?: number): C =>
 /** Call a method with these params. */
 export const invoke = <C = SpecCommand, const M extends InvokeMethod<C> = InvokeMethod<C>>(
   method: M,
-  params: CommandInput<Extract<C, { readonly method: M }>, "Invoke"> = {} as never,
-  expectedVersion?: number
-): C => ({ _tag: "Invoke", method, input: params, ...withVersion(expectedVersion) }) as never
+  ...[params, expectedVersion]: InvokeArguments<CommandInput<Extract<C, { readonly method: M }>, "Invoke">>
+): C => ({ _tag: "Invoke", method, input: params ?? {}, ...withVersion(expectedVersion) }) as never
 
 export interface WhenResult<E extends EntityDef = EntityDef> {
   /** Asserts the command decided exactly these events. */

@@ -193,11 +193,17 @@ const clusterAt = (dir: string, base: number): PgCluster => {
   }
 }
 
-/** `wo run examples/pricing --store <url>` on a data dir of its own. */
-export const startNode = (storeUrl: string, env: Record<string, string> = {}): Promise<Spawned> =>
-  spawnWo(["run", "examples/pricing", "--listen", "127.0.0.1:0", "--data", tempDir("wo-node-"), "--store", storeUrl], {
+/** Each started node's data dir, where it keeps what it has seen of the store (a restart reuses it). */
+const dataDirs = new WeakMap<Spawned, string>()
+
+/** `wo run examples/pricing --store <url>` on a data dir of its own (by default a new one). */
+export const startNode = async (storeUrl: string, env: Record<string, string> = {}, dataDir = tempDir("wo-node-")): Promise<Spawned> => {
+  const node = await spawnWo(["run", "examples/pricing", "--listen", "127.0.0.1:0", "--data", dataDir, "--store", storeUrl], {
     env: { WO_MAX_PAGE_SIZE: "100000", ...env }
   })
+  dataDirs.set(node, dataDir)
+  return node
+}
 
 export interface Ack {
   readonly id: string
@@ -285,7 +291,9 @@ export const restartDiverged = async (nodes: Array<Spawned | undefined>, storeUr
     const node = nodes[i]
     if (node === undefined || node.exitReport() === undefined) continue
     if (!DIVERGED.test(node.output())) throw new Error(`node ${i} ${node.exitReport()}\n${node.output().slice(-8192)}`)
-    nodes[i] = await startNode(storeUrl)
+    // On its own data dir, as a supervisor restarts it: it remembers the promoted primary's timeline. A fresh one
+    // would refuse to choose while the killed primary, which it cannot compare, is unreachable.
+    nodes[i] = await startNode(storeUrl, {}, dataDirs.get(node))
     restarted.push(i)
   }
   return restarted

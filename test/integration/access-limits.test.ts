@@ -5,6 +5,7 @@
 import * as fs from "node:fs"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { bearer, modern, rest, startWithAccess, tokenOf } from "../../testkit/access-server.ts"
+import { parsePrometheusText } from "../../testkit/prom-text.ts"
 import { openSse } from "../../testkit/sse.ts"
 
 let server: Awaited<ReturnType<typeof startWithAccess>>
@@ -80,5 +81,39 @@ describe("open streams", () => {
     }
     expect(third.status).toBe(200)
     third.close()
+  })
+})
+
+describe("metrics by principal", () => {
+  /** `wo_principal_requests_total` of `principal`, by outcome, as ops scrapes it. */
+  const requestsOf = async (principal: string) => {
+    const scrape = parsePrometheusText((await rest(server.url, "GET", "/metrics", tokenOf("ops"))).text)
+    const counts: Record<string, number> = { admitted: 0, forbidden: 0, limited: 0 }
+    for (const outcome of Object.keys(counts)) counts[outcome] = scrape.value("wo_principal_requests_total", { principal, outcome }) ?? 0
+    return counts
+  }
+
+  it("count each principal's requests admitted, forbidden and limited, each refusal once, on every path", async () => {
+    const before = await requestsOf("slow")
+    // Writes until its bucket refuses one (two a second).
+    let writes = 0
+    let limited = 0
+    while (limited === 0 && writes < 20) {
+      const status = (await create("slow")).status
+      writes++
+      if (status === 429) limited++
+      else expect(status).toBe(201)
+    }
+    expect(limited).toBe(1)
+    expect((await rest(server.url, "GET", "/api/books", tokenOf("slow"))).status).toBe(200)
+    // Refused at the edge: one REST write on the direct path, one console read on a fiber.
+    expect((await rest(server.url, "POST", "/api/members", tokenOf("slow"), { name: "M" })).status).toBe(403)
+    expect((await rest(server.url, "GET", "/api/_rows", tokenOf("slow"))).status).toBe(403)
+    // Admitted at the edge, refused inside MCP: a tool it may not call.
+    expect((await modern(server.url, tokenOf("slow"), "tools/call", { name: "members_create", arguments: { name: "M" } }, "members_create")).status).toBe(403)
+    const after = await requestsOf("slow")
+    expect({ admitted: after.admitted - before.admitted, forbidden: after.forbidden - before.forbidden, limited: after.limited - before.limited })
+      .toEqual({ admitted: writes - limited + 2, forbidden: 3, limited })
+    expect((await requestsOf("ops")).admitted).toBeGreaterThan(0)
   })
 })

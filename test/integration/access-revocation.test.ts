@@ -10,6 +10,7 @@ import { LEGACY_VERSION, listenBody, modernHeaders } from "../../testkit/mcp.ts"
 import { openSse, type SseConnection } from "../../testkit/sse.ts"
 import { waitFor } from "../../testkit/wait.ts"
 import * as fs from "node:fs"
+import * as nodeHttp from "node:http"
 import * as path from "node:path"
 import { accessFileText } from "../../testkit/access-server.ts"
 import { ROOT, tempDir } from "../../testkit/server.ts"
@@ -112,6 +113,40 @@ describe("rewriting the access file", () => {
     expect(await waitFor(() => stream.ended(), 10_000)).toBe(true)
     expect((await rest(server.url, "GET", "/api/books", tokenOf("stayer"))).status).toBe(401)
     expect((await rest(server.url, "GET", "/api/books", "a-brand-new-token-for-stayer")).status).toBe(200)
+  })
+
+  it("a keep-alive connection's repeated header is judged again once the file changed its principal", async () => {
+    // One socket for every request, as a keep-alive client holds it: the server remembers the last header per connection.
+    const agent = new nodeHttp.Agent({ keepAlive: true, maxSockets: 1 })
+    const get = (route: string, token: string) =>
+      new Promise<{ status: number; reused: boolean }>((resolve, reject) => {
+        const req = nodeHttp.get(`${server.url}${route}`, { agent, headers: bearer(token) }, (res) => {
+          res.resume()
+          res.on("end", () => resolve({ status: res.statusCode ?? 0, reused: req.reusedSocket }))
+        })
+        req.on("error", reject)
+      })
+    try {
+      const token = tokenOf("ops")
+      expect(await get("/api/members", token)).toEqual({ status: 200, reused: false })
+      expect(await get("/api/members", token)).toEqual({ status: 200, reused: true })
+      // Another principal's header on the same connection is that principal's (narrowed may read books only).
+      expect(await get("/api/members", tokenOf("narrowed"))).toEqual({ status: 403, reused: true })
+      expect(await get("/api/members", token)).toEqual({ status: 200, reused: true })
+      const file = JSON.parse(fs.readFileSync(server.file, "utf8"))
+      file.principals.find((p: { name: string }) => p.name === "ops").grants = ["books:read"]
+      fs.writeFileSync(server.file, JSON.stringify(file))
+      await server.reload()
+      expect(await get("/api/members", token)).toEqual({ status: 403, reused: true })
+      file.principals = file.principals.filter((p: { name: string }) => p.name !== "ops")
+      fs.writeFileSync(server.file, JSON.stringify(file))
+      await server.reload()
+      expect(await get("/api/books", token)).toEqual({ status: 401, reused: true })
+    } finally {
+      agent.destroy()
+      fs.writeFileSync(server.file, JSON.stringify({ principals: JSON.parse(accessFileText(AFTER)).principals }))
+      await server.reload()
+    }
   })
 
   it("a bad file is refused: the principals in force stay, and their streams too", async () => {

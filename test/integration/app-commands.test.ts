@@ -156,7 +156,7 @@ describe("an app command over MCP", () => {
       const before = await events()
       const refused = (await call({ book: b, member: m })).json.result
       expect(refused.isError, era).toBe(true)
-      expect(refused.content[0].text, era).toBe("no copies available")
+      expect(refused.content[0].text, era).toBe(`no copies available (Rejected: no_copies). Read books ${b} with books_get to see its current state before trying again.`)
       expect(refused._meta["writeonce/refusal"], era).toEqual({ error: "Rejected", code: "no_copies", message: "no copies available" })
       expect(await events(), era).toEqual(before)
       const invalid = (await call({ book: 5 })).json.result

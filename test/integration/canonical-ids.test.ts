@@ -108,7 +108,7 @@ describe("an id spelled another way is no row (MCP, both eras)", () => {
       const before = (await events()).length
       const missing = await call("members_get", { id: "999" })
       expect(missing.isError).toBe(true)
-      expect(missing.content[0].text).toBe("members 999 not found")
+      expect(missing.content[0].text).toBe("members 999 not found (NotFound). Find an existing id with members_list.")
       for (const alias of ["01", "002", "+1", "000000000001"]) {
         for (const [tool, args] of [
           ["members_get", { id: alias }],
@@ -118,7 +118,8 @@ describe("an id spelled another way is no row (MCP, both eras)", () => {
         ] as const) {
           const result = await call(tool, args)
           expect(result.isError, `${tool} ${alias}`).toBe(true)
-          expect(result.content[0].text).toBe(`${tool.startsWith("books") ? "books" : "members"} ${alias} not found`)
+          const type = tool.startsWith("books") ? "books" : "members"
+          expect(result.content[0].text).toBe(`${type} ${alias} not found (NotFound). Find an existing id with ${type}_list.`)
         }
         const lend = await call("lend", { book: alias, member: "1" })
         expect(lend.isError).toBe(true)

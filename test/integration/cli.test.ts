@@ -47,6 +47,33 @@ describe("wo's command line", () => {
     }
   })
 
+  it("wo --help (and wo alone) lists the commands before the options every command takes", async () => {
+    // (`-h` takes the same path as `--help`: src/cli/top-help.ts `wantsTopHelp`.)
+    for (const args of [["--help"], []]) {
+      const ran = await runWo(args)
+      expect(ran.code, args.join(" ")).toBe(0)
+      const at = (text: string) => ran.stdout.indexOf(text)
+      expect(at("COMMANDS")).toBeGreaterThan(at("DESCRIPTION"))
+      expect(at("OPTIONS")).toBeGreaterThan(at("COMMANDS"))
+      for (const command of ["- run ", "- dev ", "- init ", "- test ", "- verify ", "- backup ", "- restore "]) {
+        expect(at(command), command).toBeGreaterThan(at("COMMANDS"))
+        expect(at(command), command).toBeLessThan(at("--completions"))
+      }
+    }
+  })
+
+  it("wo init from a checkout depends on the checkout by its absolute path, so the new app can move", async () => {
+    const dir = path.join(tempDir("wo-init-"), "shop")
+    const ran = await runWo(["init", dir])
+    expect(ran.code, ran.stderr).toBe(0)
+    const moved = path.join(tempDir("wo-init-moved-"), "shop")
+    fs.renameSync(dir, moved)
+    const spec = JSON.parse(fs.readFileSync(path.join(moved, "package.json"), "utf8")).dependencies.writeonce as string
+    expect(spec).toBe(`file:${ROOT}`)
+    expect(fs.existsSync(path.join(spec.slice("file:".length), "package.json"))).toBe(true)
+    expect(fs.readFileSync(path.join(moved, "README.md"), "utf8")).toContain(`installs writeonce from \`${ROOT}\``)
+  })
+
   it("wo --version prints the version alone", async () => {
     const ran = await runWo(["--version"])
     expect(ran.code).toBe(0)

@@ -160,7 +160,16 @@ describe("filtered and ordered lists", () => {
     const tools = (await rpc(server.url, "tools/list")).json.result.tools
     const list = tools.find((t: any) => t.name === "articles_list")
     expect(Object.keys(list.inputSchema.properties.where.properties)).toEqual(["title", "body", "status"])
-    expect(list.inputSchema.properties.where.properties.status).toEqual({ type: "string", enum: ["draft", "published"] })
+    // A value of the field's own schema, or operators on it (a literal field ranges over its own values).
+    const status = { type: "string", enum: ["draft", "published"] }
+    expect(list.inputSchema.properties.where.properties.status).toEqual({
+      anyOf: [status, {
+        type: "object",
+        properties: { gt: status, gte: status, lt: status, lte: status, in: { type: "array", items: status, minItems: 1, maxItems: 100, description: "any of these values" } },
+        additionalProperties: false,
+        minProperties: 1
+      }]
+    })
     expect(list.inputSchema.properties.where.additionalProperties).toBe(false)
     expect(list.inputSchema.properties.order.enum).toEqual(["id", "-id", "title", "-title", "body", "-body", "status", "-status"])
   })

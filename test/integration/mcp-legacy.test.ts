@@ -105,12 +105,14 @@ describe("MCP legacy era over a real server", () => {
     const restRefused = await http(`${pricing.url}/api/products/${row.id}/set_price`, { method: "POST", body: { price: -1 } })
     const refused = await callTool(pricing.url, "products_set_price", { id: row.id, price: -1 })
     expect(refused.isError).toBe(true)
-    expect(refused.content[0].text).toBe(restRefused.json.message)
+    expect(refused.content[0].text).toBe(`${restRefused.json.message} (Rejected: ${restRefused.json.code}). Read products ${row.id} with products_get to see its current state before trying again.`)
     const missing = await callTool(pricing.url, "products_get", { id: "424242" })
-    expect(missing).toMatchObject({ isError: true, content: [{ text: "products 424242 not found" }] })
+    expect(missing).toMatchObject({ isError: true, content: [{ text: "products 424242 not found (NotFound). Find an existing id with products_list." }] })
     const stale = await callTool(pricing.url, "products_set_price", { id: row.id, price: 9, expectedVersion: 9 })
     expect(stale.isError).toBe(true)
-    expect(stale.content[0].text).toMatch(/is at version 1, not the expected 9/)
+    expect(stale.content[0].text).toBe(
+      `products ${row.id} is at version 1, not the expected 9 (VersionConflict). Read it again with products_get; if the change still applies, retry with expectedVersion 1.`
+    )
     const badArgs = await callTool(pricing.url, "products_get", { id: 5 })
     expect(badArgs.isError).toBe(true)
     const unknown = await rpc(pricing.url, "tools/call", { name: "products_create", arguments: {} })

@@ -51,6 +51,15 @@ describe("OAuth clients as principals", () => {
     expect(res.status).toBe(200)
     expect(res.json).toMatchObject({ resource: "https://library.test", authorization_servers: [ISSUER] })
     expect(res.json.scopes_supported).toEqual(expect.arrayContaining(["books:read", "command:lend", "view:loans_by_member"]))
+    // A browser-based client reads it from its own origin, after a preflight when it sends MCP-Protocol-Version.
+    expect(res.headers.get("access-control-allow-origin")).toBe("*")
+    const preflight = await http(`${server.url}/.well-known/oauth-protected-resource`, {
+      method: "OPTIONS",
+      headers: { origin: "https://client.example", "access-control-request-method": "GET", "access-control-request-headers": "mcp-protocol-version" }
+    })
+    expect(preflight.status).toBe(204)
+    expect(preflight.headers.get("access-control-allow-origin")).toBe("*")
+    expect(preflight.headers.get("access-control-allow-methods")).toMatch(/GET/)
   })
 
   it("points a request without a token, or with a refused one, at the metadata", async () => {
@@ -124,6 +133,33 @@ describe("OAuth with the issuer's keys out of reach", () => {
       expect(res.status).toBe(503)
       expect(res.headers.get("retry-after")).toBe("5")
       expect(res.json.message).toMatch(/cannot be checked now/)
+    } finally {
+      await server.close()
+    }
+  })
+})
+
+describe("OAuth without WO_OAUTH_RESOURCE", () => {
+  it("points every challenge, REST's and MCP's, at the metadata on the host the request named", async () => {
+    const dir = tempDir("wo-oauth-host-")
+    const pair = await generateKeyPair("ES256")
+    fs.writeFileSync(path.join(dir, "jwks.json"), JSON.stringify({ keys: [{ ...(await exportJWK(pair.publicKey)), kid: "k1", alg: "ES256", use: "sig" }] }))
+    const server = await startServer(library, { oauthIssuer: ISSUER, oauthAudience: ["https://library.test"], oauthJwks: path.join(dir, "jwks.json") })
+    try {
+      const reader = await new SignJWT({ client_id: "desk", scope: "books:read" })
+        .setProtectedHeader({ alg: "ES256", kid: "k1" })
+        .setIssuer(ISSUER)
+        .setAudience("https://library.test")
+        .setExpirationTime(Math.floor(Date.now() / 1000) + 600)
+        .sign(pair.privateKey)
+      const metadata = `resource_metadata="${server.url}/.well-known/oauth-protected-resource"`
+      const write = await rest(server.url, "POST", "/api/books", reader, { title: "Dune", author: "Frank Herbert" })
+      expect(write.status).toBe(403)
+      expect(write.headers.get("www-authenticate")).toBe(`Bearer error="insufficient_scope", scope="books:create", ${metadata}`)
+      const call = modernRequest({ id: 1, method: "tools/call", params: { name: "books_create", arguments: { title: "Dune", author: "Frank Herbert" } }, name: "books_create", headers: { authorization: `Bearer ${reader}` } })
+      const refused = await rawRequest(`${server.url}${call.path}`, call)
+      expect(refused.status).toBe(403)
+      expect(refused.headers["www-authenticate"]).toBe(`Bearer error="insufficient_scope", scope="books:create", ${metadata}`)
     } finally {
       await server.close()
     }

@@ -70,6 +70,17 @@ const writeJwks = (file: string, ...keys: ReadonlyArray<Key>) => {
 const verifierOverFile = (file: string, now?: () => number) =>
   Effect.map(Effect.orDie(signingKeys(file)), (keys) => makeOAuthVerifier({ issuer: ISSUER, audience: [AUDIENCE], keys, now }))
 
+/** One signing key (kid k1) in a key file of its own, and a verifier over that file. */
+const oneKeyVerifier = Effect.gen(function* () {
+  const key = yield* Effect.promise(() => makeKey("k1"))
+  const file = path.join(tempDir(), "jwks.json")
+  writeJwks(file, key)
+  return { key, file, verifier: yield* verifierOverFile(file) }
+})
+
+/** Another token ending as `token` does (its signature), its claims replaced: not the token that was verified. */
+const forgedFrom = (token: string) => `${token.slice(0, token.indexOf(".") + 1)}e30${token.slice(token.lastIndexOf("."))}`
+
 const refusal = (verifier: OAuthVerifierService, token: string) =>
   Effect.map(Effect.either(verifier.authenticate(token)), (r) => {
     if (Either.isRight(r)) return `accepted as ${r.right.name}`
@@ -100,10 +111,7 @@ const serveJwks = (body: () => string) =>
 describe("OAuth access tokens, keys from a file", () => {
   it.effect("a token from the issuer, for this server, is its client with its scopes as grants, acting for its subject", () =>
     Effect.gen(function* () {
-      const key = yield* Effect.promise(() => makeKey("k1"))
-      const file = path.join(tempDir(), "jwks.json")
-      writeJwks(file, key)
-      const verifier = yield* verifierOverFile(file)
+      const { key, verifier } = yield* oneKeyVerifier
       const exp = nowSeconds() + 600
       const principal = yield* verifier.authenticate(yield* Effect.promise(() => sign({ key, exp })))
       expect(principal).toEqual({ name: "pricing-agent", onBehalfOf: "alice", grants: ["books:read", "command:lend"], expiresAt: exp * 1000 })
@@ -111,10 +119,7 @@ describe("OAuth access tokens, keys from a file", () => {
 
   it.effect("the client is client_id, else azp; a token naming neither is refused", () =>
     Effect.gen(function* () {
-      const key = yield* Effect.promise(() => makeKey("k1"))
-      const file = path.join(tempDir(), "jwks.json")
-      writeJwks(file, key)
-      const verifier = yield* verifierOverFile(file)
+      const { key, verifier } = yield* oneKeyVerifier
       const as = (claims: JWTPayload) => Effect.flatMap(Effect.promise(() => sign({ key, claims })), (t) => Effect.either(verifier.authenticate(t)))
       const both = yield* as({ client_id: "desk", azp: "other", sub: "bob", scope: "read" })
       expect(Either.getOrThrow(both).name).toBe("desk")
@@ -126,10 +131,7 @@ describe("OAuth access tokens, keys from a file", () => {
 
   it.effect("scopes come from `scope` (space-separated) or an `scp` array; none grants nothing", () =>
     Effect.gen(function* () {
-      const key = yield* Effect.promise(() => makeKey("k1"))
-      const file = path.join(tempDir(), "jwks.json")
-      writeJwks(file, key)
-      const verifier = yield* verifierOverFile(file)
+      const { key, verifier } = yield* oneKeyVerifier
       const grants = (claims: JWTPayload) =>
         Effect.map(Effect.flatMap(Effect.promise(() => sign({ key, claims })), verifier.authenticate), (p: OAuthPrincipal) => p.grants)
       expect(yield* grants({ client_id: "a", scope: " books:read  view:loans_by_member books:read " })).toEqual(["books:read", "view:loans_by_member"])
@@ -164,10 +166,7 @@ describe("OAuth access tokens, keys from a file", () => {
 
   it.effect("a bearer that is not a JWT is left to the other credential sources", () =>
     Effect.gen(function* () {
-      const key = yield* Effect.promise(() => makeKey("k1"))
-      const file = path.join(tempDir(), "jwks.json")
-      writeJwks(file, key)
-      const verifier = yield* verifierOverFile(file)
+      const { key, verifier } = yield* oneKeyVerifier
       expect(yield* refusal(verifier, "s3cr3t-static-token")).toBe("NotAJwt")
       expect(yield* refusal(verifier, "not.a.jwt")).toBe("NotAJwt")
       expect(verifier.verifications()).toBe(0)
@@ -175,10 +174,7 @@ describe("OAuth access tokens, keys from a file", () => {
 
   it.effect("a token seen before is answered from the cache, without a fiber and without verifying it again", () =>
     Effect.gen(function* () {
-      const key = yield* Effect.promise(() => makeKey("k1"))
-      const file = path.join(tempDir(), "jwks.json")
-      writeJwks(file, key)
-      const verifier = yield* verifierOverFile(file)
+      const { key, verifier } = yield* oneKeyVerifier
       const token = yield* Effect.promise(() => sign({ key }))
       expect(verifier.cached(token)).toBeUndefined()
       const first = yield* verifier.authenticate(token)
@@ -186,10 +182,26 @@ describe("OAuth access tokens, keys from a file", () => {
       expect(verifier.cached(token)).toEqual(first)
       expect(verifier.verifications()).toBe(1)
       // Another token ending the same way is not the cached one: verified in full, and refused.
-      const forged = `${token.slice(0, token.indexOf(".") + 1)}e30${token.slice(token.lastIndexOf("."))}`
+      const forged = forgedFrom(token)
       expect(verifier.cached(forged)).toBeUndefined()
       expect(yield* refusal(verifier, forged)).toBe("bad_signature")
       expect(verifier.verifications()).toBe(2)
+    }))
+
+  it.effect("requests that bring the same new token at once share one verification, and each gets its answer", () =>
+    Effect.gen(function* () {
+      const { key, verifier } = yield* oneKeyVerifier
+      const token = yield* Effect.promise(() => sign({ key }))
+      const forged = forgedFrom(token)
+      const answers = yield* Effect.all(
+        Array.from({ length: 8 }, (_, i) => refusal(verifier, i % 2 === 0 ? token : forged)),
+        { concurrency: "unbounded" }
+      )
+      expect(answers).toEqual(Array.from({ length: 8 }, (_, i) => (i % 2 === 0 ? "accepted as pricing-agent" : "bad_signature")))
+      // One verification of each distinct token; a refused one is verified again when it comes back.
+      expect(verifier.verifications()).toBe(2)
+      expect(yield* refusal(verifier, forged)).toBe("bad_signature")
+      expect(verifier.verifications()).toBe(3)
     }))
 
   it.effect("a changed key file is read again: the new key's tokens pass, the removed key's fresh tokens do not, a cached one does until it expires", () =>
@@ -219,10 +231,7 @@ describe("OAuth access tokens, keys from a file", () => {
 
   it.effect("a changed key file that is not a key set is refused, and the keys read before stay in force", () =>
     Effect.gen(function* () {
-      const key = yield* Effect.promise(() => makeKey("k1"))
-      const file = path.join(tempDir(), "jwks.json")
-      writeJwks(file, key)
-      const verifier = yield* verifierOverFile(file)
+      const { key, file, verifier } = yield* oneKeyVerifier
       fs.writeFileSync(file, '{"keys": "half written')
       expect(yield* refusal(verifier, yield* Effect.promise(() => sign({ key })))).toBe("accepted as pricing-agent")
     }))

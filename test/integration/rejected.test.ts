@@ -64,7 +64,8 @@ describe("a refusal is the domain's own answer", () => {
     for (const [era, answer] of Object.entries({ legacy, modern })) {
       const result = answer.json.result
       expect(result.isError, era).toBe(true)
-      expect(result.content[0].text, era).toBe("no copies available")
+      // The text the model reads: the message, the code, and where to look next.
+      expect(result.content[0].text, era).toBe(`no copies available (Rejected: no_copies). Read books ${id} with books_get to see its current state before trying again.`)
       expect(result._meta["writeonce/refusal"], era).toEqual({ error: "Rejected", code: "no_copies", message: "no copies available" })
       expect(result.structuredContent, era).toBeUndefined()
     }

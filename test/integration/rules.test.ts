@@ -58,12 +58,15 @@ const bothEras = async (tool: string, args: object) => {
   return { legacy: legacy.json.result, modern: modern.json.result }
 }
 
-/** MCP refuses as REST did: isError, REST's message as the text, REST's body as the refusal. */
-const expectSameRefusal = async (tool: string, args: object, rest: { status: number; json: any }) => {
+/**
+ * MCP refuses as REST did: isError, REST's body as the refusal in `_meta`, and as the text the model reads, REST's
+ * message with the code, then `next` (the step the app's tools allow), or nothing.
+ */
+const expectSameRefusal = async (tool: string, args: object, rest: { status: number; json: any }, next?: string) => {
   expect(rest.status).toBe(422)
   for (const [era, result] of Object.entries(await bothEras(tool, args))) {
     expect(result.isError, era).toBe(true)
-    expect(result.content[0].text, era).toBe(rest.json.message)
+    expect(result.content[0].text, era).toBe(`${rest.json.message} (Rejected: ${rest.json.code}).${next === undefined ? "" : ` ${next}`}`)
     expect(result._meta["writeonce/refusal"], era).toEqual(rest.json)
   }
 }
@@ -92,7 +95,7 @@ describe("invariants", () => {
 
   it("MCP refuses with the same code and message as REST, in both eras", async () => {
     const id = await book(1)
-    await expectSameRefusal("books_check_in", { id }, await post(`books/${id}/check_in`, {}))
+    await expectSameRefusal("books_check_in", { id }, await post(`books/${id}/check_in`, {}), `Read books ${id} with books_get to see its current state before trying again.`)
     await expectSameRefusal("books_create", { title: "Dune", copies: 0 }, await post("books", { title: "Dune", copies: 0 }))
     expect((await get(`books/${id}`)).json.version).toBe(1)
   })
@@ -134,8 +137,8 @@ describe("guarded fields", () => {
 
   it("MCP refuses them the same way in both eras, and the create and update tools' inputSchemas leave them out", async () => {
     const id = await book(2)
-    await expectSameRefusal("books_update", { id, available: 99 }, await patch(`books/${id}`, { available: 99 }))
-    await expectSameRefusal("books_create", { title: "Dune", copies: 2, available: 2 }, await post("books", { title: "Dune", copies: 2, available: 2 }))
+    await expectSameRefusal("books_update", { id, available: 99 }, await patch(`books/${id}`, { available: 99 }), "Call books_check_out or books_check_in instead.")
+    await expectSameRefusal("books_create", { title: "Dune", copies: 2, available: 2 }, await post("books", { title: "Dune", copies: 2, available: 2 }), "Call books_check_out or books_check_in instead.")
     const legacy = (await rpc(server.url, "tools/list")).json.result.tools
     const modern = (await modernRequest(server.url, "tools/list")).json.result.tools
     for (const [era, tools] of Object.entries({ legacy, modern })) {
@@ -165,7 +168,7 @@ describe("references", () => {
     const id = await loan(await book())
     expect((await patch(`loans/${id}`, { book: "998" })).json).toEqual({ error: "Rejected", code: "missing_reference", message: "books 998 does not exist" })
     expect((await patch(`loans/${id}`, { status: "returned" })).json).toMatchObject({ version: 2, status: "returned" })
-    await expectSameRefusal("loans_create", { book: "999", status: "open" }, await post("loans", { book: "999", status: "open" }))
+    await expectSameRefusal("loans_create", { book: "999", status: "open" }, await post("loans", { book: "999", status: "open" }), "Find an existing id with books_list.")
   })
 
   it("deleting a row live rows reference is refused, naming the first few; once they are gone it is allowed", async () => {

@@ -79,9 +79,16 @@ describe("wo verify and wo replay never write the data dir", () => {
     const before = filesOf(dataDir)
     // Their private copies go to TMPDIR (hard links: the same file system), and are removed when they finish.
     const tmp = tempDir("wo-read-only-tmp-")
-    const [verified, replayed] = await Promise.all([verify(dataDir, { TMPDIR: tmp }), replay(dataDir, { TMPDIR: tmp })])
+    const [verified, replayed, withApp] = await Promise.all([
+      verify(dataDir, { TMPDIR: tmp }),
+      replay(dataDir, { TMPDIR: tmp }),
+      // With the app, verify also reads every row's references.
+      wo(["verify", "--app", pricing, dataDir], { TMPDIR: tmp })
+    ])
     expect(verified.stdout).toMatch(/verified 1803 events and 1800 rows/)
     expect(verified.code).toBe(0)
+    expect(withApp.stdout + withApp.stderr).toMatch(/verified 1803 events and 1800 rows/)
+    expect(withApp.code).toBe(0)
     expect(replayed.stdout).toMatch(/OK: the stored rows equal the log's fold/)
     expect(replayed.code).toBe(0)
     expect(filesOf(dataDir)).toEqual(before)

@@ -67,10 +67,11 @@ describe("DeciderSpecification.forCommand", () => {
       .toMatch(/^expected Rejected with code "no_copies", but the command decided:\n[\s\S]*"loans"[\s\S]*"status": "out"/)
   })
 
-  it("thenFails: params decoded by the command's schema, missing rows, the author's bugs", () => {
+  it("thenFails: params decoded by the command's schema, the author's bugs; a missing ref param is a refusal", () => {
     // @ts-expect-error: book is a string (a ref); the runtime refuses it for untyped callers
     lend({}).when({ book: 1, member: "1" }).thenFails("ValidationFailed", "book")
-    lend({ members: { "1": ann } }).when({ book: "9", member: "1" }).thenFails("NotFound", "books 9")
+    // A ref param naming no live row is refused as a reference, before the command's code runs.
+    lend({ members: { "1": ann } }).when({ book: "9", member: "1" }).thenRejects("missing_reference", "books 9 does not exist")
     const buggy = defineApp({
       name: "buggy",
       entities: { notes: entity({ fields: { text: Schema.String } }) },

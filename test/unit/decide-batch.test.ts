@@ -30,7 +30,9 @@ const queued = (command: Command, recheck = false): Pending => ({
   },
   cancelled: false,
   attempts: 0,
-  recheck
+  recheck,
+  arrivedAt: 0,
+  answered: false
 })
 
 /** Rows holding product 1 at version 1 (price 10); the log's head at seq 1. */

@@ -34,8 +34,17 @@ const opArb: fc.Arbitrary<Op> = fc.oneof(
       fc.oneof(
         fc.record({ field: fc.constant("status"), value: fc.constantFrom<string | number | boolean>(...statuses, 1) }),
         fc.record({ field: fc.constant("title"), value: fc.constantFrom<string | number | boolean>("a", "b", "") }),
-        fc.record({ field: fc.constant("n"), value: fc.constantFrom<string | number | boolean>(-1, 0, 2, "0") })
-      ),
+        fc.record({ field: fc.constant("n"), value: fc.constantFrom<string | number | boolean>(-1, 0, 2, "0") }),
+        // Ranges, sets and null tests: checked row by row on a walk that an equality (if any) leads.
+        fc.record({
+          field: fc.constantFrom("n", "title"),
+          op: fc.constant("range" as const),
+          lower: fc.option(fc.record({ value: fc.constantFrom<string | number>(-2, 0, 1, "a", "b"), inclusive: fc.boolean() }), { nil: undefined }),
+          upper: fc.option(fc.record({ value: fc.constantFrom<string | number>(-1, 0, 2, "aa", "é"), inclusive: fc.boolean() }), { nil: undefined })
+        }, { requiredKeys: ["field", "op"] }),
+        fc.record({ field: fc.constantFrom("status", "n"), op: fc.constant("in" as const), values: fc.subarray<string | number>(["draft", "archived", -3, 0, 3]) }),
+        fc.record({ field: fc.constant("title"), op: fc.constant("null" as const), isNull: fc.boolean() })
+      ) as fc.Arbitrary<Filter>,
       { maxLength: 2, selector: (f) => f.field }
     ),
     order: fc.record({ field: fc.constantFrom("id", ...fields), descending: fc.boolean() }),

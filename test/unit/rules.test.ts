@@ -35,7 +35,30 @@ describe("decider specs check the rules the writer checks", () => {
       entities: { counters: entity({ fields: { n: Schema.Int.pipe(Schema.optionalWith({ default: () => 0 })) }, guarded: ["n"] }) }
     })
     DeciderSpecification.for(app, "counters")([created({ n: 0 })]).when(update({ n: 3 }))
-      .thenRejects("guarded_field", "n is changed only by methods (counters declares none)")
+      .thenRejects("guarded_field", "n is changed only by methods (no method of counters that changes it is exposed)")
+  })
+
+  it("a guarded field's refusal names only the exposed methods that change it; a method that sets a field its changes do not list fails", () => {
+    const app = defineApp({
+      name: "a",
+      entities: {
+        counters: entity({
+          fields: { n: Schema.Int.pipe(Schema.optionalWith({ default: () => 0 })), label: Schema.String },
+          guarded: ["n"],
+          methods: {
+            bump: { params: {}, changes: ["n"], apply: (c) => ({ n: c.n + 1 }) },
+            rename: { params: { label: Schema.String }, changes: ["label"], apply: (_c, { label }) => ({ label }) },
+            reset: { params: {}, changes: ["n"], apply: () => ({ n: 0 }) },
+            sneaky: { params: {}, changes: ["label"], apply: (c) => ({ label: "x", n: c.n + 100 }) }
+          },
+          // reset changes n but is not exposed; rename is exposed but never changes n.
+          rest: ["get", "update", "bump", "rename", "sneaky"]
+        })
+      }
+    })
+    const spec = DeciderSpecification.for(app, "counters")
+    spec([created({ n: 0, label: "a" })]).when(update({ n: 3 })).thenRejects("guarded_field", "n is changed only by methods: bump")
+    spec([created({ n: 0, label: "a" })]).when(invoke("sneaky")).thenFails("MethodFailed", /it changed n, which its changes do not list/)
   })
 })
 

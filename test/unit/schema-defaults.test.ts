@@ -22,6 +22,9 @@ const fields = {
   due: Schema.optionalWith(Schema.Date, { default: () => new Date("2027-01-01T00:00:00.000Z") }),
   tags: Schema.optionalWith(Schema.Array(Schema.String), { default: () => [] }),
   note: Schema.optional(Schema.String),
+  // Computed at each create: never one value taken when the catalog compiled.
+  stamped: Schema.optionalWith(Schema.Date, { default: () => new Date() }),
+  token: Schema.optionalWith(Schema.String, { default: () => crypto.randomUUID() }),
   price: Schema.optional(Schema.Number.pipe(Schema.greaterThan(0)))
 }
 const loans = entity({ fields })
@@ -43,6 +46,8 @@ describe("field defaults and types", () => {
       { name: "due", required: false, summary: 'string, default "2027-01-01T00:00:00.000Z"' },
       { name: "tags", required: false, summary: "string[], default []" },
       { name: "note", required: false, summary: "string" },
+      { name: "stamped", required: false, summary: "string, default computed at each create" },
+      { name: "token", required: false, summary: "string, default computed at each create" },
       { name: "price", required: false, summary: "number > 0" }
     ])
     expect(view.commands[0].params).toEqual([{ name: "times", required: false, summary: "integer > 0, default 1" }])
@@ -71,6 +76,10 @@ describe("field defaults and types", () => {
       expect(create.properties.due).toMatchObject({ type: "string", default: "2027-01-01T00:00:00.000Z" })
       expect(create.properties.tags).toMatchObject({ type: "array", default: [] })
       expect(create.properties.note).not.toHaveProperty("default")
+      for (const computed of ["stamped", "token"]) {
+        expect(create.properties[computed], computed).not.toHaveProperty("default")
+        expect(create.properties[computed].description, computed).toMatch(/computed at each create .*not a constant/)
+      }
       expect(create.properties.copies).toMatchObject({ type: "integer", exclusiveMinimum: 0 })
       expect(create.required).toEqual(["title", "copies"])
       expect(tools.find((t) => t.name === "loans_get")!.outputSchema.properties.shelf.default).toBe("new arrivals")

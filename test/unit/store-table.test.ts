@@ -40,8 +40,17 @@ const opArb: fc.Arbitrary<Op> = fc.oneof(
     where: fc.uniqueArray(
       fc.oneof(
         fc.record({ field: fc.constant("status"), value: fc.constantFrom<string | number | boolean>(...statuses) }),
-        fc.record({ field: fc.constant("n"), value: fc.constantFrom<string | number | boolean>(-1, 0, 2) })
-      ),
+        fc.record({ field: fc.constant("n"), value: fc.constantFrom<string | number | boolean>(-1, 0, 2) }),
+        // Ranges (a span of the field's index, or a walk in another order), sets (spans merged), null tests.
+        fc.record({
+          field: fc.constantFrom("n", "status"),
+          op: fc.constant("range" as const),
+          lower: fc.option(fc.record({ value: fc.constantFrom<string | number>(-2, 0, 1, "a", "draft"), inclusive: fc.boolean() }), { nil: undefined }),
+          upper: fc.option(fc.record({ value: fc.constantFrom<string | number>(-1, 0, 2, "p", "published"), inclusive: fc.boolean() }), { nil: undefined })
+        }, { requiredKeys: ["field", "op"] }),
+        fc.record({ field: fc.constantFrom("status", "n"), op: fc.constant("in" as const), values: fc.subarray<string | number>([...statuses, -3, 0, 3]) }),
+        fc.record({ field: fc.constantFrom("status", "n"), op: fc.constant("null" as const), isNull: fc.boolean() })
+      ) as fc.Arbitrary<Filter>,
       { maxLength: 2, selector: (f) => f.field }
     ),
     order: fc.record({ field: fc.constantFrom("id", "status", "n"), descending: fc.boolean() }),

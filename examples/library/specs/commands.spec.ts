@@ -42,10 +42,10 @@ spec("a book is lent only to a member who exists: the loan's reference is checke
     .when({ book: "1", member: "2" })
     .thenRejects("missing_reference", "members 2 does not exist"))
 
-spec("a book that does not exist is not lent", () =>
+spec("a book that does not exist is not lent: the book param is a reference", () =>
   lend({ members: { "1": ann } })
     .when({ book: "9", member: "1" })
-    .thenFails("NotFound"))
+    .thenRejects("missing_reference", "books 9 does not exist"))
 
 spec("returning closes the loan and puts the copy back", () =>
   giveBack({ books: { "1": lentOut }, members: { "1": ann }, loans: { "1": created({ book: "1", member: "1", status: "out" }) } })

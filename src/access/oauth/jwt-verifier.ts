@@ -2,7 +2,7 @@
  * The verification of OAuth access tokens with jose (see verifier.ts for what is verified and why), loaded only
  * when OAuth is on.
  */
-import { Effect } from "effect"
+import { Effect, Fiber } from "effect"
 import { decodeProtectedHeader, errors, jwtVerify, type JWTPayload, type JWTVerifyGetKey } from "jose"
 import type { SigningKeys } from "./signing-keys.ts"
 import { VerifiedTokens } from "./token-cache.ts"
@@ -124,6 +124,22 @@ export const makeOAuthVerifier = (options: OAuthVerifierOptions): OAuthVerifierS
       return principal
     })
 
+  // The first request with a new token verifies it; the others that bring the same token meanwhile wait for that
+  // verification instead of repeating it. It runs in a fiber of its own, so a requester that goes away does not
+  // cancel it for the rest; the entry leaves once it ends (its result is then in `tokens`, or it was refused).
+  const inFlight = new Map<string, Fiber.RuntimeFiber<OAuthPrincipal, OAuthRefused>>()
+  const verifyShared = (bearer: string) => {
+    const running = inFlight.get(bearer)
+    if (running !== undefined) return Fiber.join(running)
+    return Effect.flatMap(Effect.forkDaemon(verify(bearer)), (fiber) => {
+      inFlight.set(bearer, fiber)
+      fiber.addObserver(() => {
+        if (inFlight.get(bearer) === fiber) inFlight.delete(bearer)
+      })
+      return Fiber.join(fiber)
+    })
+  }
+
   return {
     enabled: true,
     // A bearer without a dot is no JWT: a static token tried here first pays a scan instead of a cache lookup.
@@ -132,7 +148,7 @@ export const makeOAuthVerifier = (options: OAuthVerifierOptions): OAuthVerifierS
       Effect.suspend((): Effect.Effect<OAuthPrincipal, NotAJwt | OAuthRefused> => {
         const hit = tokens.get(bearer)
         if (hit !== undefined) return Effect.succeed(hit)
-        return isJwt(bearer) ? verify(bearer) : Effect.fail(new NotAJwt())
+        return isJwt(bearer) ? verifyShared(bearer) : Effect.fail(new NotAJwt())
       }),
     verifications: () => verifications
   }

@@ -55,6 +55,8 @@ const applyMethod = (
     if (shape !== undefined) return Either.left(userCodeFailure(`it returned a value that ${shape}`))
     const encoded = type.encodePatch(change)
     if (Either.isLeft(encoded)) return Either.left(returned(encoded.left))
+    const undeclared = method.changes === undefined ? undefined : Object.keys(encoded.right).find((field) => !method.changes!.has(field))
+    if (undeclared !== undefined) return Either.left(userCodeFailure(`it changed ${undeclared}, which its changes do not list`))
     // A copy of plain JSON data: what the log stores is what was checked.
     return Either.mapBoth(plainData(encoded.right), { onLeft: returned, onRight: (data) => data as Record<string, unknown> })
   })

@@ -25,8 +25,6 @@ export interface IncomingRef {
 export interface TypeRules {
   readonly invariants: ReadonlyArray<CompiledInvariant>
   readonly guarded: ReadonlySet<string>
-  /** The type's method names, as a guarded field's refusal names them. */
-  readonly methodNames: ReadonlyArray<string>
   /** Reference fields: field -> referenced type. */
   readonly refs: ReadonlyMap<string, string>
   /** The fields, across the app, that reference this type: what a delete must look up. */
@@ -125,5 +123,5 @@ export const compileRules = (
   } catch {
     // not schemas: compile reports that
   }
-  return { invariants, guarded, methodNames: Object.keys(def.methods ?? {}), refs, referencedBy, plainStored }
+  return { invariants, guarded, refs, referencedBy, plainStored }
 }

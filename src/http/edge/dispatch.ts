@@ -154,6 +154,7 @@ export const makeDispatch = <R>(
       body,
       bodyShape,
       remoteAddress: req.socket.remoteAddress ?? "",
+      connection: req.socket,
       // Attached by the router once the request is authenticated (access/); here so that every request has one shape.
       principal: undefined
     }

@@ -18,6 +18,8 @@ export interface EdgeRequest {
   readonly bodyShape?: JsonScan
   /** The client's address, for per-client limits. */
   readonly remoteAddress: string
+  /** The connection it came on (its socket), for what is remembered per connection; absent for a request made in process. */
+  readonly connection?: object
   /** Who the request acts as, once the edge has authenticated it; absent where no credential is required. */
   readonly principal?: Principal
 }

@@ -42,7 +42,8 @@ export const makeMcpRoute = Effect.gen(function* () {
   const sessions = yield* Sessions
   const streams = yield* OpenStreams
   const commands = yield* Commands
-  const challenges = (yield* Effect.serviceOption(Access)).pipe(Option.map((access) => access.challenges), Option.getOrUndefined)
+  const access = Option.getOrUndefined(yield* Effect.serviceOption(Access))
+  const challenges = access?.challenges
   const tools = [...makeTools(catalog, commands, queries, settings.maxPageSize, views), ...makeCommandTools(catalog, commands)]
   const server = describeServer(catalog, tools.map((t) => t.definition.name), settings.catalogReloads)
   const dispatcher = makeDispatcher({
@@ -64,6 +65,7 @@ export const makeMcpRoute = Effect.gen(function* () {
     openSessionStream: makeSessionStream({ catalog, sessions, log: yield* EventLog, rows, views, streams, settings }),
     maxJsonDepth: settings.maxJsonDepth,
     streamsOf: streams.streamsOf,
-    ...(challenges === undefined ? {} : { forbiddenChallenge: (grants: ReadonlyArray<string>) => challenges.forbidden(grants) })
+    ...(challenges === undefined ? {} : { forbiddenChallenge: challenges.forbidden }),
+    ...(access?.activity === undefined ? {} : { activity: access.activity })
   })
 })

@@ -16,6 +16,7 @@ import { ResourceCursor } from "../../projections/cursor.ts"
 import type { QueriesShape } from "../../projections/queries.ts"
 import { ViewRefolding, type ViewsShape } from "../../projections/views/views.ts"
 import { listBody, viewBody } from "../rest/bodies.ts"
+import { orderSentence } from "./tool-schemas.ts"
 import { Op, type Operation } from "../../access/grants.ts"
 
 export interface ResourceEntry {
@@ -225,7 +226,7 @@ export const makeResources = (catalog: CompiledApp, { queries, views, history }:
       uriTemplate: rowUriTemplate(t.name),
       name: t.name,
       title: `One ${t.name} row`,
-      description: `A ${t.name} row by id: {id, version, ...fields}`,
+      description: `A row of ${t.name} by id: {id, version, ...fields}`,
       mimeType: "application/json" as const
     })),
     ...listable.map((t) => ({
@@ -233,8 +234,9 @@ export const makeResources = (catalog: CompiledApp, { queries, views, history }:
       uriTemplate: listUriTemplate(t.name, [...t.filterable.keys()]),
       name: `${t.name}_list`,
       title: `A list of ${t.name}`,
-      description: `${t.name} rows whose fields equal the values given (all of them), ordered by order ("title", "-title"; ` +
-        `default id): the first page, as GET /api/${t.name}?<query> serves it. Subscribe to it as a live query: it is ` +
+      description: `${t.name} rows that match the filters given (all of them: a value, field[gte]=..., field[in]=a,b, field[null]=true); ` +
+        `${orderSentence(t)}: the first page, as ` +
+        `GET /api/${t.name}?<query> serves it. Subscribe to it as a live query: it is ` +
         `updated whenever a row enters the list, leaves it, or changes while in it.`,
       mimeType: "application/json" as const
     })),
@@ -243,7 +245,7 @@ export const makeResources = (catalog: CompiledApp, { queries, views, history }:
       uriTemplate: historyUriTemplate(t.name),
       name: `${t.name}_history`,
       title: `The history of one ${t.name} row`,
-      description: `Every event of a ${t.name} row, oldest first, each with its actor (who made it): the first page, as ` +
+      description: `Every event of a row of ${t.name}, oldest first, each with its actor (who made it): the first page, as ` +
         `GET /api/${t.name}/<id>/history serves it (?cursor=&limit= for a later page). Subscribe to it (without a query) ` +
         `to hear of each new event of the row.`,
       mimeType: "application/json" as const

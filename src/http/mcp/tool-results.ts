@@ -5,8 +5,10 @@
 import type { ParseResult } from "effect"
 import type { Row } from "../../domain/catalog.ts"
 import { issuesOf } from "../../domain/codecs.ts"
-import { andMore, ValidationFailed, type CommandError, type NotFound } from "../../domain/errors.ts"
+import { andMore, isStoreError, STORE_UNAVAILABLE, storeErrorPolicy, ValidationFailed, type CommandError, type NotFound, type StoreError } from "../../domain/errors.ts"
 import { IDEMPOTENT_REPLAY_META } from "../../commands/idempotency.ts"
+import type { CompiledApp } from "../../domain/compile.ts"
+import { refusalText } from "./refusal-text.ts"
 
 /** A tools/call result (failures are results with isError, not protocol errors). */
 export type CallToolResult = {
@@ -33,22 +35,45 @@ export const jsonResult = (body: string): ToolResult => ({
   json: `{"content":[{"type":"text","text":${JSON.stringify(body)}}],"structuredContent":${body}}`
 })
 
-/** The `_meta` key of a tool result refused by the domain: `{error: "Rejected", code, message}`. */
+/**
+ * The `_meta` key of a refused tool result: `{error: "Rejected", code, message}` for the domain's refusal, and
+ * `{error: "StoreUnavailable", code, message, retryable, retryAfter}` for a store error.
+ */
 export const REFUSAL_META = "writeonce/refusal"
+
+/**
+ * A store error's refusal: its cause as `code` (the `code` label of `wo_refusals_total`) and whether a retry can
+ * succeed, as REST's 503 and Retry-After say it, so that an agent need not parse the text to know it may retry.
+ */
+const storeRefusal = (error: StoreError) => {
+  const { metric, retryAfter } = storeErrorPolicy(error)
+  return retryAfter === undefined
+    ? { error: STORE_UNAVAILABLE, code: metric, message: error.message, retryable: false }
+    : { error: STORE_UNAVAILABLE, code: metric, message: error.message, retryable: true, retryAfter }
+}
 
 /** An error as the text of an isError result. */
 export const errorResult = (message: string): ToolResult => ({ result: { content: [{ type: "text", text: message }], isError: true } })
 
-export const failure = (error: CommandError | NotFound | ValidationFailed): ToolResult => ({
-  result: error._tag === "IdempotencyKeyReused"
-    ? { content: [{ type: "text", text: error.message }], isError: true, _meta: { [REFUSAL_META]: { error: error._tag, key: error.key, message: error.message } } }
-    : error._tag === "Rejected"
-    // The domain's refusal carries its code, as REST's 422 body does, for an agent to branch on. In `_meta`, not
-    // `structuredContent`: SDK v1's client checks structuredContent against the tool's outputSchema (the row)
-    // even on an isError result, and would throw instead of returning the refusal.
-    ? { content: [{ type: "text", text: error.message }], isError: true, _meta: { [REFUSAL_META]: { error: error._tag, code: error.code, message: error.message } } }
-    : errorResult(error.message).result
-})
+/**
+ * A refused call's result. Its text is what the model reads (refusal-text.ts: the message, the code, the next step
+ * in `app`'s tool names); `_meta` carries the same refusal as data, for a client to branch on.
+ */
+export const failure = (error: CommandError | NotFound | ValidationFailed, app?: CompiledApp): ToolResult => {
+  const text = refusalText(app, error)
+  return {
+    result: error._tag === "IdempotencyKeyReused"
+      ? { content: [{ type: "text", text }], isError: true, _meta: { [REFUSAL_META]: { error: error._tag, key: error.key, message: error.message } } }
+      : error._tag === "Rejected"
+      // The domain's refusal carries its code, as REST's 422 body does, for an agent to branch on. In `_meta`, not
+      // `structuredContent`: SDK v1's client checks structuredContent against the tool's outputSchema (the row)
+      // even on an isError result, and would throw instead of returning the refusal.
+      ? { content: [{ type: "text", text }], isError: true, _meta: { [REFUSAL_META]: { error: error._tag, code: error.code, message: error.message } } }
+      : isStoreError(error)
+      ? { content: [{ type: "text", text }], isError: true, _meta: { [REFUSAL_META]: storeRefusal(error) } }
+      : errorResult(text).result
+  }
+}
 
 /**
  * A write's answer given again for a retried idempotency key: the same result, flagged in `_meta`. Without the

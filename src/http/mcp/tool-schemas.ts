@@ -6,7 +6,8 @@
 import { Schema } from "effect"
 import type { CompiledType } from "../../domain/compile.ts"
 import { toJsonSchema, type JsonSchema } from "../../domain/json-schema.ts"
-import { orderChoices } from "../../domain/list-request.ts"
+import type { FilterableField } from "../../domain/filterable.ts"
+import { MAX_IN_VALUES, orderChoices } from "../../domain/list-request.ts"
 
 const Id = Schema.String.pipe(Schema.minLength(1)).annotations({ description: "the row's id" })
 const ExpectedVersion = Schema.Number.pipe(Schema.int(), Schema.greaterThanOrEqualTo(1))
@@ -102,16 +103,38 @@ export const withoutDefaults = (properties: Record<string, JsonSchema>): Record<
   Object.fromEntries(Object.entries(properties).map(([name, { default: _default, ...property }]) => [name, property]))
 
 /**
- * The list tool's `where` and `order` properties, from the catalog: `where` has one property per filterable
- * field, with that field's own JSON Schema; `order` names each filterable field, ascending or with `-`.
+ * One field's `where` property: a value of the field's own JSON Schema, or operators (ranges on numbers, strings
+ * and literals; a set; a null test on a field that can be absent), or null (the field is absent) on such a field.
  */
+const whereSchema = (field: FilterableField, own: JsonSchema): JsonSchema => {
+  const ranged = field.kind !== "boolean"
+  const operators = objectSchema({
+    ...(ranged ? { gt: own, gte: own, lt: own, lte: own } : {}),
+    in: { type: "array", items: own, minItems: 1, maxItems: MAX_IN_VALUES, description: "any of these values" },
+    ...(field.absentable ? { null: { type: "boolean", description: "true: the field is absent or null; false: it has a value" } } : {})
+  }, [])
+  return {
+    anyOf: [own, { ...operators, minProperties: 1 }, ...(field.absentable ? [{ type: "null", description: "the field is absent or null" }] : [])]
+  }
+}
+
+/**
+ * The list tool's `where` and `order` properties, from the catalog: `where` has one property per filterable
+ * field (whereSchema); `order` names each filterable field, ascending or with `-`.
+ */
+/** How a list tool or template says `order` sorts, with one of the type's own fields as the example. */
+export const orderSentence = (type: CompiledType): string => {
+  const field = [...orderChoices(type)].find((choice) => choice !== "id" && !choice.startsWith("-"))
+  return field === undefined ? "sort by id" : `sort with order ("${field}", "-${field}"; default id)`
+}
+
 export const listFilterSchemas = (type: CompiledType): Record<string, JsonSchema> => {
   const properties = withoutDefaults(propertiesOf(type.fieldsJsonSchema))
-  const filterable = [...type.filterable.keys()]
   return {
     where: {
-      ...objectSchema(Object.fromEntries(filterable.map((f) => [f, properties[f] ?? {}])), []),
-      description: "only rows whose fields equal these values (all of them)"
+      ...objectSchema(Object.fromEntries([...type.filterable.values()].map((f) => [f.name, whereSchema(f, properties[f.name] ?? {})])), []),
+      description: "only rows that pass every field's filter: a value (equal), null (absent), or operators, " +
+        "as {\"gte\": 10, \"lt\": 20}, {\"in\": [\"open\", \"pending\"]}, {\"null\": false}"
     },
     order: { type: "string", enum: [...orderChoices(type)], description: "sort by a field, \"-\" for descending; default id" }
   }

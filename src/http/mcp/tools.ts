@@ -16,7 +16,7 @@ import type { Command, CommandsShape, Committed, ExecuteOptions } from "../../co
 import { noCancel } from "../../support/no-cancel.ts"
 import { Op, type Operation as Granted } from "../../access/grants.ts"
 import { answerExit } from "../../commands/exit-answer.ts"
-import { NotFound } from "../../domain/errors.ts"
+import { NotFound, type CommandError, type ValidationFailed } from "../../domain/errors.ts"
 import type { Page, QueriesShape } from "../../projections/queries.ts"
 import { ViewFailed, ViewRefolding, type ViewsShape } from "../../projections/views/views.ts"
 import { deletedBody, listBody, viewBody } from "../rest/bodies.ts"
@@ -33,6 +33,7 @@ import {
   ID_ONLY,
   listFilterSchemas,
   objectSchema,
+  orderSentence,
   pageArgs,
   plainId,
   plainTarget,
@@ -115,6 +116,8 @@ interface TypeParts {
   /** The row as a result carries it. */
   readonly row: JsonSchema
   readonly pageArgs: ReturnType<typeof pageArgs>
+  /** A refused call's result, its text naming the app's tools to try next. */
+  readonly refuse: (error: CommandError | NotFound | ValidationFailed) => ToolResult
 }
 
 interface OperationCommon {
@@ -163,7 +166,7 @@ const targeted = (
  */
 const partialPage = (t: string, request: ListRequest, page: Page): ToolResult => {
   const field = request.where?.[0]?.field
-  const note = `This page is partial: the index on ${field ?? "the filtered field"} of ${t} is being built, so this page read only part of the rows ` +
+  const note = `This page is partial: the index on ${field ?? "the filtered field"} of ${t} is being built, or its filters are checked row by row over many rows, so this page read only part of the rows ` +
     `and may hold fewer than limit, even none. Call ${t}_list again with the same arguments and cursor ${JSON.stringify(page.nextCursor)} to go on; ` +
     `the list ends only at a page without nextCursor.`
   return {
@@ -178,10 +181,11 @@ const partialPage = (t: string, request: ListRequest, page: Page): ToolResult =>
 const CRUD: ReadonlyArray<Operation> = [
   {
     op: "list",
-    texts: ({ t, about }) => ({
+    texts: ({ type, t, about }) => ({
       title: `List ${t}`,
       description: `List ${t} rows, a page at a time; pass the returned nextCursor to continue (a page marked partial may hold fewer rows than limit, even none). ` +
-        `Filter with where (field equals value; several fields: all must match) and sort with order ("title", "-title"; default id).${about}`
+        `Filter with where (a field equals a value, or a range {gte, lt, ...}, a set {in: [...]}, or null for no value; several fields: all must match) ` +
+        `and ${orderSentence(type)}.${about}`
     }),
     annotations: READS,
     input: (p) => {
@@ -189,17 +193,17 @@ const CRUD: ReadonlyArray<Operation> = [
       return objectSchema({ cursor: page.properties.cursor, limit: page.properties.limit, ...listFilterSchemas(p.type) }, [])
     },
     output: (p) => objectSchema({ items: { type: "array", items: p.row }, nextCursor: { type: "string" }, partial: { type: "boolean" } }, ["items"], false),
-    read: ({ type, t, pageArgs }, queries) => {
+    read: ({ type, t, pageArgs, refuse }, queries) => {
       const decodePageArgs = Schema.decodeUnknownEither(pageArgs, { onExcessProperty: "error" })
       return (args) =>
         // `where` as parsed: the decoded copy has lost any own `__proto__` key (list-request.ts).
         Either.match(Either.flatMap(Either.mapLeft(decodePageArgs(args), (e) => argumentError(t, e)), (page) =>
-          Either.mapLeft(fromArguments(type, { ...page, ...(page.where !== undefined ? { where: args.where as Readonly<Record<string, unknown>> } : {}) }), failure)), {
+          Either.mapLeft(fromArguments(type, { ...page, ...(page.where !== undefined ? { where: args.where as Readonly<Record<string, unknown>> } : {}) }), refuse)), {
           onLeft: (result) => Effect.succeed(result),
           onRight: (page) =>
             queries.list(t, page).pipe(
               Effect.match({
-                onFailure: failure,
+                onFailure: refuse,
                 onSuccess: (p) => p.partial ? partialPage(t, page, p) : success(listBody(p), p.nextCursor ? { items: p.items, nextCursor: p.nextCursor } : { items: p.items })
               })
             )
@@ -212,8 +216,8 @@ const CRUD: ReadonlyArray<Operation> = [
     annotations: READS,
     input: () => objectSchema(ID_ONLY.properties, ID_ONLY.required),
     output: (p) => p.row,
-    read: ({ t }, queries) => {
-      const onRead = { onFailure: failure, onSuccess: readRowResult }
+    read: ({ t, refuse }, queries) => {
+      const onRead = { onFailure: refuse, onSuccess: readRowResult }
       const read = (id: string) => Effect.match(queries.get(t, id), onRead)
       return (args) => {
         const id = plainId(args)
@@ -223,10 +227,10 @@ const CRUD: ReadonlyArray<Operation> = [
       }
     },
     // The same answers as `read`: the row through the row cache, NotFound as its isError result.
-    readNow: ({ t }, queries) => {
+    readNow: ({ t, refuse }, queries) => {
       const read = (id: string): ToolResult => {
         const row = queries.row(t, id)
-        return row === undefined ? failure(new NotFound({ type: t, id })) : readRowResult(row)
+        return row === undefined ? refuse(new NotFound({ type: t, id })) : readRowResult(row)
       }
       return (args) => {
         const id = plainId(args)
@@ -297,9 +301,11 @@ const operationsOf = (type: CompiledType): ReadonlyArray<Operation> => [
 /** The names of a type's tools, exactly as tools/list answers them (the console shows them). */
 export const toolNames = (type: CompiledType): ReadonlyArray<string> => operationsOf(type).map((o) => `${type.name}_${o.op}`)
 
-const typeTools = (type: CompiledType, commands: CommandsShape, queries: QueriesShape, maxPageSize: number): Array<Tool> => {
+const typeTools = (app: CompiledApp, type: CompiledType, commands: CommandsShape, queries: QueriesShape, maxPageSize: number): Array<Tool> => {
   const fields = type.fieldsJsonSchema
+  const refuse = (error: CommandError | NotFound | ValidationFailed) => failure(error, app)
   const parts: TypeParts = {
+    refuse,
     type,
     t: type.name,
     about: type.description ? ` ${type.description}` : "",
@@ -316,7 +322,7 @@ const typeTools = (type: CompiledType, commands: CommandsShape, queries: Queries
       return { definition: made, operation, call: o.read(parts, queries), callNow: (args, reply) => (reply.result(readNow(args)), noCancel) }
     }
     const committed = (c: Committed) => (c.replayed ? asReplay(o.answer(c)) : o.answer(c))
-    const answered = { onFailure: failure, onSuccess: committed }
+    const answered = { onFailure: refuse, onSuccess: committed }
     return {
       definition: made,
       operation: Op.write(type.name, o.op),
@@ -334,7 +340,7 @@ const typeTools = (type: CompiledType, commands: CommandsShape, queries: Queries
           return noCancel
         }
         return commands.executeNow(command.right, options, (exit) =>
-          answerExit(exit, committed, failure, (result) => reply.result(result), (cause) => reply.died(cause)))
+          answerExit(exit, committed, refuse, (result) => reply.result(result), (cause) => reply.died(cause)))
       }
     }
   })
@@ -349,7 +355,7 @@ export const makeTools = (
   views?: ViewsShape
 ): ReadonlyArray<Tool> => {
   const tools: Array<Tool> = []
-  for (const type of catalog.types.values()) tools.push(...typeTools(type, commands, queries, maxPageSize))
+  for (const type of catalog.types.values()) tools.push(...typeTools(catalog, type, commands, queries, maxPageSize))
   if (views !== undefined) for (const view of catalog.views.values()) tools.push(viewTool(view, views))
   return tools
 }
@@ -397,7 +403,7 @@ export const makeCommandTools = (catalog: CompiledApp, commands: CommandsShape):
     call: (args, options) =>
       commands.executeAppCommand(command.name, args, options).pipe(
         Effect.match({
-          onFailure: failure,
+          onFailure: (error) => failure(error, catalog),
           onSuccess: (c) => {
             const answer = jsonResult(commandBody(c))
             return c.replayed ? asReplay(answer) : answer

@@ -38,6 +38,7 @@ import {
 } from "./protocol.ts"
 import type { Session, SessionsShape } from "./sessions.ts"
 import type { Principal } from "../../access/principal.ts"
+import type { PrincipalActivity } from "../../access/principal-activity.ts"
 
 /** The headers of MCP's Streamable HTTP transport, as node:http gives them (lower case). */
 export const SESSION_HEADER = "mcp-session-id"
@@ -99,17 +100,30 @@ const REFUSAL_STATUS: { readonly [K in Refusal["_tag"]]: number } = {
   Unavailable: 503
 }
 
-/** `forbiddenChallenge`: OAuth's `insufficient_scope` challenge for a 403, when OAuth is on. */
-const refused = (id: RpcId | null, refusal: Refusal, forbiddenChallenge?: (grants: ReadonlyArray<string>) => string): EdgeResponse =>
+/** OAuth's `insufficient_scope` challenge for a 403 (access.ts), naming every grant the request needs and where the metadata is, as the request's Host says. */
+export type ForbiddenChallenge = (grants: ReadonlyArray<string>, headers: IncomingHttpHeaders) => string
+
+/** `forbiddenChallenge`: absent with OAuth off; `headers`: the request's. */
+const refused = (id: RpcId | null, refusal: Refusal, forbiddenChallenge?: ForbiddenChallenge, headers: IncomingHttpHeaders = {}): EdgeResponse =>
   json(
     REFUSAL_STATUS[refusal._tag],
     errorMessage(id, refusal.error),
     (refusal._tag === "Unavailable" || refusal._tag === "Limited") && refusal.retryAfter !== undefined
       ? { "retry-after": String(refusal.retryAfter) }
-      : refusal._tag === "Forbidden" ? forbiddenHeaders(forbiddenChallenge?.(refusal.grants)) : {}
+      : refusal._tag === "Forbidden" ? forbiddenHeaders(forbiddenChallenge?.(refusal.grants, headers)) : {}
   )
 
 const accepted = (): EdgeResponse => empty(202)
+
+/** A handler's failure as its era refuses it; a refusal of the principal's own (a grant missing, a limit reached) counted against it. */
+const refusalOf = (policy: EraPolicy, failure: Failure, principal: Principal | undefined, activity: PrincipalActivity | undefined): Refusal => {
+  const refusal = policy.refuse(failure)
+  if (principal !== undefined && activity !== undefined) {
+    if (refusal._tag === "Forbidden") activity.count(principal.name, "forbidden")
+    else if (refusal._tag === "Limited") activity.count(principal.name, "limited")
+  }
+  return refusal
+}
 
 const withHeaders = (response: EdgeResponse, headers: Headers): EdgeResponse => ({ ...response, headers: { ...response.headers, ...headers } })
 
@@ -123,13 +137,16 @@ class ReplyTo implements DirectReply {
     readonly respond: DirectRespond,
     readonly policy: EraPolicy,
     readonly id: RpcId,
-    readonly forbiddenChallenge?: (grants: ReadonlyArray<string>) => string
+    readonly principal: Principal | undefined,
+    readonly activity: PrincipalActivity | undefined,
+    readonly headers: IncomingHttpHeaders,
+    readonly forbiddenChallenge?: ForbiddenChallenge
   ) {}
   result(outcome: Outcome) {
     this.answer(() => rpcResult(this.id, this.policy.decorate(outcome)))
   }
   failure(failure: Failure) {
-    this.answer(() => refused(this.id, this.policy.refuse(failure), this.forbiddenChallenge))
+    this.answer(() => refused(this.id, refusalOf(this.policy, failure, this.principal, this.activity), this.forbiddenChallenge, this.headers))
   }
   /** Answers what `make` builds; a throw while building it is answered as a defect. */
   private answer(make: () => EdgeResponse) {
@@ -160,12 +177,14 @@ export interface TransportDeps {
   readonly maxJsonDepth: number
   /** How many streams a principal has open now (its `streams` limit); absent: none counted. */
   readonly streamsOf?: (principal: Principal) => number
-  /** OAuth's challenge on a 403 (access.ts), naming every grant the request needs; absent with OAuth off. */
-  readonly forbiddenChallenge?: (grants: ReadonlyArray<string>) => string
+  /** OAuth's challenge on a 403; absent with OAuth off. */
+  readonly forbiddenChallenge?: ForbiddenChallenge
+  /** Where principals' refusals are counted (access.ts); absent without principals. */
+  readonly activity?: PrincipalActivity
 }
 
 export const makeMcpTransport = (deps: TransportDeps) => {
-  const { dispatcher, legacy, modern, sessions, openListen, openSessionStream, maxJsonDepth, streamsOf, forbiddenChallenge } = deps
+  const { dispatcher, legacy, modern, sessions, openListen, openSessionStream, maxJsonDepth, streamsOf, forbiddenChallenge, activity } = deps
   let responseStreams = 0
 
   const envelopeOf = (request: EdgeRequest, meta: Envelope["meta"]): Envelope => ({
@@ -194,7 +213,7 @@ export const makeMcpTransport = (deps: TransportDeps) => {
             run: answer.run,
             respond: (outcome) =>
               Effect.match(outcome, {
-                onFailure: (failure) => JSON.stringify(errorMessage(request.id, policy.refuse(failure).error)),
+                onFailure: (failure) => JSON.stringify(errorMessage(request.id, refusalOf(policy, failure, context.principal, activity).error)),
                 onSuccess: (o) => resultBody(request.id, policy.decorate(o))
               })
           }),
@@ -206,7 +225,7 @@ export const makeMcpTransport = (deps: TransportDeps) => {
       }
       case "Listen":
         return Either.match(openListen(answer.listen), {
-          onLeft: (error) => refused(request.id, { _tag: "TooMany", error }, forbiddenChallenge),
+          onLeft: (error) => refused(request.id, { _tag: "TooMany", error }),
           onRight: (response) => response
         })
     }
@@ -219,19 +238,19 @@ export const makeMcpTransport = (deps: TransportDeps) => {
     const policy = eraOf(meta, envelope.protocolVersion) === "modern" ? modern : legacy
     if (message._tag !== "Request") {
       // Notifications and responses get 202, with no body, once admitted.
-      return Effect.match(policy.admitNotice(envelope), { onFailure: (r) => refused(null, r, forbiddenChallenge), onSuccess: accepted })
+      return Effect.match(policy.admitNotice(envelope), { onFailure: (r) => refused(null, r, forbiddenChallenge, request.headers), onSuccess: accepted })
     }
     const serve = (context: CallContext): Effect.Effect<EdgeResponse> =>
       Effect.match(dispatcher.dispatch(message, context), {
-        onFailure: (failure) => refused(message.id, policy.refuse(failure), forbiddenChallenge),
+        onFailure: (failure) => refused(message.id, refusalOf(policy, failure, context.principal, activity), forbiddenChallenge, request.headers),
         onSuccess: (answer) => respond(policy, message, context, answer)
       })
     const admission = policy.admit(message, envelope)
     // Decided already (modern; legacy with its sessions here; bench: MCP get): served without running it as an Effect.
     if (Either.isEither(admission)) {
-      return Either.isRight(admission) ? serve(admission.right) : Effect.succeed(refused(message.id, admission.left, forbiddenChallenge))
+      return Either.isRight(admission) ? serve(admission.right) : Effect.succeed(refused(message.id, admission.left, forbiddenChallenge, request.headers))
     }
-    return Effect.matchEffect(admission, { onFailure: (refusal) => Effect.succeed(refused(message.id, refusal, forbiddenChallenge)), onSuccess: serve })
+    return Effect.matchEffect(admission, { onFailure: (refusal) => Effect.succeed(refused(message.id, refusal, forbiddenChallenge, request.headers)), onSuccess: serve })
   }
 
   /** Messages the direct route read and then left to `postMessage`: not parsed twice. */
@@ -264,7 +283,10 @@ export const makeMcpTransport = (deps: TransportDeps) => {
     }
     if (request.method === "GET" && request.principal !== undefined && streamsOf !== undefined) {
       const reached = streamRefused(request.principal.limits, streamsOf(request.principal))
-      if (reached !== undefined) return Effect.succeed(refused(null, limitedRefusal(reached), forbiddenChallenge))
+      if (reached !== undefined) {
+        activity?.count(request.principal.name, "limited")
+        return Effect.succeed(refused(null, limitedRefusal(reached)))
+      }
     }
     return legacy.session(envelope).pipe(
       Effect.flatMap((session) =>
@@ -274,7 +296,7 @@ export const makeMcpTransport = (deps: TransportDeps) => {
             Effect.as(empty(200)),
             Effect.catchIf(isStoreError, (e) => Effect.fail(storeDown(e)))
           )),
-      Effect.catchAll((refusal) => Effect.succeed(refused(null, refusal, forbiddenChallenge)))
+      Effect.catchAll((refusal) => Effect.succeed(refused(null, refusal, forbiddenChallenge, request.headers)))
     )
   }
 
@@ -310,10 +332,10 @@ export const makeMcpTransport = (deps: TransportDeps) => {
       return undefined
     }
     if (Either.isLeft(admission)) {
-      respond.answer(refused(message.id, admission.left, forbiddenChallenge))
+      respond.answer(refused(message.id, admission.left, forbiddenChallenge, request.headers))
       return noCancel
     }
-    const cancel = dispatchNow(message, admission.right, new ReplyTo(respond, policy, message.id, forbiddenChallenge))
+    const cancel = dispatchNow(message, admission.right, new ReplyTo(respond, policy, message.id, admission.right.principal, activity, request.headers, forbiddenChallenge))
     if (cancel === undefined) readAlready.set(request, message)
     return cancel
   }

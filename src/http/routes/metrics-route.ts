@@ -3,7 +3,9 @@
  * set: the router checks it). The gauges are registered here, each read at scrape time from the service that
  * knows it, so that serving them costs nothing between scrapes.
  */
-import { Effect } from "effect"
+import { Effect, Option } from "effect"
+import { Access } from "../../access/access.ts"
+import { PRINCIPAL_OUTCOMES } from "../../access/principal-activity.ts"
 import { WriterStatus } from "../../commands/writer-status.ts"
 import { EventLog } from "../../log/event-log.ts"
 import { Metrics } from "../../metrics/metrics.ts"
@@ -35,6 +37,17 @@ export const makeMetricsRoute = Effect.gen(function* () {
     for (const s of streams.list()) if (s.principal !== undefined) byPrincipal.set(s.principal.name, (byPrincipal.get(s.principal.name) ?? 0) + 1)
     return byPrincipal
   })
+  const activity = (yield* Effect.serviceOption(Access)).pipe(Option.map((a) => a.activity), Option.getOrUndefined)
+  if (activity !== undefined) {
+    metrics.countersOf(
+      "wo_principal_requests_total",
+      "Requests by principal and outcome: admitted (past the edge's checks), forbidden (a grant missing: 403, at the edge or for a tool or resource inside MCP) or limited (over one of its limits: 429).",
+      ["principal", "outcome"],
+      function* () {
+        for (const [principal, counts] of activity.totals()) for (const outcome of PRINCIPAL_OUTCOMES) yield [{ principal, outcome }, counts[outcome]] as const
+      }
+    )
+  }
   metrics.gauge("wo_sessions", "Live legacy MCP sessions.", () => sessions.count())
   if (mode._tag === "Shared") {
     const tailer = mode.tailer

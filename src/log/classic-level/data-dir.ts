@@ -8,6 +8,7 @@
 import * as fs from "node:fs"
 import * as path from "node:path"
 import { HELD_WRITE_AHEAD_LOGS } from "./wal-hold.ts"
+import { FENCE_MEMORY_FILE, FENCE_MEMORY_TEMP } from "../postgres/fence-memory.ts"
 import { StoreFailed } from "../../domain/errors.ts"
 
 export type DataDirState =
@@ -20,8 +21,8 @@ export type DataDirState =
   /** Files, but no usable `CURRENT`: `problem` says why. */
   | { readonly _tag: "Headless"; readonly problem: string; readonly files: ReadonlyArray<string> }
 
-/** Files LevelDB keeps beside its data that hold none of it. */
-const NO_DATA = new Set(["LOCK", "LOG", "LOG.old"])
+/** Files beside the data that hold none of it: LevelDB's, and a PostgreSQL node's memory of its store. */
+const NO_DATA = new Set(["LOCK", "LOG", "LOG.old", FENCE_MEMORY_FILE, FENCE_MEMORY_TEMP])
 const MANIFEST = /^MANIFEST-(\d+)$/
 
 /** The server's held write-ahead logs (wal-hold.ts), made before an open: empty, it says only that there were none. */

@@ -27,7 +27,7 @@ export const decodeHistorySeq = (key: string, value: string): number => {
 }
 
 /** Events per batch of the backfill's writes (unsynced but the last: a crash leaves format 2, and it runs again). */
-const BACKFILL_BATCH = 10 * READ_BATCH
+export const BACKFILL_BATCH = 10 * READ_BATCH
 
 /**
  * Writes the `h!` record of every event of a format-2 store, then the format marker 3 (synced). Answers how many

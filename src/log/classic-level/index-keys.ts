@@ -67,6 +67,54 @@ export const encodeValue = (v: unknown): string => {
   }
 }
 
+const decodeNumber = (hex: string): number => {
+  let hi = parseInt(hex.slice(0, 8), 16)
+  let lo = parseInt(hex.slice(8, 16), 16)
+  if (hi & 0x80000000) hi = (hi & 0x7fffffff) >>> 0
+  else {
+    hi = ~hi >>> 0
+    lo = ~lo >>> 0
+  }
+  words.setUint32(0, hi)
+  words.setUint32(4, lo)
+  return words.getFloat64(0)
+}
+
+/**
+ * The value encoded at `at` in an index key, and where its encoding ends: the inverse of `encodeValue` (absent for
+ * "a"; null for "z", whose value is not kept).
+ */
+export const decodeValueAt = (key: string, at: number): { readonly value: unknown; readonly end: number } => {
+  switch (key[at]) {
+    case "a":
+      return { value: undefined, end: at + 1 }
+    case "b":
+      return { value: key[at + 1] === "1", end: at + 2 }
+    case "n":
+      return { value: decodeNumber(key.slice(at + 1, at + 17)), end: at + 17 }
+    case "s": {
+      let out = ""
+      let i = at + 1
+      for (;;) {
+        const c = key.charCodeAt(i)
+        if (c === 0x00) return { value: out, end: i + 1 }
+        if (c === 0x01) {
+          out += String.fromCharCode(key.charCodeAt(i + 1) - 0x30)
+          i += 2
+        } else if (c === 0x7f) {
+          out += String.fromCharCode(parseInt(key.slice(i + 1, i + 5), 16))
+          i += 5
+        } else {
+          out += key[i]
+          i++
+        }
+      }
+    }
+    default:
+      return { value: null, end: at + 1 }
+  }
+}
+
 /** The name of the index on `fields`, as it appears in its keys and its state record. */
 export const indexName = (fields: ReadonlyArray<string>) => fields.join(",")
 
@@ -89,6 +137,9 @@ export const indexKey = (type: string, fields: ReadonlyArray<string>, row: Row):
   for (const field of fields) key += encodeValue(row[field])
   return key + idPart(row.id)
 }
+
+/** An index key without its id: the index's prefix and the row's encoded values. */
+export const baseOfIndexKey = (key: string): string => key.slice(0, key.length - ID_DIGITS)
 
 /** The id an index key ends with. */
 export const idOfIndexKey = (key: string): number => Number(key.slice(key.length - ID_DIGITS))

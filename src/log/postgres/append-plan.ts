@@ -1,8 +1,9 @@
 /**
  * The plan of one batch against a picture of the shared log, pure (no database): the seqs it takes, the id each
  * create gets, which entries are left out (`Duplicate`: their key is stored; `Stale`: decided against a row that
- * moved on, or an app command's group that cannot be written whole), and the append function's arguments that
- * write it (schema.ts). append.ts sends it and plans again when the function answers that the log is otherwise.
+ * moved on, referencing a row that is gone or deleting one still referenced, or an app command's group that cannot
+ * be written whole), and the append function's arguments that write it (schema.ts). append.ts sends it and plans
+ * again when the function answers that the log is otherwise.
  */
 import type { Row } from "../../domain/catalog.ts"
 import { streamKey, type StoredEvent } from "../../domain/events.ts"
@@ -20,6 +21,10 @@ export interface LogState {
   readonly versions: ReadonlyMap<string, number>
   /** Per type the batch creates or deletes in: the id counter and live row count; absent: none yet. */
   readonly counts: ReadonlyMap<string, Counts>
+  /** Of the rows the batch references (`streamKey`), those that are not live (absent: none known). */
+  readonly missing?: ReadonlySet<string>
+  /** Of the rows the batch deletes (`streamKey`), those a live row written after the batch's decision references. */
+  readonly referenced?: ReadonlySet<string>
 }
 
 /** The entities (non-creates) a batch checks versions of, and the types whose counters it moves. */
@@ -68,6 +73,7 @@ export const plan = (batch: AppendBatch, state: LogState, touched: Touched, tag:
   for (const key of touched.entities.keys()) versions.set(key, state.versions.get(key) ?? 0)
   const counts = new Map<string, Counts>()
   for (const type of touched.types) counts.set(type, { ...(state.counts.get(type) ?? { lastId: 0, rowCount: 0 }) })
+  const references = referencesPlan(batch, state)
 
   const ev = { seq: [] as Array<number>, type: [] as Array<string>, id: [] as Array<string>, version: [] as Array<number>, kind: [] as Array<string>, schema: [] as Array<number>, at: [] as Array<number>, method: [] as Array<string | null>, params: [] as Array<string | null>, data: [] as Array<string>, checksum: [] as Array<string>, command: [] as Array<string | null>, correlation: [] as Array<string | null>, actor: [] as Array<string | null> }
   // The row after the batch, per entity (the last entry wins: one upsert per row).
@@ -117,7 +123,11 @@ export const plan = (batch: AppendBatch, state: LogState, touched: Touched, tag:
     for (let i = start; i < end && !failed; i++) {
       let { event, row, rowJson } = entries[i]
       let key = streamKey(event.type, event.id)
-      if (event.kind === "created" && event.version !== 1) {
+      if (!references.allows(i, event)) {
+        // It references a row that is gone, or deletes one still referenced: decided again, caught up, it is refused.
+        failed = true
+        break
+      } else if (event.kind === "created" && event.version !== 1) {
         // A create decided against a row (a bug of the writer's): never write it.
         failed = true
         break
@@ -145,6 +155,7 @@ export const plan = (batch: AppendBatch, state: LogState, touched: Touched, tag:
         break
       } else if (event.kind === "deleted") countOf(event.type).rowCount--
       setVersion(key, event.version)
+      references.wrote(key, event.kind !== "deleted", undo)
       // The seq the writer decided it with, on a right picture: the same event (its change is then answered as is,
       // commit-mode.ts), not a copy per write.
       if (event.seq !== ++seq) event = { ...event, seq } satisfies StoredEvent
@@ -153,6 +164,7 @@ export const plan = (batch: AppendBatch, state: LogState, touched: Touched, tag:
     }
     if (failed) {
       if (undo !== undefined) for (let u = undo.length - 1; u >= 0; u--) undo[u]()
+      references.dropGroup()
       seq = seqBefore
       for (let i = start; i < end; i++) {
         const { event } = entries[i]
@@ -170,6 +182,7 @@ export const plan = (batch: AppendBatch, state: LogState, touched: Touched, tag:
         rowsAfter.set(streamKey(event.type, event.id), { type: event.type, id: event.id, version: event.version, schema: event.schema ?? 1, row: entry.rowJson ?? null })
         outcomes.push(entry)
       }
+      references.keepGroup()
     }
     start = end
   }
@@ -221,10 +234,12 @@ export const plan = (batch: AppendBatch, state: LogState, touched: Touched, tag:
     seq,
     tag
   ]
+  // Last, after the plan's own arguments: the references the store checks under the lock.
+  const referenceChecks = references.args(batch.references?.decidedAt ?? 0)
   const n = ev.seq.length
   return {
     result: { outcomes, lastSeq: seq, ...(replays.size > 0 ? { replays } : {}) } satisfies AppendResult,
-    args: [...checks, ...writes],
+    args: [...checks, ...writes, ...referenceChecks],
     writes: seq !== head,
     counts,
     last: n === 0 ? undefined : { seq: ev.seq[n - 1], checksum: ev.checksum[n - 1] }
@@ -246,3 +261,95 @@ export const shifted = (planned: { readonly result: AppendResult; readonly last?
     } satisfies AppendResult,
     ...(planned.last === undefined ? {} : { last: { seq: planned.last.seq + shift, checksum: planned.last.checksum } })
   }
+
+const deleteKey = (type: string, id: string, byType: string, byField: string) => JSON.stringify([type, id, byType, byField])
+
+/**
+ * The references of a batch as planned: which of an entry's targets the batch itself writes (live or deleted by an
+ * earlier entry) and which the store must hold live at commit, and which deletes the store must find unreferenced.
+ * On a state answered by the function, an entry whose target is missing, or whose deleted row is referenced, is
+ * left out. What a group asks of the store is kept only if the group is written (`keepGroup`).
+ */
+const referencesPlan = (batch: AppendBatch, state: LogState) => {
+  const refs = batch.references
+  const missing = state.missing
+  const referenced = state.referenced
+  // Entities written so far in the plan: true while live, false once deleted.
+  const liveHere = new Map<string, boolean>()
+  const targets = new Map<string, { type: string; id: string }>()
+  const deletes: Array<{ type: string; id: string; byType: string; byField: string }> = []
+  let groupTargets: Array<readonly [string, { type: string; id: string }]> = []
+  let groupDeletes: Array<{ type: string; id: string; byType: string; byField: string }> = []
+  return {
+    /** Whether entry `i` may be written as far as references go; notes what the store must check. */
+    allows: (i: number, event: StoredEvent): boolean => {
+      if (refs === undefined) return true
+      const to = refs.targets.get(i)
+      if (to !== undefined) {
+        for (const t of to) {
+          const k = streamKey(t.type, t.id)
+          const here = liveHere.get(k)
+          if (here === false || (here === undefined && missing?.has(k) === true)) return false
+          if (here === undefined) groupTargets.push([k, t])
+        }
+      }
+      const incoming = event.kind === "deleted" ? refs.incoming.get(i) : undefined
+      if (incoming !== undefined) {
+        if (referenced?.has(streamKey(event.type, event.id)) === true) return false
+        for (const by of incoming) groupDeletes.push({ type: event.type, id: event.id, byType: by.type, byField: by.field })
+      }
+      return true
+    },
+    /** Entity `key` is written (live or deleted) by the entry just planned; `undo` takes it back with its group. */
+    wrote: (key: string, live: boolean, undo: Array<() => void> | undefined) => {
+      if (refs === undefined) return
+      if (undo !== undefined) {
+        const had = liveHere.has(key)
+        const before = liveHere.get(key)
+        undo.push(() => (had ? liveHere.set(key, before!) : liveHere.delete(key)))
+      }
+      liveHere.set(key, live)
+    },
+    keepGroup: () => {
+      for (const [k, t] of groupTargets) if (!targets.has(k)) targets.set(k, t)
+      for (const d of groupDeletes) deletes.push(d)
+      groupTargets = []
+      groupDeletes = []
+    },
+    dropGroup: () => {
+      groupTargets = []
+      groupDeletes = []
+    },
+    /**
+     * The function's reference arguments: since when to look for new referencing rows, then every target and every
+     * delete of the batch, each flagged whether the plan needs it checked (its entry is written and nothing earlier
+     * in the batch settles it). The function checks the flagged ones, and answers on all of them: a plan made again
+     * on its answer knows about the entries it left out this time too.
+     */
+    args: (decidedAt: number) => {
+      const allTargets = new Map<string, { type: string; id: string }>()
+      const allDeletes = new Map<string, { type: string; id: string; byType: string; byField: string }>()
+      if (refs !== undefined) {
+        for (const list of refs.targets.values()) for (const t of list) allTargets.set(streamKey(t.type, t.id), t)
+        for (const [i, incoming] of refs.incoming) {
+          const { type, id } = batch.entries[i].event
+          for (const by of incoming) allDeletes.set(deleteKey(type, id, by.type, by.field), { type, id, byType: by.type, byField: by.field })
+        }
+      }
+      const checkedDeletes = new Set(deletes.map((d) => deleteKey(d.type, d.id, d.byType, d.byField)))
+      const t = [...allTargets]
+      const d = [...allDeletes]
+      return [
+        decidedAt,
+        t.map(([, x]) => x.type),
+        t.map(([, x]) => x.id),
+        t.map(([k]) => targets.has(k)),
+        d.map(([, x]) => x.type),
+        d.map(([, x]) => x.id),
+        d.map(([, x]) => x.byType),
+        d.map(([, x]) => x.byField),
+        d.map(([k]) => checkedDeletes.has(k))
+      ]
+    }
+  }
+}

@@ -24,6 +24,11 @@
  *   3. commit: with `synchronous_commit=on` and `ANY 1 (s1, s2)`, it returns once the batch is fsynced on the
  *      primary and on at least one standby.
  *
+ * The batch's idempotency keys are read only here: the writer sends none before (group-commit.ts), so a batch is one
+ * round trip when no key of it is stored. A claim of no entry (`count` 0: a submission the writer refused or that
+ * changed nothing) is a probe: planned like any claim, so the function answers it when it is stored, and never
+ * written.
+ *
  * The first attempt pictures the log as this node last saw it (`LogPicture`: the head and counters of its last
  * append) with the versions the batch was decided on, and runs alone (its own transaction: one round trip). When
  * the picture was wrong (another node wrote meanwhile), the batch is planned again on the log the function
@@ -61,19 +66,19 @@ const QUOTED = /["\\]/g
  * An array argument as the PostgreSQL array literal `pg` would send for it: numbers bare, strings quoted in one pass
  * (pg quotes every element, numbers too, in two regex passes: a few µs per write).
  */
-const arrayLiteral = (values: ReadonlyArray<string | number | null | undefined>) => {
+const arrayLiteral = (values: ReadonlyArray<string | number | boolean | null | undefined>) => {
   let out = "{"
   for (let i = 0; i < values.length; i++) {
     const v = values[i]
     if (i > 0) out += ","
-    out += v == null ? "NULL" : typeof v === "number" ? String(v) : `"${v.replace(QUOTED, "\\$&")}"`
+    out += v == null ? "NULL" : typeof v === "number" ? String(v) : typeof v === "boolean" ? (v ? "t" : "f") : `"${v.replace(QUOTED, "\\$&")}"`
   }
   return `${out}}`
 }
 const argument = (value: unknown) => (Array.isArray(value) ? arrayLiteral(value) : value)
 
 /** The call of the function; its arguments are whether it runs alone, whether the batch is shiftable, then `plan`'s, in order. */
-const CALL = `select ${SCHEMA}.append_batch(${Array.from({ length: 44 }, (_, i) => `$${i + 1}`).join(", ")}) as log`
+const CALL = `select ${SCHEMA}.append_batch(${Array.from({ length: 53 }, (_, i) => `$${i + 1}`).join(", ")}) as log`
 /** The error the function raises, alone, when the log is not as pictured (its detail: the log as it is). */
 const NOT_AS_PICTURED = "WO001"
 
@@ -87,6 +92,9 @@ interface Answer {
   readonly keys: ReadonlyArray<{ key: string; result: string; checksum: string }>
   readonly versions: ReadonlyArray<{ type: string; id: string; version: number }>
   readonly types: ReadonlyArray<{ type: string; last_id: string; row_count: string; checksum: string }>
+  /** The batch's referenced rows that are not live, and its deleted rows that a newer live row references. */
+  readonly missing?: ReadonlyArray<{ type: string; id: string }>
+  readonly referenced?: ReadonlyArray<{ type: string; id: string }>
 }
 
 const decodeAnswer = (a: Answer): Either.Either<LogState, StoreError> =>
@@ -97,7 +105,9 @@ const decodeAnswer = (a: Answer): Either.Either<LogState, StoreError> =>
     counts: new Map(a.types.map((raw) => {
       const t = decodeType(raw)
       return [t.type, { lastId: t.lastId, rowCount: t.rowCount }] as const
-    }))
+    })),
+    missing: new Set((a.missing ?? []).map((m) => streamKey(m.type, m.id))),
+    referenced: new Set((a.referenced ?? []).map((r) => streamKey(r.type, r.id)))
   }))
 
 /**

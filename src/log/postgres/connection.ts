@@ -5,7 +5,10 @@
  * a failover at once.
  *
  * Fencing: of the writable hosts, the one on the highest timeline wins, then the one furthest in its WAL (see
- * `choosePrimary`); a host on a lower timeline than one this node already used is never taken.
+ * `choosePrimary`); a host behind what this node has seen (a lower timeline, or the same one at an earlier WAL
+ * position), or of another cluster, is never taken. A serving node keeps what it has seen in its data dir
+ * (fence-memory.ts), so this holds after a restart too; a node with no memory yet does not choose while a listed
+ * host it cannot compare is unreachable (see `findPrimary`).
  *
  * Bounded stalls: every statement, and every append as a whole, fails after `timeoutMs` (WO_STORE_TIMEOUT) when
  * the primary does not answer (stopped, partitioned); the failure starts a search for the primary, which finds
@@ -15,11 +18,13 @@
  * returns only once it is durable as the server's `synchronous_standby_names` requires (the cluster script asks
  * for the primary and at least one standby).
  */
-import { Context, Effect, Exit, Layer, type Scope } from "effect"
+import { Context, Duration, Effect, Exit, Layer, Schedule, type Scope } from "effect"
+import * as path from "node:path"
 import pg from "pg"
 import { STORE_TIMEOUT_MS } from "../../support/config.ts"
 import { type StoreError, StoreFailed } from "../../domain/errors.ts"
 import { describeHost, parseStoreUrl, redactStoreUrl, type StoreHost, type StoreTarget } from "./store-url.ts"
+import { FENCE_MEMORY_FILE, furthest, isBehind, readFenceMemory, sameSeen, writeFenceMemory, type StoreSeen } from "./fence-memory.ts"
 
 const describe = (e: unknown) => (e instanceof Error ? e.message : String(e))
 
@@ -80,7 +85,17 @@ export class PgConnection extends Context.Tag("writeonce/PgConnection")<PgConnec
 export interface PgConnectionOptions {
   /** WO_STORE_TIMEOUT: how long a statement or an append may wait for the primary. */
   readonly timeoutMs?: number
+  /**
+   * The serving node's data dir, where it keeps what it has seen of the store across restarts (fence-memory.ts).
+   * Tools that only check the store leave it out: they neither read nor write that memory.
+   */
+  readonly memoryDir?: string
 }
+
+/** How often a serving node records the primary's WAL position in its memory (one small query, one small file). */
+const RECORD_EVERY = Duration.seconds(1)
+/** Between two looks for a primary while a start waits for one it can take. */
+const LOOK_AGAIN = Duration.millis(500)
 
 const clientConfig = (target: StoreTarget, host: StoreHost, timeoutMs: number): pg.ClientConfig => ({
   host: host.host,
@@ -106,33 +121,65 @@ const lostPrimary = (e: unknown) => {
   return typeof code !== "string" || /^(08|57P|53|58)/.test(code) || code === "25006" || !/^[0-9A-Z]{5}$/.test(code)
 }
 
-/** A writable host as probed: its timeline and its WAL position (bytes since 0/0). */
+/**
+ * A writable host as probed: its timeline, its WAL position (bytes since 0/0) and how far of it is flushed, and
+ * its cluster's system identifier (undefined if the role may not read it).
+ */
 export interface Writable {
   readonly host: StoreHost
   readonly timeline: number
   readonly lsn: bigint
+  readonly flushed?: bigint
+  readonly systemIdentifier?: string
 }
 
-/** Whether the host is a writable primary (not in recovery, not read-only), with its timeline; a string says why not. */
+/** A host that is not a writable primary: a standby, read-only, or unreachable (`reachable` false), and why. */
+export interface NotWritable {
+  readonly host: StoreHost
+  readonly why: string
+  readonly reachable: boolean
+}
+
+const isWritable = (p: Writable | NotWritable): p is Writable => "timeline" in p
+
+/** Bytes since 0/0 of an `(lsn - '0/0')::text` (a numeric, which may print a fraction). */
+const bytes = (numeric: string) => BigInt(numeric.replace(/\..*$/, ""))
+
+/** The timeline the server writes on and its WAL positions (written and flushed): one statement on a primary. */
+const POSITION = `select substr(pg_walfile_name(pg_current_wal_lsn()), 1, 8) as timeline,
+  (pg_current_wal_lsn() - '0/0'::pg_lsn)::text as lsn, (pg_current_wal_flush_lsn() - '0/0'::pg_lsn)::text as flushed`
+type PositionRow = { timeline: string; lsn: string; flushed: string }
+
+/** Whether the host is a writable primary (not in recovery, not read-only), with its timeline; else why not. */
 const probe = (target: StoreTarget, host: StoreHost, timeoutMs: number) =>
-  Effect.promise(async (): Promise<Writable | string> => {
+  Effect.promise(async (): Promise<Writable | NotWritable> => {
     const client = new pg.Client(clientConfig(target, host, timeoutMs))
     client.on("error", () => undefined)
     try {
-      await client.connect()
+      try {
+        await client.connect()
+      } catch (e) {
+        return { host, why: describe(e), reachable: false }
+      }
       const { rows } = await client.query<{ standby: boolean; read_only: string }>(
         "select pg_is_in_recovery() as standby, current_setting('default_transaction_read_only') as read_only"
       )
-      if (rows[0].standby) return "a standby"
-      if (rows[0].read_only === "on") return "read-only"
+      if (rows[0].standby) return { host, why: "a standby", reachable: true }
+      if (rows[0].read_only === "on") return { host, why: "read-only", reachable: true }
       // The timeline this server writes on now: the first 8 hex digits of its current WAL file's name
       // (pg_control_checkpoint() only shows the new timeline after the checkpoint that follows a promotion).
-      const at = await client.query<{ timeline: string; lsn: string }>(
-        "select substr(pg_walfile_name(pg_current_wal_lsn()), 1, 8) as timeline, (pg_current_wal_lsn() - '0/0'::pg_lsn)::text as lsn"
-      )
-      return { host, timeline: parseInt(at.rows[0].timeline, 16), lsn: BigInt(at.rows[0].lsn.replace(/\..*$/, "")) }
+      const at = (await client.query<PositionRow>(POSITION)).rows[0]
+      // The cluster's identity, which its standbys share; a role that may not read it leaves the check out.
+      const id = await client.query<{ id: string }>("select system_identifier::text as id from pg_control_system()").then((r) => r.rows[0]?.id, () => undefined)
+      return {
+        host,
+        timeline: parseInt(at.timeline, 16),
+        lsn: bytes(at.lsn),
+        flushed: bytes(at.flushed),
+        ...(id !== undefined ? { systemIdentifier: id } : {})
+      }
     } catch (e) {
-      return describe(e)
+      return { host, why: describe(e), reachable: false }
     } finally {
       client.end().catch(() => undefined)
     }
@@ -140,43 +187,95 @@ const probe = (target: StoreTarget, host: StoreHost, timeoutMs: number) =>
 
 const describeWritable = (w: Writable) => `${describeHost(w.host)} (timeline ${w.timeline}, WAL at ${w.lsn})`
 
+/** What a node has seen of the store when it chooses, and whether its data dir keeps it (for messages). */
+export interface Fence {
+  readonly seen?: StoreSeen
+  readonly kept?: boolean
+}
+
+/** Whether the host belongs to another cluster than the one seen (both identities known and different). */
+const isForeign = (w: Writable, seen: StoreSeen | undefined) =>
+  seen?.systemIdentifier !== undefined && w.systemIdentifier !== undefined && w.systemIdentifier !== seen.systemIdentifier
+
+/** Why a writable host is refused against what was seen, or undefined if it may be taken. */
+const refusal = (w: Writable, fence: Fence): string | undefined => {
+  const seen = fence.seen
+  if (seen === undefined) return undefined
+  if (isForeign(w, seen)) {
+    return `another PostgreSQL cluster (system identifier ${w.systemIdentifier}; ${fence.kept === true ? "this node's data dir remembers" : "this node saw"} ${seen.systemIdentifier})`
+  }
+  if (w.timeline < seen.timeline) return `behind what this node has seen (timeline ${w.timeline} < ${seen.timeline})`
+  if (isBehind(w, seen)) return `behind what this node has seen (timeline ${w.timeline} at WAL ${w.lsn} < ${seen.lsn})`
+  return undefined
+}
+
 /**
  * Fencing: which writable host is the primary. Every promotion starts a new timeline, so an old primary that
  * came back writable (or a standby promoted by mistake from an older state) is on a lower timeline than the one
  * promoted after it, whatever its WAL position: it is behind, or has diverged. So the highest timeline wins, and
  * between two on one timeline (two standbys of one primary both promoted), the one furthest in its WAL. A host
- * below `floor` (the timeline this node used last) is refused even when it is the only one writable: the newer
- * primary is down, and the old one would serve a past that was overwritten. No table or extra step at promotion
- * is needed: PostgreSQL records the timeline itself.
+ * behind what this node has seen (`fence`: a lower timeline, or the same one at an earlier WAL position) is refused
+ * even when it is the only one writable: the newer primary is down or paused, and the old one would serve a past
+ * that was overwritten. A host of another cluster (another system identifier) is never ranked. No table or extra
+ * step at promotion is needed: PostgreSQL records the timeline itself.
  */
-export const choosePrimary = (writable: ReadonlyArray<Writable>, floor: number): { readonly chosen?: Writable; readonly refused: ReadonlyArray<Writable> } => {
-  const ranked = [...writable].sort((a, b) => b.timeline - a.timeline || (b.lsn > a.lsn ? 1 : b.lsn < a.lsn ? -1 : 0))
-  const chosen = ranked[0] !== undefined && ranked[0].timeline >= floor ? ranked[0] : undefined
-  return { ...(chosen !== undefined ? { chosen } : {}), refused: chosen === undefined ? ranked : ranked.slice(1) }
+export const choosePrimary = (writable: ReadonlyArray<Writable>, fence: Fence = {}): { readonly chosen?: Writable; readonly refused: ReadonlyArray<Writable> } => {
+  const foreign = (w: Writable) => isForeign(w, fence.seen)
+  const ranked = writable.filter((w) => !foreign(w)).sort((a, b) => b.timeline - a.timeline || (b.lsn > a.lsn ? 1 : b.lsn < a.lsn ? -1 : 0))
+  const chosen = ranked[0] !== undefined && refusal(ranked[0], fence) === undefined ? ranked[0] : undefined
+  const refused = [...(chosen === undefined ? ranked : ranked.slice(1)), ...writable.filter(foreign)]
+  return { ...(chosen !== undefined ? { chosen } : {}), refused }
+}
+
+export interface FindOptions {
+  readonly timeoutMs?: number
+  readonly fence?: Fence
+  /**
+   * The node keeps a memory of the store but has none yet (a fresh data dir): it takes no primary while a listed
+   * host is unreachable, since that host may be a newer primary (paused, partitioned) and the writable one an old
+   * primary back from the dead. Nothing it has seen tells them apart.
+   */
+  readonly fresh?: boolean
 }
 
 /**
  * The primary among the store's hosts (all probed at once), chosen by `choosePrimary`. Several writable hosts
  * are logged as an error: all but the chosen one must be fenced by the operator.
  */
-export const findPrimary = (target: StoreTarget, options: { readonly timeoutMs?: number; readonly floor?: number } = {}) =>
+export const findPrimary = (target: StoreTarget, options: FindOptions = {}) =>
   Effect.gen(function* () {
     const timeoutMs = options.timeoutMs ?? STORE_TIMEOUT_MS
-    const floor = options.floor ?? 0
+    const fence = options.fence ?? {}
     const answers = yield* Effect.all(target.hosts.map((host) => probe(target, host, timeoutMs)), { concurrency: "unbounded" })
-    const writable = answers.filter((a): a is Writable => typeof a !== "string")
-    const { chosen, refused } = choosePrimary(writable, floor)
+    const writable = answers.filter(isWritable)
+    const { chosen, refused } = choosePrimary(writable, fence)
+    const whyRefused = (w: Writable) => refusal(w, fence) ?? "behind or diverged"
     if (writable.length > 1 || (chosen === undefined && writable.length > 0)) {
       yield* Effect.logError(
         `store: ${writable.length} writable PostgreSQL servers: ${writable.map(describeWritable).join(", ")}. ` +
-          (chosen !== undefined ? `Using ${describeHost(chosen.host)}; ` : `This node already used timeline ${floor}; `) +
-          `refusing ${refused.map((w) => describeHost(w.host)).join(", ")} (behind or diverged: stop it, or rejoin it as a standby with pg_rewind)`
+          (chosen !== undefined ? `Using ${describeHost(chosen.host)}; ` : "") +
+          `refusing ${refused.map((w) => `${describeHost(w.host)} (${whyRefused(w)})`).join(", ")}: stop it, or rejoin it as a standby with pg_rewind`
       )
     }
+    const unreachable = answers.filter((a): a is NotWritable => !isWritable(a) && !a.reachable)
+    if (chosen !== undefined && options.fresh === true && unreachable.length > 0) {
+      return yield* new StoreFailed({
+        reason: `this node has no memory of this store yet (a fresh data dir), and cannot compare the writable server ${describeWritable(chosen)} ` +
+          `with ${unreachable.map((u) => `${describeHost(u.host)} (${u.why})`).join(", ")}, which may be a newer primary: start the node again once every listed host ` +
+          `answers, or list only the store's own hosts`
+      })
+    }
     if (chosen !== undefined) return chosen
-    const why = answers.map((a, i) => `${describeHost(target.hosts[i])}: ${typeof a === "string" ? a : `stale (timeline ${a.timeline} < ${floor})`}`)
+    const why = answers.map((a) => `${describeHost(a.host)}: ${isWritable(a) ? whyRefused(a) : a.why}`)
     return yield* new StoreFailed({ reason: `no writable PostgreSQL primary among the store's hosts (${why.join("; ")})` })
   })
+
+/** Where a writable host stands, as the memory keeps it: the flushed position (a crash of the server keeps it). */
+const seenAt = (w: Writable): StoreSeen => ({
+  timeline: w.timeline,
+  lsn: w.flushed ?? w.lsn,
+  ...(w.systemIdentifier !== undefined ? { systemIdentifier: w.systemIdentifier } : {})
+})
 
 /**
  * The connection for a `--store` URL: its primary found, a pool opened, closed when the scope closes. When the
@@ -195,7 +294,39 @@ export const makePgConnection = (url: string, options: PgConnectionOptions = {})
       p.on("error", () => undefined)
       return p
     }
-    const first = yield* findPrimary(target, { timeoutMs })
+    // What this node has seen of the store: read from its data dir (a serving node), else since this start.
+    const memoryDir = options.memoryDir
+    const remembered = memoryDir === undefined ? undefined : readFenceMemory(memoryDir)
+    if (remembered !== undefined && "unreadable" in remembered) return yield* new StoreFailed({ reason: remembered.unreadable })
+    let seen: StoreSeen | undefined = remembered
+    const fence = (): Fence => ({ ...(seen !== undefined ? { seen } : {}), kept: memoryDir !== undefined })
+    /** Adds what was just seen to the memory; written to the data dir when it moved (a serving node only). */
+    const record = (now: StoreSeen) => {
+      const next = furthest(seen, now)
+      if (sameSeen(seen, next)) return
+      if (memoryDir !== undefined) writeFenceMemory(memoryDir, next)
+      seen = next
+    }
+
+    /** A store moved to another cluster on purpose (a restore, pg_upgrade) gets a new identity: the way out. */
+    const movedHint = (reason: string) =>
+      memoryDir !== undefined && reason.includes("another PostgreSQL cluster")
+        ? `. If the store moved to that cluster on purpose, delete ${path.join(memoryDir, FENCE_MEMORY_FILE)}`
+        : ""
+
+    // At start, wait (up to WO_STORE_TIMEOUT) for a primary this node may take: one may be paused, or promoting.
+    const started = Date.now()
+    let told = ""
+    const first = yield* findPrimary(target, { timeoutMs, fence: fence(), fresh: memoryDir !== undefined && seen === undefined }).pipe(
+      Effect.tapError((e) =>
+        e.reason === told ? Effect.void : Effect.logWarning(`store: waiting for a PostgreSQL primary this node may take: ${(told = e.reason)}`)),
+      Effect.retry({ schedule: Schedule.spaced(LOOK_AGAIN), while: () => Date.now() - started < timeoutMs }),
+      Effect.mapError((e) => new StoreFailed({ reason: `refusing to start after waiting ${timeoutMs} ms (WO_STORE_TIMEOUT): ${e.reason}${movedHint(e.reason)}` }))
+    )
+    yield* Effect.try({
+      try: () => record(seenAt(first)),
+      catch: (e) => new StoreFailed({ reason: `cannot keep what this node saw of the store in ${memoryDir}: ${describe(e)}` })
+    })
     let current = { primary: first.host, timeline: first.timeline, pool: openPool(first.host) }
     let closed = false
     let generation = 0
@@ -212,11 +343,17 @@ export const makePgConnection = (url: string, options: PgConnectionOptions = {})
       if (searching !== undefined || closed || lost !== current.pool) return
       searching = (async () => {
         for (let attempt = 0; !closed && lost === current.pool; attempt++) {
-          // Never back to an older timeline than the one in use (fencing).
-          const found = await Effect.runPromise(Effect.either(findPrimary(target, { timeoutMs, floor: current.timeline })))
+          // Never back to a primary behind what this node has seen (fencing).
+          const found = await Effect.runPromise(Effect.either(findPrimary(target, { timeoutMs, fence: fence() })))
           if (found._tag === "Right") {
             const now = found.right
             if (now.host === current.primary && now.timeline === current.timeline) return // it only paused, or restarted
+            // Remembered before it is used: a node killed right after the switch refuses the old primary when it starts again.
+            try {
+              record(seenAt(now))
+            } catch (e) {
+              await Effect.runPromise(Effect.logError(`store: cannot keep what this node saw of the store in ${memoryDir}: ${describe(e)}`))
+            }
             const old = current.pool
             current = { primary: now.host, timeline: now.timeline, pool: openPool(now.host) }
             generation++
@@ -236,6 +373,25 @@ export const makePgConnection = (url: string, options: PgConnectionOptions = {})
       return new StoreFailed({ reason: `${what}: ${describe(e)}` })
     }
     const deadline = () => makeDeadline(timeoutMs)
+
+    // A serving node records how far the primary's WAL has been flushed, so that after a restart it also refuses
+    // a primary of the same timeline that is behind. Failures are left to the node's own statements to notice.
+    if (memoryDir !== undefined) {
+      const recordPosition = Effect.promise(async () => {
+        const pool = current.pool
+        const bound = makeDeadline(timeoutMs)
+        try {
+          const at = (await bound.within(pool.query<PositionRow>(POSITION))).rows[0]
+          if (pool !== current.pool || closed) return
+          record({ timeline: parseInt(at.timeline, 16), lsn: bytes(at.flushed), ...(seen?.systemIdentifier !== undefined ? { systemIdentifier: seen.systemIdentifier } : {}) })
+        } catch {
+          // the primary is gone or paused, or the data dir failed: the next round tries again
+        } finally {
+          bound.clear()
+        }
+      })
+      yield* Effect.forkScoped(Effect.repeat(recordPosition, Schedule.spaced(RECORD_EVERY)))
+    }
     const query: PgConnectionShape["query"] = (what, text, values) =>
       Effect.suspend(() => {
         const pool = current.pool
@@ -300,7 +456,7 @@ const layers = new Map<string, Layer.Layer<PgConnection, StoreError>>()
 
 /** The connection layer for `url`: the same value for the same URL and options, so one runtime builds it once. */
 export const pgConnectionLayer = (url: string, options: PgConnectionOptions = {}) => {
-  const key = `${options.timeoutMs ?? STORE_TIMEOUT_MS} ${url}`
+  const key = `${options.timeoutMs ?? STORE_TIMEOUT_MS} ${options.memoryDir ?? ""} ${url}`
   let layer = layers.get(key)
   if (layer === undefined) {
     layer = Layer.scoped(PgConnection, makePgConnection(url, options))

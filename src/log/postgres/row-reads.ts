@@ -5,11 +5,12 @@
  * reference check walks. Each row comes verified (records.ts) with the seq of its last event (`at`, from the unique
  * (type, id, version) index of the events): the tailer applies to a cached row only the events after it.
  *
- * Lists filter and order in SQL over the type's rows (`row::jsonb`): no index serves a field yet, so a filtered or
- * ordered page costs a scan of the type's rows in the server, not in this process.
+ * Lists filter (equality, range, set, null test) and order in SQL over the type's rows (`row::jsonb`): no index
+ * serves a field yet, so a filtered or ordered page costs a scan of the type's rows in the server, not in this process.
  */
 import { Effect, Either } from "effect"
 import type { StoreError } from "../../domain/errors.ts"
+import type { Filter } from "../../domain/list-request.ts"
 import type { RowAt, RowListQuery, RowStore } from "../event-log.ts"
 import type { PgConnectionShape } from "./connection.ts"
 import { decodeOrFail, decodeRow } from "./records.ts"
@@ -46,22 +47,69 @@ const decodeAll = (raws: ReadonlyArray<Record<string, unknown>>) =>
     return Either.isLeft(out) ? Effect.fail(out.left) : Effect.succeed(out.right)
   })
 
-/** A value's rank in the order of ordered-index.ts: absent (or null), booleans, numbers, strings, anything else. */
+/** A value's rank in the order of domain/value-order.ts: absent (or null), booleans, numbers, strings, anything else. */
 const rankOf = (v: unknown) =>
   v === undefined || v === null ? 0 : typeof v === "boolean" ? 1 : typeof v === "number" ? 2 : typeof v === "string" ? 3 : 4
 
 /**
- * The SQL of a list's page over the type's live rows, with its parameters: the sort key of a field order is its
- * value's rank, then the value of its kind (strings in code order: `collate "C"`), then the id, as ordered-index.ts
- * orders; the cursor compares the whole key.
+ * The statement's parameters, numbered as they are added. Values that are compared as a field's sort key (a range's
+ * bounds, a cursor) go in as that key's four parts, so that SQL compares them as domain/value-order.ts orders values:
+ * the value's rank, then the value of its kind (strings in code order: `collate "C"`).
  */
-export const listStatement = (type: string, { where, order, after, limit }: RowListQuery) => {
-  const values: Array<unknown> = [type]
+const makeParams = (first: ReadonlyArray<unknown>) => {
+  const values: Array<unknown> = [...first]
   const param = (v: unknown) => {
     values.push(v)
     return `$${values.length}`
   }
-  const filters = where.map((f) => `(r.row::jsonb) -> ${param(f.field)} = ${param(JSON.stringify(f.value))}::jsonb`)
+  const keyOfValue = (v: unknown) => [
+    `${param(rankOf(v))}::int`,
+    `${param(typeof v === "boolean" ? v : false)}::boolean`,
+    `${param(typeof v === "number" ? v : 0)}::numeric`,
+    `${param(typeof v === "string" ? v : "")}::text collate "C"`
+  ]
+  return { values, param, keyOfValue }
+}
+
+/** A field's sort key in SQL, in the four parts `keyOfValue` gives a value. */
+const keyOfField = (j: string) => [
+  `(case coalesce(jsonb_typeof(${j}), 'null') when 'boolean' then 1 when 'number' then 2 when 'string' then 3 when 'null' then 0 else 4 end)`,
+  `coalesce(case when jsonb_typeof(${j}) = 'boolean' then (${j})::boolean end, false)`,
+  `coalesce(case when jsonb_typeof(${j}) = 'number' then (${j})::numeric end, 0)`,
+  `coalesce(case when jsonb_typeof(${j}) = 'string' then ${j} #>> '{}' end, '') collate "C"`
+]
+
+/** One filter of a list (domain/list-request.ts) as an SQL condition on the row's JSON. */
+const filterCondition = (f: Filter, { param, keyOfValue }: ReturnType<typeof makeParams>): string => {
+  const j = `((r.row::jsonb) -> ${param(f.field)})`
+  switch (f.op) {
+    case undefined:
+    case "eq":
+      return `${j} = ${param(JSON.stringify(f.value))}::jsonb`
+    case "in":
+      return `${j} = any(${param(f.values.map((v) => JSON.stringify(v)))}::text[]::jsonb[])`
+    case "null":
+      return f.isNull ? `coalesce(jsonb_typeof(${j}), 'null') = 'null'` : `coalesce(jsonb_typeof(${j}), 'null') <> 'null'`
+    case "range": {
+      // A range never holds an absent or null value, whatever its bounds.
+      const conditions = [`coalesce(jsonb_typeof(${j}), 'null') <> 'null'`]
+      const key = keyOfField(j).join(", ")
+      if (f.lower !== undefined) conditions.push(`(${key}) ${f.lower.inclusive ? ">=" : ">"} (${keyOfValue(f.lower.value).join(", ")})`)
+      if (f.upper !== undefined) conditions.push(`(${key}) ${f.upper.inclusive ? "<=" : "<"} (${keyOfValue(f.upper.value).join(", ")})`)
+      return conditions.join(" and ")
+    }
+  }
+}
+
+/**
+ * The SQL of a list's page over the type's live rows, with its parameters: every filter of the `Filter` union
+ * (equality, range, set, null test) is a condition on the row's JSON; the sort key of a field order is its value's
+ * key (`keyOfField`), then the id, as ordered-index.ts orders; the cursor compares the whole key.
+ */
+export const listStatement = (type: string, { where, order, after, limit }: RowListQuery) => {
+  const params = makeParams([type])
+  const { values, param, keyOfValue } = params
+  const filters = where.map((f) => filterCondition(f, params))
   const dir = order.descending ? "desc" : "asc"
   const cmp = order.descending ? "<" : ">"
   let keys: Array<string>
@@ -70,26 +118,8 @@ export const listStatement = (type: string, { where, order, after, limit }: RowL
     keys = ["length(r.id)", "r.id"]
     if (after !== undefined) cursor = [param(String(after.id).length), param(String(after.id))]
   } else {
-    const j = `((r.row::jsonb) -> ${param(order.field)})`
-    keys = [
-      `(case jsonb_typeof(${j}) when 'boolean' then 1 when 'number' then 2 when 'string' then 3 when 'null' then 0 when null then 0 else 4 end)`,
-      `coalesce(case when jsonb_typeof(${j}) = 'boolean' then (${j})::boolean end, false)`,
-      `coalesce(case when jsonb_typeof(${j}) = 'number' then (${j})::numeric end, 0)`,
-      `coalesce(case when jsonb_typeof(${j}) = 'string' then ${j} #>> '{}' end, '') collate "C"`,
-      "length(r.id)",
-      "r.id"
-    ]
-    if (after !== undefined) {
-      const v = after.value
-      cursor = [
-        `${param(rankOf(v))}::int`,
-        `${param(typeof v === "boolean" ? v : false)}::boolean`,
-        `${param(typeof v === "number" ? v : 0)}::numeric`,
-        `${param(typeof v === "string" ? v : "")}::text collate "C"`,
-        param(String(after.id).length),
-        param(String(after.id))
-      ]
-    }
+    keys = [...keyOfField(`((r.row::jsonb) -> ${param(order.field)})`), "length(r.id)", "r.id"]
+    if (after !== undefined) cursor = [...keyOfValue(after.value), param(String(after.id).length), param(String(after.id))]
   }
   const conditions = ["r.type = $1", "r.row is not null", ...filters]
   if (cursor.length > 0) conditions.push(`(${keys.join(", ")}) ${cmp} (${cursor.join(", ")})`)
@@ -143,5 +173,15 @@ export const makeRowStore = (
       ),
       (r) => decodeAll(r.rows as ReadonlyArray<Record<string, unknown>>)
     )
-  return { start, rowSync, pageSync, idsWhereSync, list, rowsNow, syncReads: () => syncReads }
+  const rowsWhere = (type: string, field: string, value: unknown) =>
+    Effect.flatMap(
+      conn.query(
+        "cannot read the referencing rows",
+        `select ${ROW_AT_COLUMNS} from ${ROW_JOIN} where r.type = $1 and r.row is not null and (r.row::jsonb) -> $2 = $3::jsonb
+           order by length(r.id), r.id`,
+        [type, field, JSON.stringify(value)]
+      ),
+      (r) => decodeAll(r.rows as ReadonlyArray<Record<string, unknown>>)
+    )
+  return { start, rowSync, pageSync, idsWhereSync, list, rowsWhere, rowsNow, syncReads: () => syncReads }
 }

@@ -134,7 +134,17 @@ export const STORE_VERSION = STEPS.length
  * records would name seqs) whose picture is right but for the head (other nodes committed since: the head moved
  * forward) is written all the same, after them: its seqs and its new head moved by as many, answered as
  * `{"shift": n}`. Its entities' versions and its types' counters are as planned, so the plan on the log as it is
- * would be the same but for the seqs. Otherwise write nothing and answer the log
+ * would be the same but for the seqs.
+ *
+ * References (appended after the plan's arguments: `ref_*`, `del_*`): each referenced row flagged `ref_checked` must
+ * be live, and no live row may reference a row the batch deletes flagged `del_checked` (`del_*`: the deleted row,
+ * and a field that may reference it). A row that references it and that the deciding node did not see was written
+ * after the seq its rows stood at (`ref_since`): only the events past it are read, through the events' primary key.
+ * The answer names, among all of them (flagged or not: entries the plan left out for another reason), the
+ * referenced rows that are not live (`missing`) and the deleted ones still referenced (`referenced`); the plan
+ * leaves out the entries that need them.
+ *
+ * Otherwise write nothing and answer the log
  * as it is: by an error WO001 whose detail is that answer when the call runs alone (no commit to wait for), or as
  * the result, the lock kept, in the caller's transaction. Replaced at every start (CREATE OR REPLACE), so a store of
  * any format gets this release's: no store format of its own (an older release's signature, without `p_shiftable`,
@@ -150,14 +160,31 @@ create or replace function ${SCHEMA}.append_batch(
   t_type text[], t_last bigint[], t_rows bigint[], t_checksum text[],
   v_name text[], v_record text[], v_checksum text[],
   k_key text[], k_at bigint[], k_result text[], k_checksum text[],
-  p_new_head bigint, p_tag text
+  p_new_head bigint, p_tag text,
+  ref_since bigint, ref_types text[], ref_ids text[], ref_checked boolean[],
+  del_types text[], del_ids text[], del_by_types text[], del_by_fields text[], del_checked boolean[]
 ) returns json language plpgsql volatile as $fn$
 declare
   v_head bigint;
   v_shift bigint := 0;
   v_log json;
+  v_still_referenced boolean := false;
+  v_referenced jsonb := '[]';
 begin
   select h.seq into v_head from ${SCHEMA}.log_head h for update;
+  -- Deletes of referenced rows: the rows written since the deciding node's rows that reference one, under the lock.
+  -- EXECUTE plans it for this call's values: the events past ref_since are few and read by their primary key, where
+  -- a plan cached for any value could read every event of the referencing type.
+  if cardinality(del_types) > 0 then
+    execute 'select coalesce(bool_or(d.checked), false), coalesce(jsonb_agg(distinct jsonb_build_object(''type'', d.type, ''id'', d.id)), ''[]'')
+      from (select x.type, x.id, x.checked
+        from unnest($2, $3, $4, $5, $6) as x(type, id, by_type, by_field, checked)
+        join ${SCHEMA}.events e on e.seq > $1 and e.type = x.by_type
+        join ${SCHEMA}.rows r on r.type = e.type and r.id = e.id
+        where r.row is not null and r.row ->> x.by_field = x.id and not (r.type = x.type and r.id = x.id)) d'
+      into v_still_referenced, v_referenced
+      using ref_since, del_types, del_ids, del_by_types, del_by_fields, del_checked;
+  end if;
   -- Only the head moved (forward, from a head the caller pictured): written after the others' commits, if the other
   -- checks pass. Keys and view records name seqs: never shifted, whatever the caller says.
   if p_shiftable and p_head >= 0 and v_head > p_head and cardinality(p_claims) = 0 and cardinality(v_name) = 0 then
@@ -177,6 +204,12 @@ begin
       select 1 from unnest(p_cnt_types, p_cnt_last, p_cnt_rows) as x(type, last_id, row_count)
       left join ${SCHEMA}.types t on t.type = x.type
       where coalesce(t.last_id, 0) <> x.last_id or coalesce(t.row_count, 0) <> x.row_count) end)
+    -- References: every target live (no deleted row referenced: above).
+    and (case when cardinality(ref_types) = 0 then true else not exists (
+      select 1 from unnest(ref_types, ref_ids, ref_checked) as x(type, id, checked)
+      left join ${SCHEMA}.rows r on r.type = x.type and r.id = x.id
+      where x.checked and r.row is null) end)
+    and not v_still_referenced
   then
     insert into ${SCHEMA}.events (seq, type, id, version, kind, schema, at, method, params, data, checksum, command, correlation, actor)
       select x.seq + v_shift, x.type, x.id, x.version, x.kind, x.schema, x.at, x.method, x.params::json, x.data::json, x.checksum, x.command, x.correlation, x.actor::json
@@ -216,7 +249,11 @@ begin
     'versions', (select coalesce(json_agg(json_build_object('type', r.type, 'id', r.id, 'version', r.version)), '[]'::json)
                  from unnest(p_ent_types, p_ent_ids) as x(type, id) join ${SCHEMA}.rows r on r.type = x.type and r.id = x.id),
     'types', (select coalesce(json_agg(json_build_object('type', t.type, 'last_id', t.last_id::text, 'row_count', t.row_count::text, 'checksum', t.checksum)), '[]'::json)
-              from ${SCHEMA}.types t where t.type = any(p_cnt_types)));
+              from ${SCHEMA}.types t where t.type = any(p_cnt_types)),
+    'missing', (select coalesce(json_agg(json_build_object('type', x.type, 'id', x.id)), '[]'::json)
+                from unnest(ref_types, ref_ids) as x(type, id)
+                left join ${SCHEMA}.rows r on r.type = x.type and r.id = x.id where r.row is null),
+    'referenced', v_referenced);
   if p_alone then
     raise exception 'the log is not as the batch was planned on' using errcode = 'WO001', detail = v_log::text;
   end if;

@@ -8,7 +8,9 @@
  * - version continuity per entity (1 for the create, then +1; nothing after a delete);
  * - each stored row at its entity's last version (a tombstone for a deleted one), and a row for every entity;
  * - id counters at or above the highest id used, and row counts as recorded;
- * - every idempotency key's checksum and shape, and its answer within the log.
+ * - every idempotency key's checksum and shape, and its answer within the log;
+ * - with the app's reference fields (`wo verify --app`), every live row's references to live rows
+ *   (reference-audit.ts).
  * Several nodes may be writing: the whole check reads one snapshot (a repeatable-read transaction).
  */
 import { Effect } from "effect"
@@ -18,10 +20,11 @@ import { describeProblem as describe, makeProblems, makeStoreRules, type VerifyR
 import type { PgConnectionShape } from "./connection.ts"
 import { decodeEvent, decodeRow, decodeStoredKey, decodeType, EVENT_COLUMNS, KEY_COLUMNS, ROW_COLUMNS, TYPE_COLUMNS } from "./records.ts"
 import { SCHEMA } from "./schema.ts"
+import { makeReferenceAudit, type ReferenceFields } from "../reference-audit.ts"
 
 const BATCH = 5000
 
-export const verifyPostgresStore = (conn: PgConnectionShape): Effect.Effect<VerifyReport, StoreError> =>
+export const verifyPostgresStore = (conn: PgConnectionShape, references?: ReferenceFields): Effect.Effect<VerifyReport, StoreError> =>
   Effect.scoped(
     Effect.gen(function* () {
       const client = yield* conn.client
@@ -60,7 +63,9 @@ export const verifyPostgresStore = (conn: PgConnectionShape): Effect.Effect<Veri
       const head = Number((yield* q("cannot read the log head", `select seq::text as seq from ${SCHEMA}.log_head`)).rows[0]?.seq ?? 0)
       if (head !== rules.lastSeq) problem(`the log head is at seq ${head}, the last event is ${rules.lastSeq}`)
 
-      // Rows (tombstones included): checksums, each at its entity's last version, live ones counted per type.
+      // Rows (tombstones included): checksums, each at its entity's last version, live ones counted per type; their
+      // references, with the app's fields.
+      const audit = references === undefined ? undefined : makeReferenceAudit(references, rules.versionOf, problem)
       let rows = 0
       const livePerType = new Map<string, number>()
       const rowed = new Set<string>()
@@ -84,6 +89,7 @@ export const verifyPostgresStore = (conn: PgConnectionShape): Effect.Effect<Veri
         rows++
         livePerType.set(stored.type, (livePerType.get(stored.type) ?? 0) + 1)
         rules.row(entity, stored.version)
+        audit?.row(stored.type, stored.row)
       })
       rules.missingRows(rowed)
 

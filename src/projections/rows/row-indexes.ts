@@ -7,7 +7,7 @@
  * value of the filtered field. A page then reads about as many rows as it returns, however big the table.
  */
 import type { Row } from "../../domain/catalog.ts"
-import { matchesAll, type Filter, type Order } from "../../domain/list-request.ts"
+import { isEquals, matchesAll, type Equals, type Filter, type Order } from "../../domain/list-request.ts"
 import { EqualityIndex } from "./equality-index.ts"
 import { OrderedIndex, type SortKey } from "./ordered-index.ts"
 import { indexAfter } from "./sorted-ids.ts"
@@ -165,10 +165,12 @@ export abstract class RowIndexes {
    * A page of the rows matching every filter, in `order`, after the cursor, over the indexes; undefined for an
    * unfiltered list in id order (the holder walks its ids). With filters, the most selective one (the smallest
    * bucket of its equality index) leads: in id order its bucket is walked, in another order that value's rows in
-   * that order; the other filters are checked row by row.
+   * that order; the other filters (ranges, sets and null tests too) are checked row by row.
    */
   protected indexedPage({ where, order, after, limit }: RowQuery): RowPage | undefined {
-    const lead = where.length === 0 ? undefined : this.mostSelective(where)
+    // Only an equality filter leads; ranges, sets and null tests are checked row by row (a filtered walk).
+    const equalities = where.filter(isEquals)
+    const lead = equalities.length === 0 ? undefined : this.mostSelective(equalities)
     if (order.field === "id") {
       return lead === undefined ? undefined : this.idWalk(this.equalityOn(lead.field).bucket(lead.value), where, order.descending, after?.id, limit)
     }
@@ -193,7 +195,7 @@ export abstract class RowIndexes {
   }
 
   /** The filter whose value the fewest rows hold. */
-  private mostSelective(where: ReadonlyArray<Filter>): Filter {
+  private mostSelective(where: ReadonlyArray<Equals>): Equals {
     let best = where[0]
     let size = this.equalityOn(best.field).bucket(best.value).length
     for (let i = 1; i < where.length && size > 0; i++) {

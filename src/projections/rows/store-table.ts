@@ -5,8 +5,9 @@
  *
  * The projector applies each durable batch here (`apply`) before any caller is answered, so a client reads its own
  * writes and the writer decides against what it wrote. Filtered and ordered lists walk the store's secondary indexes
- * (log/classic-level/index-keys.ts) once their backfill (index-backfill.ts) is done, never a partial one; until then
- * a list waits for the build or scans a bounded number of rows (BUILD_FIRST_ROWS, SCAN_BUDGET_ROWS). The reference
+ * (log/classic-level/index-keys.ts; index-spans.ts says which index and which of its spans) once their backfill
+ * (index-backfill.ts) is done, never a partial one; until then a list waits for the build or scans a bounded number
+ * of rows (BUILD_FIRST_ROWS, SCAN_BUDGET_ROWS). The reference
  * checks of deletes (`idsWhere`) use in-memory equality indexes (row-indexes.ts), maintained by `apply`.
  */
 import { Effect, Either } from "effect"
@@ -14,10 +15,11 @@ import type { Row } from "../../domain/catalog.ts"
 import type { CompiledApp } from "../../domain/compile.ts"
 import { DataCorrupt, isStoreError, StoreFailed, type StoreError } from "../../domain/errors.ts"
 import type { Change } from "../../domain/events.ts"
-import { matchesAll } from "../../domain/list-request.ts"
+import { isEquals, matchesAll } from "../../domain/list-request.ts"
 import { isCanonicalId } from "../../domain/ids.ts"
 import * as X from "../../log/classic-level/index-keys.ts"
 import { decodeRow, READ_BATCH } from "../../log/classic-level/level-records.ts"
+import { MergedKeys } from "../../log/classic-level/merged-keys.ts"
 import type { Db } from "../../log/classic-level/level-db.ts"
 import { forEachRecord, readBatches } from "../../log/classic-level/read-batches.ts"
 import * as K from "../../log/classic-level/log-keys.ts"
@@ -25,9 +27,11 @@ import { RecordCorrupt } from "../../log/record.ts"
 import { upcastRow } from "../../log/upcasting-log.ts"
 import type { IndexBackfill } from "./index-backfill.ts"
 import type { RowCache } from "./row-cache.ts"
+import { indexFieldsFor, leadOf, spanRange, spansFor, type KeySpan } from "./index-spans.ts"
 import { RowIndexes, type IndexSpec, type RowPage, type RowQuery } from "./row-indexes.ts"
 import type { RowTableShape } from "./row-table.ts"
 import { normaliseRow } from "./schema-check.ts"
+import { indexAfter } from "./sorted-ids.ts"
 
 export interface StoreAccess {
   /** The open database (throws StoreError while it is closed for a reopen). */
@@ -38,12 +42,7 @@ export interface StoreAccess {
   readonly indexes: IndexBackfill
 }
 
-/** The stored index a list walks: on its filter's field (the first filter leads), its order's field, or both. */
-export const indexFieldsFor = ({ where, order }: Pick<RowQuery, "where" | "order">): ReadonlyArray<string> | undefined => {
-  const lead = where[0]
-  if (order.field === "id") return lead === undefined ? undefined : [lead.field]
-  return lead === undefined ? [order.field] : [lead.field, order.field]
-}
+export { indexFieldsFor } from "./index-spans.ts"
 
 /**
  * A table of at most this many rows builds a missing index before it answers a list that needs it, rather than
@@ -62,6 +61,18 @@ export const BUILD_FIRST_ROWS = 500
  * A table of up to this many rows is never answered a partial page.
  */
 export const SCAN_BUDGET_ROWS = 5_000
+
+/**
+ * A range filter's page in id order first scans this many pages' worth of rows: a range holding about a tenth of
+ * the rows or more fills its page there, about as cheaply as an equality's index walk; a narrower one reads its index.
+ */
+const RANGE_PROBE_PAGES = 10
+
+/**
+ * A range in id order with at most this many distinct values is walked as a set of them (one seek each to find
+ * them); one with more is read as `rangeById` says.
+ */
+const RANGE_VALUES = 32
 
 /** Bytes a scan's iterator buffers per read of the store: a few hundred rows, so that a scan takes a few turns. */
 const SCAN_READ_BYTES = 256 * 1024
@@ -181,10 +192,10 @@ export class StoreTable extends RowIndexes implements RowTableShape {
     const fields = indexFieldsFor(query)
     if (fields === undefined) return this.walk(query)
     const { indexes } = this.access
-    if (indexes.isReady(this.type, fields)) return this.indexWalk(fields, query)
+    if (indexes.isReady(this.type, fields)) return this.listWalk(fields, query)
     // An order needs every row before its first page, and a small table is built at once: that list waits for the index.
     if (query.order.field !== "id" || this.count <= BUILD_FIRST_ROWS) {
-      return Effect.zipRight(indexes.ready(this.type, fields), this.indexWalk(fields, query))
+      return Effect.zipRight(indexes.ready(this.type, fields), this.listWalk(fields, query))
     }
     // The backfill starts once this page is read: the first page does not share the thread with its first chunk.
     return Effect.zipLeft(this.scan(query), indexes.start(this.type, fields))
@@ -197,13 +208,13 @@ export class StoreTable extends RowIndexes implements RowTableShape {
    * the same way). A scan that stops at its budget answers the rows found so far and continues after the last row it
    * read; with fewer than `limit` rows (maybe none), the page is `partial`.
    */
-  private scan({ where, order, after, limit }: RowQuery): Effect.Effect<RowPage, StoreError> {
+  private scan({ where, order, after, limit }: RowQuery, rowBudget = SCAN_BUDGET_ROWS): Effect.Effect<RowPage, StoreError> {
     const fields = where.map((f) => f.field)
     const { cache, catalog } = this.access
     return Effect.tryPromise({
       try: async () => {
         // Each read of the store is a turn that the backfill's chunks and other requests may take.
-        const budget = Math.max(SCAN_BUDGET_ROWS, limit + 1)
+        const budget = Math.max(rowBudget, limit + 1)
         const it = this.access.db().iterator({ ...this.rangeAfter(order.descending, after?.id), limit: budget + 1, highWaterMarkBytes: SCAN_READ_BYTES })
         const rows: Array<Row> = []
         let scanned = 0
@@ -243,22 +254,85 @@ export class StoreTable extends RowIndexes implements RowTableShape {
       : { gt: id === undefined ? this.start : K.rowKey(this.type, String(id)), lt: this.end }
   }
 
+  /** A filtered or ordered page from the index on `fields` (index-spans.ts says which index and which spans). */
+  private listWalk(fields: ReadonlyArray<string>, query: RowQuery): Effect.Effect<RowPage, StoreError> {
+    const lead = leadOf(query.where)
+    if (lead?.kind !== "range" || query.order.field !== "id") return this.indexWalk(fields, query)
+    // A range of few distinct values is a set of them: each value's keys are in id order, merged as a set's are.
+    return Effect.flatMap(this.rangeValues(fields, query), (spans) => spans === undefined ? this.rangeById(fields, query) : this.indexWalk(fields, query, spans))
+  }
+
   /**
-   * A filtered or ordered page: the range of the index on `fields` (within the lead filter's value), from the
-   * cursor on, each entry's row read through the cache and checked against every filter.
+   * The spans of the distinct values in a range's span of the index on `fields` (one seek each), ascending;
+   * undefined when it holds more than RANGE_VALUES of them.
    */
-  private indexWalk(fields: ReadonlyArray<string>, { where, order, after, limit }: RowQuery): Effect.Effect<RowPage, StoreError> {
-    const prefix = X.indexPrefix(this.type, fields) + (where.length === 0 ? "" : X.encodeValue(where[0].value))
-    const cursor = after === undefined ? undefined : prefix + (order.field === "id" ? "" : X.encodeValue(after.value)) + X.idPart(after.id)
-    const end = X.prefixEnd(prefix)
-    const range = order.descending
-      ? { gte: prefix, lt: cursor ?? end, reverse: true }
-      : cursor === undefined ? { gte: prefix, lt: end } : { gt: cursor, lt: end }
+  private rangeValues(fields: ReadonlyArray<string>, { where }: RowQuery): Effect.Effect<ReadonlyArray<KeySpan> | undefined, StoreError> {
     return Effect.tryPromise({
       try: async () => {
+        const range = spanRange(spansFor(this.type, fields, where)[0], undefined, false)
+        if (range === undefined) return []
+        const it = this.access.db().keys(range)
+        try {
+          const spans: Array<KeySpan> = []
+          for (;;) {
+            const [key] = await it.nextv(1)
+            if (key === undefined) return spans
+            if (spans.length === RANGE_VALUES) return undefined
+            const base = X.baseOfIndexKey(key)
+            spans.push({ base, low: base, high: X.prefixEnd(base) })
+            it.seek(X.prefixEnd(base))
+          }
+        } finally {
+          await it.close().catch(() => undefined)
+        }
+      },
+      catch: unavailable(`cannot read the rows of ${this.type}`)
+    })
+  }
+
+  /**
+   * A filtered or ordered page: the spans of the index on `fields` (one per value of a set, merged in the list's
+   * order), from the cursor on, each entry's row read through the cache and checked against every filter.
+   */
+  private indexWalk(
+    fields: ReadonlyArray<string>,
+    { where, order, after, limit }: RowQuery,
+    spans: ReadonlyArray<KeySpan> = spansFor(this.type, fields, where)
+  ): Effect.Effect<RowPage, StoreError> {
+    const cursor = after === undefined ? undefined : (order.field === "id" ? "" : X.encodeValue(after.value)) + X.idPart(after.id)
+    // A walk checking a range, set or null test row by row may read many entries per match (a range in another
+    // field's order reads that order's whole index): it stops at SCAN_BUDGET_ROWS entries, as a scan does, and the
+    // next page goes on after the last entry read. Equality alone narrows its walk to its matches: unbounded, as ever.
+    const budget = where.every(isEquals) ? Infinity : Math.max(SCAN_BUDGET_ROWS, limit + 1)
+    const prefixLength = X.indexPrefix(this.type, fields).length
+    /** Where a walk stopped at its budget resumes: after this entry, in the list's order (its last field). */
+    const resumeAt = (key: string) => {
+      let at = prefixLength
+      for (let i = 1; i < fields.length; i++) at = X.decodeValueAt(key, at).end
+      return { id: X.idOfIndexKey(key), value: order.field === "id" ? undefined : X.decodeValueAt(key, at).value }
+    }
+    return Effect.tryPromise({
+      try: async () => {
+        const db = this.access.db()
+        const sources = spans.flatMap((span) => {
+          const range = spanRange(span, cursor, order.descending)
+          return range === undefined ? [] : [{ it: db.keys(range), skip: span.base.length }]
+        })
+        if (sources.length === 0) return { rows: [], more: false }
+        const keys = sources.length === 1 ? sources[0].it : new MergedKeys(sources, order.descending)
         const rows: Array<Row> = []
-        const page = await readBatches(this.access.db().keys(range), async (keys): Promise<RowPage | undefined> => {
-          for (const row of await this.rowsOf(keys.map(X.idOfIndexKey))) {
+        let read = 0
+        let last = ""
+        const page = await readBatches(keys, async (batch): Promise<RowPage | undefined> => {
+          const found = await this.rowsOf(batch.map(X.idOfIndexKey))
+          for (let i = 0; i < batch.length; i++) {
+            if (read === budget) {
+              const resume = resumeAt(last)
+              return rows.length < limit ? { rows, more: true, resume, partial: true } : { rows, more: true, resume }
+            }
+            read++
+            last = batch[i]
+            const row = found[i]
             // A row not applied yet may still be cached as it was: the filters are checked on the row served.
             if (row === undefined || !matchesAll(where, row)) continue
             if (rows.length === limit) return { rows, more: true }
@@ -267,6 +341,65 @@ export class StoreTable extends RowIndexes implements RowTableShape {
           return undefined
         }, { size: () => Math.min(READ_BATCH, Math.max(32, limit + 1 - rows.length)), closeQuietly: true })
         return page ?? { rows, more: false }
+      },
+      catch: unavailable(`cannot read the rows of ${this.type}`)
+    })
+  }
+
+  /**
+   * A page in id order of the rows in a range of a field (its index on `fields` ready). A dense range fills its page
+   * from a short scan of the rows in id order; else the range's span of the index is read, up to SCAN_BUDGET_ROWS
+   * ids, and when it ends within them its ids are sorted and served exactly; a range wider than that is dense enough
+   * for the bounded scan (SCAN_BUDGET_ROWS rows, then a partial page that goes on after the last row read).
+   */
+  private rangeById(fields: ReadonlyArray<string>, query: RowQuery): Effect.Effect<RowPage, StoreError> {
+    return Effect.flatMap(this.scan(query, RANGE_PROBE_PAGES * (query.limit + 1)), (probe) => {
+      if (probe.resume === undefined) return Effect.succeed(probe)
+      return Effect.flatMap(this.rangeIds(fields, query), (ids) => (ids === undefined ? this.scan(query) : this.idsPage(ids, query)))
+    })
+  }
+
+  /** The ids of the range's span, ascending; undefined when it holds more than SCAN_BUDGET_ROWS. */
+  private rangeIds(fields: ReadonlyArray<string>, { where }: RowQuery): Effect.Effect<Array<number> | undefined, StoreError> {
+    return Effect.tryPromise({
+      try: async () => {
+        const range = spanRange(spansFor(this.type, fields, where)[0], undefined, false)
+        if (range === undefined) return []
+        const ids: Array<number> = []
+        const over = await readBatches(this.access.db().keys({ ...range, limit: SCAN_BUDGET_ROWS + 1 }), (keys) => {
+          for (const key of keys) ids.push(X.idOfIndexKey(key))
+          return ids.length > SCAN_BUDGET_ROWS ? true : undefined
+        }, { closeQuietly: true })
+        return over === true ? undefined : ids.sort((a, b) => a - b)
+      },
+      catch: unavailable(`cannot read the rows of ${this.type}`)
+    })
+  }
+
+  /** A page of the rows with these ids (ascending), after the cursor in the page's direction, checked against every filter. */
+  private idsPage(ids: ReadonlyArray<number>, { where, order, after, limit }: RowQuery): Effect.Effect<RowPage, StoreError> {
+    return Effect.tryPromise({
+      try: async () => {
+        // The ids still to read: [from, to), taken from the front ascending, from the back descending.
+        let from = after === undefined || order.descending ? 0 : indexAfter(ids, after.id)
+        let to = after === undefined || !order.descending ? ids.length : indexAfter(ids, after.id - 1)
+        const next = (n: number) => {
+          if (!order.descending) return ids.slice(from, (from = Math.min(to, from + n)))
+          const start = Math.max(from, to - n)
+          const chunk = ids.slice(start, to).reverse()
+          to = start
+          return chunk
+        }
+        const rows: Array<Row> = []
+        for (;;) {
+          const chunk = next(Math.max(32, limit + 1 - rows.length))
+          if (chunk.length === 0) return { rows, more: false }
+          for (const row of await this.rowsOf(chunk)) {
+            if (row === undefined || !matchesAll(where, row)) continue
+            if (rows.length === limit) return { rows, more: true }
+            rows.push(row)
+          }
+        }
       },
       catch: unavailable(`cannot read the rows of ${this.type}`)
     })

@@ -9,7 +9,9 @@
  * - each view record's checksum and shape;
  * - the secondary index records against the rows (index-check.ts);
  * - the head at or past the acknowledged-head record (acked-head.ts): LevelDB does not report a write-ahead log
- *   that lost acknowledged writes.
+ *   that lost acknowledged writes;
+ * - with the app's reference fields (`wo verify --app`), every live row's references to live rows
+ *   (reference-audit.ts).
  * A loss the operator accepted (`--accept-data-loss`, accepted-loss.ts) is reported, not counted as a problem:
  * the gaps it covers and the version jumps across them.
  * It reads in native batches (`nextv`), so a large log verifies at hundreds of thousands of events a second.
@@ -30,6 +32,7 @@ import { readAckedRecord } from "../acked-head.ts"
 import { checkIndexRecords } from "./index-check.ts"
 import { checkHistoryRecords } from "../history-records.ts"
 import { describeProblem as describe, makeProblems, makeStoreRules, type VerifyReport } from "../../store-rules.ts"
+import { makeReferenceAudit, type ReferenceFields } from "../../reference-audit.ts"
 
 /** Every key and value of a range, a batch at a time, the next batch read while this one is checked. */
 const forEachRecord = (db: Db, gte: string, lt: string, f: (key: string, value: string) => void) =>
@@ -60,7 +63,7 @@ const firstWrittenRecord = async (db: Db): Promise<string | undefined> => {
   return undefined
 }
 
-export const verifyStore = (h: LevelDbShape): Effect.Effect<VerifyReport, StoreError> =>
+export const verifyStore = (h: LevelDbShape, references?: ReferenceFields): Effect.Effect<VerifyReport, StoreError> =>
   h.read("cannot verify the store", async (db) => {
     const started = Date.now()
     const found = makeProblems()
@@ -109,7 +112,8 @@ export const verifyStore = (h: LevelDbShape): Effect.Effect<VerifyReport, StoreE
     // History records: each names its entity's event at its version, one per event.
     await checkHistoryRecords(db, events, historyComplete, problem)
 
-    // Rows: checksums, each at its entity's last version, counted per type.
+    // Rows: checksums, each at its entity's last version, counted per type; their references, with the app's fields.
+    const audit = references === undefined ? undefined : makeReferenceAudit(references, rules.versionOf, problem)
     let rows = 0
     const rowsPerType = new Map<string, number>()
     const rowed = new Set<string>()
@@ -125,6 +129,7 @@ export const verifyStore = (h: LevelDbShape): Effect.Effect<VerifyReport, StoreE
       rowed.add(entity)
       rowsPerType.set(stored.type, (rowsPerType.get(stored.type) ?? 0) + 1)
       rules.row(entity, stored.row.version)
+      audit?.row(stored.type, stored.row)
     })
 
     // Metadata: checkpoint, counters, row counts.
