@@ -13,7 +13,7 @@ import { fromQueryString } from "../../domain/list-request.ts"
 import { historyUriTemplate, listUriTemplate, parseUri, type ParsedUri, rowUri, rowUriTemplate, schemaUri, viewUri } from "../../domain/uri.ts"
 import { historyBody, type HistoryShape } from "../../projections/history.ts"
 import { ResourceCursor } from "../../projections/cursor.ts"
-import type { QueriesShape } from "../../projections/queries.ts"
+import { NOT_HELD, type QueriesShape } from "../../projections/queries.ts"
 import { ViewRefolding, type ViewsShape } from "../../projections/views/views.ts"
 import { listBody, viewBody } from "../rest/bodies.ts"
 import { orderSentence } from "./tool-schemas.ts"
@@ -178,6 +178,8 @@ export const makeResources = (catalog: CompiledApp, { queries, views, history }:
       case "Row": {
         if (!type.mcp.has("get")) return Either.left(NOT_FOUND)
         const row = queries.row(type.name, parsed.id)
+        // A row a node caching the store does not hold: `read` awaits the store for it.
+        if (row === NOT_HELD) return undefined
         return row === undefined ? Either.left(NOT_FOUND) : Either.right(contents(uri, JSON.stringify(row)))
       }
       case "List":
@@ -200,6 +202,15 @@ export const makeResources = (catalog: CompiledApp, { queries, views, history }:
     )
   }
 
+  /** A row read from the store (a node caching it does not hold it). */
+  const readRow = (uri: string, type: string, id: string): Effect.Effect<ResourceContents, ReadProblem> =>
+    queries.get(type, id).pipe(
+      Effect.mapBoth({
+        onFailure: (e): ReadProblem => (e._tag === "NotFound" ? NOT_FOUND : { _tag: "Failed", message: e.message }),
+        onSuccess: (row) => contents(uri, JSON.stringify(row))
+      })
+    )
+
   /** A list's page as REST serves it: the first one, or the one a `cursor` in the query names. */
   const readList = (uri: string, type: CompiledType, query: string): Effect.Effect<ResourceContents, ReadProblem> =>
     Either.match(fromQueryString(type, query), {
@@ -214,8 +225,9 @@ export const makeResources = (catalog: CompiledApp, { queries, views, history }:
     Effect.suspend((): Effect.Effect<ResourceContents, ReadProblem> => {
       const now = readNow(uri, allowed)
       if (now !== undefined) return now
-      // Only a list or a history of an exposed type is left to read here.
-      const parsed = parseUri(uri) as Extract<ParsedUri, { readonly _tag: "List" | "History" }>
+      // Only a list or a history of an exposed type is left to read here, or a row not held by a node caching the store.
+      const parsed = parseUri(uri) as Extract<ParsedUri, { readonly _tag: "List" | "History" | "Row" }>
+      if (parsed._tag === "Row") return readRow(uri, parsed.type, parsed.id)
       return parsed._tag === "History" ? readHistory(uri, parsed, history!) : readList(uri, catalog.types.get(parsed.type)!, parsed.query)
     })
 

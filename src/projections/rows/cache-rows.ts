@@ -12,7 +12,9 @@
 import { Effect, Option } from "effect"
 import type { CompiledApp } from "../../domain/compile.ts"
 import type { Row } from "../../domain/catalog.ts"
+import { StoreFailed, isStoreError } from "../../domain/errors.ts"
 import { streamKey } from "../../domain/events.ts"
+import { isCanonicalId } from "../../domain/ids.ts"
 import type { RowStore } from "../../log/event-log.ts"
 import { WoConfig } from "../../support/config.ts"
 import { CacheTable, servedRowAt } from "./cache-table.ts"
@@ -53,6 +55,24 @@ export const makeCacheRows = (store: RowStore, catalog: CompiledApp) =>
       decisionsReady: Effect.void,
       cached: {
         peek: (type, id) => cache.peek(streamKey(type, id)),
+        hit: (type, id) => (catalog.types.has(type) ? table(type).hit(id) : undefined),
+        fetch: (keys) => {
+          // Only canonical ids of the app's types name a stored row: any other key is answered as none, unread.
+          const wanted = keys.filter((k) => catalog.types.has(k.type) && isCanonicalId(k.id))
+          const none = () => new Map(keys.map((k) => [streamKey(k.type, k.id), null] as const))
+          if (wanted.length === 0) return Effect.sync(none)
+          return Effect.flatMap(store.rowsNow(wanted), (found) =>
+            Effect.try({
+              try: () => {
+                const out = new Map<string, Row | null>(none())
+                for (const r of found) out.set(streamKey(r.type, r.id), table(r.type).take(r) ?? null)
+                return out
+              },
+              catch: (e) => (isStoreError(e) ? e : new StoreFailed({ reason: `cannot read the rows: ${String(e)}` }))
+            }))
+        },
+        fetchIdsWhere: (type, field, value) => (catalog.types.has(type) ? table(type).fetchIdsWhere(field, value) : Effect.succeed([])),
+        syncReads: store.syncReads,
         held: () => ({ rows: cache.size, bytes: cache.bytes }),
         readNow: (keys) =>
           Effect.map(store.rowsNow(keys), (found) => {

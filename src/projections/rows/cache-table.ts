@@ -7,6 +7,11 @@
  * holds the row it starts from, or it creates the row (its event holds every field); any other change of a row
  * drops it, and the next read fetches it. A change at or before a cached row's `at` is in it already (the row was
  * read after that commit, ahead of this node's tailer) and is skipped.
+ *
+ * Reads served to callers await the store (cache-rows.ts `fetch`: queries.ts); so does the writer, which reads what a batch needs
+ * before it decides it (cache-rows.ts `fetch`, `fetchIdsWhere` here: commands/batch-prefetch.ts). The synchronous `get` and
+ * `idsWhere` read the store only for what a decision reads that was not read ahead, blocking the thread for that
+ * round trip (counted: log/postgres/row-reads.ts `syncReads`).
  */
 import { Effect, Either } from "effect"
 import type { Row } from "../../domain/catalog.ts"
@@ -40,6 +45,10 @@ export const servedRowAt = (catalog: CompiledApp, r: RowAt & { readonly row: Row
   }
 }
 
+/** A row the cache does not hold: only the store knows it. */
+export const NOT_HELD: unique symbol = Symbol("not held")
+export type NotHeld = typeof NOT_HELD
+
 export class CacheTable implements RowTableShape {
   private count: number
 
@@ -61,11 +70,32 @@ export class CacheTable implements RowTableShape {
     return stored === undefined ? undefined : this.take(stored)
   }
 
+  /** The cached row, or NOT_HELD: nothing is read. */
+  hit(id: string): Row | undefined | NotHeld {
+    if (!isCanonicalId(id)) return undefined
+    return this.access.cache.get(streamKey(this.type, id)) ?? NOT_HELD
+  }
+
+  /** The ids of the live rows whose `field` equals `value`, read from the store with their rows, which are cached. */
+  fetchIdsWhere(field: string, value: unknown): Effect.Effect<ReadonlyArray<number>, StoreError> {
+    return Effect.flatMap(this.access.store.rowsWhere(this.type, field, value), (stored) =>
+      this.served(() => {
+        const ids: Array<number> = []
+        for (const r of stored) if (this.take(r) !== undefined) ids.push(Number(r.id))
+        return ids
+      }))
+  }
+
+  /** Runs `f` on rows read from the store: a row that cannot be served (an upcast that throws) fails as a StoreError. */
+  served<A>(f: () => A): Effect.Effect<A, StoreError> {
+    return Effect.try({ try: f, catch: (e) => (isStoreError(e) ? e : new StoreFailed({ reason: `cannot read the rows of ${this.type}: ${String(e)}` })) })
+  }
+
   /**
    * A row read from the store, as served: the cached one when it is as recent (the tailer may have applied more than
    * the read saw, never less than the cache holds), else the one read, cached. Undefined for a deleted row.
    */
-  private take(stored: RowAt): Row | undefined {
+  take(stored: RowAt): Row | undefined {
     const key = streamKey(this.type, stored.id)
     const cached = this.access.cache.peek(key)
     if (cached !== undefined && cached.at >= stored.at) return cached.row
@@ -107,17 +137,14 @@ export class CacheTable implements RowTableShape {
     return Effect.flatMap(
       this.access.store.list(this.type, { where, order, ...(after === undefined ? {} : { after }), limit }),
       (stored) =>
-        Effect.try({
-          try: () => {
-            const rows: Array<Row> = []
-            for (const r of stored.slice(0, limit)) {
-              // The cached row may be more recent than the list's read: its filters are checked on the row served.
-              const row = this.take(r)
-              if (row !== undefined && matchesAll(where, row)) rows.push(row)
-            }
-            return { rows, more: stored.length > limit }
-          },
-          catch: (e) => (isStoreError(e) ? e : new StoreFailed({ reason: `cannot read the rows of ${this.type}: ${String(e)}` }))
+        this.served(() => {
+          const rows: Array<Row> = []
+          for (const r of stored.slice(0, limit)) {
+            // The cached row may be more recent than the list's read: its filters are checked on the row served.
+            const row = this.take(r)
+            if (row !== undefined && matchesAll(where, row)) rows.push(row)
+          }
+          return { rows, more: stored.length > limit }
         })
     )
   }

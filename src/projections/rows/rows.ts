@@ -14,6 +14,7 @@ import { EventLog } from "../../log/event-log.ts"
 import { Catalog } from "../../domain/app-catalog.ts"
 import { makeCacheRows } from "./cache-rows.ts"
 import { recoverRows } from "./recovery.ts"
+import type { NotHeld } from "./cache-table.ts"
 import { RowTable, type RowTableShape } from "./row-table.ts"
 
 export interface RowsShape {
@@ -33,14 +34,25 @@ export interface RowsShape {
   readonly cached?: CachedRows
 }
 
-/** The rows a cache holds, without reading the store, and the store's rows now, for the tailer (tailer.ts). */
+/**
+ * The rows a cache holds, without reading the store, and the store's rows read asynchronously: for the tailer
+ * (tailer.ts), the reads served to callers (queries.ts) and the writer's prefetch (commands/batch-prefetch.ts).
+ */
 export interface CachedRows {
   /** The cached row and the seq of its last event, or undefined: nothing is read. */
   readonly peek: (type: string, id: string) => { readonly row: Row; readonly at: number } | undefined
-  /** These rows as stored now, by stream key, each with the seq of its last event; a deleted one as null. */
+  /** The cached row as served (undefined for no such type or a non-canonical id), or NOT_HELD: nothing is read. */
+  readonly hit: (type: string, id: string) => Row | undefined | NotHeld
+  /** These rows read from the store, as served, by stream key (null: none, or deleted); the live ones are cached. */
+  readonly fetch: (keys: ReadonlyArray<{ readonly type: string; readonly id: string }>) => Effect.Effect<ReadonlyMap<string, Row | null>, StoreError>
+  /** The ids of the live rows of `type` whose `field` equals `value`, read from the store with their rows (cached). */
+  readonly fetchIdsWhere: (type: string, field: string, value: unknown) => Effect.Effect<ReadonlyArray<number>, StoreError>
   /** How many rows the cache holds and their estimated bytes (bounded by `WO_ROW_CACHE`). */
   readonly held: () => { readonly rows: number; readonly bytes: number }
+  /** These rows as stored now, by stream key, each with the seq of its last event; a deleted one as null. */
   readonly readNow: (keys: ReadonlyArray<{ readonly type: string; readonly id: string }>) => Effect.Effect<ReadonlyMap<string, { readonly row: Row | null; readonly at: number }>, StoreError>
+  /** Reads that blocked the thread on the store: what a decision read that its prefetch had not. */
+  readonly syncReads: () => number
 }
 
 export interface RecoveryReport {
