@@ -9,15 +9,18 @@
 //  - CPU per write: durable creates and set_price through 3 nodes (the load split evenly) against 1 node, the wo
 //    processes' CPU summed, on one store.
 // All on the cluster of scripts/pg-cluster.sh (a primary and two synchronous standbys on loopback).
-// Alone: `node --conditions=writeonce-source --import tsx bench/scenarios/cluster-cache.ts [--rows 1000000]`.
+//  - blocking store reads: reads of the store that blocked a node's thread in each write window (a row a decision
+//    read that the writer had not read ahead: wo_row_store_sync_reads_total), expected 0.
+// Alone: `node --conditions=writeonce-source --import tsx bench/scenarios/cluster-cache.ts [--quick] [--rows 1000000]`.
 import { execFileSync } from 'node:child_process';
-import { chmodSync, existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
 import { cpuBetween, privateRssBytes, rssBytes, sampleCpu } from '../lib/cpu.ts';
 import { forceGc, GC_ARGS } from '../lib/force-gc.ts';
+import { freeBasePort, havePostgres } from '../lib/pg-bench-cluster.ts';
 import { runLoad } from '../lib/load.ts';
 import { freshDataDir, isRow, repoRoot, restCreate, restSetPrice, seedProducts, type SpawnedServer } from '../lib/wo.ts';
 import { budget, type Budget } from '../report.ts';
@@ -44,6 +47,8 @@ export interface ClusterCacheWrites {
   errors: number;
   callsPerSec: number;
   woCpuUsPerWrite: number;
+  /** reads of the store that blocked a node's thread during the window (wo_row_store_sync_reads_total), summed */
+  syncReads: number;
 }
 
 export interface ClusterCacheResult {
@@ -64,15 +69,6 @@ export interface ClusterCacheResult {
 }
 
 const SCRIPT = join(repoRoot, 'scripts/pg-cluster.sh');
-
-const havePostgres = () => {
-  try {
-    if (readdirSync('/usr/lib/postgresql').some((v) => existsSync(`/usr/lib/postgresql/${v}/bin/initdb`))) return true;
-  } catch {
-    // not Debian's layout
-  }
-  return (process.env.PATH ?? '').split(':').some((d) => d !== '' && existsSync(join(d, 'initdb')));
-};
 
 /** Private memory after a forced GC, once it stops falling (V8 returns freed pages from background threads). */
 async function settledPrivateMb(n: SpawnedServer, ctx: BenchContext): Promise<number> {
@@ -107,6 +103,13 @@ async function createDatabase(url: string, name: string): Promise<string> {
   return databaseUrl(url, name);
 }
 
+/** A node's wo_row_store_sync_reads_total: reads of the store that blocked its thread (a miss the writer had not read ahead). */
+async function syncReads(base: string): Promise<number> {
+  const text = await (await fetch(`${base}/metrics`)).text();
+  const line = text.split('\n').find((l) => l.startsWith('wo_row_store_sync_reads_total '));
+  return line === undefined ? Number.NaN : Number(line.split(' ')[1]);
+}
+
 async function walkAll(base: string): Promise<number> {
   let cursor: string | undefined;
   let seen = 0;
@@ -138,7 +141,7 @@ export async function runClusterCache(ctx: BenchContext, o: ClusterCacheOptions)
   }
   const pgDir = freshDataDir(ctx.dataRoot, 'cluster-cache-pg');
   ctx.track(pgDir);
-  const base = 20_000 + Math.floor(Math.random() * 12_000);
+  const base = await freeBasePort();
   ctx.phase('cluster-cache: starting a PostgreSQL primary and two synchronous standbys');
   const url = execFileSync('bash', [SCRIPT, 'start', pgDir, String(base)], { encoding: 'utf8' }).trim().split('\n').pop()!;
   const running: SpawnedServer[] = [];
@@ -197,14 +200,16 @@ export async function runClusterCache(ctx: BenchContext, o: ClusterCacheOptions)
     const a = (await node(writes, 'w0')).n;
     await seedProducts(a.url, o.products);
     const windowOf = async (nodes: SpawnedServer[], op: 'create' | 'set_price') => {
+      const sync0 = await Promise.all(nodes.map((n) => syncReads(n.url)));
       const cpu0 = nodes.map((n) => sampleCpu(n.pid));
       const make = op === 'create' ? restCreate : (i: number) => restSetPrice(1 + ((Math.imul(i, 2654435761) >>> 0) % o.products), 1 + (i % 1000));
       const r = await Promise.all(nodes.map((n, k) =>
         runLoad({ url: n.url, concurrency: Math.max(1, Math.round(o.inFlight / nodes.length)), durationMs: o.windowMs, makeRequest: (i) => make(i * nodes.length + k), check: (status, body) => isRow(status, body, op === 'create' ? 201 : 200) })));
       const cpuMs = nodes.reduce((sum, n, k) => sum + cpuBetween(cpu0[k], sampleCpu(n.pid)).cpuMs, 0);
+      const sync1 = await Promise.all(nodes.map((n) => syncReads(n.url)));
       const calls = r.reduce((s, x) => s + x.calls, 0);
       const wall = Math.max(...r.map((x) => x.durationMs));
-      result.writes.push({ op, nodes: nodes.length as 1 | 3, calls, errors: r.reduce((s, x) => s + x.errors, 0), callsPerSec: calls / (wall / 1000), woCpuUsPerWrite: calls ? (cpuMs * 1000) / calls : Number.NaN });
+      result.writes.push({ op, nodes: nodes.length as 1 | 3, calls, errors: r.reduce((s, x) => s + x.errors, 0), callsPerSec: calls / (wall / 1000), woCpuUsPerWrite: calls ? (cpuMs * 1000) / calls : Number.NaN, syncReads: sync1.reduce((x, y, k) => x + y - sync0[k], 0) });
     };
     for (const op of ['create', 'set_price'] as const) {
       ctx.phase(`cluster-cache: ${op}, 1 node (warm-up, then measured)`);
@@ -255,9 +260,9 @@ export function renderClusterCache(r: ClusterCacheResult): string {
     '',
     `Start, memory and CPU per write of \`wo run --store\` nodes on a primary and two synchronous standbys, with ${f(r.rows)} rows against none, and 3 nodes against 1.`,
     '',
-    '| setup | op | writes/s | wo CPU µs/write | errors |',
-    '|---|---|---:|---:|---:|',
-    ...r.writes.map((w) => `| ${w.nodes} node${w.nodes === 1 ? '' : 's'} | ${w.op} | ${f(w.callsPerSec)} | ${f(w.woCpuUsPerWrite)} | ${w.errors} |`),
+    '| setup | op | writes/s | wo CPU µs/write | errors | blocking store reads |',
+    '|---|---|---:|---:|---:|---:|',
+    ...r.writes.map((w) => `| ${w.nodes} node${w.nodes === 1 ? '' : 's'} | ${w.op} | ${f(w.callsPerSec)} | ${f(w.woCpuUsPerWrite)} | ${w.errors} | ${f(w.syncReads)} |`),
     '',
     '| budget | measured | want | verdict | how |',
     '|---|---:|---:|---|---|',
@@ -283,7 +288,15 @@ if (process.argv[1] === fileURLToPath(import.meta.url)) {
     warn: (what) => process.stderr.write(`warning: ${what}\n`),
     track: () => undefined,
   };
-  const r = await runClusterCache(ctx, { rows: Number(arg('rows') ?? 1_000_000), starts: Number(arg('starts') ?? 3), windowMs: Number(arg('window') ?? 10_000), inFlight: 32, products: 1000 });
+  // --quick: 100,000 rows, one start of each store, 3 s windows (the full run: 1,000,000, 3 starts, 10 s).
+  const quick = process.argv.includes('--quick');
+  const r = await runClusterCache(ctx, {
+    rows: Number(arg('rows') ?? (quick ? 100_000 : 1_000_000)),
+    starts: Number(arg('starts') ?? (quick ? 1 : 3)),
+    windowMs: Number(arg('window') ?? (quick ? 3_000 : 10_000)),
+    inFlight: 32,
+    products: 1000,
+  });
   process.stdout.write(renderClusterCache(r) + '\n');
   rmSync(dataRoot, { recursive: true, force: true });
 }

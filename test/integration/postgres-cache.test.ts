@@ -15,6 +15,7 @@ import { Rows } from "../../src/projections/rows/rows.ts"
 import { writeOnceLayer } from "../../src/runtime/runtime.ts"
 import { observedPostgresLog } from "../../testkit/observed-pg.ts"
 import { writePriceLog } from "../../testkit/pg-price-log.ts"
+import deletableLibrary from "../../testkit/library-deletable-members.ts"
 import { apps, http, tempDir } from "../../testkit/server.ts"
 import { haveBinaries, sharedCluster, warnIfSkipped, type PgCluster } from "../cluster/pg-cluster.ts"
 
@@ -155,6 +156,13 @@ describe.skipIf(!haveBinaries)("a node on PostgreSQL caches the store's rows", (
       expect(await walk("order=price")).toEqual([...made].sort(by("price", false)).map((p) => p.id))
       expect(await walk("order=name")).toEqual([...made].sort(by("name", false)).map((p) => p.id))
       expect(await walk("order=-id")).toEqual(made.map((p) => p.id).reverse())
+      // Ranges, sets and null tests, alone and with an order.
+      const ranged = made.filter((p) => p.price >= 2 && p.price < 4)
+      expect(await walk("price[gte]=2&price[lt]=4")).toEqual(ranged.map((p) => p.id))
+      expect(await walk("price[gt]=2&order=-price")).toEqual(made.filter((p) => p.price > 2).sort(by("price", true)).map((p) => p.id))
+      expect(await walk("name[gte]=B&name[lte]=a1&order=name")).toEqual(made.filter((p) => p.name >= "B" && p.name <= "a1").sort(by("name", false)).map((p) => p.id))
+      expect(await walk("currency[in]=EUR,USD&price[lte]=1")).toEqual(made.filter((p) => p.price <= 1).map((p) => p.id))
+      expect(await walk("price[in]=3,5&currency=USD")).toEqual(made.filter((p) => (p.price === 3 || p.price === 5) && p.currency === "USD").map((p) => p.id))
       // The synchronous reads (MCP's resources/list walks `page`; a delete's reference check, `idsWhere`).
       const table = node.rows.table("products")
       const first = table.page(0, 4)
@@ -164,6 +172,54 @@ describe.skipIf(!haveBinaries)("a node on PostgreSQL caches the store's rows", (
       expect(table.idsWhere("currency", "EUR")).toEqual(eur.map((p) => p.id))
     } finally {
       await node.stop()
+    }
+  }, 120_000)
+
+  it("decides commands on rows it does not hold without a blocking read: the writer reads ahead what each decision reads", async () => {
+    const store = await cluster.createDatabase("pg_cache_ahead")
+    const b = await startNode(store, CACHE_BYTES, deletableLibrary)
+    const post = async (url: string, path: string, body: unknown) => {
+      const res = await http(`${url}${path}`, { method: "POST", body })
+      expect(res.status, res.text).toBeLessThan(300)
+      return res.json
+    }
+    const books: Array<string> = []
+    const members: Array<string> = []
+    for (let i = 0; i < 6; i++) {
+      const book = await post(b.url, "/api/books", { title: `t${i}`, author: "a" })
+      await post(b.url, `/api/books/${book.id}/add_copies`, { n: 2 })
+      books.push(book.id)
+      members.push((await post(b.url, "/api/members", { name: `m${i}` })).id)
+    }
+    // A starts after those writes: it holds none of the rows its commands read.
+    const a = await startNode(store, CACHE_BYTES, deletableLibrary)
+    const syncReads = () => a.rows.cached!.syncReads()
+    try {
+      expect(a.rows.cached!.held().rows).toBe(0)
+      // lend reads its ref params' rows; return reads the loan, then the loan's book (two steps ahead).
+      const loans: Array<string> = []
+      for (let i = 0; i < 6; i++) {
+        const lent = await post(a.url, "/api/_commands/lend", { book: books[i], member: members[i] })
+        loans.push(lent.changes.find((c: { type: string }) => c.type === "loans").row.id)
+      }
+      // Lends on rows another node changed since (A holds the old ones: its tailer moves them on, or the log refuses).
+      for (let i = 0; i < 3; i++) await post(b.url, "/api/_commands/lend", { book: books[i], member: members[(i + 1) % 6] })
+      const returned = await Promise.all(loans.map((loan) => http(`${a.url}/api/_commands/return`, { method: "POST", body: { loan } })))
+      for (const res of returned) expect(res.status, res.text).toBe(200)
+      // A delete's reference check reads the referencing rows ahead too: still referenced by loans, refused.
+      const refused = await http(`${a.url}/api/members/${members[0]}`, { method: "DELETE" })
+      expect(refused.status, refused.text).toBe(422)
+      expect(refused.json.code).toBe("still_referenced")
+      const fresh = await post(b.url, "/api/members", { name: "nobody" })
+      expect((await http(`${a.url}/api/members/${fresh.id}`, { method: "DELETE" })).status).toBe(200)
+      for (const book of books) {
+        const res = await http(`${a.url}/api/books/${book}`)
+        expect(res.json.available).toBe(books.indexOf(book) < 3 ? 1 : 2)
+      }
+      expect(syncReads()).toBe(0)
+    } finally {
+      await a.stop()
+      await b.stop()
     }
   }, 120_000)
 
