@@ -139,7 +139,7 @@ export interface RowListQuery {
  * node is then a bounded cache of the store's rows (projections/rows/cache-rows.ts). Reads served to callers and
  * the writer's prefetch (commands/batch-prefetch.ts) are Effects that await the store. The synchronous reads block
  * the calling thread for one round trip, as a classic-level `getSync` does, and throw a StoreError: they serve
- * only what a decision reads that its prefetch did not (counted: `syncReads`) and the MCP resource listing.
+ * only what a decision reads that its prefetch did not (counted: `syncReads`).
  */
 export interface RowStore {
   /** The head, each type's live row count and highest id, read at one moment of the store (once: memoised). */
@@ -148,6 +148,8 @@ export interface RowStore {
   readonly rowSync: (type: string, id: string) => RowAt | undefined
   /** Up to `limit` live rows with ids after `afterId`, in id order, and whether more follow. */
   readonly pageSync: (type: string, afterId: number, limit: number) => { readonly rows: ReadonlyArray<RowAt>; readonly more: boolean }
+  /** Up to `limit` live rows with ids after `afterId`, in id order, and whether more follow (`pageSync`, awaited). */
+  readonly page: (type: string, afterId: number, limit: number) => Effect.Effect<{ readonly rows: ReadonlyArray<RowAt>; readonly more: boolean }, StoreError>
   /** The ids of the live rows whose `field` equals `value`, ascending. */
   readonly idsWhereSync: (type: string, field: string, value: unknown) => ReadonlyArray<number>
   /** A list's page, `limit + 1` rows at most (the last one tells that more follow). */

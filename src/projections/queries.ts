@@ -45,7 +45,7 @@ export interface QueriesShape {
   readonly cachesStore: boolean
   readonly list: (type: string, request: PageRequest) => Effect.Effect<Page, ValidationFailed>
   /** Up to `limit` rows of `type` whose ids follow `afterId`, in id order, and whether more follow. */
-  readonly rowsAfter: (type: string, afterId: number, limit: number) => RowPage
+  readonly rowsAfter: (type: string, afterId: number, limit: number) => Effect.Effect<RowPage, StoreError>
 }
 
 export class Queries extends Context.Tag("writeonce/Queries")<Queries, QueriesShape>() {}
@@ -101,7 +101,9 @@ export const makeQueries =
             return page.partial === true ? { items: page.rows, nextCursor, partial: true } : { items: page.rows, nextCursor }
           })
         }),
-      rowsAfter: (type, afterId, limit) => rows.table(type).page(afterId, limit)
+      rowsAfter: cached === undefined
+        ? (type, afterId, limit) => Effect.sync(() => rows.table(type).page(afterId, limit))
+        : (type, afterId, limit) => cached.fetchPage(type, afterId, limit)
     })
   })
 

@@ -1,6 +1,7 @@
 /**
  * A node whose rows are a cache of PostgreSQL never blocks its event loop on the store: while the primary is paused
- * (SIGSTOP), a GET and an MCP get of rows the node does not hold, and a write of one, wait for the store, and
+ * (SIGSTOP), a GET and an MCP get of rows the node does not hold, a write of one and an MCP resources/list wait
+ * for the store, and
  * meanwhile the node goes on answering /healthz and GETs of a row it holds. A cluster of its own (its primary is
  * paused), one real `wo run` node. Order is asserted, never durations: the held reads all answer before any read of
  * the store does; a node that read the store with its thread blocked answers none of them until the store answers
@@ -57,7 +58,12 @@ describe.skipIf(!haveBinaries)("a node caching PostgreSQL's rows while the prima
           headers: modernHeaders("tools/call", "products_get"),
           body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "tools/call", params: { name: "products_get", arguments: { id: "3" }, _meta: MODERN_META } })
         }).then((res) => (order.push("mcp get"), res)),
-        http(`${url}/api/products/4/set_price`, { method: "POST", body: { price: 7 } }).then((res) => (order.push("write"), res))
+        http(`${url}/api/products/4/set_price`, { method: "POST", body: { price: 7 } }).then((res) => (order.push("write"), res)),
+        rawRequest(`${url}/mcp`, {
+          method: "POST",
+          headers: modernHeaders("resources/list"),
+          body: JSON.stringify({ jsonrpc: "2.0", id: 2, method: "resources/list", params: { _meta: MODERN_META } })
+        }).then((res) => (order.push("mcp list"), res))
       ] as const
 
       // One at a time, each answered before the next is sent: a node blocked on the store answers none.
@@ -73,12 +79,13 @@ describe.skipIf(!haveBinaries)("a node caching PostgreSQL's rows while the prima
 
       cluster.pause("primary", false)
       resumed = true
-      const [get, mcp, write] = await Promise.all(waiting)
+      const [get, mcp, write, listed] = await Promise.all(waiting)
       expect(get.json).toMatchObject({ id: "2", price: 1 })
       expect(mcp.status).toBe(200)
       expect(JSON.parse(mcp.json.result.content[0].text)).toMatchObject({ id: "3", price: 1 })
       expect(write.status).toBe(200)
       expect(write.json).toMatchObject({ id: "4", price: 7, version: 2 })
+      expect(listed.json.result.resources.map((r: { uri: string }) => r.uri)).toContain("wo://products/10")
     } finally {
       if (!resumed) cluster.pause("primary", false)
     }

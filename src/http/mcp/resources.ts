@@ -13,6 +13,7 @@ import { fromQueryString } from "../../domain/list-request.ts"
 import { historyUriTemplate, listUriTemplate, parseUri, type ParsedUri, rowUri, rowUriTemplate, schemaUri, viewUri } from "../../domain/uri.ts"
 import { historyBody, type HistoryShape } from "../../projections/history.ts"
 import { ResourceCursor } from "../../projections/cursor.ts"
+import type { StoreError } from "../../domain/errors.ts"
 import { NOT_HELD, type QueriesShape } from "../../projections/queries.ts"
 import { ViewRefolding, type ViewsShape } from "../../projections/views/views.ts"
 import { listBody, viewBody } from "../rest/bodies.ts"
@@ -46,7 +47,7 @@ export type ResourceTemplate = { uriTemplate: string; name: string; title: strin
 
 export interface Resources {
   /** undefined when the cursor is not one this server issued. Only what `allowed` lets the caller read is listed. */
-  readonly list: (cursor: string | undefined, allowed?: Allowed) => { readonly resources: ReadonlyArray<ResourceEntry>; readonly nextCursor?: string } | undefined
+  readonly list: (cursor: string | undefined, allowed?: Allowed) => Effect.Effect<{ readonly resources: ReadonlyArray<ResourceEntry>; readonly nextCursor?: string } | undefined, StoreError>
   /** The templates of the types `allowed` lets the caller read. */
   readonly templates: (allowed?: Allowed) => ReadonlyArray<ResourceTemplate>
   /** The resource; the app commands' description lists only the commands `allowed` lets the caller run. */
@@ -121,42 +122,51 @@ export const makeResources = (catalog: CompiledApp, { queries, views, history }:
   const mayRead = (allowed: Allowed, op: Operation | undefined) =>
     allowed === undefined || (op === undefined ? commands.some((c) => allowed(Op.command(c.name))) : allowed(op))
 
-  /** Every entry after position (p0, a0), in listing order, that `allowed` lets the caller read. */
-  function* entriesAfter(p0: number, a0: number, allowed: Allowed): Generator<readonly [{ p: number; a: number }, ResourceEntry]> {
-    if (p0 === -1) for (let i = a0 + 1; i < fixed.length; i++) if (mayRead(allowed, fixed[i][1])) yield [{ p: -1, a: i }, fixed[i][0]]
-    for (let p = Math.max(p0, 0); p < readable.length; p++) {
-      const t = readable[p]
-      // Positions stay those of every readable type: a cursor means the same place for every caller.
-      if (!mayRead(allowed, Op.read(t.name))) continue
-      let after = p === p0 ? a0 : 0
-      for (;;) {
-        const page = queries.rowsAfter(t.name, after, 64)
-        for (const row of page.rows) {
-          after = Number(row.id)
-          yield [{ p, a: after }, { uri: rowUri(t.name, row.id), name: `${t.name}/${row.id}`, mimeType: "application/json" }]
-        }
-        if (!page.more) break
+  /**
+   * A page of the entries after the cursor's position, in listing order, that `allowed` lets the caller read: the
+   * catalog's fixed entries, then each readable type's rows, read a page at a time (awaiting the store on a node
+   * whose rows are a cache of it).
+   */
+  const list: Resources["list"] = (cursor, allowed) =>
+    Effect.suspend(() => {
+      let start = { p: -1, a: -1 }
+      if (cursor !== undefined) {
+        const pos = ResourceCursor.decode(cursor)
+        // A row phase's position is a row id (0 or more); -1 only starts the catalog's fixed entries.
+        if (Option.isNone(pos) || pos.value.p < -1 || pos.value.p >= Math.max(readable.length, 1) || (pos.value.p >= 0 && pos.value.a < 0)) return Effect.succeed(undefined)
+        start = pos.value
       }
-    }
-  }
-
-  const list: Resources["list"] = (cursor, allowed) => {
-    let start = { p: -1, a: -1 }
-    if (cursor !== undefined) {
-      const pos = ResourceCursor.decode(cursor)
-      // A row phase's position is a row id (0 or more); -1 only starts the catalog's fixed entries.
-      if (Option.isNone(pos) || pos.value.p < -1 || pos.value.p >= Math.max(readable.length, 1) || (pos.value.p >= 0 && pos.value.a < 0)) return undefined
-      start = pos.value
-    }
-    const resources: Array<ResourceEntry> = []
-    let last = start
-    for (const [position, entry] of entriesAfter(start.p, start.a, allowed)) {
-      if (resources.length === pageSize) return { resources, nextCursor: ResourceCursor.encode(last) }
-      resources.push(entry)
-      last = position
-    }
-    return { resources }
-  }
+      const resources: Array<ResourceEntry> = []
+      let last = start
+      // The page is full and one more entry follows it: it gets a cursor.
+      let more = false
+      /** Takes one entry; false once the page is full (this entry is the first of the next page). */
+      const take = (position: { p: number; a: number }, entry: ResourceEntry) => {
+        if (resources.length === pageSize) return !(more = true)
+        resources.push(entry)
+        last = position
+        return true
+      }
+      const answer = () => (more ? { resources, nextCursor: ResourceCursor.encode(last) } : { resources })
+      if (start.p === -1) {
+        for (let i = start.a + 1; i < fixed.length; i++) if (mayRead(allowed, fixed[i][1]) && !take({ p: -1, a: i }, fixed[i][0])) return Effect.succeed(answer())
+      }
+      /** The rows of readable type `p` after id `after`, then the next types', until the page is full. */
+      const rowsFrom = (p: number, after: number): Effect.Effect<void, StoreError> => {
+        if (p >= readable.length) return Effect.void
+        const t = readable[p]
+        // Positions stay those of every readable type: a cursor means the same place for every caller.
+        if (!mayRead(allowed, Op.read(t.name))) return rowsFrom(p + 1, 0)
+        return Effect.flatMap(queries.rowsAfter(t.name, after, 64), (page) => {
+          for (const row of page.rows) {
+            if (!take({ p, a: Number(row.id) }, { uri: rowUri(t.name, row.id), name: `${t.name}/${row.id}`, mimeType: "application/json" })) return Effect.void
+          }
+          const lastRow = page.rows[page.rows.length - 1]
+          return page.more && lastRow !== undefined ? rowsFrom(p, Number(lastRow.id)) : rowsFrom(p + 1, 0)
+        })
+      }
+      return Effect.map(rowsFrom(Math.max(start.p, 0), start.p >= 0 ? start.a : 0), answer)
+    })
 
   const contents = (uri: string, text: string): ResourceContents => ({ uri, mimeType: "application/json", text })
 

@@ -151,6 +151,18 @@ export const makeRowStore = (
     const decoded = decodedOrThrow(() => rows.map((columns) => rowAt(named(columns))))
     return { rows: decoded.slice(0, limit), more: decoded.length > limit }
   }
+  const page = (type: string, afterId: number, limit: number) => {
+    const after = String(afterId)
+    return Effect.flatMap(
+      conn.query(
+        "cannot read the rows",
+        `select ${ROW_AT_COLUMNS} from ${ROW_JOIN} where r.type = $1 and r.row is not null and (length(r.id), r.id) > ($2, $3)
+           order by length(r.id), r.id limit $4`,
+        [type, after.length, after, limit + 1]
+      ),
+      (r) => Effect.map(decodeAll(r.rows as ReadonlyArray<Record<string, unknown>>), (rows) => ({ rows: rows.slice(0, limit), more: rows.length > limit }))
+    )
+  }
   const idsWhereSync = (type: string, field: string, value: unknown) => {
     syncReads++
     const rows = sync.query(
@@ -183,5 +195,5 @@ export const makeRowStore = (
       ),
       (r) => decodeAll(r.rows as ReadonlyArray<Record<string, unknown>>)
     )
-  return { start, rowSync, pageSync, idsWhereSync, list, rowsWhere, rowsNow, syncReads: () => syncReads }
+  return { start, rowSync, pageSync, idsWhereSync, page, list, rowsWhere, rowsNow, syncReads: () => syncReads }
 }

@@ -1,11 +1,11 @@
 /**
- * Synchronous statements on the PostgreSQL store, for the row cache's misses (row-reads.ts). Every reader of rows
- * is synchronous (a command's `ctx.get`, the writer's decisions, REST's GET without a fiber), as on the embedded
- * store, whose cache misses read classic-level with `getSync`: a node that is a cache of PostgreSQL reads a miss the
- * same way. A worker thread holds one connection to the primary and runs the statement; the calling thread blocks
+ * Synchronous statements on the PostgreSQL store, for the row cache's last resort (row-reads.ts): the reads served to
+ * callers and the writer's read-ahead (commands/batch-prefetch.ts) await the store, but a decision is synchronous,
+ * and a row it reads that was not read ahead (a command reading rows more steps away than the writer reads ahead),
+ * like MCP's resources/list walk, is read here, as the embedded store's cache misses read classic-level with
+ * `getSync`. A worker thread holds one connection to the primary and runs the statement; the calling thread blocks
  * on an `Atomics.wait` until the answer is posted (`receiveMessageOnPort` takes it without a turn of the event
  * loop), at most WO_STORE_TIMEOUT: past it, the read fails as a StoreError and the worker's connection is dropped.
- * A miss costs one round trip; hits, the common case once a row was read, never leave the thread.
  */
 import { createRequire } from "node:module"
 import { MessageChannel, receiveMessageOnPort, Worker, type MessagePort } from "node:worker_threads"

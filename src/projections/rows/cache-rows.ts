@@ -72,6 +72,7 @@ export const makeCacheRows = (store: RowStore, catalog: CompiledApp) =>
             }))
         },
         fetchIdsWhere: (type, field, value) => (catalog.types.has(type) ? table(type).fetchIdsWhere(field, value) : Effect.succeed([])),
+        fetchPage: (type, after, limit) => (catalog.types.has(type) ? table(type).fetchPage(after, limit) : Effect.succeed({ rows: [], more: false })),
         syncReads: store.syncReads,
         held: () => ({ rows: cache.size, bytes: cache.bytes }),
         readNow: (keys) =>

@@ -132,6 +132,19 @@ export class CacheTable implements RowTableShape {
     return { rows: served, more }
   }
 
+  /** `page`, awaiting the store (MCP's resources/list: queries.ts). */
+  fetchPage(after: number, limit: number): Effect.Effect<RowPage, StoreError> {
+    return Effect.flatMap(this.access.store.page(this.type, after, limit), ({ rows, more }) =>
+      this.served(() => {
+        const served: Array<Row> = []
+        for (const r of rows) {
+          const row = this.take(r)
+          if (row !== undefined) served.push(row)
+        }
+        return { rows: served, more }
+      }))
+  }
+
   read(query: RowQuery): Effect.Effect<RowPage, StoreError> {
     const { where, order, after, limit } = query
     return Effect.flatMap(

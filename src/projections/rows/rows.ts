@@ -15,7 +15,7 @@ import { Catalog } from "../../domain/app-catalog.ts"
 import { makeCacheRows } from "./cache-rows.ts"
 import { recoverRows } from "./recovery.ts"
 import type { NotHeld } from "./cache-table.ts"
-import { RowTable, type RowTableShape } from "./row-table.ts"
+import { RowTable, type RowPage, type RowTableShape } from "./row-table.ts"
 
 export interface RowsShape {
   readonly get: (type: string, id: string) => Row | undefined
@@ -47,6 +47,8 @@ export interface CachedRows {
   readonly fetch: (keys: ReadonlyArray<{ readonly type: string; readonly id: string }>) => Effect.Effect<ReadonlyMap<string, Row | null>, StoreError>
   /** The ids of the live rows of `type` whose `field` equals `value`, read from the store with their rows (cached). */
   readonly fetchIdsWhere: (type: string, field: string, value: unknown) => Effect.Effect<ReadonlyArray<number>, StoreError>
+  /** Up to `limit` live rows of `type` with ids after `after`, in id order, and whether more follow, read from the store. */
+  readonly fetchPage: (type: string, after: number, limit: number) => Effect.Effect<RowPage, StoreError>
   /** How many rows the cache holds and their estimated bytes (bounded by `WO_ROW_CACHE`). */
   readonly held: () => { readonly rows: number; readonly bytes: number }
   /** These rows as stored now, by stream key, each with the seq of its last event; a deleted one as null. */
