@@ -1,7 +1,8 @@
 /**
  * Every read of rows, shared by REST, MCP tools and MCP resources (no second data path): one row, one page of
  * rows (filtered and ordered as the request says; see domain/list-request.ts) with an opaque cursor
- * (cursor.ts), or a plain walk in id order (what `resources/list` pages through).
+ * (cursor.ts), or a plain walk in id order (what `resources/list` pages through). On a node whose rows are a cache
+ * of PostgreSQL, a row it does not hold is awaited from the store, never read with the thread blocked.
  */
 import { Context, Effect, Layer } from "effect"
 import type { Row } from "../domain/catalog.ts"
@@ -11,10 +12,10 @@ import { ID_ORDER, orderText, type ListRequest } from "../domain/list-request.ts
 import { WoConfig } from "../support/config.ts"
 import { decodeCursor, encodeCursor } from "./cursor.ts"
 import { NOT_HELD, type NotHeld } from "./rows/cache-table.ts"
-
-export { NOT_HELD, type NotHeld } from "./rows/cache-table.ts"
 import type { RowPage } from "./rows/row-table.ts"
 import { Rows } from "./rows/rows.ts"
+
+export { NOT_HELD, type NotHeld } from "./rows/cache-table.ts"
 
 export interface Page {
   readonly items: ReadonlyArray<Row>
