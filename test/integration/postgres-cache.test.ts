@@ -6,9 +6,10 @@
  * process (the layer `wo run --store` builds), each serving HTTP on port 0; the rows written through the store's own
  * append (testkit/pg-price-log.ts).
  */
-import { Effect, ManagedRuntime } from "effect"
+import { Effect, ManagedRuntime, Schema } from "effect"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import type { AppDef } from "../../src/domain/catalog.ts"
+import { defineApp, entity, type AppDef } from "../../src/domain/catalog.ts"
+import { compareValues } from "../../src/domain/value-order.ts"
 import { loadSettings } from "../../src/support/config.ts"
 import { HttpServer } from "../../src/http/server.ts"
 import { Rows } from "../../src/projections/rows/rows.ts"
@@ -170,6 +171,56 @@ describe.skipIf(!haveBinaries)("a node on PostgreSQL caches the store's rows", (
       const end = table.page(made[27].id, 4)
       expect({ ids: end.rows.map((r) => Number(r.id)), more: end.more }).toEqual({ ids: made.slice(28).map((p) => p.id), more: false })
       expect(table.idsWhere("currency", "EUR")).toEqual(eur.map((p) => p.id))
+    } finally {
+      await node.stop()
+    }
+  }, 120_000)
+
+  it("reads lists with ranges, sets and null tests from the store as the brute-force filter and sort of the rows gives them", async () => {
+    const desk = defineApp({
+      name: "desk",
+      entities: {
+        tickets: entity({
+          fields: { name: Schema.String, price: Schema.Number, status: Schema.Literal("open", "pending", "closed"), assignee: Schema.optional(Schema.String) }
+        })
+      }
+    })
+    const store = await cluster.createDatabase("pg_cache_ranges")
+    const node = await startNode(store, CACHE_BYTES, desk)
+    try {
+      type Ticket = { id: number; name: string; price: number; status: string; assignee?: string }
+      const made: Array<Ticket> = []
+      for (let i = 0; i < 40; i++) {
+        // Negative, fractional and tied prices; names in code-unit order ("Z" before "a"); some without an assignee.
+        const body = { name: i % 3 === 0 ? `Z${i}` : `a${(i * 7) % 40}`, price: ((i * 37) % 23) / 2 - 3, status: ["open", "pending", "closed"][i % 3], ...(i % 4 === 0 ? {} : { assignee: `agent-${i % 5}` }) }
+        const res = await http(`${node.url}/api/tickets`, { method: "POST", body })
+        expect(res.status, res.text).toBe(201)
+        made.push({ id: Number(res.json.id), ...body })
+      }
+      const walk = async (query: string) => {
+        const ids: Array<number> = []
+        let cursor: string | undefined
+        do {
+          const res = await http(`${node.url}/api/tickets?${query}&limit=3${cursor === undefined ? "" : `&cursor=${encodeURIComponent(cursor)}`}`)
+          expect(res.status, res.text).toBe(200)
+          ids.push(...res.json.items.map((r: { id: string }) => Number(r.id)))
+          cursor = res.json.nextCursor
+        } while (cursor !== undefined)
+        return ids
+      }
+      const expected = (keep: (t: Ticket) => boolean, order?: keyof Ticket, descending = false) => {
+        const kept = made.filter(keep)
+        if (order !== undefined) kept.sort((x, y) => (compareValues(x[order], y[order]) || x.id - y.id) * (descending ? -1 : 1))
+        return kept.map((t) => t.id)
+      }
+      expect(await walk("price[gte]=-1&price[lt]=4.5")).toEqual(expected((t) => t.price >= -1 && t.price < 4.5))
+      expect(await walk("price[gt]=0&order=-price")).toEqual(expected((t) => t.price > 0, "price", true))
+      expect(await walk("name[gte]=Z&name[lt]=a2&order=name")).toEqual(expected((t) => t.name >= "Z" && t.name < "a2", "name"))
+      expect(await walk("status[in]=open,closed&order=price")).toEqual(expected((t) => t.status !== "pending", "price"))
+      expect(await walk("assignee[null]=true")).toEqual(expected((t) => t.assignee === undefined))
+      expect(await walk("assignee[null]=false&order=-assignee")).toEqual(expected((t) => t.assignee !== undefined, "assignee", true))
+      expect(await walk("order=assignee")).toEqual(expected(() => true, "assignee"))
+      expect(await walk("assignee[gte]=agent-2&status=open")).toEqual(expected((t) => t.assignee !== undefined && t.assignee >= "agent-2" && t.status === "open"))
     } finally {
       await node.stop()
     }
