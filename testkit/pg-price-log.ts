@@ -9,7 +9,10 @@ import { appendBatch } from "../src/log/postgres/append.ts"
 import { PgConnection, pgConnectionLayer } from "../src/log/postgres/connection.ts"
 import { ensureSchema } from "../src/log/postgres/schema.ts"
 
-export const writePriceLog = async (store: string, options: { readonly products: number; readonly events: number; readonly batch?: number }) => {
+export const writePriceLog = async (
+  store: string,
+  options: { readonly products: number; readonly events: number; readonly batch?: number; readonly timeoutMs?: number }
+) => {
   const batch = options.batch ?? 5_000
   const products = Array.from({ length: options.products }, (_, i) =>
     ({ id: String(i + 1), version: 1, name: `p${i}`, price: 1, currency: i % 2 === 0 ? "USD" : "EUR" }))
@@ -17,12 +20,17 @@ export const writePriceLog = async (store: string, options: { readonly products:
     event: { seq: i + 1, at: Date.now(), type: "products", id: row.id, version: 1, schema: 1, kind: "created", data: { name: row.name, price: row.price, currency: row.currency } },
     row: { ...row }
   }))
-  const runtime = ManagedRuntime.make(pgConnectionLayer(store) as Layer.Layer<PgConnection, unknown>)
+  // A bound of its own if asked: a large store is written on a machine that may be busy with much else.
+  const runtime = ManagedRuntime.make(pgConnectionLayer(store, options.timeoutMs === undefined ? {} : { timeoutMs: options.timeoutMs }) as Layer.Layer<PgConnection, unknown>)
   const append = (entries: ReadonlyArray<AppendEntry>, counters: ReadonlyMap<string, number>) =>
     runtime.runPromise(Effect.flatMap(PgConnection, (conn) => appendBatch(conn, { entries, counters })))
   try {
     await runtime.runPromise(Effect.flatMap(PgConnection, ensureSchema))
-    await append(creates, new Map([["products", products.length]]))
+    // In batches too: one append of a few hundred thousand creates outlasts WO_STORE_TIMEOUT.
+    for (let done = 0; done < creates.length; done += batch) {
+      const slice = creates.slice(done, done + batch)
+      await append(slice, new Map([["products", done + slice.length]]))
+    }
     let seq = products.length
     for (let done = 0; done < options.events; done += batch) {
       const entries: Array<AppendEntry> = []

@@ -28,7 +28,8 @@ import { EventLog, type KeyClaim, type StoredKey } from "../log/event-log.ts"
 import { commandFromChanges, storedChanges } from "./idempotency.ts"
 import { Metrics, metricsOff } from "../metrics/metrics.ts"
 import { CommitMode } from "./commit-mode.ts"
-import { decideBatch } from "./decide-batch.ts"
+import { decideAhead } from "./batch-prefetch.ts"
+import { decideBatch, type DecidedBatch } from "./decide-batch.ts"
 import { batchReferences } from "./reference-check.ts"
 import type { CommandCommitted, CommandSubmission, Committed, Decided, Pending, PendingCommand, Queued, Submission } from "./submission.ts"
 import { WriterStatus, type WriterStatusShape } from "./writer-status.ts"
@@ -188,10 +189,21 @@ export const makeGroupCommit = Effect.gen(function* () {
     if (mode._tag === "Shared") followCreates(mode.tailer.lastIds)
     const firstSeq = lastSeq
     const at = Date.now()
-    // Shared log: the seq the rows stand at as the batch is decided (no yield between the two), for the log's
-    // reference check at commit.
+    // Shared log: the seq the rows stand at as the batch is decided, for the log's reference check at commit (no
+    // yield between the two; rows read from the store first, batch-prefetch.ts, are newer still: the check reads
+    // every commit past this seq).
     const decidedAt = mode._tag === "Shared" ? mode.tailer.applied() : 0
-    const decided = decideBatch(batch, rows, { lastSeq, counters, at, shared }, settled)
+    const start = { lastSeq, counters, at, shared }
+    let decided: DecidedBatch
+    if (rows.cached === undefined) decided = decideBatch(batch, rows, start, settled)
+    else {
+      const ahead = yield* Effect.either(decideAhead(batch, rows, start, settled))
+      if (Either.isLeft(ahead)) {
+        for (const p of batch) if (!settled?.has(p)) p.resume(Exit.fail(ahead.left))
+        return
+      }
+      decided = ahead.right
+    }
     inFlightDecided = true
     const { changes, waiters, spans } = decided
     // Shared log: a keyed submission refused or left unchanged here may be the retry of a write that landed (on

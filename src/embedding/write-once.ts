@@ -25,7 +25,7 @@ import { SubscriptionRegistry } from "../subscriptions/registry.ts"
 import type { Topic } from "../subscriptions/live-queries.ts"
 import { EventLog } from "../log/event-log.ts"
 import type { StoredEvent } from "../domain/events.ts"
-import { NotFound, ValidationFailed, type CommandError, type StoreError } from "../domain/errors.ts"
+import { isStoreError, NotFound, ValidationFailed, type CommandError, type StoreError } from "../domain/errors.ts"
 import { fromArguments, type ListRequest } from "../domain/list-request.ts"
 import { actorOf, IN_PROCESS, type Acting, type Actor } from "../domain/actor.ts"
 import { rowUri, viewUri } from "../domain/uri.ts"
@@ -175,12 +175,13 @@ export class WriteOnce {
               (c) => typed(c.row)
             ),
           command: (name, ...[params, options]) => Effect.map(commands.executeAppCommand(name, params ?? {}, execute(options)), (done) => typed<typeof done>(done)),
-          get: (type, id) => Effect.map(queries.get(type, id), (row) => typed(row)),
+          // A store that cannot be read is a defect here, as it always was (the typed API's reads fail with NotFound).
+          get: (type, id) => Effect.map(Effect.catchIf(queries.get(type, id), isStoreError, Effect.die), (row) => typed(row)),
           list: (type, options) => list(type, options) as Effect.Effect<PageOf<any>, NotFound | ValidationFailed>,
           view: (name) => Effect.map(readView(name), (read) => read.value as ViewValue<A, typeof name>),
           changes: {
             row: (type, id) =>
-              watchTopic(registry, { uri: rowUri(type, id) }, Effect.sync(() => typed(queries.row(type, id) ?? null))).pipe(
+              watchTopic(registry, { uri: rowUri(type, id) }, Effect.map(Effect.orDie(queries.read(type, id)), (row) => typed(row ?? null))).pipe(
                 // A notice of a change already read (collapsed behind an earlier read) gives the same row again.
                 Stream.changesWith((a: any, b: any) => a?.version === b?.version)
               ),

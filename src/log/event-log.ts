@@ -15,6 +15,7 @@ import { Context, Data, type Effect, type Stream } from "effect"
 import type { Row } from "../domain/catalog.ts"
 import type { StoreError } from "../domain/errors.ts"
 import type { StoredEvent } from "../domain/events.ts"
+import type { Filter } from "../domain/list-request.ts"
 
 export interface AppendEntry {
   readonly event: StoredEvent
@@ -115,6 +116,52 @@ export interface StoredRow {
   readonly schema?: number
 }
 
+/** A stored row as a node that caches rows reads it: with the seq of its last event (`at`); `row` null once deleted. */
+export interface RowAt {
+  readonly type: string
+  readonly id: string
+  readonly row: Row | null
+  readonly schema: number
+  /** The seq of the row's last event: the row holds every event of its entity up to it, and none follows it yet. */
+  readonly at: number
+}
+
+/** A list's page as the store reads it: filtered (domain/list-request.ts), ordered by id or by one field, after a cursor. */
+export interface RowListQuery {
+  readonly where: ReadonlyArray<Filter>
+  readonly order: { readonly field: string; readonly descending: boolean }
+  readonly after?: { readonly id: number; readonly value: unknown }
+  readonly limit: number
+}
+
+/**
+ * Present on a log whose rows a node reads on demand instead of loading them all (PostgreSQL: row-reads.ts): the
+ * node is then a bounded cache of the store's rows (projections/rows/cache-rows.ts). Reads served to callers and
+ * the writer's prefetch (commands/batch-prefetch.ts) are Effects that await the store. The synchronous reads block
+ * the calling thread for one round trip, as a classic-level `getSync` does, and throw a StoreError: they serve
+ * only what a decision reads that its prefetch did not (counted: `syncReads`).
+ */
+export interface RowStore {
+  /** The head, each type's live row count and highest id, read at one moment of the store (once: memoised). */
+  readonly start: Effect.Effect<{ readonly head: LogHead; readonly rowCounts: ReadonlyMap<string, number> }, StoreError>
+  /** The row now, or undefined when it never existed. */
+  readonly rowSync: (type: string, id: string) => RowAt | undefined
+  /** Up to `limit` live rows with ids after `afterId`, in id order, and whether more follow. */
+  readonly pageSync: (type: string, afterId: number, limit: number) => { readonly rows: ReadonlyArray<RowAt>; readonly more: boolean }
+  /** Up to `limit` live rows with ids after `afterId`, in id order, and whether more follow (`pageSync`, awaited). */
+  readonly page: (type: string, afterId: number, limit: number) => Effect.Effect<{ readonly rows: ReadonlyArray<RowAt>; readonly more: boolean }, StoreError>
+  /** The ids of the live rows whose `field` equals `value`, ascending. */
+  readonly idsWhereSync: (type: string, field: string, value: unknown) => ReadonlyArray<number>
+  /** A list's page, `limit + 1` rows at most (the last one tells that more follow). */
+  readonly list: (type: string, query: RowListQuery) => Effect.Effect<ReadonlyArray<RowAt>, StoreError>
+  /** The live rows whose `field` equals `value` (the rows a delete's reference check reads), in id order. */
+  readonly rowsWhere: (type: string, field: string, value: unknown) => Effect.Effect<ReadonlyArray<RowAt>, StoreError>
+  /** These rows now, in one read (the missing ones left out). */
+  readonly rowsNow: (keys: ReadonlyArray<{ readonly type: string; readonly id: string }>) => Effect.Effect<ReadonlyArray<RowAt>, StoreError>
+  /** Sync reads made (misses of the cache that reached the store), for tests and metrics. */
+  readonly syncReads: () => number
+}
+
 export interface EventLogStats {
   /** Durable (sync) writes made: with group commit, far fewer than commands. */
   readonly syncWrites: number
@@ -194,6 +241,8 @@ export interface EventLogShape {
    * node starting while others commit loads rows exact at that head instead of folding the log (pinned-log.ts).
    */
   readonly rowsAtHead?: Effect.Effect<{ readonly head: LogHead; readonly rows: ReadonlyArray<StoredRow> }, StoreError>
+  /** Present on a log whose rows a node caches instead of loading them (PostgreSQL): see `RowStore`. */
+  readonly rowStore?: RowStore
   /** The stored view records, verified; absent for a log that stores none (views are then rebuilt). */
   readonly storedViews?: Effect.Effect<ReadonlyArray<StoredView>, StoreError>
   /**

@@ -4,7 +4,7 @@
  * which the tailer then follows. A log that reads its head and its stored rows at one moment of the store
  * (`rowsAtHead`, PostgreSQL) pins that head: the rows come exact at it, and recovery folds no event. Otherwise the
  * head is read once, the stored rows are not used (they may already include later commits), and the rows are folded
- * from the log up to that head. The views come from their stored values, each exact at its own seq (`at`), with the
+ * from the log up to that head. A log whose rows are cached, not loaded (`rowStore`), pins the head they start from. The views come from their stored values, each exact at its own seq (`at`), with the
  * events after it up to the head folded on top.
  * Reads are not bounded here: each reader stops at the pinned head itself (a view folded again in the background
  * reads on past it).
@@ -16,6 +16,11 @@ export const PinnedLog = Layer.effect(
   EventLog,
   Effect.gen(function* () {
     const log = yield* EventLog
+    // Rows cached, not loaded (projections/rows/cache-rows.ts): they start from the same head as the views.
+    if (log.rowStore !== undefined) {
+      const { head } = yield* log.rowStore.start
+      return EventLog.of({ ...log, head: Effect.succeed({ ...head, checkpoint: head.lastSeq }), storedRows: Stream.empty })
+    }
     if (log.rowsAtHead !== undefined) {
       const pinned = yield* log.rowsAtHead
       // Read once, by the rows' recovery; then let go, so that the rows in memory are the projection's alone.

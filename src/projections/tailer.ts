@@ -20,6 +20,8 @@ import { isStoreError, ReplicaLagging, type StoreError } from "../domain/errors.
 import type { Change, StoredEvent } from "../domain/events.ts"
 import { EventLog } from "../log/event-log.ts"
 import { makeProjector } from "./projector.ts"
+import { makeCachedFold, type Known } from "./cached-fold.ts"
+import { Catalog } from "../domain/app-catalog.ts"
 import { Rows } from "./rows/rows.ts"
 import { Views } from "./views/views.ts"
 import { Metrics, metricsOff } from "../metrics/metrics.ts"
@@ -57,6 +59,7 @@ const RETRY_AFTER = Duration.millis(200)
 export const makeTailer = Effect.gen(function* () {
   const log = yield* EventLog
   const rows = yield* Rows
+  const catalog = yield* Catalog
   const follow = log.follow
   if (follow === undefined) return yield* Effect.dieMessage("the Shared commit mode needs a log that can be followed (PostgreSQL)")
   const projector = yield* makeProjector
@@ -138,16 +141,32 @@ export const makeTailer = Effect.gen(function* () {
     return applied - snapshotAt >= snapshotEvery && !snapshotting ? Effect.zipRight(logged, Effect.forkIn(snapshot, scope)) : logged
   }
 
+  // Rows cached, not held whole (cache-rows.ts): other nodes' commits are folded on the rows the cache holds, and the
+  // rows it does not hold are read only when the views need them (their evolve sees each row before and after).
+  const cached = rows.cached
+  const viewsNeedRows = views !== undefined && catalog.views.size > 0
+  const folding = cached === undefined ? undefined : makeCachedFold(catalog, cached, log)
+
+  const freshOf = (events: Chunk.Chunk<StoredEvent>) => {
+    const fresh: Array<StoredEvent> = []
+    for (const event of events) if (event.seq > applied && (fresh.length === 0 || event.seq > fresh[fresh.length - 1].seq)) fresh.push(event)
+    return fresh
+  }
+
   // Events up to `applied` are skipped: this node applied them already (its own batches, through `applyOwn`).
+  const applyFresh = (fresh: ReadonlyArray<StoredEvent>, known?: Known) => {
+    if (fresh.length === 0) return Effect.void
+    const last = fresh[fresh.length - 1].seq
+    // A held batch the log delivered all the same (read before it was held): the log's copy is applied.
+    if (held.length > 0 && held[0].first <= last) held = held.filter((own) => own.first > last)
+    return advance(folding === undefined ? projector.fold(fresh) : folding.fold(fresh, known), last)
+  }
   const applyChunk = (events: Chunk.Chunk<StoredEvent>) =>
     Effect.suspend(() => {
-      const fresh: Array<StoredEvent> = []
-      for (const event of events) if (event.seq > applied && (fresh.length === 0 || event.seq > fresh[fresh.length - 1].seq)) fresh.push(event)
-      if (fresh.length === 0) return Effect.void
-      const last = fresh[fresh.length - 1].seq
-      // A held batch the log delivered all the same (read before it was held): the log's copy is applied.
-      if (held.length > 0 && held[0].first <= last) held = held.filter((own) => own.first > last)
-      return advance(projector.fold(fresh), last)
+      if (folding === undefined || !viewsNeedRows) return applyFresh(freshOf(events))
+      // The rows before these commits, read first; then what this node applied meanwhile (its own batches) is
+      // skipped, as always, in the synchronous step that applies the rest.
+      return Effect.flatMap(folding.before(freshOf(events)), (known) => Effect.suspend(() => applyFresh(freshOf(events), known)))
     })
 
   const applyOwn = (changes: ReadonlyArray<Change>) =>

@@ -22,7 +22,8 @@ export interface Settings {
   readonly maxBatch: number
   /**
    * Bytes of decoded rows kept in memory (`WO_ROW_CACHE`, default 64 MiB): the embedded store serves rows from
-   * disk through an LRU cache of this size, so the data may be larger than memory.
+   * disk through an LRU cache of this size, so the data may be larger than memory; a PostgreSQL node reads its rows
+   * from the store through it (projections/rows/cache-rows.ts).
    */
   readonly rowCache: number
   /** Largest accepted request body in bytes. `WO_BODY_LIMIT`, default 4 MiB. */

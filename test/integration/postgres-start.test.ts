@@ -1,6 +1,6 @@
 /**
  * A node's start on a PostgreSQL store whose log is long and whose rows are few, on a real 3-server cluster
- * (test/cluster/pg-cluster.ts): the node loads the rows table and its views' snapshot, and reads no event of the log
+ * (test/cluster/pg-cluster.ts): the node loads its views' snapshot, and reads no stored row and no event of the log
  * to start (the background audit reads the log once, and only it). Counted on the real `pg` client: the event rows
  * every statement returned, no timing. Real runtimes in this process (the layer `wo run --store` builds), each
  * serving HTTP on port 0; the log written straight through the store's append (testkit/pg-price-log.ts).
@@ -111,7 +111,7 @@ describe.skipIf(!haveBinaries)("a node's start on a long PostgreSQL log", () => 
   }, 120_000)
   afterAll(() => cluster?.stop())
 
-  it("reads the rows table and the views snapshot, no event of the log; the audit alone reads the log, once", async () => {
+  it("reads the views snapshot, no stored row (the rows are cached: postgres-cache.test.ts) and no event of the log; the audit alone reads the log, once", async () => {
     const db = "pg_start"
     const store = await cluster.createDatabase(db)
     await writePriceLog(store, { products: PRODUCTS, events: EVENTS, batch: 1_000 })
@@ -131,9 +131,9 @@ describe.skipIf(!haveBinaries)("a node's start on a long PostgreSQL log", () => 
 
     // The next node loads both, and folds nothing.
     const b = await startNode(store)
-    // Every event read went to the audit's one pass over the log, in the background; the start read the rows.
+    // Every event read went to the audit's one pass over the log, in the background; the start read no row either.
     expect(await waitFor(() => b.messages.some((m) => m.startsWith(`log audit: ${head} events verified`)), 60_000), b.messages.join("\n")).toBe(true)
-    expect(b.counts).toEqual({ eventRows: head, storedRows: PRODUCTS })
+    expect(b.counts).toEqual({ eventRows: head, storedRows: 0 })
     expect(b.rows).toMatchObject({ rows: PRODUCTS, events: head, tailEvents: 0 })
     expect(b.views).toMatchObject({ loaded: 1, tailEvents: 0, rebuilt: [] })
     expect(await products(b.url)).toEqual(expected)

@@ -34,7 +34,7 @@ const sessions: SessionsShape = {
   count: () => 0
 }
 const resources: Resources = {
-  list: () => ({ resources: [] }),
+  list: () => Effect.succeed({ resources: [] }),
   templates: () => [],
   read: (uri) => (uri === "wo://products/1" ? Effect.succeed({ uri, mimeType: "application/json", text: "{}" }) : Effect.fail({ _tag: "NotFound" }))
 }

@@ -38,7 +38,7 @@ export interface RouteDeps {
   readonly sessions?: SessionsShape
 }
 
-const noResources: Resources = { list: () => ({ resources: [] }), templates: () => [], read: () => Effect.fail({ _tag: "NotFound" }) }
+const noResources: Resources = { list: () => Effect.succeed({ resources: [] }), templates: () => [], read: () => Effect.fail({ _tag: "NotFound" }) }
 
 /** Sessions that never exist: every legacy request but initialize is refused with 404. */
 const noSessions: SessionsShape = {

@@ -404,10 +404,10 @@ export const makeDispatcher = ({ catalog, tools, resources, sessions, server, ch
     [Method.resourcesList, {
       eras: BOTH,
       handle: (request, { principal }) =>
-        fromEither(CursorParams(request.params), ({ cursor }) => {
-          const page = resources.list(cursor, allowedFor(principal))
-          return page === undefined ? Effect.fail(invalidParams("invalid cursor")) : succeed({ ...page }, ROW_CACHE)
-        })
+        fromEither(CursorParams(request.params), ({ cursor }) =>
+          // A store that cannot be read is a defect here, as it always was (an internal error).
+          Effect.flatMap(Effect.orDie(resources.list(cursor, allowedFor(principal))), (page) =>
+            page === undefined ? Effect.fail(invalidParams("invalid cursor")) : succeed({ ...page }, ROW_CACHE)))
     }],
     [Method.resourceTemplatesList, {
       eras: BOTH,

@@ -13,7 +13,8 @@ import { fromQueryString } from "../../domain/list-request.ts"
 import { historyUriTemplate, listUriTemplate, parseUri, type ParsedUri, rowUri, rowUriTemplate, schemaUri, viewUri } from "../../domain/uri.ts"
 import { historyBody, type HistoryShape } from "../../projections/history.ts"
 import { ResourceCursor } from "../../projections/cursor.ts"
-import type { QueriesShape } from "../../projections/queries.ts"
+import type { StoreError } from "../../domain/errors.ts"
+import { NOT_HELD, type QueriesShape } from "../../projections/queries.ts"
 import { ViewRefolding, type ViewsShape } from "../../projections/views/views.ts"
 import { listBody, viewBody } from "../rest/bodies.ts"
 import { orderSentence } from "./tool-schemas.ts"
@@ -46,7 +47,7 @@ export type ResourceTemplate = { uriTemplate: string; name: string; title: strin
 
 export interface Resources {
   /** undefined when the cursor is not one this server issued. Only what `allowed` lets the caller read is listed. */
-  readonly list: (cursor: string | undefined, allowed?: Allowed) => { readonly resources: ReadonlyArray<ResourceEntry>; readonly nextCursor?: string } | undefined
+  readonly list: (cursor: string | undefined, allowed?: Allowed) => Effect.Effect<{ readonly resources: ReadonlyArray<ResourceEntry>; readonly nextCursor?: string } | undefined, StoreError>
   /** The templates of the types `allowed` lets the caller read. */
   readonly templates: (allowed?: Allowed) => ReadonlyArray<ResourceTemplate>
   /** The resource; the app commands' description lists only the commands `allowed` lets the caller run. */
@@ -121,42 +122,51 @@ export const makeResources = (catalog: CompiledApp, { queries, views, history }:
   const mayRead = (allowed: Allowed, op: Operation | undefined) =>
     allowed === undefined || (op === undefined ? commands.some((c) => allowed(Op.command(c.name))) : allowed(op))
 
-  /** Every entry after position (p0, a0), in listing order, that `allowed` lets the caller read. */
-  function* entriesAfter(p0: number, a0: number, allowed: Allowed): Generator<readonly [{ p: number; a: number }, ResourceEntry]> {
-    if (p0 === -1) for (let i = a0 + 1; i < fixed.length; i++) if (mayRead(allowed, fixed[i][1])) yield [{ p: -1, a: i }, fixed[i][0]]
-    for (let p = Math.max(p0, 0); p < readable.length; p++) {
-      const t = readable[p]
-      // Positions stay those of every readable type: a cursor means the same place for every caller.
-      if (!mayRead(allowed, Op.read(t.name))) continue
-      let after = p === p0 ? a0 : 0
-      for (;;) {
-        const page = queries.rowsAfter(t.name, after, 64)
-        for (const row of page.rows) {
-          after = Number(row.id)
-          yield [{ p, a: after }, { uri: rowUri(t.name, row.id), name: `${t.name}/${row.id}`, mimeType: "application/json" }]
-        }
-        if (!page.more) break
+  /**
+   * A page of the entries after the cursor's position, in listing order, that `allowed` lets the caller read: the
+   * catalog's fixed entries, then each readable type's rows, read a page at a time (awaiting the store on a node
+   * whose rows are a cache of it).
+   */
+  const list: Resources["list"] = (cursor, allowed) =>
+    Effect.suspend(() => {
+      let start = { p: -1, a: -1 }
+      if (cursor !== undefined) {
+        const pos = ResourceCursor.decode(cursor)
+        // A row phase's position is a row id (0 or more); -1 only starts the catalog's fixed entries.
+        if (Option.isNone(pos) || pos.value.p < -1 || pos.value.p >= Math.max(readable.length, 1) || (pos.value.p >= 0 && pos.value.a < 0)) return Effect.succeed(undefined)
+        start = pos.value
       }
-    }
-  }
-
-  const list: Resources["list"] = (cursor, allowed) => {
-    let start = { p: -1, a: -1 }
-    if (cursor !== undefined) {
-      const pos = ResourceCursor.decode(cursor)
-      // A row phase's position is a row id (0 or more); -1 only starts the catalog's fixed entries.
-      if (Option.isNone(pos) || pos.value.p < -1 || pos.value.p >= Math.max(readable.length, 1) || (pos.value.p >= 0 && pos.value.a < 0)) return undefined
-      start = pos.value
-    }
-    const resources: Array<ResourceEntry> = []
-    let last = start
-    for (const [position, entry] of entriesAfter(start.p, start.a, allowed)) {
-      if (resources.length === pageSize) return { resources, nextCursor: ResourceCursor.encode(last) }
-      resources.push(entry)
-      last = position
-    }
-    return { resources }
-  }
+      const resources: Array<ResourceEntry> = []
+      let last = start
+      // The page is full and one more entry follows it: it gets a cursor.
+      let more = false
+      /** Takes one entry; false once the page is full (this entry is the first of the next page). */
+      const take = (position: { p: number; a: number }, entry: ResourceEntry) => {
+        if (resources.length === pageSize) return !(more = true)
+        resources.push(entry)
+        last = position
+        return true
+      }
+      const answer = () => (more ? { resources, nextCursor: ResourceCursor.encode(last) } : { resources })
+      if (start.p === -1) {
+        for (let i = start.a + 1; i < fixed.length; i++) if (mayRead(allowed, fixed[i][1]) && !take({ p: -1, a: i }, fixed[i][0])) return Effect.succeed(answer())
+      }
+      /** The rows of readable type `p` after id `after`, then the next types', until the page is full. */
+      const rowsFrom = (p: number, after: number): Effect.Effect<void, StoreError> => {
+        if (p >= readable.length) return Effect.void
+        const t = readable[p]
+        // Positions stay those of every readable type: a cursor means the same place for every caller.
+        if (!mayRead(allowed, Op.read(t.name))) return rowsFrom(p + 1, 0)
+        return Effect.flatMap(queries.rowsAfter(t.name, after, 64), (page) => {
+          for (const row of page.rows) {
+            if (!take({ p, a: Number(row.id) }, { uri: rowUri(t.name, row.id), name: `${t.name}/${row.id}`, mimeType: "application/json" })) return Effect.void
+          }
+          const lastRow = page.rows[page.rows.length - 1]
+          return page.more && lastRow !== undefined ? rowsFrom(p, Number(lastRow.id)) : rowsFrom(p + 1, 0)
+        })
+      }
+      return Effect.map(rowsFrom(Math.max(start.p, 0), start.p >= 0 ? start.a : 0), answer)
+    })
 
   const contents = (uri: string, text: string): ResourceContents => ({ uri, mimeType: "application/json", text })
 
@@ -178,6 +188,8 @@ export const makeResources = (catalog: CompiledApp, { queries, views, history }:
       case "Row": {
         if (!type.mcp.has("get")) return Either.left(NOT_FOUND)
         const row = queries.row(type.name, parsed.id)
+        // A row a node caching the store does not hold: `read` awaits the store for it.
+        if (row === NOT_HELD) return undefined
         return row === undefined ? Either.left(NOT_FOUND) : Either.right(contents(uri, JSON.stringify(row)))
       }
       case "List":
@@ -200,6 +212,15 @@ export const makeResources = (catalog: CompiledApp, { queries, views, history }:
     )
   }
 
+  /** A row read from the store (a node caching it does not hold it). */
+  const readRow = (uri: string, type: string, id: string): Effect.Effect<ResourceContents, ReadProblem> =>
+    queries.get(type, id).pipe(
+      Effect.mapBoth({
+        onFailure: (e): ReadProblem => (e._tag === "NotFound" ? NOT_FOUND : { _tag: "Failed", message: e.message }),
+        onSuccess: (row) => contents(uri, JSON.stringify(row))
+      })
+    )
+
   /** A list's page as REST serves it: the first one, or the one a `cursor` in the query names. */
   const readList = (uri: string, type: CompiledType, query: string): Effect.Effect<ResourceContents, ReadProblem> =>
     Either.match(fromQueryString(type, query), {
@@ -214,8 +235,9 @@ export const makeResources = (catalog: CompiledApp, { queries, views, history }:
     Effect.suspend((): Effect.Effect<ResourceContents, ReadProblem> => {
       const now = readNow(uri, allowed)
       if (now !== undefined) return now
-      // Only a list or a history of an exposed type is left to read here.
-      const parsed = parseUri(uri) as Extract<ParsedUri, { readonly _tag: "List" | "History" }>
+      // Only a list or a history of an exposed type is left to read here, or a row not held by a node caching the store.
+      const parsed = parseUri(uri) as Extract<ParsedUri, { readonly _tag: "List" | "History" | "Row" }>
+      if (parsed._tag === "Row") return readRow(uri, parsed.type, parsed.id)
       return parsed._tag === "History" ? readHistory(uri, parsed, history!) : readList(uri, catalog.types.get(parsed.type)!, parsed.query)
     })
 

@@ -17,7 +17,7 @@ import { noCancel } from "../../support/no-cancel.ts"
 import { Op, type Operation as Granted } from "../../access/grants.ts"
 import { answerExit } from "../../commands/exit-answer.ts"
 import { NotFound, type CommandError, type ValidationFailed } from "../../domain/errors.ts"
-import type { Page, QueriesShape } from "../../projections/queries.ts"
+import { NOT_HELD, type Page, type QueriesShape } from "../../projections/queries.ts"
 import { ViewFailed, ViewRefolding, type ViewsShape } from "../../projections/views/views.ts"
 import { deletedBody, listBody, viewBody } from "../rest/bodies.ts"
 import { commandBody } from "../rest/command-body.ts"
@@ -230,6 +230,8 @@ const CRUD: ReadonlyArray<Operation> = [
     readNow: ({ t, refuse }, queries) => {
       const read = (id: string): ToolResult => {
         const row = queries.row(t, id)
+        // Never NOT_HELD: a node whose rows are a cache of the store gives its read tools no readNow (below).
+        if (row === NOT_HELD) throw new Error(`${t} ${id} read without a fiber on a node that caches the store`)
         return row === undefined ? refuse(new NotFound({ type: t, id })) : readRowResult(row)
       }
       return (args) => {
@@ -317,7 +319,8 @@ const typeTools = (app: CompiledApp, type: CompiledType, commands: CommandsShape
     const made = definition(`${type.name}_${o.op}`, o.texts(parts), o.input(parts), o.output(parts), o.annotations)
     if ("read" in o) {
       const operation = Op.read(type.name)
-      if (o.readNow === undefined) return { definition: made, operation, call: o.read(parts, queries) }
+      // A node whose rows are a cache of the store reads a row it does not hold with a fiber (it awaits the store).
+      if (o.readNow === undefined || queries.cachesStore) return { definition: made, operation, call: o.read(parts, queries) }
       const readNow = o.readNow(parts, queries)
       return { definition: made, operation, call: o.read(parts, queries), callNow: (args, reply) => (reply.result(readNow(args)), noCancel) }
     }

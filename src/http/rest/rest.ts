@@ -7,7 +7,7 @@ import type { Row } from "../../domain/catalog.ts"
 import type { CompiledApp, CompiledType } from "../../domain/compile.ts"
 import { NotFound, STORE_UNAVAILABLE, storeErrorPolicy, type CommandError, type StoreError, type ValidationFailed } from "../../domain/errors.ts"
 import type { Command, CommandsShape, Committed, ExecuteOptions } from "../../commands/commands.ts"
-import type { QueriesShape } from "../../projections/queries.ts"
+import { NOT_HELD, type NotHeld, type QueriesShape } from "../../projections/queries.ts"
 import { errorJson, jsonText, safeDecode, type EdgeRequest, type EdgeResponse } from "../edge/edge-types.ts"
 import type { DirectRespond, DirectRoute } from "../edge/edge.ts"
 import { describeBodyProblem, isJsonContentType, parseInputBody, type InputBody } from "../edge/json-body.ts"
@@ -297,13 +297,15 @@ export const makeRestRoutes = (catalog: CompiledApp, commands: CommandsShape, qu
     if (target === undefined || target.parts.length !== 2 || !target.type.rest.has("get")) return undefined
     const type = target.type.name
     const id = target.parts[1]
-    let row: Row | undefined
+    let row: Row | undefined | NotHeld
     try {
       row = queries.row(type, id)
     } catch (e) {
       respond.failed(Cause.die(e))
       return noCancel
     }
+    // A row a node caching the PostgreSQL store does not hold is read the generic way: the fiber awaits the store.
+    if (row === NOT_HELD) return undefined
     respond.answer(row === undefined ? errorResponse(new NotFound({ type, id })) : rowAnswers.answer(row))
     return noCancel
   }

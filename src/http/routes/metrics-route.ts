@@ -55,6 +55,13 @@ export const makeMetricsRoute = Effect.gen(function* () {
     metrics.gauge("wo_tailer_lag_events", "Shared log: how many events this node's tailer is behind the log's head (read at scrape time).", () =>
       Effect.runPromise(Effect.match(log.head, { onFailure: () => undefined, onSuccess: (head) => Math.max(0, head.lastSeq - tailer.applied()) })))
   }
+  if (log.rowStore !== undefined) {
+    metrics.counterOf(
+      "wo_row_store_sync_reads_total",
+      "PostgreSQL: reads of the store that blocked this node's thread: rows a command read that the writer had not read ahead of its decision (it reads up to 4 steps ahead), and MCP resources/list pages.",
+      log.rowStore.syncReads
+    )
+  }
   if (log.failovers !== undefined) metrics.counterOf("wo_store_failovers_total", "PostgreSQL: times this node found another writable primary (a failover) since it started.", log.failovers)
 
   const route = (request: EdgeRequest): Effect.Effect<EdgeResponse> => {

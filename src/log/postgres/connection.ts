@@ -51,6 +51,8 @@ export interface PgConnectionShape {
   readonly client: Effect.Effect<pg.PoolClient, StoreError, Scope.Scope>
   /** A connection of its own to the primary (for LISTEN), closed with the scope. */
   readonly dedicated: Effect.Effect<pg.Client, StoreError, Scope.Scope>
+  /** How to connect to the primary now: for a client that lives off this pool (the synchronous row reads: row-reads.ts). */
+  readonly clientConfig: () => pg.ClientConfig
   /**
    * The error of a failed statement, as a StoreError. A lost connection or a server that no longer takes
    * writes (the primary died or was demoted) also starts looking for the writable primary among the hosts again.
@@ -433,6 +435,7 @@ export const makePgConnection = (url: string, options: PgConnectionOptions = {})
       query,
       client,
       dedicated,
+      clientConfig: () => clientConfig(target, current.primary, timeoutMs),
       failed: (what, e) => failedOn(current.pool)(what, e)
     })
   })

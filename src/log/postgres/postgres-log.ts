@@ -39,6 +39,8 @@ import {
   decodeViewOrCorrupt
 } from "./records.ts"
 import { ensureSchema, SCHEMA } from "./schema.ts"
+import { makeRowStore } from "./row-reads.ts"
+import { makeSyncReads } from "./sync-reads.ts"
 import { checkRowCounts } from "../row-counts.ts"
 
 /** How often this node's append and tailer counts are logged (Debug) while they change. */
@@ -160,6 +162,24 @@ export const makePostgresLog = Effect.gen(function* () {
     })
   )
 
+  // A node caching rows (row-reads.ts) starts from the head and the row counts, read at one moment of the store
+  // (each commit writes its events, rows, head and counts together), once: the rows' recovery and the views' pin
+  // the same head.
+  const rowsStart = yield* Effect.cached(Effect.scoped(
+    Effect.gen(function* () {
+      const client = yield* conn.client
+      const run: Query = (what, text, values) =>
+        Effect.tryPromise({ try: () => client.query(text, values as Array<unknown> | undefined), catch: (e) => conn.failed(what, e) })
+      yield* run("cannot read the log head", "begin transaction isolation level repeatable read read only")
+      const { head, types } = yield* readHead(run)
+      yield* run("cannot read the log head", "commit")
+      return { head, rowCounts: new Map(types.map((t) => [t.type, t.rowCount])) }
+    })
+  ))
+  const syncReads = makeSyncReads(conn.clientConfig, conn.timeoutMs)
+  yield* Effect.addFinalizer(() => Effect.promise(() => syncReads.close()))
+  const rowStore = makeRowStore(conn, syncReads, rowsStart)
+
   type EntityCursor = readonly [type: string, id: string, version: number]
   // A page at a time in (type, id, version) order, the unique index's (a hot entity's history may be most of the log:
   // one statement would outlast WO_STORE_TIMEOUT), then in seq order.
@@ -228,6 +248,7 @@ export const makePostgresLog = Effect.gen(function* () {
     failovers: conn.generation,
     storedRows,
     rowsAtHead,
+    rowStore,
     // One view's corrupt record is that view's problem: it is folded again (views.ts), never served.
     storedViews: Effect.map(
       conn.query("cannot read the stored views", `select ${VIEW_COLUMNS} from ${SCHEMA}.views`),

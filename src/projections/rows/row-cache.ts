@@ -31,6 +31,8 @@ interface Entry {
   bytes: number
   /** Read or written since eviction last passed it: it keeps its place once (moved to the end). */
   used: boolean
+  /** The seq the row is exact at, where the holder tracks it (a node caching PostgreSQL's rows: cache-rows.ts); else 0. */
+  at: number
 }
 
 export class RowCache {
@@ -61,20 +63,26 @@ export class RowCache {
     return entry.row
   }
 
-  set(key: string, row: Row): void {
+  /** The row and the seq it is exact at, without counting a hit or marking it used. */
+  peek(key: string): { readonly row: Row; readonly at: number } | undefined {
+    return this.entries.get(key)
+  }
+
+  set(key: string, row: Row, at = 0): void {
     const bytes = rowBytes(row)
     const entry = this.entries.get(key)
     if (bytes > this.maxBytes) {
       if (entry !== undefined) this.delete(key)
       return
     }
-    if (entry === undefined) this.entries.set(key, { row, bytes, used: false })
+    if (entry === undefined) this.entries.set(key, { row, bytes, used: false, at })
     else {
       // In place: the entry keeps its slot (no dead entry left in the Map), marked as used.
       this.used -= entry.bytes
       entry.row = row
       entry.bytes = bytes
       entry.used = true
+      entry.at = at
     }
     this.used += bytes
     if (this.used > this.maxBytes) this.evict()
