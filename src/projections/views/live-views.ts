@@ -315,7 +315,8 @@ export const makeViews = (
     const pending = refolding()
     if (pending.length === 0 || log === undefined || catalog === undefined) return Effect.void
     const started = Date.now()
-    const folder = makeViewFolder(log, catalog, pending.map((s): FoldStart => ({ view: s.view, after: 0 })), true)
+    // Paced: the older values of the views folded again are served meanwhile, and so is everything else.
+    const folder = makeViewFolder(log, catalog, pending.map((s): FoldStart => ({ view: s.view, after: 0 })), true, true)
     const names = pending.map((s) => s.view.name).join(", ")
     const step: Effect.Effect<boolean> = Effect.gen(function* () {
       const target = committed

@@ -13,6 +13,14 @@ import type { StoreError } from "../../domain/errors.ts"
 import type { StoredEvent } from "../../domain/events.ts"
 import { runUserCode } from "../../domain/decide/user-code.ts"
 import { normaliseRow } from "../rows/schema-check.ts"
+import { longWork } from "../../support/turnstile.ts"
+
+/**
+ * Events folded per turn of the event loop by a fold that runs while requests are served (a view folded again in
+ * the background): each costs an evolve and an encode per view, so a slice takes about a millisecond, and a read of
+ * the older value served meanwhile waits for at most one.
+ */
+const PACED_SLICE = 64
 
 export interface FoldedView {
   /** The typed value (absent once failed). */
@@ -77,9 +85,10 @@ interface Folding {
  * to `upTo` (default: the head at the time of reading), with the rows before and after each event rebuilt alongside.
  * From seq 0 the rows come from the log itself; from a stored value at `s` > 0, the row an entity had at `s` is
  * rebuilt from its own events (`log.eventsOf`) the first time the tail touches it. With `trackChanges`, each
- * folded event's value is encoded and compared, so `seq` is the exact sequence of the last change.
+ * folded event's value is encoded and compared, so `seq` is the exact sequence of the last change. `paced`, for a
+ * fold that runs while requests are served: a slice of events per turn of the event loop (the long-work turnstile).
  */
-export const makeViewFolder = (log: EventLogShape, catalog: CompiledApp, starts: ReadonlyArray<FoldStart>, trackChanges: boolean) => {
+export const makeViewFolder = (log: EventLogShape, catalog: CompiledApp, starts: ReadonlyArray<FoldStart>, trackChanges: boolean, paced = false) => {
   const from = starts.reduce((min, s) => Math.min(min, s.after), Number.POSITIVE_INFINITY)
   let position = starts.length === 0 ? 0 : from
   const types = new Set(starts.flatMap((s) => [...s.view.types]))
@@ -165,7 +174,9 @@ export const makeViewFolder = (log: EventLogShape, catalog: CompiledApp, starts:
   const readTo = (upTo?: number): Effect.Effect<number, StoreError> =>
     Effect.suspend(() => {
       if (types.size === 0 || (upTo !== undefined && upTo <= position)) return Effect.succeed(position)
-      const events = log.readFrom(position + 1)
+      const events = paced
+        ? log.readFrom(position + 1, { slice: PACED_SLICE }).pipe(Stream.mapChunksEffect((chunk) => Effect.as(longWork.pass, chunk)))
+        : log.readFrom(position + 1)
       return Effect.as(
         (upTo === undefined ? events : Stream.takeWhile(events, (e) => e.seq <= upTo)).pipe(
           Stream.runForEachChunk((chunk) => {
