@@ -146,6 +146,9 @@ const INSTALL_POLL = Duration.millis(10)
 /** The pause before the background fold reads again after the store could not be read. */
 const REFOLD_RETRY = Duration.seconds(1)
 
+/** What a failure of the new fold says of the older value. */
+const olderStays = (older: OlderValue) => `its older declaration's value stays served, exact at seq ${older.exactAt}, until a restart`
+
 /** The notice of a view going live (or changing) at `seq`. */
 const updateOf = (s: ViewState, seq: number): ViewUpdate => ({ name: s.view.name, uri: viewUri(s.view.name), seq })
 
@@ -177,6 +180,7 @@ export const makeViews = (
     const failures: Array<{ message: string; stack: string }> = []
     const evolved: Array<ViewState> = []
     const installed: Array<ViewState> = []
+    const keptOlder: Array<{ readonly state: ViewState; readonly failed: string }> = []
     const lastSeq = changes.length === 0 ? committed : changes[changes.length - 1].event.seq
     for (const s of states) {
       // The new declaration's fold failed: the older value stays served, frozen, and nothing is folded or stored.
@@ -227,6 +231,12 @@ export const makeViews = (
         failed = misfitFailure(s.view, last.event, encoded.left)
         failures.push({ message: failed, stack: failed })
       }
+      // The new fold, about to be swapped in, fails on this batch: the older value stays served instead.
+      if (installing && s.older !== undefined) {
+        keptOlder.push({ state: s, failed })
+        failures[failures.length - 1] = { ...failures[failures.length - 1], message: `${failed}; ${olderStays(s.older)}` }
+        continue
+      }
       next.push({ state: s, seq: last.event.seq, failed, changed: true })
     }
     outstanding++
@@ -242,6 +252,7 @@ export const makeViews = (
         settled = true
         committed = Math.max(committed, lastSeq)
         const updates: Array<ViewUpdate> = []
+        for (const k of keptOlder) if (k.state.refolding !== undefined) keepOlder(k.state, k.failed)
         for (const n of next) {
           const s = n.state
           s.dirty = false
@@ -333,8 +344,7 @@ export const makeViews = (
         const f = folded.get(s.view.name)!
         if (f.failed !== undefined && s.older !== undefined) {
           keepOlder(s, f.failed)
-          yield* Effect.logError(
-            `${f.failed} (while folding it again from the log); its older declaration's value stays served, exact at seq ${s.older.exactAt}, until a restart`)
+          yield* Effect.logError(`${f.failed} (while folding it again from the log); ${olderStays(s.older)}`)
         } else s.ready = readyOf(s.view, target, f)
       }
       const { records, live } = installIdle(target)

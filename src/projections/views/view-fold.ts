@@ -16,11 +16,13 @@ import { normaliseRow } from "../rows/schema-check.ts"
 import { longWork } from "../../support/turnstile.ts"
 
 /**
- * Events folded per turn of the event loop by a fold that runs while requests are served (a view folded again in
- * the background): each costs an evolve and an encode per view, so a slice takes about a millisecond, and a read of
- * the older value served meanwhile waits for at most one.
+ * A fold that runs while requests are served (a view folded again in the background) reads the log in slices of
+ * PACED_SLICE events, and gives the event loop a turn (the long-work turnstile) once it has folded for PACED_MS:
+ * an event costs an evolve and an encode per view (milliseconds for a slice of a thousand), so a request that
+ * arrives meanwhile waits about PACED_MS, however costly the views' evolve (bench/scenarios/view-refold.ts).
  */
-const PACED_SLICE = 64
+const PACED_SLICE = 16
+const PACED_MS = 1
 
 export interface FoldedView {
   /** The typed value (absent once failed). */
@@ -108,6 +110,8 @@ export const makeViewFolder = (log: EventLogShape, catalog: CompiledApp, starts:
     }
   })
   let read = 0
+  /** When the paced fold's current turn began. */
+  let turnBegan = performance.now()
 
   const tableOf = (type: string) => {
     let table = rows.get(type)
@@ -175,7 +179,10 @@ export const makeViewFolder = (log: EventLogShape, catalog: CompiledApp, starts:
     Effect.suspend(() => {
       if (types.size === 0 || (upTo !== undefined && upTo <= position)) return Effect.succeed(position)
       const events = paced
-        ? log.readFrom(position + 1, { slice: PACED_SLICE }).pipe(Stream.mapChunksEffect((chunk) => Effect.as(longWork.pass, chunk)))
+        ? log.readFrom(position + 1, { slice: PACED_SLICE }).pipe(Stream.mapChunksEffect((chunk) => {
+          if (performance.now() - turnBegan < PACED_MS) return Effect.succeed(chunk)
+          return Effect.as(Effect.tap(longWork.pass, () => Effect.sync(() => (turnBegan = performance.now()))), chunk)
+        }))
         : log.readFrom(position + 1)
       return Effect.as(
         (upTo === undefined ? events : Stream.takeWhile(events, (e) => e.seq <= upTo)).pipe(
