@@ -22,7 +22,7 @@ import { longWork } from "../../support/turnstile.ts"
  * arrives meanwhile waits about PACED_MS, however costly the views' evolve (bench/scenarios/view-refold.ts).
  */
 const PACED_SLICE = 16
-const PACED_MS = 1
+const PACED_MS = 0.5
 
 export interface FoldedView {
   /** The typed value (absent once failed). */
