@@ -19,8 +19,10 @@ export const startGatedRefold = async (app: AppDef, dataDir: string) => {
     EventLog,
     Effect.map(EventLog, (log) => EventLog.of({
       ...log,
-      readFrom: (fromSeq) =>
-        fromSeq !== 1 ? log.readFrom(fromSeq) : Stream.unwrap(Effect.as(Effect.zipRight(Effect.sync(() => foldsFromStart.count++), Deferred.await(gate)), log.readFrom(1)))
+      readFrom: (fromSeq, options) =>
+        fromSeq !== 1
+          ? log.readFrom(fromSeq, options)
+          : Stream.unwrap(Effect.as(Effect.zipRight(Effect.sync(() => foldsFromStart.count++), Deferred.await(gate)), log.readFrom(1, options)))
     }))
   ).pipe(Layer.provide(ClassicLevelLog))
   const settings = await Effect.runPromise(loadSettings({ dataDir }, { host: "127.0.0.1", port: 0 }))

@@ -50,8 +50,19 @@ export interface ViewsSnapshot {
   readonly views: ReadonlyArray<ViewValue>
 }
 
+/**
+ * An older declaration's value, served (frozen) while the current one is folded from the log: its version, the seq
+ * it is exact at, the version being folded, and why that fold failed, if it did (src/projections/views/views.ts).
+ */
+export interface ViewStale {
+  readonly version: string
+  readonly exactAt: number
+  readonly nextVersion: string
+  readonly nextFailed?: string
+}
+
 export type ViewValue =
-  | { readonly name: string; readonly seq: number; readonly value: unknown }
+  | { readonly name: string; readonly seq: number; readonly value: unknown; readonly stale?: ViewStale }
   | { readonly name: string; readonly seq: number; readonly failed: string }
   | { readonly name: string; readonly seq: number; readonly refolding: string }
 

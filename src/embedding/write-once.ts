@@ -151,6 +151,8 @@ export class WriteOnce {
             return Effect.fail(new ViewFailed({ name, reason: snapshot.failed ?? `view ${name} has no value` }))
           }
           const decoded = compiled.decode(JSON.parse(snapshot.valueJson))
+          // An older declaration's value (served while the current one is folded) may not fit the current schema.
+          if (Either.isLeft(decoded) && snapshot.stale !== undefined) return Effect.fail(new ViewRefolding({ name, reason: "its declaration changed; the older value does not fit the new schema" }))
           return Either.isLeft(decoded)
             ? Effect.fail(new ViewFailed({ name, reason: decoded.left }))
             : Effect.succeed({ value: decoded.right, seq: snapshot.seq })

@@ -12,7 +12,8 @@
 import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
-import { Effect, Layer } from "effect"
+import { Effect, Layer, Schema } from "effect"
+import { defineApp, view } from "../../src/domain/catalog.ts"
 import { chromium, type BrowserContext } from "playwright-core"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { LogFaults } from "../../testkit/log-faults.ts"
@@ -345,6 +346,58 @@ describe.skipIf(!hasChromium)("the console in headless Chromium", () => {
       expect(await value.textContent()).toBe(after)
     } finally {
       await page.close()
+    }
+  })
+
+  it("shows a changed view's older value, frozen, while its new declaration is folded, and why that fold failed", async () => {
+    // The first start folds products_by_currency and stores it; the second declares it again, with an evolve that throws.
+    const dir = tempDir("wo-console-blue-green-")
+    await writeProducts(dir, 300, (i) => ({ name: `item-${i}`, price: i, currency: i % 3 === 0 ? "EUR" : "USD" }))
+    const first = await startServer(apps.pricing, { dataDir: dir })
+    let older: unknown
+    try {
+      for (let polls = 0; polls < 500; polls++) {
+        const res = await http(`${first.url}/api/_views/products_by_currency`)
+        if (res.status === 200) { older = res.json.value; break }
+        await new Promise((r) => setTimeout(r, 20))
+      }
+    } finally {
+      await first.close()
+    }
+    expect(older).toEqual({ USD: 200, EUR: 100 })
+    const throwing = defineApp({
+      ...apps.pricing,
+      views: {
+        products_by_currency: view({
+          schema: Schema.Struct({ USD: Schema.Int, EUR: Schema.Int }),
+          initial: { USD: 0, EUR: 0 },
+          version: 2,
+          on: { products: ["created"] },
+          evolve: (c, { after }) => {
+            if (after?.name === "item-2") throw new Error("no item-2 in this version")
+            return { ...c, [String(after!.currency)]: c[String(after!.currency) as "USD" | "EUR"] + 1 }
+          }
+        })
+      }
+    })
+    const gated = await startGatedRefold(throwing, dir)
+    const page = await browser.newPage()
+    try {
+      await page.goto(`${gated.url}/`)
+      await page.locator('#status[data-state="live"]').waitFor({ timeout: 10_000 })
+      const value = page.locator('#views pre[data-view="products_by_currency"]')
+      const note = page.locator('#views p[data-view-stale="products_by_currency"]')
+      await note.waitFor({ state: "visible", timeout: 5000 })
+      expect(await value.textContent()).toBe(JSON.stringify(older, null, 2))
+      expect(await note.textContent()).toMatch(/^version [0-9a-f]{16} is being folded; showing version [0-9a-f]{16}, frozen at seq 300, until it has caught up$/)
+      gated.open()
+      await page.locator('#views p.view-stale.failed[data-view-stale="products_by_currency"]').waitFor({ timeout: 10_000 })
+      expect(await note.textContent()).toMatch(
+        /^new version [0-9a-f]{16} failed: view products_by_currency failed at event 2 \(products\/2 created\): no item-2 in this version; showing version [0-9a-f]{16}, frozen at seq 300, until a restart$/)
+      expect(await value.textContent()).toBe(JSON.stringify(older, null, 2))
+    } finally {
+      await page.close()
+      await gated.close()
     }
   })
 

@@ -27,12 +27,16 @@ const article = (title: string, status: "draft" | "published" = "draft") => ({ t
 const BLOG_DIR = path.join(ROOT, "examples/blog")
 const VIEW_KEY = "v!articles_by_status"
 
-/** A view's answer once served: a view folded again in the background answers 503 ViewRefolding until it is done. */
+/**
+ * A view's answer once its current declaration is served: a view folded again in the background answers 503
+ * ViewRefolding until it is done, or, when its declaration changed, its older value marked stale (WO-View-Exact-At).
+ */
 const served = async (url: string, name: string) => {
   for (let polls = 0; ; polls++) {
     const res = await http(`${url}/api/_views/${name}`)
-    if (res.status !== 503 || polls >= 500) return res
-    expect(res.json.error).toBe("ViewRefolding")
+    const stale = res.status === 200 && res.headers.get("wo-view-exact-at") !== null
+    if ((res.status !== 503 && !stale) || polls >= 500) return res
+    if (!stale) expect(res.json.error).toBe("ViewRefolding")
     await new Promise((r) => setTimeout(r, 20))
   }
 }
@@ -260,27 +264,46 @@ describe("views across restarts, replay and damage", () => {
     }
   })
 
-  it("folds a changed view in the background: startup does not wait; the view answers 503 ViewRefolding while everything else is served, then its value with the writes made meanwhile", async () => {
+  it("folds a changed view in the background: startup does not wait; its older value is served meanwhile, frozen and marked on REST and MCP, then the new value with the writes made meanwhile", async () => {
     const { url, runtime, foldsFromStart, open, close } = await gatedRefold(dataDir, "wo-views-background-")
     try {
-      // Serving, while the fold has not read one event.
+      // Serving, while the fold has not read one event: the older declaration's value, exact at seq 6.
       expect(runtime.runSync(Effect.map(Views, (v) => v.recovered.rebuilt))).toEqual(["articles_by_status"])
-      const refused = await http(`${url}/api/_views/articles_by_status`)
-      expect(refused.status).toBe(503)
-      expect(refused.json.error).toBe("ViewRefolding")
-      expect(refused.json.message).toMatch(/view articles_by_status is being folded again from the log \(its declaration changed since its value was stored\)/)
-      expect(refused.headers.get("retry-after")).toBe("1")
-      expect((await http(`${url}/api/_views`)).json.views).toEqual([expect.objectContaining({ name: "articles_by_status", refolding: refused.json.message })])
-      // Everything else is served, writes included.
+      const older = await http(`${url}/api/_views/articles_by_status`)
+      expect(older.status).toBe(200)
+      expect(older.json).toEqual({ name: "articles_by_status", seq: expect.any(Number), value: { draft: 0, published: 2 } })
+      const version = older.headers.get("wo-view-version")!
+      const nextVersion = older.headers.get("wo-view-next-version")!
+      expect(version).toMatch(/^[0-9a-f]{16}$/)
+      expect(nextVersion).toMatch(/^[0-9a-f]{16}$/)
+      expect(nextVersion).not.toBe(version)
+      expect(older.headers.get("wo-view-exact-at")).toBe("6")
+      expect(older.headers.get("wo-view-next-failed")).toBeNull()
+      const mark = { version, exactAt: 6, nextVersion }
+      expect((await http(`${url}/api/_views`)).json.views).toEqual([{ ...older.json, stale: mark }])
+      // MCP: the same bytes, the same mark in _meta (the resource's contents; the tool's result).
+      const resource = (await rpc(url, "resources/read", { uri: "wo://views/articles_by_status" })).json.result.contents[0]
+      expect(resource).toEqual({ uri: "wo://views/articles_by_status", mimeType: "application/json", text: older.text, _meta: { "writeonce/view": mark } })
+      const tool = await callTool(url, "view_articles_by_status", {}) as { structuredContent?: unknown; _meta?: Record<string, unknown> }
+      expect(tool.structuredContent).toEqual(older.json)
+      expect(tool._meta?.["writeonce/view"]).toEqual(mark)
+      // Everything else is served, writes included; the older value stays as it was (its evolve is gone).
       expect((await http(`${url}/api/articles`)).status).toBe(200)
       expect((await http(`${url}/api/articles`, { method: "POST", body: article("during", "published") })).status).toBe(201)
-      expect((await http(`${url}/api/_views/articles_by_status`)).status).toBe(503)
+      const still = await http(`${url}/api/_views/articles_by_status`)
+      expect(still.status).toBe(200)
+      expect(still.text).toBe(older.text)
+      expect(still.headers.get("wo-view-exact-at")).toBe("6")
       // The background fold is waiting at the gate (the log audit reads from seq 1 too, and waits as well).
       expect(foldsFromStart.count).toBeGreaterThanOrEqual(1)
       // The fold goes on: the value then includes the write made meanwhile.
       open()
       expect(await counts(url)).toEqual({ draft: 0, published: 3, created: 4 })
       expect(runtime.runSync(Effect.map(Views, (v) => v.get("articles_by_status")!.refolding))).toBeUndefined()
+      // The new value is unmarked: its version is the current declaration's.
+      const swapped = await http(`${url}/api/_views/articles_by_status`)
+      expect(["wo-view-version", "wo-view-exact-at", "wo-view-next-version"].map((h) => swapped.headers.get(h))).toEqual([null, null, null])
+      expect((await rpc(url, "resources/read", { uri: "wo://views/articles_by_status" })).json.result.contents[0]._meta).toBeUndefined()
     } finally {
       await close()
     }
@@ -310,11 +333,12 @@ describe("views across restarts, replay and damage", () => {
           return { uri: modern?.json.params.uri, id: legacy?.id }
         }
         // Two writes while the view is being folded again (the store holds the six events of commitSequence: they are
-        // seqs 7 and 8): the query's notices back to back, none for the view in between (it is refused still).
+        // seqs 7 and 8): the query's notices back to back, none for the view in between (its older value is frozen).
         for (const title of ["during-1", "during-2"]) {
           expect((await http(`${url}/api/articles`, { method: "POST", body: article(title, "published") })).status).toBe(201)
         }
-        expect((await http(`${url}/api/_views/articles_by_status`)).status).toBe(503)
+        const older = await http(`${url}/api/_views/articles_by_status`)
+        expect([older.status, older.headers.get("wo-view-exact-at")]).toEqual([200, "6"])
         expect(await uris()).toEqual({ uri: QUERY, id: legacyId(7, QUERY) })
         expect(await uris()).toEqual({ uri: QUERY, id: legacyId(8, QUERY) })
         // The fold goes on and the writer is idle: the view goes live, announced once, at the position it was folded to.

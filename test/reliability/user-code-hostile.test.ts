@@ -158,7 +158,7 @@ export default defineApp({
 `
 
 describe("a view whose version is raised while the log holds an event its new evolve throws on", () => {
-  it("wo run starts, the view answers its failure, other views and writes work", async () => {
+  it("wo run starts, the older version's value stays served, marked with the new version's failure, on REST, MCP and in the log; writes work", async () => {
     const dataDir = tempDir("wo-view-raised-")
     const first = await spawnServer(writeAppDir(notesSource(1, false)), dataDir)
     try {
@@ -169,22 +169,35 @@ describe("a view whose version is raised while the log holds an event its new ev
     }
     const raised = await spawnServer(writeAppDir(notesSource(2, true)), dataDir)
     try {
-      // Folded again in the background (its version was raised): 503 ViewRefolding until that fold is done.
-      let failed = await http(`${raised.url}/api/_views/count`)
-      for (let polls = 0; failed.status === 503 && polls < 500; polls++) {
-        expect(failed.json.error).toBe("ViewRefolding")
+      // Folded again in the background (its version was raised): the older value serves it, never a 503, and once
+      // the new fold has failed it stays served, frozen at seq 3, marked with why.
+      let res = await http(`${raised.url}/api/_views/count`)
+      for (let polls = 0; res.headers.get("wo-view-next-failed") === null && polls < 500; polls++) {
+        expect(res.status, res.text).toBe(200)
+        expect(res.json.value).toBe(3)
         await new Promise((r) => setTimeout(r, 20))
-        failed = await http(`${raised.url}/api/_views/count`)
+        res = await http(`${raised.url}/api/_views/count`)
       }
-      expect(failed.status).toBe(500)
-      expect(failed.json).toEqual({
-        error: "ViewFailed",
-        message: "view count failed at event 2 (notes/2 created): an object with no prototype, not an Error; it is folded again from the log at the next start"
-      })
+      const why = "view count failed at event 2 (notes/2 created): an object with no prototype, not an Error"
+      expect(res.status).toBe(200)
+      expect(res.json).toMatchObject({ name: "count", value: 3 })
+      expect(res.headers.get("wo-view-next-failed")).toBe(why)
+      expect(res.headers.get("wo-view-exact-at")).toBe("3")
+      expect(res.headers.get("wo-view-version")).toMatch(/^[0-9a-f]{16}$/)
+      expect(res.headers.get("wo-view-next-version")).not.toBe(res.headers.get("wo-view-version"))
+      // What the console's views panel reads.
+      const listed = (await http(`${raised.url}/api/_views`)).json.views.find((v: { name: string }) => v.name === "count")
+      expect(listed.stale).toEqual({ version: res.headers.get("wo-view-version"), exactAt: 3, nextVersion: res.headers.get("wo-view-next-version"), nextFailed: why })
+      const tool = await callTool(raised.url, "view_count", {})
+      expect(tool.isError).toBeFalsy()
+      expect(tool.structuredContent).toEqual(res.json)
+      expect((tool as { _meta?: Record<string, unknown> })._meta?.["writeonce/view"]).toEqual(listed.stale)
       expect((await http(`${raised.url}/api/_views/titles`)).json.value).toEqual(["a", "boom", "b"])
       expect((await http(`${raised.url}/api/notes`, { method: "POST", body: { title: "c" } })).status).toBe(201)
       expect((await http(`${raised.url}/api/_views/titles`)).json.value).toEqual(["a", "boom", "b", "c"])
-      expect(raised.output()).toMatch(/view count failed at event 2 .*while folding it again from the log/)
+      // Frozen: the older evolve is gone, so the write after it is not in it.
+      expect((await http(`${raised.url}/api/_views/count`)).json.value).toBe(3)
+      expect(raised.output()).toMatch(/view count failed at event 2 .*while folding it again from the log\); its older declaration's value stays served, exact at seq 3, until a restart/)
     } finally {
       expect(await raised.stop()).toBe(0)
     }

@@ -2,8 +2,9 @@
  * The views card: each declared view, what it folds and where it is served, and its current value. The values
  * are the server's (a view is user code run by the writer), re-read from `GET /api/_views` after events arrive,
  * at most a few times a second; a value that changed is highlighted. A view being folded again in the background
- * (its declaration changed) shows that, and why, and is re-read every second until it is served: it may go live
- * with no event to announce it.
+ * shows that, and why, and is re-read every second until it is served: it may go live with no event to announce it.
+ * A view whose declaration changed shows its older value meanwhile, frozen, with the seq it is exact at; if the new
+ * declaration's fold failed, it says so and why (the older value stays served until a restart).
  */
 import type { CatalogView, ViewInfo, ViewsSnapshot, ViewValue } from "../wire.ts"
 import { getJson } from "./api.ts"
@@ -19,9 +20,22 @@ const folds = (view: ViewInfo) =>
 const show = (value: ViewValue) =>
   "failed" in value ? value.failed : "refolding" in value ? `refolding: ${value.refolding}` : JSON.stringify(value.value, null, 2)
 
+/** Why the value shown is an older declaration's, or undefined when it is the current one's. */
+const staleNote = (value: ViewValue) => {
+  const stale = "value" in value ? value.stale : undefined
+  if (stale === undefined) return undefined
+  return stale.nextFailed !== undefined
+    ? `new version ${stale.nextVersion} failed: ${stale.nextFailed}; showing version ${stale.version}, frozen at seq ${stale.exactAt}, until a restart`
+    : `version ${stale.nextVersion} is being folded; showing version ${stale.version}, frozen at seq ${stale.exactAt}, until it has caught up`
+}
+
+/** Still waiting for a fold: re-read without an event (going live may have none). */
+const waiting = (value: ViewValue) => "refolding" in value || ("value" in value && value.stale !== undefined && value.stale.nextFailed === undefined)
+
 export class ViewsPanel {
   private readonly values = new Map<string, HTMLElement>()
   private readonly seqs = new Map<string, HTMLElement>()
+  private readonly notes = new Map<string, HTMLElement>()
   private timer: ReturnType<typeof setTimeout> | undefined
 
   constructor(catalog: CatalogView) {
@@ -32,8 +46,10 @@ export class ViewsPanel {
     fill("views", h("div", { class: "views" }, catalog.views.map((view) => {
       const value = h("pre", { class: "view-value", "data-view": view.name }, "…")
       const seq = h("span", { class: "view-seq muted" })
+      const note = h("p", { class: "view-stale", "data-view-stale": view.name, hidden: "" })
       this.values.set(view.name, value)
       this.seqs.set(view.name, seq)
+      this.notes.set(view.name, note)
       return h("div", { class: "view" },
         h("div", { class: "type-head" }, h("span", { class: "type-name" }, view.name), seq),
         view.description ? h("p", { class: "muted" }, view.description) : null,
@@ -42,6 +58,7 @@ export class ViewsPanel {
           h("span", { class: "muted" }, " · "), h("code", {}, view.rest),
           h("span", { class: "muted" }, " · "), h("code", { class: "uri" }, view.resource),
           h("span", { class: "muted" }, " · "), h("code", { class: "tool" }, view.tool)),
+        note,
         value)
     })))
     void this.refresh()
@@ -59,7 +76,7 @@ export class ViewsPanel {
   private async refresh() {
     try {
       const { views } = await getJson<ViewsSnapshot>("/api/_views")
-      if (views.some((view) => "refolding" in view)) this.changed(REFOLDING_MS)
+      if (views.some(waiting)) this.changed(REFOLDING_MS)
       for (const view of views) {
         const el = this.values.get(view.name)
         if (el === undefined) continue
@@ -67,6 +84,11 @@ export class ViewsPanel {
         const refolding = "refolding" in view
         el.classList.toggle("failed", "failed" in view)
         el.classList.toggle("refolding", refolding)
+        const note = staleNote(view)
+        const noteEl = this.notes.get(view.name)!
+        noteEl.hidden = note === undefined
+        noteEl.textContent = note ?? ""
+        noteEl.classList.toggle("failed", note !== undefined && "value" in view && view.stale?.nextFailed !== undefined)
         this.seqs.get(view.name)!.textContent = refolding ? "refolding" : view.seq > 0 ? `last changed at seq ${view.seq}` : "initial value"
         if (el.textContent === text) continue
         const first = el.textContent === "…"

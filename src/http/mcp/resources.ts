@@ -15,7 +15,7 @@ import { historyBody, type HistoryShape } from "../../projections/history.ts"
 import { ResourceCursor } from "../../projections/cursor.ts"
 import type { StoreError } from "../../domain/errors.ts"
 import { NOT_HELD, type QueriesShape } from "../../projections/queries.ts"
-import { ViewRefolding, type ViewsShape } from "../../projections/views/views.ts"
+import { staleMarker, VIEW_META, ViewRefolding, type ViewsShape } from "../../projections/views/views.ts"
 import { listBody, viewBody } from "../rest/bodies.ts"
 import { orderSentence } from "./tool-schemas.ts"
 import { Op, type Operation } from "../../access/grants.ts"
@@ -32,6 +32,8 @@ export interface ResourceContents {
   readonly uri: string
   readonly mimeType: "application/json"
   readonly text: string
+  /** A view served from an older declaration while the current one is folded: its stale mark (`writeonce/view`). */
+  readonly _meta?: Readonly<Record<string, unknown>>
 }
 
 /** Why a resource cannot be read: it does not exist, its query names a bad field, or its view failed. */
@@ -177,7 +179,9 @@ export const makeResources = (catalog: CompiledApp, { queries, views, history }:
       const view = views.get(parsed.name)
       if (view === undefined) return Either.left(NOT_FOUND)
       if (view.refolding !== undefined) return Either.left({ _tag: "Failed", message: new ViewRefolding({ name: view.name, reason: view.refolding }).message })
-      return view.failed !== undefined ? Either.left({ _tag: "Failed", message: view.failed }) : Either.right(contents(uri, viewBody(view)))
+      if (view.failed !== undefined) return Either.left({ _tag: "Failed", message: view.failed })
+      const mark = staleMarker(view)
+      return Either.right(mark === undefined ? contents(uri, viewBody(view)) : { ...contents(uri, viewBody(view)), _meta: { [VIEW_META]: mark } })
     }
     if (parsed._tag === "Schema" && uri === COMMANDS_URI) return commands.length === 0 ? Either.left(NOT_FOUND) : Either.right(contents(uri, commandsText(allowed)))
     const type = catalog.types.get(parsed.type)

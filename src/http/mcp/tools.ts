@@ -18,7 +18,7 @@ import { Op, type Operation as Granted } from "../../access/grants.ts"
 import { answerExit } from "../../commands/exit-answer.ts"
 import { NotFound, type CommandError, type ValidationFailed } from "../../domain/errors.ts"
 import { NOT_HELD, type Page, type QueriesShape } from "../../projections/queries.ts"
-import { ViewFailed, ViewRefolding, type ViewsShape } from "../../projections/views/views.ts"
+import { staleMarker, VIEW_META, ViewFailed, ViewRefolding, type ViewsShape } from "../../projections/views/views.ts"
 import { deletedBody, listBody, viewBody } from "../rest/bodies.ts"
 import { commandBody } from "../rest/command-body.ts"
 import { argumentError, asReplay, errorResult, failure, jsonResult, readRowResult, rowResult, success, type ToolResult } from "./tool-results.ts"
@@ -373,7 +373,13 @@ const viewTool = (view: CompiledView, views: ViewsShape): Tool => {
         if (snapshot.refolding !== undefined) return errorResult(new ViewRefolding({ name: view.name, reason: snapshot.refolding }).message)
         if (snapshot.failed !== undefined) return errorResult(new ViewFailed({ name: view.name, reason: snapshot.failed }).message)
         const body = viewBody(snapshot)
-        return success(body, JSON.parse(body))
+        const mark = staleMarker(snapshot)
+        if (mark === undefined) return success(body, JSON.parse(body))
+        // An older declaration's value: its structuredContent must still fit the declared outputSchema (the current one).
+        const structured = JSON.parse(body)
+        if (Either.isLeft(view.decode(structured.value))) return errorResult(new ViewRefolding({ name: view.name, reason: `its declaration changed; the older value, exact at seq ${mark.exactAt}, does not fit the new schema` }).message)
+        const result = success(body, structured)
+        return { result: { ...result.result, _meta: { [VIEW_META]: mark } } }
       }
     })
   return {

@@ -117,7 +117,13 @@ const SCHEMAS: Record<string, JsonSchema> = {
         seq: { type: "integer" },
         value: {},
         failed: { type: "string" },
-        refolding: { type: "string" }
+        refolding: { type: "string" },
+        stale: objectSchema({
+          version: { type: "string" },
+          exactAt: { type: "integer" },
+          nextVersion: { type: "string" },
+          nextFailed: { type: "string" }
+        }, ["version", "exactAt", "nextVersion"], false)
       }, ["name", "seq"], false)
     }
   }, ["views"], false)
@@ -395,7 +401,7 @@ const viewParts = (catalog: CompiledApp, options: OpenApiOptions) => {
         operationId: `_views.${view.name}`,
         ...describe(`The view ${view.name}`, view.description),
         responses: {
-          200: { description: "its value", headers: { ETag: ref("headers", "ETag") }, content: jsonContent(ref("schemas", `_views.${view.name}`)) },
+          200: { description: "its value (while its declaration changed and the new one is folded, the older declaration's value, frozen, marked by the WO-View-Version, WO-View-Exact-At, WO-View-Next-Version and WO-View-Next-Failed headers)", headers: { ETag: ref("headers", "ETag") }, content: jsonContent(ref("schemas", `_views.${view.name}`)) },
           500: refused("the view's evolve failed (ViewFailed)"),
           503: refused("the view is being folded again (ViewRefolding)", "Error", { "Retry-After": ref("headers", "Retry-After") }),
           ...reads

@@ -2,11 +2,12 @@
  * The views over REST: `GET /api/_views/<name>` answers a view's value, `{"name", "seq", "value"}` (the same
  * bytes as the MCP resource `wo://views/<name>` and the tool `view_<name>`); `GET /api/_views` lists them all
  * (what the console shows). A failed view answers 500 `ViewFailed`, naming the view and the event; a view being
- * folded again in the background answers 503 `ViewRefolding` with Retry-After.
+ * folded again in the background answers 503 `ViewRefolding` with Retry-After, unless an older declaration's value
+ * serves it meanwhile: 200 with that value, marked by the `WO-View-*` headers (views.ts `StaleMarker`).
  */
 import { Effect } from "effect"
-import type { ViewsShape } from "../../projections/views/views.ts"
-import { REFOLD_RETRY_AFTER_SECONDS, ViewFailed, ViewRefolding } from "../../projections/views/views.ts"
+import type { ViewSnapshot, ViewsShape } from "../../projections/views/views.ts"
+import { REFOLD_RETRY_AFTER_SECONDS, staleMarker, ViewFailed, ViewRefolding, type StaleMarker } from "../../projections/views/views.ts"
 import { errorJson, jsonText, type EdgeRequest, type EdgeResponse } from "../edge/edge-types.ts"
 import { viewBody } from "./bodies.ts"
 import { Op } from "../../access/grants.ts"
@@ -15,6 +16,24 @@ import { may } from "../../access/principal.ts"
 const PREFIX = "/api/_views"
 /** Live data: never cached. */
 const HEADERS = { "cache-control": "no-store" }
+
+/** A header value carries visible ASCII and spaces only: anything else in a failure's text is percent-encoded. */
+const headerSafe = (text: string) => text.replace(/[^\x20-\x7e]/gu, (c) => encodeURIComponent(c))
+
+/** The stale mark as headers; the ETag names the version too, as the new value may change at the same seq. */
+const staleHeaders = (seq: number, mark: StaleMarker) => ({
+  etag: `"${seq}@${mark.version}"`,
+  "wo-view-version": mark.version,
+  "wo-view-exact-at": String(mark.exactAt),
+  "wo-view-next-version": mark.nextVersion,
+  ...(mark.nextFailed === undefined ? {} : { "wo-view-next-failed": headerSafe(mark.nextFailed) })
+})
+
+/** A view as listed (what the console shows): its body, with the stale mark, if any, as `"stale"`. */
+const listedBody = (v: ViewSnapshot) => {
+  const mark = staleMarker(v)
+  return mark === undefined ? viewBody(v) : `${viewBody(v).slice(0, -1)},"stale":${JSON.stringify(mark)}}`
+}
 
 export const makeViewRoutes = (views: ViewsShape) => (request: EdgeRequest): Effect.Effect<EdgeResponse> | undefined => {
   if (request.path !== PREFIX && !request.path.startsWith(`${PREFIX}/`)) return undefined
@@ -25,7 +44,7 @@ export const makeViewRoutes = (views: ViewsShape) => (request: EdgeRequest): Eff
       const all = views.all().filter((v) => may(request.principal, Op.view(v.name))).map((v) =>
         v.refolding !== undefined
           ? JSON.stringify({ name: v.name, seq: v.seq, refolding: new ViewRefolding({ name: v.name, reason: v.refolding }).message })
-          : v.failed === undefined ? viewBody(v) : JSON.stringify({ name: v.name, seq: v.seq, failed: new ViewFailed({ name: v.name, reason: v.failed }).message }))
+          : v.failed === undefined ? listedBody(v) : JSON.stringify({ name: v.name, seq: v.seq, failed: new ViewFailed({ name: v.name, reason: v.failed }).message }))
       return jsonText(200, `{"views":[${all.join(",")}]}`, HEADERS)
     })
   }
@@ -37,6 +56,7 @@ export const makeViewRoutes = (views: ViewsShape) => (request: EdgeRequest): Eff
       return errorJson(503, "ViewRefolding", new ViewRefolding({ name, reason: view.refolding }).message, {}, { "retry-after": String(REFOLD_RETRY_AFTER_SECONDS) })
     }
     if (view.failed !== undefined) return errorJson(500, "ViewFailed", new ViewFailed({ name, reason: view.failed }).message)
-    return jsonText(200, viewBody(view), { ...HEADERS, etag: `"${view.seq}"` })
+    const mark = staleMarker(view)
+    return jsonText(200, viewBody(view), { ...HEADERS, ...(mark === undefined ? { etag: `"${view.seq}"` } : staleHeaders(view.seq, mark)) })
   })
 }

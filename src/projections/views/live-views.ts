@@ -22,8 +22,25 @@ export interface ViewSnapshot {
   /** The value's JSON text; absent when the view failed or is being folded again. */
   readonly valueJson?: string
   readonly failed?: string
-  /** Why the view is being folded again in the background (it is not served until then). */
+  /** Why the view is being folded again in the background (it is not served until then, unless `stale`). */
   readonly refolding?: string
+  /** The digest of the declaration whose fold the served value is (absent when no value is served). */
+  readonly version?: string
+  /** Present when the value served is an older declaration's, frozen while the current one is folded. */
+  readonly stale?: StaleMark
+}
+
+/**
+ * What marks an older declaration's value served while the view's current declaration is folded from the log (or
+ * after that fold failed): the older value is frozen, exact at seq `exactAt`, since the older `evolve` is gone.
+ */
+export interface StaleMark {
+  /** The log position the served value is exact at: events after it are not in it. */
+  readonly exactAt: number
+  /** The digest of the current declaration, folded in the background (or failed: `failed`). */
+  readonly next: string
+  /** Why the current declaration's fold failed: the older value stays served until a restart folds it again. */
+  readonly failed?: string
 }
 
 export interface PreparedViews {
@@ -76,6 +93,21 @@ export interface ViewState {
   refolding: string | undefined
   /** The background fold's result, exact at seq `at`: served from the batch after `at`, or at once when idle. */
   ready: Ready | undefined
+  /**
+   * The value of an older declaration of the view, served (frozen) while this declaration is folded from the log,
+   * and after that fold failed; undefined once this declaration's value is served, or when there is none (503).
+   */
+  older: OlderValue | undefined
+}
+
+export interface OlderValue {
+  /** The digest of the declaration that folded it. */
+  readonly definition: string
+  readonly json: string
+  readonly seq: number
+  readonly exactAt: number
+  /** Why this declaration's fold failed: the older value is served until a restart. */
+  failed: string | undefined
 }
 
 interface Ready {
@@ -95,17 +127,27 @@ interface Next {
   readonly changed: boolean
 }
 
-const snapshot = (s: ViewState): ViewSnapshot => ({
-  name: s.view.name,
-  ...(s.view.description === undefined ? {} : { description: s.view.description }),
-  seq: s.seq,
-  ...(s.refolding !== undefined ? { refolding: s.refolding } : s.failed === undefined ? { valueJson: s.json } : { failed: s.failed })
-})
+const snapshot = (s: ViewState): ViewSnapshot => {
+  const head = { name: s.view.name, ...(s.view.description === undefined ? {} : { description: s.view.description }) }
+  const o = s.older
+  if (o !== undefined) {
+    const stale: StaleMark = { exactAt: o.exactAt, next: s.definition, ...(o.failed === undefined ? {} : { failed: o.failed }) }
+    return { ...head, seq: o.seq, valueJson: o.json, version: o.definition, stale }
+  }
+  return {
+    ...head,
+    seq: s.seq,
+    ...(s.refolding !== undefined ? { refolding: s.refolding } : s.failed === undefined ? { valueJson: s.json, version: s.definition } : { failed: s.failed })
+  }
+}
 
 /** How often the background fold looks again while a batch is between its prepare and its commit. */
 const INSTALL_POLL = Duration.millis(10)
 /** The pause before the background fold reads again after the store could not be read. */
 const REFOLD_RETRY = Duration.seconds(1)
+
+/** What a failure of the new fold says of the older value. */
+const olderStays = (older: OlderValue) => `its older declaration's value stays served, exact at seq ${older.exactAt}, until a restart`
 
 /** The notice of a view going live (or changing) at `seq`. */
 const updateOf = (s: ViewState, seq: number): ViewUpdate => ({ name: s.view.name, uri: viewUri(s.view.name), seq })
@@ -138,8 +180,11 @@ export const makeViews = (
     const failures: Array<{ message: string; stack: string }> = []
     const evolved: Array<ViewState> = []
     const installed: Array<ViewState> = []
+    const keptOlder: Array<{ readonly state: ViewState; readonly failed: string }> = []
     const lastSeq = changes.length === 0 ? committed : changes[changes.length - 1].event.seq
     for (const s of states) {
+      // The new declaration's fold failed: the older value stays served, frozen, and nothing is folded or stored.
+      if (s.older !== undefined && s.refolding === undefined) continue
       let base: { readonly value?: unknown; readonly json?: string; readonly seq: number } = s
       if (s.refolding !== undefined) {
         // Folded again up to the seq this batch follows: it is served from this batch on, its record stored with it.
@@ -186,6 +231,12 @@ export const makeViews = (
         failed = misfitFailure(s.view, last.event, encoded.left)
         failures.push({ message: failed, stack: failed })
       }
+      // The new fold, about to be swapped in, fails on this batch: the older value stays served instead.
+      if (installing && s.older !== undefined) {
+        keptOlder.push({ state: s, failed })
+        failures[failures.length - 1] = { ...failures[failures.length - 1], message: `${failed}; ${olderStays(s.older)}` }
+        continue
+      }
       next.push({ state: s, seq: last.event.seq, failed, changed: true })
     }
     outstanding++
@@ -201,11 +252,14 @@ export const makeViews = (
         settled = true
         committed = Math.max(committed, lastSeq)
         const updates: Array<ViewUpdate> = []
+        for (const k of keptOlder) if (k.state.refolding !== undefined) keepOlder(k.state, k.failed)
         for (const n of next) {
           const s = n.state
           s.dirty = false
           s.refolding = undefined
           s.ready = undefined
+          // The swap: the older value is no longer served, and this batch's record of the new one replaces its record.
+          s.older = undefined
           s.seq = n.seq
           if (n.failed !== undefined) {
             s.failed = n.failed
@@ -236,6 +290,16 @@ export const makeViews = (
 
   const refolding = () => states.filter((s) => s.refolding !== undefined)
 
+  /**
+   * A view whose new fold failed while an older value serves it: the older one stays served (frozen, marked with the
+   * failure), and the stored record stays the older one's, so the next start folds the new declaration again.
+   */
+  const keepOlder = (s: ViewState, failed: string) => {
+    s.older!.failed = failed
+    s.refolding = undefined
+    s.ready = undefined
+  }
+
   /** Serves every view still being folded again from its result at `at`, when nothing is in between. */
   const installIdle = (at: number) => {
     const records: Array<ViewRecord> = []
@@ -246,6 +310,7 @@ export const makeViews = (
       const r = s.ready!
       s.refolding = undefined
       s.ready = undefined
+      s.older = undefined
       s.seq = r.seq
       s.failed = r.failed
       s.value = r.value
@@ -261,7 +326,8 @@ export const makeViews = (
     const pending = refolding()
     if (pending.length === 0 || log === undefined || catalog === undefined) return Effect.void
     const started = Date.now()
-    const folder = makeViewFolder(log, catalog, pending.map((s): FoldStart => ({ view: s.view, after: 0 })), true)
+    // Paced: the older values of the views folded again are served meanwhile, and so is everything else.
+    const folder = makeViewFolder(log, catalog, pending.map((s): FoldStart => ({ view: s.view, after: 0 })), true, true)
     const names = pending.map((s) => s.view.name).join(", ")
     const step: Effect.Effect<boolean> = Effect.gen(function* () {
       const target = committed
@@ -274,7 +340,13 @@ export const makeViews = (
       const left = refolding()
       if (left.length === 0) return true
       const folded = folder.result()
-      for (const s of left) s.ready = readyOf(s.view, target, folded.get(s.view.name)!)
+      for (const s of left) {
+        const f = folded.get(s.view.name)!
+        if (f.failed !== undefined && s.older !== undefined) {
+          keepOlder(s, f.failed)
+          yield* Effect.logError(`${f.failed} (while folding it again from the log); ${olderStays(s.older)}`)
+        } else s.ready = readyOf(s.view, target, f)
+      }
       const { records, live } = installIdle(target)
       if (live.length > 0) publish(live)
       if (refolding().length > 0) {
@@ -283,7 +355,8 @@ export const makeViews = (
         return false
       }
       for (const s of pending) if (s.failed !== undefined) yield* Effect.logError(`${s.failed} (while folding it again from the log)`)
-      yield* Effect.logInfo(`views: ${names} folded again from ${folder.read()} events in ${Date.now() - started} ms; served from seq ${target}`)
+      const served = pending.filter((s) => s.older === undefined).map((s) => s.view.name).join(", ")
+      if (served !== "") yield* Effect.logInfo(`views: ${served} folded again from ${folder.read()} events in ${Date.now() - started} ms; served from seq ${target}`)
       if (records.length > 0 && log.storeViews !== undefined) {
         yield* Effect.catchAll(log.storeViews(records), (e) =>
           Effect.logWarning(`views ${names}: cannot store their values folded again (${e.reason}); they are stored with the next write`))

@@ -2,6 +2,8 @@
  * Startup recovery of the views: load the stored values (no replay of the log), fold on top the tail of a value
  * stored at an earlier seq (a PostgreSQL node's snapshot), and leave every view without a usable value (new,
  * failed, corrupt, or declared differently since it was stored) to the background fold (live-views.ts `refold`).
+ * A view declared differently keeps its stored value served meanwhile, frozen where it was stored (blue/green):
+ * the older declaration's evolve is gone, so nothing is folded on top of it.
  */
 import { Effect, Either } from "effect"
 import type { EventLogShape } from "../../log/event-log.ts"
@@ -9,7 +11,7 @@ import type { CompiledApp } from "../../domain/compile.ts"
 import type { CompiledView } from "../../domain/compile-views.ts"
 import { initialCopy, makeViewFolder, misfitFailure, type FoldStart } from "./view-fold.ts"
 import { parseViewRecord, viewDefinition } from "../../log/view-record.ts"
-import { makeViews, type ViewState } from "./live-views.ts"
+import { makeViews, type OlderValue, type ViewState } from "./live-views.ts"
 
 /** Why a stored record cannot be used as it is (then the view is folded again from the log), or undefined. */
 const unusable = (record: { readonly definition: string; readonly failed?: string }, definition: string) =>
@@ -24,12 +26,12 @@ const initialState = (view: CompiledView, definition: string): ViewState => {
   const value = initialCopy(view)
   const json = view.encode(value)
   return Either.isRight(json)
-    ? { view, definition, value, json: json.right, seq: 0, failed: undefined, dirty: true, refolding: undefined, ready: undefined }
-    : { view, definition, value: undefined, json: undefined, seq: 0, failed: misfitFailure(view, undefined, json.left), dirty: true, refolding: undefined, ready: undefined }
+    ? { view, definition, value, json: json.right, seq: 0, failed: undefined, dirty: true, refolding: undefined, ready: undefined, older: undefined }
+    : { view, definition, value: undefined, json: undefined, seq: 0, failed: misfitFailure(view, undefined, json.left), dirty: true, refolding: undefined, ready: undefined, older: undefined }
 }
 
-const fresh = (view: CompiledView, definition: string, refolding: string): ViewState =>
-  ({ view, definition, value: undefined, json: undefined, seq: 0, failed: undefined, dirty: false, refolding, ready: undefined })
+const fresh = (view: CompiledView, definition: string, refolding: string, older?: OlderValue): ViewState =>
+  ({ view, definition, value: undefined, json: undefined, seq: 0, failed: undefined, dirty: false, refolding, ready: undefined, older })
 
 /**
  * Loads the stored values (folding on top the tail of a value stored at an earlier seq); the views with none usable
@@ -49,11 +51,12 @@ export const recoverViews = (log: EventLogShape, catalog: CompiledApp) =>
     for (const view of views) {
       const definition = viewDefinition(view)
       const found = stored.get(view.name)
-      const refoldIt = (why: string) =>
+      const refoldIt = (why: string, older?: OlderValue) =>
         (rebuilt.push(view.name), head.lastSeq === 0)
           ? Effect.sync(() => states.push(initialState(view, definition)))
-          : Effect.sync(() => states.push(fresh(view, definition, why))).pipe(
-            Effect.zipLeft(Effect.logInfo(`view ${view.name}: folding it again from the log in the background: ${why}`)))
+          : Effect.sync(() => states.push(fresh(view, definition, why, older))).pipe(
+            Effect.zipLeft(Effect.logInfo(`view ${view.name}: folding it again from the log in the background: ${why}` +
+              (older === undefined ? "" : `; its older declaration's value is served meanwhile, exact at seq ${older.exactAt}`))))
       if (found === undefined) {
         yield* refoldIt("it has no stored value")
         continue
@@ -80,12 +83,17 @@ export const recoverViews = (log: EventLogShape, catalog: CompiledApp) =>
       const decoded = why === undefined ? view.decode(record.value) : undefined
       const encoded = decoded !== undefined && Either.isRight(decoded) ? view.encode(decoded.right) : undefined
       if (why !== undefined || encoded === undefined || Either.isLeft(encoded)) {
-        yield* refoldIt(why ?? "its stored value does not fit its schema")
+        // Another declaration's value, exact where it was stored: served as it is (its own schema encoded it) until
+        // the current declaration's fold is swapped in. A failed or future record has no value to serve.
+        const older = record.definition !== definition && record.failed === undefined && record.value !== undefined && at <= head.lastSeq
+          ? { definition: record.definition, json: JSON.stringify(record.value), seq: record.seq, exactAt: at, failed: undefined }
+          : undefined
+        yield* refoldIt(why ?? "its stored value does not fit its schema", older)
         continue
       }
       const value = (decoded as Either.Right<unknown, unknown>).right
       if (at < head.lastSeq) tails.push({ view, definition, after: at, value, json: encoded.right, seq: record.seq })
-      else states.push({ view, definition, value, json: encoded.right, seq: record.seq, failed: undefined, dirty: false, refolding: undefined, ready: undefined })
+      else states.push({ view, definition, value, json: encoded.right, seq: record.seq, failed: undefined, dirty: false, refolding: undefined, ready: undefined, older: undefined })
     }
     let tailEvents = 0
     if (tails.length > 0) {
@@ -97,7 +105,7 @@ export const recoverViews = (log: EventLogShape, catalog: CompiledApp) =>
       for (const t of tails) {
         const f = folded.get(t.view.name)!
         if (f.failed !== undefined) yield* Effect.logError(`${f.failed} (while folding the tail of its stored value at startup)`)
-        states.push({ view: t.view, definition: t.definition, value: f.value, json: f.valueJson, seq: f.seq, failed: f.failed, dirty: false, refolding: undefined, ready: undefined })
+        states.push({ view: t.view, definition: t.definition, value: f.value, json: f.valueJson, seq: f.seq, failed: f.failed, dirty: false, refolding: undefined, ready: undefined, older: undefined })
       }
     }
     // Catalog order, whatever was loaded or folded first.

@@ -13,6 +13,16 @@ import type { StoreError } from "../../domain/errors.ts"
 import type { StoredEvent } from "../../domain/events.ts"
 import { runUserCode } from "../../domain/decide/user-code.ts"
 import { normaliseRow } from "../rows/schema-check.ts"
+import { longWork } from "../../support/turnstile.ts"
+
+/**
+ * A fold that runs while requests are served (a view folded again in the background) reads the log in slices of
+ * PACED_SLICE events, and gives the event loop a turn (the long-work turnstile) once it has folded for PACED_MS:
+ * an event costs an evolve and an encode per view (milliseconds for a slice of a thousand), so a request that
+ * arrives meanwhile waits about PACED_MS, however costly the views' evolve (bench/scenarios/view-refold.ts).
+ */
+const PACED_SLICE = 16
+const PACED_MS = 0.5
 
 export interface FoldedView {
   /** The typed value (absent once failed). */
@@ -77,9 +87,10 @@ interface Folding {
  * to `upTo` (default: the head at the time of reading), with the rows before and after each event rebuilt alongside.
  * From seq 0 the rows come from the log itself; from a stored value at `s` > 0, the row an entity had at `s` is
  * rebuilt from its own events (`log.eventsOf`) the first time the tail touches it. With `trackChanges`, each
- * folded event's value is encoded and compared, so `seq` is the exact sequence of the last change.
+ * folded event's value is encoded and compared, so `seq` is the exact sequence of the last change. `paced`, for a
+ * fold that runs while requests are served: a slice of events per turn of the event loop (the long-work turnstile).
  */
-export const makeViewFolder = (log: EventLogShape, catalog: CompiledApp, starts: ReadonlyArray<FoldStart>, trackChanges: boolean) => {
+export const makeViewFolder = (log: EventLogShape, catalog: CompiledApp, starts: ReadonlyArray<FoldStart>, trackChanges: boolean, paced = false) => {
   const from = starts.reduce((min, s) => Math.min(min, s.after), Number.POSITIVE_INFINITY)
   let position = starts.length === 0 ? 0 : from
   const types = new Set(starts.flatMap((s) => [...s.view.types]))
@@ -99,6 +110,8 @@ export const makeViewFolder = (log: EventLogShape, catalog: CompiledApp, starts:
     }
   })
   let read = 0
+  /** When the paced fold's current turn began. */
+  let turnBegan = performance.now()
 
   const tableOf = (type: string) => {
     let table = rows.get(type)
@@ -165,7 +178,12 @@ export const makeViewFolder = (log: EventLogShape, catalog: CompiledApp, starts:
   const readTo = (upTo?: number): Effect.Effect<number, StoreError> =>
     Effect.suspend(() => {
       if (types.size === 0 || (upTo !== undefined && upTo <= position)) return Effect.succeed(position)
-      const events = log.readFrom(position + 1)
+      const events = paced
+        ? log.readFrom(position + 1, { slice: PACED_SLICE }).pipe(Stream.mapChunksEffect((chunk) => {
+          if (performance.now() - turnBegan < PACED_MS) return Effect.succeed(chunk)
+          return Effect.as(Effect.tap(longWork.pass, () => Effect.sync(() => (turnBegan = performance.now()))), chunk)
+        }))
+        : log.readFrom(position + 1)
       return Effect.as(
         (upTo === undefined ? events : Stream.takeWhile(events, (e) => e.seq <= upTo)).pipe(
           Stream.runForEachChunk((chunk) => {

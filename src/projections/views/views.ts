@@ -13,11 +13,17 @@
  * day. Startup loads the stored values (no replay of the log). A stored value exact at an earlier seq (a PostgreSQL
  * node's snapshot, `at`) has the events after it folded on top at startup: only the tail. A view without a usable
  * value (new, failed, corrupt, or declared differently since it was stored: `on`, `initial`, `schema` or `version`)
- * is folded again from the whole log IN THE BACKGROUND: startup never waits for it. Until it is done the view is
- * refused (`ViewRefolding`: REST 503 with Retry-After, an MCP error), while writes and every other read go on; it
- * is then served from the next batch, or at once when the writer is idle, and stored. Going live is announced once
- * to the view's subscribers, like a change of its value: at the seq it goes live at (the batch's last, or the
- * position it was folded to when idle).
+ * is folded again from the whole log IN THE BACKGROUND: startup never waits for it. It is then served from the next
+ * batch, or at once when the writer is idle, and stored. Going live is announced once to the view's subscribers,
+ * like a change of its value: at the seq it goes live at (the batch's last, or the position it was folded to when
+ * idle). Until then:
+ * - a view declared differently since it was stored keeps serving its stored value (blue/green), FROZEN where it
+ *   was stored (the older declaration's evolve is gone, so no event after it is folded in) and marked stale
+ *   (`staleMarker`): its version, the seq it is exact at, the version being folded. Its stored record stays as it
+ *   was until the swap. If the new fold fails, the older value stays served, marked with the failure, and is
+ *   neither folded nor stored; the next start folds the new declaration again;
+ * - a view with no older value (new, failed, or a corrupt record) is refused (`ViewRefolding`: REST 503 with
+ *   Retry-After, an MCP error), while writes and every other read go on.
  *
  * Here: the service and its layer. The values and their folding: live-views.ts; startup: recovery.ts.
  */
@@ -25,7 +31,7 @@ import { Context, Data, Effect, Layer } from "effect"
 import { EventLog } from "../../log/event-log.ts"
 import { Catalog } from "../../domain/app-catalog.ts"
 import { ChangeFeed } from "../../subscriptions/change-feed.ts"
-import type { ViewsShape } from "./live-views.ts"
+import type { ViewSnapshot, ViewsShape } from "./live-views.ts"
 import { recoverViews } from "./recovery.ts"
 
 /** A view whose evolve failed: served as an error naming it, until a restart folds it again. REST 500. */
@@ -45,7 +51,36 @@ export class ViewRefolding extends Data.TaggedError("ViewRefolding")<{ readonly 
 /** Seconds a client is told to wait before asking again for a view being folded again (Retry-After). */
 export const REFOLD_RETRY_AFTER_SECONDS = 1
 
-export type { PreparedViews, ViewSnapshot, ViewsRecovery, ViewsShape } from "./live-views.ts"
+/**
+ * The mark on an older declaration's value served while the current one is folded: the same fields in REST headers
+ * (`WO-View-Version`, `WO-View-Exact-At`, `WO-View-Next-Version`, `WO-View-Next-Failed`) and in MCP `_meta`
+ * (`writeonce/view`). Absent when the value served is the current declaration's.
+ */
+export interface StaleMarker {
+  /** The digest of the declaration whose value is served. */
+  readonly version: string
+  /** The log position the value is exact at: it is frozen there, events after it are not in it. */
+  readonly exactAt: number
+  /** The digest of the current declaration, folded in the background (served once it has caught up). */
+  readonly nextVersion: string
+  /** Why the current declaration's fold failed: the older value stays served until a restart. */
+  readonly nextFailed?: string
+}
+
+/** The `_meta` key of the mark on MCP results and resource contents. */
+export const VIEW_META = "writeonce/view"
+
+export const staleMarker = (view: ViewSnapshot): StaleMarker | undefined =>
+  view.stale === undefined
+    ? undefined
+    : {
+      version: view.version!,
+      exactAt: view.stale.exactAt,
+      nextVersion: view.stale.next,
+      ...(view.stale.failed === undefined ? {} : { nextFailed: view.stale.failed })
+    }
+
+export type { PreparedViews, StaleMark, ViewSnapshot, ViewsRecovery, ViewsShape } from "./live-views.ts"
 export type { ViewUpdate } from "../../subscriptions/change-feed.ts"
 
 export class Views extends Context.Tag("writeonce/Views")<Views, ViewsShape>() {}
