@@ -26,6 +26,8 @@ const NAME = "open_by_owner"
 const batches: Array<AppendBatch> = []
 /** Set: the next append fails as a full disk would, nothing written. */
 let failNext = false
+/** Set: the next append is written, then reported failed (a batch that lands after all). */
+let landNext = false
 
 /** The real classic-level log, each batch it is given recorded. */
 const recordingLog = Layer.effect(
@@ -35,6 +37,10 @@ const recordingLog = Layer.effect(
     append: (batch) =>
       Effect.suspend(() => {
         batches.push(batch)
+        if (landNext) {
+          landNext = false
+          return Effect.zipRight(log.append(batch), Effect.fail(new StoreFailed({ reason: "test: landed, reported failed" })))
+        }
         if (!failNext) return log.append(batch)
         failNext = false
         return Effect.fail(new StoreFailed({ reason: "test: the disk is full" }))
@@ -124,6 +130,18 @@ describe("keyed views on the embedded store", () => {
     const keyOf = await task(url, "carl", "c2")
     expect(await server.entry("carl")).toEqual({ open: 2, titles: ["c1", "c2"] })
     await http(`${url}/api/tasks/${keyOf}`, { method: "DELETE" })
+    expect(await server.entry("carl")).toEqual({ open: 1, titles: ["c1"] })
+
+    // A write reported failed that landed after all: its entries landed with it, and are not folded twice.
+    landNext = true
+    const landed = await http(`${url}/api/tasks`, { method: "POST", body: { owner: "carl", title: "c3", done: false } })
+    expect(landed.status).toBeGreaterThanOrEqual(500)
+    await task(url, "carl", "c4")
+    expect(await server.entry("carl")).toEqual({ open: 3, titles: ["c1", "c3", "c4"] })
+    // Back to carl's one task, for the tests below.
+    const carls = (await http(`${url}/api/tasks?owner=carl`)).json
+    const extra = (carls.items ?? carls.data ?? carls) as Array<{ id: string; title: string }>
+    for (const t of extra.filter((t) => t.title !== "c1")) expect((await http(`${url}/api/tasks/${t.id}`, { method: "DELETE" })).status).toBe(200)
     expect(await server.entry("carl")).toEqual({ open: 1, titles: ["c1"] })
   }, 60_000)
 
