@@ -222,4 +222,32 @@ describe("keyed views on the embedded store", () => {
       await again.close()
     }
   }, 60_000)
+
+  it("keeps pages stable under writes between them: each entry that stays put is listed once, in order", async () => {
+    const dir = tempDir("wo-keyed-pages-")
+    const paging = await start(dir)
+    try {
+      // 24 owners with 1 to 3 open tasks each.
+      for (let i = 0; i < 24; i++) for (let n = 0; n <= i % 3; n++) await task(paging.url, `o${String(i).padStart(2, "0")}`, `t${i}-${n}`)
+      for (const order of [undefined, { field: "open", descending: true }] as const) {
+        const seen: Array<{ key: string; open: number }> = []
+        let after: string | undefined
+        let written = 0
+        do {
+          const page = await paging.run(paging.keyed.list(NAME, { limit: 5, ...(after === undefined ? {} : { after }), ...(order === undefined ? {} : { order }) }))
+          for (const e of page.items) seen.push({ key: e.key, open: JSON.parse(e.json).open })
+          after = page.next
+          // Between pages: new owners sorting before and after the cursor (keys "a…" and "z…").
+          await task(paging.url, `a${written}`, "new")
+          await task(paging.url, `z${written++}`, "new")
+        } while (after !== undefined)
+        const original = seen.filter((e) => e.key.startsWith("o"))
+        expect(original.map((e) => e.key).sort()).toEqual(Array.from({ length: 24 }, (_, i) => `o${String(i).padStart(2, "0")}`))
+        const sorted = [...seen].sort((a, b) => (order === undefined ? 0 : b.open - a.open) || (a.key < b.key ? -1 : 1))
+        expect(seen).toEqual(sorted)
+      }
+    } finally {
+      await paging.close()
+    }
+  }, 120_000)
 })
