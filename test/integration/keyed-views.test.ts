@@ -20,6 +20,7 @@ import { StoreFailed } from "../../src/domain/errors.ts"
 import { ChangeFeed } from "../../src/subscriptions/change-feed.ts"
 import type { ViewUpdate } from "../../src/subscriptions/change-feed.ts"
 import { keyedTasks } from "../../testkit/keyed-tasks.ts"
+import { startGatedRefold } from "../../testkit/gated-refold.ts"
 import { http, tempDir } from "../../testkit/server.ts"
 
 const NAME = "open_by_owner"
@@ -180,10 +181,29 @@ describe("keyed views on the embedded store", () => {
     await server.close()
   }, 60_000)
 
-  it("folds a new declaration from the log in the background, then clears the former one's entries", async () => {
+  it("folds a new declaration in the background while the former one's entries serve, marked stale, then swaps and clears them", async () => {
+    // The fold of the new declaration waits at a gate: meanwhile the former entries serve, and writes go on.
+    const gated = await startGatedRefold(keyedTasks(2), dataDir)
+    try {
+      const keyed = await gated.runtime.runPromise(KeyedViews)
+      expect(keyed.recovered.rebuilt).toEqual([NAME])
+      expect(keyed.status(NAME)?.stale).toMatch(/view open_by_owner is being folded again from the log .*its former declaration's entries serve until then/)
+      const stale = await gated.runtime.runPromise(keyed.get(NAME, "ann"))
+      expect(JSON.parse(stale!.json)).toEqual({ open: 4, titles: ["a1", "a2", "a3", "a4"] })
+      expect(stale!.stale).toMatch(/former declaration/)
+      // (A page would read carl's entry, damaged above: the former entries are served as they are stored.)
+      await task(gated.url, "dan", "d1")
+      gated.open()
+      for (let i = 0; keyed.status(NAME)?.refolding !== undefined && i < 500; i++) await new Promise((r) => setTimeout(r, 20))
+      expect(keyed.status(NAME)).toEqual({ name: NAME, description: "Per owner, their open tasks." })
+      const dan = await gated.runtime.runPromise(keyed.get(NAME, "dan"))
+      expect(dan === undefined ? undefined : [JSON.parse(dan.json), dan.stale]).toEqual([{ open: 1, titles: ["d1"] }, undefined])
+      await http(`${gated.url}/api/tasks/${(await http(`${gated.url}/api/tasks?owner=dan`)).json.items[0].id}`, { method: "DELETE" })
+    } finally {
+      await gated.close()
+    }
     server = await start(dataDir, 2)
-    expect(server.keyed.recovered.rebuilt).toEqual([NAME])
-    for (let i = 0; server.keyed.status(NAME)?.refolding !== undefined && i < 500; i++) await new Promise((r) => setTimeout(r, 20))
+    expect(server.keyed.recovered).toMatchObject({ loaded: 1, rebuilt: [] })
     expect(server.keyed.status(NAME)).toEqual({ name: NAME, description: "Per owner, their open tasks." })
     expect(await server.entry("ann")).toEqual({ open: 4, titles: ["a1", "a2", "a3", "a4"] })
     // Folded again from the log: carl's damaged entry is whole again.

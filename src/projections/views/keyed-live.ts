@@ -34,6 +34,11 @@ export interface KeyedState {
   ready: { readonly at: number; readonly failed?: string } | undefined
   /** A generation another declaration left in the store: cleared once this one serves. */
   readonly replaces: ReadonlyArray<string>
+  /**
+   * The former declaration's generation, which serves (marked stale) while this one is folded, and after its fold
+   * failed; undefined once this one serves, or when there is none (new view, failed or in-memory entries).
+   */
+  former: string | undefined
 }
 
 /** How often the background fold looks again while a batch is between its prepare and its commit. */
@@ -41,11 +46,25 @@ const INSTALL_POLL = Duration.millis(10)
 /** The pause before the background fold reads again after the store could not be read or written. */
 const REFOLD_RETRY = Duration.seconds(1)
 
-const statusOf = (s: KeyedState): KeyedViewStatus => ({
-  name: s.view.name,
-  ...(s.view.description === undefined ? {} : { description: s.view.description }),
-  ...(s.refolding !== undefined ? { refolding: s.refolding } : s.failed !== undefined ? { failed: s.failed } : {})
-})
+/** Why a view serves its former declaration's entries, or undefined when it serves its own (or none). */
+const staleness = (s: KeyedState): string | undefined =>
+  s.former === undefined
+    ? undefined
+    : s.refolding !== undefined
+    ? `view ${s.view.name} is being folded again from the log (${s.refolding}); its former declaration's entries serve until then`
+    : s.failed !== undefined
+    ? `the new declaration of view ${s.view.name} failed (${s.failed}); its former declaration's entries serve, and the next start folds it again`
+    : undefined
+
+const statusOf = (s: KeyedState): KeyedViewStatus => {
+  const stale = staleness(s)
+  return {
+    name: s.view.name,
+    ...(s.view.description === undefined ? {} : { description: s.view.description }),
+    ...(s.refolding !== undefined ? { refolding: s.refolding } : s.failed !== undefined ? { failed: s.failed } : {}),
+    ...(stale === undefined ? {} : { stale })
+  }
+}
 
 const recordOf = (s: KeyedState, failed?: { readonly seq: number; readonly reason: string }): ViewRecord =>
   ({ name: s.view.name, json: keyedViewRecordJson(s.definition, failed) })
@@ -84,7 +103,8 @@ export const makeKeyedViews = (
         installed.push(s)
         if (r.failed !== undefined) {
           failing.push({ state: s, reason: r.failed })
-          if (store.durable) records.push(recordOf(s, { seq: r.at, reason: r.failed }))
+          // With a former declaration serving, its record stays: the next start folds the new one again beside it.
+          if (store.durable && s.former === undefined) records.push(recordOf(s, { seq: r.at, reason: r.failed }))
           continue
         }
         if (store.durable) records.push(recordOf(s))
@@ -125,6 +145,7 @@ export const makeKeyedViews = (
         for (const s of installed) {
           s.refolding = undefined
           s.ready = undefined
+          if (!failing.some((f) => f.state === s)) s.former = undefined
           // Going live is announced once, at the batch's last seq, like a whole view folded again.
           updates.push({ name: s.view.name, uri: viewUri(s.view.name), seq: lastSeq })
         }
@@ -173,6 +194,8 @@ export const makeKeyedViews = (
       s.refolding = undefined
       s.ready = undefined
       s.failed = r.failed
+      if (r.failed === undefined) s.former = undefined
+      else if (s.former !== undefined) continue // the former declaration's record stays (see prepare)
       // Written with the next batch too, should this write fail.
       s.dirty = true
       records.push(recordOf(s, r.failed === undefined ? undefined : { seq: at, reason: r.failed }))
@@ -221,8 +244,9 @@ export const makeKeyedViews = (
       yield* Effect.logInfo(`keyed views: ${names} folded from ${folder.read()} events in ${Date.now() - started} ms; served from seq ${target}`)
       return true
     })
-    const cleared = Effect.forEach(pending, (s) => Effect.forEach(s.replaces, (old) =>
-      Effect.catchAll(store.clear(s.view.name, old), (e) => Effect.logWarning(`keyed view ${s.view.name}: cannot clear the entries of its former declaration (${e.reason})`)), { discard: true }), { discard: true })
+    // A former declaration still serving (the new fold failed) keeps its entries.
+    const cleared = Effect.suspend(() => Effect.forEach(pending.filter((s) => s.former === undefined), (s) => Effect.forEach(s.replaces, (old) =>
+      Effect.catchAll(store.clear(s.view.name, old), (e) => Effect.logWarning(`keyed view ${s.view.name}: cannot clear the entries of its former declaration (${e.reason})`)), { discard: true }), { discard: true }))
     // Folding into a generation that still holds a former fold's entries would serve them: retried until cleared.
     return clearing.pipe(
       Effect.tapError((e) => Effect.logWarning(`keyed views ${names}: cannot clear a former fold (${e.reason}); trying again`)),
@@ -235,13 +259,16 @@ export const makeKeyedViews = (
     )
   })
 
+  /** The generation a read is served from (and why it is stale, if it is the former declaration's), or why none. */
   const served = (name: string) =>
-    Effect.suspend((): Effect.Effect<KeyedState | undefined, ViewFailed | ViewRefolding> => {
+    Effect.suspend((): Effect.Effect<{ readonly state: KeyedState; readonly definition: string; readonly stale?: string } | undefined, ViewFailed | ViewRefolding> => {
       const s = byName.get(name)
       if (s === undefined) return Effect.succeed(undefined)
+      const stale = staleness(s)
+      if (stale !== undefined) return Effect.succeed({ state: s, definition: s.former!, stale })
       if (s.refolding !== undefined) return Effect.fail(new ViewRefolding({ name, reason: s.refolding }))
       if (s.failed !== undefined) return Effect.fail(new ViewFailed({ name, reason: s.failed }))
-      return Effect.succeed(s)
+      return Effect.succeed({ state: s, definition: s.definition })
     })
 
   return {
@@ -255,13 +282,17 @@ export const makeKeyedViews = (
         s === undefined ? Effect.succeed(undefined) : Effect.try({
           try: () => {
             const entry = store.read(name, s.definition, key)
-            return entry === undefined ? undefined : { key, json: entry.json, seq: entry.seq }
+            return entry === undefined ? undefined : { key, json: entry.json, seq: entry.seq, ...(s.stale === undefined ? {} : { stale: s.stale }) }
           },
           catch: (e) => isStoreError(e) ? e : new StoreFailed({ reason: `cannot read view ${name}: ${e instanceof Error ? e.message : String(e)}` })
         })),
     list: (name, options) =>
       Effect.flatMap(served(name), (s) =>
-        s === undefined ? Effect.succeed({ items: [] }) : listEntries(store, s.view, s.definition, options)),
+        s === undefined
+          ? Effect.succeed({ items: [] })
+          : s.stale === undefined
+          ? listEntries(store, s.state.view, s.definition, options)
+          : Effect.map(listEntries(store, s.state.view, s.definition, options), (page) => ({ ...page, items: page.items.map((e) => ({ ...e, stale: s.stale! })), stale: s.stale! }))),
     prepare,
     landed,
     recovered,

@@ -36,20 +36,22 @@ export const recoverKeyedViews = (log: EventLogShape, catalog: CompiledApp, stor
     for (const view of views) {
       const definition = viewDefinition(view)
       const found = stored.get(view.name)
-      const former = found === undefined ? undefined : Either.getOrUndefined(parseKeyedViewRecord(found.record))?.definition
-      const replaces = former !== undefined && former !== definition ? [former] : []
+      const record = found === undefined || found.corrupt !== undefined ? undefined : Either.getOrUndefined(parseKeyedViewRecord(found.record))
+      const replaces = record !== undefined && record.definition !== definition ? [record.definition] : []
+      // Blue/green: another declaration's entries that served until it stopped serve, marked stale, until this one does.
+      const former = store.durable && record !== undefined && record.definition !== definition && record.failed === undefined ? record.definition : undefined
       const why = unusable(found, definition, store.durable)
       if (why === undefined) {
-        states.push({ view, definition, failed: undefined, refolding: undefined, dirty: false, ready: undefined, replaces })
+        states.push({ view, definition, failed: undefined, refolding: undefined, dirty: false, ready: undefined, replaces, former: undefined })
         continue
       }
       rebuilt.push(view.name)
       if (head.lastSeq === 0) {
         // Nothing to fold: served at once, its record stored with the first batch.
-        states.push({ view, definition, failed: undefined, refolding: undefined, dirty: true, ready: undefined, replaces })
+        states.push({ view, definition, failed: undefined, refolding: undefined, dirty: true, ready: undefined, replaces, former: undefined })
         continue
       }
-      states.push({ view, definition, failed: undefined, refolding: why, dirty: false, ready: undefined, replaces })
+      states.push({ view, definition, failed: undefined, refolding: why, dirty: false, ready: undefined, replaces, former })
       yield* Effect.logInfo(`keyed view ${view.name}: folding it from the log in the background: ${why}`)
     }
     return makeKeyedViews(states, store, { loaded: views.length - rebuilt.length, rebuilt, millis: Date.now() - started }, head.lastSeq, log, catalog)

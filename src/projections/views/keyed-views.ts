@@ -11,7 +11,9 @@
  *
  * Startup reads one record per keyed view (`v!<name>`: the definition that serves) and no entry. A view with none,
  * one of another declaration or a failed one is folded from the log IN THE BACKGROUND, into a range of its own,
- * and served once caught up (`ViewRefolding` until then). On a PostgreSQL log the entries are kept in memory,
+ * and served once caught up (`ViewRefolding` until then). Blue/green: while a new declaration is folded, the former
+ * declaration's entries serve, marked `stale`, and the swap is one step (one notice); a new fold that fails leaves
+ * the former serving, still marked, and the next start folds it again. On a PostgreSQL log the entries are kept in memory,
  * folded from the log at every start in the background.
  *
  * Here: the service's Tag and shape. The fold: keyed-fold.ts; the entries' store: keyed-store.ts.
@@ -38,6 +40,11 @@ export interface KeyedEntry {
   readonly json: string
   /** The log sequence of the entry's last change. */
   readonly seq: number
+  /**
+   * Present while the view's new declaration is folded from the log (or after that fold failed): the entry is the
+   * former declaration's, as it stood when that declaration last served, and this says why.
+   */
+  readonly stale?: string
 }
 
 export interface KeyedListOptions {
@@ -58,6 +65,8 @@ export interface KeyedPage {
   readonly items: ReadonlyArray<KeyedEntry>
   /** The cursor of the next page; absent on the last one. */
   readonly next?: string
+  /** As `KeyedEntry.stale`: the page is the former declaration's. */
+  readonly stale?: string
 }
 
 export interface KeyedViewStatus {
@@ -65,8 +74,13 @@ export interface KeyedViewStatus {
   readonly description?: string
   /** Why the view failed (served as ViewFailed until the next start folds it again). */
   readonly failed?: string
-  /** Why it is being folded from the log in the background (served as ViewRefolding until it is done). */
+  /**
+   * Why it is being folded from the log in the background: served as ViewRefolding until it is done, or, when a
+   * former declaration's entries are stored, from those (`stale`).
+   */
   readonly refolding?: string
+  /** Served from the former declaration's entries (the new one is being folded, or its fold failed): why. */
+  readonly stale?: string
 }
 
 export interface KeyedViewsRecovery {
