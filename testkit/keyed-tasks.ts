@@ -10,7 +10,8 @@ const tasks = entity({ fields: { owner: Schema.String, title: Schema.String, don
 
 export const OpenByOwner = Schema.Struct({ open: Schema.Int, titles: Schema.Array(Schema.String) })
 
-export const keyedTasks = (version = 1) => defineApp({
+/** `failOn`: evolve throws on a task of that title (a new declaration whose fold fails). */
+export const keyedTasks = (version = 1, failOn?: string) => defineApp({
   name: "keyed_tasks",
   entities: { tasks },
   views: (view) => ({
@@ -23,6 +24,7 @@ export const keyedTasks = (version = 1) => defineApp({
       version,
       evolve: (entry, change) => {
         const { before, after } = change
+        if (failOn !== undefined && after?.title === failOn) throw new Error(`evolve refuses ${failOn}`)
         const titles = entry.titles as Array<string>
         let open = entry.open
         if (before !== null && !before.done) {

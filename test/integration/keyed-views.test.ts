@@ -49,9 +49,9 @@ const recordingLog = Layer.effect(
   }))
 ).pipe(Layer.provide(ClassicLevelLog))
 
-const start = async (dataDir: string, version = 1) => {
+const start = async (dataDir: string, version = 1, failOn?: string) => {
   const settings = await Effect.runPromise(loadSettings({ dataDir }, { host: "127.0.0.1", port: 0 }))
-  const runtime = ManagedRuntime.make(writeOnceLayer(keyedTasks(version), settings, { log: recordingLog, signals: false }))
+  const runtime = ManagedRuntime.make(writeOnceLayer(keyedTasks(version, failOn), settings, { log: recordingLog, signals: false }))
   const { url } = await runtime.runPromise(HttpServer)
   const keyed = await runtime.runPromise(KeyedViews)
   const notices: Array<ViewUpdate> = []
@@ -214,6 +214,28 @@ describe("keyed views on the embedded store", () => {
     await server.close()
     const definition = viewDefinition(compileApp(keyedTasks(2)).pipe((c) => (c._tag === "Right" ? c.right : undefined))!.views.get(NAME)!)
     expect(await storedKeys(dataDir)).toEqual(["ann", "bob", "carl"].map((k) => `w!${NAME}!${definition}!${k}`))
+  }, 60_000)
+
+  it("keeps the former declaration serving, marked stale, when the new one's fold fails, across starts", async () => {
+    const dir = tempDir("wo-keyed-green-")
+    const blue = await start(dir)
+    await task(blue.url, "ann", "a1")
+    await task(blue.url, "bob", "b1")
+    await blue.close()
+    for (let run = 0; run < 2; run++) {
+      const green = await start(dir, 3, "b1")
+      try {
+        expect(green.keyed.recovered.rebuilt).toEqual([NAME])
+        for (let i = 0; green.keyed.status(NAME)?.refolding !== undefined && i < 500; i++) await new Promise((r) => setTimeout(r, 20))
+        expect(green.keyed.status(NAME)?.failed).toMatch(/failed at event 2 .*evolve refuses b1/)
+        expect(green.keyed.status(NAME)?.stale).toMatch(/the new declaration of view open_by_owner failed .*former declaration's entries serve/)
+        const page = await green.run(green.keyed.list(NAME, { limit: 10 }))
+        expect(page.items.map((e) => [e.key, JSON.parse(e.json).open])).toEqual([["ann", 1], ["bob", 1]])
+        expect(page.stale).toMatch(/former declaration/)
+      } finally {
+        await green.close()
+      }
+    }
   }, 60_000)
 
   it("fails the view alone when a key is not one, and writes go on", async () => {
