@@ -107,22 +107,21 @@ export const makeKeyedViews = (
           if (store.durable && s.former === undefined) records.push(recordOf(s, { seq: r.at, reason: r.failed }))
           continue
         }
-        if (store.durable) records.push(recordOf(s))
       } else if (s.failed !== undefined) {
         if (s.dirty && store.durable) records.push(recordOf(s, { seq: committed, reason: s.failed }))
         continue
-      } else if (s.dirty && store.durable) records.push(recordOf(s))
+      }
       viewChanges ??= changes.map((c) => ({ event: c.event, before: c.before ?? null, after: c.row }))
       const outcome = foldKeyedChanges(s.view, viewChanges, (key) => store.read(s.view.name, s.definition, key))
       if (outcome._tag === "Failed") {
         failures.push({ message: outcome.reason, stack: outcome.stack })
         failing.push({ state: s, reason: outcome.reason })
-        if (store.durable) {
-          // The record replaces the one pushed above for this view, if any: the last write of a key wins.
-          records.push(recordOf(s, { seq: outcome.seq, reason: outcome.reason }))
-        }
+        // As above: a former declaration still serving keeps its record.
+        if (store.durable && s.former === undefined) records.push(recordOf(s, { seq: outcome.seq, reason: outcome.reason }))
         continue
       }
+      // Its record names this declaration once it serves: with the batch it goes live in, or the next one.
+      if (store.durable && (s.dirty || s.refolding !== undefined)) records.push(recordOf(s))
       if (outcome.entries.length === 0) continue
       changed.push({ state: s, entries: outcome.entries })
       for (const w of entryWrites(s.view.name, s.definition, outcome.entries)) entries.push(w)
