@@ -55,7 +55,8 @@ export interface KeyedListOptions {
   /** Filters on the entry's filterable fields (`CompiledView.filterable`), checked as rows' are. */
   readonly where?: ReadonlyArray<Filter>
   /**
-   * Absent: key order (the cursor is the last key served). With a field: that field's order, ties by key; the
+   * Absent (or the field `key`): key order (the cursor is the last key served). With a filterable field of the
+   * entries (`CompiledView.filterable`): that field's order, ties by key; the
    * cursor holds the last entry's value and key, so a page stays where it was whatever is written meanwhile.
    */
   readonly order?: Order
