@@ -33,6 +33,8 @@ export interface AppendBatch {
   readonly counters: ReadonlyMap<string, number>
   /** Views whose state this batch changed (or rebuilt): stored in the same atomic write. */
   readonly views?: ReadonlyArray<ViewRecord>
+  /** The entries of keyed views this batch changed (and only those): stored, or removed, in the same atomic write. */
+  readonly viewEntries?: ReadonlyArray<ViewEntryWrite>
   /**
    * The idempotency keys of this batch's keyed submissions: each is stored in the same atomic write, with the
    * entries it covers as written (its answer), so that a retry with the key gets that answer back.
@@ -91,6 +93,17 @@ export interface ViewRecord {
   readonly json: string
   /** The seq the value is folded to, for a record written on its own (`storeViews`; the JSON holds it too). */
   readonly at?: number
+}
+
+/**
+ * One entry of a keyed view, as a batch writes it: under the view's definition digest (the generation that serves),
+ * its stored text (`viewEntryJson`, view-entry-record.ts), or undefined to remove it.
+ */
+export interface ViewEntryWrite {
+  readonly name: string
+  readonly definition: string
+  readonly key: string
+  readonly json: string | undefined
 }
 
 /** A view record as loaded: checksum verified, JSON parsed; or, where a log reports it per view, why it is corrupt. */
@@ -245,6 +258,11 @@ export interface EventLogShape {
   readonly rowStore?: RowStore
   /** The stored view records, verified; absent for a log that stores none (views are then rebuilt). */
   readonly storedViews?: Effect.Effect<ReadonlyArray<StoredView>, StoreError>
+  /**
+   * A keyed view's stored entries under one definition, in key order: each key and its stored text (checksum
+   * verified; `viewEntryJson`). Present on a log that stores them (classic-level), for the offline checks.
+   */
+  readonly storedViewEntries?: (name: string, definition: string) => Stream.Stream<{ readonly key: string; readonly text: string }, StoreError>
   /**
    * Stores view records on their own, with one durable write: a view folded again in the background, or a
    * PostgreSQL node's snapshot of its views (each record names the seq it is folded to: `at`), so that the next start

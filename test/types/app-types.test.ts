@@ -58,6 +58,21 @@ const desk = defineApp({
         return next
       }
     }),
+    open_per_agent: view({
+      schema: Schema.Struct({ open: Schema.Int }),
+      initial: { open: 0 },
+      on: { tickets: ["created", "assign", "close", "reopen", "deleted"] },
+      key: ({ after, before }) => {
+        expectTypeOf(after?.assignee).toEqualTypeOf<string | null | undefined>()
+        return (after ?? before)?.assignee ?? undefined
+      },
+      evolve: (entry, { after }) => {
+        expectTypeOf(entry).toEqualTypeOf<{ readonly open: number }>()
+        // @ts-expect-error: an entry has no field "closed"
+        void entry.closed
+        return after === null ? undefined : { open: entry.open + (after.status === "open" ? 1 : 0) }
+      }
+    }),
     both: view({
       schema: Schema.Int,
       initial: 0,
@@ -144,7 +159,7 @@ describe("the app's types close the holes", () => {
   })
 
   it("views written as a function of `view` are a plain record at run time, and the app compiles", () => {
-    expect(Object.keys(desk.views ?? {})).toEqual(["open_by_agent", "both"])
+    expect(Object.keys(desk.views ?? {})).toEqual(["open_by_agent", "open_per_agent", "both"])
     expect(Either.isRight(compileApp(desk))).toBe(true)
     // A wrong name still fails at load too, for apps that are not type-checked.
     expect(Either.isLeft(compileApp(wrongViews))).toBe(true)

@@ -322,6 +322,11 @@ export const makeClassicLevelLog = (h: LevelDbShape, mode: LogMode = {}) =>
         }
         for (const [type, n] of batch.counters) chained.put(K.counterKey(type), seal(K.counterKey(type), String(n)))
         for (const { name, json } of batch.views ?? []) chained.put(K.viewKey(name), seal(K.viewKey(name), json))
+        for (const { name, definition, key, json } of batch.viewEntries ?? []) {
+          const entryKey = K.viewEntryKey(name, definition, key)
+          if (json === undefined) chained.del(entryKey)
+          else chained.put(entryKey, seal(entryKey, json))
+        }
         for (const [type, n] of counts) chained.put(K.rowCountKey(type), seal(K.rowCountKey(type), String(n)))
         for (const { key, fingerprint, at, first, count } of batch.keys ?? []) {
           const keyKey = K.idempotencyKey(key)
@@ -363,6 +368,9 @@ export const makeClassicLevelLog = (h: LevelDbShape, mode: LogMode = {}) =>
       readFrom: (fromSeq, options) => readEvents(h, fromSeq, accepted, options?.slice),
       storedRows: readStoredRows(h),
       storedViews: readStoredViews(h),
+      storedViewEntries: (name, definition) =>
+        scan(h, { gte: K.viewEntriesPrefix(name, definition), lt: K.viewEntriesEnd(name, definition) }, (key, value) =>
+          ({ key: K.entryKeyOfViewEntryKey(key, K.viewEntriesPrefix(name, definition)), text: unseal(key, value) })),
       storeViews: (views) =>
         h.write("cannot store the views folded at startup", (db) => {
           const chained = db.batch()
