@@ -96,7 +96,7 @@ export interface ViewRecord {
 
 /**
  * One entry of a keyed view, as a batch writes it: under the view's definition digest (the generation that serves),
- * its stored JSON text (keyed-records.ts), or undefined to remove it.
+ * its stored text (`viewEntryJson`, view-entry-record.ts), or undefined to remove it.
  */
 export interface ViewEntryWrite {
   readonly name: string
@@ -209,6 +209,11 @@ export interface EventLogShape {
   readonly rowsAtHead?: Effect.Effect<{ readonly head: LogHead; readonly rows: ReadonlyArray<StoredRow> }, StoreError>
   /** The stored view records, verified; absent for a log that stores none (views are then rebuilt). */
   readonly storedViews?: Effect.Effect<ReadonlyArray<StoredView>, StoreError>
+  /**
+   * A keyed view's stored entries under one definition, in key order: each key and its stored text (checksum
+   * verified; `viewEntryJson`). Present on a log that stores them (classic-level), for the offline checks.
+   */
+  readonly storedViewEntries?: (name: string, definition: string) => Stream.Stream<{ readonly key: string; readonly text: string }, StoreError>
   /**
    * Stores view records on their own, with one durable write: a view folded again in the background, or a
    * PostgreSQL node's snapshot of its views (each record names the seq it is folded to: `at`), so that the next start
