@@ -17,6 +17,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { keyedTasks } from "../../testkit/keyed-tasks.ts"
 import { http, startServer } from "../../testkit/server.ts"
 import { waitFor } from "../../testkit/wait.ts"
+import { openSse } from "../../testkit/sse.ts"
 
 const NAME = "open_by_owner"
 const VIEWS = `/api/_views/${NAME}`
@@ -215,8 +216,12 @@ describe("keyed views over MCP", () => {
     }
   })
 
-  it("a legacy subscriber to one entry hears only that entry's changes", async () => {
-    const client = await legacyClient(server.url)
+  it("a legacy subscriber to one entry hears only that entry's changes, and the ones it missed while its stream was down", async () => {
+    const transport = new TransportV1(new URL(`${server.url}/mcp`), {
+      reconnectionOptions: { initialReconnectionDelay: 300, maxReconnectionDelay: 500, reconnectionDelayGrowFactor: 1.5, maxRetries: 5 }
+    })
+    const client = new ClientV1({ name: "keyed-legacy", version: "1.0.0" })
+    await client.connect(transport)
     const updates: Array<string> = []
     client.setNotificationHandler(ResourceUpdatedNotificationSchema, (n) => void updates.push(n.params.uri))
     try {
@@ -231,6 +236,15 @@ describe("keyed views over MCP", () => {
       expect(await waitFor(() => updates.length >= 2)).toBe(true)
       await new Promise((r) => setTimeout(r, 200))
       expect(updates).toEqual([entryUri("ann"), entryUri("ann")])
+      // Drop its stream (a second GET for the session replaces it) and write while it is down: the client
+      // reconnects with Last-Event-ID and is told of ann's entry from the log, and of nobody else's.
+      const intruder = await openSse(`${server.url}/mcp`, { headers: { accept: "text/event-stream", "mcp-session-id": transport.sessionId! } })
+      await task(server.url, "ann", "while-down")
+      await task(server.url, "bob", "while-down")
+      intruder.close()
+      expect(await waitFor(() => updates.length >= 3, 10_000)).toBe(true)
+      await new Promise((r) => setTimeout(r, 300))
+      expect(updates).toEqual([entryUri("ann"), entryUri("ann"), entryUri("ann")])
       // A key spelled otherwise than the notices spell it would hear nothing: refused, naming the right form.
       await expect(client.subscribeResource({ uri: `wo://views/${NAME}/%61nn` })).rejects.toThrow(`wo://views/${NAME}/ann`)
     } finally {
