@@ -264,6 +264,7 @@ describe("keyed views over MCP", () => {
       const id = await task(server.url, odd, "x")
       await task(server.url, "bob", "b9")
       expect(await waitFor(() => updates.length >= 1)).toBe(true)
+      expect((await http(`${server.url}${VIEWS}/${encodeURIComponent(odd)}`)).json.value).toEqual({ open: 1, titles: ["x"] })
       await http(`${server.url}/api/tasks/${id}`, { method: "PATCH", body: { done: true } })
       expect(await waitFor(() => updates.length >= 2)).toBe(true)
       await task(server.url, "ann", "a10")
@@ -271,6 +272,8 @@ describe("keyed views over MCP", () => {
       expect(updates).toEqual([entryUri(odd), entryUri(odd)])
       expect((await http(`${server.url}${VIEWS}/${encodeURIComponent(odd)}`)).status).toBe(404)
       await sub.close()
+      // The key spelled otherwise than the notices spell it: refused, as on the legacy era.
+      await expect(client.listen({ resourceSubscriptions: [`wo://views/${NAME}/d%2fe%20f`] })).rejects.toThrow(entryUri(odd))
     } finally {
       await client.close()
     }
