@@ -70,9 +70,15 @@ export const makeProjector = Effect.gen(function* () {
   // Optional so that a write path composed without views (tests of the writer alone) still runs.
   const wholeViews = Option.getOrUndefined(yield* Effect.serviceOption(Views))
   const keyedViews = Option.getOrUndefined(yield* Effect.serviceOption(KeyedViews))
-  const views = keyedViews === undefined || keyedViews.names.length === 0
+  const keyed = keyedViews === undefined || keyedViews.names.length === 0 ? undefined : keyedViews
+  const views = keyed === undefined
     ? wholeViews
-    : { prepare: (changes: ReadonlyArray<Change>) => bothPrepared(wholeViews?.prepare(changes), keyedViews.prepare(changes)) }
+    : { prepare: (changes: ReadonlyArray<Change>) => bothPrepared(wholeViews?.prepare(changes), keyed.prepare(changes)) }
+  // Changes applied without being prepared here (the tailer's, a failed write that landed after all): keyed views
+  // whose entries landed with them must not fold them twice.
+  const unprepared = keyed === undefined
+    ? (changes: ReadonlyArray<Change>) => wholeViews?.prepare(changes)
+    : (changes: ReadonlyArray<Change>) => bothPrepared(wholeViews?.prepare(changes), keyed.landed(changes))
 
   const fold = (events: Iterable<StoredEvent>): Array<Change> => {
     const changes: Array<Change> = []
@@ -94,7 +100,7 @@ export const makeProjector = Effect.gen(function* () {
   const applyNow = (changes: ReadonlyArray<Change>, prepared?: PreparedViews) => {
     if (changes.length === 0) return noFailures
     rows.apply(changes)
-    const folded = prepared ?? views?.prepare(changes)
+    const folded = prepared ?? unprepared(changes)
     feed.publish(changes, folded?.commit() ?? [])
     return folded?.failures ?? noFailures
   }

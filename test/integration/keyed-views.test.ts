@@ -26,6 +26,8 @@ const NAME = "open_by_owner"
 const batches: Array<AppendBatch> = []
 /** Set: the next append fails as a full disk would, nothing written. */
 let failNext = false
+/** Set: the next append is written, then reported failed (a batch that lands after all). */
+let landNext = false
 
 /** The real classic-level log, each batch it is given recorded. */
 const recordingLog = Layer.effect(
@@ -35,6 +37,10 @@ const recordingLog = Layer.effect(
     append: (batch) =>
       Effect.suspend(() => {
         batches.push(batch)
+        if (landNext) {
+          landNext = false
+          return Effect.zipRight(log.append(batch), Effect.fail(new StoreFailed({ reason: "test: landed, reported failed" })))
+        }
         if (!failNext) return log.append(batch)
         failNext = false
         return Effect.fail(new StoreFailed({ reason: "test: the disk is full" }))
@@ -125,6 +131,18 @@ describe("keyed views on the embedded store", () => {
     expect(await server.entry("carl")).toEqual({ open: 2, titles: ["c1", "c2"] })
     await http(`${url}/api/tasks/${keyOf}`, { method: "DELETE" })
     expect(await server.entry("carl")).toEqual({ open: 1, titles: ["c1"] })
+
+    // A write reported failed that landed after all: its entries landed with it, and are not folded twice.
+    landNext = true
+    const landed = await http(`${url}/api/tasks`, { method: "POST", body: { owner: "carl", title: "c3", done: false } })
+    expect(landed.status).toBeGreaterThanOrEqual(500)
+    await task(url, "carl", "c4")
+    expect(await server.entry("carl")).toEqual({ open: 3, titles: ["c1", "c3", "c4"] })
+    // Back to carl's one task, for the tests below.
+    const carls = (await http(`${url}/api/tasks?owner=carl`)).json
+    const extra = (carls.items ?? carls.data ?? carls) as Array<{ id: string; title: string }>
+    for (const t of extra.filter((t) => t.title !== "c1")) expect((await http(`${url}/api/tasks/${t.id}`, { method: "DELETE" })).status).toBe(200)
+    expect(await server.entry("carl")).toEqual({ open: 1, titles: ["c1"] })
   }, 60_000)
 
   it("lists entries in key order, filtered and by a field, with cursors", async () => {
@@ -204,4 +222,32 @@ describe("keyed views on the embedded store", () => {
       await again.close()
     }
   }, 60_000)
+
+  it("keeps pages stable under writes between them: each entry that stays put is listed once, in order", async () => {
+    const dir = tempDir("wo-keyed-pages-")
+    const paging = await start(dir)
+    try {
+      // 24 owners with 1 to 3 open tasks each.
+      for (let i = 0; i < 24; i++) for (let n = 0; n <= i % 3; n++) await task(paging.url, `o${String(i).padStart(2, "0")}`, `t${i}-${n}`)
+      for (const order of [undefined, { field: "open", descending: true }] as const) {
+        const seen: Array<{ key: string; open: number }> = []
+        let after: string | undefined
+        let written = 0
+        do {
+          const page = await paging.run(paging.keyed.list(NAME, { limit: 5, ...(after === undefined ? {} : { after }), ...(order === undefined ? {} : { order }) }))
+          for (const e of page.items) seen.push({ key: e.key, open: JSON.parse(e.json).open })
+          after = page.next
+          // Between pages: new owners sorting before and after the cursor (keys "a…" and "z…").
+          await task(paging.url, `a${written}`, "new")
+          await task(paging.url, `z${written++}`, "new")
+        } while (after !== undefined)
+        const original = seen.filter((e) => e.key.startsWith("o"))
+        expect(original.map((e) => e.key).sort()).toEqual(Array.from({ length: 24 }, (_, i) => `o${String(i).padStart(2, "0")}`))
+        const sorted = [...seen].sort((a, b) => (order === undefined ? 0 : b.open - a.open) || (a.key < b.key ? -1 : 1))
+        expect(seen).toEqual(sorted)
+      }
+    } finally {
+      await paging.close()
+    }
+  }, 120_000)
 })

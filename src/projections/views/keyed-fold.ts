@@ -8,7 +8,8 @@ import { Chunk, Effect, Either, Stream } from "effect"
 import type { EventLogShape, ViewEntryWrite } from "../../log/event-log.ts"
 import type { Row, ViewChange } from "../../domain/catalog.ts"
 import type { CompiledApp } from "../../domain/compile.ts"
-import type { CompiledView } from "../../domain/compile-views.ts"
+import { viewChangeCopy, type CompiledView } from "../../domain/compile-views.ts"
+import { copyData } from "../../domain/codecs.ts"
 import type { StoreError } from "../../domain/errors.ts"
 import type { StoredEvent } from "../../domain/events.ts"
 import { runUserCode } from "../../domain/decide/user-code.ts"
@@ -49,8 +50,10 @@ export const foldKeyedChanges = (
 ): KeyedOutcome => {
   const touched = new Map<string, Touched>()
   let last: StoredEvent | undefined
-  for (const change of changes) {
-    if (!view.folds(change.event)) continue
+  for (const served of changes) {
+    if (!view.folds(served.event)) continue
+    // One copy per change, for key and evolve: neither may change the event or rows others see.
+    const change = viewChangeCopy(served)
     const keyed = runUserCode(() => view.key!(change))
     if (Either.isLeft(keyed)) return failed(view, change.event, keyed.left.reason, keyed.left.trace)
     const key = keyed.right
@@ -66,8 +69,9 @@ export const foldKeyedChanges = (
       }
       touched.set(key, (t = { stored, value, seq: stored?.seq ?? 0 }))
     }
-    // The compiled evolve copies the entry it is given: the declaration's initial value stays as declared.
-    const entry = t.value === undefined ? view.initial : t.value
+    // An entry of its own: decoded from the stored text, or evolve's own last answer, or a copy of `initial`
+    // (which must stay as declared).
+    const entry = t.value === undefined ? copyData(view.initial) : t.value
     const evolved = runUserCode(() => view.evolve(entry, change))
     if (Either.isLeft(evolved)) return failed(view, change.event, evolved.left.reason, evolved.left.trace)
     t.value = evolved.right

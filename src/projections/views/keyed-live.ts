@@ -144,6 +144,21 @@ export const makeKeyedViews = (
     }
   }
 
+  const landed = (changes: ReadonlyArray<Change>): PreparedKeyed => {
+    if (!store.durable) return prepare(changes)
+    const lastSeq = changes.length === 0 ? committed : changes[changes.length - 1].event.seq
+    return {
+      records: [],
+      failures: [],
+      commit: () => {
+        committed = Math.max(committed, lastSeq)
+        store.forget()
+        return []
+      },
+      discard: () => undefined
+    }
+  }
+
   const refolding = () => states.filter((s) => s.refolding !== undefined)
 
   /** Serves every view folded again up to `at`, when nothing is in between; answers their records and notices. */
@@ -248,6 +263,7 @@ export const makeKeyedViews = (
       Effect.flatMap(served(name), (s) =>
         s === undefined ? Effect.succeed({ items: [] }) : listEntries(store, s.view, s.definition, options)),
     prepare,
+    landed,
     recovered,
     refold
   }

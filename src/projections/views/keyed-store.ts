@@ -33,6 +33,8 @@ export interface KeyedStore {
   readonly range: (name: string, definition: string, after: string | undefined, limit: number) => Effect.Effect<ReadonlyArray<KeyedRecord>, StoreError>
   /** Writes entries outside the writer's batches: a view folded again in the background, before it serves. */
   readonly write: (writes: ReadonlyArray<ViewEntryWrite>) => Effect.Effect<void, StoreError>
+  /** Forgets every cached entry: the store holds entries written by a batch this process did not see commit. */
+  readonly forget: () => void
   /** Removes every entry of a generation (a partial fold, or the generation a new declaration replaced). */
   readonly clear: (name: string, definition: string) => Effect.Effect<void, StoreError>
 }
@@ -55,7 +57,7 @@ const ofCached = (row: Row): StoredEntry => row as unknown as StoredEntry
 
 /** The entries on classic-level, through a cache of `cacheBytes`. */
 export const levelKeyedStore = (h: LevelDbShape, cacheBytes: number): KeyedStore => {
-  const cache = new RowCache(cacheBytes)
+  let cache = new RowCache(cacheBytes)
   const db = () => {
     const current = h.current?.()
     if (current === undefined) throw new StoreFailed({ reason: "the store is closed while it reopens after a failed write" })
@@ -77,6 +79,9 @@ export const levelKeyedStore = (h: LevelDbShape, cacheBytes: number): KeyedStore
       } catch (e) {
         throw e instanceof StoreFailed ? e : readFailed(e)
       }
+    },
+    forget: () => {
+      cache = new RowCache(cacheBytes)
     },
     committed: (writes) => {
       for (const w of writes) {
@@ -136,6 +141,7 @@ export const memoryKeyedStore = (): KeyedStore => {
     durable: false,
     read: (name, definition, key) => generation(name, definition).entries.get(key),
     committed: apply,
+    forget: () => undefined,
     range: (name, definition, after, limit) =>
       Effect.sync(() => {
         const g = generation(name, definition)

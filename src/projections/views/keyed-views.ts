@@ -91,6 +91,12 @@ export interface KeyedViewsShape {
   readonly list: (name: string, options: KeyedListOptions) => Effect.Effect<KeyedPage, StoreError | ViewFailed | ViewRefolding | ValidationFailed>
   /** Folds a batch's changes into the entries they touch, before it is written. Never throws. */
   readonly prepare: (changes: ReadonlyArray<Change>) => PreparedKeyed
+  /**
+   * Changes the log holds that were not prepared here: on the embedded store, a failed write that landed after all,
+   * whose entries landed with it (nothing to fold again: the cache forgets what it held); in memory, every commit
+   * the tailer applies (folded as `prepare` does).
+   */
+  readonly landed: (changes: ReadonlyArray<Change>) => PreparedKeyed
   readonly recovered: KeyedViewsRecovery
   /**
    * Folds the keyed views with no usable entries from the log, until each is served; run once, in the background
