@@ -7,13 +7,16 @@
  *  - MCP: the tools `view_<name>` (by key) and `view_<name>_list` with structured content, the resource template
  *    `wo://views/<name>/{key}` read by URI, and a subscription to one entry that hears only its key, legacy
  *    (`resources/subscribe`) and modern (`subscriptions/listen`);
- *  - OpenAPI: both routes.
+ *  - OpenAPI: both routes;
+ *  - a keyed view that failed: 500 ViewFailed on REST, an isError result over MCP, listed as failed.
  */
 import { Client as ClientV2, StreamableHTTPClientTransport as TransportV2 } from "@modelcontextprotocol/client"
 import { Client as ClientV1 } from "@modelcontextprotocol/sdk/client/index.js"
 import { StreamableHTTPClientTransport as TransportV1 } from "@modelcontextprotocol/sdk/client/streamableHttp.js"
 import { ResourceUpdatedNotificationSchema } from "@modelcontextprotocol/sdk/types.js"
+import { Schema } from "effect"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { defineApp, entity } from "../../src/index.ts"
 import { keyedTasks } from "../../testkit/keyed-tasks.ts"
 import { http, startServer } from "../../testkit/server.ts"
 import { waitFor } from "../../testkit/wait.ts"
@@ -276,6 +279,53 @@ describe("keyed views over MCP", () => {
       await expect(client.listen({ resourceSubscriptions: [`wo://views/${NAME}/d%2fe%20f`] })).rejects.toThrow(entryUri(odd))
     } finally {
       await client.close()
+    }
+  })
+})
+
+/** A keyed view whose key is no key for a task titled "boom": the view fails, alone. */
+const failing = defineApp({
+  name: "failing_keys",
+  entities: { tasks: entity({ fields: { owner: Schema.String, title: Schema.String } }) },
+  views: (view) => ({
+    by_owner: view({
+      schema: Schema.Struct({ n: Schema.Int }),
+      initial: { n: 0 },
+      on: { tasks: ["created"] },
+      key: ({ after }) => (after!.title === "boom" ? "" : after!.owner),
+      evolve: (entry) => ({ n: entry.n + 1 })
+    })
+  })
+})
+
+describe("a failed keyed view on every surface", () => {
+  it("answers 500 ViewFailed over REST, an isError result over MCP, and is listed as failed, while writes go on", async () => {
+    const server = await startServer(failing)
+    try {
+      const post = (owner: string, title: string) => http(`${server.url}/api/tasks`, { method: "POST", body: { owner, title } })
+      expect((await post("ann", "a")).status).toBe(201)
+      expect((await http(`${server.url}/api/_views/by_owner/ann`)).json.value).toEqual({ n: 1 })
+      expect((await post("bob", "boom")).status).toBe(201)
+      for (const path of ["/api/_views/by_owner/ann", "/api/_views/by_owner"]) {
+        const res = await http(`${server.url}${path}`)
+        expect(res.status, path).toBe(500)
+        expect(res.json.error).toBe("ViewFailed")
+        expect(res.json.message).toContain("a key must not be empty")
+      }
+      const all = await http(`${server.url}/api/_views`)
+      expect(all.json.views[0]).toMatchObject({ name: "by_owner", keyed: true })
+      expect(all.json.views[0].failed).toContain("a key must not be empty")
+      const client = await modernClient(server.url)
+      try {
+        const result = await client.callTool({ name: "view_by_owner", arguments: { key: "ann" } })
+        expect(result.isError).toBe(true)
+        expect((result.content as Array<{ text: string }>)[0].text).toContain("a key must not be empty")
+      } finally {
+        await client.close()
+      }
+      expect((await post("carl", "c")).status).toBe(201)
+    } finally {
+      await server.close()
     }
   })
 })

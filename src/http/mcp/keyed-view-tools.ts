@@ -11,7 +11,7 @@ import { entryListable, entryListOptions } from "../../domain/keyed-list-request
 import { fromArguments } from "../../domain/list-request.ts"
 import type { StoreError, ValidationFailed } from "../../domain/errors.ts"
 import type { KeyedViewsShape } from "../../projections/views/keyed-views.ts"
-import { ViewFailed, type ViewRefolding } from "../../projections/views/views.ts"
+import type { ViewFailed, ViewRefolding } from "../../projections/views/views.ts"
 import { Op } from "../../access/grants.ts"
 import { entryBody, entryPageBody } from "../rest/bodies.ts"
 import { argumentError, errorResult, failure, success, type ToolResult } from "./tool-results.ts"
@@ -23,16 +23,9 @@ const READS = { readOnlyHint: true, openWorldHint: false }
 const KeyArgument = Schema.Struct({ key: Schema.String.pipe(Schema.minLength(1)).annotations({ description: "the entry's key" }) })
 const decodeKey = Schema.decodeUnknownEither(KeyArgument, { onExcessProperty: "error" })
 
-const refused = (error: StoreError | ViewFailed | ViewRefolding | ValidationFailed): ToolResult => {
-  switch (error._tag) {
-    case "ViewRefolding":
-      return errorResult(error.message)
-    case "ViewFailed":
-      return errorResult(new ViewFailed({ name: error.name, reason: error.reason }).message)
-    default:
-      return failure(error)
-  }
-}
+/** A failed or refolding view is said as a whole view's tool says it; anything else as a row tool's failure. */
+const refused = (error: StoreError | ViewFailed | ViewRefolding | ValidationFailed): ToolResult =>
+  error._tag === "ViewRefolding" || error._tag === "ViewFailed" ? errorResult(error.message) : failure(error)
 
 /** `{name, key, seq, value}` with the entry's schema. */
 const entrySchema = (view: CompiledView) => ({

@@ -30,7 +30,7 @@ export const keyedErrorResponse = (error: ReadError): EdgeResponse => {
     case "ViewRefolding":
       return errorJson(503, "ViewRefolding", error.message, {}, { "retry-after": String(REFOLD_RETRY_AFTER_SECONDS) })
     case "ViewFailed":
-      return errorJson(500, "ViewFailed", new ViewFailed({ name: error.name, reason: error.reason }).message)
+      return errorJson(500, "ViewFailed", error.message)
     default:
       return errorResponse(error)
   }
