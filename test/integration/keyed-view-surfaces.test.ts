@@ -18,6 +18,7 @@ import { Schema } from "effect"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { defineApp, entity } from "../../src/index.ts"
 import { keyedTasks } from "../../testkit/keyed-tasks.ts"
+import library from "../../examples/library/app.ts"
 import { http, startServer } from "../../testkit/server.ts"
 import { waitFor } from "../../testkit/wait.ts"
 import { openSse } from "../../testkit/sse.ts"
@@ -328,4 +329,52 @@ describe("a failed keyed view on every surface", () => {
       await server.close()
     }
   })
+})
+
+describe("the library's loans_by_member, paged while others lend", () => {
+  it("a walk by key cursor repeats no member and skips none that had a loan out throughout", async () => {
+    const server = await startServer(library)
+    const post = async (path: string, body: unknown) => {
+      const res = await http(`${server.url}${path}`, { method: "POST", body })
+      expect(res.status, res.text).toBeLessThan(300)
+      return res.json
+    }
+    try {
+      const book = (await post("/api/books", { title: "Dune", author: "Frank Herbert" })).id
+      await post(`/api/books/${book}/add_copies`, { n: 1000 })
+      const members: Array<string> = []
+      for (let i = 0; i < 40; i++) members.push((await post("/api/members", { name: `m${i}` })).id)
+      // Members 0-19 keep their loan all along; 20-39 lend and return meanwhile, and new members lend.
+      for (const member of members) await post("/api/_commands/lend", { book, member })
+      const steady = members.slice(0, 20)
+      let lending = true
+      let lends = 0
+      const others = (async () => {
+        for (let round = 0; lending; round++) {
+          const member = members[20 + (round % 20)]
+          const lent = await post("/api/_commands/lend", { book, member })
+          await post("/api/_commands/return", { loan: lent.changes.find((c: { type: string }) => c.type === "loans").id })
+          await post("/api/_commands/lend", { book, member: (await post("/api/members", { name: `late${round}` })).id })
+          lends += 2
+        }
+      })()
+      const seen: Array<string> = []
+      let cursor: string | undefined
+      do {
+        const res = await http(`${server.url}/api/_views/loans_by_member?limit=3${cursor === undefined ? "" : `&cursor=${encodeURIComponent(cursor)}`}`)
+        expect(res.status, res.text).toBe(200)
+        seen.push(...res.json.items.map((e: { key: string }) => e.key))
+        cursor = res.json.nextCursor
+        // Let some lends land between two pages.
+        await new Promise((r) => setTimeout(r, 15))
+      } while (cursor !== undefined)
+      lending = false
+      await others
+      expect(lends).toBeGreaterThan(4)
+      expect(new Set(seen).size).toBe(seen.length)
+      for (const member of steady) expect(seen).toContain(member)
+    } finally {
+      await server.close()
+    }
+  }, 120_000)
 })
