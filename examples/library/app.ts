@@ -109,25 +109,19 @@ export default defineApp({
   },
   // A function of `view`: each view's `on` is checked against the entities, and `evolve` sees typed rows.
   views: (view) => ({
-    // Per member, the ids of the loans still out. A loan moves out of the list when it is returned.
+    // Keyed by member: one entry per member with loans out, the ids of those loans and how many. A lend or a return
+    // changes the entry of its loan's member alone; a member's last return removes the entry.
     loans_by_member: view({
-      description: "The loans each member still has out, by member id.",
-      schema: Schema.Record({ key: Schema.String, value: Schema.Array(Schema.String) }),
-      initial: {},
+      description: "The loans each member still has out: one entry per member, keyed by member id.",
+      schema: Schema.Struct({ out: Schema.Int, loans: Schema.Array(Schema.String) }),
+      initial: { out: 0, loans: [] },
       on: { loans: ["created", "updated", "invoked", "deleted"] },
-      evolve: (byMember, { before, after }) => {
-        const next: Record<string, ReadonlyArray<string>> = { ...byMember }
-        if (before !== null && before.status === "out") {
-          const member = String(before.member)
-          const left = (next[member] ?? []).filter((id) => id !== before.id)
-          if (left.length === 0) delete next[member]
-          else next[member] = left
-        }
-        if (after !== null && after.status === "out") {
-          const member = String(after.member)
-          next[member] = [...(next[member] ?? []), after.id]
-        }
-        return next
+      key: ({ before, after }) => String((after ?? before)!.member),
+      evolve: (entry, { before, after }) => {
+        let loans = entry.loans
+        if (before !== null && before.status === "out") loans = loans.filter((id) => id !== before.id)
+        if (after !== null && after.status === "out") loans = [...loans, after.id]
+        return loans.length === 0 ? undefined : { out: loans.length, loans }
       }
     })
   })

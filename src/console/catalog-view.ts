@@ -5,7 +5,7 @@
 import { CRUD_OPS } from "../domain/catalog.ts"
 import type { CompiledApp, CompiledType } from "../domain/compile.ts"
 import { COMPUTED_DEFAULT, type JsonSchema } from "../domain/json-schema.ts"
-import { rowUriTemplate, viewUri } from "../domain/uri.ts"
+import { rowUriTemplate, viewEntryUriTemplate, viewUri } from "../domain/uri.ts"
 import type { CatalogView, CommandView, FieldView, OperationView, TypeView } from "./wire.ts"
 
 /** The REST route of each operation, as rest.ts serves it. */
@@ -114,9 +114,9 @@ export const catalogView = (
     name: view.name,
     ...(view.description ? { description: view.description } : {}),
     on: view.on,
-    rest: `GET /api/_views/${view.name}`,
-    resource: viewUri(view.name),
-    tool: `view_${view.name}`
+    ...(view.keyed
+      ? { rest: `GET /api/_views/${view.name}/<key>`, resource: viewEntryUriTemplate(view.name), tool: `view_${view.name}, view_${view.name}_list`, keyed: true as const }
+      : { rest: `GET /api/_views/${view.name}`, resource: viewUri(view.name), tool: `view_${view.name}` })
   })),
   commands: [...catalog.commands.values()].map((command): CommandView => ({
     name: command.name,

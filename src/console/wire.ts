@@ -34,12 +34,14 @@ export interface ViewInfo {
   readonly description?: string
   /** What it folds, per type: event kinds and method names. */
   readonly on: Readonly<Record<string, ReadonlyArray<string>>>
-  /** `GET /api/_views/<name>` */
+  /** `GET /api/_views/<name>`; a keyed view's `GET /api/_views/<name>/<key>` */
   readonly rest: string
-  /** `wo://views/<name>` */
+  /** `wo://views/<name>`; a keyed view's `wo://views/<name>/{key}` */
   readonly resource: string
-  /** `view_<name>` */
+  /** `view_<name>`; a keyed view's `view_<name>, view_<name>_list` */
   readonly tool: string
+  /** A keyed view: one entry per key, shown as its first entries and a lookup by key. */
+  readonly keyed?: true
 }
 
 /**
@@ -63,8 +65,25 @@ export interface ViewStale {
 
 export type ViewValue =
   | { readonly name: string; readonly seq: number; readonly value: unknown; readonly stale?: ViewStale }
+  /** A keyed view, listed without its entries: they are read from `entries` (`{items, nextCursor}`). */
+  | { readonly name: string; readonly keyed: true; readonly entries: string }
+  | { readonly name: string; readonly keyed: true; readonly failed: string }
+  | { readonly name: string; readonly keyed: true; readonly refolding: string }
   | { readonly name: string; readonly seq: number; readonly failed: string }
   | { readonly name: string; readonly seq: number; readonly refolding: string }
+
+/** A page of a keyed view's entries, as `GET /api/_views/<name>` serves it. */
+export interface EntryPage {
+  readonly items: ReadonlyArray<{ readonly key: string; readonly seq: number; readonly value: unknown }>
+  readonly nextCursor?: string
+}
+
+/** One entry of a keyed view, as `GET /api/_views/<name>/<key>` serves it. */
+export interface EntryValue {
+  readonly key: string
+  readonly seq: number
+  readonly value: unknown
+}
 
 export interface TypeView {
   readonly name: string

@@ -118,25 +118,19 @@ export default defineApp({
   },
   // A function of \`view\`: each view's \`on\` is checked against the entities, and \`evolve\` sees typed rows.
   views: (view) => ({
-    // Per member, the ids of the loans still out. A loan moves out of the list when it is returned.
+    // Keyed by member: one entry per member with loans out, the ids of those loans and how many. A lend or a return
+    // changes the entry of its loan's member alone; a member's last return removes the entry.
     loans_by_member: view({
-      description: "The loans each member still has out, by member id.",
-      schema: Schema.Record({ key: Schema.String, value: Schema.Array(Schema.String) }),
-      initial: {},
+      description: "The loans each member still has out: one entry per member, keyed by member id.",
+      schema: Schema.Struct({ out: Schema.Int, loans: Schema.Array(Schema.String) }),
+      initial: { out: 0, loans: [] },
       on: { loans: ["created", "updated", "invoked", "deleted"] },
-      evolve: (byMember, { before, after }) => {
-        const next: Record<string, ReadonlyArray<string>> = { ...byMember }
-        if (before !== null && before.status === "out") {
-          const member = String(before.member)
-          const left = (next[member] ?? []).filter((id) => id !== before.id)
-          if (left.length === 0) delete next[member]
-          else next[member] = left
-        }
-        if (after !== null && after.status === "out") {
-          const member = String(after.member)
-          next[member] = [...(next[member] ?? []), after.id]
-        }
-        return next
+      key: ({ before, after }) => String((after ?? before)!.member),
+      evolve: (entry, { before, after }) => {
+        let loans = entry.loans
+        if (before !== null && before.status === "out") loans = loans.filter((id) => id !== before.id)
+        if (after !== null && after.status === "out") loans = [...loans, after.id]
+        return loans.length === 0 ? undefined : { out: loans.length, loans }
       }
     })
   })
@@ -308,7 +302,8 @@ spec("a loan that does not exist cannot be returned", () =>
     `# app: library
 # A loan's life: a book gets a copy, a member borrows it through the lend command (the copy off the shelf and
 # the loan opened in one atomic write), a second lend of the same book is refused with its code, over REST and
-# over MCP alike, and return gives it back. Around it, what callers cannot do: add an absurd number of copies,
+# over MCP alike, and return gives it back; the view loans_by_member, keyed by member, holds the member's entry
+# while the loan is out (over REST, as a page, and with the tool view_loans_by_member) and drops it at the return. Around it, what callers cannot do: add an absurd number of copies,
 # set \`available\` themselves, create a loan, or lend to a member who does not exist (refused whole: nothing of the
 # command is written). Recorded with \`npx wo run . --record\`, then given titles and placeholders for the generated
 # ids. The format is described in writeonce's docs/transcripts.md.
@@ -561,17 +556,93 @@ content-type: application/json
   }
 }
 
-### the member's loans (a view is keyed by member id: a fresh server's first member is 1)
-GET /api/_views/loans_by_member
+### the member's loans: the view is keyed by member, one entry per member with loans out
+GET /api/_views/loans_by_member/{{members_1}}
+
+--> 200
+content-type: application/json
+etag: "{{seq}}"
+
+{
+  "name": "loans_by_member",
+  "key": "{{members_1}}",
+  "seq": "{{seq}}",
+  "value": {
+    "out": 1,
+    "loans": ["{{loan}}"]
+  }
+}
+
+### every member with a loan out, a page at a time (filtered and ordered as a row list)
+GET /api/_views/loans_by_member?out[gte]=1&order=-out
 
 --> 200
 content-type: application/json
 
 {
   "name": "loans_by_member",
-  "seq": "{{seq}}",
-  "value": {
-    "1": ["{{loan}}"]
+  "items": [
+    {
+      "key": "{{members_1}}",
+      "seq": "{{seq}}",
+      "value": {
+        "out": 1,
+        "loans": ["{{loan}}"]
+      }
+    }
+  ]
+}
+
+### an agent reads the same entry with the tool view_loans_by_member, by key
+POST /mcp
+content-type: application/json
+accept: application/json, text/event-stream
+mcp-protocol-version: 2026-07-28
+mcp-method: tools/call
+mcp-name: view_loans_by_member
+
+{
+  "jsonrpc": "2.0",
+  "id": 2,
+  "method": "tools/call",
+  "params": {
+    "name": "view_loans_by_member",
+    "arguments": {
+      "key": "{{members_1}}"
+    },
+    "_meta": {
+      "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+      "io.modelcontextprotocol/clientCapabilities": {}
+    }
+  }
+}
+
+--> 200
+content-type: application/json
+
+{
+  "jsonrpc": "2.0",
+  "id": 2,
+  "result": {
+    "content": [
+      {
+        "type": "text",
+        "text": "{{*}}"
+      }
+    ],
+    "structuredContent": {
+      "name": "loans_by_member",
+      "key": "{{members_1}}",
+      "seq": "{{seq}}",
+      "value": {
+        "out": 1,
+        "loans": ["{{loan}}"]
+      }
+    },
+    "_meta": {
+      "io.modelcontextprotocol/serverInfo": "{{*}}"
+    },
+    "resultType": "complete"
   }
 }
 
@@ -637,7 +708,18 @@ content-type: application/json
   "code": "already_returned"
 }
 
-### no loans are out
+### no loans are out: the member's last return removed its entry
+GET /api/_views/loans_by_member/{{members_1}}
+
+--> 404
+content-type: application/json
+
+{
+  "error": "NotFound",
+  "message": "view loans_by_member has no entry under the key \\"{{members_1}}\\""
+}
+
+### and the list is empty
 GET /api/_views/loans_by_member
 
 --> 200
@@ -645,8 +727,7 @@ content-type: application/json
 
 {
   "name": "loans_by_member",
-  "seq": "{{*}}",
-  "value": {}
+  "items": []
 }
 `
   ],
@@ -700,7 +781,12 @@ npx wo test .      # typecheck, then the decider specs and the transcripts
   \`POST /api/_commands/lend\` and as the MCP tool \`lend\`; a refusal is 422 with its code (\`no_copies\`).
 - **What callers may do.** Loans are read-only from outside (\`rest\`/\`mcp\`: list and get), and books are checked out
   and in only through the commands, so an agent cannot hand out a copy without a loan.
-- **A view.** \`loans_by_member\`: the ids of the loans each member still has out, at \`GET /api/_views/loans_by_member\`.
+- **A keyed view.** \`loans_by_member\` keeps one entry per member with loans out (\`key\`: the loan's member), the ids
+  of those loans and how many: \`GET /api/_views/loans_by_member/<member>\` answers one entry (404 once the member has
+  none out), \`GET /api/_views/loans_by_member\` pages through them (\`?out[gte]=2&order=-out\`, as a row list). Over MCP
+  it is the tools \`view_loans_by_member\` (with a \`key\`) and \`view_loans_by_member_list\`, and the resource
+  \`wo://views/loans_by_member/<member>\`, which an agent subscribes to for one member's changes alone. A lend writes
+  its member's entry only, however many members there are.
 - **Who may do what.** \`access.example.json\` gives each agent its own token and grants: a librarian (books and
   members, lending), a lending desk (\`command:lend\` and \`command:return\`, reads; no edits) and a read-only auditor.
   Serve it with \`npx wo run . --access access.example.json\` (change the tokens first).
@@ -713,8 +799,10 @@ curl -s -XPOST localhost:8080/api/books/1/add_copies -H 'content-type: applicati
 curl -s -XPOST localhost:8080/api/members -H 'content-type: application/json' -d '{"name":"Ann"}'
 curl -s -XPOST localhost:8080/api/_commands/lend -H 'content-type: application/json' -d '{"book":"1","member":"1"}'
 curl -s -XPOST localhost:8080/api/_commands/lend -H 'content-type: application/json' -d '{"book":"1","member":"1"}'   # 422 no_copies
+curl -s localhost:8080/api/_views/loans_by_member/1            # member 1's entry: {"out":1,"loans":["1"]}
+curl -s localhost:8080/api/_views/loans_by_member              # every member with loans out, a page at a time
 curl -s -XPOST localhost:8080/api/_commands/return -H 'content-type: application/json' -d '{"loan":"1"}'
-curl -s localhost:8080/api/_views/loans_by_member
+curl -s localhost:8080/api/_views/loans_by_member/1            # 404: member 1 has no loan out
 \`\`\`
 
 Every write here is safe to retry with an idempotency key (see "Retries: idempotency keys" in writeonce's docs/operating.md): a

@@ -22,6 +22,7 @@ import { openSse, type SseConnection } from "../../testkit/sse.ts"
 import { apps, http, ROOT, startServer, tempDir } from "../../testkit/server.ts"
 import { startGatedRefold } from "../../testkit/gated-refold.ts"
 import { writeProducts } from "../../bench/lib/row-writer.ts"
+import { keyedTasks } from "../../testkit/keyed-tasks.ts"
 
 // Functions passed to page.evaluate run in the browser; the test program itself has no DOM types.
 declare const window: any, document: any, sessionStorage: any
@@ -423,6 +424,35 @@ describe.skipIf(!hasChromium)("the console in headless Chromium", () => {
     } finally {
       await page.close()
       await gated.close()
+    }
+  })
+
+  it("shows a keyed view as its first entries, follows them live, and looks one entry up by key", async () => {
+    const keyed = await startServer(keyedTasks())
+    const page = await browser.newPage()
+    const add = (owner: string, title: string) => http(`${keyed.url}/api/tasks`, { method: "POST", body: { owner, title, done: false } })
+    try {
+      await add("ann", "a1")
+      await add("bob", "b1")
+      await page.goto(`${keyed.url}/`)
+      await page.locator('#status[data-state="live"]').waitFor({ timeout: 10_000 })
+      const entries = '#views pre.view-value[data-view="open_by_owner"]'
+      await page.waitForFunction((sel) => document.querySelector(sel)?.textContent === 'ann  {"open":1,"titles":["a1"]}\nbob  {"open":1,"titles":["b1"]}', entries, { timeout: 5000 })
+      expect(await page.locator("#views code.tool").textContent()).toBe("view_open_by_owner, view_open_by_owner_list")
+      expect(await page.locator("#views code.uri").textContent()).toBe("wo://views/open_by_owner/{key}")
+      await add("ann", "a2")
+      await page.waitForFunction((sel) => document.querySelector(sel)?.textContent?.startsWith('ann  {"open":2,"titles":["a1","a2"]}'), entries, { timeout: 5000 })
+      await page.locator('#views input.view-key[data-view="open_by_owner"]').fill("bob")
+      await page.locator("#views form.view-lookup button[type=submit]").click()
+      const found = page.locator('#views pre.view-entry[data-view="open_by_owner"]')
+      await page.waitForFunction(() => document.querySelector('#views pre.view-entry[data-view="open_by_owner"]')?.textContent !== "", undefined, { timeout: 5000 })
+      expect(JSON.parse((await found.textContent())!)).toEqual({ open: 1, titles: ["b1"] })
+      await page.locator('#views input.view-key[data-view="open_by_owner"]').fill("nobody")
+      await page.locator("#views form.view-lookup button[type=submit]").click()
+      await page.waitForFunction(() => document.querySelector('#views pre.view-entry[data-view="open_by_owner"]')?.textContent === 'no entry under the key "nobody"', undefined, { timeout: 5000 })
+    } finally {
+      await page.close()
+      await keyed.close()
     }
   })
 

@@ -88,8 +88,12 @@ const CASES: ReadonlyArray<Case> = [
   { surface: "REST", operation: "a type that does not exist", attempt: (t) => rest(server.url, "GET", "/api/magazines", t), granted: "ops", denied: "shelf", grant: "magazines:read", ok: restOk(404) },
   // Views
   { surface: "views", operation: "REST view", attempt: (t) => rest(server.url, "GET", "/api/_views/loans_by_member", t), granted: "librarian", denied: "desk", grant: "view:loans_by_member", ok: restOk() },
-  { surface: "views", operation: "MCP view tool", attempt: toolCall("modern", "view_loans_by_member", () => ({})), granted: "auditor", denied: "shelf", grant: "view:loans_by_member", ok: rpcOk },
+  // The keyed view's entries are read under the view's grant (the member has a loan out: the app command's case lent).
+  { surface: "views", operation: "REST view entry", attempt: (t) => rest(server.url, "GET", `/api/_views/loans_by_member/${member}`, t), granted: "librarian", denied: "desk", grant: "view:loans_by_member", ok: restOk() },
+  { surface: "views", operation: "MCP view tool", attempt: toolCall("modern", "view_loans_by_member", () => ({ key: member })), granted: "auditor", denied: "shelf", grant: "view:loans_by_member", ok: rpcOk },
+  { surface: "views", operation: "MCP view list tool", attempt: toolCall("legacy", "view_loans_by_member_list", () => ({})), granted: "auditor", denied: "shelf", grant: "view:loans_by_member", ok: rpcOk },
   { surface: "views", operation: "MCP view resource", attempt: read("legacy", () => "wo://views/loans_by_member"), granted: "librarian", denied: "desk", grant: "view:loans_by_member", ok: rpcOk },
+  { surface: "views", operation: "MCP view entry resource", attempt: read("modern", () => `wo://views/loans_by_member/${member}`), granted: "librarian", denied: "desk", grant: "view:loans_by_member", ok: rpcOk },
   // MCP, both eras
   ...(["legacy", "modern"] as const).flatMap((era): Array<Case> => [
     { surface: `MCP ${era}`, operation: "read tool", attempt: toolCall(era, "books_get", () => ({ id: book })), granted: "shelf", denied: "nobody", grant: "books:read", ok: rpcOk },
@@ -102,6 +106,7 @@ const CASES: ReadonlyArray<Case> = [
   ]),
   // Subscriptions (legacy) and live queries
   { surface: "subscriptions", operation: "resources/subscribe a row", attempt: (t) => legacy.request(t, "resources/subscribe", { uri: `wo://books/${book}` }), granted: "shelf", denied: "scraper", grant: "books:read", ok: rpcOk },
+  { surface: "subscriptions", operation: "resources/subscribe a view's entry", attempt: (t) => legacy.request(t, "resources/subscribe", { uri: `wo://views/loans_by_member/${member}` }), granted: "librarian", denied: "desk", grant: "view:loans_by_member", ok: rpcOk },
   { surface: "live queries", operation: "resources/subscribe a live query", attempt: (t) => legacy.request(t, "resources/subscribe", { uri: "wo://loans?status=out" }), granted: "desk", denied: "shelf", grant: "loans:read", ok: rpcOk },
   // The console and metrics
   { surface: "console", operation: "rows", attempt: (t) => rest(server.url, "GET", "/api/_rows", t), granted: "ops", denied: "auditor", grant: "admin", ok: restOk() },

@@ -45,15 +45,16 @@ describe("a transcript recorded against a data dir with rows", () => {
       const member = (await post(`${url}/api/members`, { name: "Ann" })).json.id
       const lend = (await post(`${url}/api/_commands/lend`, { book, member })).json
       const loan = lend.changes.find((c: { type: string }) => c.type === "loans").id
-      const view = await http(`${url}/api/_views/loans_by_member`)
-      expect(view.json.value).toEqual({ [member]: [loan] })
+      const view = await http(`${url}/api/_views/loans_by_member/${member}`)
+      expect(view.json.value).toEqual({ out: 1, loans: [loan] })
+      await http(`${url}/api/_views/loans_by_member`)
       await http(`${url}/api/loans/${loan}`)
       // An agent: a create tool (2026-07-28), the command as a tool on a legacy session, the view as tool and resource.
       const created = await modernCall(url, "members_create", { name: "Bea" })
       const bea = created.json.result.structuredContent.id
       expect((await callTool(url, "lend", { book, member: bea })).isError).toBeUndefined()
-      await modernCall(url, "view_loans_by_member", {})
-      await rpc(url, "resources/read", { uri: "wo://views/loans_by_member" })
+      await modernCall(url, "view_loans_by_member", { key: member })
+      await rpc(url, "resources/read", { uri: `wo://views/loans_by_member/${bea}` })
       await modernRequest(url, "resources/read", { uri: `wo://members/${bea}` }, `wo://members/${bea}`)
       recorded = { book, member, loan, seq: view.json.seq }
     } finally {
@@ -68,7 +69,9 @@ describe("a transcript recorded against a data dir with rows", () => {
     expect(text).toContain("POST /api/books/{{books_3}}/add_copies")
     expect(text).toContain('"book": "{{books_3}}"')
     expect(text).toContain('"member": "{{members_5}}"')
-    expect(text).toContain('"{{members_5}}": [')
+    expect(text).toContain("GET /api/_views/loans_by_member/{{members_5}}")
+    expect(text).toContain('"key": "{{members_5}}"')
+    expect(text).toContain("wo://views/loans_by_member/{{members_6}}")
     expect(text).toContain('etag: "{{seq}}"')
     expect(text).toContain('"seq": "{{seq}}"')
     expect(text).toContain('"correlation": "{{correlation}}"')

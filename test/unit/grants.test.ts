@@ -109,6 +109,9 @@ describe("operations of requests and URIs", () => {
     expect(op("GET", "/api/books/1/history")).toEqual(Op.read("books"))
     expect(op("POST", "/api/_commands/lend")).toEqual(Op.command("lend"))
     expect(op("GET", "/api/_views/loans_by_member")).toEqual(Op.view("loans_by_member"))
+    // One entry of a keyed view is read under the view's grant, whatever its key.
+    expect(op("GET", "/api/_views/loans_by_member/1")).toEqual(Op.view("loans_by_member"))
+    expect(op("GET", "/api/_views/loans_by_member/a%2Fb")).toEqual(Op.view("loans_by_member"))
     expect(op("GET", "/api/_views")).toBe(ANY)
     expect(op("GET", "/api/_events")).toBe(ANY)
     expect(op("GET", "/api/_rows")).toEqual(Op.admin)
@@ -125,6 +128,8 @@ describe("operations of requests and URIs", () => {
     expect(uriOperation("wo://books?author=x")).toEqual(Op.read("books"))
     expect(uriOperation("wo://schema/books")).toEqual(Op.read("books"))
     expect(uriOperation("wo://views/loans_by_member")).toEqual(Op.view("loans_by_member"))
+    expect(uriOperation("wo://views/loans_by_member/1")).toEqual(Op.view("loans_by_member"))
+    expect(uriOperation("wo://views/loans_by_member/a%2Fb%20c")).toEqual(Op.view("loans_by_member"))
     expect(uriOperation("wo://schema/_commands")).toBeUndefined()
     expect(uriOperation("https://example.com")).toBeUndefined()
   })

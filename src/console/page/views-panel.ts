@@ -4,9 +4,11 @@
  * at most a few times a second; a value that changed is highlighted. A view being folded again in the background
  * shows that, and why, and is re-read every second until it is served: it may go live with no event to announce it.
  * A view whose declaration changed shows its older value meanwhile, frozen, with the seq it is exact at; if the new
- * declaration's fold failed, it says so and why (the older value stays served until a restart).
+ * declaration's fold failed, it says so and why (the older value stays served until a restart). A keyed view (one
+ * entry per key) shows its first entries, re-read the same way, and a lookup of one entry by its key: never the
+ * whole view.
  */
-import type { CatalogView, ViewInfo, ViewsSnapshot, ViewValue } from "../wire.ts"
+import type { CatalogView, EntryPage, EntryValue, ViewInfo, ViewsSnapshot, ViewValue } from "../wire.ts"
 import { getJson } from "./api.ts"
 import { fill, h } from "./dom.ts"
 
@@ -18,7 +20,33 @@ const folds = (view: ViewInfo) =>
   Object.entries(view.on).map(([type, names]) => `${type}: ${names.join(", ")}`).join("; ")
 
 const show = (value: ViewValue) =>
-  "failed" in value ? value.failed : "refolding" in value ? `refolding: ${value.refolding}` : JSON.stringify(value.value, null, 2)
+  "failed" in value ? value.failed : "refolding" in value ? `refolding: ${value.refolding}` : "value" in value ? JSON.stringify(value.value, null, 2) : ""
+
+/** Entries shown per keyed view: its first page. */
+const FIRST_ENTRIES = 10
+
+/** A page of entries, one line each: `key  value`. */
+const showEntries = (page: EntryPage) =>
+  page.items.length === 0
+    ? "(no entries)"
+    : page.items.map((e) => `${e.key}  ${JSON.stringify(e.value)}`).join("\n") + (page.nextCursor === undefined ? "" : "\n…")
+
+/** One keyed view's lookup by key: a form, and the entry it found (or why not). */
+const lookup = (view: ViewInfo) => {
+  const input = h("input", { type: "text", class: "view-key", "data-view": view.name, placeholder: "key", "aria-label": `key of ${view.name}` })
+  const found = h("pre", { class: "view-entry", "data-view": view.name })
+  const form = h("form", { class: "view-lookup" }, input, h("button", { type: "submit", class: "ghost small" }, "Look up"))
+  form.addEventListener("submit", (e) => {
+    e.preventDefault()
+    const key = input.value
+    if (key === "") return
+    getJson<EntryValue>(`/api/_views/${view.name}/${encodeURIComponent(key)}`).then(
+      (entry) => void (found.textContent = JSON.stringify(entry.value, null, 2)),
+      () => void (found.textContent = `no entry under the key ${JSON.stringify(key)}`)
+    )
+  })
+  return [form, found]
+}
 
 /** Why the value shown is an older declaration's, or undefined when it is the current one's. */
 const staleNote = (value: ViewValue) => {
@@ -59,7 +87,8 @@ export class ViewsPanel {
           h("span", { class: "muted" }, " · "), h("code", { class: "uri" }, view.resource),
           h("span", { class: "muted" }, " · "), h("code", { class: "tool" }, view.tool)),
         note,
-        value)
+        value,
+        view.keyed ? lookup(view) : null)
     })))
     void this.refresh()
   }
@@ -80,7 +109,7 @@ export class ViewsPanel {
       for (const view of views) {
         const el = this.values.get(view.name)
         if (el === undefined) continue
-        const text = show(view)
+        const text = "entries" in view ? showEntries(await getJson<EntryPage>(`${view.entries}?limit=${FIRST_ENTRIES}`)) : show(view)
         const refolding = "refolding" in view
         el.classList.toggle("failed", "failed" in view)
         el.classList.toggle("refolding", refolding)
@@ -89,7 +118,7 @@ export class ViewsPanel {
         noteEl.hidden = note === undefined
         noteEl.textContent = note ?? ""
         noteEl.classList.toggle("failed", note !== undefined && "value" in view && view.stale?.nextFailed !== undefined)
-        this.seqs.get(view.name)!.textContent = refolding ? "refolding" : view.seq > 0 ? `last changed at seq ${view.seq}` : "initial value"
+        this.seqs.get(view.name)!.textContent = refolding ? "refolding" : "keyed" in view ? "keyed: its first entries" : view.seq > 0 ? `last changed at seq ${view.seq}` : "initial value"
         if (el.textContent === text) continue
         const first = el.textContent === "…"
         el.textContent = text

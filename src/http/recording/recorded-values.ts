@@ -110,17 +110,25 @@ export class RecordedValues {
   }
 
   private uri(value: string): string | undefined {
+    // A keyed view's entry, keyed by a row's id (`wo://views/loans_by_member/5`).
+    const entry = /^wo:\/\/views\/([^/?#]+)\/([^/?#]+)$/.exec(value)
+    if (entry !== null) {
+      const row = this.untypedRow(safeDecode(entry[2]))
+      return row === undefined ? undefined : `wo://views/${entry[1]}/${row}`
+    }
     const uri = /^wo:\/\/([^/]+)\/([^/?#]+)$/.exec(value)
     const row = uri === null ? undefined : this.row(safeDecode(uri[1]), safeDecode(uri[2]))
     return row === undefined ? undefined : `wo://${uri![1]}/${row}`
   }
 
-  /** `/api/<type>/<id>/...` with a known row id replaced by its placeholder. */
+  /** `/api/<type>/<id>/...` (and a keyed view's `/api/_views/<name>/<key>`) with a known row id replaced by its placeholder. */
   path(path: string): string {
     const parts = path.split("/")
     if (parts[1] !== "api" || parts.length < 4) return path
-    const row = this.row(safeDecode(parts[2]), safeDecode(parts[3]))
-    if (row !== undefined) parts[3] = row
+    // `/api/_views/<name>/<key>`: a keyed view's entry, keyed by a row's id.
+    const at = parts[2] === "_views" ? 4 : 3
+    const row = at === 4 ? (parts.length === 5 ? this.untypedRow(safeDecode(parts[4])) : undefined) : this.row(safeDecode(parts[2]), safeDecode(parts[3]))
+    if (row !== undefined) parts[at] = row
     return parts.join("/")
   }
 
@@ -192,7 +200,8 @@ export class RecordedValues {
       if (Array.isArray(v)) return v.map((item) => walk(item, undefined, ctx))
       if (!isRecord(v)) return v
       const own: Context = typeof v.type === "string" && this.refs.fields.has(v.type) && typeof v.id === "string" ? { type: v.type } : ctx
-      const viewBody = "name" in v && typeof v.seq === "number" && ("value" in v || "failed" in v)
+      // A view's body, or one entry of a keyed view's page (`{key, seq, value}`).
+      const viewBody = ("name" in v || (ctx.view === true && "key" in v)) && typeof v.seq === "number" && ("value" in v || "failed" in v)
       return Object.fromEntries(Object.entries(v).map(([k, item]) => {
         const name = own.view ? this.untypedRow(k) ?? k : k
         if (viewBody && k === "seq") return [name, this.seq(item as number)]
