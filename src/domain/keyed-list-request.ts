@@ -6,8 +6,23 @@
 import { Either } from "effect"
 import type { CompiledView } from "./compile-views.ts"
 import { ValidationFailed } from "./errors.ts"
-import type { ListRequest, Listable } from "./list-request.ts"
-import type { KeyedListOptions } from "../projections/views/keyed-views.ts"
+import type { Filter, ListRequest, Listable, Order } from "./list-request.ts"
+
+/** A page request of a keyed view's entries (KeyedViews.list). */
+export interface KeyedListOptions {
+  /** The cursor a previous page answered (`next`); absent: the first page. Opaque: it names a position, not an offset. */
+  readonly after?: string
+  /** Entries per page, at most. */
+  readonly limit: number
+  /** Filters on the entry's filterable fields (`CompiledView.filterable`), checked as rows' are. */
+  readonly where?: ReadonlyArray<Filter>
+  /**
+   * Absent (or the field `key`): key order (the cursor is the last key served). With a filterable field of the
+   * entries (`CompiledView.filterable`): that field's order, ties by key; the
+   * cursor holds the last entry's value and key, so a page stays where it was whatever is written meanwhile.
+   */
+  readonly order?: Order
+}
 
 /** What a keyed view's list requests are checked against (its errors name `_views/<name>`). */
 export const entryListable = (view: CompiledView): Listable => ({

@@ -16,7 +16,7 @@ import { Op } from "../../access/grants.ts"
 import { entryBody, entryPageBody } from "../rest/bodies.ts"
 import { argumentError, errorResult, failure, success, type ToolResult } from "./tool-results.ts"
 import { derived, listFilterSchemas, objectSchema, orderSentence, pageArgs } from "./tool-schemas.ts"
-import type { Tool } from "./tools.ts"
+import type { Tool } from "./tool.ts"
 
 const READS = { readOnlyHint: true, openWorldHint: false }
 

@@ -8,14 +8,14 @@
  * A type's tools come from one table of operations: each says its texts, its annotations, its arguments and
  * result, and either how it reads or which command its arguments make. `toolNames(type)` reads the same table.
  */
-import { Cause, Effect, Either, Schema } from "effect"
+import { Effect, Either, Schema } from "effect"
 import type { CompiledApp, CompiledMethod, CompiledType } from "../../domain/compile.ts"
 import type { CompiledView } from "../../domain/compile-views.ts"
 import { withoutProperties, type JsonSchema } from "../../domain/json-schema.ts"
 import { fromArguments, type ListRequest } from "../../domain/list-request.ts"
-import type { Command, CommandsShape, Committed, ExecuteOptions } from "../../commands/commands.ts"
+import type { Command, CommandsShape, Committed } from "../../commands/commands.ts"
 import { noCancel } from "../../support/no-cancel.ts"
-import { Op, type Operation as Granted } from "../../access/grants.ts"
+import { Op } from "../../access/grants.ts"
 import { answerExit } from "../../commands/exit-answer.ts"
 import { NotFound, type CommandError, type ValidationFailed } from "../../domain/errors.ts"
 import { NOT_HELD, type Page, type QueriesShape } from "../../projections/queries.ts"
@@ -23,6 +23,7 @@ import { staleMarker, VIEW_META, ViewFailed, ViewRefolding, type ViewsShape } fr
 import { deletedBody, listBody, viewBody } from "../rest/bodies.ts"
 import type { KeyedViewsShape } from "../../projections/views/keyed-views.ts"
 import { keyedViewTools } from "./keyed-view-tools.ts"
+import type { Tool, ToolAnnotations, ToolDefinition, ToolReply } from "./tool.ts"
 import { commandBody } from "../rest/command-body.ts"
 import { argumentError, asReplay, errorResult, failure, jsonResult, readRowResult, rowResult, success, type ToolResult } from "./tool-results.ts"
 import {
@@ -50,42 +51,7 @@ import {
 export type { CallToolResult, ToolResult } from "./tool-results.ts"
 export { REFUSAL_META } from "./tool-results.ts"
 
-export interface ToolAnnotations {
-  readonly title: string
-  readonly readOnlyHint?: boolean
-  readonly destructiveHint?: boolean
-  readonly idempotentHint?: boolean
-  readonly openWorldHint?: boolean
-}
-
-export interface ToolDefinition {
-  readonly name: string
-  readonly title: string
-  readonly description: string
-  readonly inputSchema: JsonSchema
-  readonly outputSchema: JsonSchema
-  readonly annotations: ToolAnnotations
-}
-
-/** How a call made without a fiber answers (`Tool.callNow`): once, with its result, or with a defect of ours. */
-export interface ToolReply {
-  readonly result: (result: ToolResult) => void
-  readonly died: (cause: Cause.Cause<unknown>) => void
-}
-
-export interface Tool {
-  readonly definition: ToolDefinition
-  /** What calling it asks (grants.ts): tools/list shows it, and tools/call runs it, only where it is granted. */
-  readonly operation: Granted
-  readonly call: (args: Readonly<Record<string, unknown>>, options: ExecuteOptions) => Effect.Effect<ToolResult>
-  /**
-   * `call` without a fiber, for a call without an idempotency key or progress (the direct /mcp route:
-   * transport.ts): a read answers before it returns (a store failure is thrown, as a defect), a row write from the
-   * writer's batch. Returns what cancels the write if the writer has not taken it. Absent on the tools that only
-   * have `call` (lists, app commands).
-   */
-  readonly callNow?: (args: Readonly<Record<string, unknown>>, reply: ToolReply, options: ExecuteOptions) => () => void
-}
+export type { Tool, ToolAnnotations, ToolDefinition, ToolReply } from "./tool.ts"
 
 type Hints = Omit<ToolAnnotations, "title">
 const READS: Hints = { readOnlyHint: true, openWorldHint: false }

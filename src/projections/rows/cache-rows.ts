@@ -20,7 +20,7 @@ import { WoConfig } from "../../support/config.ts"
 import { CacheTable, servedRowAt } from "./cache-table.ts"
 import { schemaGate } from "./recovery.ts"
 import { RowCache } from "./row-cache.ts"
-import type { RowsShape } from "./rows.ts"
+import type { RowsShape } from "./rows-shape.ts"
 import { SchemaMismatch } from "./schema-check.ts"
 
 /** The cache's bound when no settings are composed (a runtime built by a test). */

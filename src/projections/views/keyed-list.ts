@@ -17,7 +17,8 @@ import { matchesAll, orderText, type Filter, type Order } from "../../domain/lis
 import { compareValues } from "../../domain/value-order.ts"
 import { makeCursor } from "../cursor.ts"
 import type { KeyedStore, KeyedRecord } from "./keyed-store.ts"
-import type { KeyedEntry, KeyedListOptions, KeyedPage } from "./keyed-views.ts"
+import type { KeyedListOptions } from "../../domain/keyed-list-request.ts"
+import type { KeyedEntry, KeyedPage } from "./keyed-shape.ts"
 
 /** The most entries a filtered page in key order reads before it answers what it found. */
 export const SCAN_BUDGET_ENTRIES = 5_000

@@ -18,7 +18,7 @@ import type { ViewUpdate } from "../../subscriptions/change-feed.ts"
 import { entryWrites, foldKeyedChanges, makeKeyedFolder, type ChangedEntry } from "./keyed-fold.ts"
 import { listEntries } from "./keyed-list.ts"
 import type { KeyedStore } from "./keyed-store.ts"
-import type { KeyedViewsRecovery, KeyedViewsShape, KeyedViewStatus, PreparedKeyed } from "./keyed-views.ts"
+import type { KeyedViewsRecovery, KeyedViewsShape, KeyedViewStatus, PreparedKeyed } from "./keyed-shape.ts"
 import { ViewFailed, ViewRefolding } from "./views.ts"
 
 export interface KeyedState {

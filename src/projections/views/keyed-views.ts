@@ -16,7 +16,7 @@
  * the former serving, still marked, and the next start folds it again. On a PostgreSQL log the entries are kept in memory,
  * folded from the log at every start in the background.
  *
- * Here: the service's Tag and shape. The fold: keyed-fold.ts; the entries' store: keyed-store.ts.
+ * Here: the service's Tag and layers; its shape: keyed-shape.ts. The fold: keyed-fold.ts; the entries' store: keyed-store.ts.
  */
 import { Context, Effect, Layer } from "effect"
 import { Catalog } from "../../domain/app-catalog.ts"
@@ -26,99 +26,10 @@ import { WoConfig } from "../../support/config.ts"
 import { ChangeFeed } from "../../subscriptions/change-feed.ts"
 import { recoverKeyedViews } from "./keyed-recovery.ts"
 import { levelKeyedStore, memoryKeyedStore, type KeyedStore } from "./keyed-store.ts"
-import type { StoreError, ValidationFailed } from "../../domain/errors.ts"
-import type { Change } from "../../domain/events.ts"
-import type { Filter, Order } from "../../domain/list-request.ts"
-import type { PreparedViews } from "./live-views.ts"
-import type { ViewFailed, ViewRefolding } from "./views.ts"
-import type { ViewUpdate } from "../../subscriptions/change-feed.ts"
+import type { KeyedViewsShape } from "./keyed-shape.ts"
 
-/** One entry of a keyed view, as served. */
-export interface KeyedEntry {
-  readonly key: string
-  /** The entry's JSON text, encoded through the view's schema. */
-  readonly json: string
-  /** The log sequence of the entry's last change. */
-  readonly seq: number
-  /**
-   * Present while the view's new declaration is folded from the log (or after that fold failed): the entry is the
-   * former declaration's, as it stood when that declaration last served, and this says why.
-   */
-  readonly stale?: string
-}
-
-export interface KeyedListOptions {
-  /** The cursor a previous page answered (`next`); absent: the first page. Opaque: it names a position, not an offset. */
-  readonly after?: string
-  /** Entries per page, at most. */
-  readonly limit: number
-  /** Filters on the entry's filterable fields (`CompiledView.filterable`), checked as rows' are. */
-  readonly where?: ReadonlyArray<Filter>
-  /**
-   * Absent (or the field `key`): key order (the cursor is the last key served). With a filterable field of the
-   * entries (`CompiledView.filterable`): that field's order, ties by key; the
-   * cursor holds the last entry's value and key, so a page stays where it was whatever is written meanwhile.
-   */
-  readonly order?: Order
-}
-
-export interface KeyedPage {
-  readonly items: ReadonlyArray<KeyedEntry>
-  /** The cursor of the next page; absent on the last one. */
-  readonly next?: string
-  /** As `KeyedEntry.stale`: the page is the former declaration's. */
-  readonly stale?: string
-}
-
-export interface KeyedViewStatus {
-  readonly name: string
-  readonly description?: string
-  /** Why the view failed (served as ViewFailed until the next start folds it again). */
-  readonly failed?: string
-  /**
-   * Why it is being folded from the log in the background: served as ViewRefolding until it is done, or, when a
-   * former declaration's entries are stored, from those (`stale`).
-   */
-  readonly refolding?: string
-  /** Served from the former declaration's entries (the new one is being folded, or its fold failed): why. */
-  readonly stale?: string
-}
-
-export interface KeyedViewsRecovery {
-  /** Keyed views served from their stored entries at once. */
-  readonly loaded: number
-  /** Keyed views folded from the log: over an empty log at once, else in the background. */
-  readonly rebuilt: ReadonlyArray<string>
-  readonly millis: number
-}
-
-/** What keyed views add to a batch's prepared views: their entries, failures, meta records and notices. */
-export type PreparedKeyed = PreparedViews
-
-export interface KeyedViewsShape {
-  /** The keyed views' names, as declared. */
-  readonly names: ReadonlyArray<string>
-  /** A keyed view's state; undefined for a name that is no keyed view. */
-  readonly status: (name: string) => KeyedViewStatus | undefined
-  /** One entry; undefined when the view holds none under `key` (or `name` is no keyed view). */
-  readonly get: (name: string, key: string) => Effect.Effect<KeyedEntry | undefined, StoreError | ViewFailed | ViewRefolding>
-  /** A page of entries. A cursor that is not one of this view's (tampered, or of another order) is a ValidationFailed. */
-  readonly list: (name: string, options: KeyedListOptions) => Effect.Effect<KeyedPage, StoreError | ViewFailed | ViewRefolding | ValidationFailed>
-  /** Folds a batch's changes into the entries they touch, before it is written. Never throws. */
-  readonly prepare: (changes: ReadonlyArray<Change>) => PreparedKeyed
-  /**
-   * Changes the log holds that were not prepared here: on the embedded store, a failed write that landed after all,
-   * whose entries landed with it (nothing to fold again: the cache forgets what it held); in memory, every commit
-   * the tailer applies (folded as `prepare` does).
-   */
-  readonly landed: (changes: ReadonlyArray<Change>) => PreparedKeyed
-  readonly recovered: KeyedViewsRecovery
-  /**
-   * Folds the keyed views with no usable entries from the log, until each is served; run once, in the background
-   * (the layer forks it). `publish` is told the views that went live while the writer was idle.
-   */
-  readonly refold: (publish: (live: ReadonlyArray<ViewUpdate>) => void) => Effect.Effect<void>
-}
+export type { KeyedListOptions } from "../../domain/keyed-list-request.ts"
+export type { KeyedEntry, KeyedPage, KeyedViewStatus, KeyedViewsRecovery, KeyedViewsShape, PreparedKeyed } from "./keyed-shape.ts"
 
 export class KeyedViews extends Context.Tag("writeonce/KeyedViews")<KeyedViews, KeyedViewsShape>() {}
 
