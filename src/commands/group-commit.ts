@@ -237,6 +237,7 @@ export const makeGroupCommit = Effect.gen(function* () {
       entries: changes,
       counters: decided.moved,
       ...(viewRecords.length > 0 ? { views: viewRecords } : {}),
+      ...(prepared?.entries !== undefined && prepared.entries.length > 0 ? { viewEntries: prepared.entries } : {}),
       ...(keys.length > 0 ? { keys } : {}),
       ...(references !== undefined ? { references } : {})
     }))

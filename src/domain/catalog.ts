@@ -375,6 +375,32 @@ export interface ViewSpec<S extends Schema.Schema<any, any, never>, E extends En
   readonly version?: number
 }
 
+/**
+ * A keyed view: one entry per key instead of one value. `key` names the entry a change touches (undefined: the
+ * change does not touch the view); `evolve` folds the change into that entry alone (`initial` before its first
+ * change) and answers the next entry, or undefined to remove it. Keys are non-empty strings of at most
+ * `MAX_VIEW_KEY_LENGTH` characters, without control characters: a key that is not one fails the view, as a
+ * throwing evolve does. Each entry is stored on its own, in the batch that changed it, and read through a bounded
+ * cache: a write costs the keys it changes, whatever the number of keys, and startup reads no entry.
+ */
+export interface KeyedViewSpec<S extends Schema.Schema<any, any, never>, E extends EntityMap = EntityMap, On extends ViewOn<E> = ViewOn<E>> {
+  readonly description?: string
+  /** One entry's schema: checked for every changed entry, and what REST, MCP and the tools describe per key. */
+  readonly schema: S
+  /** The entry before its first change. */
+  readonly initial: Schema.Schema.Type<S>
+  readonly on: On
+  /** The key of the entry the change touches; undefined when it touches none. Pure, like evolve. */
+  readonly key: (change: ViewChangeOf<E, On>) => string | undefined
+  /** The entry after the change; undefined removes it. It gets a copy of the entry and of the change. */
+  readonly evolve: (entry: Schema.Schema.Type<S>, change: ViewChangeOf<E, On>) => Schema.Schema.Type<S> | undefined
+  /** As for a whole view: raise it when `key` or `evolve` compute something else, to fold the view again. */
+  readonly version?: number
+}
+
+/** The longest key a keyed view may give an entry (in UTF-16 code units). */
+export const MAX_VIEW_KEY_LENGTH = 256
+
 /** The erased form the runtime works with. */
 export interface ViewDef {
   readonly description?: string
@@ -382,6 +408,8 @@ export interface ViewDef {
   readonly initial: unknown
   readonly on: { readonly [type: string]: ReadonlyArray<string> }
   readonly evolve: (state: any, change: ViewChange) => unknown
+  /** Present on a keyed view (see `KeyedViewSpec`). */
+  readonly key?: (change: ViewChange) => string | undefined
   readonly version?: number
 }
 
@@ -398,16 +426,32 @@ export interface View<E extends EntityMap = EntityMap, On = unknown, S extends S
   readonly "~writeonce/on"?: On
 }
 
+/** A keyed view as `view` returns it: a `View` whose `key` is there (its schema is one entry's). */
+export interface KeyedView<E extends EntityMap = EntityMap, On = unknown, S extends Schema.Schema<any, any, never> = Schema.Schema<any, any, never>> extends View<E, On, S> {
+  readonly key: (change: ViewChange) => string | undefined
+}
+
 /**
  * Declare a view: `views: { articles_by_status: view({ schema, initial, on: { articles: ["created", ...] },
  * evolve }) }`. It is maintained on commit (read-your-writes), served at `GET /api/_views/<name>`, as the MCP
  * resource `wo://views/<name>` and the tool `view_<name>`, and rebuilt from the log by `wo replay --app`.
+ * With `key`, the view is keyed (see `KeyedViewSpec`): one entry per key, served per key
+ * (`wo://views/<name>/<key>`) and as a paged list.
  * Its entity types are read from where it is used: in `defineApp({ views: (view) => ({ ... }) })` they are the
  * app's; elsewhere (a view declared apart, the object form `views: { ... }`) it takes any type, its rows untyped.
  */
-export const view = <S extends Schema.Schema<any, any, never>, E extends EntityMap = EntityMap, const On extends ViewOn<E> = ViewOn<E>>(
+export function view<S extends Schema.Schema<any, any, never>, E extends EntityMap = EntityMap, const On extends ViewOn<E> = ViewOn<E>>(
+  spec: KeyedViewSpec<S, NoInfer<E>, On>
+): KeyedView<E, On, S>
+export function view<S extends Schema.Schema<any, any, never>, E extends EntityMap = EntityMap, const On extends ViewOn<E> = ViewOn<E>>(
   spec: ViewSpec<S, NoInfer<E>, On>
-): View<E, On, S> => spec as unknown as View<E, On, S>
+): View<E, On, S>
+export function view(spec: unknown): unknown {
+  return spec
+}
 
 /** `view` for the entity types `E`: what `defineApp` passes to `views: (view) => ({ ... })`. */
-export type ViewBuilder<E extends EntityMap> = <S extends Schema.Schema<any, any, never>, const On extends ViewOn<E>>(spec: ViewSpec<S, E, On>) => View<E, On, S>
+export interface ViewBuilder<E extends EntityMap> {
+  <S extends Schema.Schema<any, any, never>, const On extends ViewOn<E>>(spec: KeyedViewSpec<S, E, On>): KeyedView<E, On, S>
+  <S extends Schema.Schema<any, any, never>, const On extends ViewOn<E>>(spec: ViewSpec<S, E, On>): View<E, On, S>
+}

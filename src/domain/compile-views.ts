@@ -3,12 +3,14 @@
  * named, with the codecs and JSON Schema every surface shares. See `view` in catalog.ts.
  */
 import { Either, Schema } from "effect"
-import { CRUD_OPS, type AppDef, type ViewChange, type ViewDef } from "./catalog.ts"
+import { CRUD_OPS, MAX_VIEW_KEY_LENGTH, type AppDef, type ViewChange, type ViewDef } from "./catalog.ts"
 import { copyData, issuesOf } from "./codecs.ts"
 import type { EventKind, StoredEvent } from "./events.ts"
+import { filterableFields, type FilterableField } from "./filterable.ts"
 import { toJsonSchema, type JsonSchema } from "./json-schema.ts"
 import { describeThrown, issuesText, plainJson } from "./decide/user-code.ts"
 
+const NO_FIELDS: ReadonlyMap<string, FilterableField> = new Map()
 const VIEW_NAME = /^[a-z][a-z0-9_]*$/
 const KINDS: ReadonlyArray<EventKind> = ["created", "updated", "deleted", "invoked"]
 
@@ -30,6 +32,21 @@ export interface CompiledView {
    * state is its own, but the event is the log's and the rows are the served ones.
    */
   readonly evolve: (state: unknown, change: ViewChange) => unknown
+  /**
+   * A keyed view (one entry per key, `key` present): its value is one entry, `initial` the entry before its first
+   * change, and `evolve` answers undefined to remove the entry. Its evolve gets a copy of the entry too.
+   */
+  readonly keyed: boolean
+  /**
+   * User code, run isolated like evolve: the key of the entry a change touches (undefined: none), given a copy of
+   * the change. It throws a key that is not one (`viewKeyProblem`), which fails the view like a throwing evolve.
+   */
+  readonly key?: (change: ViewChange) => string | undefined
+  /**
+   * A keyed view's entry fields a list can be filtered and ordered by (the scalar and literal fields of a Struct
+   * schema, as a type's rows have them: filterable.ts); empty for a whole view.
+   */
+  readonly filterable: ReadonlyMap<string, FilterableField>
   /** The typed value to its JSON text; Left: why it does not fit the schema or is not plain JSON data. Never throws. */
   readonly encode: (state: unknown) => Either.Either<string, string>
   /** Stored JSON back to the typed value; Left: why it does not fit. Never throws. */
@@ -69,6 +86,8 @@ export const compileViews = (
     }
     if (!Schema.isSchema(def.schema)) problems.push(`${where}: schema is not an Effect Schema`)
     if (typeof def.evolve !== "function") problems.push(`${where}: needs an evolve function (state, change) => state`)
+    const keyOf: unknown = def.key
+    if (keyOf !== undefined && typeof keyOf !== "function") problems.push(`${where}: key must be a function (change) => string | undefined`)
     const version: unknown = def.version ?? 1
     if (typeof version !== "number" || !Number.isSafeInteger(version) || version < 1) problems.push(`${where}: version must be a positive integer`)
     const on: unknown = def.on
@@ -131,6 +150,8 @@ export const compileViews = (
       return names !== undefined && (names.has(event.kind) || (event.method !== undefined && names.has(event.method)))
     }
     const evolve = def.evolve
+    const keyed = typeof keyOf === "function"
+    const key = keyed ? keyOfChange(name, keyOf as (change: ViewChange) => unknown) : undefined
     views.set(name, {
       name,
       ...(def.description === undefined ? {} : { description: def.description }),
@@ -139,14 +160,18 @@ export const compileViews = (
       types: new Set(folded.keys()),
       on: Object.fromEntries([...folded].map(([type, names]) => [type, [...names]])),
       folds,
-      evolve: (state, change) => evolve(state, changeCopy(change)),
+      evolve: keyed ? (entry, change) => evolve(copyData(entry), changeCopy(change)) : (state, change) => evolve(state, changeCopy(change)),
+      keyed,
+      ...(key === undefined ? {} : { key }),
+      filterable: keyed && Schema.isSchema(def.schema) && "fields" in def.schema ? filterableFields((def.schema as unknown as Schema.Struct<Schema.Struct.Fields>).fields) : NO_FIELDS,
       encode,
       decode,
       declaration: JSON.stringify({
         on: [...folded].map(([type, names]) => [type, [...names].sort()]).sort(),
         initial: initialJson.right,
         schema: jsonSchema,
-        version
+        version,
+        ...(keyed ? { keyed } : {})
       })
     })
   }
@@ -162,6 +187,27 @@ const changeCopy = (change: ViewChange): ViewChange => ({
   before: copyData(change.before) as ViewChange["before"],
   after: copyData(change.after) as ViewChange["after"]
 })
+
+/** Characters a view key may not hold: C0 and C1 controls (a key is shown in logs, URIs and reports). */
+const CONTROL = /[\u0000-\u001f\u007f-\u009f]/
+
+/** Why `key` is not a view key, or undefined when it is one: a non-empty string, capped, without control characters. */
+export const viewKeyProblem = (key: unknown): string | undefined => {
+  if (typeof key !== "string") return `a key must be a string or undefined, got ${key === null ? "null" : typeof key}`
+  if (key.length === 0) return "a key must not be empty"
+  if (key.length > MAX_VIEW_KEY_LENGTH) return `a key must be at most ${MAX_VIEW_KEY_LENGTH} characters, got ${key.length}`
+  if (CONTROL.test(key)) return `the key ${JSON.stringify(key.slice(0, 40))} holds a control character`
+  return undefined
+}
+
+/** A keyed view's `key`, given a copy of the change, its answer checked (a bad key throws: user code failed). */
+const keyOfChange = (name: string, key: (change: ViewChange) => unknown) => (change: ViewChange): string | undefined => {
+  const k = key(changeCopy(change))
+  if (k === undefined) return undefined
+  const problem = viewKeyProblem(k)
+  if (problem !== undefined) throw new Error(`view ${name}: key: ${problem}`)
+  return k as string
+}
 
 /** The tool names the types generate (CRUD and methods), so a view's tool cannot shadow one. */
 export const typeToolNames = (typeMethods: ReadonlyMap<string, ReadonlySet<string>>): ReadonlySet<string> =>

@@ -3,6 +3,7 @@
  *  - `wo://<type>/<id>`: one row;
  *  - `wo://schema/<type>`: a type's fields and JSON Schema;
  *  - `wo://views/<name>`: a view's value;
+ *  - `wo://views/<name>/<key>`: one entry of a keyed view (the key percent-encoded);
  *  - `wo://<type>` and `wo://<type>?<query>`: a list, filtered and ordered as the query says (the REST list's
  *    query string: `wo://articles?status=published&order=-title`), read as its first page and subscribable as
  *    a live query;
@@ -13,6 +14,8 @@
 export const rowUri = (type: string, id: string) => `wo://${type}/${id}`
 export const schemaUri = (type: string) => `wo://schema/${type}`
 export const viewUri = (name: string) => `wo://views/${name}`
+/** One entry of a keyed view; the key percent-encoded (a key may hold `/`, `?`, `#` or spaces). */
+export const viewEntryUri = (name: string, key: string) => `wo://views/${name}/${encodeURIComponent(key)}`
 export const rowUriTemplate = (type: string) => `wo://${type}/{id}`
 export const historyUri = (type: string, id: string) => `wo://${type}/${id}/history`
 export const historyUriTemplate = (type: string) => `wo://${type}/{id}/history`

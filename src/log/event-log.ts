@@ -32,6 +32,8 @@ export interface AppendBatch {
   readonly counters: ReadonlyMap<string, number>
   /** Views whose state this batch changed (or rebuilt): stored in the same atomic write. */
   readonly views?: ReadonlyArray<ViewRecord>
+  /** The entries of keyed views this batch changed (and only those): stored, or removed, in the same atomic write. */
+  readonly viewEntries?: ReadonlyArray<ViewEntryWrite>
   /**
    * The idempotency keys of this batch's keyed submissions: each is stored in the same atomic write, with the
    * entries it covers as written (its answer), so that a retry with the key gets that answer back.
@@ -90,6 +92,17 @@ export interface ViewRecord {
   readonly json: string
   /** The seq the value is folded to, for a record written on its own (`storeViews`; the JSON holds it too). */
   readonly at?: number
+}
+
+/**
+ * One entry of a keyed view, as a batch writes it: under the view's definition digest (the generation that serves),
+ * its stored JSON text (keyed-records.ts), or undefined to remove it.
+ */
+export interface ViewEntryWrite {
+  readonly name: string
+  readonly definition: string
+  readonly key: string
+  readonly json: string | undefined
 }
 
 /** A view record as loaded: checksum verified, JSON parsed; or, where a log reports it per view, why it is corrupt. */

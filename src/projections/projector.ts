@@ -15,6 +15,7 @@ import { rowUri } from "../domain/uri.ts"
 import { ChangeFeed } from "../subscriptions/change-feed.ts"
 import { Rows } from "./rows/rows.ts"
 import { Views, type PreparedViews } from "./views/views.ts"
+import { KeyedViews } from "./views/keyed-views.ts"
 
 export interface ProjectorShape {
   /**
@@ -45,12 +46,33 @@ const logViewFailures = (failures: PreparedViews["failures"]) =>
   Effect.forEach(failures, ({ message, stack }) =>
     Effect.logError(`${message}; the view is served as failed until the next start, writes go on${stack === message ? "" : `\n${stack}`}`), { discard: true })
 
+/** One batch's whole views and keyed views, prepared: written, committed and discarded together. */
+const bothPrepared = (whole: PreparedViews | undefined, keyed: PreparedViews): PreparedViews =>
+  whole === undefined ? keyed : {
+    records: whole.records.length === 0 ? keyed.records : [...whole.records, ...keyed.records],
+    ...(keyed.entries === undefined ? {} : { entries: keyed.entries }),
+    failures: whole.failures.length === 0 ? keyed.failures : [...whole.failures, ...keyed.failures],
+    commit: () => {
+      const a = whole.commit()
+      const b = keyed.commit()
+      return a.length === 0 ? b : b.length === 0 ? a : [...a, ...b]
+    },
+    discard: () => {
+      whole.discard()
+      keyed.discard()
+    }
+  }
+
 export const makeProjector = Effect.gen(function* () {
   const rows = yield* Rows
   const feed = yield* ChangeFeed
   const catalog = yield* Catalog
   // Optional so that a write path composed without views (tests of the writer alone) still runs.
-  const views = Option.getOrUndefined(yield* Effect.serviceOption(Views))
+  const wholeViews = Option.getOrUndefined(yield* Effect.serviceOption(Views))
+  const keyedViews = Option.getOrUndefined(yield* Effect.serviceOption(KeyedViews))
+  const views = keyedViews === undefined || keyedViews.names.length === 0
+    ? wholeViews
+    : { prepare: (changes: ReadonlyArray<Change>) => bothPrepared(wholeViews?.prepare(changes), keyedViews.prepare(changes)) }
 
   const fold = (events: Iterable<StoredEvent>): Array<Change> => {
     const changes: Array<Change> = []

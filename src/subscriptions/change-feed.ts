@@ -11,6 +11,8 @@ import type { Change } from "../domain/events.ts"
 export interface ViewUpdate {
   readonly name: string
   readonly uri: string
+  /** A keyed view's entry: its key (`uri` is then `wo://views/<name>/<key>`); absent for a whole view. */
+  readonly key?: string
   /** The log sequence the notice is at: the value's last change, or the seq a view folded again went live at. */
   readonly seq: number
 }

@@ -58,6 +58,21 @@ const desk = defineApp({
         return next
       }
     }),
+    open_per_agent: view({
+      schema: Schema.Struct({ open: Schema.Int }),
+      initial: { open: 0 },
+      on: { tickets: ["created", "assign", "close", "reopen", "deleted"] },
+      key: ({ after, before }) => {
+        expectTypeOf(after?.assignee).toEqualTypeOf<string | null | undefined>()
+        return (after ?? before)?.assignee ?? undefined
+      },
+      evolve: (entry, { after }) => {
+        expectTypeOf(entry).toEqualTypeOf<{ readonly open: number }>()
+        // @ts-expect-error: an entry has no field "closed"
+        void entry.closed
+        return after === null ? undefined : { open: entry.open + (after.status === "open" ? 1 : 0) }
+      }
+    }),
     both: view({
       schema: Schema.Int,
       initial: 0,

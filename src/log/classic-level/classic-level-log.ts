@@ -322,6 +322,11 @@ export const makeClassicLevelLog = (h: LevelDbShape, mode: LogMode = {}) =>
         }
         for (const [type, n] of batch.counters) chained.put(K.counterKey(type), seal(K.counterKey(type), String(n)))
         for (const { name, json } of batch.views ?? []) chained.put(K.viewKey(name), seal(K.viewKey(name), json))
+        for (const { name, definition, key, json } of batch.viewEntries ?? []) {
+          const entryKey = K.viewEntryKey(name, definition, key)
+          if (json === undefined) chained.del(entryKey)
+          else chained.put(entryKey, seal(entryKey, json))
+        }
         for (const [type, n] of counts) chained.put(K.rowCountKey(type), seal(K.rowCountKey(type), String(n)))
         for (const { key, fingerprint, at, first, count } of batch.keys ?? []) {
           const keyKey = K.idempotencyKey(key)

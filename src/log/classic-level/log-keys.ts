@@ -12,6 +12,11 @@
  *   m!schema              the digest of the app's types the stored rows were last checked against (store-rows.ts)
  *   m!acked-record        present once the store keeps an acknowledged-head record beside it (acked-head.ts)
  *   v!<name>              a view's state (log/view-record.ts), written in the batch that changed it
+ *   w!<name>!<definition>!<key>  an entry of a keyed view, `{seq, value}` (keyed-records.ts), written in the batch
+ *                         that changed it. `<definition>` is the digest of the view's declaration (view-record.ts):
+ *                         a new declaration is folded beside the old one, in a range of its own, and the old range
+ *                         is cleared once the new one serves. The view's `v!<name>` record names the definition
+ *                         that serves.
  *   k!<key>               an idempotency key: its request's fingerprint and answer (key-record.ts), written in
  *                         the batch of the submission it names
  *   t!<at:16>!<key>       the same key by commit time, so that expired keys are pruned in order (payload: the key)
@@ -69,3 +74,13 @@ export const KEY_TIMES_START = "t!"
 /** The `k!` range: `"` is the character after `!`, so keys holding any visible character (`~` too) are inside. */
 export const KEYS_START = "k!"
 export const KEYS_END = 'k"'
+/** The prefix of a keyed view's entries under one definition. */
+export const viewEntriesPrefix = (name: string, definition: string) => `w!${name}!${definition}!`
+/** The end of that range, exclusive: `"` follows `!`, so every key, whatever its characters, is inside. */
+export const viewEntriesEnd = (name: string, definition: string) => `w!${name}!${definition}"`
+/** A keyed view's entry. The key is stored as given: byte order (UTF-8) is the order a list by key follows. */
+export const viewEntryKey = (name: string, definition: string, key: string) => `${viewEntriesPrefix(name, definition)}${key}`
+/** The view key a `w!` record holds, from its store key. */
+export const entryKeyOfViewEntryKey = (storeKey: string, prefix: string) => storeKey.slice(prefix.length)
+export const VIEW_ENTRIES_START = "w!"
+export const VIEW_ENTRIES_END = 'w"'

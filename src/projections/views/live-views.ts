@@ -4,7 +4,7 @@
  * nothing is in between (`refold`). Startup builds it from the stored values (recovery.ts); views.ts serves it.
  */
 import { Duration, Effect, Either } from "effect"
-import type { EventLogShape, ViewRecord } from "../../log/event-log.ts"
+import type { EventLogShape, ViewEntryWrite, ViewRecord } from "../../log/event-log.ts"
 import type { CompiledApp } from "../../domain/compile.ts"
 import type { CompiledView } from "../../domain/compile-views.ts"
 import type { Change } from "../../domain/events.ts"
@@ -29,6 +29,8 @@ export interface ViewSnapshot {
 export interface PreparedViews {
   /** The records to store with the batch. */
   readonly records: ReadonlyArray<ViewRecord>
+  /** The keyed views' entries the batch changed, to store with it (keyed-views.ts). */
+  readonly entries?: ReadonlyArray<ViewEntryWrite>
   /** Views that failed in this batch: what to log. */
   readonly failures: ReadonlyArray<{ readonly message: string; readonly stack: string }>
   /** The batch is durable: publish the new values; the views whose value changed, by name. */

@@ -38,7 +38,8 @@ const fresh = (view: CompiledView, definition: string, refolding: string): ViewS
 export const recoverViews = (log: EventLogShape, catalog: CompiledApp) =>
   Effect.gen(function* () {
     const started = Date.now()
-    const views = [...catalog.views.values()]
+    // Keyed views keep their entries apart (keyed-views.ts).
+    const views = [...catalog.views.values()].filter((v) => !v.keyed)
     if (views.length === 0) return makeViews([], { loaded: 0, tailEvents: 0, rebuilt: [], millis: 0 }, 0)
     const head = yield* log.head
     const stored = new Map((log.storedViews === undefined ? [] : yield* log.storedViews).map((v) => [v.name, v]))
