@@ -1,7 +1,7 @@
-/** (placeholder until keyed views land: the whole-value view) 
- * examples/library as it was before keyed views: `loans_by_member` one whole value (every member's loans in one
- * record, copied by each evolve and written whole in each batch). The "before" column of
- * bench/scenarios/keyed-views.ts; the entities and commands are the sample's own.
+/**
+ * examples/library with `loans_by_member` keyed by member: one entry per member (the ids of the loans it still has
+ * out), stored on its own, so that a lend writes one member's entry whatever the number of members. The keyed side
+ * of bench/scenarios/keyed-views.ts; the entities and commands are the sample's own.
  */
 import { Schema } from "effect"
 import { defineApp } from "writeonce"
@@ -14,23 +14,17 @@ export default defineApp({
   commands: library.commands,
   views: (view) => ({
     loans_by_member: view({
-      description: "The loans each member still has out, by member id.",
-      schema: Schema.Record({ key: Schema.String, value: Schema.Array(Schema.String) }),
-      initial: {},
+      description: "The loans a member still has out, keyed by member id.",
+      schema: Schema.Struct({ loans: Schema.Array(Schema.String) }),
+      initial: { loans: [] },
       on: { loans: ["created", "updated", "invoked", "deleted"] },
-      evolve: (byMember, { before, after }) => {
-        const next: Record<string, ReadonlyArray<string>> = { ...byMember }
-        if (before !== null && before.status === "out") {
-          const member = String(before.member)
-          const left = (next[member] ?? []).filter((id) => id !== before.id)
-          if (left.length === 0) delete next[member]
-          else next[member] = left
-        }
-        if (after !== null && after.status === "out") {
-          const member = String(after.member)
-          next[member] = [...(next[member] ?? []), after.id]
-        }
-        return next
+      // A loan's member never changes: the row before or after names it.
+      key: ({ before, after }) => String((after ?? before)!.member),
+      evolve: (entry, { before, after }) => {
+        let loans = entry.loans
+        if (before !== null && before.status === "out") loans = loans.filter((id) => id !== before.id)
+        if (after !== null && after.status === "out") loans = [...loans, after.id]
+        return loans.length === 0 ? undefined : { loans }
       }
     })
   })
