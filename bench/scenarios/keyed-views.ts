@@ -17,6 +17,7 @@
 // 1,000,000 keys <= 1.5x an empty dir; read p99 during the refold <= 2x idle.
 //
 // Alone: node --conditions=writeonce-source --import tsx bench/scenarios/keyed-views.ts [--quick|--smoke]
+//   [--only keyed,whole,start,refold] [--keep (the data dirs)]
 import { rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
@@ -54,7 +55,12 @@ export interface KeyedViewsOptions {
   readsPerSec: number;
   /** the idle window's length (the refold's window lasts as long as the refold) */
   idleReadMs: number;
+  /** the parts to run (default all): `keyed` (the keyed and no-view lend group), `whole`, `start`, `refold` */
+  parts?: ReadonlyArray<Part>;
 }
+
+export type Part = 'keyed' | 'whole' | 'start' | 'refold';
+export const PARTS: ReadonlyArray<Part> = ['keyed', 'whole', 'start', 'refold'];
 
 export const KEYED_VIEWS_OPTIONS: Record<Mode, KeyedViewsOptions> = {
   full: { sizes: [400, 4000, 16_000, 32_000, 100_000], wholeSizes: [400, 4000, 16_000, 32_000, 100_000], lends: 400, clients: 16, rounds: 3, warmUpMs: 3000, books: 100, startKeys: 1_000_000, starts: 3, readsPerSec: 200, idleReadMs: 10_000 },
@@ -316,32 +322,36 @@ async function measureRefold(ctx: BenchContext, o: KeyedViewsOptions, dir: strin
 }
 
 export async function runKeyedViews(ctx: BenchContext, o: KeyedViewsOptions): Promise<KeyedViewsResult> {
+  const parts = new Set(o.parts ?? PARTS);
   const written = { ms: 0 };
   const top = Math.max(...o.sizes);
   const lends = [
-    ...(await lendGroup(ctx, o, [...o.sizes.map((keys) => ({ setup: 'keyed' as const, keys })), { setup: 'none', keys: top }], written)),
-    ...(await lendGroup(ctx, o, o.wholeSizes.map((keys) => ({ setup: 'whole' as const, keys })), written)),
+    ...(parts.has('keyed') ? await lendGroup(ctx, o, [...o.sizes.map((keys) => ({ setup: 'keyed' as const, keys })), { setup: 'none', keys: top }], written) : []),
+    ...(parts.has('whole') ? await lendGroup(ctx, o, o.wholeSizes.map((keys) => ({ setup: 'whole' as const, keys })), written) : []),
   ];
+  const starts: StartRow[] = [{ side: 'empty', keys: 0, ms: [] }, { side: 'keys', keys: o.startKeys, ms: [] }];
+  if (!parts.has('start') && !parts.has('refold')) return { lends, starts, startKeys: o.startKeys, startEvents: 0, writeMs: written.ms };
 
-  const emptyDir = freshDataDir(ctx.dataRoot, 'keyed-views-empty');
   const dir = freshDataDir(ctx.dataRoot, 'keyed-views-start');
-  ctx.track(emptyDir);
   ctx.track(dir);
   ctx.phase(`keyed-views: writing the library with ${o.startKeys.toLocaleString('en-US')} members, each with a loan out`);
   const w = await writeLibrary(dir, { books: o.books, members: o.startKeys, loans: o.startKeys }, await compiled(APPS.keyed));
   written.ms += w.ms;
-  ctx.phase('keyed-views: first starts (not measured: the stored rows checked against the schema once)');
-  await timedStart(APPS.keyed, emptyDir);
-  await timedStart(APPS.keyed, dir);
-  const starts: StartRow[] = [{ side: 'empty', keys: 0, ms: [] }, { side: 'keys', keys: o.startKeys, ms: [] }];
-  for (let k = 0; k < o.starts; k++) {
-    for (const row of k % 2 === 0 ? starts : [...starts].reverse()) {
-      ctx.phase(`keyed-views: start ${k + 1} of ${o.starts}, ${row.side === 'empty' ? 'empty dir' : `${o.startKeys.toLocaleString('en-US')} keys`}`);
-      row.ms.push(await timedStart(APPS.keyed, row.side === 'empty' ? emptyDir : dir));
+  if (parts.has('start')) {
+    const emptyDir = freshDataDir(ctx.dataRoot, 'keyed-views-empty');
+    ctx.track(emptyDir);
+    ctx.phase('keyed-views: first starts (not measured: the stored rows checked against the schema once)');
+    await timedStart(APPS.keyed, emptyDir);
+    await timedStart(APPS.keyed, dir);
+    for (let k = 0; k < o.starts; k++) {
+      for (const row of k % 2 === 0 ? starts : [...starts].reverse()) {
+        ctx.phase(`keyed-views: start ${k + 1} of ${o.starts}, ${row.side === 'empty' ? 'empty dir' : `${o.startKeys.toLocaleString('en-US')} keys`}`);
+        row.ms.push(await timedStart(APPS.keyed, row.side === 'empty' ? emptyDir : dir));
+      }
     }
   }
-  const refold = await measureRefold(ctx, o, dir, w.events);
-  return { lends, starts, startKeys: o.startKeys, startEvents: w.events, refold, writeMs: written.ms };
+  const refold = parts.has('refold') ? await measureRefold(ctx, o, dir, w.events) : undefined;
+  return { lends, starts, startKeys: o.startKeys, startEvents: w.events, ...(refold ? { refold } : {}), writeMs: written.ms };
 }
 
 export const KEYED_VIEWS_BUDGET = { keysThroughput: 0.8, cpuOverNoView: 1.2, startOverEmpty: 1.5, refoldReadP99: 2 } as const;
@@ -393,7 +403,9 @@ export function renderKeyedViews(r: KeyedViewsResult): string {
     '|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|',
     ...sizes.map((k) => `| ${f(k)} | ${cell('keyed', k, (x) => f(x.lendsPerSec))} | ${cell('keyed', k, (x) => f(x.p99Ms, 1))} | ${cell('keyed', k, (x) => f(x.cpuUsPerLend))} | ${cell('keyed', k, (x) => kb(x.readBytes))} | ${cell('whole', k, (x) => f(x.lendsPerSec))} | ${cell('whole', k, (x) => f(x.p99Ms, 1))} | ${cell('whole', k, (x) => f(x.cpuUsPerLend))} | ${cell('whole', k, (x) => kb(x.readBytes))} | ${cell('none', k, (x) => f(x.lendsPerSec))} | ${cell('none', k, (x) => f(x.cpuUsPerLend))} |`),
     '',
-    `Start, spawn to serving (ms): empty dir ${r.starts.find((s) => s.side === 'empty')?.ms.map((x) => f(x)).join(', ')}; ${f(r.startKeys)} view keys (${f(r.startEvents)} events) ${r.starts.find((s) => s.side === 'keys')?.ms.map((x) => f(x)).join(', ')}.`,
+    r.starts.every((s) => s.ms.length > 0)
+      ? `Start, spawn to serving (ms): empty dir ${r.starts.find((s) => s.side === 'empty')?.ms.map((x) => f(x)).join(', ')}; ${f(r.startKeys)} view keys (${f(r.startEvents)} events) ${r.starts.find((s) => s.side === 'keys')?.ms.map((x) => f(x)).join(', ')}.`
+      : 'The start was not measured.',
     '',
     rf ? `A member's entry read, paced, while loans_by_book (declaration changed) is folded again from ${f(rf.events)} events (${f(rf.refoldMs / 1000, 1)} s): ${f(rf.during.reads)} reads, p50 ${f(rf.during.p50Ms, 2)} ms, p99 ${f(rf.during.p99Ms, 2)} ms, ${rf.during.errors} not 200; idle, after the fold: ${f(rf.idle.reads)} reads, p50 ${f(rf.idle.p50Ms, 2)} ms, p99 ${f(rf.idle.p99Ms, 2)} ms, ${rf.idle.errors} not 200.` : 'The refold was not measured.',
     '',
@@ -418,7 +430,9 @@ if (process.argv[1] !== undefined && import.meta.url === pathToFileURL(process.a
     track: (dir) => dirs.push(dir),
   };
   try {
-    const result = await runKeyedViews(ctx, KEYED_VIEWS_OPTIONS[mode]);
+    const at = process.argv.indexOf('--only');
+    const parts = at > 0 ? (process.argv[at + 1].split(',') as Part[]) : undefined;
+    const result = await runKeyedViews(ctx, { ...KEYED_VIEWS_OPTIONS[mode], ...(parts ? { parts } : {}) });
     process.stdout.write(renderKeyedViews(result));
     for (const w of warnings) process.stdout.write(`\nwarning: ${w}\n`);
   } finally {
