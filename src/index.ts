@@ -1,5 +1,5 @@
 /** The library entry point: the catalog API for app authors, and the runtime Layer for Effect programs. */
-export { CRUD_OPS, defineApp, entity, reject, view, type App, type AppDef, type AppInput, type Change, type CommandChange, type CommandContext, type CommandDef, type CommandSpec, type InvariantSpec, type CrudOp, type Entity, type EntityDef, type FieldsNotInferred, type MethodSpec, type Migration, type Migrations, type Row, type View, type ViewChange, type ViewDef, type ViewSpec } from "./domain/catalog.ts"
+export { CRUD_OPS, defineApp, entity, reject, view, type App, type AppDef, type AppInput, type Change, type CommandChange, type CommandContext, type CommandDef, type CommandSpec, type InvariantSpec, type CrudOp, type Entity, type EntityDef, type FieldsNotInferred, type MethodSpec, type Migration, type Migrations, type Row, type KeyedView, type KeyedViewSpec, type View, type ViewChange, type ViewDef, type ViewSpec } from "./domain/catalog.ts"
 export { Views, ViewFailed } from "./projections/views/views.ts"
 export { mapField, MigrationFailed, renameField } from "./domain/migrations.ts"
 export { SchemaMismatch } from "./projections/rows/schema-check.ts"

@@ -96,7 +96,7 @@ export interface ViewRecord {
 
 /**
  * One entry of a keyed view, as a batch writes it: under the view's definition digest (the generation that serves),
- * its stored JSON text (keyed-records.ts), or undefined to remove it.
+ * its stored text (`viewEntryJson`, view-entry-record.ts), or undefined to remove it.
  */
 export interface ViewEntryWrite {
   readonly name: string

@@ -159,7 +159,7 @@ describe("the app's types close the holes", () => {
   })
 
   it("views written as a function of `view` are a plain record at run time, and the app compiles", () => {
-    expect(Object.keys(desk.views ?? {})).toEqual(["open_by_agent", "both"])
+    expect(Object.keys(desk.views ?? {})).toEqual(["open_by_agent", "open_per_agent", "both"])
     expect(Either.isRight(compileApp(desk))).toBe(true)
     // A wrong name still fails at load too, for apps that are not type-checked.
     expect(Either.isLeft(compileApp(wrongViews))).toBe(true)

@@ -16,7 +16,14 @@
  *
  * Here: the service's Tag and shape. The fold: keyed-fold.ts; the entries' store: keyed-store.ts.
  */
-import { Context, type Effect } from "effect"
+import { Context, Effect, Layer } from "effect"
+import { Catalog } from "../../domain/app-catalog.ts"
+import { EventLog } from "../../log/event-log.ts"
+import { LevelDb } from "../../log/classic-level/level-db.ts"
+import { WoConfig } from "../../support/config.ts"
+import { ChangeFeed } from "../../subscriptions/change-feed.ts"
+import { recoverKeyedViews } from "./keyed-recovery.ts"
+import { levelKeyedStore, memoryKeyedStore, type KeyedStore } from "./keyed-store.ts"
 import type { StoreError, ValidationFailed } from "../../domain/errors.ts"
 import type { Change } from "../../domain/events.ts"
 import type { Filter, Order } from "../../domain/list-request.ts"
@@ -93,3 +100,27 @@ export interface KeyedViewsShape {
 }
 
 export class KeyedViews extends Context.Tag("writeonce/KeyedViews")<KeyedViews, KeyedViewsShape>() {}
+
+/** The keyed views over `store`; those with no usable entries are folded in the background and announced when live. */
+const keyedViewsLayer = <R>(store: Effect.Effect<KeyedStore, never, R>) =>
+  Layer.scoped(
+    KeyedViews,
+    Effect.gen(function* () {
+      const views = yield* recoverKeyedViews(yield* EventLog, yield* Catalog, yield* store)
+      const feed = yield* ChangeFeed
+      yield* Effect.forkScoped(views.refold((live) => feed.publish([], live)))
+      return views
+    })
+  )
+
+/**
+ * The embedded store's keyed views: entries in the store, read through a cache of a quarter of the row cache's
+ * bytes (`WO_ROW_CACHE`): entries are smaller than rows and read by key, as rows are.
+ */
+export const KeyedViewsStoreLive = keyedViewsLayer(Effect.gen(function* () {
+  const { rowCache } = yield* WoConfig
+  return levelKeyedStore(yield* LevelDb, Math.max(1024 * 1024, Math.floor(rowCache / 4)))
+}))
+
+/** A PostgreSQL node's keyed views: entries in memory, folded from the log at every start. */
+export const KeyedViewsMemoryLive = keyedViewsLayer(Effect.sync(memoryKeyedStore))

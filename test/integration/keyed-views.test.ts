@@ -1,0 +1,147 @@
+/**
+ * Keyed views on the embedded store, through the real runtime in-process (classic-level in a temp dir, REST on
+ * port 0): entries per key, written in the batch that changed them and only those, served through the KeyedViews
+ * service; an evolve that changes its entry and its change in place corrupts neither the cache nor the rows; a
+ * restart serves the stored entries without reading them; a new declaration is folded again in the background.
+ */
+import { ClassicLevel } from "classic-level"
+import { Effect, Layer, ManagedRuntime } from "effect"
+import { afterAll, describe, expect, it } from "vitest"
+import { ClassicLevelLog } from "../../src/log/classic-level/classic-level-log.ts"
+import { EventLog, type AppendBatch } from "../../src/log/event-log.ts"
+import { HttpServer } from "../../src/http/server.ts"
+import { writeOnceLayer } from "../../src/runtime/runtime.ts"
+import { loadSettings } from "../../src/support/config.ts"
+import { KeyedViews } from "../../src/projections/views/keyed-views.ts"
+import { viewDefinition } from "../../src/log/view-record.ts"
+import { compileApp } from "../../src/domain/compile.ts"
+import { seal } from "../../src/log/record.ts"
+import { keyedTasks } from "../../testkit/keyed-tasks.ts"
+import { http, tempDir } from "../../testkit/server.ts"
+
+const NAME = "open_by_owner"
+const batches: Array<AppendBatch> = []
+
+/** The real classic-level log, each batch it is given recorded. */
+const recordingLog = Layer.effect(
+  EventLog,
+  Effect.map(EventLog, (log) => EventLog.of({ ...log, append: (batch) => Effect.zipRight(Effect.sync(() => batches.push(batch)), log.append(batch)) }))
+).pipe(Layer.provide(ClassicLevelLog))
+
+const start = async (dataDir: string, version = 1) => {
+  const settings = await Effect.runPromise(loadSettings({ dataDir }, { host: "127.0.0.1", port: 0 }))
+  const runtime = ManagedRuntime.make(writeOnceLayer(keyedTasks(version), settings, { log: recordingLog, signals: false }))
+  const { url } = await runtime.runPromise(HttpServer)
+  const keyed = await runtime.runPromise(KeyedViews)
+  return {
+    url,
+    keyed,
+    entry: (key: string) => runtime.runPromise(Effect.map(keyed.get(NAME, key), (e) => (e === undefined ? undefined : JSON.parse(e.json)))),
+    failure: (key: string) => runtime.runPromise(Effect.flip(keyed.get(NAME, key))),
+    run: <A, E>(effect: Effect.Effect<A, E>) => runtime.runPromise(effect),
+    close: () => runtime.dispose()
+  }
+}
+type Started = Awaited<ReturnType<typeof start>>
+
+const task = async (url: string, owner: string, title: string) => {
+  const res = await http(`${url}/api/tasks`, { method: "POST", body: { owner, title, done: false } })
+  expect(res.status).toBe(201)
+  return res.json.id as string
+}
+
+/** The `w!` keys of the view in the store, with their generation. */
+const storedKeys = async (dataDir: string) => {
+  const db = new ClassicLevel<string, string>(dataDir)
+  const keys = await db.keys({ gte: `w!${NAME}!`, lt: `w!${NAME}"` }).all()
+  await db.close()
+  return keys
+}
+
+const dirs: Array<string> = []
+afterAll(() => undefined)
+
+describe("keyed views on the embedded store", () => {
+  const dataDir = tempDir("wo-keyed-")
+  dirs.push(dataDir)
+  let server: Started
+  let ids: Record<string, string> = {}
+
+  it("folds each change into its key's entry alone, and a batch writes only the keys it changed", async () => {
+    server = await start(dataDir)
+    const { url } = server
+    ids = { a1: await task(url, "ann", "a1"), a2: await task(url, "ann", "a2"), b1: await task(url, "bob", "b1"), c1: await task(url, "carl", "c1") }
+    expect(await server.entry("ann")).toEqual({ open: 2, titles: ["a1", "a2"] })
+    expect(await server.entry("bob")).toEqual({ open: 1, titles: ["b1"] })
+    expect(await server.entry("nobody")).toBeUndefined()
+    // evolve renamed its copy of the row: the row served is the one written.
+    expect((await http(`${url}/api/tasks/${ids.a1}`)).json.title).toBe("a1")
+
+    batches.length = 0
+    const done = await http(`${url}/api/tasks/${ids.b1}`, { method: "PATCH", body: { done: true } })
+    expect(done.status).toBe(200)
+    // Bob has nothing open: his entry is removed, in the batch of the write, and nothing else is written.
+    expect(await server.entry("bob")).toBeUndefined()
+    expect(batches.map((b) => (b.viewEntries ?? []).map((e) => [e.key, e.json === undefined]))).toEqual([[["bob", true]]])
+
+    batches.length = 0
+    await task(url, "ann", "a3")
+    expect(batches.map((b) => (b.viewEntries ?? []).map((e) => e.key))).toEqual([["ann"]])
+    // The entry evolve changed in place is what it returned, once: the cache holds the stored text, not its object.
+    expect(await server.entry("ann")).toEqual({ open: 3, titles: ["a1", "a2", "a3"] })
+    await task(url, "ann", "a4")
+    expect(await server.entry("ann")).toEqual({ open: 4, titles: ["a1", "a2", "a3", "a4"] })
+    expect(await server.entry("carl")).toEqual({ open: 1, titles: ["c1"] })
+  }, 60_000)
+
+  it("lists entries in key order, filtered and by a field, with cursors", async () => {
+    const { keyed } = server
+    const first = await server.run(keyed.list(NAME, { limit: 1 }))
+    expect(first.items.map((e) => e.key)).toEqual(["ann"])
+    const second = await server.run(keyed.list(NAME, { limit: 1, after: first.next! }))
+    expect(second.items.map((e) => e.key)).toEqual(["carl"])
+    expect(second.next).toBeUndefined()
+    const filtered = await server.run(keyed.list(NAME, { limit: 10, where: [{ field: "open", op: "range", lower: { value: 2, inclusive: true } }] }))
+    expect(filtered.items.map((e) => e.key)).toEqual(["ann"])
+    const byOpen = await server.run(keyed.list(NAME, { limit: 1, order: { field: "open", descending: false } }))
+    expect(byOpen.items.map((e) => e.key)).toEqual(["carl"])
+    const rest = await server.run(keyed.list(NAME, { limit: 1, order: { field: "open", descending: false }, after: byOpen.next! }))
+    expect(rest.items.map((e) => e.key)).toEqual(["ann"])
+    // A cursor of another order is refused.
+    const refused = await server.run(Effect.flip(keyed.list(NAME, { limit: 1, after: first.next! , order: { field: "open", descending: false } })))
+    expect(refused._tag).toBe("ValidationFailed")
+  })
+
+  it("serves the stored entries after a restart without reading them at start", async () => {
+    await server.close()
+    // Damage carl's entry: a start that read the entries would refuse it or fold again; this one never reads it.
+    const definition = viewDefinition(compileApp(keyedTasks()).pipe((c) => (c._tag === "Right" ? c.right : undefined))!.views.get(NAME)!)
+    const carl = `w!${NAME}!${definition}!carl`
+    expect(await storedKeys(dataDir)).toEqual([`w!${NAME}!${definition}!ann`, carl])
+    const db = new ClassicLevel<string, string>(dataDir)
+    await db.put(carl, seal(carl, "not an entry"))
+    await db.close()
+    server = await start(dataDir)
+    expect(server.keyed.recovered).toMatchObject({ loaded: 1, rebuilt: [] })
+    expect(server.keyed.status(NAME)).toEqual({ name: NAME, description: "Per owner, their open tasks." })
+    expect(await server.entry("ann")).toEqual({ open: 4, titles: ["a1", "a2", "a3", "a4"] })
+    expect((await server.failure("carl"))._tag).toMatch(/StoreFailed|DataCorrupt/)
+    await server.close()
+  }, 60_000)
+
+  it("folds a new declaration from the log in the background, then clears the former one's entries", async () => {
+    server = await start(dataDir, 2)
+    expect(server.keyed.recovered.rebuilt).toEqual([NAME])
+    for (let i = 0; server.keyed.status(NAME)?.refolding !== undefined && i < 500; i++) await new Promise((r) => setTimeout(r, 20))
+    expect(server.keyed.status(NAME)).toEqual({ name: NAME, description: "Per owner, their open tasks." })
+    expect(await server.entry("ann")).toEqual({ open: 4, titles: ["a1", "a2", "a3", "a4"] })
+    // Folded again from the log: carl's damaged entry is whole again.
+    expect(await server.entry("carl")).toEqual({ open: 1, titles: ["c1"] })
+    expect(await server.entry("bob")).toBeUndefined()
+    await task(server.url, "bob", "b2")
+    expect(await server.entry("bob")).toEqual({ open: 1, titles: ["b2"] })
+    await server.close()
+    const definition = viewDefinition(compileApp(keyedTasks(2)).pipe((c) => (c._tag === "Right" ? c.right : undefined))!.views.get(NAME)!)
+    expect(await storedKeys(dataDir)).toEqual(["ann", "bob", "carl"].map((k) => `w!${NAME}!${definition}!${k}`))
+  }, 60_000)
+})
