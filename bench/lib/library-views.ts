@@ -6,6 +6,7 @@ import type { ClassicLevel } from 'classic-level';
 import type { CompiledView } from '../../src/domain/compile-views.ts';
 import { viewEntryKey, viewKey } from '../../src/log/classic-level/log-keys.ts';
 import { seal } from '../../src/log/record.ts';
+import { keyedViewRecordJson, viewEntryJson } from '../../src/log/view-entry-record.ts';
 import { viewRecordJson } from '../../src/log/view-record.ts';
 import type { LibraryLayout } from './library-writer.ts';
 
@@ -24,9 +25,9 @@ export async function writeViewRecords(db: ClassicLevel<string, string>, view: C
     const batch = db.batch();
     for (const m of members.slice(from, from + batchSize)) {
       const entryKey = viewEntryKey(view.name, definition, m);
-      batch.put(entryKey, seal(entryKey, `{"seq":${L.loanSeq(Number(m))},"value":{"loans":["${m}"]}}`));
+      batch.put(entryKey, seal(entryKey, viewEntryJson(L.loanSeq(Number(m)), `{"loans":["${m}"]}`)));
     }
     await batch.write();
   }
-  await db.put(key, seal(key, `{"definition":${JSON.stringify(definition)},"seq":0,"keyed":true}`));
+  await db.put(key, seal(key, keyedViewRecordJson(definition)));
 }
