@@ -63,8 +63,8 @@ export type Part = 'keyed' | 'whole' | 'start' | 'refold';
 export const PARTS: ReadonlyArray<Part> = ['keyed', 'whole', 'start', 'refold'];
 
 export const KEYED_VIEWS_OPTIONS: Record<Mode, KeyedViewsOptions> = {
-  full: { sizes: [400, 4000, 16_000, 32_000, 100_000], wholeSizes: [400, 4000, 16_000, 32_000, 100_000], lends: 400, clients: 16, rounds: 3, warmUpMs: 3000, books: 100, startKeys: 1_000_000, starts: 3, readsPerSec: 200, idleReadMs: 10_000 },
-  quick: { sizes: [400, 4000, 16_000], wholeSizes: [400, 4000, 16_000], lends: 400, clients: 16, rounds: 2, warmUpMs: 2000, books: 100, startKeys: 100_000, starts: 2, readsPerSec: 200, idleReadMs: 4000 },
+  full: { sizes: [400, 4000, 16_000, 32_000, 100_000], wholeSizes: [400, 4000, 16_000, 32_000, 100_000], lends: 400, clients: 16, rounds: 3, warmUpMs: 3000, books: 100, startKeys: 1_000_000, starts: 5, readsPerSec: 200, idleReadMs: 10_000 },
+  quick: { sizes: [400, 4000, 16_000], wholeSizes: [400, 4000, 16_000], lends: 400, clients: 16, rounds: 2, warmUpMs: 2000, books: 100, startKeys: 100_000, starts: 3, readsPerSec: 200, idleReadMs: 4000 },
   smoke: { sizes: [400, 1000], wholeSizes: [400, 1000], lends: 200, clients: 8, rounds: 1, warmUpMs: 500, books: 10, startKeys: 5000, starts: 1, readsPerSec: 100, idleReadMs: 1000 },
 };
 
