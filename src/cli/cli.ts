@@ -15,6 +15,7 @@ import { makeClassicLevelLog } from "../log/classic-level/classic-level-log.ts"
 import { openReadOnly } from "../log/classic-level/offline/read-only-db.ts"
 import { planCurrentRepair, writeCurrent } from "../log/classic-level/offline/repair-current.ts"
 import { verifyStore } from "../log/classic-level/offline/verify.ts"
+import { compareKeyedViews } from "../projections/views/keyed-check.ts"
 import { restoreBackup, takeBackup } from "../backup/take-backup.ts"
 import { EventLog, type EventLogShape } from "../log/event-log.ts"
 import { PgConnection, pgConnectionLayer } from "../log/postgres/connection.ts"
@@ -137,7 +138,10 @@ const replayCommand = Command.make(
       }
       for (const misfit of report.misfits) yield* Console.error(`DOES NOT FIT: ${misfit}`)
       for (const v of report.views) {
-        if (v.outcome === "mismatch") yield* Console.error(`MISMATCH: view ${v.name}: ${v.detail}`)
+        if (v.outcome === "mismatch") {
+          yield* Console.error(`MISMATCH: view ${v.name}: ${v.detail}`)
+          for (const line of v.keys ?? []) yield* Console.error(`MISMATCH: view ${v.name} ${line}`)
+        }
         else yield* Console.log(`view ${v.name}: ${v.outcome === "match" ? "equals the log's fold" : "stale"}: ${v.detail}`)
       }
       if (catalog === undefined && (yield* log.storedViews ?? Effect.succeed([])).length > 0) {
@@ -165,12 +169,18 @@ const verifyCommand = Command.make(
   ({ dataDir, store, acceptDataLoss, app }) =>
     Effect.gen(function* () {
       // The store does not know which fields are references: the app says, when given.
-      const references = Option.isSome(app) ? referenceFieldsOf(yield* Effect.flatMap(loadApp(app.value), ({ app }) => compileApp(app))) : undefined
+      const catalog = Option.isSome(app) ? yield* Effect.flatMap(loadApp(app.value), ({ app }) => compileApp(app)) : undefined
+      const references = catalog === undefined ? undefined : referenceFieldsOf(catalog)
       const chosen = yield* chooseStore(dataDir, store)
       // A PostgreSQL store is checked in one snapshot: its nodes may go on writing.
-      const report = chosen.url !== undefined
-        ? yield* verifyPostgresStore(Context.get(yield* Layer.build(pgConnectionLayer(chosen.url)), PgConnection), references)
-        : yield* verifyStore(yield* openReadOnly(path.resolve(chosen.dataDir), { acceptDataLoss }), references)
+      const opened = chosen.url !== undefined ? undefined : yield* openReadOnly(path.resolve(chosen.dataDir), { acceptDataLoss })
+      const checked = opened === undefined
+        ? yield* verifyPostgresStore(Context.get(yield* Layer.build(pgConnectionLayer(chosen.url!)), PgConnection), references)
+        : yield* verifyStore(opened, references)
+      // With the app, keyed views' entries are folded from the log and compared key by key (keyed-check.ts).
+      const keyed = opened === undefined || catalog === undefined ? [] : yield* compareKeyedViews(upcastingLog(yield* makeClassicLevelLog(opened), catalog), catalog)
+      const keyedProblems = keyed.flatMap((v) => v.outcome === "mismatch" ? [`view ${v.name}: ${v.detail}`, ...(v.keys ?? []).map((line) => `view ${v.name} ${line}`)] : [])
+      const report = keyedProblems.length === 0 ? checked : { ...checked, problems: [...checked.problems, ...keyedProblems] }
       const rate = Math.round(report.events / Math.max(0.001, report.millis / 1000))
       yield* Console.log(`verified ${report.events} events and ${report.rows} rows in ${report.millis} ms (${rate} events/s)`)
       for (const note of report.accepted) yield* Console.log(note)

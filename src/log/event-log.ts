@@ -210,6 +210,11 @@ export interface EventLogShape {
   /** The stored view records, verified; absent for a log that stores none (views are then rebuilt). */
   readonly storedViews?: Effect.Effect<ReadonlyArray<StoredView>, StoreError>
   /**
+   * A keyed view's stored entries under one definition, in key order: each key and its stored text (checksum
+   * verified; `viewEntryJson`). Present on a log that stores them (classic-level), for the offline checks.
+   */
+  readonly storedViewEntries?: (name: string, definition: string) => Stream.Stream<{ readonly key: string; readonly text: string }, StoreError>
+  /**
    * Stores view records on their own, with one durable write: a view folded again in the background, or a
    * PostgreSQL node's snapshot of its views (each record names the seq it is folded to: `at`), so that the next start
    * loads them instead of folding again. Present on a log that stores view records.

@@ -16,16 +16,30 @@ import { KeyedViews } from "../../src/projections/views/keyed-views.ts"
 import { viewDefinition } from "../../src/log/view-record.ts"
 import { compileApp } from "../../src/domain/compile.ts"
 import { seal } from "../../src/log/record.ts"
+import { StoreFailed } from "../../src/domain/errors.ts"
+import { ChangeFeed } from "../../src/subscriptions/change-feed.ts"
+import type { ViewUpdate } from "../../src/subscriptions/change-feed.ts"
 import { keyedTasks } from "../../testkit/keyed-tasks.ts"
 import { http, tempDir } from "../../testkit/server.ts"
 
 const NAME = "open_by_owner"
 const batches: Array<AppendBatch> = []
+/** Set: the next append fails as a full disk would, nothing written. */
+let failNext = false
 
 /** The real classic-level log, each batch it is given recorded. */
 const recordingLog = Layer.effect(
   EventLog,
-  Effect.map(EventLog, (log) => EventLog.of({ ...log, append: (batch) => Effect.zipRight(Effect.sync(() => batches.push(batch)), log.append(batch)) }))
+  Effect.map(EventLog, (log) => EventLog.of({
+    ...log,
+    append: (batch) =>
+      Effect.suspend(() => {
+        batches.push(batch)
+        if (!failNext) return log.append(batch)
+        failNext = false
+        return Effect.fail(new StoreFailed({ reason: "test: the disk is full" }))
+      })
+  }))
 ).pipe(Layer.provide(ClassicLevelLog))
 
 const start = async (dataDir: string, version = 1) => {
@@ -33,9 +47,15 @@ const start = async (dataDir: string, version = 1) => {
   const runtime = ManagedRuntime.make(writeOnceLayer(keyedTasks(version), settings, { log: recordingLog, signals: false }))
   const { url } = await runtime.runPromise(HttpServer)
   const keyed = await runtime.runPromise(KeyedViews)
+  const notices: Array<ViewUpdate> = []
+  await runtime.runPromise(Effect.flatMap(ChangeFeed, (feed) => Effect.forkDaemon(Effect.scoped(Effect.zipRight(
+    feed.listen((_changes, views) => notices.push(...views)),
+    Effect.never
+  )))))
   return {
     url,
     keyed,
+    notices,
     entry: (key: string) => runtime.runPromise(Effect.map(keyed.get(NAME, key), (e) => (e === undefined ? undefined : JSON.parse(e.json)))),
     failure: (key: string) => runtime.runPromise(Effect.flip(keyed.get(NAME, key))),
     run: <A, E>(effect: Effect.Effect<A, E>) => runtime.runPromise(effect),
@@ -85,12 +105,25 @@ describe("keyed views on the embedded store", () => {
     expect(batches.map((b) => (b.viewEntries ?? []).map((e) => [e.key, e.json === undefined]))).toEqual([[["bob", true]]])
 
     batches.length = 0
+    server.notices.length = 0
     await task(url, "ann", "a3")
     expect(batches.map((b) => (b.viewEntries ?? []).map((e) => e.key))).toEqual([["ann"]])
+    // One notice, for ann's entry alone.
+    expect(server.notices.map((n) => [n.uri, n.key])).toEqual([[`wo://views/${NAME}/ann`, "ann"]])
     // The entry evolve changed in place is what it returned, once: the cache holds the stored text, not its object.
     expect(await server.entry("ann")).toEqual({ open: 3, titles: ["a1", "a2", "a3"] })
     await task(url, "ann", "a4")
     expect(await server.entry("ann")).toEqual({ open: 4, titles: ["a1", "a2", "a3", "a4"] })
+    expect(await server.entry("carl")).toEqual({ open: 1, titles: ["c1"] })
+
+    // A write that fails leaves the entries as they were; the next one folds from the stored entry.
+    failNext = true
+    const lost = await http(`${url}/api/tasks`, { method: "POST", body: { owner: "ann", title: "lost", done: false } })
+    expect(lost.status).toBeGreaterThanOrEqual(500)
+    expect(await server.entry("ann")).toEqual({ open: 4, titles: ["a1", "a2", "a3", "a4"] })
+    const keyOf = await task(url, "carl", "c2")
+    expect(await server.entry("carl")).toEqual({ open: 2, titles: ["c1", "c2"] })
+    await http(`${url}/api/tasks/${keyOf}`, { method: "DELETE" })
     expect(await server.entry("carl")).toEqual({ open: 1, titles: ["c1"] })
   }, 60_000)
 
@@ -143,5 +176,32 @@ describe("keyed views on the embedded store", () => {
     await server.close()
     const definition = viewDefinition(compileApp(keyedTasks(2)).pipe((c) => (c._tag === "Right" ? c.right : undefined))!.views.get(NAME)!)
     expect(await storedKeys(dataDir)).toEqual(["ann", "bob", "carl"].map((k) => `w!${NAME}!${definition}!${k}`))
+  }, 60_000)
+
+  it("fails the view alone when a key is not one, and writes go on", async () => {
+    const dir = tempDir("wo-keyed-fail-")
+    const failing = await start(dir)
+    try {
+      await task(failing.url, "ann", "a1")
+      // A control character is no key: the view fails at that event, the write itself is done.
+      await task(failing.url, "bad\u0001owner", "x")
+      const failure = await failing.failure("ann")
+      expect(failure._tag).toBe("ViewFailed")
+      expect((failure as { reason: string }).reason).toMatch(/view open_by_owner failed at event 2 .*holds a control character/)
+      expect(failing.keyed.status(NAME)?.failed).toMatch(/failed at event 2/)
+      await task(failing.url, "ann", "a2")
+      expect((await http(`${failing.url}/api/tasks/3`)).json.title).toBe("a2")
+    } finally {
+      await failing.close()
+    }
+    // Stored as failed: the next start folds it again, and fails again at the same event.
+    const again = await start(dir)
+    try {
+      expect(again.keyed.recovered.rebuilt).toEqual([NAME])
+      for (let i = 0; again.keyed.status(NAME)?.refolding !== undefined && i < 500; i++) await new Promise((r) => setTimeout(r, 20))
+      expect(again.keyed.status(NAME)?.failed).toMatch(/failed at event 2/)
+    } finally {
+      await again.close()
+    }
   }, 60_000)
 })

@@ -368,6 +368,9 @@ export const makeClassicLevelLog = (h: LevelDbShape, mode: LogMode = {}) =>
       readFrom: (fromSeq, options) => readEvents(h, fromSeq, accepted, options?.slice),
       storedRows: readStoredRows(h),
       storedViews: readStoredViews(h),
+      storedViewEntries: (name, definition) =>
+        scan(h, { gte: K.viewEntriesPrefix(name, definition), lt: K.viewEntriesEnd(name, definition) }, (key, value) =>
+          ({ key: K.entryKeyOfViewEntryKey(key, K.viewEntriesPrefix(name, definition)), text: unseal(key, value) })),
       storeViews: (views) =>
         h.write("cannot store the views folded at startup", (db) => {
           const chained = db.batch()

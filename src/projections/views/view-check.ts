@@ -9,6 +9,7 @@ import { Effect, Either } from "effect"
 import type { EventLogShape } from "../../log/event-log.ts"
 import type { CompiledApp } from "../../domain/compile.ts"
 import { foldViews } from "./view-fold.ts"
+import { compareKeyedViews } from "./keyed-check.ts"
 import { parseViewRecord, viewDefinition } from "../../log/view-record.ts"
 
 export interface ViewComparison {
@@ -16,6 +17,8 @@ export interface ViewComparison {
   readonly outcome: "match" | "mismatch" | "stale"
   /** What was compared, for people. */
   readonly detail: string
+  /** A keyed view's differing entries, each naming its key (keyed-check.ts). */
+  readonly keys?: ReadonlyArray<string>
 }
 
 /** JSON with sorted keys, so that key order does not count as a difference. */
@@ -29,12 +32,13 @@ const canonical = (value: unknown): string => {
 
 export const compareViews = (log: EventLogShape, catalog: CompiledApp) =>
   Effect.gen(function* () {
-    const views = [...catalog.views.values()]
-    if (views.length === 0) return []
+    const keyed: ReadonlyArray<ViewComparison> = yield* compareKeyedViews(log, catalog)
+    const views = [...catalog.views.values()].filter((v) => !v.keyed)
+    if (views.length === 0) return keyed
     const head = yield* log.head
     const stored = new Map((log.storedViews === undefined ? [] : yield* log.storedViews).map((v) => [v.name, v.record]))
     const folded = yield* foldViews(log, catalog, views, false)
-    return views.map((view): ViewComparison => {
+    const whole = views.map((view): ViewComparison => {
       const rebuilt = folded.get(view.name)!
       const rebuiltText = rebuilt.failed !== undefined ? `failed: ${rebuilt.failed}` : canonical(JSON.parse(rebuilt.valueJson!))
       const record = stored.get(view.name)
@@ -59,4 +63,5 @@ export const compareViews = (log: EventLogShape, catalog: CompiledApp) =>
         ? { name: view.name, outcome: "match", detail: storedText }
         : { name: view.name, outcome: "mismatch", detail: `stored ${storedText}, the log's fold ${rebuiltText}` }
     })
+    return [...whole, ...keyed]
   })

@@ -30,6 +30,7 @@ import { acceptedGap, describeIds, lossBetween, readAcceptedLosses } from "../ac
 import { checkAckedHead } from "../acked-check.ts"
 import { readAckedRecord } from "../acked-head.ts"
 import { checkIndexRecords } from "./index-check.ts"
+import { parseViewEntry } from "../../view-entry-record.ts"
 import { checkHistoryRecords } from "../history-records.ts"
 import { describeProblem as describe, makeProblems, makeStoreRules, type VerifyReport } from "../../store-rules.ts"
 import { makeReferenceAudit, type ReferenceFields } from "../../reference-audit.ts"
@@ -51,6 +52,7 @@ const WRITTEN_RANGES: ReadonlyArray<{ readonly gte: string; readonly lt: string 
   { gte: K.ACKED_RECORD_KEY, lt: `${K.ACKED_RECORD_KEY}\0` },
   { gte: K.VIEWS_START, lt: K.VIEWS_END },
   { gte: K.KEYS_START, lt: K.KEYS_END },
+  { gte: K.VIEW_ENTRIES_START, lt: K.VIEW_ENTRIES_END },
   { gte: K.KEY_TIMES_START, lt: "t~" },
   { gte: K.HISTORY_START, lt: K.HISTORY_END }
 ]
@@ -168,6 +170,18 @@ export const verifyStore = (h: LevelDbShape, references?: ReferenceFields): Effe
       }
       if (Either.isLeft(record)) return problem(`corrupt record at key ${key}: not a view record (${record.left})`)
       if (record.right.seq > checkpoint) problem(`view ${K.nameOfViewKey(key)} last changed at ${record.right.seq}, after the checkpoint ${checkpoint}`)
+    })
+    // Keyed views' entries: each record's checksum and shape, and a last change no later than the checkpoint. Their
+    // values are a fold of the app's code: `wo verify --app` and `wo replay --app` compare them with the log.
+    await forEachRecord(db, K.VIEW_ENTRIES_START, K.VIEW_ENTRIES_END, (key, value) => {
+      let entry
+      try {
+        entry = parseViewEntry(unseal(key, value))
+      } catch (e) {
+        return problem(describe(e))
+      }
+      if (entry === undefined) return problem(`corrupt record at key ${key}: not a keyed view's entry`)
+      if (entry.seq > checkpoint) problem(`view entry ${key.slice(2)} last changed at ${entry.seq}, after the checkpoint ${checkpoint}`)
     })
     // Idempotency keys: each record's checksum and shape, and its entries within the log.
     await forEachRecord(db, K.KEYS_START, K.KEYS_END, (key, value) => {
