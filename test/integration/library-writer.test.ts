@@ -28,7 +28,7 @@ const written = async (app: string) => {
 }
 
 describe("bench/lib/library-writer.ts", () => {
-  for (const app of ["library-whole", "library-noview"]) {
+  for (const app of ["library-whole", "library-keyed", "library-noview"]) {
     it(`writes a data dir wo verify agrees with (${app})`, async () => {
       const { dir, appDir } = await written(app)
       const r = await runWo(["verify", "--app", appDir, dir], { timeoutMs: SLOW })
@@ -51,5 +51,23 @@ describe("bench/lib/library-writer.ts", () => {
     } finally {
       await server.stop()
     }
+  }, SLOW)
+
+  it("stores keyed entries the server reads and extends, and wo verify --app agrees after", async () => {
+    const { dir, appDir } = await written("library-keyed")
+    const server = await spawnWo(["run", appDir, "--data", dir, "--listen", "127.0.0.1:0"], { readyTimeoutMs: SLOW, env: { WO_LOG_LEVEL: "Info" } })
+    try {
+      // Member 3 has loan 3 out (written directly): a second loan joins it in the stored entry; member 10 gets one.
+      for (const member of ["3", "10"]) {
+        const res = await fetch(`${server.loopbackUrl}/api/_commands/lend`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ book: "2", member }) })
+        expect(res.status).toBe(200)
+      }
+      expect(server.stdout()).not.toMatch(/folding it/)
+    } finally {
+      await server.stop()
+    }
+    const r = await runWo(["verify", "--app", appDir, dir], { timeoutMs: SLOW })
+    expect(r.stdout + r.stderr).toContain("verified 40 events")
+    expect(r.code).toBe(0)
   }, SLOW)
 })
