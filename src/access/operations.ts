@@ -34,7 +34,12 @@ export const requestOperation = (method: string, path: string, metricsPath: stri
   if (path === metricsPath) return Op.metrics
   if (!path.startsWith(API)) return undefined
   if (path.startsWith(COMMANDS)) return Op.command(segment(path.slice(COMMANDS.length)))
-  if (path.startsWith(`${VIEWS}/`)) return Op.view(segment(path.slice(VIEWS.length + 1)))
+  if (path.startsWith(`${VIEWS}/`)) {
+    // `/api/_views/<name>/<key>`: one entry of a keyed view is read under the view's own grant.
+    const name = path.slice(VIEWS.length + 1)
+    const slash = name.indexOf("/")
+    return Op.view(segment(slash === -1 ? name : name.slice(0, slash)))
+  }
   if (FILTERED.has(path)) return ANY
   // The console's other read-only views (catalog, rows, agents) show everything: admin's.
   if (path.charCodeAt(API.length) === 95 /* _ */) return Op.admin
@@ -49,7 +54,7 @@ export const requestOperation = (method: string, path: string, metricsPath: stri
 
 /**
  * The operation reading a resource asks for: a row, a list (a live query) or anything else of a type, its
- * `:read`; a view, `view:<name>`; a type's schema, `:read` too (the tools a principal sees carry their schemas
+ * `:read`; a view or one entry of it, `view:<name>`; a type's schema, `:read` too (the tools a principal sees carry their schemas
  * without it); the app commands' description, undefined (each principal reads its own part of it). `undefined`
  * too for a URI that is no resource (it is then not found).
  */
@@ -58,6 +63,7 @@ export const uriOperation = (uri: string): Operation | undefined => {
   if (parsed === undefined) return undefined
   switch (parsed._tag) {
     case "View":
+    case "ViewEntry":
       return Op.view(parsed.name)
     case "Schema":
       return parsed.type === "_commands" ? undefined : Op.read(parsed.type)

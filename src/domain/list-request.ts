@@ -92,16 +92,30 @@ const idKey = (value: Scalar | undefined) => value === undefined
 
 export const ID_ORDER: Order = { field: "id", descending: false, holds: idKey }
 
+/**
+ * What a list request is checked against: a type's rows, or a keyed view's entries, which are ordered by their
+ * `key` (ascending only) where rows are by `id`.
+ */
+export type Listable = Pick<CompiledType, "name" | "filterable" | "fieldNames"> & { readonly keyedBy?: "key" }
+
+/** The field a list is ordered by unless it says otherwise. */
+const idOf = (type: Listable) => type.keyedBy ?? "id"
+
+/** Whether an order is the default one (a request then carries none). */
+const isDefaultOrder = (type: Listable, order: Order) => order.field === idOf(type) && !order.descending
+
 /** `title`, `-title`, `id`: how an order is written on every surface. */
 export const orderText = (order: Order) => `${order.descending ? "-" : ""}${order.field}`
 
 /** The orders a type's lists accept, as written: `id`, `-id`, then each filterable field both ways. */
-export const orderChoices = (type: CompiledType): ReadonlyArray<string> =>
-  ["id", ...type.filterable.keys()].flatMap((f) => [f, `-${f}`])
+export const orderChoices = (type: Listable): ReadonlyArray<string> => {
+  const fields = [...type.filterable.keys()].flatMap((f) => [f, `-${f}`])
+  return type.keyedBy === undefined ? ["id", "-id", ...fields] : [type.keyedBy, ...fields]
+}
 
-const filterableList = (type: CompiledType) => [...type.filterable.keys()].join(", ") || "(none)"
+const filterableList = (type: Listable) => [...type.filterable.keys()].join(", ") || "(none)"
 
-const fieldProblem = (type: CompiledType, field: string): string | undefined => {
+const fieldProblem = (type: Listable, field: string): string | undefined => {
   // The input rules' reserved keys, whichever surface named them (a query string, MCP's `where`).
   if (FORBIDDEN_KEYS.has(field)) return FORBIDDEN_KEY
   if (type.filterable.has(field)) return undefined
@@ -111,10 +125,10 @@ const fieldProblem = (type: CompiledType, field: string): string | undefined => 
 }
 
 /** The order a text names, or the issue. */
-export const parseOrder = (type: CompiledType, text: string, path: ReadonlyArray<string>): Either.Either<Order, FieldIssue> => {
+export const parseOrder = (type: Listable, text: string, path: ReadonlyArray<string>): Either.Either<Order, FieldIssue> => {
   const descending = text.startsWith("-")
   const field = descending ? text.slice(1) : text
-  if (field === "id") return Either.right({ field, descending, holds: idKey })
+  if (field === idOf(type) && (type.keyedBy === undefined || !descending)) return Either.right({ field, descending, holds: idKey })
   const filterable = type.filterable.get(field)
   if (filterable !== undefined) {
     const holds = (value: Scalar | undefined) => (value === undefined ? filterable.absentable : Either.isRight(filterable.fromJson(value)))
@@ -194,7 +208,7 @@ export const decodeInValues = (
  * decoding (from JSON or from text). `path` names the field as written; an operator's problem names it too.
  */
 const addFilter = (
-  type: CompiledType,
+  type: Listable,
   into: Collected,
   field: string,
   path: ReadonlyArray<string>,
@@ -278,7 +292,7 @@ const fromJsonWritten = (value: unknown): ReadonlyArray<Written> | string => {
   return written
 }
 
-const result = (type: CompiledType, collected: Collected, rest: Omit<ListRequest, "where">): Either.Either<ListRequest, ValidationFailed> =>
+const result = (type: Listable, collected: Collected, rest: Omit<ListRequest, "where">): Either.Either<ListRequest, ValidationFailed> =>
   collected.issues.length > 0
     ? Either.left(new ValidationFailed({ type: type.name, issues: collected.issues }))
     : Either.right({ ...rest, ...(collected.where.length > 0 ? { where: collected.where } : {}) })
@@ -323,7 +337,7 @@ const queryParts = (query: string): Either.Either<ReadonlyArray<readonly [string
  * From a query string (REST, or the query of a `wo://<type>?...` URI), as sent (escapes not yet decoded).
  * `limit` stays a number to be checked by the reader (NaN when it is not one), as REST always did.
  */
-export const fromQueryString = (type: CompiledType, queryText: string): Either.Either<ListRequest, ValidationFailed> => {
+export const fromQueryString = (type: Listable, queryText: string): Either.Either<ListRequest, ValidationFailed> => {
   const pairs = queryParts(queryText)
   if (Either.isLeft(pairs)) return Either.left(new ValidationFailed({ type: type.name, issues: [pairs.left] }))
   const query = pairs.right
@@ -370,7 +384,7 @@ export const fromQueryString = (type: CompiledType, queryText: string): Either.E
   for (const [field, { path, written }] of byField) if (written.length > 0) addFilter(type, collected, field, path, written)
   collected.issues.push(...opIssues)
   return result(type, collected, {
-    ...(order !== undefined && (order.field !== "id" || order.descending) ? { order } : {}),
+    ...(order !== undefined && !isDefaultOrder(type, order) ? { order } : {}),
     ...(cursor !== undefined ? { cursor } : {}),
     ...(limit !== undefined ? { limit } : {})
   })
@@ -382,7 +396,7 @@ export const fromQueryString = (type: CompiledType, queryText: string): Either.E
  * key, which must be refused here as on REST.
  */
 export const fromArguments = (
-  type: CompiledType,
+  type: Listable,
   args: { readonly where?: Readonly<Record<string, unknown>>; readonly order?: string; readonly cursor?: string; readonly limit?: number }
 ): Either.Either<ListRequest, ValidationFailed> => {
   const collected: Collected = { where: [], issues: [] }
@@ -398,7 +412,7 @@ export const fromArguments = (
     Either.match(parseOrder(type, args.order, ["order"]), { onLeft: (i) => collected.issues.push(i), onRight: (o) => (order = o) })
   }
   return result(type, collected, {
-    ...(order !== undefined && (order.field !== "id" || order.descending) ? { order } : {}),
+    ...(order !== undefined && !isDefaultOrder(type, order) ? { order } : {}),
     ...(args.cursor !== undefined ? { cursor: args.cursor } : {}),
     ...(args.limit !== undefined ? { limit: args.limit } : {})
   })

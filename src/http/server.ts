@@ -19,6 +19,8 @@ import { makeGuards } from "./edge/guards.ts"
 import { makeRestRoutes } from "./rest/rest.ts"
 import { makeDirectRouter, makeRouter } from "./router.ts"
 import { makeViewRoutes } from "./rest/view-routes.ts"
+import { makeKeyedViewRoutes } from "./rest/keyed-view-routes.ts"
+import { KeyedViews } from "../projections/views/keyed-views.ts"
 import { makeOpenApiRoute } from "./rest/openapi.ts"
 import { makeOAuthMetadataRoute } from "./routes/oauth-metadata-route.ts"
 import { makeHealthRoutes } from "./routes/health.ts"
@@ -49,7 +51,7 @@ export const makeAppHandler = Effect.gen(function* () {
     })
   }
   const consoleRoutes = yield* makeConsoleRoutes
-  const viewRoutes = makeViewRoutes(yield* Views)
+  const viewRoutes = makeViewRoutes(yield* Views, makeKeyedViewRoutes(catalog, yield* KeyedViews, settings))
   const openApi = makeOpenApiRoute(catalog, settings.maxPageSize, access)
   const metrics = yield* makeMetricsRoute
   // The embedded store's backup endpoint (`wo backup`); a PostgreSQL store is backed up with PostgreSQL's tools.

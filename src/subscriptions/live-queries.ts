@@ -15,7 +15,7 @@ import type { CompiledApp } from "../domain/compile.ts"
 import { ValidationFailed } from "../domain/errors.ts"
 import { fromQueryString, isEquals, matchesAll, type Equals, type Filter } from "../domain/list-request.ts"
 import { isCanonicalId } from "../domain/ids.ts"
-import { parseUri } from "../domain/uri.ts"
+import { parseUri, viewEntryUri } from "../domain/uri.ts"
 
 export interface LiveQuery {
   readonly uri: string
@@ -58,6 +58,10 @@ export const topicOf = (catalog: CompiledApp, uri: string): Either.Either<Topic,
   const row = parseUri(uri)
   if ((row?._tag === "Row" || row?._tag === "History") && !isCanonicalId(row.id)) {
     return Either.left(new ValidationFailed({ type: row.type, issues: [{ path: ["uri"], message: `${row.id} is not an id: ids are written as the store assigns them, such as 1 or 42` }] }))
+  }
+  // A keyed view's entry is notified under the key as viewEntryUri encodes it: any other spelling would hear nothing.
+  if (row?._tag === "ViewEntry" && !row.canonical) {
+    return Either.left(new ValidationFailed({ type: `_views/${row.name}`, issues: [{ path: ["uri"], message: `write the key percent-encoded as encodeURIComponent does: ${viewEntryUri(row.name, row.key)}` }] }))
   }
   if (row?._tag === "History") {
     // Notices name the history's own URI: one with a page's query would never hear of a change.

@@ -18,6 +18,7 @@ import { Catalog } from "../../domain/app-catalog.ts"
 import { Queries } from "../../projections/queries.ts"
 import { Rows } from "../../projections/rows/rows.ts"
 import { Views } from "../../projections/views/views.ts"
+import { KeyedViews } from "../../projections/views/keyed-views.ts"
 import { SubscriptionRegistry } from "../../subscriptions/registry.ts"
 import { OpenStreams } from "../streams/open-streams.ts"
 import { makeDispatcher } from "./dispatcher.ts"
@@ -44,12 +45,16 @@ export const makeMcpRoute = Effect.gen(function* () {
   const commands = yield* Commands
   const access = Option.getOrUndefined(yield* Effect.serviceOption(Access))
   const challenges = access?.challenges
-  const tools = [...makeTools(catalog, commands, queries, settings.maxPageSize, views), ...makeCommandTools(catalog, commands)]
+  const keyed = yield* KeyedViews
+  const tools = [
+    ...makeTools(catalog, commands, queries, settings.maxPageSize, views, { views: keyed, defaultPageSize: settings.defaultPageSize }),
+    ...makeCommandTools(catalog, commands)
+  ]
   const server = describeServer(catalog, tools.map((t) => t.definition.name), settings.catalogReloads)
   const dispatcher = makeDispatcher({
     catalog,
     tools,
-    resources: makeResources(catalog, { queries, views, history: makeHistory(yield* EventLog, settings) }, settings.defaultPageSize),
+    resources: makeResources(catalog, { queries, views, keyed, history: makeHistory(yield* EventLog, settings) }, settings.defaultPageSize),
     sessions,
     server,
     checkpoint: rows.checkpoint,
@@ -62,7 +67,7 @@ export const makeMcpRoute = Effect.gen(function* () {
     modern: makeModernPolicy(server),
     sessions,
     openListen: makeListenStreams({ registry: yield* SubscriptionRegistry, rows, streams, settings, resultMeta: { [META.serverInfo]: server.info } }),
-    openSessionStream: makeSessionStream({ catalog, sessions, log: yield* EventLog, rows, views, streams, settings }),
+    openSessionStream: makeSessionStream({ catalog, sessions, log: yield* EventLog, rows, views, keyed, streams, settings }),
     maxJsonDepth: settings.maxJsonDepth,
     streamsOf: streams.streamsOf,
     ...(challenges === undefined ? {} : { forbiddenChallenge: challenges.forbidden }),

@@ -3,19 +3,24 @@
  * (one row, the same bytes as the REST GET), `wo://views/<name>` (a view's value, the same bytes as
  * `GET /api/_views/<name>`), `wo://<type>?<query>` (a filtered list's first page, the same bytes as
  * `GET /api/<type>?<query>`), `wo://<type>/<id>/history` (a row's events with their actors, the same bytes as
- * `GET /api/<type>/<id>/history`; a template, never listed), and, when the app serves commands over MCP, `wo://schema/_commands` (each app command's
+ * `GET /api/<type>/<id>/history`; a template, never listed), a keyed view's `wo://views/<name>/<key>` (one entry, the same
+ * bytes as `GET /api/_views/<name>/<key>`; a template, never listed: its `wo://views/<name>` reads the first page of
+ * entries), and, when the app serves commands over MCP, `wo://schema/_commands` (each app command's
  * name, description and params JSON Schema). Listing walks schemas and views, then each type's rows in id order, with opaque
  * cursors; rows created during a walk appear later in it, and nothing repeats.
  */
 import { Effect, Either, Option } from "effect"
 import type { CompiledApp, CompiledType } from "../../domain/compile.ts"
 import { fromQueryString } from "../../domain/list-request.ts"
-import { historyUriTemplate, listUriTemplate, parseUri, type ParsedUri, rowUri, rowUriTemplate, schemaUri, viewUri } from "../../domain/uri.ts"
+import { historyUriTemplate, listUriTemplate, parseUri, type ParsedUri, rowUri, rowUriTemplate, schemaUri, viewEntryUriTemplate, viewUri } from "../../domain/uri.ts"
 import { historyBody, type HistoryShape } from "../../projections/history.ts"
 import { ResourceCursor } from "../../projections/cursor.ts"
 import type { QueriesShape } from "../../projections/queries.ts"
 import { ViewRefolding, type ViewsShape } from "../../projections/views/views.ts"
-import { listBody, viewBody } from "../rest/bodies.ts"
+import { entryBody, entryPageBody, listBody, viewBody } from "../rest/bodies.ts"
+import type { KeyedViewsShape } from "../../projections/views/keyed-views.ts"
+import type { StoreError, ValidationFailed } from "../../domain/errors.ts"
+import type { ViewFailed } from "../../projections/views/views.ts"
 import { orderSentence } from "./tool-schemas.ts"
 import { Op, type Operation } from "../../access/grants.ts"
 
@@ -62,6 +67,8 @@ export interface Resources {
 export interface ResourceSources {
   readonly queries: QueriesShape
   readonly views: ViewsShape
+  /** The keyed views' entries (absent: a keyed view's resources are not found). */
+  readonly keyed?: KeyedViewsShape
   /** Rows' histories, read from the log (absent: no history resources). */
   readonly history?: HistoryShape
 }
@@ -70,7 +77,11 @@ const NOT_FOUND: ReadProblem = { _tag: "NotFound" }
 /** The resource describing the app commands (`_commands` is never a type name). */
 export const COMMANDS_URI = "wo://schema/_commands"
 
-export const makeResources = (catalog: CompiledApp, { queries, views, history }: ResourceSources, pageSize: number): Resources => {
+/** A keyed view's read that failed, as a resource read says it. */
+const keyedProblem = (e: StoreError | ViewFailed | ViewRefolding | ValidationFailed): ReadProblem =>
+  e._tag === "ValidationFailed" ? { _tag: "Invalid", message: e.message } : { _tag: "Failed", message: e.message }
+
+export const makeResources = (catalog: CompiledApp, { queries, views, keyed, history }: ResourceSources, pageSize: number): Resources => {
   const exposed = [...catalog.types.values()].filter((t) => t.mcp.size > 0)
   const readable = exposed.filter((t) => t.mcp.has("get"))
   const listable = exposed.filter((t) => t.mcp.has("list"))
@@ -93,11 +104,13 @@ export const makeResources = (catalog: CompiledApp, { queries, views, history }:
       jsonSchema: t.fieldsJsonSchema
     })
 
-  const viewEntry = (name: string, description: string | undefined): ResourceEntry => ({
+  const viewEntry = (name: string, description: string | undefined, isKeyed: boolean): ResourceEntry => ({
     uri: viewUri(name),
     name: `views/${name}`,
     title: `${name} view`,
-    description: description ?? `The value of the view ${name}`,
+    description: isKeyed
+      ? `${description ? `${description} ` : ""}The first page of the keyed view ${name}'s entries; one entry is wo://views/${name}/{key}`
+      : description ?? `The value of the view ${name}`,
     mimeType: "application/json"
   })
   // App commands served as tools: one resource describes them all (their tools are `<name>`).
@@ -116,7 +129,7 @@ export const makeResources = (catalog: CompiledApp, { queries, views, history }:
   const fixed: ReadonlyArray<readonly [ResourceEntry, Operation | undefined]> = [
     ...exposed.map((t) => [schemaEntry(t), Op.read(t.name)] as const),
     ...commandsEntry.map((e) => [e, undefined] as const),
-    ...[...catalog.views.values()].map((v) => [viewEntry(v.name, v.description), Op.view(v.name)] as const)
+    ...[...catalog.views.values()].map((v) => [viewEntry(v.name, v.description, v.keyed), Op.view(v.name)] as const)
   ]
   const mayRead = (allowed: Allowed, op: Operation | undefined) =>
     allowed === undefined || (op === undefined ? commands.some((c) => allowed(Op.command(c.name))) : allowed(op))
@@ -163,6 +176,9 @@ export const makeResources = (catalog: CompiledApp, { queries, views, history }:
   const readNow = (uri: string, allowed?: Allowed): Either.Either<ResourceContents, ReadProblem> | undefined => {
     const parsed = parseUri(uri)
     if (parsed === undefined) return Either.left(NOT_FOUND)
+    // A keyed view's entries are read from the store: `read` does it.
+    if (parsed._tag === "ViewEntry") return catalog.views.get(parsed.name)?.keyed === true && keyed !== undefined ? undefined : Either.left(NOT_FOUND)
+    if (parsed._tag === "View" && catalog.views.get(parsed.name)?.keyed === true) return keyed === undefined ? Either.left(NOT_FOUND) : undefined
     if (parsed._tag === "View") {
       const view = views.get(parsed.name)
       if (view === undefined) return Either.left(NOT_FOUND)
@@ -214,15 +230,27 @@ export const makeResources = (catalog: CompiledApp, { queries, views, history }:
     Effect.suspend((): Effect.Effect<ResourceContents, ReadProblem> => {
       const now = readNow(uri, allowed)
       if (now !== undefined) return now
-      // Only a list or a history of an exposed type is left to read here.
-      const parsed = parseUri(uri) as Extract<ParsedUri, { readonly _tag: "List" | "History" }>
-      return parsed._tag === "History" ? readHistory(uri, parsed, history!) : readList(uri, catalog.types.get(parsed.type)!, parsed.query)
+      // Only a list or a history of an exposed type, or a keyed view's entry or first page, is left to read here.
+      const parsed = parseUri(uri) as Extract<ParsedUri, { readonly _tag: "List" | "History" | "ViewEntry" | "View" }>
+      switch (parsed._tag) {
+        case "ViewEntry":
+          return keyed!.get(parsed.name, parsed.key).pipe(
+            Effect.mapError(keyedProblem),
+            Effect.flatMap((entry) => entry === undefined ? Effect.fail(NOT_FOUND) : Effect.succeed(contents(uri, entryBody(parsed.name, entry))))
+          )
+        case "View":
+          return keyed!.list(parsed.name, { limit: pageSize }).pipe(Effect.mapBoth({ onFailure: keyedProblem, onSuccess: (page) => contents(uri, entryPageBody(parsed.name, page)) }))
+        case "History":
+          return readHistory(uri, parsed, history!)
+        case "List":
+          return readList(uri, catalog.types.get(parsed.type)!, parsed.query)
+      }
     })
 
-  /** Each with its type, so that a principal sees only the templates of the types it may read. */
-  const templates: Array<ResourceTemplate & { readonly type: string }> = [
+  /** Each with what reading it asks, so that a principal sees only the templates of what it may read. */
+  const templates: Array<ResourceTemplate & { readonly operation: Operation }> = [
     ...readable.map((t) => ({
-      type: t.name,
+      operation: Op.read(t.name),
       uriTemplate: rowUriTemplate(t.name),
       name: t.name,
       title: `One ${t.name} row`,
@@ -230,7 +258,7 @@ export const makeResources = (catalog: CompiledApp, { queries, views, history }:
       mimeType: "application/json" as const
     })),
     ...listable.map((t) => ({
-      type: t.name,
+      operation: Op.read(t.name),
       uriTemplate: listUriTemplate(t.name, [...t.filterable.keys()]),
       name: `${t.name}_list`,
       title: `A list of ${t.name}`,
@@ -241,7 +269,7 @@ export const makeResources = (catalog: CompiledApp, { queries, views, history }:
       mimeType: "application/json" as const
     })),
     ...(history === undefined ? [] : readable.map((t) => ({
-      type: t.name,
+      operation: Op.read(t.name),
       uriTemplate: historyUriTemplate(t.name),
       name: `${t.name}_history`,
       title: `The history of one ${t.name} row`,
@@ -249,12 +277,21 @@ export const makeResources = (catalog: CompiledApp, { queries, views, history }:
         `GET /api/${t.name}/<id>/history serves it (?cursor=&limit= for a later page). Subscribe to it (without a query) ` +
         `to hear of each new event of the row.`,
       mimeType: "application/json" as const
+    }))),
+    ...(keyed === undefined ? [] : [...catalog.views.values()].filter((v) => v.keyed).map((v) => ({
+      operation: Op.view(v.name),
+      uriTemplate: viewEntryUriTemplate(v.name),
+      name: `view_${v.name}_entry`,
+      title: `One entry of the view ${v.name}`,
+      description: `${v.description ? `${v.description} ` : ""}One entry of the keyed view ${v.name} by its key (percent-encoded): {name, key, seq, value}, as ` +
+        `GET /api/_views/${v.name}/<key> serves it. Subscribe to it to hear of each change of that entry only.`,
+      mimeType: "application/json" as const
     })))
   ]
-  const wire: ReadonlyArray<ResourceTemplate> = templates.map(({ type: _, ...template }) => template)
+  const wire: ReadonlyArray<ResourceTemplate> = templates.map(({ operation: _, ...template }) => template)
   return {
     list,
-    templates: (allowed) => (allowed === undefined ? wire : wire.filter((_, i) => allowed(Op.read(templates[i].type)))),
+    templates: (allowed) => (allowed === undefined ? wire : wire.filter((_, i) => allowed(templates[i].operation))),
     read,
     readNow
   }

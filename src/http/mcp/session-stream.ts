@@ -6,7 +6,8 @@
 import { Chunk, Effect, Stream } from "effect"
 import type { Settings } from "../../support/config.ts"
 import type { CompiledApp } from "../../domain/compile.ts"
-import { viewUri } from "../../domain/uri.ts"
+import { parseUri, viewUri } from "../../domain/uri.ts"
+import type { KeyedViewsShape } from "../../projections/views/keyed-views.ts"
 import type { EventLogShape } from "../../log/event-log.ts"
 import type { Notice } from "../../subscriptions/registry.ts"
 import { parsePosition, positionId, resumeNotices } from "../../subscriptions/resumption.ts"
@@ -63,11 +64,30 @@ export interface SessionStreamDeps {
   readonly log: EventLogShape
   readonly rows: RowsShape
   readonly views: ViewsShape
+  /** The keyed views, whose subscribed entries' last changes a replay announces (absent: none). */
+  readonly keyed?: KeyedViewsShape
   readonly streams: OpenStreamsShape
   readonly settings: Settings
 }
 
-export const makeSessionStream = ({ catalog, sessions, log, rows, views, streams, settings }: SessionStreamDeps) =>
+/**
+ * The last change of each keyed view entry among `uris`, as of now. An entry that is gone (or cannot be read) has
+ * none: its removal is not replayed, and the client that re-reads it finds it gone.
+ */
+const entrySeqs = (keyed: KeyedViewsShape | undefined, uris: Iterable<string>) =>
+  Effect.gen(function* () {
+    const seqs: Array<readonly [string, number]> = []
+    if (keyed === undefined) return seqs
+    for (const uri of uris) {
+      const parsed = parseUri(uri)
+      if (parsed?._tag !== "ViewEntry" || !parsed.canonical) continue
+      const entry = yield* Effect.orElseSucceed(keyed.get(parsed.name, parsed.key), () => undefined)
+      if (entry !== undefined) seqs.push([uri, entry.seq])
+    }
+    return seqs
+  })
+
+export const makeSessionStream = ({ catalog, sessions, log, rows, views, keyed, streams, settings }: SessionStreamDeps) =>
   (session: Session, lastEventId: string | undefined, client: string, principal?: Principal): EdgeResponse => {
     const from = parseGetStreamEventId(lastEventId)
     const start: Extract<EdgeResponse, { _tag: "Push" }>["start"] = (sink) =>
@@ -98,10 +118,11 @@ export const makeSessionStream = ({ catalog, sessions, log, rows, views, streams
         if (handOver === undefined || from === undefined) return
         // The head and the views' last changes, read in one step: live notices after it come from the hand-over.
         const head = rows.checkpoint()
-        const viewSeqs = new Map(views.all().map((v) => [viewUri(v.name), v.seq]))
+        const subscribed = sessions.snapshot(session).topics
+        const viewSeqs = new Map([...views.all().map((v) => [viewUri(v.name), v.seq] as const), ...yield* entrySeqs(keyed, subscribed.keys())])
         // A store error during the replay ends the stream visibly, never skipping to live: the client then
         // resumes from the last id it got, so no notification is lost in between.
-        const replayed = yield* resumeNotices(log, catalog, sessions.snapshot(session).topics, from, head, viewSeqs).pipe(
+        const replayed = yield* resumeNotices(log, catalog, subscribed, from, head, viewSeqs).pipe(
           Stream.mapChunks((notices) => Chunk.of(Buffer.concat(Chunk.toReadonlyArray(notices).map(({ uri, seq }) => legacyUpdatedFrame(uri, seq))))),
           Stream.runForEach((frames) => (frames.length === 0 ? Effect.void : Effect.asVoid(sink.send(frames)))),
           Effect.as(true),

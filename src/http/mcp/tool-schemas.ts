@@ -7,7 +7,7 @@ import { Schema } from "effect"
 import type { CompiledType } from "../../domain/compile.ts"
 import { toJsonSchema, type JsonSchema } from "../../domain/json-schema.ts"
 import type { FilterableField } from "../../domain/filterable.ts"
-import { MAX_IN_VALUES, orderChoices } from "../../domain/list-request.ts"
+import { MAX_IN_VALUES, orderChoices, type Listable } from "../../domain/list-request.ts"
 
 const Id = Schema.String.pipe(Schema.minLength(1)).annotations({ description: "the row's id" })
 const ExpectedVersion = Schema.Number.pipe(Schema.int(), Schema.greaterThanOrEqualTo(1))
@@ -123,12 +123,13 @@ const whereSchema = (field: FilterableField, own: JsonSchema): JsonSchema => {
  * field (whereSchema); `order` names each filterable field, ascending or with `-`.
  */
 /** How a list tool or template says `order` sorts, with one of the type's own fields as the example. */
-export const orderSentence = (type: CompiledType): string => {
-  const field = [...orderChoices(type)].find((choice) => choice !== "id" && !choice.startsWith("-"))
-  return field === undefined ? "sort by id" : `sort with order ("${field}", "-${field}"; default id)`
+export const orderSentence = (type: Listable): string => {
+  const id = type.keyedBy ?? "id"
+  const field = [...orderChoices(type)].find((choice) => choice !== id && !choice.startsWith("-"))
+  return field === undefined ? `sort by ${id}` : `sort with order ("${field}", "-${field}"; default ${id})`
 }
 
-export const listFilterSchemas = (type: CompiledType): Record<string, JsonSchema> => {
+export const listFilterSchemas = (type: Listable & { readonly fieldsJsonSchema: JsonSchema }): Record<string, JsonSchema> => {
   const properties = withoutDefaults(propertiesOf(type.fieldsJsonSchema))
   return {
     where: {
@@ -136,7 +137,7 @@ export const listFilterSchemas = (type: CompiledType): Record<string, JsonSchema
       description: "only rows that pass every field's filter: a value (equal), null (absent), or operators, " +
         "as {\"gte\": 10, \"lt\": 20}, {\"in\": [\"open\", \"pending\"]}, {\"null\": false}"
     },
-    order: { type: "string", enum: [...orderChoices(type)], description: "sort by a field, \"-\" for descending; default id" }
+    order: { type: "string", enum: [...orderChoices(type)], description: `sort by a field, "-" for descending; default ${type.keyedBy ?? "id"}` }
   }
 }
 

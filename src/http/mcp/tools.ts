@@ -1,6 +1,7 @@
 /**
  * MCP tools generated from the catalog: `<type>_list|get|create|update|delete` and `<type>_<method>`, exposed
- * per the type's `mcp` list (else its `rest` list), then `view_<name>` and one tool per app command. Every call
+ * per the type's `mcp` list (else its `rest` list), then `view_<name>` (and `view_<name>_list` for a keyed view) and one
+ * tool per app command. Every call
  * goes through the same Commands and Queries as REST, so results carry the very bytes a REST GET would and
  * failures the same messages.
  *
@@ -20,6 +21,8 @@ import { NotFound, type CommandError, type ValidationFailed } from "../../domain
 import type { Page, QueriesShape } from "../../projections/queries.ts"
 import { ViewFailed, ViewRefolding, type ViewsShape } from "../../projections/views/views.ts"
 import { deletedBody, listBody, viewBody } from "../rest/bodies.ts"
+import type { KeyedViewsShape } from "../../projections/views/keyed-views.ts"
+import { keyedViewTools } from "./keyed-view-tools.ts"
 import { commandBody } from "../rest/command-body.ts"
 import { argumentError, asReplay, errorResult, failure, jsonResult, readRowResult, rowResult, success, type ToolResult } from "./tool-results.ts"
 import {
@@ -352,11 +355,17 @@ export const makeTools = (
   commands: CommandsShape,
   queries: QueriesShape,
   maxPageSize: number,
-  views?: ViewsShape
+  views?: ViewsShape,
+  keyed?: { readonly views: KeyedViewsShape; readonly defaultPageSize: number }
 ): ReadonlyArray<Tool> => {
   const tools: Array<Tool> = []
   for (const type of catalog.types.values()) tools.push(...typeTools(catalog, type, commands, queries, maxPageSize))
-  if (views !== undefined) for (const view of catalog.views.values()) tools.push(viewTool(view, views))
+  for (const view of catalog.views.values()) {
+    // A keyed view has two tools of its own (keyed-view-tools.ts): one entry by key, and a page of entries.
+    if (view.keyed) {
+      if (keyed !== undefined) tools.push(...keyedViewTools(view, keyed.views, { defaultPageSize: keyed.defaultPageSize, maxPageSize }))
+    } else if (views !== undefined) tools.push(viewTool(view, views))
+  }
   return tools
 }
 

@@ -9,7 +9,9 @@
 import { Effect } from "effect"
 import type { CompiledApp, CompiledType } from "../../domain/compile.ts"
 import { withoutProperties, type JsonSchema } from "../../domain/json-schema.ts"
-import { MAX_IN_VALUES, orderChoices, RESERVED_QUERY_NAMES, WHERE_PREFIX } from "../../domain/list-request.ts"
+import { MAX_IN_VALUES, orderChoices, RESERVED_QUERY_NAMES, WHERE_PREFIX, type Listable } from "../../domain/list-request.ts"
+import type { CompiledView } from "../../domain/compile-views.ts"
+import { entryListable } from "../../domain/keyed-list-request.ts"
 import type { FilterableField } from "../../domain/filterable.ts"
 import { DEFAULT_REJECTION_CODE } from "../../domain/catalog.ts"
 import { GUARDED_FIELD } from "../../domain/rules/guarded.ts"
@@ -117,8 +119,10 @@ const SCHEMAS: Record<string, JsonSchema> = {
         seq: { type: "integer" },
         value: {},
         failed: { type: "string" },
-        refolding: { type: "string" }
-      }, ["name", "seq"], false)
+        refolding: { type: "string" },
+        keyed: { const: true, description: "a keyed view: listed without its entries, read at `entries`" },
+        entries: { type: "string", description: "a keyed view's list route" }
+      }, ["name"], false)
     }
   }, ["views"], false)
 }
@@ -230,10 +234,10 @@ const filterParameters = (field: FilterableField): ReadonlyArray<Record<string, 
  * A list's query parameters: `limit`, `cursor`, `order`, and each filterable field's filters (written
  * `where.<field>` when the field's name is a reserved one).
  */
-export const listParameters = (type: CompiledType, maxPageSize: number): ReadonlyArray<Record<string, unknown>> => [
+export const listParameters = (type: Listable, maxPageSize: number): ReadonlyArray<Record<string, unknown>> => [
   limitParameter(maxPageSize),
   ref("parameters", "Cursor"),
-  { name: "order", in: "query", schema: { type: "string", enum: [...orderChoices(type)] }, description: "sort by a field, \"-\" for descending; default id" },
+  { name: "order", in: "query", schema: { type: "string", enum: [...orderChoices(type)] }, description: `sort by a field, "-" for descending; default ${type.keyedBy ?? "id"}` },
   ...[...type.filterable.values()].flatMap(filterParameters)
 ]
 
@@ -387,6 +391,11 @@ const viewParts = (catalog: CompiledApp, options: OpenApiOptions) => {
     }
   }
   for (const view of readable) {
+    if (view.keyed) {
+      Object.assign(paths, keyedViewPaths(view, options.maxPageSize, reads))
+      Object.assign(schemas, keyedViewSchemas(view))
+      continue
+    }
     const path = `/api/_views/${view.name}`
     schemas[`_views.${view.name}`] = objectSchema({ name: { const: view.name }, seq: { type: "integer", description: "the log position of its last change" }, value: view.jsonSchema }, ["name", "seq", "value"], false)
     paths[path] = {
@@ -404,6 +413,57 @@ const viewParts = (catalog: CompiledApp, options: OpenApiOptions) => {
     }
   }
   return { schemas, paths }
+}
+
+/** A keyed view's entry: `{name, key, seq, value}`, and a page of them. */
+const keyedViewSchemas = (view: CompiledView): Record<string, JsonSchema> => {
+  const entry = { key: { type: "string" }, seq: { type: "integer", description: "the log position of the entry's last change" }, value: view.jsonSchema }
+  return {
+    [`_views.${view.name}.entry`]: objectSchema({ name: { const: view.name }, ...entry }, ["name", "key", "seq", "value"], false),
+    [`_views.${view.name}.page`]: objectSchema({
+      name: { const: view.name },
+      items: { type: "array", items: objectSchema(entry, ["key", "seq", "value"], false) },
+      nextCursor: { type: "string" }
+    }, ["name", "items"], false)
+  }
+}
+
+/** A keyed view's two routes: a page of entries (filtered and ordered as a row list), and one entry by key. */
+const keyedViewPaths = (view: CompiledView, maxPageSize: number, reads: Record<string, unknown>): Record<string, PathItem> => {
+  const failures = {
+    500: refused("the view's key or evolve failed (ViewFailed)"),
+    503: refused("the view is being folded from the log (ViewRefolding)", "Error", { "Retry-After": ref("headers", "Retry-After") })
+  }
+  return {
+    [`/api/_views/${view.name}`]: {
+      get: {
+        tags: ["_views"],
+        operationId: `_views.${view.name}.list`,
+        ...describe(`The entries of the keyed view ${view.name}, a page at a time`, view.description),
+        parameters: listParameters(entryListable(view), maxPageSize),
+        responses: {
+          200: { description: "a page of entries", content: jsonContent(ref("schemas", `_views.${view.name}.page`)) },
+          400: ref("responses", "BadRequest"),
+          ...failures,
+          ...reads
+        }
+      }
+    },
+    [`/api/_views/${view.name}/{key}`]: {
+      get: {
+        tags: ["_views"],
+        operationId: `_views.${view.name}.get`,
+        ...describe(`One entry of the keyed view ${view.name}`, view.description),
+        parameters: [{ name: "key", in: "path", required: true, schema: { type: "string", minLength: 1 }, description: "the entry's key, percent-encoded" }],
+        responses: {
+          200: { description: "the entry", headers: { ETag: ref("headers", "ETag") }, content: jsonContent(ref("schemas", `_views.${view.name}.entry`)) },
+          404: refused("the view holds no entry under this key (NotFound)"),
+          ...failures,
+          ...reads
+        }
+      }
+    }
+  }
 }
 
 /** `GET /api/_events`: the log over Server-Sent Events (open to every principal: it keeps the types each may read). */

@@ -2,7 +2,8 @@
  * The views over REST: `GET /api/_views/<name>` answers a view's value, `{"name", "seq", "value"}` (the same
  * bytes as the MCP resource `wo://views/<name>` and the tool `view_<name>`); `GET /api/_views` lists them all
  * (what the console shows). A failed view answers 500 `ViewFailed`, naming the view and the event; a view being
- * folded again in the background answers 503 `ViewRefolding` with Retry-After.
+ * folded again in the background answers 503 `ViewRefolding` with Retry-After. A keyed view's paths are answered by
+ * keyed-view-routes.ts; the list names it as keyed, without its entries.
  */
 import { Effect } from "effect"
 import type { ViewsShape } from "../../projections/views/views.ts"
@@ -11,14 +12,17 @@ import { errorJson, jsonText, type EdgeRequest, type EdgeResponse } from "../edg
 import { viewBody } from "./bodies.ts"
 import { Op } from "../../access/grants.ts"
 import { may } from "../../access/principal.ts"
+import type { KeyedViewRoutes } from "./keyed-view-routes.ts"
 
 const PREFIX = "/api/_views"
 /** Live data: never cached. */
 const HEADERS = { "cache-control": "no-store" }
 
-export const makeViewRoutes = (views: ViewsShape) => (request: EdgeRequest): Effect.Effect<EdgeResponse> | undefined => {
+export const makeViewRoutes = (views: ViewsShape, keyed?: KeyedViewRoutes) => (request: EdgeRequest): Effect.Effect<EdgeResponse> | undefined => {
   if (request.path !== PREFIX && !request.path.startsWith(`${PREFIX}/`)) return undefined
   if (request.method !== "GET") return Effect.succeed(errorJson(405, "MethodNotAllowed", "views are read-only: GET only", {}, { allow: "GET, HEAD" }))
+  const keyedAnswer = keyed?.handle(request)
+  if (keyedAnswer !== undefined) return keyedAnswer
   if (request.path === PREFIX) {
     return Effect.sync(() => {
       // Only the views the principal may read (the router checked `view:<name>` for one view's path).
@@ -26,7 +30,8 @@ export const makeViewRoutes = (views: ViewsShape) => (request: EdgeRequest): Eff
         v.refolding !== undefined
           ? JSON.stringify({ name: v.name, seq: v.seq, refolding: new ViewRefolding({ name: v.name, reason: v.refolding }).message })
           : v.failed === undefined ? viewBody(v) : JSON.stringify({ name: v.name, seq: v.seq, failed: new ViewFailed({ name: v.name, reason: v.failed }).message }))
-      return jsonText(200, `{"views":[${all.join(",")}]}`, HEADERS)
+      const keyedViews = keyed === undefined ? [] : keyed.summaries((name) => may(request.principal, Op.view(name)))
+      return jsonText(200, `{"views":[${[...all, ...keyedViews].join(",")}]}`, HEADERS)
     })
   }
   const name = request.path.slice(PREFIX.length + 1)
