@@ -20,7 +20,8 @@
 // Measured Dec 6 (one full run, 15 min, the shared 2-core machine at load average 6-16): lends/s keyed against
 // whole at 400 / 4,000 / 16,000 / 32,000 / 100,000 keys: 467 / 798 / 947 / 677 / 516 against 486 / 204 / 122 / 61 / 23
 // (budget 1.11x, PASS); CPU per lend keyed / no view at 100,000 members 1.33x (720 against 520 µs, every round
-// 1.28-1.52x: MISS); start with 1,000,000 keys (3,000,200 events) / empty dir 0.88x (PASS); a member's entry read
+// 1.28-1.52x: MISS; a probe by hand right after, 4 windows each, no returns in between, gave 0.9-1.0x: read it again
+// on a quieter machine); start with 1,000,000 keys (3,000,200 events) / empty dir 0.88x (PASS); a member's entry read
 // while loans_by_book is folded again from the 3,000,200 events (144 s): p99 411 ms against 17.8 ms idle, 23x (MISS:
 // the fold's chunks hold the event loop, p50 74 ms).
 //
