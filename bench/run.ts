@@ -3,7 +3,7 @@
 //   npm run bench                        full run, a few minutes on 2 cores
 //   npm run bench -- --quick             under a minute (shorter windows, 100k-event replay)
 //   npm run bench -- --smoke --out DIR   seconds: one level, a subset, tiny sizes (what npm run bench:smoke checks)
-// Options: --out DIR (default bench/results for a full run, .data/bench-<mode> otherwise), --only load,notify,readers,amplify,stall,replay,sessions,cqrs,invariant,scaleout,clusterlend,pause,commands,metrics,access,inprocess,rangefilter,backup,devreload,scale (default: all; smoke runs leave scaleout, clusterlend and pause out).
+// Options: --out DIR (default bench/results for a full run, .data/bench-<mode> otherwise), --only load,notify,readers,amplify,stall,replay,sessions,cqrs,invariant,scaleout,clusterlend,pause,commands,metrics,access,inprocess,rangefilter,backup,devreload,scale,keyedviews,viewrefold,clustercache (default: all; smoke runs leave scaleout, clusterlend, pause and clustercache out).
 // Env: BENCH_DATA_DIR (data dirs and the fsync probe; default <repo>/.data/bench-run); BENCH_SCENARIOS and
 // BENCH_LEVELS narrow the load matrix to some scenarios (id prefixes) at some in-flight levels (bench/scenarios/load-matrix.ts).
 // Scenarios: bench/scenarios/*.ts; the kit they share: bench/lib/*.ts; the report: bench/report.ts.
@@ -37,6 +37,9 @@ import { METRICS_BUDGET, renderMetricsCost, runMetricsCost, type MetricsCostResu
 import { accessBudgets, renderAccessCost, runAccessCost, type AccessCostResult } from './scenarios/access-cost.ts';
 import { renderBackup, runBackup, type BackupOptions, type BackupResult } from './scenarios/backup.ts';
 import { renderScale, runScale, scaleBudgets, type ScaleOptions, type ScaleResult } from './scenarios/scale.ts';
+import { KEYED_VIEWS_OPTIONS, keyedViewsBudgets, renderKeyedViews, runKeyedViews, type KeyedViewsResult } from './scenarios/keyed-views.ts';
+import { renderViewRefold, runViewRefold, viewRefoldBudgets, type ViewRefoldResult } from './scenarios/view-refold.ts';
+import { clusterCacheBudgets, renderClusterCache, runClusterCache, type ClusterCacheResult } from './scenarios/cluster-cache.ts';
 import { renderDevReload, runDevReload, type DevReloadResult } from './dev-reload.ts';
 
 // ---------------------------------------------------------------------------------------------------
@@ -52,10 +55,10 @@ const option = (name: string): string | undefined => {
 const mode: Mode = flag('smoke') ? 'smoke' : flag('quick') ? 'quick' : 'full';
 // Only a full run replaces the committed results; shorter runs go under .data (not committed).
 const outDir = resolve(option('out') ?? (mode === 'full' ? join(repoRoot, 'bench', 'results') : join(repoRoot, '.data', `bench-${mode}`)));
-const PARTS = ['load', 'notify', 'readers', 'amplify', 'stall', 'replay', 'sessions', 'cqrs', 'invariant', 'scaleout', 'clusterlend', 'pause', 'commands', 'metrics', 'access', 'inprocess', 'rangefilter', 'backup', 'devreload', 'scale'] as const;
+const PARTS = ['load', 'notify', 'readers', 'amplify', 'stall', 'replay', 'sessions', 'cqrs', 'invariant', 'scaleout', 'clusterlend', 'pause', 'commands', 'metrics', 'access', 'inprocess', 'rangefilter', 'backup', 'devreload', 'scale', 'keyedviews', 'viewrefold', 'clustercache'] as const;
 type Part = (typeof PARTS)[number];
-// scaleout, clusterlend and pause start PostgreSQL clusters: not in smoke runs unless asked for.
-const PG_PARTS: ReadonlyArray<Part> = ['scaleout', 'clusterlend', 'pause'];
+// scaleout, clusterlend, pause and clustercache start PostgreSQL clusters: not in smoke runs unless asked for.
+const PG_PARTS: ReadonlyArray<Part> = ['scaleout', 'clusterlend', 'pause', 'clustercache'];
 const only = option('only')?.split(',').map((s) => s.trim()) ?? PARTS.filter((p) => !PG_PARTS.includes(p) || mode !== 'smoke');
 for (const p of only) if (!(PARTS as readonly string[]).includes(p)) throw new Error(`--only: unknown part ${p}; pick from ${PARTS.join(', ')}`);
 const wanted = (p: Part) => only.includes(p);
@@ -267,6 +270,9 @@ let rangeFilter: RangeFilterResult | undefined;
 let backup: BackupResult | undefined;
 /** The data-larger-than-memory section (reported after the rest, in its own file too). */
 let scale: ScaleResult | undefined;
+let keyedViews: KeyedViewsResult | undefined;
+let viewRefold: ViewRefoldResult | undefined;
+let clusterCache: ClusterCacheResult | undefined;
 /** The wo dev reload latency (reported after the rest, in its own file too). */
 let devReload: DevReloadResult | undefined;
 const startedEarly: SpawnedServer[] = [];
@@ -351,6 +357,10 @@ try {
   if (wanted('rangefilter')) rangeFilter = await runRangeFilter(ctx, RANGE_FILTER_DEFAULTS[mode]);
   if (wanted('backup')) backup = await runBackup(ctx, S.backup);
   if (wanted('scale')) scale = await runScale(ctx, S.scale);
+  // The keyed views' reads during a refold are viewrefold's budget (a 1,000,000-event log): keyedviews runs its other parts.
+  if (wanted('keyedviews')) keyedViews = await runKeyedViews(ctx, { ...KEYED_VIEWS_OPTIONS[mode], parts: ['keyed', 'whole', 'start'] });
+  if (wanted('viewrefold')) viewRefold = await runViewRefold(ctx, { events: mode === 'full' ? 1_000_000 : mode === 'quick' ? 200_000 : 20_000, readers: 4, idleReads: mode === 'full' ? 20_000 : 5_000 });
+  if (wanted('clustercache')) clusterCache = await runClusterCache(ctx, mode === 'full' ? { rows: 1_000_000, starts: 3, windowMs: 10_000, inFlight: 32, products: 1000 } : { rows: 100_000, starts: 1, windowMs: 3_000, inFlight: 32, products: 1000 });
   if (wanted('devreload')) devReload = await runDevReload({ rounds: mode === 'full' ? 10 : 2, rows: mode === 'smoke' ? 50 : 2000, dataRoot });
 } finally {
   await Promise.allSettled([sharedStart, sessionsStart]);
@@ -392,10 +402,13 @@ report.budgets = [
   ...(clusterLend ? clusterLendBudgets(clusterLend) : []),
   ...(primaryPause ? primaryPauseBudgets(primaryPause) : []),
   ...(scale ? scaleBudgets(scale) : []),
+  ...(keyedViews ? keyedViewsBudgets(keyedViews) : []),
+  ...(viewRefold ? viewRefoldBudgets(viewRefold) : []),
+  ...(clusterCache ? clusterCacheBudgets(clusterCache) : []),
 ];
 report.wallMs = performance.now() - wallStart;
 
-const md = renderMarkdown(report) + (invariantCost ? `\n${renderInvariant(invariantCost)}` : '') + (scaleOut ? `\n${renderScaleOut(scaleOut)}` : '') + (clusterLend ? `\n${renderClusterLend(clusterLend)}\n` : '') + (primaryPause ? `\n${renderPrimaryPause(primaryPause)}\n` : '') + (commands ? `\n${renderCommands(commands)}\n` : '') + (metricsCost ? `\n${renderMetricsCost(metricsCost)}\n` : '') + (accessCost ? `\n${renderAccessCost(accessCost)}\n` : '') + (inProcess ? `\n${renderInProcess(inProcess)}\n` : '') + (rangeFilter ? `\n${renderRangeFilter(rangeFilter)}\n` : '') + (backup ? `\n${renderBackup(backup)}\n` : '') + (scale ? `\n${renderScale(scale)}\n` : '') + (devReload ? `\n${renderDevReload(devReload)}\n` : '');
+const md = renderMarkdown(report) + (invariantCost ? `\n${renderInvariant(invariantCost)}` : '') + (scaleOut ? `\n${renderScaleOut(scaleOut)}` : '') + (clusterLend ? `\n${renderClusterLend(clusterLend)}\n` : '') + (primaryPause ? `\n${renderPrimaryPause(primaryPause)}\n` : '') + (commands ? `\n${renderCommands(commands)}\n` : '') + (metricsCost ? `\n${renderMetricsCost(metricsCost)}\n` : '') + (accessCost ? `\n${renderAccessCost(accessCost)}\n` : '') + (inProcess ? `\n${renderInProcess(inProcess)}\n` : '') + (rangeFilter ? `\n${renderRangeFilter(rangeFilter)}\n` : '') + (backup ? `\n${renderBackup(backup)}\n` : '') + (scale ? `\n${renderScale(scale)}\n` : '') + (keyedViews ? `\n${renderKeyedViews(keyedViews)}\n` : '') + (viewRefold ? `\n${renderViewRefold(viewRefold)}\n` : '') + (clusterCache ? `\n${renderClusterCache(clusterCache)}\n` : '') + (devReload ? `\n${renderDevReload(devReload)}\n` : '');
 mkdirSync(outDir, { recursive: true });
 if (scaleOut) writeFileSync(join(outDir, 'scale-out.json'), `${JSON.stringify(scaleOut, null, 2)}\n`);
 if (clusterLend) writeFileSync(join(outDir, 'cluster-lend.json'), `${JSON.stringify(clusterLend, null, 2)}\n`);
@@ -406,6 +419,9 @@ if (inProcess) writeFileSync(join(outDir, 'in-process.json'), `${JSON.stringify(
 if (rangeFilter) writeFileSync(join(outDir, 'range-filter.json'), `${JSON.stringify(rangeFilter, null, 2)}\n`);
 if (backup) writeFileSync(join(outDir, 'backup.json'), `${JSON.stringify(backup, null, 2)}\n`);
 if (scale) writeFileSync(join(outDir, 'scale.json'), `${JSON.stringify(scale, null, 2)}\n`);
+if (keyedViews) writeFileSync(join(outDir, 'keyed-views.json'), `${JSON.stringify(keyedViews, null, 2)}\n`);
+if (viewRefold) writeFileSync(join(outDir, 'view-refold.json'), `${JSON.stringify(viewRefold, null, 2)}\n`);
+if (clusterCache) writeFileSync(join(outDir, 'cluster-cache.json'), `${JSON.stringify(clusterCache, null, 2)}\n`);
 if (devReload) writeFileSync(join(outDir, 'dev-reload.json'), `${JSON.stringify(devReload, null, 2)}\n`);
 writeFileSync(join(outDir, 'latest.json'), `${JSON.stringify(report, (_k, v) => (typeof v === 'number' && !Number.isFinite(v) ? null : v), 2)}\n`);
 writeFileSync(join(outDir, 'latest.md'), md);
