@@ -34,6 +34,7 @@ import type { CommandCommitted, CommandSubmission, Committed, Decided, Pending, 
 import { WriterStatus, type WriterStatusShape } from "./writer-status.ts"
 import { noCancel } from "../support/no-cancel.ts"
 import { makeRequestDeadlines } from "./request-deadline.ts"
+import { makeIdBlocks } from "./id-blocks.ts"
 
 export interface GroupCommitShape extends WriterStatusShape {
   /** Queues the command and waits until its event is durable (or it is refused). */
@@ -74,6 +75,8 @@ export const makeGroupCommit = Effect.gen(function* () {
   const head = yield* log.head
   let lastSeq = head.lastSeq
   const counters = new Map(head.counters)
+  // A shared log that hands out blocks of ids: this node's creates take ids from its own blocks, never another node's.
+  const blocks = shared && log.reserveIds !== undefined ? makeIdBlocks(settings.idBlock, log.reserveIds) : undefined
   // A plain array and one wake-up callback: per command, no queue or deferred allocation and no fiber hop.
   let pending: Array<Queued> = []
   let wake: (() => void) | undefined
@@ -185,13 +188,24 @@ export const makeGroupCommit = Effect.gen(function* () {
       for (const p of batch) if (!settled?.has(p)) p.resume(Exit.fail(ready.left))
       return
     }
-    if (mode._tag === "Shared") followCreates(mode.tailer.lastIds)
+    if (blocks !== undefined) {
+      // The types this batch creates in get ids before it is decided (an app command's: when one misses them).
+      const wanted = new Set<string>()
+      for (const p of batch) if (p.kind !== "command" && p.intent._tag === "Create" && !p.cancelled) wanted.add(p.type.name)
+      const refilled = yield* Effect.either(blocks.refill(wanted))
+      if (Either.isLeft(refilled)) {
+        for (const p of batch) if (!settled?.has(p)) p.resume(Exit.fail(refilled.left))
+        return
+      }
+    } else if (mode._tag === "Shared") followCreates(mode.tailer.lastIds)
     const firstSeq = lastSeq
     const at = Date.now()
     // Shared log: the seq the rows stand at as the batch is decided (no yield between the two), for the log's
     // reference check at commit.
     const decidedAt = mode._tag === "Shared" ? mode.tailer.applied() : 0
-    const decided = decideBatch(batch, rows, { lastSeq, counters, at, shared }, settled)
+    const decided = decideBatch(batch, rows, { lastSeq, counters, at, shared, ...(blocks === undefined ? {} : { nextId: blocks.next }) }, settled)
+    // The ids decided are given, whatever becomes of the batch: a create decided again takes another.
+    if (blocks !== undefined) for (const [type, id] of decided.moved) blocks.gave(type, id)
     inFlightDecided = true
     const { changes, waiters, spans } = decided
     // Shared log: a keyed submission refused or left unchanged here may be the retry of a write that landed (on

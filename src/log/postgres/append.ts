@@ -45,7 +45,7 @@ import { Effect, Either } from "effect"
 import type pg from "pg"
 import { type StoreError, StoreFailed } from "../../domain/errors.ts"
 import { streamKey } from "../../domain/events.ts"
-import type { AppendBatch, AppendResult } from "../event-log.ts"
+import { isWritten, Stale, type AppendBatch, type AppendResult } from "../event-log.ts"
 import { expected, plan, shifted, touchedBy, type LogState, type Planned } from "./append-plan.ts"
 import type { PgConnectionShape } from "./connection.ts"
 import { makeLogPicture, pictureAt, type LogPicture } from "./log-picture.ts"
@@ -78,7 +78,7 @@ const arrayLiteral = (values: ReadonlyArray<string | number | boolean | null | u
 const argument = (value: unknown) => (Array.isArray(value) ? arrayLiteral(value) : value)
 
 /** The call of the function; its arguments are whether it runs alone, whether the batch is shiftable, then `plan`'s, in order. */
-const CALL = `select ${SCHEMA}.append_batch(${Array.from({ length: 53 }, (_, i) => `$${i + 1}`).join(", ")}) as log`
+const CALL = `select ${SCHEMA}.append_batch(${Array.from({ length: 51 }, (_, i) => `$${i + 1}`).join(", ")}) as log`
 /** The error the function raises, alone, when the log is not as pictured (its detail: the log as it is). */
 const NOT_AS_PICTURED = "WO001"
 
@@ -92,6 +92,8 @@ interface Answer {
   readonly keys: ReadonlyArray<{ key: string; result: string; checksum: string }>
   readonly versions: ReadonlyArray<{ type: string; id: string; version: number }>
   readonly types: ReadonlyArray<{ type: string; last_id: string; row_count: string; checksum: string }>
+  /** The batch's creates whose id a row has already. */
+  readonly taken?: ReadonlyArray<{ type: string; id: string }>
   /** The batch's referenced rows that are not live, and its deleted rows that a newer live row references. */
   readonly missing?: ReadonlyArray<{ type: string; id: string }>
   readonly referenced?: ReadonlyArray<{ type: string; id: string }>
@@ -106,6 +108,7 @@ const decodeAnswer = (a: Answer): Either.Either<LogState, StoreError> =>
       const t = decodeType(raw)
       return [t.type, { lastId: t.lastId, rowCount: t.rowCount }] as const
     })),
+    taken: new Set((a.taken ?? []).map((t) => streamKey(t.type, t.id))),
     missing: new Set((a.missing ?? []).map((m) => streamKey(m.type, m.id))),
     referenced: new Set((a.referenced ?? []).map((r) => streamKey(r.type, r.id)))
   }))
@@ -215,10 +218,19 @@ export const appendPictured = (conn: PgConnectionShape, batch: AppendBatch, pict
           // types include them (the function checked that none moved); those of other types count their events
           // when they are delivered (seePicture).
           const { result, last } = shifted(planned, shift)
+          tally(result)
           if (shift > 0) picture.cost.shifted++
           pictureAt(picture, result.lastSeq, planned.counts)
           return Effect.succeed({ result, ...(last === undefined ? {} : { last }) } satisfies Appended)
         })
+      /** Counts what the log refused or renumbered of the batch (the cost of contention, postgres-log.ts's Debug line). */
+      const tally = (result: AppendResult) => {
+        result.outcomes.forEach((o, i) => {
+          if (o === Stale) picture.cost.stale++
+          else if (isWritten(o) && o.event.kind === "created" && o.event.id !== batch.entries[i].event.id) picture.cost.renumbered++
+        })
+        return result
+      }
       const remember = (state: LogState) =>
         pictureAt(picture, state.head, [...touched.types].map((type) => [type, state.counts.get(type) ?? { lastId: 0, rowCount: 0 }] as const))
 
@@ -232,7 +244,7 @@ export const appendPictured = (conn: PgConnectionShape, batch: AppendBatch, pict
         // Nothing left to write on the log as the function answered it: every entry is a duplicate (its key is
         // stored) or stale (its entity, or its type's id counter, has moved on). A stored key's answer stands, and
         // versions and counters only grow: a read under the lock would settle it no differently, so no transaction.
-        if (!planned.writes && state !== undefined) return { result: planned.result } satisfies Appended
+        if (!planned.writes && state !== undefined) return { result: tally(planned.result) } satisfies Appended
         if (!planned.writes || attempt === ALONE_ATTEMPTS) break
         const answered = yield* call(planned, true)
         if (typeof answered === "number") {
@@ -252,7 +264,7 @@ export const appendPictured = (conn: PgConnectionShape, batch: AppendBatch, pict
         if (locked && !planned.writes) {
           // Nothing is left to write (every entry stale or a duplicate).
           yield* q("cannot end the append", "rollback")
-          return { result: planned.result } satisfies Appended
+          return { result: tally(planned.result) } satisfies Appended
         }
         // Under the lock the plan is certain: its commit goes right behind it.
         const answered = yield* call(planned, false, state !== undefined && planned.writes ? planned.args[0] : UNKNOWN_HEAD, locked)
