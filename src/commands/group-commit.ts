@@ -9,7 +9,7 @@
  * The writer is three parts: this queue (one array and one wake-up callback: no allocation or fiber hop per
  * command), the pure decision of a batch (decide-batch.ts), and the commit mode (commit-mode.ts), which makes a
  * written batch visible and says who is answered with what. On a single-writer log (Local) the writer applies its
- * own batches; on a shared log (Shared) the log assigns seqs and create ids, refuses what was decided against a
+ * own batches; on a shared log (Shared) the log assigns seqs (creates take ids from this node's blocks: id-blocks.ts), refuses what was decided against a
  * row another node moved on, and the tailer applies the other nodes' commits. A caller is answered once this node's rows
  * include its write (read-your-writes).
  *
@@ -105,7 +105,8 @@ export const makeGroupCommit = Effect.gen(function* () {
   })
 
   /**
-   * Shared log: the counters follow the creates this node applied, the other nodes' too. An app command's create
+   * Shared log without blocks of ids (a log that hands none out): the counters follow the creates this node applied,
+   * the other nodes' too. An app command's create
    * decided with an id the log gave already is refused whole (the log cannot renumber it within its group): decided
    * again with the same counter, it would be refused again, forever.
    */

@@ -3,8 +3,9 @@
  * statement, so one round trip when this node's picture of the log is right. Several nodes append to the same log:
  *
  *   1. plan (append-plan.ts): against a picture of the log (the head, the batch's idempotency keys already stored,
- *      its entities' stored versions, the id counters and row counts of the types it creates or deletes), assign the
- *      batch's seqs from the head on and each create its type's next id (the row rewritten to it); leave out as
+ *      its entities' stored versions, the highest id handed out in the types it creates in), assign the batch's
+ *      seqs from the head on; keep each create's id when the store handed it out (the node's block of ids,
+ *      commands/id-blocks.ts) and no row has it, else give it its type's next id (the row rewritten to it); leave out as
  *      `Duplicate` a submission whose key is stored (another node, or an attempt whose commit failed but landed,
  *      wrote it), as `Stale` an entry decided against a row another node has since moved on (and every later entry
  *      of that entity in the batch); an app command's entries (one correlation) are one group: if one of them is
@@ -12,10 +13,10 @@
  *      group is `Stale`;
  *   2. the function locks the log_head row (every writer, on any node, queues here: seq order is commit order,
  *      without gaps), checks that the log is exactly as pictured, and only then writes the plan: the events, the
- *      rows after them (the inline projection), the id counters and row counts, the views, the keys of the
+ *      rows after them (the inline projection), the id counters and row counts (moved by the batch, not checked:
+ *      creates of several nodes in one type never refuse each other), the views, the keys of the
  *      submissions written (with their entries as written: the answer), the new head, and `pg_notify` of it.
- *      When only the head is wrong (other nodes committed meanwhile, to other entities and without moving its
- *      types' counters) and the batch is shiftable (no idempotency key, no view record: their stored answers and
+ *      When only the head is wrong (other nodes committed meanwhile, to other entities) and the batch is shiftable (no idempotency key, no view record: their stored answers and
  *      records name seqs; the events' checksums name none, records.ts), it writes the plan after those commits,
  *      every seq moved by as many, and answers the shift: the batch's result moves with it (`shifted`). This is
  *      what keeps several nodes' appends from missing each other: each call queued on the lock behind another
