@@ -13,7 +13,8 @@
  * runs low, or that the batch creates in and has no block yet, gets a new block.
  */
 import { Effect } from "effect"
-import type { StoreError } from "../domain/errors.ts"
+import { StoreFailed, type StoreError } from "../domain/errors.ts"
+import { MAX_ID } from "../domain/ids.ts"
 
 /** Ids `first` to `last`, both included, that this node may still give. */
 type Range = { first: number; last: number }
@@ -45,13 +46,16 @@ export const makeIdBlocks = (size: number, reserve: (type: string, count: number
     return n
   }
   const reserveOne = (type: string) =>
-    Effect.map(reserve(type, size), (last) => {
+    Effect.flatMap(reserve(type, size), (last) => {
+      // Past the largest id the store keys rows by, the block is useless: creates of the type are refused.
+      if (last - size + 1 > MAX_ID) return Effect.fail(new StoreFailed({ reason: `the ids of ${type} are used up (the largest is ${MAX_ID})` }))
       const ranges = left.get(type) ?? []
       const end = ranges[ranges.length - 1]
       // A block right after the one before (no other node reserved in between) continues it.
       if (end !== undefined && end.last + 1 === last - size + 1) end.last = last
-      else ranges.push({ first: last - size + 1, last })
+      else ranges.push({ first: last - size + 1, last: Math.min(last, MAX_ID) })
       left.set(type, ranges)
+      return Effect.void
     })
   return {
     next: (type, after) => {
