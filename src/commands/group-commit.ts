@@ -9,8 +9,8 @@
  * The writer is three parts: this queue (one array and one wake-up callback: no allocation or fiber hop per
  * command), the pure decision of a batch (decide-batch.ts), and the commit mode (commit-mode.ts), which makes a
  * written batch visible and says who is answered with what. On a single-writer log (Local) the writer applies its
- * own batches; on a shared log (Shared) the log assigns seqs (creates take ids from this node's blocks: id-blocks.ts), refuses what was decided against a
- * row another node moved on, and the tailer applies the other nodes' commits. A caller is answered once this node's rows
+ * own batches; on a shared log (Shared) the log assigns seqs, creates take ids from this node's blocks (id-blocks.ts),
+ * the log refuses what was decided against a row another node moved on, and the tailer applies the other nodes' commits. A caller is answered once this node's rows
  * include its write (read-your-writes).
  *
  * An app command (a command across entity types) is one submission: the writer runs its `decide` against the
