@@ -100,6 +100,21 @@ describe.skipIf(!haveBinaries)("blocks of ids per node on one PostgreSQL log", (
     expect(loans).toBe(270)
   })
 
+  it("a node started again takes a new block: the rest of its last one is skipped, whether it stopped or was killed", { timeout: 300_000 }, async () => {
+    const store = await cluster.createDatabase("wo_ids_restart")
+    const dir = tempDir("wo-node-")
+    const create = async (node: Spawned) => (await post(node, "/api/members", { name: "x" })).json.id
+    const first = await start(store, dir)
+    expect([await create(first), await create(first), await create(first)]).toEqual(["1", "2", "3"])
+    expect(await first.stop()).toBe(0)
+    // Blocks of 20: ids 4 to 20 are never given.
+    const second = await start(store, dir)
+    expect(await create(second)).toBe("21")
+    await second.stop("SIGKILL")
+    const third = await start(store, dir)
+    expect(await create(third)).toBe("41")
+  })
+
   it("a node killed with -9 in the middle of a block: the others and the node restarted go on, no id given twice", { timeout: 300_000 }, async () => {
     const store = await cluster.createDatabase("wo_ids_kill")
     const dirB = tempDir("wo-node-")
