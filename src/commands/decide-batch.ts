@@ -33,6 +33,12 @@ export interface BatchStart {
    * creates waits for the next batch.
    */
   readonly shared: boolean
+  /**
+   * A shared log with blocks of ids (id-blocks.ts): the id of a create of `type` after `after` (the batch's last
+   * one; undefined: its first), or undefined when this node has none left (the submission is decided again in the
+   * next batch). Absent: the next id past the counter.
+   */
+  readonly nextId?: (type: string, after: number | undefined) => number | undefined
 }
 
 export interface DecidedBatch {
@@ -87,6 +93,7 @@ export const decideBatch = (
   skip?: ReadonlySet<Queued>
 ): DecidedBatch => {
   const { counters, at, shared } = start
+  const nextId = start.nextId ?? ((type: string, after: number | undefined) => (after ?? counters.get(type) ?? 0) + 1)
   let lastSeq = start.lastSeq
   const overlay = new Map<string, Row | null>()
   const moved = new Map<string, number>()
@@ -164,7 +171,13 @@ export const decideBatch = (
     for (const change of planned.right) {
       const type = change.type.name
       const create = change.intent._tag === "Create"
-      const id = create ? String((ids.get(type) ?? moved.get(type) ?? counters.get(type) ?? 0) + 1) : change.id!
+      const given = create ? nextId(type, ids.get(type) ?? moved.get(type)) : undefined
+      if (create && given === undefined) {
+        // No id left for it on this node: decided again once it has one.
+        rollback()
+        return again.push(p)
+      }
+      const id = given === undefined ? change.id! : String(given)
       if (create) ids.set(type, Number(id))
       // The log may give this batch's creates other ids: a command on one of them waits for the next batch.
       if (shared && !create && createdHere.has(streamKey(type, id))) {
@@ -201,7 +214,15 @@ export const decideBatch = (
     }
     const type = p.type.name
     let id = p.id ?? ""
-    if (p.intent._tag === "Create") id = String((moved.get(type) ?? counters.get(type) ?? 0) + 1)
+    if (p.intent._tag === "Create") {
+      const given = nextId(type, moved.get(type))
+      if (given === undefined) {
+        // No id left for it on this node: decided again once it has one.
+        again.push(p)
+        continue
+      }
+      id = String(given)
+    }
     const key = streamKey(type, id)
     // The log may give this batch's creates other ids: a command on one of them waits for the next batch.
     if (shared && p.intent._tag !== "Create" && createdHere.has(key)) {

@@ -9,8 +9,8 @@
  * The writer is three parts: this queue (one array and one wake-up callback: no allocation or fiber hop per
  * command), the pure decision of a batch (decide-batch.ts), and the commit mode (commit-mode.ts), which makes a
  * written batch visible and says who is answered with what. On a single-writer log (Local) the writer applies its
- * own batches; on a shared log (Shared) the log assigns seqs and create ids, refuses what was decided against a
- * row another node moved on, and the tailer applies the other nodes' commits. A caller is answered once this node's rows
+ * own batches; on a shared log (Shared) the log assigns seqs, creates take ids from this node's blocks (id-blocks.ts),
+ * the log refuses what was decided against a row another node moved on, and the tailer applies the other nodes' commits. A caller is answered once this node's rows
  * include its write (read-your-writes).
  *
  * An app command (a command across entity types) is one submission: the writer runs its `decide` against the
@@ -35,6 +35,7 @@ import type { CommandCommitted, CommandSubmission, Committed, Decided, Pending, 
 import { WriterStatus, type WriterStatusShape } from "./writer-status.ts"
 import { noCancel } from "../support/no-cancel.ts"
 import { makeRequestDeadlines } from "./request-deadline.ts"
+import { makeIdBlocks } from "./id-blocks.ts"
 
 export interface GroupCommitShape extends WriterStatusShape {
   /** Queues the command and waits until its event is durable (or it is refused). */
@@ -75,6 +76,8 @@ export const makeGroupCommit = Effect.gen(function* () {
   const head = yield* log.head
   let lastSeq = head.lastSeq
   const counters = new Map(head.counters)
+  // A shared log that hands out blocks of ids: this node's creates take ids from its own blocks, never another node's.
+  const blocks = shared && log.reserveIds !== undefined ? makeIdBlocks(settings.idBlock, log.reserveIds) : undefined
   // A plain array and one wake-up callback: per command, no queue or deferred allocation and no fiber hop.
   let pending: Array<Queued> = []
   let wake: (() => void) | undefined
@@ -103,7 +106,8 @@ export const makeGroupCommit = Effect.gen(function* () {
   })
 
   /**
-   * Shared log: the counters follow the creates this node applied, the other nodes' too. An app command's create
+   * Shared log without blocks of ids (a log that hands none out): the counters follow the creates this node applied,
+   * the other nodes' too. An app command's create
    * decided with an id the log gave already is refused whole (the log cannot renumber it within its group): decided
    * again with the same counter, it would be refused again, forever.
    */
@@ -186,17 +190,27 @@ export const makeGroupCommit = Effect.gen(function* () {
       for (const p of batch) if (!settled?.has(p)) p.resume(Exit.fail(ready.left))
       return
     }
-    if (mode._tag === "Shared") followCreates(mode.tailer.lastIds)
+    if (blocks !== undefined) {
+      // The types this batch creates in get ids before it is decided (an app command's: when one misses them).
+      const wanted = new Set<string>()
+      for (const p of batch) if (p.kind !== "command" && p.intent._tag === "Create" && !p.cancelled) wanted.add(p.type.name)
+      const refilled = yield* Effect.either(blocks.refill(wanted))
+      if (Either.isLeft(refilled)) {
+        for (const p of batch) if (!settled?.has(p)) p.resume(Exit.fail(refilled.left))
+        return
+      }
+    } else if (mode._tag === "Shared") followCreates(mode.tailer.lastIds)
     const firstSeq = lastSeq
     const at = Date.now()
     // Shared log: the seq the rows stand at as the batch is decided, for the log's reference check at commit (no
     // yield between the two; rows read from the store first, batch-prefetch.ts, are newer still: the check reads
     // every commit past this seq).
     const decidedAt = mode._tag === "Shared" ? mode.tailer.applied() : 0
-    const start = { lastSeq, counters, at, shared }
+    const start = { lastSeq, counters, at, shared, ...(blocks === undefined ? {} : { nextId: blocks.next }) }
     let decided: DecidedBatch
     if (rows.cached === undefined) decided = decideBatch(batch, rows, start, settled)
     else {
+      // Decided again as the rows it reads arrive: `next` only looks, so the ids are given once, below.
       const ahead = yield* Effect.either(decideAhead(batch, rows, start, settled))
       if (Either.isLeft(ahead)) {
         for (const p of batch) if (!settled?.has(p)) p.resume(Exit.fail(ahead.left))
@@ -204,6 +218,8 @@ export const makeGroupCommit = Effect.gen(function* () {
       }
       decided = ahead.right
     }
+    // The ids decided are given, whatever becomes of the batch: a create decided again takes another.
+    if (blocks !== undefined) for (const [type, id] of decided.moved) blocks.gave(type, id)
     inFlightDecided = true
     const { changes, waiters, spans } = decided
     // Shared log: a keyed submission refused or left unchanged here may be the retry of a write that landed (on

@@ -250,6 +250,12 @@ export interface EventLogShape {
   /** The inline row state as stored, by type then id. */
   readonly storedRows: Stream.Stream<StoredRow, StoreError>
   /**
+   * Present on a shared log (PostgreSQL): reserves the next `count` ids of `type` for this node, which then gives
+   * them to its creates without asking (commands/id-blocks.ts); answers the block's last id (its first is
+   * `last - count + 1`). No other node and no other reservation is ever handed one of them.
+   */
+  readonly reserveIds?: (type: string, count: number) => Effect.Effect<number, StoreError>
+  /**
    * Present on a shared log (PostgreSQL): the head and every stored row, read at one moment of the store, so that a
    * node starting while others commit loads rows exact at that head instead of folding the log (pinned-log.ts).
    */

@@ -111,6 +111,11 @@ export interface Settings {
    */
   readonly viewSnapshotEvery: number
   /**
+   * On PostgreSQL, how many ids of a type a node reserves at a time (`WO_ID_BLOCK`, default 100): it gives them to
+   * its creates without asking the other nodes. A block a node never uses up (it stopped) is skipped.
+   */
+  readonly idBlock: number
+  /**
    * Most open HTTP connections from one client address (`WO_MAX_CONNECTIONS_PER_CLIENT`; default half of
    * `maxConnections`); past it a new connection is closed at once, with a rate-limited warning.
    */
@@ -142,6 +147,8 @@ export interface Settings {
 
 /** The default of `viewSnapshotEvery` (WO_VIEW_SNAPSHOT_EVERY). */
 export const VIEW_SNAPSHOT_EVERY = 10_000
+/** The default of `idBlock` (WO_ID_BLOCK). */
+export const ID_BLOCK = 100
 /** WO_STORE_TIMEOUT's default: the bound on a wait for the shared store's primary. */
 export const STORE_TIMEOUT_MS = 5000
 
@@ -320,6 +327,7 @@ const fromEnvironment = (d: Partial<Settings>) =>
       readyMaxLag: yield* positiveInt("WO_READY_MAX_LAG", d.readyMaxLag ?? 1000),
       storeTimeoutMs: yield* durationMs("WO_STORE_TIMEOUT", d.storeTimeoutMs ?? STORE_TIMEOUT_MS),
       viewSnapshotEvery: yield* positiveInt("WO_VIEW_SNAPSHOT_EVERY", d.viewSnapshotEvery ?? VIEW_SNAPSHOT_EVERY),
+      idBlock: yield* positiveInt("WO_ID_BLOCK", d.idBlock ?? ID_BLOCK),
       ...(yield* connectionCaps(d)),
       devLoadTimeoutMs: yield* positiveInt("WO_DEV_LOAD_TIMEOUT_MS", d.devLoadTimeoutMs ?? 10_000),
       ...(yield* oauthConfig(d))
@@ -335,7 +343,7 @@ const KNOWN_KEYS: ReadonlySet<string> = new Set(Object.keys({
   maxSubscriptions: true, maxUriLength: true, maxSubscriptionBytes: true, maxJsonDepth: true,
   maxListensPerClient: true, maxListenStreams: true, streamMemory: true, maxEventTailsPerClient: true,
   maxEventTails: true, authToken: true, accessFile: true, insecure: true, acceptDataLoss: true, recordFile: true,
-  idempotencyTtlMs: true, store: true, metrics: true, readyMaxLag: true, storeTimeoutMs: true, viewSnapshotEvery: true, catalogReloads: true,
+  idempotencyTtlMs: true, store: true, metrics: true, readyMaxLag: true, storeTimeoutMs: true, viewSnapshotEvery: true, idBlock: true, catalogReloads: true,
   maxConnectionsPerClient: true, maxConnections: true,
   devLoadTimeoutMs: true, oauthIssuer: true, oauthAudience: true, oauthJwks: true, oauthResource: true
 } satisfies Record<keyof SettingsInput, true>))

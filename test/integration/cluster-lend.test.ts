@@ -1,7 +1,7 @@
 /**
  * A command that creates a row (`lend` creates a loan) on every node of one PostgreSQL log: after one node lends,
- * the others still can. Each node's id counters follow the log (the creates its tailer applies), so a command is
- * decided again only on a real conflict, never for an id another node took before. Two and three nodes, lends
+ * the others still can. Each node gives its creates ids from blocks of its own (commands/id-blocks.ts), so a command
+ * is decided again only on a real conflict, never for an id another node took before. Two and three nodes, lends
  * alternating sequentially and all at once: every lend answered 200, none 503. On the run's shared cluster, in a
  * database of its own.
  */
@@ -56,8 +56,9 @@ describe.skipIf(!haveBinaries)("lend on every node of one PostgreSQL log", () =>
     expect(onB.status, onB.text).toBe(200)
     const onA = await lend(0)
     expect(onA.status, onA.text).toBe(200)
-    // The loans got consecutive ids: A decided its loan with the id after B's.
-    expect(Number(onA.json.changes.find((c: { type: string }) => c.type === "loans").id)).toBe(Number(onB.json.changes.find((c: { type: string }) => c.type === "loans").id) + 1)
+    // Each node gives loans ids from its own block: two ids, whatever their order.
+    const loanOf = (r: typeof onA) => r.json.changes.find((c: { type: string }) => c.type === "loans").id
+    expect(loanOf(onA)).not.toBe(loanOf(onB))
   }, 60_000)
 
   it("two nodes alternating lend one after another: 40 lends, all 200", async () => {

@@ -1,6 +1,6 @@
 /**
  * The plan of a batch against a picture of the shared log (log/postgres/append-plan.ts), with no database: the
- * seqs it takes, the ids the log assigns to creates, what it leaves out as Stale or Duplicate (an app command
+ * seqs it takes, the ids it keeps (handed out in a block, free) or assigns to creates, what it leaves out as Stale or Duplicate (an app command
  * whole or not at all), and the result moved when the function wrote it behind other nodes' commits.
  */
 import { describe, expect, it } from "vitest"
@@ -31,7 +31,8 @@ const logState = (head: number, state: Partial<Omit<LogState, "head">> = {}): Lo
   head,
   keys: state.keys ?? new Map(),
   versions: state.versions ?? new Map(),
-  counts: state.counts ?? new Map()
+  counts: state.counts ?? new Map(),
+  ...(state.taken === undefined ? {} : { taken: state.taken })
 })
 
 const planOn = (batch: AppendBatch, state: LogState) => plan(batch, state, touchedBy(batch), "node-a")
@@ -81,8 +82,8 @@ describe("the plan of a batch on the shared log", () => {
       entry(12, "products", "6", "updated", 2),
       entry(13, "orders", "1", "created", 1)
     ])
-    // Another node created products 6 and 7 meanwhile.
-    const planned = planOn(batch, logState(12, { counts: new Map([["products", { lastId: 7, rowCount: 7 }]]) }))
+    // Another node created products 6 and 7 meanwhile (the store answers that a row has id 6).
+    const planned = planOn(batch, logState(12, { counts: new Map([["products", { lastId: 7, rowCount: 7 }]]), taken: new Set(["products/6"]) }))
 
     const create = written(planned.result.outcomes[0])
     expect(create.event).toMatchObject({ seq: 13, type: "products", id: "8", version: 1 })
@@ -93,6 +94,21 @@ describe("the plan of a batch on the shared log", () => {
     expect(planned.counts.get("products")).toEqual({ lastId: 8, rowCount: 8 })
     expect(planned.counts.get("orders")).toEqual({ lastId: 1, rowCount: 1 })
     expect(planned.result.lastSeq).toBe(14)
+  })
+
+  it("keeps a create's id the store handed out (a node's block) that no row has, and checks no counter: other nodes' creates do not move it", () => {
+    const command = { command: "lend", correlation: "c9" }
+    // Blocks up to 120 are handed out; this node's block holds 57.
+    const batch = batchOf([entry(31, "loans", "57", "created", 1, command), entry(32, "books", "2", "updated", 2, command), entry(33, "loans", "58", "created", 1)])
+    const planned = planOn(batch, logState(30, { versions: new Map([["books/2", 1]]), counts: new Map([["loans", { lastId: 120, rowCount: 40 }]]) }))
+
+    expect(planned.result.outcomes.map((o) => (isWritten(o) ? o.event.id : o))).toEqual(["57", "2", "58"])
+    expect(planned.counts.get("loans")).toEqual({ lastId: 120, rowCount: 42 })
+    // The arguments: no expected last id (the store checks the ids are handed out and free), the row count moved by 2.
+    const typesAt = planned.args.findIndex((a) => Array.isArray(a) && a.length === 1 && a[0] === "loans")
+    expect(planned.args[typesAt + 1]).toEqual([null])
+    const writtenAt = planned.args.length - 1 - [...planned.args].reverse().findIndex((a) => Array.isArray(a) && a.length === 1 && a[0] === "loans")
+    expect([planned.args[writtenAt + 1], planned.args[writtenAt + 2]]).toEqual([[120], [2]])
   })
 
   it("leaves out as Stale an entry decided on a row that moved on, and every later entry of that row", () => {
@@ -135,7 +151,8 @@ describe("the plan of a batch on the shared log", () => {
     const batch = batchOf([entry(41, "orders", "3", "created", 1, command), entry(42, "products", "2", "updated", 2, command)])
     const planned = planOn(batch, logState(40, {
       versions: new Map([["products/2", 1]]),
-      counts: new Map([["orders", { lastId: 3, rowCount: 3 }]]) // another node took order 3
+      counts: new Map([["orders", { lastId: 3, rowCount: 3 }]]), // another node took order 3
+      taken: new Set(["orders/3"])
     }))
 
     expect(planned.result.outcomes).toEqual([Stale, Stale])

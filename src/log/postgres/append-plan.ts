@@ -1,16 +1,18 @@
 /**
  * The plan of one batch against a picture of the shared log, pure (no database): the seqs it takes, the id each
- * create gets, which entries are left out (`Duplicate`: their key is stored; `Stale`: decided against a row that
+ * create gets (its own when the store handed it out and no row has it: a node's block of ids; else the next past
+ * the type's last id handed out), which entries are left out (`Duplicate`: their key is stored; `Stale`: decided against a row that
  * moved on, referencing a row that is gone or deleting one still referenced, or an app command's group that cannot
  * be written whole), and the append function's arguments that write it (schema.ts). append.ts sends it and plans
  * again when the function answers that the log is otherwise.
  */
 import type { Row } from "../../domain/catalog.ts"
 import { streamKey, type StoredEvent } from "../../domain/events.ts"
+import { isCanonicalId } from "../../domain/ids.ts"
 import { Duplicate, isWritten, Stale, type AppendBatch, type AppendEntry, type AppendResult, type StoredKey } from "../event-log.ts"
 import { keyPayload } from "../key-record.ts"
 import type { Counts, LogPicture } from "./log-picture.ts"
-import { checksum, eventColumns, idempotencyKeyOf, rowKey, rowPayload, typeKey, typePayload, viewKey } from "./records.ts"
+import { checksum, eventColumns, idempotencyKeyOf, rowKey, rowPayload, viewKey } from "./records.ts"
 
 /** What a batch is planned against: the log as the function answered it, or as this node expects it. */
 export interface LogState {
@@ -19,8 +21,13 @@ export interface LogState {
   readonly keys: ReadonlyMap<string, StoredKey>
   /** Stored version per entity (`streamKey`) the batch updates or deletes; 0: never written. */
   readonly versions: ReadonlyMap<string, number>
-  /** Per type the batch creates or deletes in: the id counter and live row count; absent: none yet. */
+  /**
+   * Per type the batch creates or deletes in: the highest id handed out (to a create or in a block) and the live row
+   * count (as far as known: the store moves it by the batch's delta, never checks it); absent: none yet.
+   */
   readonly counts: ReadonlyMap<string, Counts>
+  /** Of the batch's creates (`streamKey`), those whose id a row has already. */
+  readonly taken?: ReadonlySet<string>
   /** Of the rows the batch references (`streamKey`), those that are not live (absent: none known). */
   readonly missing?: ReadonlySet<string>
   /** Of the rows the batch deletes (`streamKey`), those a live row written after the batch's decision references. */
@@ -74,6 +81,8 @@ export const plan = (batch: AppendBatch, state: LogState, touched: Touched, tag:
   const counts = new Map<string, Counts>()
   for (const type of touched.types) counts.set(type, { ...(state.counts.get(type) ?? { lastId: 0, rowCount: 0 }) })
   const references = referencesPlan(batch, state)
+  // The creates planned so far (`streamKey`): an id is given once in a batch.
+  const createdHere = new Set<string>()
 
   const ev = { seq: [] as Array<number>, type: [] as Array<string>, id: [] as Array<string>, version: [] as Array<number>, kind: [] as Array<string>, schema: [] as Array<number>, at: [] as Array<number>, method: [] as Array<string | null>, params: [] as Array<string | null>, data: [] as Array<string>, checksum: [] as Array<string>, command: [] as Array<string | null>, correlation: [] as Array<string | null>, actor: [] as Array<string | null> }
   // The row after the batch, per entity (the last entry wins: one upsert per row).
@@ -132,9 +141,12 @@ export const plan = (batch: AppendBatch, state: LogState, touched: Touched, tag:
         failed = true
         break
       } else if (event.kind === "created") {
-        // The next id of the type in the shared log, whatever this node thought it was.
         const count = countOf(event.type)
-        const id = String(count.lastId + 1)
+        // An id the store handed out (a node's block: at most the last id handed out) that no row has is kept; the
+        // store checks both under its lock. Any other create gets the next id past the last one handed out.
+        const n = Number(event.id)
+        const handedOut = isCanonicalId(event.id) && n >= 1 && n <= count.lastId && state.taken?.has(key) !== true && !createdHere.has(key)
+        const id = handedOut ? event.id : String(count.lastId + 1)
         if (id !== event.id) {
           if (group) {
             // The command was decided with other ids: it is decided again.
@@ -147,8 +159,10 @@ export const plan = (batch: AppendBatch, state: LogState, touched: Touched, tag:
           rowJson = row === null ? null : JSON.stringify(row)
           key = streamKey(event.type, id)
         }
-        count.lastId++
+        if (!handedOut) count.lastId++
         count.rowCount++
+        createdHere.add(key)
+        undo?.push(() => createdHere.delete(key))
         setVersion(key, 0)
       } else if (broken.has(key) || event.version !== versions.get(key)! + 1) {
         failed = true
@@ -199,6 +213,11 @@ export const plan = (batch: AppendBatch, state: LogState, touched: Touched, tag:
   }
   const rows = [...rowsAfter.values()]
   const types = [...counts]
+  // The types given ids past their last id handed out: the store checks that it is still the one planned on.
+  const nextIds = new Set<string>()
+  for (const o of outcomes) {
+    if (isWritten(o) && o.event.kind === "created" && Number(o.event.id) > (state.counts.get(o.event.type)?.lastId ?? 0)) nextIds.add(o.event.type)
+  }
   const views = new Map((batch.views ?? []).map((v) => [v.name, v.json]))
   const entityKeys = [...touched.entities]
   const checks = [
@@ -209,8 +228,7 @@ export const plan = (batch: AppendBatch, state: LogState, touched: Touched, tag:
     entityKeys.map(([, e]) => e.id),
     entityKeys.map(([key]) => state.versions.get(key) ?? 0),
     [...touched.types],
-    [...touched.types].map((t) => state.counts.get(t)?.lastId ?? 0),
-    [...touched.types].map((t) => state.counts.get(t)?.rowCount ?? 0)
+    [...touched.types].map((t) => (nextIds.has(t) ? state.counts.get(t)?.lastId ?? 0 : null))
   ]
   const writes = [
     ev.seq, ev.type, ev.id, ev.version, ev.kind, ev.schema, ev.at, ev.method, ev.params, ev.data, ev.checksum, ev.command, ev.correlation, ev.actor,
@@ -222,8 +240,8 @@ export const plan = (batch: AppendBatch, state: LogState, touched: Touched, tag:
     rows.map((r) => checksum(rowKey(r.type, r.id), rowPayload(r.version, r.schema, r.row))),
     types.map(([type]) => type),
     types.map(([, c]) => c.lastId),
-    types.map(([, c]) => c.rowCount),
-    types.map(([type, c]) => checksum(typeKey(type), typePayload(c.lastId, c.rowCount))),
+    // Moved by as many rows as the batch creates less those it deletes (other nodes' commits move it too).
+    types.map(([type, c]) => c.rowCount - (state.counts.get(type)?.rowCount ?? 0)),
     [...views.keys()],
     [...views.values()],
     [...views].map(([name, json]) => checksum(viewKey(name), json)),

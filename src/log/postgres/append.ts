@@ -3,8 +3,9 @@
  * statement, so one round trip when this node's picture of the log is right. Several nodes append to the same log:
  *
  *   1. plan (append-plan.ts): against a picture of the log (the head, the batch's idempotency keys already stored,
- *      its entities' stored versions, the id counters and row counts of the types it creates or deletes), assign the
- *      batch's seqs from the head on and each create its type's next id (the row rewritten to it); leave out as
+ *      its entities' stored versions, the highest id handed out in the types it creates in), assign the batch's
+ *      seqs from the head on; keep each create's id when the store handed it out (the node's block of ids,
+ *      commands/id-blocks.ts) and no row has it, else give it its type's next id (the row rewritten to it); leave out as
  *      `Duplicate` a submission whose key is stored (another node, or an attempt whose commit failed but landed,
  *      wrote it), as `Stale` an entry decided against a row another node has since moved on (and every later entry
  *      of that entity in the batch); an app command's entries (one correlation) are one group: if one of them is
@@ -12,10 +13,10 @@
  *      group is `Stale`;
  *   2. the function locks the log_head row (every writer, on any node, queues here: seq order is commit order,
  *      without gaps), checks that the log is exactly as pictured, and only then writes the plan: the events, the
- *      rows after them (the inline projection), the id counters and row counts, the views, the keys of the
+ *      rows after them (the inline projection), the id counters and row counts (moved by the batch, not checked:
+ *      creates of several nodes in one type never refuse each other), the views, the keys of the
  *      submissions written (with their entries as written: the answer), the new head, and `pg_notify` of it.
- *      When only the head is wrong (other nodes committed meanwhile, to other entities and without moving its
- *      types' counters) and the batch is shiftable (no idempotency key, no view record: their stored answers and
+ *      When only the head is wrong (other nodes committed meanwhile, to other entities) and the batch is shiftable (no idempotency key, no view record: their stored answers and
  *      records name seqs; the events' checksums name none, records.ts), it writes the plan after those commits,
  *      every seq moved by as many, and answers the shift: the batch's result moves with it (`shifted`). This is
  *      what keeps several nodes' appends from missing each other: each call queued on the lock behind another
@@ -45,7 +46,7 @@ import { Effect, Either } from "effect"
 import type pg from "pg"
 import { type StoreError, StoreFailed } from "../../domain/errors.ts"
 import { streamKey } from "../../domain/events.ts"
-import type { AppendBatch, AppendResult } from "../event-log.ts"
+import { isWritten, Stale, type AppendBatch, type AppendResult } from "../event-log.ts"
 import { expected, plan, shifted, touchedBy, type LogState, type Planned } from "./append-plan.ts"
 import type { PgConnectionShape } from "./connection.ts"
 import { makeLogPicture, pictureAt, type LogPicture } from "./log-picture.ts"
@@ -78,7 +79,7 @@ const arrayLiteral = (values: ReadonlyArray<string | number | boolean | null | u
 const argument = (value: unknown) => (Array.isArray(value) ? arrayLiteral(value) : value)
 
 /** The call of the function; its arguments are whether it runs alone, whether the batch is shiftable, then `plan`'s, in order. */
-const CALL = `select ${SCHEMA}.append_batch(${Array.from({ length: 53 }, (_, i) => `$${i + 1}`).join(", ")}) as log`
+const CALL = `select ${SCHEMA}.append_batch(${Array.from({ length: 51 }, (_, i) => `$${i + 1}`).join(", ")}) as log`
 /** The error the function raises, alone, when the log is not as pictured (its detail: the log as it is). */
 const NOT_AS_PICTURED = "WO001"
 
@@ -92,6 +93,8 @@ interface Answer {
   readonly keys: ReadonlyArray<{ key: string; result: string; checksum: string }>
   readonly versions: ReadonlyArray<{ type: string; id: string; version: number }>
   readonly types: ReadonlyArray<{ type: string; last_id: string; row_count: string; checksum: string }>
+  /** The batch's creates whose id a row has already. */
+  readonly taken?: ReadonlyArray<{ type: string; id: string }>
   /** The batch's referenced rows that are not live, and its deleted rows that a newer live row references. */
   readonly missing?: ReadonlyArray<{ type: string; id: string }>
   readonly referenced?: ReadonlyArray<{ type: string; id: string }>
@@ -106,6 +109,7 @@ const decodeAnswer = (a: Answer): Either.Either<LogState, StoreError> =>
       const t = decodeType(raw)
       return [t.type, { lastId: t.lastId, rowCount: t.rowCount }] as const
     })),
+    taken: new Set((a.taken ?? []).map((t) => streamKey(t.type, t.id))),
     missing: new Set((a.missing ?? []).map((m) => streamKey(m.type, m.id))),
     referenced: new Set((a.referenced ?? []).map((r) => streamKey(r.type, r.id)))
   }))
@@ -215,10 +219,19 @@ export const appendPictured = (conn: PgConnectionShape, batch: AppendBatch, pict
           // types include them (the function checked that none moved); those of other types count their events
           // when they are delivered (seePicture).
           const { result, last } = shifted(planned, shift)
+          tally(result)
           if (shift > 0) picture.cost.shifted++
           pictureAt(picture, result.lastSeq, planned.counts)
           return Effect.succeed({ result, ...(last === undefined ? {} : { last }) } satisfies Appended)
         })
+      /** Counts what the log refused or renumbered of the batch (the cost of contention, postgres-log.ts's Debug line). */
+      const tally = (result: AppendResult) => {
+        result.outcomes.forEach((o, i) => {
+          if (o === Stale) picture.cost.stale++
+          else if (isWritten(o) && o.event.kind === "created" && o.event.id !== batch.entries[i].event.id) picture.cost.renumbered++
+        })
+        return result
+      }
       const remember = (state: LogState) =>
         pictureAt(picture, state.head, [...touched.types].map((type) => [type, state.counts.get(type) ?? { lastId: 0, rowCount: 0 }] as const))
 
@@ -232,7 +245,7 @@ export const appendPictured = (conn: PgConnectionShape, batch: AppendBatch, pict
         // Nothing left to write on the log as the function answered it: every entry is a duplicate (its key is
         // stored) or stale (its entity, or its type's id counter, has moved on). A stored key's answer stands, and
         // versions and counters only grow: a read under the lock would settle it no differently, so no transaction.
-        if (!planned.writes && state !== undefined) return { result: planned.result } satisfies Appended
+        if (!planned.writes && state !== undefined) return { result: tally(planned.result) } satisfies Appended
         if (!planned.writes || attempt === ALONE_ATTEMPTS) break
         const answered = yield* call(planned, true)
         if (typeof answered === "number") {
@@ -252,7 +265,7 @@ export const appendPictured = (conn: PgConnectionShape, batch: AppendBatch, pict
         if (locked && !planned.writes) {
           // Nothing is left to write (every entry stale or a duplicate).
           yield* q("cannot end the append", "rollback")
-          return { result: planned.result } satisfies Appended
+          return { result: tally(planned.result) } satisfies Appended
         }
         // Under the lock the plan is certain: its commit goes right behind it.
         const answered = yield* call(planned, false, state !== undefined && planned.writes ? planned.args[0] : UNKNOWN_HEAD, locked)

@@ -4,7 +4,7 @@
  */
 import type { StoredEvent } from "../../domain/events.ts"
 
-/** A type's id counter and live row count. */
+/** A type's highest id handed out (to a create or in a block) and live row count (as far as this node knows). */
 export type Counts = { lastId: number; rowCount: number }
 
 /**
@@ -27,7 +27,8 @@ export interface LogPicture {
 
 /**
  * Per node: batches appended, how many were written by the first call, calls of the function, transactions opened,
- * and how many were written after other nodes' commits (shifted).
+ * how many were written after other nodes' commits (shifted), and the entries the log refused as stale and the
+ * creates it gave another id than the one decided (each is decided or answered again: what contention costs).
  */
 export interface AppendCost {
   batches: number
@@ -36,6 +37,8 @@ export interface AppendCost {
   calls: number
   transactions: number
   events: number
+  stale: number
+  renumbered: number
 }
 
 export const makeLogPicture = (head: number, types: ReadonlyArray<{ readonly type: string; readonly lastId: number; readonly rowCount: number }>): LogPicture => ({
@@ -43,7 +46,7 @@ export const makeLogPicture = (head: number, types: ReadonlyArray<{ readonly typ
   counts: new Map(types.map((t) => [t.type, { lastId: t.lastId, rowCount: t.rowCount }])),
   countedAt: new Map(),
   base: head,
-  cost: { batches: 0, firstCall: 0, shifted: 0, calls: 0, transactions: 0, events: 0 }
+  cost: { batches: 0, firstCall: 0, shifted: 0, calls: 0, transactions: 0, events: 0, stale: 0, renumbered: 0 }
 })
 
 /**
@@ -73,7 +76,15 @@ export const pictureAt = (picture: LogPicture, head: number, types: Iterable<rea
   if (head > picture.head) picture.head = head
   for (const [type, c] of types) {
     if ((picture.countedAt.get(type) ?? picture.base) > head) continue
-    picture.counts.set(type, c)
+    // The highest id handed out never goes down: a block this node reserved meanwhile stays in the picture.
+    picture.counts.set(type, { lastId: Math.max(c.lastId, picture.counts.get(type)?.lastId ?? 0), rowCount: c.rowCount })
     picture.countedAt.set(type, head)
   }
+}
+
+/** The picture after this node reserved the ids of `type` up to `last`: its creates with them are planned as handed out. */
+export const reservedIn = (picture: LogPicture, type: string, last: number) => {
+  const c = picture.counts.get(type)
+  if (c === undefined) picture.counts.set(type, { lastId: last, rowCount: 0 })
+  else if (c.lastId < last) c.lastId = last
 }

@@ -12,13 +12,13 @@
  * path; a starting node loads them and folds only the events after (`eventsOf` gives the rows that tail starts from).
  */
 import { Chunk, Duration, Effect, Either, Exit, Layer, Option, Schedule, Stream } from "effect"
-import { type StoreError, DataCorrupt } from "../../domain/errors.ts"
+import { type StoreError, DataCorrupt, StoreFailed } from "../../domain/errors.ts"
 import type { StoredEvent } from "../../domain/events.ts"
 import { EventLog, isWritten, type LogHead, type StoredRow } from "../event-log.ts"
 import { RecordCorrupt } from "../record.ts"
 import { randomUUID } from "node:crypto"
 import { appendPictured } from "./append.ts"
-import { makeLogPicture, seePicture } from "./log-picture.ts"
+import { makeLogPicture, reservedIn, seePicture } from "./log-picture.ts"
 import { makeFollow } from "./follow.ts"
 import { PgConnection, pgConnectionLayer, type PgConnectionOptions } from "./connection.ts"
 import {
@@ -38,7 +38,7 @@ import {
   VIEW_COLUMNS,
   decodeViewOrCorrupt
 } from "./records.ts"
-import { ensureSchema, SCHEMA } from "./schema.ts"
+import { ensureSchema, RESERVE_IDS, SCHEMA } from "./schema.ts"
 import { makeRowStore } from "./row-reads.ts"
 import { makeSyncReads } from "./sync-reads.ts"
 import { checkRowCounts } from "../row-counts.ts"
@@ -216,7 +216,8 @@ export const makePostgresLog = Effect.gen(function* () {
     const line = `store: ${a.batches} batches appended (${a.events} events), ${a.firstCall} written by their first call, ` +
       `${a.calls} calls of append_batch, ${a.transactions} transactions; the tailer heard ${f.notifications} notifications, ` +
       `made ${f.fetches} fetches (${f.emptyFetches} empty), read ${f.rows} events (${f.ownRows} of them this node's own); ` +
-      `${a.shifted} batches written after other nodes' commits; the follower woke ${f.wakes} times`
+      `${a.shifted} batches written after other nodes' commits; the follower woke ${f.wakes} times; ` +
+      `${a.stale} entries refused as stale, ${a.renumbered} creates given another id`
     if (line === reported) return Effect.void
     reported = line
     return Effect.logDebug(line)
@@ -274,6 +275,14 @@ export const makePostgresLog = Effect.gen(function* () {
         ),
         (r) => decodeAll(r.rows, decodeEvent)
       ),
+    reserveIds: (type, count) =>
+      Effect.flatMap(conn.query("cannot reserve ids", RESERVE_IDS, [type, count]), (r) => {
+        const last = Number(r.rows[0]?.last_id)
+        if (!Number.isSafeInteger(last) || last < count) return Effect.fail(new StoreFailed({ reason: `the store reserved ids up to ${r.rows[0]?.last_id} (a bug)` }))
+        // This node's next creates in the type are planned with ids up to `last` (append-plan.ts).
+        reservedIn(picture, type, last)
+        return Effect.succeed(last)
+      }),
     storedKey: (key) =>
       Effect.flatMap(
         conn.query("cannot read the idempotency key", `select ${KEY_COLUMNS} from ${SCHEMA}.idempotency_keys where key = $1`, [key]),

@@ -8,7 +8,10 @@
  *   log_head  one row: the last committed seq (the append locks it: one writer at a time, across nodes too)
  *   rows      the inline projection, written in the event's transaction (restart needs no replay); a deleted
  *             row stays as a tombstone (row NULL) so that its version is still checked
- *   types     per type: the highest id handed out and how many rows are live (a lost row is then reported)
+ *   types     per type: the highest id handed out (to a create, or in a block of ids a node reserved: id-blocks) and
+ *             how many rows are live (a lost row is then reported); both moved under the database's own row lock,
+ *             the checksum computed there too (`type_checksum`), so that nodes creating in one type never wait on
+ *             each other's counts
  *   views     each view's value as some node folded it, exact at seq `at`: the log is totally ordered, so a value
  *             stored at `at` by any node is exact there, and a starting node folds only the events after it. An
  *             older snapshot never replaces a newer one (the upsert's `where`, postgres-log.ts).
@@ -20,6 +23,7 @@
  */
 import { Effect } from "effect"
 import { StoreFailed } from "../../domain/errors.ts"
+import { CRC32C_TABLE } from "../crc32c.ts"
 import type { PgConnectionShape } from "./connection.ts"
 
 export const SCHEMA = "writeonce"
@@ -128,8 +132,13 @@ export const STORE_VERSION = STEPS.length
 
 /**
  * The append of one batch (log/postgres/append.ts), one statement: under the log_head lock, if the log is as the
- * batch was planned on (the head, which of its keys are stored, its entities' versions, its types' counters),
- * write the plan and notify `<new head> <node tag>`, and answer null. A shiftable batch (`p_shiftable`: its events'
+ * batch was planned on (the head, which of its keys are stored, its entities' versions, its creates' ids),
+ * write the plan and notify `<new head> <node tag>`, and answer null.
+ *
+ * Creates: an id the store handed out (at most the type's `last_id`: a node's block) is written if no row has it
+ * (`taken` answers those that do); a type listed with an expected `last_id` (`p_cnt_last`, not null: the plan gave
+ * the next ids past it, no block) must be exactly there. The counters are moved, not checked: `last_id` to the
+ * highest id written, `row_count` by the batch's creates minus its deletes (`t_rows`), their checksum computed here. A shiftable batch (`p_shiftable`: its events'
  * checksums do not depend on their seqs, it claims no idempotency key and stores no view record, whose answers and
  * records would name seqs) whose picture is right but for the head (other nodes committed since: the head moved
  * forward) is written all the same, after them: its seqs and its new head moved by as many, answered as
@@ -153,11 +162,11 @@ export const STORE_VERSION = STEPS.length
 const APPEND_FUNCTION = `
 create or replace function ${SCHEMA}.append_batch(
   p_alone boolean, p_shiftable boolean, p_head bigint, p_claims text[], p_present text[],
-  p_ent_types text[], p_ent_ids text[], p_ent_versions int[], p_cnt_types text[], p_cnt_last bigint[], p_cnt_rows bigint[],
+  p_ent_types text[], p_ent_ids text[], p_ent_versions int[], p_cnt_types text[], p_cnt_last bigint[],
   e_seq bigint[], e_type text[], e_id text[], e_version int[], e_kind text[], e_schema int[], e_at bigint[], e_method text[],
   e_params text[], e_data text[], e_checksum text[], e_command text[], e_correlation text[], e_actor text[],
   r_type text[], r_id text[], r_version int[], r_schema int[], r_row text[], r_checksum text[],
-  t_type text[], t_last bigint[], t_rows bigint[], t_checksum text[],
+  t_type text[], t_last bigint[], t_rows bigint[],
   v_name text[], v_record text[], v_checksum text[],
   k_key text[], k_at bigint[], k_result text[], k_checksum text[],
   p_new_head bigint, p_tag text,
@@ -200,10 +209,17 @@ begin
       select 1 from unnest(p_ent_types, p_ent_ids, p_ent_versions) as x(type, id, version)
       left join ${SCHEMA}.rows r on r.type = x.type and r.id = x.id
       where coalesce(r.version, 0) <> x.version) end)
+    -- Creates: no row has the id, and it was handed out (a block: at most last_id; the next ids: last_id as planned).
     and (case when cardinality(p_cnt_types) = 0 then true else not exists (
-      select 1 from unnest(p_cnt_types, p_cnt_last, p_cnt_rows) as x(type, last_id, row_count)
+      select 1 from unnest(e_type, e_id, e_kind) as x(type, id, kind)
+      join ${SCHEMA}.rows r on r.type = x.type and r.id = x.id
+      where x.kind = 'created')
+      and not exists (
+      select 1 from unnest(p_cnt_types, p_cnt_last) as x(type, last_id)
       left join ${SCHEMA}.types t on t.type = x.type
-      where coalesce(t.last_id, 0) <> x.last_id or coalesce(t.row_count, 0) <> x.row_count) end)
+      where (x.last_id is not null and coalesce(t.last_id, 0) <> x.last_id)
+        or (x.last_id is null and coalesce(t.last_id, 0) < (select max(e.id::bigint) from unnest(e_type, e_id, e_kind) as e(type, id, kind)
+                                                           where e.kind = 'created' and e.type = x.type))) end)
     -- References: every target live (no deleted row referenced: above).
     and (case when cardinality(ref_types) = 0 then true else not exists (
       select 1 from unnest(ref_types, ref_ids, ref_checked) as x(type, id, checked)
@@ -223,8 +239,10 @@ begin
     -- The statements a batch has nothing for are not run (a set_price batch: no counters, views or keys).
     if cardinality(t_type) > 0 then
       insert into ${SCHEMA}.types as t (type, last_id, row_count, checksum)
-        select * from unnest(t_type, t_last, t_rows, t_checksum)
-        on conflict (type) do update set last_id = excluded.last_id, row_count = excluded.row_count, checksum = excluded.checksum;
+        select x.type, x.last_id, x.delta, ${SCHEMA}.type_checksum(x.type, x.last_id, x.delta)
+        from unnest(t_type, t_last, t_rows) as x(type, last_id, delta)
+        on conflict (type) do update set last_id = greatest(t.last_id, excluded.last_id), row_count = t.row_count + excluded.row_count,
+          checksum = ${SCHEMA}.type_checksum(t.type, greatest(t.last_id, excluded.last_id), t.row_count + excluded.row_count);
     end if;
     if cardinality(v_name) > 0 then
       insert into ${SCHEMA}.views as v (name, record, checksum)
@@ -250,6 +268,9 @@ begin
                  from unnest(p_ent_types, p_ent_ids) as x(type, id) join ${SCHEMA}.rows r on r.type = x.type and r.id = x.id),
     'types', (select coalesce(json_agg(json_build_object('type', t.type, 'last_id', t.last_id::text, 'row_count', t.row_count::text, 'checksum', t.checksum)), '[]'::json)
               from ${SCHEMA}.types t where t.type = any(p_cnt_types)),
+    'taken', (select coalesce(json_agg(json_build_object('type', x.type, 'id', x.id)), '[]'::json)
+              from unnest(e_type, e_id, e_kind) as x(type, id, kind)
+              join ${SCHEMA}.rows r on r.type = x.type and r.id = x.id where x.kind = 'created'),
     'missing', (select coalesce(json_agg(json_build_object('type', x.type, 'id', x.id)), '[]'::json)
                 from unnest(ref_types, ref_ids) as x(type, id)
                 left join ${SCHEMA}.rows r on r.type = x.type and r.id = x.id where r.row is null),
@@ -261,6 +282,35 @@ begin
 end
 $fn$`
 
+/**
+ * The checksum of a types row (records.ts: CRC-32C over `t!<type>`, a NUL, then `<last_id>\n<row_count>`), computed
+ * in the database: the append moves the counters by deltas and a reservation moves `last_id`, each under the row's
+ * own lock, so only the database knows the values written. Replaced at every start, like the append function.
+ */
+const TYPE_CHECKSUM_FUNCTION = `
+create or replace function ${SCHEMA}.type_checksum(p_type text, p_last bigint, p_rows bigint) returns text
+language plpgsql immutable as $fn$
+declare
+  v_table bigint[] := '{${Array.from(CRC32C_TABLE, (n) => n >>> 0).join(",")}}';
+  v_bytes bytea := convert_to('t!' || p_type, 'UTF8') || '\\x00'::bytea || convert_to(p_last::text || chr(10) || p_rows::text, 'UTF8');
+  v_crc bigint := 4294967295;
+begin
+  for i in 0 .. length(v_bytes) - 1 loop
+    v_crc := v_table[((v_crc # get_byte(v_bytes, i)) & 255) + 1] # (v_crc >> 8);
+  end loop;
+  return lpad(to_hex(v_crc # 4294967295), 8, '0');
+end
+$fn$`
+
+/**
+ * Reserves the next `$2` ids of type `$1` for one node (commands/id-blocks.ts), one statement: `last_id` moves past
+ * them under the types row's lock, so no other reservation and no create is handed one of them; answers the new
+ * `last_id`, the block's last id. A block its node never uses (the node was killed) is skipped: ids are never reused.
+ */
+export const RESERVE_IDS = `
+insert into ${SCHEMA}.types as t (type, last_id, row_count, checksum) values ($1, $2, 0, ${SCHEMA}.type_checksum($1, $2, 0))
+on conflict (type) do update set last_id = t.last_id + excluded.last_id, checksum = ${SCHEMA}.type_checksum(t.type, t.last_id + excluded.last_id, t.row_count)
+returning last_id::text as last_id`
 
 /** Creates the tables, or brings them to this release's version; idempotent and safe to run from several nodes. */
 export const ensureSchema = (conn: PgConnectionShape) =>
@@ -296,6 +346,7 @@ export const ensureSchema = (conn: PgConnectionShape) =>
         yield* run(`cannot upgrade the store to format ${v + 1}`, STEPS[v])
       }
       if (from < STORE_VERSION) yield* run("cannot record the store version", `update ${SCHEMA}.log_head set store_version = $1`, [STORE_VERSION])
+      yield* run("cannot create the checksum function", TYPE_CHECKSUM_FUNCTION)
       yield* run("cannot create the append function", APPEND_FUNCTION)
       yield* run("cannot commit the schema upgrade", "commit")
       return { from, to: STORE_VERSION }
