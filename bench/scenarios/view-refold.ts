@@ -178,8 +178,8 @@ export const VIEW_REFOLD_BUDGET = { p99RefoldOverIdle: 2 } as const;
 export function viewRefoldBudgets(r: ViewRefoldResult): Budget[] {
   return [
     budget('viewRefold.p99', `view read p99 during the refold of a ${r.events.toLocaleString('en-US')}-event log / idle`, '<=', VIEW_REFOLD_BUDGET.p99RefoldOverIdle,
-      r.refoldingAfterAudit.p99Ms / r.idle.p99Ms, 'x',
-      `${r.refoldingAfterAudit.p99Ms.toFixed(2)} against ${r.idle.p99Ms.toFixed(2)} ms (${r.refoldingAfterAudit.reads} reads after the start's log audit, and ${r.idle.reads}); with the audit's: ${r.refolding.p99Ms.toFixed(2)} ms`),
+      r.refolding.p99Ms / r.idle.p99Ms, 'x',
+      `${r.refolding.p99Ms.toFixed(2)} against ${r.idle.p99Ms.toFixed(2)} ms (${r.refolding.reads} reads during the refold, the start's log audit running beside it for its first ${(r.auditMs / 1000).toFixed(1)} s, and ${r.idle.reads} idle); after the audit: ${r.refoldingAfterAudit.p99Ms.toFixed(2)} ms`),
     budget('viewRefold.refused', 'view reads refused (503) while a view with an older value is folded again', '<=', 0, r.refused, '',
       `${r.refolding.reads} reads during a ${(r.refoldMs / 1000).toFixed(1)} s refold`),
   ];

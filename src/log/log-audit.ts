@@ -4,25 +4,24 @@
  * it is read (replay, resumption, `/api/_events`). Once the server is up, this reads the log once in the
  * background, verifying every checksum and the sequence, and logs an error naming the first problem.
  *
- * The server serves meanwhile: the audit passes the turnstile for long work (turnstile.ts) after each batch the log
- * reads (decoded in one synchronous block), so a request waits behind at most one batch of it.
+ * The server serves meanwhile: the audit reads the log paced (paced-read.ts), giving the event loop a turn every half
+ * millisecond of its work, so a request waits about that long behind it.
  */
 import { Effect, Layer, Stream } from "effect"
 import type { StoredEvent } from "../domain/events.ts"
 import type { StoreError } from "../domain/errors.ts"
-import { longWork } from "../support/turnstile.ts"
+import { makePacer } from "./paced-read.ts"
 import { EventLog } from "./event-log.ts"
 
-/** Counts the events of `events` (which verifies them), passing the turnstile after each batch read. */
-export const auditEvents = (events: Stream.Stream<StoredEvent, StoreError>): Effect.Effect<number, StoreError> =>
-  events.pipe(Stream.mapChunksEffect((batch) => Effect.as(longWork.pass, batch)), Stream.runCount)
+/** Counts the events of `events` (which verifies them). */
+export const auditEvents = (events: Stream.Stream<StoredEvent, StoreError>): Effect.Effect<number, StoreError> => Stream.runCount(events)
 
 export const LogAuditLive = Layer.scopedDiscard(
   Effect.gen(function* () {
     const log = yield* EventLog
     const audit = Effect.gen(function* () {
       const started = Date.now()
-      const events = yield* auditEvents(log.readFrom(1))
+      const events = yield* auditEvents(makePacer()(log, 1))
       yield* Effect.logDebug(`log audit: ${events} events verified in ${Date.now() - started} ms`)
     }).pipe(
       Effect.catchAll((e) =>

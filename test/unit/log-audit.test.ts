@@ -1,7 +1,7 @@
 /**
  * The startup log audit (log-audit.ts) over a real classic-level log of several read batches: it counts every
- * event, and between two batches the event loop takes a turn (a request arriving meanwhile waits behind at most
- * one batch), which a turn counter (testkit/turn-counter.ts) shows by order, not time.
+ * event, and read paced (paced-read.ts) it gives the event loop a turn whenever it has worked for half a millisecond,
+ * which a turn counter (testkit/turn-counter.ts) shows by order, against a clock that the test moves.
  */
 import { Effect, Layer, ManagedRuntime, Stream } from "effect"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
@@ -9,6 +9,7 @@ import type { Change } from "../../src/domain/events.ts"
 import { makeClassicLevelLog } from "../../src/log/classic-level/classic-level-log.ts"
 import { EventLog, type EventLogShape } from "../../src/log/event-log.ts"
 import { auditEvents } from "../../src/log/log-audit.ts"
+import { makePacer, PACED_SLICE } from "../../src/log/paced-read.ts"
 import { LevelDb, levelDbLayer } from "../../src/log/classic-level/level-db.ts"
 import { READ_BATCH } from "../../src/log/classic-level/level-records.ts"
 import { tempDir } from "../../testkit/server.ts"
@@ -40,21 +41,26 @@ describe("log audit", () => {
     expect(await runtime.runPromise(auditEvents(log.readFrom(1)))).toBe(EVENTS)
   })
 
-  it("gives the event loop a turn between two batches, even when the next one is already read", async () => {
-    // The log's batches, read beforehand: each is there as soon as it is asked for (as when the log's read-ahead
-    // is quicker than the decoding), so only the audit itself can let the event loop turn between them.
-    const batches = [...(await runtime.runPromise(Stream.runCollect(Stream.chunks(log.readFrom(1)))))]
-    expect(batches.length).toBe(BATCHES)
+  it("read paced, gives the event loop a turn once it has worked for half a millisecond, in slices", async () => {
+    // Each look at the clock finds 0.2 ms more of work done: the pacer lets the loop turn at every third slice.
+    let clock = 0
+    const paced = makePacer(() => (clock += 0.2))(log, 1)
     const counter = countTurns()
-    const ticksAtBatch: Array<number> = []
-    const observed = Stream.fromChunks(...batches).pipe(Stream.mapChunks((batch) => (ticksAtBatch.push(counter.turns()), batch)))
+    const turnAtSlice: Array<number> = []
+    const sliceSizes = new Set<number>()
+    const observed = paced.pipe(Stream.mapChunks((slice) => (turnAtSlice.push(counter.turns()), sliceSizes.add(slice.length), slice)))
     try {
       expect(await runtime.runPromise(auditEvents(observed))).toBe(EVENTS)
     } finally {
       counter.stop()
     }
-    expect(ticksAtBatch.length).toBe(BATCHES)
-    // Each batch was taken in a later turn of the event loop than the one before.
-    for (let i = 1; i < BATCHES; i++) expect(ticksAtBatch[i], `ticks at each batch: ${ticksAtBatch.join(",")}`).toBeGreaterThan(ticksAtBatch[i - 1])
+    // Slices of at most PACED_SLICE events (a read batch's last one may be shorter).
+    expect(Math.max(...sliceSizes)).toBe(PACED_SLICE)
+    expect(turnAtSlice.length).toBeGreaterThanOrEqual(EVENTS / PACED_SLICE)
+    // Slices read within one turn of the loop: never more than the three that half a millisecond holds.
+    const perTurn = new Map<number, number>()
+    for (const turn of turnAtSlice) perTurn.set(turn, (perTurn.get(turn) ?? 0) + 1)
+    expect(Math.max(...perTurn.values()), `slices per turn: ${[...perTurn.values()].join(",")}`).toBeLessThanOrEqual(3)
+    expect(perTurn.size).toBeGreaterThanOrEqual(turnAtSlice.length / 3)
   })
 })

@@ -13,16 +13,7 @@ import type { StoreError } from "../../domain/errors.ts"
 import type { StoredEvent } from "../../domain/events.ts"
 import { runUserCode } from "../../domain/decide/user-code.ts"
 import { normaliseRow } from "../rows/schema-check.ts"
-import { longWork } from "../../support/turnstile.ts"
-
-/**
- * A fold that runs while requests are served (a view folded again in the background) reads the log in slices of
- * PACED_SLICE events, and gives the event loop a turn (the long-work turnstile) once it has folded for PACED_MS:
- * an event costs an evolve and an encode per view (milliseconds for a slice of a thousand), so a request that
- * arrives meanwhile waits about PACED_MS, however costly the views' evolve (bench/scenarios/view-refold.ts).
- */
-const PACED_SLICE = 16
-const PACED_MS = 0.5
+import { makePacer } from "../../log/paced-read.ts"
 
 export interface FoldedView {
   /** The typed value (absent once failed). */
@@ -110,8 +101,8 @@ export const makeViewFolder = (log: EventLogShape, catalog: CompiledApp, starts:
     }
   })
   let read = 0
-  /** When the paced fold's current turn began. */
-  let turnBegan = performance.now()
+  /** The paced fold's reads (paced-read.ts): one rhythm across its legs. */
+  const pacedRead = makePacer()
 
   const tableOf = (type: string) => {
     let table = rows.get(type)
@@ -179,10 +170,7 @@ export const makeViewFolder = (log: EventLogShape, catalog: CompiledApp, starts:
     Effect.suspend(() => {
       if (types.size === 0 || (upTo !== undefined && upTo <= position)) return Effect.succeed(position)
       const events = paced
-        ? log.readFrom(position + 1, { slice: PACED_SLICE }).pipe(Stream.mapChunksEffect((chunk) => {
-          if (performance.now() - turnBegan < PACED_MS) return Effect.succeed(chunk)
-          return Effect.as(Effect.tap(longWork.pass, () => Effect.sync(() => (turnBegan = performance.now()))), chunk)
-        }))
+        ? pacedRead(log, position + 1)
         : log.readFrom(position + 1)
       return Effect.as(
         (upTo === undefined ? events : Stream.takeWhile(events, (e) => e.seq <= upTo)).pipe(
