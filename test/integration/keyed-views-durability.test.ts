@@ -9,6 +9,7 @@ import * as fs from "node:fs"
 import * as path from "node:path"
 import { describe, expect, it } from "vitest"
 import { seal, unseal } from "../../src/log/record.ts"
+import { viewKey } from "../../src/log/classic-level/log-keys.ts"
 import { writeAppDir } from "../../testkit/app-dir.ts"
 import { http, runWo, spawnServer, tempDir } from "../../testkit/server.ts"
 
@@ -126,5 +127,27 @@ describe("keyed views in a real wo run", () => {
     const plain = await runWo(["verify", copy])
     expect(plain.code).toBe(0)
     expect(path.isAbsolute(copy)).toBe(true)
+  }, 180_000)
+
+  it("takes a keyed view with no record and no entries for one declared after the events (stale), and entries without their record for damage", async () => {
+    const copy = tempDir("wo-keyed-norecord-")
+    fs.cpSync(dataDir, copy, { recursive: true })
+    const { prefix } = await storedEntries(copy)
+    const db = new ClassicLevel<string, string>(copy)
+    await db.del(viewKey(NAME))
+    await db.close()
+    const orphaned = await runWo(["verify", "--app", appDir, copy])
+    expect(orphaned.code).toBe(1)
+    expect(orphaned.stderr).toContain(`view ${NAME}: entries are stored, but not the view's record`)
+
+    // No entries either: as a data dir written before the view was declared. The next start folds it.
+    const again = new ClassicLevel<string, string>(copy)
+    for await (const key of again.keys({ gte: prefix, lt: `${prefix}\uffff` })) await again.del(key)
+    await again.close()
+    const declaredLater = await runWo(["verify", "--app", appDir, copy])
+    expect(declaredLater.code, declaredLater.stderr).toBe(0)
+    const replayed = await runWo(["replay", "--app", appDir, copy])
+    expect(replayed.code, replayed.stderr).toBe(0)
+    expect(replayed.stdout).toMatch(new RegExp(`view ${NAME}: stale: not stored yet \\(declared after these events\\); the next start folds it from the log \\(\\d+ entries\\)`))
   }, 180_000)
 })
