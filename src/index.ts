@@ -14,7 +14,7 @@ export { WoConfig, loadSettings, type Settings, type SettingsInput } from "./sup
 export { coreLayer, writeOnceLayer, type CoreOptions, type ServeOptions } from "./runtime/runtime.ts"
 export { AppLoadError, loadApp } from "./app-loading/load-app.ts"
 export { ref } from "./domain/rules/refs.ts"
-export { WriteOnce, type ViewError, type ViewRead, type WriteOnceApi, type WriteOptions } from "./embedding/write-once.ts"
+export { WriteOnce, type EntryListOptions, type EntryPage, type ViewEntry, type ViewError, type ViewRead, type WriteOnceApi, type WriteOptions } from "./embedding/write-once.ts"
 export type { CommandName, CommandParams, CreateInput, ListOptions, MethodName, MethodParams, OrderBy, PageOf, RowOf, TypeName, UpdateInput, ViewName, ViewValue, Where } from "./embedding/app-types.ts"
 export { Rejected, MethodFailed, IdempotencyKeyReused, type CommandError } from "./domain/errors.ts"
 export { ViewRefolding } from "./projections/views/views.ts"

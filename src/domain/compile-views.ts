@@ -180,6 +180,15 @@ export const compileViews = (
       })
     })
   }
+  // A keyed view has a second tool, view_<name>_list: it may meet another view's tool, or a type's.
+  const owners = new Map<string, Array<string>>()
+  for (const v of views.values()) {
+    for (const tool of v.keyed ? [`view_${v.name}`, `view_${v.name}_list`] : [`view_${v.name}`]) owners.set(tool, [...(owners.get(tool) ?? []), v.name])
+  }
+  for (const [tool, names] of owners) {
+    if (names.length > 1) problems.push(`views ${names.map((n) => `"${n}"`).join(" and ")}: both make the tool ${tool}; rename one`)
+    else if (tool !== `view_${names[0]}` && toolNames.has(tool)) problems.push(`view "${names[0]}": its tool ${tool} clashes with a tool of the same name`)
+  }
   return views
 }
 

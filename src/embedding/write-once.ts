@@ -15,6 +15,7 @@
  */
 import { Effect, Either, Stream } from "effect"
 import type { AppDef } from "../domain/catalog.ts"
+import type { CompiledView } from "../domain/compile-views.ts"
 import { Catalog } from "../domain/app-catalog.ts"
 import { Commands, type ExecuteOptions } from "../commands/commands.ts"
 import type { CommandCommitted } from "../commands/submission.ts"
@@ -28,7 +29,10 @@ import type { StoredEvent } from "../domain/events.ts"
 import { isStoreError, NotFound, ValidationFailed, type CommandError, type StoreError } from "../domain/errors.ts"
 import { fromArguments, type ListRequest } from "../domain/list-request.ts"
 import { actorOf, IN_PROCESS, type Acting, type Actor } from "../domain/actor.ts"
-import { rowUri, viewUri } from "../domain/uri.ts"
+import { rowUri, viewEntryUri, viewUri } from "../domain/uri.ts"
+import { KeyedViews, type KeyedEntry } from "../projections/views/keyed-views.ts"
+import { entryListable, entryListOptions } from "../domain/keyed-list-request.ts"
+import { WoConfig } from "../support/config.ts"
 import type {
   CommandName,
   CommandParams,
@@ -62,6 +66,27 @@ export interface ViewRead<V> {
 /** What reading a view may meet: no such view, a failed fold, or a fold going on in the background. */
 export type ViewError = NotFound | ViewFailed | ViewRefolding
 
+/** One entry of a keyed view: its key, its value and the log position of its last change. */
+export interface ViewEntry<V> {
+  readonly key: string
+  readonly value: V
+  readonly seq: number
+}
+
+/** A page of a keyed view's entries: as REST and MCP page them (key order unless asked otherwise; the same cursors). */
+export interface EntryPage<V> {
+  readonly items: ReadonlyArray<ViewEntry<V>>
+  readonly nextCursor?: string
+}
+
+/** Which entries of a keyed view, as a list of rows takes them: filters and order on the entry's scalar fields. */
+export interface EntryListOptions {
+  readonly where?: Readonly<Record<string, unknown>>
+  readonly order?: string
+  readonly cursor?: string
+  readonly limit?: number
+}
+
 export interface WriteOnceApi<A extends AppDef> {
   /** Creates a row; succeeds with it once durable and projected. */
   readonly create: <T extends TypeName<A>>(type: T, input: CreateInput<A, T>, options?: Pick<WriteOptions, "idempotencyKey">) => Effect.Effect<RowOf<A, T>, CommandError>
@@ -85,6 +110,10 @@ export interface WriteOnceApi<A extends AppDef> {
   readonly list: <T extends TypeName<A>>(type: T, options?: ListOptions<A, T>) => Effect.Effect<PageOf<RowOf<A, T>>, NotFound | ValidationFailed>
   /** A view's value, decoded through its schema. */
   readonly view: <V extends ViewName<A>>(name: V) => Effect.Effect<ViewValue<A, V>, ViewError>
+  /** A keyed view's entry under `key`, decoded through its schema; NotFound when it has none. */
+  readonly viewEntry: <V extends ViewName<A>>(name: V, key: string) => Effect.Effect<ViewEntry<ViewValue<A, V>>, ViewError>
+  /** A page of a keyed view's entries. */
+  readonly viewEntries: <V extends ViewName<A>>(name: V, options?: EntryListOptions) => Effect.Effect<EntryPage<ViewValue<A, V>>, ViewError | ValidationFailed>
   readonly changes: {
     /** The row now, then again after each of its changes (null while there is none: not yet, or deleted). */
     readonly row: <T extends TypeName<A>>(type: T, id: string) => Stream.Stream<RowOf<A, T> | null>
@@ -92,6 +121,8 @@ export interface WriteOnceApi<A extends AppDef> {
     readonly list: <T extends TypeName<A>>(type: T, options?: ListOptions<A, T>) => Stream.Stream<PageOf<RowOf<A, T>>, NotFound | ValidationFailed>
     /** The view's value now, then again after each change of it. */
     readonly view: <V extends ViewName<A>>(name: V) => Stream.Stream<ViewRead<ViewValue<A, V>>, ViewError>
+    /** A keyed view's entry now, then again after each change of it (null while there is none). */
+    readonly viewEntry: <V extends ViewName<A>>(name: V, key: string) => Stream.Stream<ViewEntry<ViewValue<A, V>> | null, ViewError>
   }
   /** The log's events from `fromSeq` (default 1: all of them) up to its head at the time of reading, in order. */
   readonly events: (fromSeq?: number) => Stream.Stream<StoredEvent, StoreError>
@@ -120,7 +151,7 @@ const watchTopic = <X, E>(registry: SubscriptionRegistry["Type"], topic: Topic, 
 
 export class WriteOnce {
   /** The typed API of `app`, over the services of the runtime in context (`coreLayer` or `writeOnceLayer`). */
-  static readonly of = <A extends AppDef>(app: A): Effect.Effect<WriteOnceApi<A>, never, Catalog | Commands | Queries | Views | SubscriptionRegistry | EventLog> =>
+  static readonly of = <A extends AppDef>(app: A): Effect.Effect<WriteOnceApi<A>, never, Catalog | Commands | Queries | Views | KeyedViews | WoConfig | SubscriptionRegistry | EventLog> =>
     Effect.gen(function* () {
       const catalog = yield* Catalog
       // `app` gives the API its type: it must be the app the runtime in context serves.
@@ -130,6 +161,8 @@ export class WriteOnce {
       const commands = yield* Commands
       const queries = yield* Queries
       const views = yield* Views
+      const keyed = yield* KeyedViews
+      const pageSizes = yield* WoConfig
       const registry = yield* SubscriptionRegistry
       const log = yield* EventLog
 
@@ -158,6 +191,27 @@ export class WriteOnce {
             : Effect.succeed({ value: decoded.right, seq: snapshot.seq })
         })
 
+      /** A keyed view's compiled declaration, or NotFound (no such view, or one with a single value). */
+      const keyedView = (name: string) => {
+        const compiled = catalog.views.get(name)
+        return compiled?.keyed === true ? Either.right(compiled) : Either.left(new NotFound({ type: "_views", id: name }))
+      }
+      /** An entry as stored, decoded through the view's schema (from the stored text: the value is the program's own). */
+      const decodeEntry = (compiled: CompiledView, entry: KeyedEntry): Effect.Effect<ViewEntry<unknown>, ViewFailed> =>
+        Either.match(compiled.decode(JSON.parse(entry.json)), {
+          onLeft: (reason) => Effect.fail(new ViewFailed({ name: compiled.name, reason })),
+          onRight: (value) => Effect.succeed({ key: entry.key, value, seq: entry.seq })
+        })
+      // A store that cannot be read is a defect here, as for rows.
+      const readEntry = (name: string, key: string): Effect.Effect<ViewEntry<unknown> | null, ViewError> =>
+        Effect.flatMap(keyedView(name), (compiled) =>
+          Effect.flatMap(Effect.catchIf(keyed.get(name, key), isStoreError, Effect.die), (entry) => entry === undefined ? Effect.succeed(null) : decodeEntry(compiled, entry)))
+      const entryPage = (name: string, options: EntryListOptions | undefined): Effect.Effect<EntryPage<unknown>, ViewError | ValidationFailed> =>
+        Effect.flatMap(keyedView(name), (compiled) =>
+          Effect.flatMap(Either.flatMap(fromArguments(entryListable(compiled), options ?? {}), (request) => entryListOptions(compiled, request, pageSizes)), (request) =>
+            Effect.flatMap(Effect.catchIf(keyed.list(name, request), isStoreError, Effect.die), (page) =>
+              Effect.map(Effect.forEach(page.items, (entry) => decodeEntry(compiled, entry)), (items) => (page.next === undefined ? { items } : { items, nextCursor: page.next })))))
+
       const make = (actor: Actor): WriteOnceApi<A> => {
         const execute = (options: WriteOptions | undefined): ExecuteOptions =>
           options?.idempotencyKey === undefined ? { actor } : { actor, idempotencyKey: options.idempotencyKey }
@@ -181,6 +235,9 @@ export class WriteOnce {
           get: (type, id) => Effect.map(Effect.catchIf(queries.get(type, id), isStoreError, Effect.die), (row) => typed(row)),
           list: (type, options) => list(type, options) as Effect.Effect<PageOf<any>, NotFound | ValidationFailed>,
           view: (name) => Effect.map(readView(name), (read) => read.value as ViewValue<A, typeof name>),
+          viewEntry: (name, key) =>
+            Effect.flatMap(readEntry(name, key), (entry) => entry === null ? Effect.fail(new NotFound({ type: `_views/${name}`, id: key })) : Effect.succeed(entry)) as Effect.Effect<ViewEntry<any>, ViewError>,
+          viewEntries: (name, options) => entryPage(name, options) as Effect.Effect<EntryPage<any>, ViewError | ValidationFailed>,
           changes: {
             row: (type, id) =>
               watchTopic(registry, { uri: rowUri(type, id) }, Effect.map(Effect.orDie(queries.read(type, id)), (row) => typed(row ?? null))).pipe(
@@ -197,7 +254,11 @@ export class WriteOnce {
             view: (name) =>
               watchTopic(registry, { uri: viewUri(name) }, readView(name)).pipe(
                 Stream.changesWith((a, b) => a.seq === b.seq)
-              ) as Stream.Stream<ViewRead<any>, ViewError>
+              ) as Stream.Stream<ViewRead<any>, ViewError>,
+            viewEntry: (name, key) =>
+              watchTopic(registry, { uri: viewEntryUri(name, key) }, readEntry(name, key)).pipe(
+                Stream.changesWith((a, b) => a?.seq === b?.seq)
+              ) as Stream.Stream<ViewEntry<any> | null, ViewError>
           },
           events: (fromSeq = 1) => log.readFrom(fromSeq),
           as: (principal) => make(actorOf(principal, "in-process"))

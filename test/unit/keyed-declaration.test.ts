@@ -1,7 +1,8 @@
 /**
  * A keyed view's declaration, compiled: `key` must be a function; the compiled view is keyed, its filterable entry
  * fields are the schema's scalar ones, and its digest differs from the same view without a key; a key that is not
- * one (empty, too long, a control character, not a string) is refused by name; the stored entry text round-trips.
+ * one (empty, too long, a control character, not a string) is refused by name; a keyed view's list tool that another
+ * view or a type makes too is refused; the stored entry text round-trips.
  */
 import { Either, Schema } from "effect"
 import { describe, expect, it } from "vitest"
@@ -41,6 +42,22 @@ describe("keyed view declarations", () => {
   it("refuse a key that is not a function", () => {
     const compiled = compileApp(app("owner"))
     expect(Either.isLeft(compiled) && compiled.left.problems).toEqual([expect.stringMatching(/view "per_owner": key must be a function/)])
+  })
+
+  it("refuse a keyed view whose list tool another view or a type makes too", () => {
+    const declaration = (key?: () => string) => view({
+      schema: Entry,
+      initial: { n: 0, tags: [] },
+      on: { items: ["created"] },
+      ...(key === undefined ? {} : { key }),
+      evolve: (e: { n: number; tags: ReadonlyArray<string> }) => e
+    } as never)
+    const twoViews = compileApp(defineApp({ name: "x", entities: { items }, views: { a: declaration(() => "k"), a_list: declaration() } }))
+    expect(Either.isLeft(twoViews) && twoViews.left.problems).toEqual([`views "a" and "a_list": both make the tool view_a_list; rename one`])
+    const aType = compileApp(defineApp({ name: "x", entities: { items, view_a: entity({ fields: { n: Schema.Int } }) }, views: { a: declaration(() => "k") } }))
+    expect(Either.isLeft(aType) && aType.left.problems).toEqual([`view "a": its tool view_a_list clashes with a tool of the same name`])
+    // Without a key, the same names make one tool each: no clash.
+    expect(Either.isRight(compileApp(defineApp({ name: "x", entities: { items }, views: { a: declaration(), a_list: declaration() } })))).toBe(true)
   })
 
   it("name every key that is not one", () => {
