@@ -425,9 +425,10 @@ export function keyedViewsBudgets(r: KeyedViewsResult): Budget[] {
     budget('keyedViews.start', `spawn to serving, ${n(r.startKeys)} view keys / empty dir (medians)`, '<=', KEYED_VIEWS_BUDGET.startOverEmpty,
       empty && full && empty.ms.length && full.ms.length ? median(full.ms) / median(empty.ms) : Number.NaN, 'x',
       empty && full ? `${full.ms.map((x) => f(x)).join(', ')} against ${empty.ms.map((x) => f(x)).join(', ')} ms (${n(r.startEvents)} events)` : ''),
-    budget('keyedViews.refoldRead', `view read p99 while another view is folded again from ${n(r.refold?.events ?? 0)} events / idle`, '<=', KEYED_VIEWS_BUDGET.refoldReadP99,
+    // The refold part left out (npm run bench measures it in view-refold.ts): no line for it.
+    ...(r.refold === undefined ? [] : [budget('keyedViews.refoldRead', `view read p99 while another view is folded again from ${n(r.refold?.events ?? 0)} events / idle`, '<=', KEYED_VIEWS_BUDGET.refoldReadP99,
       r.refold && r.refold.during.reads > 0 ? r.refold.during.p99Ms / r.refold.idle.p99Ms : Number.NaN, 'x',
-      r.refold ? `${r.refold.during.p99Ms.toFixed(2)} against ${r.refold.idle.p99Ms.toFixed(2)} ms (${n(r.refold.during.reads)} and ${n(r.refold.idle.reads)} reads; the fold took ${(r.refold.refoldMs / 1000).toFixed(1)} s)` : ''),
+      r.refold ? `${r.refold.during.p99Ms.toFixed(2)} against ${r.refold.idle.p99Ms.toFixed(2)} ms (${n(r.refold.during.reads)} and ${n(r.refold.idle.reads)} reads; the fold took ${(r.refold.refoldMs / 1000).toFixed(1)} s)` : '')]),
   ];
 }
 
@@ -455,7 +456,7 @@ export function renderKeyedViews(r: KeyedViewsResult): string {
       ? `Start, spawn to serving (ms): empty dir ${r.starts.find((s) => s.side === 'empty')?.ms.map((x) => f(x)).join(', ')}; ${f(r.startKeys)} view keys (${f(r.startEvents)} events) ${r.starts.find((s) => s.side === 'keys')?.ms.map((x) => f(x)).join(', ')}.`
       : 'The start was not measured.',
     '',
-    rf ? `A member's entry read, paced, while loans_by_book (declaration changed) is folded again from ${f(rf.events)} events (${f(rf.refoldMs / 1000, 1)} s): ${f(rf.during.reads)} reads, p50 ${f(rf.during.p50Ms, 2)} ms, p99 ${f(rf.during.p99Ms, 2)} ms, max ${f(rf.during.maxMs, 0)} ms, ${rf.during.errors} not 200; idle (a fresh start, nothing to fold): ${f(rf.idle.reads)} reads, p50 ${f(rf.idle.p50Ms, 2)} ms, p99 ${f(rf.idle.p99Ms, 2)} ms, max ${f(rf.idle.maxMs, 0)} ms, ${rf.idle.errors} not 200.` : 'The refold was not measured.',
+    rf ? `A member's entry read, paced, while loans_by_book (declaration changed) is folded again from ${f(rf.events)} events (${f(rf.refoldMs / 1000, 1)} s): ${f(rf.during.reads)} reads, p50 ${f(rf.during.p50Ms, 2)} ms, p99 ${f(rf.during.p99Ms, 2)} ms, max ${f(rf.during.maxMs, 0)} ms, ${rf.during.errors} not 200; idle (a fresh start, nothing to fold): ${f(rf.idle.reads)} reads, p50 ${f(rf.idle.p50Ms, 2)} ms, p99 ${f(rf.idle.p99Ms, 2)} ms, max ${f(rf.idle.maxMs, 0)} ms, ${rf.idle.errors} not 200.` : 'The refold is measured apart (view-refold.ts, `--only viewrefold`); alone, this scenario measures it too.',
     '',
     '| budget | measured | want | verdict | how |',
     '|---|---:|---:|---|---|',
