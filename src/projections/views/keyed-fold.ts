@@ -6,7 +6,7 @@
  */
 import { Chunk, Effect, Either, Stream } from "effect"
 import type { EventLogShape, ViewEntryWrite } from "../../log/event-log.ts"
-import type { Row, ViewChange } from "../../domain/catalog.ts"
+import type { ViewChange } from "../../domain/catalog.ts"
 import type { CompiledApp } from "../../domain/compile.ts"
 import { viewChangeCopy, type CompiledView } from "../../domain/compile-views.ts"
 import { copyData } from "../../domain/codecs.ts"
@@ -14,7 +14,7 @@ import type { StoreError } from "../../domain/errors.ts"
 import type { StoredEvent } from "../../domain/events.ts"
 import { runUserCode } from "../../domain/decide/user-code.ts"
 import { viewEntryJson, type StoredEntry } from "../../log/view-entry-record.ts"
-import { misfitFailure, rowAfter, viewFailure } from "./view-fold.ts"
+import { makeFoldRows, misfitFailure, viewFailure } from "./view-fold.ts"
 
 /** An entry a fold changed: its key, its stored text (undefined: removed), the seq of its last change. */
 export interface ChangedEntry {
@@ -119,26 +119,15 @@ export const makeKeyedFolder = (log: EventLogShape, catalog: CompiledApp, views:
   let position = 0
   let read = 0
   const types = new Set(views.flatMap((v) => [...v.types]))
-  const rows = new Map<string, Map<string, Row>>()
+  const rows = makeFoldRows(catalog)
   const failures = new Map<string, { readonly reason: string; readonly stack: string; readonly seq: number }>()
-  const tableOf = (type: string) => {
-    let table = rows.get(type)
-    if (table === undefined) rows.set(type, (table = new Map()))
-    return table
-  }
-
   const foldChunk = (events: ReadonlyArray<StoredEvent>): Effect.Effect<void, StoreError> => {
     const changes: Array<ViewChange> = []
     for (const event of events) {
       read++
       position = event.seq
       if (!types.has(event.type)) continue
-      const table = tableOf(event.type)
-      const before = table.get(event.id) ?? null
-      const after = rowAfter(catalog, before, event)
-      if (after === null) table.delete(event.id)
-      else table.set(event.id, after)
-      changes.push({ event, before, after })
+      changes.push({ event, ...rows.apply(event) })
     }
     if (changes.length === 0) return Effect.void
     return Effect.forEach(views, (view) => {

@@ -45,6 +45,25 @@ export const rowAfter = (catalog: CompiledApp, before: Row | null, event: Stored
 }
 
 /**
+ * The rows of a fold's types as its events leave them (in their served form, `rowAfter`): `apply` answers each
+ * event's row before and after it. A fold from the log keeps it beside the views it folds.
+ */
+export const makeFoldRows = (catalog: CompiledApp) => {
+  const rows = new Map<string, Map<string, Row>>()
+  return {
+    apply: (event: StoredEvent): { readonly before: Row | null; readonly after: Row | null } => {
+      let table = rows.get(event.type)
+      if (table === undefined) rows.set(event.type, (table = new Map()))
+      const before = table.get(event.id) ?? null
+      const after = rowAfter(catalog, before, event)
+      if (after === null) table.delete(event.id)
+      else table.set(event.id, after)
+      return { before, after }
+    }
+  }
+}
+
+/**
  * A fresh copy of the view's initial value, for one fold: an evolve that changes its state in place must not change
  * the declaration's `initial` (another fold, another runtime in the process, starts from it). Copied once per fold,
  * through the view's own codec (its values are plain JSON data in the encoded form); never per event.
@@ -85,7 +104,7 @@ export const makeViewFolder = (log: EventLogShape, catalog: CompiledApp, starts:
   const from = starts.reduce((min, s) => Math.min(min, s.after), Number.POSITIVE_INFINITY)
   let position = starts.length === 0 ? 0 : from
   const types = new Set(starts.flatMap((s) => [...s.view.types]))
-  const rows = new Map<string, Map<string, Row>>()
+  const rows = makeFoldRows(catalog)
   // Entities whose row at `from` is known (read, or rebuilt from their events): only needed when `from` > 0.
   const known = new Set<string>()
   const folding: Array<Folding> = starts.map((s) => {
@@ -104,12 +123,6 @@ export const makeViewFolder = (log: EventLogShape, catalog: CompiledApp, starts:
   /** The paced fold's reads (paced-read.ts): one rhythm across its legs. */
   const pacedRead = makePacer()
 
-  const tableOf = (type: string) => {
-    let table = rows.get(type)
-    if (table === undefined) rows.set(type, (table = new Map()))
-    return table
-  }
-
   /** The rows at `from` of the chunk's entities not seen yet, rebuilt from their events. */
   const seed = (events: ReadonlyArray<StoredEvent>): Effect.Effect<void, StoreError> => {
     if (from === 0) return Effect.void
@@ -122,12 +135,7 @@ export const makeViewFolder = (log: EventLogShape, catalog: CompiledApp, starts:
     for (const key of wanted.keys()) known.add(key)
     if (log.eventsOf === undefined) return Effect.dieMessage("folding a view's tail needs a log that reads an entity's events")
     return Effect.map(log.eventsOf([...wanted.values()], from), (history) => {
-      for (const event of history) {
-        const table = tableOf(event.type)
-        const after = rowAfter(catalog, table.get(event.id) ?? null, event)
-        if (after === null) table.delete(event.id)
-        else table.set(event.id, after)
-      }
+      for (const event of history) rows.apply(event)
     })
   }
 
@@ -136,11 +144,7 @@ export const makeViewFolder = (log: EventLogShape, catalog: CompiledApp, starts:
       read++
       position = event.seq
       if (!types.has(event.type)) continue
-      const table = tableOf(event.type)
-      const before = table.get(event.id) ?? null
-      const after = rowAfter(catalog, before, event)
-      if (after === null) table.delete(event.id)
-      else table.set(event.id, after)
+      const { before, after } = rows.apply(event)
       for (const f of folding) {
         if (f.failed !== undefined || event.seq <= f.after || !f.view.folds(event)) continue
         // User code: whatever it throws or returns fails this view alone (encode checks the value).
