@@ -1,7 +1,7 @@
 /**
  * Keyed views in a real `wo run`: entries written in the batch of their events survive kill -9 mid-load (every
  * acknowledged write is in its key's entry, read from the store the killed process left), `wo verify --app` and
- * `wo replay --app` fold the entries from the log and agree; once one entry record is edited (its checksum made
+ * `wo replay --app` fold the entries from the log and agree, leaving every file of the dir as it was; once one entry record is edited (its checksum made
  * good again), both name the key that differs, and an extra and a missing key too.
  */
 import { ClassicLevel } from "classic-level"
@@ -11,6 +11,7 @@ import { describe, expect, it } from "vitest"
 import { seal, unseal } from "../../src/log/record.ts"
 import { viewKey } from "../../src/log/classic-level/log-keys.ts"
 import { writeAppDir } from "../../testkit/app-dir.ts"
+import { filesOf } from "../../testkit/dir-files.ts"
 import { http, runWo, spawnServer, tempDir } from "../../testkit/server.ts"
 
 const APP = `
@@ -86,13 +87,15 @@ describe("keyed views in a real wo run", () => {
     await Promise.all(workers)
     expect(acked.length).toBeGreaterThanOrEqual(KILL_AT_ACKS)
 
-    // The checks fold the entries from the log and compare them with those the killed process left.
+    // The checks fold the entries from the log and compare them with those the killed process left, and write nothing.
+    const before = filesOf(dataDir)
     const verified = await runWo(["verify", "--app", appDir, dataDir])
     expect(verified.stderr).toBe("")
     expect(verified.code).toBe(0)
     const replayed = await runWo(["replay", "--app", appDir, dataDir])
     expect(replayed.stdout).toMatch(new RegExp(`view ${NAME}: equals the log's fold: \\d+ entries equal the log's fold`))
     expect(replayed.code).toBe(0)
+    expect(filesOf(dataDir)).toEqual(before)
 
     const { entries } = await storedEntries(dataDir)
     for (const { owner, title } of acked) expect(entries.get(owner)?.titles, `${owner} ${title}`).toContain(title)

@@ -4,27 +4,18 @@
  * refused `wo run`, and `wo backup` of a stopped dir (and a backup's after `wo restore`), on a whole dir and on damaged ones. A lost CURRENT is refused with the way back, and
  * `wo repair-current --write` brings every row back. A data dir that is a file gets one line.
  */
-import { createHash } from "node:crypto"
 import * as fs from "node:fs"
 import * as path from "node:path"
 import { beforeAll, describe, expect, it } from "vitest"
 import { writeProducts } from "../../bench/lib/row-writer.ts"
 import { runWo } from "../../testkit/spawn.ts"
+import { filesOf } from "../../testkit/dir-files.ts"
 import { apps, http, ROOT, spawnServer, startServer, tempDir } from "../../testkit/server.ts"
 
 const pricing = path.join(ROOT, "examples/pricing")
 const ROWS = 1800
 /** A hang guard only (the tests run several `wo` processes on what may be a loaded machine). */
 const SLOW = 240_000
-
-/** Every file of the dir and its folders (the server's held write-ahead logs): path, size and sha256 of its content. */
-const filesOf = (dir: string): Array<string> =>
-  fs.readdirSync(dir, { withFileTypes: true }).sort((a, b) => a.name.localeCompare(b.name)).flatMap((entry) => {
-    const where = path.join(dir, entry.name)
-    if (entry.isDirectory()) return filesOf(where).map((line) => `${entry.name}/${line}`)
-    const bytes = fs.readFileSync(where)
-    return [`${entry.name} ${bytes.length} ${createHash("sha256").update(bytes).digest("hex")}`]
-  })
 
 /**
  * A stopped store of 1,800 products in a table file (`*.ldb`) and three repricings in the write-ahead log
