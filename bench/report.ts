@@ -329,6 +329,12 @@ const mdTable = (header: string[], rows: (string | number)[][], align?: ('l' | '
   ...rows.map(mdRow),
 ];
 
+/** Budgets as a Markdown table: the run's own, and each scenario's section (its budgets again, beside its figures). */
+export const budgetTable = (budgets: ReadonlyArray<Budget>): string[] =>
+  mdTable(['budget', 'measured', 'want', 'verdict', 'how'], budgets.map((b) => [
+    b.name, fin(b.value) ? `${b.value.toFixed(2)}${b.unit}` : '-', b.want, `**${b.result}**`, b.detail,
+  ]));
+
 export const LOAD_HEADER = ['scenario', 'in flight', 'calls/s', 'p50 ms', 'p99 ms', 'p99.9 ms', 'srv CPU µs/call', 'gen CPU µs/call', 'srv cores', 'other cores', 'srv RSS MB', 'errors'];
 
 export function renderMarkdown(r: RunReport): string {
@@ -346,9 +352,7 @@ export function renderMarkdown(r: RunReport): string {
       'a subset of levels and sizes. The full run (`npm run bench`) is the reference.', '');
   }
   out.push('## Budgets (architecture.md, "Performance budgets")', '');
-  out.push(...mdTable(['budget', 'measured', 'want', 'verdict', 'how'], r.budgets.map((b) => [
-    b.name, fin(b.value) ? `${b.value.toFixed(2)}${b.unit}` : '-', b.want, `**${b.result}**`, b.detail,
-  ])));
+  out.push(...budgetTable(r.budgets));
   out.push('');
 
   out.push('## Request/response scenarios', '');

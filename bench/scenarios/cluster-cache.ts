@@ -23,7 +23,7 @@ import { forceGc, GC_ARGS } from '../lib/force-gc.ts';
 import { freeBasePort, havePostgres } from '../lib/pg-bench-cluster.ts';
 import { runLoad } from '../lib/load.ts';
 import { freshDataDir, isRow, repoRoot, restCreate, restSetPrice, seedProducts, type SpawnedServer } from '../lib/wo.ts';
-import { budget, type Budget } from '../report.ts';
+import { budget, budgetTable, type Budget } from '../report.ts';
 import { spawnWo } from '../../testkit/spawn.ts';
 import { writePriceLog } from '../../testkit/pg-price-log.ts';
 import type { BenchContext } from './context.ts';
@@ -264,9 +264,7 @@ export function renderClusterCache(r: ClusterCacheResult): string {
     '|---|---|---:|---:|---:|---:|',
     ...r.writes.map((w) => `| ${w.nodes} node${w.nodes === 1 ? '' : 's'} | ${w.op} | ${f(w.callsPerSec)} | ${f(w.woCpuUsPerWrite)} | ${w.errors} | ${f(w.syncReads)} |`),
     '',
-    '| budget | measured | want | verdict | how |',
-    '|---|---:|---:|---|---|',
-    ...clusterCacheBudgets(r).map((b) => `| ${b.name} | ${Number.isFinite(b.value) ? `${b.value.toFixed(2)} ${b.unit}` : '-'} | ${b.want} | **${b.result}** | ${b.detail} |`),
+    ...budgetTable(clusterCacheBudgets(r)),
     '',
   ].join('\n');
 }

@@ -19,7 +19,7 @@ import { LatencyHistogram } from '../lib/histogram.ts';
 import { runLoad, type LoadResult } from '../lib/load.ts';
 import { havePostgres, startBenchCluster, type BenchCluster } from '../lib/pg-bench-cluster.ts';
 import { freshDataDir, repoRoot, type SpawnedServer } from '../lib/wo.ts';
-import { budget, type Budget } from '../report.ts';
+import { budget, budgetTable, type Budget } from '../report.ts';
 import { spawnWo } from '../../testkit/spawn.ts';
 import type { BenchContext, Mode } from './context.ts';
 
@@ -245,9 +245,7 @@ export function renderClusterLend(r: ClusterLendResult): string {
     '|---|---:|---:|---:|---:|---:|---:|---:|',
     ...r.rows.map((w) => `| ${w.setup} | ${w.inFlight} | ${f(w.lendsPerSec)} | ${f(w.p50Ms, 1)} | ${f(w.p99Ms, 1)} | ${f(w.woCpuUsPerLend)} | ${f(w.pgCpuUsPerLend)} | ${w.errors} |`),
     '',
-    '| budget | measured | want | verdict | how |',
-    '|---|---:|---:|---|---|',
-    ...clusterLendBudgets(r).map((b) => `| ${b.name} | ${Number.isFinite(b.value) ? `${b.value.toFixed(2)}x` : '-'} | ${b.want} | **${b.result}** | ${b.detail} |`),
+    ...budgetTable(clusterLendBudgets(r)),
     '',
   ].join('\n');
 }

@@ -39,7 +39,7 @@ import { writeLibrary } from '../lib/library-writer.ts';
 import { runLoad } from '../lib/load.ts';
 import { assertAlive } from '../lib/measure.ts';
 import { freshDataDir, repoRoot, type SpawnedServer } from '../lib/wo.ts';
-import { budget, type Budget } from '../report.ts';
+import { budget, budgetTable, type Budget } from '../report.ts';
 import { spawnWo } from '../../testkit/spawn.ts';
 import type { BenchContext, Mode } from './context.ts';
 
@@ -458,9 +458,7 @@ export function renderKeyedViews(r: KeyedViewsResult): string {
     '',
     rf ? `A member's entry read, paced, while loans_by_book (declaration changed) is folded again from ${f(rf.events)} events (${f(rf.refoldMs / 1000, 1)} s): ${f(rf.during.reads)} reads, p50 ${f(rf.during.p50Ms, 2)} ms, p99 ${f(rf.during.p99Ms, 2)} ms, max ${f(rf.during.maxMs, 0)} ms, ${rf.during.errors} not 200; idle (a fresh start, nothing to fold): ${f(rf.idle.reads)} reads, p50 ${f(rf.idle.p50Ms, 2)} ms, p99 ${f(rf.idle.p99Ms, 2)} ms, max ${f(rf.idle.maxMs, 0)} ms, ${rf.idle.errors} not 200.` : 'The refold is measured apart (view-refold.ts, `--only viewrefold`); alone, this scenario measures it too.',
     '',
-    '| budget | measured | want | verdict | how |',
-    '|---|---:|---:|---|---|',
-    ...keyedViewsBudgets(r).map((b) => `| ${b.name} | ${Number.isFinite(b.value) ? `${b.value.toFixed(2)}x` : '-'} | ${b.want} | **${b.result}** | ${b.detail} |`),
+    ...budgetTable(keyedViewsBudgets(r)),
     '',
   ].join('\n');
 }

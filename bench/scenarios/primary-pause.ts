@@ -16,7 +16,7 @@ import { LatencyHistogram } from '../lib/histogram.ts';
 import { freeBasePort, havePostgres } from '../lib/pg-bench-cluster.ts';
 import { runLoad } from '../lib/load.ts';
 import { freshDataDir, repoRoot, restGet, seedProducts, type SpawnedServer } from '../lib/wo.ts';
-import { budget, type Budget } from '../report.ts';
+import { budget, budgetTable, type Budget } from '../report.ts';
 import { spawnWo } from '../../testkit/spawn.ts';
 import type { BenchContext } from './context.ts';
 
@@ -216,9 +216,7 @@ export function renderPrimaryPause(r: PrimaryPauseResult): string {
     '|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|',
     `| ${r.writes} | ${r.duringPause} | ${r.ok} | ${r.unavailable} | ${r.other} | ${f(r.p50Ms)} | ${f(r.p99Ms)} | ${f(r.worstMs)} | ${r.overBound} | ${r.reads.calls} (${f(r.reads.worstMs)}) | ${r.lost} | ${r.doubled} |`,
     '',
-    '| budget | measured | want | verdict | how |',
-    '|---|---:|---:|---|---|',
-    ...primaryPauseBudgets(r).map((b) => `| ${b.name} | ${Number.isFinite(b.value) ? `${f(b.value)} ms` : '-'} | ${b.want} | **${b.result}** | ${b.detail} |`),
+    ...budgetTable(primaryPauseBudgets(r)),
     '',
   ].join('\n');
 }

@@ -18,7 +18,7 @@ import { writeProducts } from '../lib/row-writer.ts';
 import { warmUntilStable } from '../lib/warmup.ts';
 import { freshDataDir, startWo } from '../lib/wo.ts';
 import type { LoadRequest } from '../lib/load.ts';
-import { budget, type Budget } from '../report.ts';
+import { budget, budgetTable, type Budget } from '../report.ts';
 import type { BenchContext } from './context.ts';
 
 export interface RangeFilterOptions {
@@ -164,9 +164,7 @@ export function renderRangeFilter(r: RangeFilterResult): string {
     row('range, ordered by its field', '?price[gte]=p&price[lt]=p+10&order=price', r.lists.range),
     row('range, id order', '?price[gte]=p&price[lt]=p+10', r.lists.rangeById),
     '',
-    '| budget | measured | want | verdict | how |',
-    '|---|---:|---:|---|---|',
-    ...rangeFilterBudgets(r).map((b) => `| ${b.name} | ${Number.isFinite(b.value) ? `${b.value.toFixed(2)}x` : '-'} | ${b.want} | **${b.result}** | ${b.detail} |`),
+    ...budgetTable(rangeFilterBudgets(r)),
     '',
   ].join('\n');
 }

@@ -21,7 +21,7 @@ import { freeBasePort, havePostgres } from '../lib/pg-bench-cluster.ts';
 import { runLoad, type LoadResult } from '../lib/load.ts';
 import { openListen } from '../lib/subscribers.ts';
 import { freshDataDir, isRow, repoRoot, restCreate, restSetPrice, seedProducts, spawnPeer, startWo, type SpawnedServer } from '../lib/wo.ts';
-import { budget, type Budget } from '../report.ts';
+import { budget, budgetTable, type Budget } from '../report.ts';
 import { spawnWo } from '../../testkit/spawn.ts';
 import type { BenchContext } from './context.ts';
 
@@ -304,9 +304,7 @@ export function renderScaleOut(r: ScaleOutResult): string {
     '',
     `Commit to notification (${r.notify.commits} commits, one at a time, from before the request): subscriber on another node p50 ${f(r.notify.otherNode.p50Ms, 1)} ms, p99 ${f(r.notify.otherNode.p99Ms, 1)} ms; on the writing node p50 ${f(r.notify.sameNode.p50Ms, 1)} ms, p99 ${f(r.notify.sameNode.p99Ms, 1)} ms.`,
     '',
-    '| budget | measured | want | verdict | how |',
-    '|---|---:|---:|---|---|',
-    ...scaleOutBudgets(r).map((b) => `| ${b.name} | ${Number.isFinite(b.value) ? `${b.value.toFixed(2)}x` : '-'} | ${b.want} | **${b.result}** | ${b.detail} |`),
+    ...budgetTable(scaleOutBudgets(r)),
     '',
   ].join('\n');
 }

@@ -17,7 +17,7 @@ import { request } from 'undici';
 import { LatencyHistogram } from '../lib/histogram.ts';
 import { writeProducts } from '../lib/row-writer.ts';
 import { freshDataDir, repoRoot, startWo } from '../lib/wo.ts';
-import { budget, type Budget } from '../report.ts';
+import { budget, budgetTable, type Budget } from '../report.ts';
 import { spawnWo, WO_READY } from '../../testkit/spawn.ts';
 import type { BenchContext } from './context.ts';
 
@@ -200,9 +200,7 @@ export function renderViewRefold(r: ViewRefoldResult): string {
     '',
     `Refused reads (not 200): ${r.refused}.`,
     '',
-    '| budget | measured | want | verdict | how |',
-    '|---|---:|---:|---|---|',
-    ...viewRefoldBudgets(r).map((b) => `| ${b.name} | ${Number.isFinite(b.value) ? `${b.value.toFixed(2)}${b.unit}` : '-'} | ${b.want} | **${b.result}** | ${b.detail} |`),
+    ...budgetTable(viewRefoldBudgets(r)),
     '',
   ].join('\n');
 }
