@@ -21,10 +21,16 @@ import { FakeSocket } from "../../testkit/fake-socket.ts"
 
 const N = 25
 const URI = "wo://products/1"
-// The hub writes at least 16 streams a slice, a slice per event-loop turn (stream-hub.ts): 8 turns cover them all.
-const flushed = Effect.promise(async () => {
-  for (let i = 0; i < 8; i++) await new Promise<void>((r) => setImmediate(r))
-})
+/**
+ * Event-loop turns until `done` holds (at most 10,000), then 8 more so that a write too many would show. The hub
+ * runs with 16 writes a slice and no pause between rounds, so every slice is one turn (setImmediate), never a timer:
+ * with its default slice and pace, a loaded machine's round could end in a pause longer than any fixed count of turns.
+ */
+const settled = (done: () => boolean) =>
+  Effect.promise(async () => {
+    for (let turns = 0; !done() && turns < 10_000; turns++) await new Promise<void>((r) => setImmediate(r))
+    for (let i = 0; i < 8; i++) await new Promise<void>((r) => setImmediate(r))
+  })
 
 describe("frames built once per change", () => {
   it.effect("one change to N legacy and N modern subscribers serialises once per era", () =>
@@ -42,7 +48,7 @@ describe("frames built once per change", () => {
       const getStream = makeSessionStream({ catalog, sessions, log: undefined as never, rows, views: undefined as never, streams, settings })
       const listen = makeListenStreams({ registry, rows, streams, settings, resultMeta: {} })
 
-      const hub = makeStreamHub()
+      const hub = makeStreamHub(undefined, 0, 0)
       const scope = yield* Scope.make()
       const run = (response: EdgeResponse) =>
         Effect.gen(function* () {
@@ -59,14 +65,14 @@ describe("frames built once per change", () => {
         const response = listen({ id: `L${i}`, client: "127.0.0.1", topics: [{ uri: URI }], listChanges: false, honoured: {} })
         modern.push(yield* run(Either.getOrThrow(response)))
       }
-      yield* flushed
+      yield* settled(() => registry.stats().subscriptions === 2 * N)
       expect(registry.stats().subscriptions).toBe(2 * N)
 
       for (const seq of [7, 8]) {
         const before = { ...frameBuilds }
         const writesBefore = [...legacy, ...modern].map((s) => s.chunks.length)
         registry.route([{ _tag: "Updated", uri: URI, seq }])
-        yield* flushed
+        yield* settled(() => [...legacy, ...modern].every((s, i) => s.chunks.length > writesBefore[i]))
         expect(frameBuilds.legacy - before.legacy, "legacy frames built").toBe(1)
         expect(frameBuilds.modern - before.modern, "modern frames built").toBe(1)
         const last = (s: FakeSocket) => s.chunks[s.chunks.length - 1]
