@@ -349,6 +349,14 @@ export const makeGroupCommit = Effect.gen(function* () {
       deadlines?.close()
       yield* Fiber.interrupt(writer)
       while (pending.length > 0) yield* commitBatch(takeBatch())
+      // No more ids are given: the unused end of this node's blocks goes back to the store (id-blocks.ts). Not
+      // after the writer died: what it gave in its last batch is not known for sure.
+      if (blocks !== undefined && log.releaseIds !== undefined && stopped === undefined) {
+        yield* blocks.giveBack(log.releaseIds).pipe(
+          Effect.tap((types) => (types.length === 0 ? Effect.void : Effect.logDebug(`ids: the unused end of this node's blocks given back (${types.join(", ")})`))),
+          Effect.catchAll((e) => Effect.logWarning(`ids: cannot give back this node's unused ids (${e.reason}); they stay unused`))
+        )
+      }
     }))
 
   /**

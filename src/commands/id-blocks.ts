@@ -5,7 +5,11 @@
  * decided again. The store writes a create whose id it handed out and no row has (append-plan.ts).
  *
  * Ids stay unique forever: a block is handed out once, and the ids of a block its node never used (it was killed,
- * or its batch failed) are skipped, never given again. A single node gives 1, 2, 3…: its blocks follow each other
+ * or its batch failed) are skipped, never given again. One exception keeps a lone node's ids dense across restarts:
+ * at a clean stop, a node gives back the unused end of each type's last block, only if no reservation came after it
+ * (the store's highest id handed out is still that block's last). No id above the node's highest given one was then
+ * handed to anyone else, and the node gives no more: nothing handed out is handed out again. Those give-backs nest
+ * like a stack: a node's can only succeed once every block reserved after its own was given back whole. A single node gives 1, 2, 3…: its blocks follow each other
  * while no other node reserves in between. On several nodes, ids are unique but not in creation order across nodes.
  *
  * The writer (group-commit.ts) decides with `next`, marks what it gave with `gave`, and calls `refill` before each
@@ -15,6 +19,7 @@
 import { Effect } from "effect"
 import { StoreFailed, type StoreError } from "../domain/errors.ts"
 import { MAX_ID } from "../domain/ids.ts"
+import type { UnusedIds } from "../log/event-log.ts"
 
 /** Ids `first` to `last`, both included, that this node may still give. */
 type Range = { first: number; last: number }
@@ -29,6 +34,13 @@ export interface IdBlocks {
   readonly gave: (type: string, id: number) => void
   /** Reserves a block for each type that ran out, runs low, or is in `wanted` with no id left. */
   readonly refill: (wanted: Iterable<string>) => Effect.Effect<void, StoreError>
+  /**
+   * At a clean stop, once the writer gives no more ids: gives back the unused end of each type's last block
+   * (`release`: the store's conditional give-back); answers the types whose ids were given back.
+   */
+  readonly giveBack: (
+    release: (unused: ReadonlyArray<UnusedIds>) => Effect.Effect<ReadonlyArray<string>, StoreError>
+  ) => Effect.Effect<ReadonlyArray<string>, StoreError>
 }
 
 /**
@@ -40,6 +52,8 @@ export const makeIdBlocks = (size: number, reserve: (type: string, count: number
   const left = new Map<string, Array<Range>>()
   // The types a create found with no id left since the last refill.
   const starved = new Set<string>()
+  // Per type, the last id of the last block reserved: the store's highest id handed out, unless another node reserved since.
+  const lastReserved = new Map<string, number>()
   const room = (type: string) => {
     let n = 0
     for (const r of left.get(type) ?? []) n += r.last - r.first + 1
@@ -49,6 +63,7 @@ export const makeIdBlocks = (size: number, reserve: (type: string, count: number
     Effect.flatMap(reserve(type, size), (last) => {
       // Past the largest id the store keys rows by, the block is useless: creates of the type are refused.
       if (last - size + 1 > MAX_ID) return Effect.fail(new StoreFailed({ reason: `the ids of ${type} are used up (the largest is ${MAX_ID})` }))
+      lastReserved.set(type, last)
       const ranges = left.get(type) ?? []
       const end = ranges[ranges.length - 1]
       // A block right after the one before (no other node reserved in between) continues it.
@@ -80,6 +95,17 @@ export const makeIdBlocks = (size: number, reserve: (type: string, count: number
         for (const type of left.keys()) if (room(type) < size / 2) types.add(type)
         starved.clear()
         return types.size === 0 ? Effect.void : Effect.forEach(types, reserveOne, { discard: true })
+      }),
+    giveBack: (release) =>
+      Effect.suspend(() => {
+        const unused: Array<UnusedIds> = []
+        for (const [type, blockLast] of lastReserved) {
+          const end = left.get(type)?.at(-1)
+          // The end of the last block (ids are given in order: every id this node gave is below `first`); not a block
+          // cut short at the largest id.
+          if (end !== undefined && end.last === blockLast) unused.push({ type, keep: end.first - 1, blockLast })
+        }
+        return unused.length === 0 ? Effect.succeed([]) : release(unused)
       })
   }
 }

@@ -228,6 +228,13 @@ export interface ReadOptions {
   readonly slice?: number
 }
 
+/** The unused end of a node's last block of ids of `type`: the ids past `keep` up to `blockLast` (id-blocks.ts). */
+export interface UnusedIds {
+  readonly type: string
+  readonly keep: number
+  readonly blockLast: number
+}
+
 export interface EventLogShape {
   /**
    * Writes the batch atomically with one durable commit; succeeds only once it is durable. A single-writer log
@@ -255,6 +262,12 @@ export interface EventLogShape {
    * `last - count + 1`). No other node and no other reservation is ever handed one of them.
    */
   readonly reserveIds?: (type: string, count: number) => Effect.Effect<number, StoreError>
+  /**
+   * Present with `reserveIds`: for each type, gives back the ids past `keep` of this node's last block, whose last id
+   * is `blockLast`, if no reservation came after it (the type's highest id handed out is still `blockLast`); answers
+   * the types it gave back. A node's clean stop calls it for the ids it never gave (commands/id-blocks.ts).
+   */
+  readonly releaseIds?: (unused: ReadonlyArray<UnusedIds>) => Effect.Effect<ReadonlyArray<string>, StoreError>
   /**
    * Present on a shared log (PostgreSQL): the head and every stored row, read at one moment of the store, so that a
    * node starting while others commit loads rows exact at that head instead of folding the log (pinned-log.ts).

@@ -12,6 +12,9 @@ const running = new Set<() => Promise<void>>()
 let stopping = false
 
 const onSignal = (signal: NodeJS.Signals) => {
+  // Ours runs first (prepended), so the count holds every other handler: NodeRuntime.runMain's removes itself when
+  // called, and counted after it, it would look absent. Then both would close the runtime, and ours, finding it
+  // already closing, would exit the process before the flush, the views' snapshot and the store's close ended.
   if (process.listenerCount(signal) > 1) return
   if (stopping) process.exit(130) // a second Ctrl-C: stop now
   stopping = true
@@ -19,7 +22,7 @@ const onSignal = (signal: NodeJS.Signals) => {
 }
 
 const enlist = (stop: () => Promise<void>) => {
-  if (running.size === 0) SIGNALS.forEach((s) => process.on(s, onSignal))
+  if (running.size === 0) SIGNALS.forEach((s) => process.prependListener(s, onSignal))
   running.add(stop)
 }
 

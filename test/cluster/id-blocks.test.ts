@@ -2,7 +2,7 @@
  * Ids without contention across nodes: each node gives its creates ids from blocks it reserved from the store, so
  * creates on several nodes at once are never refused or renumbered for an id another node took. A single node
  * still gives 1, 2, 3…; ids stay unique when a node is killed with -9 in the middle of a block (its unused ids are
- * skipped). On the run's shared cluster, in databases of their own.
+ * skipped), and when a node stopped cleanly gives back the end of its last block (only if no block came after it). On the run's shared cluster, in databases of their own.
  */
 import { Effect, ManagedRuntime } from "effect"
 import * as path from "node:path"
@@ -12,7 +12,7 @@ import { ensureSchema, SCHEMA } from "../../src/log/postgres/schema.ts"
 import { checksum, typeKey, typePayload } from "../../src/log/postgres/records.ts"
 import { writeAppDir } from "../../testkit/app-dir.ts"
 import { http, ROOT, tempDir } from "../../testkit/server.ts"
-import { spawnWo, type Spawned } from "../../testkit/spawn.ts"
+import { runWo, spawnWo, type Spawned } from "../../testkit/spawn.ts"
 import { haveBinaries, sharedCluster, warnIfSkipped, type PgCluster } from "./pg-cluster.ts"
 
 warnIfSkipped("the id block tests")
@@ -100,19 +100,46 @@ describe.skipIf(!haveBinaries)("blocks of ids per node on one PostgreSQL log", (
     expect(loans).toBe(270)
   })
 
-  it("a node started again takes a new block: the rest of its last one is skipped, whether it stopped or was killed", { timeout: 300_000 }, async () => {
+  it("a node stopped cleanly gives back the rest of its last block; one killed leaves it skipped", { timeout: 300_000 }, async () => {
     const store = await cluster.createDatabase("wo_ids_restart")
     const dir = tempDir("wo-node-")
     const create = async (node: Spawned) => (await post(node, "/api/members", { name: "x" })).json.id
     const first = await start(store, dir)
     expect([await create(first), await create(first), await create(first)]).toEqual(["1", "2", "3"])
     expect(await first.stop()).toBe(0)
-    // Blocks of 20: ids 4 to 20 are never given.
+    // Blocks of 20: ids 4 to 20 went back at the clean stop, and the next node goes on from there.
     const second = await start(store, dir)
-    expect(await create(second)).toBe("21")
+    expect(await create(second)).toBe("4")
+    // Killed: ids 5 to 23 are never given.
     await second.stop("SIGKILL")
     const third = await start(store, dir)
-    expect(await create(third)).toBe("41")
+    expect(await create(third)).toBe("24")
+    expect(await third.stop()).toBe(0)
+    const [{ last_id }] = await cluster.sql<{ last_id: string }>("wo_ids_restart", "select last_id::text from writeonce.types where type = 'members'")
+    expect(last_id).toBe("24")
+  })
+
+  it("a clean stop gives nothing back once another node reserved after it: no id is given twice", { timeout: 300_000 }, async () => {
+    const store = await cluster.createDatabase("wo_ids_stop_two")
+    const create = async (node: Spawned) => (await post(node, "/api/members", { name: "x" })).json.id
+    const a = await start(store)
+    expect(await create(a)).toBe("1") // A holds 1 to 20
+    const b = await start(store)
+    expect(await create(b)).toBe("21") // B holds 21 to 40
+    expect(await a.stop()).toBe(0) // 2 to 20 stay unused: B's block came after
+    const c = await start(store)
+    expect(await create(c)).toBe("41")
+    expect(await create(b)).toBe("22")
+    expect(await b.stop()).toBe(0) // C's block came after B's: nothing given back
+    expect(await c.stop()).toBe(0) // C's was the last: 42 to 60 go back
+    const d = await start(store)
+    expect(await create(d)).toBe("42")
+    const rows = await cluster.sql<{ id: string }>("wo_ids_stop_two", "select id from writeonce.rows where type = 'members' order by id::bigint")
+    expect(rows.map((r) => r.id)).toEqual(["1", "21", "22", "41", "42"])
+    // The types rows moved back keep their checksums and counters whole.
+    await d.stop()
+    const verified = await runWo(["verify", "--app", appDir, "--store", store], { timeoutMs: 120_000 })
+    expect(verified.code, verified.stderr).toBe(0)
   })
 
   it("a node killed with -9 in the middle of a block: the others and the node restarted go on, no id given twice", { timeout: 300_000 }, async () => {

@@ -14,6 +14,17 @@ const store = () => {
   const calls: Array<string> = []
   return {
     calls,
+    /** The highest id of `type` handed out. */
+    highest: (type: string) => last.get(type) ?? 0,
+    /** The store's give-back: the highest id handed out moves back to `keep` only if it is still `blockLast`. */
+    release: (unused: ReadonlyArray<{ type: string; keep: number; blockLast: number }>) =>
+      Effect.sync(() =>
+        unused.flatMap(({ type, keep, blockLast }) => {
+          if (last.get(type) !== blockLast || keep >= blockLast) return []
+          last.set(type, keep)
+          return [type]
+        })
+      ),
     /** Another node reserves `count` ids of `type`. */
     elsewhere: (type: string, count: number) => last.set(type, (last.get(type) ?? 0) + count),
     reserve: (type: string, count: number) =>
@@ -75,5 +86,53 @@ describe("a node's blocks of ids", () => {
     blocks.gave("books", 1)
     // The batch failed, or its create was refused: decided again, it takes the next id.
     expect(blocks.next("books", undefined)).toBe(2)
+  })
+
+  it("a clean stop gives back the unused end of the last block: the next node goes on from the last id given", () => {
+    const s = store()
+    const first = makeIdBlocks(10, s.reserve)
+    Effect.runSync(first.refill(["loans", "members"]))
+    expect(give(first, "loans", 3)).toEqual([1, 2, 3])
+    expect(Effect.runSync(first.giveBack(s.release))).toEqual(["loans", "members"])
+    expect([s.highest("loans"), s.highest("members")]).toEqual([3, 0])
+    const next = makeIdBlocks(10, s.reserve)
+    Effect.runSync(next.refill(["loans"]))
+    expect(give(next, "loans", 2)).toEqual([4, 5])
+  })
+
+  it("gives nothing back when another node reserved after its last block: those ids stay unused", () => {
+    const s = store()
+    const blocks = makeIdBlocks(10, s.reserve)
+    Effect.runSync(blocks.refill(["loans"]))
+    expect(give(blocks, "loans", 3)).toEqual([1, 2, 3])
+    s.elsewhere("loans", 10)
+    expect(Effect.runSync(blocks.giveBack(s.release))).toEqual([])
+    expect(s.highest("loans")).toBe(20)
+  })
+
+  it("nodes reserving, giving and stopping cleanly in any order never give one id twice", () => {
+    let seed = 12345
+    const random = (n: number) => {
+      seed = (seed * 1103515245 + 12345) % 2 ** 31
+      return seed % n
+    }
+    for (let round = 0; round < 200; round++) {
+      const s = store()
+      const given: Array<number> = []
+      const fresh = () => makeIdBlocks(1 + random(8), s.reserve)
+      const nodes = [fresh(), fresh(), fresh()]
+      for (let step = 0; step < 60; step++) {
+        const n = random(nodes.length)
+        const action = random(3)
+        if (action === 0) Effect.runSync(nodes[n].refill(["loans"]))
+        else if (action === 1) given.push(...give(nodes[n], "loans", 1 + random(5)).filter((id) => id !== undefined))
+        else {
+          Effect.runSync(nodes[n].giveBack(s.release))
+          nodes[n] = fresh() // the node stopped; another starts in its place
+        }
+      }
+      expect(new Set(given).size, `round ${round}`).toBe(given.length)
+      expect(Math.max(0, ...given)).toBeLessThanOrEqual(s.highest("loans"))
+    }
   })
 })

@@ -38,7 +38,7 @@ import {
   VIEW_COLUMNS,
   decodeViewOrCorrupt
 } from "./records.ts"
-import { ensureSchema, RESERVE_IDS, SCHEMA } from "./schema.ts"
+import { ensureSchema, RELEASE_IDS, RESERVE_IDS, SCHEMA } from "./schema.ts"
 import { makeRowStore } from "./row-reads.ts"
 import { makeSyncReads } from "./sync-reads.ts"
 import { checkRowCounts } from "../row-counts.ts"
@@ -283,6 +283,11 @@ export const makePostgresLog = Effect.gen(function* () {
         reservedIn(picture, type, last)
         return Effect.succeed(last)
       }),
+    releaseIds: (unused) =>
+      Effect.map(
+        conn.query("cannot give back unused ids", RELEASE_IDS, [unused.map((u) => u.type), unused.map((u) => u.keep), unused.map((u) => u.blockLast)]),
+        (r) => r.rows.map((row) => String(row.type))
+      ),
     storedKey: (key) =>
       Effect.flatMap(
         conn.query("cannot read the idempotency key", `select ${KEY_COLUMNS} from ${SCHEMA}.idempotency_keys where key = $1`, [key]),

@@ -312,6 +312,18 @@ insert into ${SCHEMA}.types as t (type, last_id, row_count, checksum) values ($1
 on conflict (type) do update set last_id = t.last_id + excluded.last_id, checksum = ${SCHEMA}.type_checksum(t.type, t.last_id + excluded.last_id, t.row_count)
 returning last_id::text as last_id`
 
+/**
+ * Gives back the unused end of a node's last block of each type (`$1`) at its clean stop, one statement: `last_id`
+ * moves back from the block's last id (`$3`) to the highest id the node gave (`$2`), only if it is still the
+ * block's last (no reservation came after the block; under the types row's lock). Then no id above the new
+ * `last_id` was ever handed to anyone else, and none is in use: ids stay unique. Answers the types it moved.
+ */
+export const RELEASE_IDS = `
+update ${SCHEMA}.types as t set last_id = x.keep, checksum = ${SCHEMA}.type_checksum(t.type, x.keep, t.row_count)
+from unnest($1::text[], $2::bigint[], $3::bigint[]) as x(type, keep, block_last)
+where t.type = x.type and t.last_id = x.block_last and x.keep < x.block_last
+returning t.type`
+
 /** Creates the tables, or brings them to this release's version; idempotent and safe to run from several nodes. */
 export const ensureSchema = (conn: PgConnectionShape) =>
   Effect.scoped(
