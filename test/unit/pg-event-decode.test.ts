@@ -13,6 +13,9 @@ const asRead = (event: StoredEvent): Record<string, unknown> => {
   return { ...c, seq: String(c.seq), at: String(c.at) }
 }
 
+/** `plain`'s row with some columns replaced. */
+const plainWith = (columns: Record<string, unknown>) => () => decodeEvent({ ...asRead(plain), ...columns })
+
 const plain: StoredEvent = { seq: 7, at: 1_700_000_000_123, type: "products", id: "3", version: 1, schema: 1, kind: "created", data: { name: "n", price: 2.5 } }
 const full: StoredEvent = {
   seq: 9_007_199_254_740, at: 1, type: "loans", id: "12", version: 4, schema: 2, kind: "invoked", method: "lend", params: { member: "1" },
@@ -26,13 +29,13 @@ describe("decoding an events row", () => {
   })
 
   it("refuses a row in any other form, saying what does not decode", () => {
-    expect(() => decodeEvent({ ...asRead(plain), kind: "renamed" })).toThrow(/corrupt record at key e!7: the events row does not decode/)
-    expect(() => decodeEvent({ ...asRead(plain), version: "1" })).toThrow(/the events row does not decode/)
-    expect(() => decodeEvent({ ...asRead(plain), at: "-1" })).toThrow(/the events row does not decode/)
-    expect(() => decodeEvent({ ...asRead(plain), method: 3 })).toThrow(/the events row does not decode/)
+    expect(plainWith({ kind: "renamed" })).toThrow(/corrupt record at key e!7: the events row does not decode/)
+    expect(plainWith({ version: "1" })).toThrow(/the events row does not decode/)
+    expect(plainWith({ at: "-1" })).toThrow(/the events row does not decode/)
+    expect(plainWith({ method: 3 })).toThrow(/the events row does not decode/)
   })
 
   it("still verifies the checksum", () => {
-    expect(() => decodeEvent({ ...asRead(plain), data: '{"name":"m","price":2.5}' })).toThrow("corrupt record at key e!7: checksum mismatch")
+    expect(plainWith({ data: '{"name":"m","price":2.5}' })).toThrow("corrupt record at key e!7: checksum mismatch")
   })
 })
