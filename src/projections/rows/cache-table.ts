@@ -120,7 +120,7 @@ export class CacheTable implements RowTableShape {
     const key = streamKey(this.type, event.id)
     const cached = this.access.cache.peek(key)
     if (cached !== undefined && cached.at >= event.seq) return
-    // Ids are never given twice: the cache cannot hold an older version of a row just created.
+    // Nothing to drop either: ids are never given twice, so the cache holds no older row under this key.
     if (followed && event.kind === "created") return
     // A change folded from a row this node did not hold has no `before` (the tailer's, tailer.ts): its row is partial.
     if (row !== null && (event.kind === "created" || (before != null && before.version === event.version - 1))) {
