@@ -35,9 +35,9 @@ export interface ProjectorShape {
   readonly apply: (changes: ReadonlyArray<Change>, prepared?: PreparedViews) => Effect.Effect<void>
   /**
    * `apply` in one synchronous step, for a caller that must apply and record how far it applied with nothing in
-   * between (the tailer); answers what to log (`logFailures`).
+   * between (the tailer); answers what to log (`logFailures`). `followed`: other nodes' commits (rows.ts `apply`).
    */
-  readonly applyNow: (changes: ReadonlyArray<Change>, prepared?: PreparedViews) => PreparedViews["failures"]
+  readonly applyNow: (changes: ReadonlyArray<Change>, prepared?: PreparedViews, followed?: boolean) => PreparedViews["failures"]
   readonly logFailures: (failures: PreparedViews["failures"]) => Effect.Effect<void>
 }
 
@@ -97,9 +97,9 @@ export const makeProjector = Effect.gen(function* () {
   const prepare = (changes: ReadonlyArray<Change>) => views?.prepare(changes)
 
   const noFailures: PreparedViews["failures"] = []
-  const applyNow = (changes: ReadonlyArray<Change>, prepared?: PreparedViews) => {
+  const applyNow = (changes: ReadonlyArray<Change>, prepared?: PreparedViews, followed = false) => {
     if (changes.length === 0) return noFailures
-    rows.apply(changes)
+    rows.apply(changes, followed)
     const folded = prepared ?? unprepared(changes)
     feed.publish(changes, folded?.commit() ?? [])
     return folded?.failures ?? noFailures

@@ -115,10 +115,11 @@ export const makeTailer = Effect.gen(function* () {
 
   /**
    * Applies changes up to `last` and records it, then every held batch that follows on, in one synchronous step:
-   * the writer's `applyOwn` cannot come between.
+   * the writer's `applyOwn` cannot come between. `followed`: `changes` were read from the log (rows.ts `apply`: the
+   * rows they create are not cached here), not this node's own batch.
    */
-  const advance = (changes: ReadonlyArray<Change>, last: number) => {
-    let failures = projector.applyNow(changes)
+  const advance = (changes: ReadonlyArray<Change>, last: number, followed: boolean) => {
+    let failures = projector.applyNow(changes, undefined, followed)
     countCreates(changes)
     applied = last
     while (held.length > 0 && held[0].first <= applied + 1) {
@@ -143,6 +144,7 @@ export const makeTailer = Effect.gen(function* () {
 
   // Rows cached, not held whole (cache-rows.ts): other nodes' commits are folded on the rows the cache holds, and the
   // rows it does not hold are read only when the views need them (their evolve sees each row before and after).
+  // The rows other nodes create are not cached: a node holds what it reads and writes, not every row of the cluster.
   const cached = rows.cached
   const viewsNeedRows = views !== undefined && catalog.views.size > 0
   const folding = cached === undefined ? undefined : makeCachedFold(catalog, cached, log)
@@ -159,7 +161,7 @@ export const makeTailer = Effect.gen(function* () {
     const last = fresh[fresh.length - 1].seq
     // A held batch the log delivered all the same (read before it was held): the log's copy is applied.
     if (held.length > 0 && held[0].first <= last) held = held.filter((own) => own.first > last)
-    return advance(folding === undefined ? projector.fold(fresh) : folding.fold(fresh, known), last)
+    return advance(folding === undefined ? projector.fold(fresh) : folding.fold(fresh, known), last, true)
   }
   const applyChunk = (events: Chunk.Chunk<StoredEvent>) =>
     Effect.suspend(() => {
@@ -175,7 +177,7 @@ export const makeTailer = Effect.gen(function* () {
       if (first === undefined || first <= applied) return Effect.succeed(false)
       for (let i = 1; i < changes.length; i++) if (changes[i].event.seq !== first + i) return Effect.succeed(false)
       const last = first + changes.length - 1
-      if (first === applied + 1) return Effect.as(advance(changes, last), true)
+      if (first === applied + 1) return Effect.as(advance(changes, last, false), true)
       // Other nodes' commits come first: applied once the tailer has read them (`advance`).
       let at = held.length
       while (at > 0 && held[at - 1].first > first) at--

@@ -274,6 +274,50 @@ describe.skipIf(!haveBinaries)("a node on PostgreSQL caches the store's rows", (
     }
   }, 120_000)
 
+  it("applies another node's commits without caching the rows it does not hold; reads them fresh; moves on the rows it holds", async () => {
+    const notes = defineApp({ name: "notes", entities: { notes: entity({ fields: { text: Schema.String } }) } })
+    const store = await cluster.createDatabase("pg_cache_others")
+    const a = await startNode(store, CACHE_BYTES, notes)
+    const b = await startNode(store, CACHE_BYTES, notes)
+    /** Waits until A's tailer has applied every commit B made. */
+    const applied = async () => {
+      for (let polls = 0; polls < 1000 && a.rows.checkpoint() < b.rows.checkpoint(); polls++) await new Promise((r) => setTimeout(r, 10))
+      expect(a.rows.checkpoint()).toBe(b.rows.checkpoint())
+    }
+    try {
+      for (let i = 0; i < 30; i++) expect((await http(`${b.url}/api/notes`, { method: "POST", body: { text: `n${i}` } })).status).toBe(201)
+      for (let id = 1; id <= 10; id++) expect((await http(`${b.url}/api/notes/${id}`, { method: "PATCH", body: { text: `changed ${id}` } })).status).toBe(200)
+      await applied()
+      // A applied B's 40 commits (its count moved) and holds none of their rows.
+      expect(a.rows.table("notes").size).toBe(30)
+      expect(a.rows.cached!.held().rows).toBe(0)
+
+      // Each row is read from the store at once, as B wrote it.
+      const readBefore = a.counts.storedRows
+      for (let id = 1; id <= 30; id++) {
+        const res = await http(`${a.url}/api/notes/${id}`)
+        expect(res.status, res.text).toBe(200)
+        expect(res.json).toEqual((await http(`${b.url}/api/notes/${id}`)).json)
+      }
+      expect(a.counts.storedRows - readBefore).toBe(30)
+      expect(a.rows.cached!.held().rows).toBe(30)
+
+      // Now A holds them: B's next change of one is applied to it, and A serves it without reading the store; a row
+      // B deletes is dropped (a read asks the store).
+      expect((await http(`${b.url}/api/notes/1`, { method: "PATCH", body: { text: "again" } })).status).toBe(200)
+      expect((await http(`${b.url}/api/notes/2`, { method: "DELETE" })).status).toBe(200)
+      await applied()
+      const heldBefore = a.counts.storedRows
+      expect((await http(`${a.url}/api/notes/1`)).json).toMatchObject({ id: "1", version: 3, text: "again" })
+      expect(a.counts.storedRows).toBe(heldBefore)
+      expect(a.rows.cached!.peek("notes", "2")).toBeUndefined()
+      expect((await http(`${a.url}/api/notes/2`)).status).toBe(404)
+    } finally {
+      await a.stop()
+      await b.stop()
+    }
+  }, 120_000)
+
   it("folds another node's changes of rows it does not hold into its views exactly: it reads the rows before them", async () => {
     const store = await cluster.createDatabase("pg_cache_views")
     const b = await startNode(store, CACHE_BYTES, apps.blog)

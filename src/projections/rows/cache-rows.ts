@@ -3,8 +3,9 @@
  * embedded store's cache: row-cache.ts), not a replica. A start reads the head and each type's row count and
  * highest id (log/postgres/row-reads.ts), not the rows: it costs the same with a million rows as with none, and the
  * memory held is the cache's bound. Rows are read from the store when first asked for (cache-table.ts); the writer
- * applies this node's commits to the cache, the tailer the other nodes' commits to the rows the cache holds, and
- * drops the others it touches (tailer.ts).
+ * applies this node's commits to the cache, the tailer the other nodes' commits to the rows the cache holds (and
+ * to the rows it read for a view's fold), and drops the others it touches; another node's create is not cached
+ * (tailer.ts): a node holds the rows it reads and writes, not every row the cluster writes.
  *
  * The start checks the stored types against the app (a type gone from it is refused), not every stored row: that
  * would read them all.
@@ -45,9 +46,9 @@ export const makeCacheRows = (store: RowStore, catalog: CompiledApp) =>
     const rows: RowsShape = {
       get: (type, id) => (catalog.types.has(type) ? table(type).get(id) : undefined),
       table,
-      apply: (changes) => {
+      apply: (changes, followed = false) => {
         for (const change of changes) {
-          table(change.event.type).apply(change)
+          table(change.event.type).apply(change, followed)
           seq = change.event.seq
         }
       },

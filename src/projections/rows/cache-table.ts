@@ -4,8 +4,9 @@
  * the embedded store's tables read classic-level (store-table.ts). Lists are read from the store in their order.
  *
  * Each cached row carries the seq of its last event (`at`). A change is applied to the cache only when the cache
- * holds the row it starts from, or it creates the row (its event holds every field); any other change of a row
- * drops it, and the next read fetches it. A change at or before a cached row's `at` is in it already (the row was
+ * holds the row it starts from, or this node created the row (its event holds every field); any other change of a
+ * row drops it, and the next read fetches it. Another node's create is left to the store: the cache holds what
+ * this node reads and writes. A change at or before a cached row's `at` is in it already (the row was
  * read after that commit, ahead of this node's tailer) and is skipped.
  *
  * Reads served to callers await the store (cache-rows.ts `fetch`: queries.ts); so does the writer, which reads what a batch needs
@@ -108,14 +109,19 @@ export class CacheTable implements RowTableShape {
     return row
   }
 
-  /** Makes a durable change visible here: the count, and the cache as the header says. */
-  apply(change: Change): void {
+  /**
+   * Makes a durable change visible here: the count, and the cache as the header says. `followed`: another node's
+   * commit (the tailer's): its create is not cached, since nothing on this node asked for the row.
+   */
+  apply(change: Change, followed = false): void {
     const { event, row, before } = change
     if (event.kind === "created") this.count++
     else if (event.kind === "deleted") this.count--
     const key = streamKey(this.type, event.id)
     const cached = this.access.cache.peek(key)
     if (cached !== undefined && cached.at >= event.seq) return
+    // Nothing to drop either: ids are never given twice, so the cache holds no older row under this key.
+    if (followed && event.kind === "created") return
     // A change folded from a row this node did not hold has no `before` (the tailer's, tailer.ts): its row is partial.
     if (row !== null && (event.kind === "created" || (before != null && before.version === event.version - 1))) {
       this.access.cache.set(key, row, event.seq)

@@ -12,8 +12,12 @@ import type { RowPage, RowTableShape } from "./row-table.ts"
 export interface RowsShape {
   readonly get: (type: string, id: string) => Row | undefined
   readonly table: (type: string) => RowTableShape
-  /** Applies committed changes; called by the projector (projector.ts) once they are durable. */
-  readonly apply: (changes: ReadonlyArray<Change>) => void
+  /**
+   * Applies committed changes; called by the projector (projector.ts) once they are durable. `followed`: other
+   * nodes' commits, read from a shared log by the tailer: a cache builds no row it does not hold from them (a read
+   * fetches it from the store when asked for).
+   */
+  readonly apply: (changes: ReadonlyArray<Change>, followed?: boolean) => void
   /** The log sequence these rows include. */
   readonly checkpoint: () => number
   /**
