@@ -3,7 +3,7 @@
 //   npm run bench                        full run, a few minutes on 2 cores
 //   npm run bench -- --quick             under a minute (shorter windows, 100k-event replay)
 //   npm run bench -- --smoke --out DIR   seconds: one level, a subset, tiny sizes (what npm run bench:smoke checks)
-// Options: --out DIR (default bench/results for a full run, .data/bench-<mode> otherwise), --only load,notify,readers,amplify,stall,replay,sessions,cqrs,invariant,scaleout,clusterlend,pause,commands,metrics,access,inprocess,rangefilter,backup,devreload,scale,keyedviews,viewrefold,clustercache (default: all; smoke runs leave scaleout, clusterlend, pause and clustercache out).
+// Options: --out DIR (default bench/results for a full run, .data/bench-<mode> otherwise), --only load,notify,readers,amplify,stall,replay,sessions,cqrs,invariant,scaleout,clusterlend,pause,commands,metrics,access,inprocess,rangefilter,backup,devreload,scale,keyedviews,viewrefold,clustercache,followercost (default: all; smoke runs leave scaleout, clusterlend, pause, clustercache and followercost out).
 // Env: BENCH_DATA_DIR (data dirs and the fsync probe; default <repo>/.data/bench-run); BENCH_SCENARIOS and
 // BENCH_LEVELS narrow the load matrix to some scenarios (id prefixes) at some in-flight levels (bench/scenarios/load-matrix.ts).
 // Scenarios: bench/scenarios/*.ts; the kit they share: bench/lib/*.ts; the report: bench/report.ts.
@@ -40,6 +40,7 @@ import { renderScale, runScale, scaleBudgets, type ScaleOptions, type ScaleResul
 import { KEYED_VIEWS_OPTIONS, keyedViewsBudgets, renderKeyedViews, runKeyedViews, type KeyedViewsResult } from './scenarios/keyed-views.ts';
 import { renderViewRefold, runViewRefold, viewRefoldBudgets, type ViewRefoldResult } from './scenarios/view-refold.ts';
 import { clusterCacheBudgets, renderClusterCache, runClusterCache, type ClusterCacheResult } from './scenarios/cluster-cache.ts';
+import { followerCostBudgets, renderFollowerCost, runFollowerCost, type FollowerCostResult } from './scenarios/follower-cost.ts';
 import { renderDevReload, runDevReload, type DevReloadResult } from './dev-reload.ts';
 
 // ---------------------------------------------------------------------------------------------------
@@ -55,10 +56,10 @@ const option = (name: string): string | undefined => {
 const mode: Mode = flag('smoke') ? 'smoke' : flag('quick') ? 'quick' : 'full';
 // Only a full run replaces the committed results; shorter runs go under .data (not committed).
 const outDir = resolve(option('out') ?? (mode === 'full' ? join(repoRoot, 'bench', 'results') : join(repoRoot, '.data', `bench-${mode}`)));
-const PARTS = ['load', 'notify', 'readers', 'amplify', 'stall', 'replay', 'sessions', 'cqrs', 'invariant', 'scaleout', 'clusterlend', 'pause', 'commands', 'metrics', 'access', 'inprocess', 'rangefilter', 'backup', 'devreload', 'scale', 'keyedviews', 'viewrefold', 'clustercache'] as const;
+const PARTS = ['load', 'notify', 'readers', 'amplify', 'stall', 'replay', 'sessions', 'cqrs', 'invariant', 'scaleout', 'clusterlend', 'pause', 'commands', 'metrics', 'access', 'inprocess', 'rangefilter', 'backup', 'devreload', 'scale', 'keyedviews', 'viewrefold', 'clustercache', 'followercost'] as const;
 type Part = (typeof PARTS)[number];
-// scaleout, clusterlend, pause and clustercache start PostgreSQL clusters: not in smoke runs unless asked for.
-const PG_PARTS: ReadonlyArray<Part> = ['scaleout', 'clusterlend', 'pause', 'clustercache'];
+// scaleout, clusterlend, pause, clustercache and followercost start PostgreSQL clusters: not in smoke runs unless asked for.
+const PG_PARTS: ReadonlyArray<Part> = ['scaleout', 'clusterlend', 'pause', 'clustercache', 'followercost'];
 const only = option('only')?.split(',').map((s) => s.trim()) ?? PARTS.filter((p) => !PG_PARTS.includes(p) || mode !== 'smoke');
 for (const p of only) if (!(PARTS as readonly string[]).includes(p)) throw new Error(`--only: unknown part ${p}; pick from ${PARTS.join(', ')}`);
 const wanted = (p: Part) => only.includes(p);
@@ -273,6 +274,7 @@ let scale: ScaleResult | undefined;
 let keyedViews: KeyedViewsResult | undefined;
 let viewRefold: ViewRefoldResult | undefined;
 let clusterCache: ClusterCacheResult | undefined;
+let followerCost: FollowerCostResult | undefined;
 /** The wo dev reload latency (reported after the rest, in its own file too). */
 let devReload: DevReloadResult | undefined;
 const startedEarly: SpawnedServer[] = [];
@@ -361,6 +363,7 @@ try {
   if (wanted('keyedviews')) keyedViews = await runKeyedViews(ctx, { ...KEYED_VIEWS_OPTIONS[mode], parts: ['keyed', 'whole', 'start'] });
   if (wanted('viewrefold')) viewRefold = await runViewRefold(ctx, { events: mode === 'full' ? 1_000_000 : mode === 'quick' ? 200_000 : 20_000, readers: 4, idleReads: mode === 'full' ? 20_000 : 5_000 });
   if (wanted('clustercache')) clusterCache = await runClusterCache(ctx, mode === 'full' ? { rows: 1_000_000, starts: 3, windowMs: 10_000, inFlight: 32, products: 1000 } : { rows: 100_000, starts: 1, windowMs: 3_000, inFlight: 32, products: 1000 });
+  if (wanted('followercost')) followerCost = await runFollowerCost(ctx, { inFlight: [1, 8, 32], windowMs: mode === 'full' ? 10_000 : 3_000, products: 1000 });
   if (wanted('devreload')) devReload = await runDevReload({ rounds: mode === 'full' ? 10 : 2, rows: mode === 'smoke' ? 50 : 2000, dataRoot });
 } finally {
   await Promise.allSettled([sharedStart, sessionsStart]);
@@ -405,10 +408,11 @@ report.budgets = [
   ...(keyedViews ? keyedViewsBudgets(keyedViews) : []),
   ...(viewRefold ? viewRefoldBudgets(viewRefold) : []),
   ...(clusterCache ? clusterCacheBudgets(clusterCache) : []),
+  ...(followerCost ? followerCostBudgets(followerCost) : []),
 ];
 report.wallMs = performance.now() - wallStart;
 
-const md = renderMarkdown(report) + (invariantCost ? `\n${renderInvariant(invariantCost)}` : '') + (scaleOut ? `\n${renderScaleOut(scaleOut)}` : '') + (clusterLend ? `\n${renderClusterLend(clusterLend)}\n` : '') + (primaryPause ? `\n${renderPrimaryPause(primaryPause)}\n` : '') + (commands ? `\n${renderCommands(commands)}\n` : '') + (metricsCost ? `\n${renderMetricsCost(metricsCost)}\n` : '') + (accessCost ? `\n${renderAccessCost(accessCost)}\n` : '') + (inProcess ? `\n${renderInProcess(inProcess)}\n` : '') + (rangeFilter ? `\n${renderRangeFilter(rangeFilter)}\n` : '') + (backup ? `\n${renderBackup(backup)}\n` : '') + (scale ? `\n${renderScale(scale)}\n` : '') + (keyedViews ? `\n${renderKeyedViews(keyedViews)}\n` : '') + (viewRefold ? `\n${renderViewRefold(viewRefold)}\n` : '') + (clusterCache ? `\n${renderClusterCache(clusterCache)}\n` : '') + (devReload ? `\n${renderDevReload(devReload)}\n` : '');
+const md = renderMarkdown(report) + (invariantCost ? `\n${renderInvariant(invariantCost)}` : '') + (scaleOut ? `\n${renderScaleOut(scaleOut)}` : '') + (clusterLend ? `\n${renderClusterLend(clusterLend)}\n` : '') + (primaryPause ? `\n${renderPrimaryPause(primaryPause)}\n` : '') + (commands ? `\n${renderCommands(commands)}\n` : '') + (metricsCost ? `\n${renderMetricsCost(metricsCost)}\n` : '') + (accessCost ? `\n${renderAccessCost(accessCost)}\n` : '') + (inProcess ? `\n${renderInProcess(inProcess)}\n` : '') + (rangeFilter ? `\n${renderRangeFilter(rangeFilter)}\n` : '') + (backup ? `\n${renderBackup(backup)}\n` : '') + (scale ? `\n${renderScale(scale)}\n` : '') + (keyedViews ? `\n${renderKeyedViews(keyedViews)}\n` : '') + (viewRefold ? `\n${renderViewRefold(viewRefold)}\n` : '') + (clusterCache ? `\n${renderClusterCache(clusterCache)}\n` : '') + (followerCost ? `\n${renderFollowerCost(followerCost)}\n` : '') + (devReload ? `\n${renderDevReload(devReload)}\n` : '');
 mkdirSync(outDir, { recursive: true });
 if (scaleOut) writeFileSync(join(outDir, 'scale-out.json'), `${JSON.stringify(scaleOut, null, 2)}\n`);
 if (clusterLend) writeFileSync(join(outDir, 'cluster-lend.json'), `${JSON.stringify(clusterLend, null, 2)}\n`);
@@ -422,6 +426,7 @@ if (scale) writeFileSync(join(outDir, 'scale.json'), `${JSON.stringify(scale, nu
 if (keyedViews) writeFileSync(join(outDir, 'keyed-views.json'), `${JSON.stringify(keyedViews, null, 2)}\n`);
 if (viewRefold) writeFileSync(join(outDir, 'view-refold.json'), `${JSON.stringify(viewRefold, null, 2)}\n`);
 if (clusterCache) writeFileSync(join(outDir, 'cluster-cache.json'), `${JSON.stringify(clusterCache, null, 2)}\n`);
+if (followerCost) writeFileSync(join(outDir, 'follower-cost.json'), `${JSON.stringify(followerCost, null, 2)}\n`);
 if (devReload) writeFileSync(join(outDir, 'dev-reload.json'), `${JSON.stringify(devReload, null, 2)}\n`);
 writeFileSync(join(outDir, 'latest.json'), `${JSON.stringify(report, (_k, v) => (typeof v === 'number' && !Number.isFinite(v) ? null : v), 2)}\n`);
 writeFileSync(join(outDir, 'latest.md'), md);
