@@ -7,11 +7,11 @@ import { inspectDataDir } from "../../src/log/classic-level/data-dir.ts"
 import { tempDir } from "../../testkit/server.ts"
 
 describe("a node's memory of its store", () => {
-  it("is absent in a fresh data dir, and read back as written, WAL positions past 2^53 exact", () => {
+  it("is absent in a fresh data dir, and read back as written, WAL positions past 2^53 exact", async () => {
     const dir = tempDir("wo-fence-mem-")
     expect(readFenceMemory(dir)).toBeUndefined()
     const seen = { systemIdentifier: "7438123456789012345", timeline: 3, lsn: 2n ** 60n + 7n }
-    writeFenceMemory(dir, seen)
+    await writeFenceMemory(dir, seen)
     expect(readFenceMemory(dir)).toEqual(seen)
     // Written whole and renamed into place: no temporary file is left beside it.
     expect(fs.readdirSync(dir)).toEqual([FENCE_MEMORY_FILE])
@@ -33,9 +33,9 @@ describe("a node's memory of its store", () => {
     expect(furthest(undefined, { timeline: 1, lsn: 1n })).toEqual({ timeline: 1, lsn: 1n })
   })
 
-  it("does not make a data dir that holds only it look like a damaged LevelDB store", () => {
+  it("does not make a data dir that holds only it look like a damaged LevelDB store", async () => {
     const dir = tempDir("wo-fence-mem-")
-    writeFenceMemory(dir, { timeline: 1, lsn: 1n })
+    await writeFenceMemory(dir, { timeline: 1, lsn: 1n })
     expect(inspectDataDir(dir)._tag).toBe("Empty")
   })
 })

@@ -300,12 +300,21 @@ export const makePgConnection = (url: string, options: PgConnectionOptions = {})
     if (remembered !== undefined && "unreadable" in remembered) return yield* new StoreFailed({ reason: remembered.unreadable })
     let seen: StoreSeen | undefined = remembered
     const fence = (): Fence => ({ ...(seen !== undefined ? { seen } : {}), kept: memoryDir !== undefined })
-    /** Adds what was just seen to the memory; written to the data dir when it moved (a serving node only). */
-    const record = (now: StoreSeen) => {
+    /**
+     * Adds what was just seen to the memory; written to the data dir when it moved (a serving node only), off the
+     * event loop, one write at a time (they share a temporary file). Resolves once this position is durable.
+     */
+    let writes: Promise<void> = Promise.resolve()
+    const record = (now: StoreSeen): Promise<void> => {
       const next = furthest(seen, now)
-      if (sameSeen(seen, next)) return
-      if (memoryDir !== undefined) writeFenceMemory(memoryDir, next)
+      if (sameSeen(seen, next)) return writes
       seen = next
+      if (memoryDir === undefined) return writes
+      // What is written is the furthest seen by then: this position, or one past it.
+      const write = writes.then(() => writeFenceMemory(memoryDir, seen ?? next))
+      // A failed write is its caller's to report; the next write starts anyway.
+      writes = write.catch(() => undefined)
+      return write
     }
 
     /** A store moved to another cluster on purpose (a restore, pg_upgrade) gets a new identity: the way out. */
@@ -323,7 +332,7 @@ export const makePgConnection = (url: string, options: PgConnectionOptions = {})
       Effect.retry({ schedule: Schedule.spaced(LOOK_AGAIN), while: () => Date.now() - started < timeoutMs }),
       Effect.mapError((e) => new StoreFailed({ reason: `refusing to start after waiting ${timeoutMs} ms (WO_STORE_TIMEOUT): ${e.reason}${movedHint(e.reason)}` }))
     )
-    yield* Effect.try({
+    yield* Effect.tryPromise({
       try: () => record(seenAt(first)),
       catch: (e) => new StoreFailed({ reason: `cannot keep what this node saw of the store in ${memoryDir}: ${describe(e)}` })
     })
@@ -350,7 +359,7 @@ export const makePgConnection = (url: string, options: PgConnectionOptions = {})
             if (now.host === current.primary && now.timeline === current.timeline) return // it only paused, or restarted
             // Remembered before it is used: a node killed right after the switch refuses the old primary when it starts again.
             try {
-              record(seenAt(now))
+              await record(seenAt(now))
             } catch (e) {
               await Effect.runPromise(Effect.logError(`store: cannot keep what this node saw of the store in ${memoryDir}: ${describe(e)}`))
             }
@@ -383,7 +392,7 @@ export const makePgConnection = (url: string, options: PgConnectionOptions = {})
         try {
           const at = (await bound.within(pool.query<PositionRow>(POSITION))).rows[0]
           if (pool !== current.pool || closed) return
-          record({ timeline: parseInt(at.timeline, 16), lsn: bytes(at.flushed), ...(seen?.systemIdentifier !== undefined ? { systemIdentifier: seen.systemIdentifier } : {}) })
+          await record({ timeline: parseInt(at.timeline, 16), lsn: bytes(at.flushed), ...(seen?.systemIdentifier !== undefined ? { systemIdentifier: seen.systemIdentifier } : {}) })
         } catch {
           // the primary is gone or paused, or the data dir failed: the next round tries again
         } finally {

@@ -11,7 +11,6 @@
 import { Either, ParseResult, Schema } from "effect"
 import * as fs from "node:fs"
 import * as path from "node:path"
-import { fsyncPath } from "../../support/fsync-path.ts"
 
 /** The file in the data dir, and its temporary name while it is written (neither holds LevelDB data). */
 export const FENCE_MEMORY_FILE = "store-seen.json"
@@ -67,18 +66,30 @@ export const readFenceMemory = (dir: string): StoreSeen | undefined | { readonly
     : { unreadable: `${file} is damaged (${ParseResult.TreeFormatter.formatErrorSync(decoded.left)}); if this node's store is right, delete the file` }
 }
 
-/** Writes the memory durably (temporary file, fsync, rename, fsync of the dir). */
-export const writeFenceMemory = (dir: string, seen: StoreSeen) => {
-  fs.mkdirSync(dir, { recursive: true })
+const memoryText = (seen: StoreSeen) =>
+  `${JSON.stringify({ ...(seen.systemIdentifier !== undefined ? { systemIdentifier: seen.systemIdentifier } : {}), timeline: seen.timeline, lsn: String(seen.lsn) })}\n`
+
+/**
+ * Writes the memory durably (temporary file, fsync, rename, fsync of the dir), off the event loop (the fsyncs run
+ * on libuv's pool): a serving node records the WAL position every second, and a synchronous fsync there would hold
+ * every request for its duration. Callers write one at a time (connection.ts chains them): two writes at once would
+ * share the temporary file.
+ */
+export const writeFenceMemory = async (dir: string, seen: StoreSeen) => {
+  await fs.promises.mkdir(dir, { recursive: true })
   const temp = path.join(dir, FENCE_MEMORY_TEMP)
-  const body = { ...(seen.systemIdentifier !== undefined ? { systemIdentifier: seen.systemIdentifier } : {}), timeline: seen.timeline, lsn: String(seen.lsn) }
-  const fd = fs.openSync(temp, "w")
+  const file = await fs.promises.open(temp, "w")
   try {
-    fs.writeSync(fd, `${JSON.stringify(body)}\n`)
-    fs.fsyncSync(fd)
+    await file.writeFile(memoryText(seen))
+    await file.sync()
   } finally {
-    fs.closeSync(fd)
+    await file.close()
   }
-  fs.renameSync(temp, path.join(dir, FENCE_MEMORY_FILE))
-  fsyncPath(dir)
+  await fs.promises.rename(temp, path.join(dir, FENCE_MEMORY_FILE))
+  const folder = await fs.promises.open(dir, "r")
+  try {
+    await folder.sync()
+  } finally {
+    await folder.close()
+  }
 }
