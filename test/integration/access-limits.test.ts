@@ -52,7 +52,7 @@ describe("writes a second", () => {
 
   it("MCP: a JSON-RPC error with code 429 naming the limit, on HTTP 429 with Retry-After", async () => {
     await new Promise((r) => setTimeout(r, 1100))
-    const answers = []
+    const answers: Array<Awaited<ReturnType<typeof modern>>> = []
     for (let i = 0; i < 50 && !answers.some((a) => a.status === 429); i++) {
       answers.push(await modern(server.url, tokenOf("slow"), "tools/call", { name: "books_create", arguments: { title: "M", author: "A" } }, "books_create"))
     }
