@@ -18,10 +18,17 @@ export const looksLikeSse = (body: string): boolean => /^(data|event|id|retry):|
 // ---------------------------------------------------------------------------------------------------------------
 // A streaming reader over node:http: read events as they come, with timeouts, then close.
 
+/** How long `next()` and `nextJson()` wait for an event unless told otherwise. */
+export const NEXT_TIMEOUT_MS = 30_000
+
 export interface SseConnection {
   readonly status: number
   readonly headers: http.IncomingHttpHeaders
-  /** The next event (comment events included when `comments` is set), or undefined after `timeoutMs` or at the end. */
+  /**
+   * The next event (comment events included when `comments` is set), or undefined after `timeoutMs` or at the end.
+   * The default bound is generous (NEXT_TIMEOUT_MS): a wait ends as soon as the event comes, and a loaded machine can
+   * take seconds to deliver one. A test that checks nothing more comes passes a short timeout of its own.
+   */
   readonly next: (timeoutMs?: number) => Promise<SseEvent | undefined>
   /** Data events whose JSON is a notification or response, skipping comments and empty priming events. */
   readonly nextJson: (timeoutMs?: number) => Promise<{ id?: string; json: any } | undefined>
@@ -55,7 +62,7 @@ export const openSse = (
       res.on("end", finish)
       res.on("close", finish)
       res.on("error", finish)
-      const next = (timeoutMs = 2000) =>
+      const next = (timeoutMs = NEXT_TIMEOUT_MS) =>
         new Promise<SseEvent | undefined>((done) => {
           const take = () => {
             if (queue.length) return done(queue.shift())
@@ -78,7 +85,7 @@ export const openSse = (
         status: res.statusCode ?? 0,
         headers: res.headers,
         next,
-        nextJson: async (timeoutMs = 2000) => {
+        nextJson: async (timeoutMs = NEXT_TIMEOUT_MS) => {
           for (;;) {
             const m = await next(timeoutMs)
             if (m === undefined) return undefined

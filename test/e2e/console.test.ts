@@ -10,7 +10,6 @@
  * does not rewrite a committed image every time).
  */
 import * as fs from "node:fs"
-import * as os from "node:os"
 import * as path from "node:path"
 import { Effect, Layer, Schema } from "effect"
 import { defineApp, view } from "../../src/domain/catalog.ts"
@@ -36,8 +35,14 @@ const createProduct = async (url: string, name: string, price: number, currency 
 }
 const setPrice = (url: string, id: string, price: number) => http(`${url}/api/products/${id}/set_price`, { method: "POST", body: { price } })
 
+/**
+ * The bound on every wait for the page or a stream to show something: generous, since headless Chromium beside a
+ * loaded machine's other work can take seconds to render; a wait ends as soon as its condition holds.
+ */
+const WAIT_MS = 30_000
+
 /** Reads `count` events, returning their seqs (and failing on a timeout). */
-const readSeqs = async (stream: SseConnection, count: number, timeoutMs = 5000) => {
+const readSeqs = async (stream: SseConnection, count: number, timeoutMs = WAIT_MS) => {
   const seqs: Array<number> = []
   while (seqs.length < count) {
     const m = await stream.next(timeoutMs)
@@ -142,7 +147,7 @@ describe("GET /api/_events: bounded readers", () => {
       const seen: Array<number> = []
       let closing: string | undefined
       for (;;) {
-        const m = await stream.next(3000)
+        const m = await stream.next(WAIT_MS) // until it ends: undefined at once then
         if (m === undefined) break
         if (m.comment !== undefined) closing = m.comment
         else seen.push(Number(m.id))
@@ -236,7 +241,8 @@ if (!hasChromium) {
   )
 }
 
-const SCREENSHOT = process.env.WO_UPDATE_SCREENSHOT === "1" ? path.join(ROOT, "docs/console.png") : path.join(os.tmpdir(), "writeonce-console.png")
+/** A file of this run's own: several runs of the suite on one machine would otherwise write (and measure) one file. */
+const screenshotPath = () => process.env.WO_UPDATE_SCREENSHOT === "1" ? path.join(ROOT, "docs/console.png") : path.join(tempDir("wo-console-shot-"), "console.png")
 
 const LISTEN_META = { "io.modelcontextprotocol/protocolVersion": "2026-07-28", "io.modelcontextprotocol/clientCapabilities": {} }
 
@@ -291,7 +297,7 @@ describe.skipIf(!hasChromium)("the console in headless Chromium", () => {
     let navigations = 0
     page.on("framenavigated", (f) => void (f === page.mainFrame() && navigations++))
     await page.goto(`${server.url}/`)
-    await page.locator('#status[data-state="live"]').waitFor({ timeout: 10_000 })
+    await page.locator('#status[data-state="live"]').waitFor({ timeout: WAIT_MS })
     const price = page.locator(`table.rows tr[data-id="${lamp.id}"] td[data-column="price"]`)
     expect(await price.textContent()).toBe("19.99")
     await page.locator("table.events tr[data-seq='4']").waitFor()
@@ -303,7 +309,7 @@ describe.skipIf(!hasChromium)("the console in headless Chromium", () => {
     expect(result.isError).toBeFalsy()
 
     const tailRow = page.locator("table.events tr[data-seq='5']")
-    await tailRow.waitFor({ timeout: 5000 })
+    await tailRow.waitFor({ timeout: WAIT_MS })
     expect(await tailRow.locator("td.diff").textContent()).toBe("price 19.99 → 14.5")
     expect(await tailRow.textContent()).toContain(`products/${lamp.id}`)
     expect(await tailRow.textContent()).toContain("set_price")
@@ -314,7 +320,7 @@ describe.skipIf(!hasChromium)("the console in headless Chromium", () => {
     await page.waitForFunction(
       (id) => document.querySelector(`table.rows tr[data-id="${id}"] td[data-column="price"]`)?.textContent === "14.5",
       lamp.id,
-      { timeout: 5000 }
+      { timeout: WAIT_MS }
     )
     expect(await page.locator(`table.rows tr[data-id="${lamp.id}"] td[data-column="version"]`).textContent()).toBe("2")
     expect(await page.evaluate(() => (window as unknown as { marker?: string }).marker)).toBe("same page")
@@ -323,7 +329,8 @@ describe.skipIf(!hasChromium)("the console in headless Chromium", () => {
     expect(errors).toEqual([])
 
     // The tool call opened a second legacy session: the agents panel picks it up on its next poll.
-    await page.locator("#agents table.agents").first().locator("tbody tr").nth(1).waitFor({ timeout: 5000 })
+    await page.locator("#agents table.agents").first().locator("tbody tr").nth(1).waitFor({ timeout: WAIT_MS })
+    const SCREENSHOT = screenshotPath()
     fs.mkdirSync(path.dirname(SCREENSHOT), { recursive: true })
     // Animations finished: the picture shows the page at rest, the same every run.
     await page.screenshot({ path: SCREENSHOT, fullPage: true, animations: "disabled" })
@@ -335,15 +342,15 @@ describe.skipIf(!hasChromium)("the console in headless Chromium", () => {
     const page = await browser.newPage()
     try {
       await page.goto(`${server.url}/`)
-      await page.locator('#status[data-state="live"]').waitFor({ timeout: 10_000 })
+      await page.locator('#status[data-state="live"]').waitFor({ timeout: WAIT_MS })
       const before = (await http(`${server.url}/api/_views/products_by_currency`)).json.value
       const value = page.locator('#views pre[data-view="products_by_currency"]')
       await page.waitForFunction((text) => document.querySelector('#views pre[data-view="products_by_currency"]')?.textContent === text,
-        JSON.stringify(before, null, 2), { timeout: 5000 })
+        JSON.stringify(before, null, 2), { timeout: WAIT_MS })
       expect(await page.locator("#views code.tool").textContent()).toBe("view_products_by_currency")
       await createProduct(server.url, "Teapot", 30, "EUR")
       const after = JSON.stringify({ ...before, EUR: before.EUR + 1 }, null, 2)
-      await page.waitForFunction((text) => document.querySelector('#views pre[data-view="products_by_currency"]')?.textContent === text, after, { timeout: 5000 })
+      await page.waitForFunction((text) => document.querySelector('#views pre[data-view="products_by_currency"]')?.textContent === text, after, { timeout: WAIT_MS })
       expect(await value.textContent()).toBe(after)
     } finally {
       await page.close()
@@ -385,14 +392,14 @@ describe.skipIf(!hasChromium)("the console in headless Chromium", () => {
     const page = await browser.newPage()
     try {
       await page.goto(`${gated.url}/`)
-      await page.locator('#status[data-state="live"]').waitFor({ timeout: 10_000 })
+      await page.locator('#status[data-state="live"]').waitFor({ timeout: WAIT_MS })
       const value = page.locator('#views pre[data-view="products_by_currency"]')
       const note = page.locator('#views p[data-view-stale="products_by_currency"]')
-      await note.waitFor({ state: "visible", timeout: 5000 })
+      await note.waitFor({ state: "visible", timeout: WAIT_MS })
       expect(await value.textContent()).toBe(JSON.stringify(older, null, 2))
       expect(await note.textContent()).toMatch(/^version [0-9a-f]{16} is being folded; showing version [0-9a-f]{16}, frozen at seq 300, until it has caught up$/)
       gated.open()
-      await page.locator('#views p.view-stale.failed[data-view-stale="products_by_currency"]').waitFor({ timeout: 10_000 })
+      await page.locator('#views p.view-stale.failed[data-view-stale="products_by_currency"]').waitFor({ timeout: WAIT_MS })
       expect(await note.textContent()).toMatch(
         /^new version [0-9a-f]{16} failed: view products_by_currency failed at event 2 \(products\/2 created\): no item-2 in this version; showing version [0-9a-f]{16}, frozen at seq 300, until a restart$/)
       expect(await value.textContent()).toBe(JSON.stringify(older, null, 2))
@@ -410,13 +417,13 @@ describe.skipIf(!hasChromium)("the console in headless Chromium", () => {
     const page = await browser.newPage()
     try {
       await page.goto(`${gated.url}/`)
-      await page.locator('#status[data-state="live"]').waitFor({ timeout: 10_000 })
+      await page.locator('#status[data-state="live"]').waitFor({ timeout: WAIT_MS })
       const value = page.locator('#views pre[data-view="products_by_currency"]')
-      await page.locator('#views pre.refolding[data-view="products_by_currency"]').waitFor({ timeout: 5000 })
+      await page.locator('#views pre.refolding[data-view="products_by_currency"]').waitFor({ timeout: WAIT_MS })
       expect(await value.textContent()).toBe("refolding: view products_by_currency is being folded again from the log (it has no stored value); it is served once the fold is done: retry shortly")
       expect(await page.locator("#views .view-seq").textContent()).toBe("refolding")
       gated.open()
-      await page.locator('#views pre.view-value:not(.refolding)[data-view="products_by_currency"]').waitFor({ timeout: 10_000 })
+      await page.locator('#views pre.view-value:not(.refolding)[data-view="products_by_currency"]').waitFor({ timeout: WAIT_MS })
       const rest = await http(`${gated.url}/api/_views/products_by_currency`)
       expect(rest.status).toBe(200)
       expect(await value.textContent()).toBe(JSON.stringify(rest.json.value, null, 2))
@@ -435,21 +442,21 @@ describe.skipIf(!hasChromium)("the console in headless Chromium", () => {
       await add("ann", "a1")
       await add("bob", "b1")
       await page.goto(`${keyed.url}/`)
-      await page.locator('#status[data-state="live"]').waitFor({ timeout: 10_000 })
+      await page.locator('#status[data-state="live"]').waitFor({ timeout: WAIT_MS })
       const entries = '#views pre.view-value[data-view="open_by_owner"]'
-      await page.waitForFunction((sel) => document.querySelector(sel)?.textContent === 'ann  {"open":1,"titles":["a1"]}\nbob  {"open":1,"titles":["b1"]}', entries, { timeout: 5000 })
+      await page.waitForFunction((sel) => document.querySelector(sel)?.textContent === 'ann  {"open":1,"titles":["a1"]}\nbob  {"open":1,"titles":["b1"]}', entries, { timeout: WAIT_MS })
       expect(await page.locator("#views code.tool").textContent()).toBe("view_open_by_owner, view_open_by_owner_list")
       expect(await page.locator("#views code.uri").textContent()).toBe("wo://views/open_by_owner/{key}")
       await add("ann", "a2")
-      await page.waitForFunction((sel) => document.querySelector(sel)?.textContent?.startsWith('ann  {"open":2,"titles":["a1","a2"]}'), entries, { timeout: 5000 })
+      await page.waitForFunction((sel) => document.querySelector(sel)?.textContent?.startsWith('ann  {"open":2,"titles":["a1","a2"]}'), entries, { timeout: WAIT_MS })
       await page.locator('#views input.view-key[data-view="open_by_owner"]').fill("bob")
       await page.locator("#views form.view-lookup button[type=submit]").click()
       const found = page.locator('#views pre.view-entry[data-view="open_by_owner"]')
-      await page.waitForFunction(() => document.querySelector('#views pre.view-entry[data-view="open_by_owner"]')?.textContent !== "", undefined, { timeout: 5000 })
+      await page.waitForFunction(() => document.querySelector('#views pre.view-entry[data-view="open_by_owner"]')?.textContent !== "", undefined, { timeout: WAIT_MS })
       expect(JSON.parse((await found.textContent())!)).toEqual({ open: 1, titles: ["b1"] })
       await page.locator('#views input.view-key[data-view="open_by_owner"]').fill("nobody")
       await page.locator("#views form.view-lookup button[type=submit]").click()
-      await page.waitForFunction(() => document.querySelector('#views pre.view-entry[data-view="open_by_owner"]')?.textContent === 'no entry under the key "nobody"', undefined, { timeout: 5000 })
+      await page.waitForFunction(() => document.querySelector('#views pre.view-entry[data-view="open_by_owner"]')?.textContent === 'no entry under the key "nobody"', undefined, { timeout: WAIT_MS })
     } finally {
       await page.close()
       await keyed.close()
@@ -464,17 +471,17 @@ describe.skipIf(!hasChromium)("the console in headless Chromium", () => {
       page.on("request", (r) => void sent.set(new URL(r.url()).pathname, r.headers()["authorization"]))
       // The page itself is public (it holds no data); every /api request is refused without the token.
       await page.goto(`${guarded.url}/`)
-      await page.locator('#status[data-state="unauthorized"]').waitFor({ timeout: 10_000 })
+      await page.locator('#status[data-state="unauthorized"]').waitFor({ timeout: WAIT_MS })
       expect(await page.locator("#token-form").isVisible()).toBe(true)
       await page.locator("#token-input").fill("s3cret")
       await page.locator("#token-form button[type=submit]").click()
-      await page.locator('#status[data-state="live"]').waitFor({ timeout: 10_000 })
+      await page.locator('#status[data-state="live"]').waitFor({ timeout: WAIT_MS })
       for (const p of ["/api/_catalog", "/api/_rows", "/api/_events", "/api/_agents", "/api/_views"]) expect(sent.get(p)).toBe("Bearer s3cret")
 
       // Opened with ?token=, it takes the token and removes it from the address bar.
       await page.evaluate(() => sessionStorage.clear())
       await page.goto(`${guarded.url}/?token=s3cret`)
-      await page.locator('#status[data-state="live"]').waitFor({ timeout: 10_000 })
+      await page.locator('#status[data-state="live"]').waitFor({ timeout: WAIT_MS })
       expect(new URL(page.url()).search).toBe("")
       // The snippets refer to the token, never contain it.
       const connect = await page.locator("#connect").textContent()

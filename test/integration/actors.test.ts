@@ -13,6 +13,7 @@ import { actorOf } from "../../src/domain/actor.ts"
 import { apps, http, startServer } from "../../testkit/server.ts"
 import { eventTail } from "../../testkit/sse.ts"
 import { waitFor } from "../../testkit/wait.ts"
+import { streamWatchingFetch } from "../../testkit/get-streams.ts"
 import { ResourceUpdatedNotificationSchema } from "@modelcontextprotocol/sdk/types.js"
 
 const tail = (url: string, query = "") => eventTail(url, query)
@@ -131,14 +132,15 @@ describe("the actor on every event", () => {
     const legacyUpdates: Array<string> = []
     const legacy = new ClientV1({ name: "watcher", version: "1" })
     legacy.setNotificationHandler(ResourceUpdatedNotificationSchema, (n) => void legacyUpdates.push(n.params.uri))
-    await legacy.connect(new TransportV1(new URL(`${server.url}/mcp`)))
+    const gets = streamWatchingFetch()
+    await legacy.connect(new TransportV1(new URL(`${server.url}/mcp`), { fetch: gets.fetch }))
     const modernUpdates: Array<string> = []
     const modern = new ClientV2({ name: "watcher", version: "1" }, { versionNegotiation: { mode: { pin: "2026-07-28" } } })
     modern.setNotificationHandler("notifications/resources/updated", (n: { params: { uri: string } }) => void modernUpdates.push(n.params.uri))
     await modern.connect(new TransportV2(new URL(`${server.url}/mcp`)))
     try {
       await legacy.subscribeResource({ uri })
-      await new Promise((r) => setTimeout(r, 200)) // the client opens its GET stream after initialized
+      expect(await waitFor(() => gets.opened() === 1, 30_000), "the client opens its GET stream after initialized").toBe(true)
       const sub = await modern.listen({ resourceSubscriptions: [uri] })
       expect(sub.honoredFilter).toEqual({ resourceSubscriptions: [uri] })
       // Another row's change notifies nobody here; this row's does, once per event.

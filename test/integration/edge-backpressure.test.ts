@@ -3,6 +3,7 @@ import * as net from "node:net"
 import { describe, expect, it } from "vitest"
 import { startEdge } from "../../src/http/edge/edge.ts"
 import type { EdgeResponse } from "../../src/http/edge/edge-types.ts"
+import { waitFor } from "../../testkit/wait.ts"
 
 describe("the edge writes SSE with real backpressure", () => {
   it("stops pulling from a stream while the client is not reading, and resumes when it does", async () => {
@@ -27,8 +28,14 @@ describe("the edge writes SSE with real backpressure", () => {
       await new Promise((r) => socket.once("connect", r))
       socket.write("GET / HTTP/1.1\r\nHost: localhost\r\n\r\n")
       socket.pause()
-      await new Promise((r) => setTimeout(r, 1000))
-      const whilePaused = pulled
+      // Until the pulls stop (the same count three polls running), not for a fixed time: on a loaded machine the
+      // kernel's buffers take longer than a second to fill.
+      let whilePaused = -1
+      for (let polls = 0, still = 0; still < 3 && polls < 600; polls++) {
+        await new Promise((r) => setTimeout(r, 100))
+        still = pulled === whilePaused ? still + 1 : 0
+        whilePaused = pulled
+      }
       // Kernel buffers hold tens of MiB at most: far less than the 400 MiB the stream would produce.
       expect(whilePaused).toBeLessThan(200)
       await new Promise((r) => setTimeout(r, 300))
@@ -42,8 +49,7 @@ describe("the edge writes SSE with real backpressure", () => {
       expect(pulled).toBe(400)
       // A client that goes away interrupts the stream and runs its finalizers.
       socket.destroy()
-      await new Promise((r) => setTimeout(r, 100))
-      expect(finalized).toBe(true)
+      expect(await waitFor(() => finalized, 30_000)).toBe(true)
     } finally {
       await Effect.runPromise(Scope.close(scope, { _tag: "Success", value: undefined } as never))
     }

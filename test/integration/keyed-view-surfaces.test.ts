@@ -21,6 +21,7 @@ import { keyedTasks } from "../../testkit/keyed-tasks.ts"
 import library from "../../examples/library/app.ts"
 import { http, startServer } from "../../testkit/server.ts"
 import { waitFor } from "../../testkit/wait.ts"
+import { streamWatchingFetch } from "../../testkit/get-streams.ts"
 import { openSse } from "../../testkit/sse.ts"
 
 const NAME = "open_by_owner"
@@ -221,7 +222,9 @@ describe("keyed views over MCP", () => {
   })
 
   it("a legacy subscriber to one entry hears only that entry's changes, and the ones it missed while its stream was down", async () => {
+    const gets = streamWatchingFetch()
     const transport = new TransportV1(new URL(`${server.url}/mcp`), {
+      fetch: gets.fetch,
       reconnectionOptions: { initialReconnectionDelay: 300, maxReconnectionDelay: 500, reconnectionDelayGrowFactor: 1.5, maxRetries: 5 }
     })
     const client = new ClientV1({ name: "keyed-legacy", version: "1.0.0" })
@@ -230,7 +233,7 @@ describe("keyed views over MCP", () => {
     client.setNotificationHandler(ResourceUpdatedNotificationSchema, (n) => void updates.push(n.params.uri))
     try {
       await client.subscribeResource({ uri: entryUri("ann") })
-      await new Promise((r) => setTimeout(r, 200)) // the client opens its GET stream after initialized
+      expect(await waitFor(() => gets.opened() === 1, 30_000), "the client opens its GET stream after initialized").toBe(true)
       await task(server.url, "bob", "b3")
       await task(server.url, "carl", "c1")
       await task(server.url, "ann", "a2")

@@ -5,6 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { openSse } from "../../testkit/sse.ts"
 import { apps, http, startServer } from "../../testkit/server.ts"
 import { waitFor } from "../../testkit/wait.ts"
+import { streamWatchingFetch } from "../../testkit/get-streams.ts"
 
 
 describe("interop with the official SDK v1 client", () => {
@@ -48,7 +49,9 @@ describe("interop with the official SDK v1 client", () => {
     const { json: product } = await http(`${pricing.url}/api/products`, { method: "POST", body: { name: "Pen", price: 1, currency: "USD" } })
     let sessionId: string | undefined
     const client = new Client({ name: "v1-subscriber", version: "1.0.0" })
+    const gets = streamWatchingFetch()
     const transport = new StreamableHTTPClientTransport(new URL(`${pricing.url}/mcp`), {
+      fetch: gets.fetch,
       reconnectionOptions: { initialReconnectionDelay: 100, maxReconnectionDelay: 500, reconnectionDelayGrowFactor: 1.5, maxRetries: 5 }
     })
     const updates: Array<string> = []
@@ -58,7 +61,7 @@ describe("interop with the official SDK v1 client", () => {
       sessionId = transport.sessionId
       const uri = `wo://products/${product.id}`
       await client.subscribeResource({ uri })
-      await new Promise((r) => setTimeout(r, 200)) // the client opens its GET stream after initialized
+      expect(await waitFor(() => gets.opened() === 1, 30_000), "the client opens its GET stream after initialized").toBe(true)
       await http(`${pricing.url}/api/products/${product.id}/set_price`, { method: "POST", body: { price: 2 } })
       expect(await waitFor(() => updates.length === 1)).toBe(true)
 

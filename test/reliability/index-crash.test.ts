@@ -130,7 +130,9 @@ describe("secondary indexes on disk", () => {
   it("a declared index's backfill survives kill -9 and resumes from its stored cursor", async () => {
     const appDir = writeAppDir(APP)
     const dataDir = tempDir("wo-index-backfill-")
-    const N = 100_000
+    // Enough rows that the backfill (a chunk of BACKFILL_CHUNK at a time, seconds for these) is still building when
+    // the kill lands a write's answer later: tens of times the kill's fraction of a second, on a loaded machine too.
+    const N = 40_000
     await writeProducts(dataDir, N, (i) => ({ name: `n${i % 6}`, price: 1 + (i * 31) % 50, currency: i % 3 === 0 ? "EUR" : "USD" }))
     const first = await spawnServer(appDir, dataDir)
     // Ready while the backfill runs in the background: a write goes through meanwhile.
@@ -149,7 +151,9 @@ describe("secondary indexes on disk", () => {
     // same rows either way; the backfill is done once a first page is full.
     const named = Array.from({ length: N }, (_, i) => i + 1).filter((i) => i % 6 === 2).map(String)
     expect(await walk(again.url, "name=n2&limit=1000")).toEqual(named)
-    while ((await http(`${again.url}/api/products?name=n2&limit=1000`)).json.items.length < 1000) await new Promise((r) => setTimeout(r, 50))
+    for (let polls = 0; polls < 6000 && (await http(`${again.url}/api/products?name=n2&limit=1000`)).json.items.length < 1000; polls++) {
+      await new Promise((r) => setTimeout(r, 50))
+    }
     expect(await walk(again.url, "name=n2&limit=1000")).toEqual(named)
     expect((await http(`${again.url}/api/products?currency=USD&order=-price&limit=1`)).json.items[0]).toMatchObject({ id: "5", price: 999 })
     await again.stop()

@@ -12,6 +12,7 @@ import * as net from "node:net"
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest"
 import { LogFaults } from "../../testkit/log-faults.ts"
 import { loadSettings, type Settings } from "../../src/support/config.ts"
+import { Sessions } from "../../src/http/mcp/sessions.ts"
 import { MCP_HEADERS, openSession } from "../../testkit/legacy-client.ts"
 import { listenBody, modernHeaders, openListen, rawListen, SUBSCRIPTION_ID } from "../../testkit/modern-client.ts"
 import { openSse } from "../../testkit/sse.ts"
@@ -309,16 +310,22 @@ describe("subscriptions (WO_MAX_SUBSCRIPTIONS, default 1000): -32602 past the ca
 
 describe("idle sessions (WO_SESSION_IDLE_MS, default 30 min): 404 after expiry", () => {
   it("activity and an open GET stream keep a session; an idle one is gone for POST, GET and DELETE", async () => {
-    const server = await start(apps.pricing, { sessionIdleMs: 1000 })
+    // The busy session is pinged every 250 ms against a 2 s window: a loaded machine's stall of the test process
+    // would have to pass 1.75 s to let it expire. It is pinged until the idle one is swept (counted in the process,
+    // without a request that would touch it), not for a fixed time.
+    const server = await start(apps.pricing, { sessionIdleMs: 2000 })
+    const sessions = server.runtime.runSync(Sessions)
     const busy = await openSession(server.url)
     const streaming = await openSession(server.url)
     const idle = await openSession(server.url)
     const stream = await openSse(`${server.url}/mcp`, { headers: { accept: "text/event-stream", "mcp-session-id": streaming } })
     expect(stream.status).toBe(200)
-    for (let t = 0; t < 10; t++) {
+    expect(sessions.count()).toBe(3)
+    for (let t = 0; t < 400 && sessions.count() === 3; t++) {
       await sleep(250)
       expect((await sessionRequest(server.url, busy, "ping")).status, `busy session at ${t * 250} ms`).toBe(200)
     }
+    expect(sessions.count()).toBe(2)
     expect(stream.ended()).toBe(false)
     stream.close()
     expect((await sessionRequest(server.url, streaming, "ping")).status).toBe(200)
