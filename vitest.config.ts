@@ -21,8 +21,9 @@ export default defineConfig({
     sequence: { sequencer: SlowestFirst },
     // The PostgreSQL cluster that the files which neither kill nor promote its servers share (pg-cluster.ts).
     globalSetup: ["test/cluster/shared-cluster-setup.ts"],
-    testTimeout: 60_000,
-    hookTimeout: 60_000,
+    // Hang guards: a loaded 2-core machine took over 60 s for a kill -9 case or a fuzz run that takes 15 s alone.
+    testTimeout: 120_000,
+    hookTimeout: 120_000,
     // The same for the processes tests spawn with `node --import tsx` (bin/wo.mjs sets it itself).
     env: { NODE_OPTIONS: [process.env.NODE_OPTIONS, "--conditions=writeonce-source"].filter(Boolean).join(" ") }
   }

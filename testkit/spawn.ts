@@ -193,7 +193,8 @@ export const runNode = (entry: string, args: ReadonlyArray<string>, options: Run
     let timedOut = false
     child.stdout.setEncoding("utf8").on("data", (c: string) => (stdout += c))
     child.stderr.setEncoding("utf8").on("data", (c: string) => (stderr += c))
-    const timeoutMs = options.timeoutMs ?? 20_000
+    // A hang guard, not a budget: a wo command on a loaded 2-core machine took over 20 s.
+    const timeoutMs = options.timeoutMs ?? 60_000
     const timer = Number.isFinite(timeoutMs)
       ? setTimeout(() => {
           timedOut = true
