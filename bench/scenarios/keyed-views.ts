@@ -33,7 +33,9 @@ import { pathToFileURL } from 'node:url';
 import { Either } from 'effect';
 import { Pool } from 'undici';
 import { compileApp } from '../../src/domain/compile.ts';
-import { cpuBetween, sampleCpu } from '../lib/cpu.ts';
+import { cpuBetween } from '../lib/cpu.ts';
+import { sampleThreadCpu } from '../lib/process-cpu-ns.ts';
+import { monoUs } from '../lib/cpuprofile.ts';
 import { LatencyHistogram } from '../lib/histogram.ts';
 import { writeLibrary } from '../lib/library-writer.ts';
 import { runLoad } from '../lib/load.ts';
@@ -81,7 +83,7 @@ export const KEYED_VIEWS_OPTIONS: Record<Mode, KeyedViewsOptions> = {
 
 export type ViewSetup = 'keyed' | 'whole' | 'none';
 
-const APPS: Record<ViewSetup, string> = { keyed: 'bench/apps/library-keyed', whole: 'bench/apps/library-whole', none: 'bench/apps/library-noview' };
+export const APPS: Record<ViewSetup, string> = { keyed: 'bench/apps/library-keyed', whole: 'bench/apps/library-whole', none: 'bench/apps/library-noview' };
 const REFOLD_APP = 'bench/apps/library-refold';
 
 export interface LendRow {
@@ -139,24 +141,24 @@ export interface KeyedViewsResult {
 const json = { 'content-type': 'application/json' };
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor((xs.length - 1) / 2)];
 const pct = (h: LatencyHistogram, p: number) => h.percentile(p) / 1000;
-const compiled = async (app: string) => Either.getOrThrow(compileApp((await import(join(repoRoot, app, 'app.ts'))).default));
+export const compiled = async (app: string) => Either.getOrThrow(compileApp((await import(join(repoRoot, app, 'app.ts'))).default));
 
-const startServer = (app: string, dir: string, env: Record<string, string> = {}) =>
+export const startServer = (app: string, dir: string, env: Record<string, string> = {}, nodeArgs: ReadonlyArray<string> = []) =>
   spawnWo(['run', app, '--data', dir, '--listen', '127.0.0.1:0'], {
-    readyTimeoutMs: 600_000, stopTimeoutMs: 30_000, outputLimit: 65_536, env: { WO_LOG_LEVEL: 'Info', ...env },
+    readyTimeoutMs: 600_000, stopTimeoutMs: 30_000, outputLimit: 65_536, env: { WO_LOG_LEVEL: 'Info', ...env }, nodeArgs,
   });
 
 /** The path of a read of member `m`'s loans: its entry of the keyed view, or the whole value. */
 const readPath = (setup: ViewSetup, m: number) => (setup === 'keyed' ? `/api/_views/loans_by_member/${m}` : '/api/_views/loans_by_member');
 
-interface LendServer {
+export interface LendServer {
   setup: ViewSetup;
   keys: number;
   server: SpawnedServer;
   /** the members lent to in each window: keys - lends + 1 .. keys */
   firstMember: number;
   warmMember: number;
-  windows: Array<{ lends: number; errors: number; firstError?: string; wallMs: number; cpuMs: number; histogram: LatencyHistogram }>;
+  windows: Array<{ lends: number; errors: number; firstError?: string; wallMs: number; cpuMs: number; histogram: LatencyHistogram; fromUs: number; toUs: number }>;
 }
 
 const loanOf = (body: string): string | undefined => {
@@ -180,7 +182,7 @@ async function returnAll(s: LendServer, loans: string[], clients: number): Promi
 }
 
 /** Lends and returns on a member of its own until `ms` is up: the code warmed, the view's keys unchanged after. */
-async function warmUp(s: LendServer, o: KeyedViewsOptions): Promise<void> {
+export async function warmUp(s: LendServer, o: KeyedViewsOptions): Promise<void> {
   const loans: string[] = [];
   const r = await runLoad({
     url: s.server.loopbackUrl, concurrency: o.clients, durationMs: o.warmUpMs,
@@ -196,10 +198,11 @@ async function warmUp(s: LendServer, o: KeyedViewsOptions): Promise<void> {
 }
 
 /** One measured window: `lends` lends to the window's members, then (unmeasured) their return. */
-async function lendWindow(s: LendServer, o: KeyedViewsOptions): Promise<void> {
+export async function lendWindow(s: LendServer, o: KeyedViewsOptions): Promise<void> {
   const loans: string[] = [];
   assertAlive(s.server, `keyed-views: ${s.setup} at ${s.keys} keys`);
-  const cpu0 = sampleCpu(s.server.pid);
+  const fromUs = monoUs();
+  const cpu0 = sampleThreadCpu(s.server.pid);
   const r = await runLoad({
     url: s.server.loopbackUrl, concurrency: o.clients, totalRequests: o.lends, durationMs: 10 * 60_000, maxErrors: 100,
     makeRequest: (i) => lend(1 + (i % o.books), s.firstMember + i),
@@ -209,8 +212,9 @@ async function lendWindow(s: LendServer, o: KeyedViewsOptions): Promise<void> {
       if (loan !== undefined) loans.push(loan);
     },
   });
-  const cpu = cpuBetween(cpu0, sampleCpu(s.server.pid));
-  s.windows.push({ lends: r.calls, errors: r.errors, ...(r.firstError === undefined ? {} : { firstError: r.firstError }), wallMs: r.durationMs, cpuMs: cpu.cpuMs, histogram: r.histogram ?? new LatencyHistogram() });
+  const cpu = cpuBetween(cpu0, sampleThreadCpu(s.server.pid));
+  const toUs = monoUs();
+  s.windows.push({ fromUs, toUs, lends: r.calls, errors: r.errors, ...(r.firstError === undefined ? {} : { firstError: r.firstError }), wallMs: r.durationMs, cpuMs: cpu.cpuMs, histogram: r.histogram ?? new LatencyHistogram() });
   await returnAll(s, loans, o.clients);
 }
 
