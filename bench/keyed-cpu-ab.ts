@@ -13,7 +13,7 @@ import { spawnNode, WO_READY } from '../testkit/spawn.ts';
 import { renderSelfTimes, selfTimes, type CpuProfile, type SelfTimes } from './lib/cpuprofile.ts';
 import { writeLibrary } from './lib/library-writer.ts';
 import { repoRoot } from './lib/wo.ts';
-import { APPS, compiled, KEYED_VIEWS_OPTIONS, lendWindow, startServer, warmUp, type LendServer } from './scenarios/keyed-views.ts';
+import { APPS, compiled, KEYED_VIEWS_OPTIONS, lendWindow, settle, startServer, warmUp, type LendServer } from './scenarios/keyed-views.ts';
 
 const KEYS = Number(process.env.KEYS ?? 16_000);
 const ROUNDS = Number(process.env.ROUNDS ?? 8);
@@ -46,6 +46,7 @@ try {
     const turn = [...servers.slice(r % servers.length), ...servers.slice(0, r % servers.length)];
     for (const s of r % 2 === 0 ? turn : turn.reverse()) {
       process.stderr.write(`round ${r + 1} of ${ROUNDS}: ${s.name}\n`);
+      await settle(servers);
       await lendWindow(s, o);
     }
   }

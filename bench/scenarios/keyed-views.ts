@@ -218,6 +218,24 @@ export async function lendWindow(s: LendServer, o: KeyedViewsOptions): Promise<v
   await returnAll(s, loans, o.clients);
 }
 
+/** A server is quiet when it used less than this share of a core over a settle step. */
+const QUIET_SHARE = 0.03;
+const SETTLE_STEP_MS = 250;
+const SETTLE_MAX_MS = 10_000;
+
+/**
+ * Waits (at most SETTLE_MAX_MS) until none of `servers` uses the CPU: LevelDB compacting what the last returns wrote,
+ * in a server's own threads, would otherwise fall in the next window, its own or a neighbour's (their cores are shared).
+ */
+export async function settle(servers: ReadonlyArray<LendServer>): Promise<void> {
+  const t0 = performance.now();
+  while (performance.now() - t0 < SETTLE_MAX_MS) {
+    const before = servers.map((s) => sampleThreadCpu(s.server.pid));
+    await new Promise((r) => setTimeout(r, SETTLE_STEP_MS));
+    if (servers.every((s, k) => sampleThreadCpu(s.server.pid).cpuMs - before[k].cpuMs < QUIET_SHARE * SETTLE_STEP_MS)) return;
+  }
+}
+
 /** A group of lend servers, started side by side, warmed, then measured window by window in turn. */
 async function lendGroup(ctx: BenchContext, o: KeyedViewsOptions, rounds: number, group: ReadonlyArray<{ setup: ViewSetup; keys: number }>, written: { ms: number }): Promise<LendRow[]> {
   const servers: LendServer[] = [];
@@ -240,6 +258,7 @@ async function lendGroup(ctx: BenchContext, o: KeyedViewsOptions, rounds: number
     for (let round = 0; round < rounds; round++) {
       for (const s of round % 2 === 0 ? servers : [...servers].reverse()) {
         ctx.phase(`keyed-views: ${o.lends} lends, ${s.setup} at ${s.keys.toLocaleString('en-US')} keys (round ${round + 1} of ${rounds})`);
+        await settle(servers);
         await lendWindow(s, o);
       }
     }
