@@ -1,12 +1,12 @@
 // Server CPU per lend with the keyed `loans_by_member` against no view (the keyed-views scenario's CPU budget), and
-// against the keyed view of another checkout (BEFORE=<dir>: a copy of the repo at an older commit, with its own
+// against the keyed view of another checkout (OLD_ROOT=<dir>: a copy of the repo at an older commit, with its own
 // node_modules or a link to these): the libraries written directly (KEYS members), the servers side by side, warmed,
-// then measured in windows of LENDS lends, ROUNDS rounds, the order rotated every round so that load from outside
-// falls on each alike. CPU is every thread's, to the ns (lib/thread-cpu.ts). PROFILE=1 runs them under --cpu-prof and
+// then measured in windows of LENDS lends: ROUNDS rounds one after the other (the order rotated every round), then
+// TOGETHER rounds lent to all at once, so that load from outside falls on each alike. CPU is every thread's, to the ns (lib/thread-cpu.ts). PROFILE=1 runs them under --cpu-prof and
 // prints where each server's main thread spends its windows (bench/results/keyed-<side>.cpuprofile).
 //   node --conditions=writeonce-source --import tsx bench/keyed-cpu-ab.ts
-//   BEFORE=/tmp/before node --conditions=writeonce-source --import tsx bench/keyed-cpu-ab.ts
-// KEYS (default 16000), LENDS (default 400), ROUNDS (default 8), BENCH_TOP (default 30).
+//   OLD_ROOT=/tmp/before node --conditions=writeonce-source --import tsx bench/keyed-cpu-ab.ts
+// KEYS (default 16000), LENDS (default 400), ROUNDS (default 6), TOGETHER (default 10), BENCH_TOP (default 30).
 import { copyFileSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { spawnNode, WO_READY } from '../testkit/spawn.ts';
@@ -16,10 +16,11 @@ import { repoRoot } from './lib/wo.ts';
 import { APPS, compiled, KEYED_VIEWS_OPTIONS, lendWindow, settle, startServer, warmUp, type LendServer } from './scenarios/keyed-views.ts';
 
 const KEYS = Number(process.env.KEYS ?? 16_000);
-const ROUNDS = Number(process.env.ROUNDS ?? 8);
+const ROUNDS = Number(process.env.ROUNDS ?? 6);
+const TOGETHER = Number(process.env.TOGETHER ?? 10);
 const TOP = Number(process.env.BENCH_TOP ?? 30);
 const PROFILE = process.env.PROFILE === '1';
-const BEFORE = process.env.BEFORE;
+const BEFORE = process.env.OLD_ROOT;
 const o = { ...KEYED_VIEWS_OPTIONS.quick, lends: Number(process.env.LENDS ?? 400) };
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor((xs.length - 1) / 2)];
 
@@ -27,7 +28,7 @@ type Side = { name: string; setup: 'keyed' | 'none'; checkout?: string };
 const sides: Side[] = [{ name: 'keyed', setup: 'keyed' }, ...(BEFORE ? [{ name: 'keyed-before', setup: 'keyed' as const, checkout: BEFORE }] : []), { name: 'none', setup: 'none' }];
 mkdirSync(join(repoRoot, '.data'), { recursive: true });
 const root = mkdtempSync(join(repoRoot, '.data', 'keyed-cpu-ab-'));
-const servers: Array<LendServer & { name: string; profDir: string }> = [];
+const servers: Array<LendServer & { name: string; profDir: string; together: LendServer['windows'] }> = [];
 try {
   for (const side of sides) {
     const dir = join(root, side.name);
@@ -39,7 +40,7 @@ try {
       : await spawnNode(join(side.checkout, 'bin/wo.mjs'), ['run', join(side.checkout, APPS[side.setup]), '--data', dir, '--listen', '127.0.0.1:0'], {
         ready: WO_READY, readyTimeoutMs: 600_000, stopTimeoutMs: 30_000, outputLimit: 65_536, env: { WO_LOG_LEVEL: 'Info' }, nodeArgs,
       });
-    servers.push({ name: side.name, setup: side.setup, keys: KEYS, server, firstMember: KEYS - o.lends + 1, warmMember: KEYS + 1, windows: [], profDir });
+    servers.push({ name: side.name, setup: side.setup, keys: KEYS, server, firstMember: KEYS - o.lends + 1, warmMember: KEYS + 1, windows: [], profDir, together: [] });
   }
   for (const s of servers) await warmUp(s, o);
   for (let r = 0; r < ROUNDS; r++) {
@@ -50,20 +51,28 @@ try {
       await lendWindow(s, o);
     }
   }
+  for (let r = 0; r < TOGETHER; r++) {
+    process.stderr.write(`together ${r + 1} of ${TOGETHER}\n`);
+    await settle(servers);
+    await Promise.all(servers.map((s) => lendWindow(s, o, s.together)));
+  }
 } finally {
   await Promise.allSettled(servers.map((s) => s.server.stop()));
 }
 
-const perLend = (s: LendServer) => s.windows.map((w) => (w.cpuMs * 1000) / w.lends);
 const none = servers.find((s) => s.name === 'none')!;
-console.log(`${KEYS.toLocaleString('en-US')} members, ${ROUNDS} windows of ${o.lends} lends per server, ${o.clients} clients${PROFILE ? ', under --cpu-prof' : ''}`);
-console.log('| server | CPU µs/lend, median window | all windows | over no view, median of rounds | rounds |');
-console.log('|---|---:|---:|---:|---|');
-for (const s of servers) {
-  const own = perLend(s);
-  const ratios = own.map((x, k) => x / perLend(none)[k]);
-  const all = (s.windows.reduce((a, w) => a + w.cpuMs, 0) * 1000) / s.windows.reduce((a, w) => a + w.lends, 0);
-  console.log(`| ${s.name} | ${median(own).toFixed(0)} | ${all.toFixed(0)} | ${median(ratios).toFixed(2)}x | ${ratios.map((x) => x.toFixed(2)).join(', ')} |`);
+console.log(`${KEYS.toLocaleString('en-US')} members, windows of ${o.lends} lends, ${o.clients} clients per server${PROFILE ? ', under --cpu-prof' : ''}`);
+for (const [what, pick] of [[`${ROUNDS} rounds, one server after the other`, (s: LendServer & { together: LendServer['windows'] }) => s.windows], [`${TOGETHER} rounds, all servers at once`, (s: { together: LendServer['windows'] }) => s.together]] as const) {
+  const perLend = (s: (typeof servers)[number]) => pick(s).map((w) => (w.cpuMs * 1000) / w.lends);
+  console.log(`\n${what}:\n`);
+  console.log('| server | CPU µs/lend, median window | all windows | over no view, median of rounds | rounds |');
+  console.log('|---|---:|---:|---:|---|');
+  for (const s of servers) {
+    const own = perLend(s);
+    const ratios = own.map((x, k) => x / perLend(none)[k]);
+    const all = (pick(s).reduce((a, w) => a + w.cpuMs, 0) * 1000) / pick(s).reduce((a, w) => a + w.lends, 0);
+    console.log(`| ${s.name} | ${median(own).toFixed(0)} | ${all.toFixed(0)} | ${median(ratios).toFixed(2)}x | ${ratios.map((x) => x.toFixed(2)).join(', ')} |`);
+  }
 }
 
 if (PROFILE) {
