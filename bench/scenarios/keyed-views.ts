@@ -6,9 +6,11 @@
 //     second). Each round ends by returning the round's loans (not measured), so every round lends from keys - lends
 //     to keys. The servers of a group (the keyed sizes and the no-view one; then the whole-value sizes) run side by
 //     side and are measured in turn, the order reversed every round, so that load from outside falls on each alike.
-//  2. Server CPU per lend (the `wo run` process's CPU over its measured windows / lends): keyed against no view, at
-//     the largest size; the budget takes the median of the rounds' ratios (the two run one after the other in each
-//     round, so a neighbour's burst seldom falls on one alone).
+//  2. Server CPU per lend (every thread of the `wo run` process, to the ns: lib/process-cpu-ns.ts): keyed against no
+//     view at the largest size, in `pairRounds` more windows in which the two are lent to at once, so that whatever
+//     else runs on the shared machine falls on both alike; the budget takes the median of those windows' ratios.
+//     Measured one after the other, a neighbour's burst of a second or two fell on one side alone: the same code
+//     ranged 0.7x to 2.5x from round to round. Every window first waits until the group's servers are quiet.
 //  3. Start with `startKeys` view keys against an empty dir: spawn to the "serving" line, the two starts alternated,
 //     each side started once before (unmeasured: the first start checks the stored rows against the schema).
 //  4. A view read's p99 while another view, whose declaration changed, is folded again from the whole log in the
