@@ -13,7 +13,7 @@ import { spawnNode, WO_READY } from '../testkit/spawn.ts';
 import { renderSelfTimes, selfTimes, type CpuProfile, type SelfTimes } from './lib/cpuprofile.ts';
 import { writeLibrary } from './lib/library-writer.ts';
 import { repoRoot } from './lib/wo.ts';
-import { APPS, compiled, KEYED_VIEWS_OPTIONS, lendWindow, settle, startServer, warmUp, type LendServer } from './scenarios/keyed-views.ts';
+import { APPS, compiled, KEYED_VIEWS_OPTIONS, lendTogether, lendWindow, settle, startServer, warmUp, type LendServer } from './scenarios/keyed-views.ts';
 
 const KEYS = Number(process.env.KEYS ?? 16_000);
 const ROUNDS = Number(process.env.ROUNDS ?? 6);
@@ -54,7 +54,7 @@ try {
   for (let r = 0; r < TOGETHER; r++) {
     process.stderr.write(`together ${r + 1} of ${TOGETHER}\n`);
     await settle(servers);
-    await Promise.all(servers.map((s) => lendWindow(s, o, s.together)));
+    await lendTogether(servers, o, servers.map((s) => s.together));
   }
 } finally {
   await Promise.allSettled(servers.map((s) => s.server.stop()));

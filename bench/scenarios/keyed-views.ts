@@ -224,6 +224,43 @@ export async function lendWindow(s: LendServer, o: KeyedViewsOptions, into: Lend
   await returnAll(s, loans, o.clients);
 }
 
+/**
+ * One window lent to every one of `servers` at once, `lends` lends each; each server's CPU and lends are counted up to
+ * the moment the first of them is done, so that all are measured over the same stretch of time, under the same load
+ * (the last one alone would batch fewer lends together, and spend more per lend). Then (unmeasured) the returns.
+ */
+export async function lendTogether(servers: ReadonlyArray<LendServer>, o: KeyedViewsOptions, into: ReadonlyArray<LendServer['windows']>): Promise<void> {
+  const loans = servers.map((): string[] => []);
+  const done = servers.map(() => 0);
+  let cut: { cpu: number[]; lends: number[]; toUs: number } | undefined;
+  const cutNow = () => {
+    cut ??= { cpu: servers.map((s) => sampleThreadCpu(s.server.pid).cpuMs), lends: [...done], toUs: monoUs() };
+  };
+  for (const s of servers) assertAlive(s.server, `keyed-views: ${s.setup} at ${s.keys} keys`);
+  const fromUs = monoUs();
+  const cpu0 = servers.map((s) => sampleThreadCpu(s.server.pid).cpuMs);
+  const results = await Promise.all(servers.map(async (s, k) => {
+    const r = await runLoad({
+      url: s.server.loopbackUrl, concurrency: o.clients, totalRequests: o.lends, durationMs: 10 * 60_000, maxErrors: 100,
+      makeRequest: (i) => lend(1 + (i % o.books), s.firstMember + i),
+      check: isLend,
+      onResponse: (_i, status, body) => {
+        const loan = status === 200 ? loanOf(body) : undefined;
+        if (loan !== undefined) loans[k].push(loan);
+        if (status === 200) done[k]++;
+      },
+    });
+    cutNow();
+    return r;
+  }));
+  const at = cut!;
+  servers.forEach((s, k) => {
+    const r = results[k];
+    into[k].push({ fromUs, toUs: at.toUs, lends: at.lends[k], errors: r.errors, ...(r.firstError === undefined ? {} : { firstError: r.firstError }), wallMs: (at.toUs - fromUs) / 1000, cpuMs: at.cpu[k] - cpu0[k], histogram: r.histogram ?? new LatencyHistogram() });
+  });
+  await Promise.all(servers.map((s, k) => returnAll(s, loans[k], o.clients)));
+}
+
 /** A server is quiet when it used less than this share of a core over a settle step. */
 const QUIET_SHARE = 0.03;
 const SETTLE_STEP_MS = 250;
@@ -279,7 +316,7 @@ async function lendGroup(ctx: BenchContext, o: KeyedViewsOptions, rounds: number
       for (let round = 0; round < o.pairRounds; round++) {
         ctx.phase(`keyed-views: ${o.lends} lends each, keyed and no view at once at ${none.keys.toLocaleString('en-US')} keys (round ${round + 1} of ${o.pairRounds})`);
         await settle(servers);
-        await Promise.all(pair.map((s) => lendWindow(s, o, paired.get(s))));
+        await lendTogether(pair, o, pair.map((s) => paired.get(s)!));
       }
     }
     const rows: LendRow[] = [];
