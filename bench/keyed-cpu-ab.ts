@@ -10,6 +10,7 @@
 import { copyFileSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { spawnNode, WO_READY } from '../testkit/spawn.ts';
+import { threadCpu } from './lib/thread-cpu.ts';
 import { renderSelfTimes, selfTimes, type CpuProfile, type SelfTimes } from './lib/cpuprofile.ts';
 import { writeLibrary } from './lib/library-writer.ts';
 import { repoRoot } from './lib/wo.ts';
@@ -28,7 +29,7 @@ type Side = { name: string; setup: 'keyed' | 'none'; checkout?: string };
 const sides: Side[] = [{ name: 'keyed', setup: 'keyed' }, ...(BEFORE ? [{ name: 'keyed-before', setup: 'keyed' as const, checkout: BEFORE }] : []), { name: 'none', setup: 'none' }];
 mkdirSync(join(repoRoot, '.data'), { recursive: true });
 const root = mkdtempSync(join(repoRoot, '.data', 'keyed-cpu-ab-'));
-const servers: Array<LendServer & { name: string; profDir: string; together: LendServer['windows'] }> = [];
+const servers: Array<LendServer & { name: string; profDir: string; together: LendServer['windows']; main: number; other: number }> = [];
 try {
   for (const side of sides) {
     const dir = join(root, side.name);
@@ -40,7 +41,7 @@ try {
       : await spawnNode(join(side.checkout, 'bin/wo.mjs'), ['run', join(side.checkout, APPS[side.setup]), '--data', dir, '--listen', '127.0.0.1:0'], {
         ready: WO_READY, readyTimeoutMs: 600_000, stopTimeoutMs: 30_000, outputLimit: 65_536, env: { WO_LOG_LEVEL: 'Info' }, nodeArgs,
       });
-    servers.push({ name: side.name, setup: side.setup, keys: KEYS, server, firstMember: KEYS - o.lends + 1, warmMember: KEYS + 1, windows: [], profDir, together: [] });
+    servers.push({ name: side.name, setup: side.setup, keys: KEYS, server, firstMember: KEYS - o.lends + 1, warmMember: KEYS + 1, windows: [], profDir, together: [], main: 0, other: 0 });
   }
   for (const s of servers) await warmUp(s, o);
   for (let r = 0; r < ROUNDS; r++) {
@@ -48,7 +49,11 @@ try {
     for (const s of r % 2 === 0 ? turn : turn.reverse()) {
       process.stderr.write(`round ${r + 1} of ${ROUNDS}: ${s.name}\n`);
       await settle(servers);
+      const t0 = threadCpu(s.server.pid);
       await lendWindow(s, o);
+      const t1 = threadCpu(s.server.pid);
+      s.main += t1.main - t0.main;
+      s.other += t1.other - t0.other;
     }
   }
   for (let r = 0; r < TOGETHER; r++) {
@@ -72,6 +77,10 @@ for (const [what, pick] of [[`${ROUNDS} rounds, one server after the other`, (s:
     const ratios = own.map((x, k) => x / perLend(none)[k]);
     const all = (pick(s).reduce((a, w) => a + w.cpuMs, 0) * 1000) / pick(s).reduce((a, w) => a + w.lends, 0);
     console.log(`| ${s.name} | ${median(own).toFixed(0)} | ${all.toFixed(0)} | ${median(ratios).toFixed(2)}x | ${ratios.map((x) => x.toFixed(2)).join(', ')} |`);
+  }
+  if (what.includes('one server after')) {
+    const lends = (s: (typeof servers)[number]) => s.windows.reduce((a, w) => a + w.lends, 0);
+    console.log(`\nin turn, CPU µs/lend of the main thread / of the other threads (ticks of 10 ms, windows and their returns): ${servers.map((s) => `${s.name} ${((s.main * 1000) / lends(s)).toFixed(0)} / ${((s.other * 1000) / lends(s)).toFixed(0)}`).join('; ')}`);
   }
 }
 
