@@ -10,6 +10,7 @@
 import { copyFileSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { spawnNode, WO_READY } from '../testkit/spawn.ts';
+import { privateRssBytes } from './lib/cpu.ts';
 import { threadCpu } from './lib/thread-cpu.ts';
 import { renderSelfTimes, selfTimes, type CpuProfile, type SelfTimes } from './lib/cpuprofile.ts';
 import { writeLibrary } from './lib/library-writer.ts';
@@ -61,6 +62,8 @@ try {
     await settle(servers);
     await lendTogether(servers, o, servers.map((s) => s.together));
   }
+  // Memory after the windows: a heap grown larger costs more to collect (V8's marking runs on threads of its own).
+  console.error(`private memory after the windows: ${servers.map((s) => `${s.name} ${(privateRssBytes(s.server.pid) / 1e6).toFixed(0)} MB`).join('; ')}`);
 } finally {
   await Promise.allSettled(servers.map((s) => s.server.stop()));
 }
@@ -68,6 +71,7 @@ try {
 const none = servers.find((s) => s.name === 'none')!;
 console.log(`${KEYS.toLocaleString('en-US')} members, windows of ${o.lends} lends, ${o.clients} clients per server${PROFILE ? ', under --cpu-prof' : ''}`);
 for (const [what, pick] of [[`${ROUNDS} rounds, one server after the other`, (s: LendServer & { together: LendServer['windows'] }) => s.windows], [`${TOGETHER} rounds, all servers at once`, (s: { together: LendServer['windows'] }) => s.together]] as const) {
+  if (pick(none).length === 0) continue;
   const perLend = (s: (typeof servers)[number]) => pick(s).map((w) => (w.cpuMs * 1000) / w.lends);
   console.log(`\n${what}:\n`);
   console.log('| server | CPU µs/lend, median window | all windows | over no view, median of rounds | rounds |');
