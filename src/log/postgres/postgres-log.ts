@@ -41,6 +41,7 @@ import {
 import { ensureSchema, RESERVE_IDS, SCHEMA } from "./schema.ts"
 import { makeRowStore } from "./row-reads.ts"
 import { makeSyncReads } from "./sync-reads.ts"
+import { makeViewEntryStore } from "./view-entries.ts"
 import { checkRowCounts } from "../row-counts.ts"
 
 /** How often this node's append and tailer counts are logged (Debug) while they change. */
@@ -250,6 +251,7 @@ export const makePostgresLog = Effect.gen(function* () {
     storedRows,
     rowsAtHead,
     rowStore,
+    viewEntries: makeViewEntryStore(conn, syncReads),
     // One view's corrupt record is that view's problem: it is folded again (views.ts), never served.
     storedViews: Effect.map(
       conn.query("cannot read the stored views", `select ${VIEW_COLUMNS} from ${SCHEMA}.views`),
