@@ -145,6 +145,17 @@ describe.skipIf(!haveBinaries)("keyed views' entries in the PostgreSQL store", (
         expect(res.json.value).toEqual(model.entries().find((e) => e.key === owner)!.value)
       }
       expect((await http(`${b.url}${VIEWS}/nobody`)).status).toBe(404)
+
+      // Node A's next writes, to owners whose entries B has not read: B's tailer reads them ahead of its synchronous
+      // fold, in one statement per chunk, never one by one while it folds.
+      for (const owner of owners.slice(1000, 1040)) {
+        await createTask(a.url, owner, `third of ${owner}`)
+        model.open(owner, `third of ${owner}`)
+      }
+      const last = owners[1039]
+      await until(async () => (await http(`${b!.url}${VIEWS}/${last}`)).json?.value?.open === 2)
+      expect(withoutSeq((await pages(b.url, "", 500)).flat())).toEqual(model.entries())
+      expect(b.keyed.syncReads?.()).toBe(0)
     } finally {
       await b?.stop()
       await a.stop()

@@ -335,7 +335,7 @@ export const makeKeyedViews = (
     landed,
     recovered,
     refold,
-    ...(snapshot === undefined ? {} : { snapshot }),
+    ...(snapshot === undefined ? {} : { snapshot, syncReads: snapshots!.syncReads }),
     ...(readAhead === undefined ? {} : { readAhead })
   }
 }

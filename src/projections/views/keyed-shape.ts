@@ -84,6 +84,8 @@ export interface KeyedViewsShape {
    * runs it every WO_VIEW_SNAPSHOT_EVERY events and at shutdown).
    */
   readonly snapshot?: (at: number) => Effect.Effect<void, StoreError>
+  /** Present with `snapshot`: how many entries a fold read synchronously (neither held nor read ahead: a last resort). */
+  readonly syncReads?: () => number
   /** Present with `snapshot`: reads ahead, in one statement per view, the entries these changes will read when folded. */
   readonly readAhead?: (changes: ReadonlyArray<Change>) => Effect.Effect<void, StoreError>
   /**
