@@ -3,20 +3,19 @@
  * so that a start folds only the events after the last snapshot and memory does not grow with the number of keys.
  *
  * Per generation (a view's name and definition) the node holds:
- *  - the entries it changed since its last snapshot (`dirty`: the tailer folds every commit into them), and while a
- *    snapshot is being stored, the entries it took (`flushing`);
+ *  - the entries it changed since its last stored snapshot (`dirty`: the tailer folds every commit into them);
  *  - `upTo`: the seq the table's entries are exact at for this node (its last stored snapshot, or the watermark it
  *    started from; 0 while the view is folded from the whole log: then every entry is in memory);
  * and, for every generation, a bounded cache of entries read from the table (clean: evictable).
  *
- * A read looks in that order: dirty, flushing, cache, then the table at `upTo`. The tailer folds synchronously, so
+ * A read looks in that order: dirty, cache, then the table at `upTo`. The tailer folds synchronously, so
  * the keys a batch touches are read ahead in one statement (`readAhead`); a key still missing then (a race with a
  * snapshot, or an eviction) is read synchronously (sync-reads.ts), a last resort. Serving reads (`readAsync`, `range`)
  * never block the event loop.
  *
- * The snapshot (`snapshot`, called by the tailer every WO_VIEW_SNAPSHOT_EVERY events and at shutdown) takes the
- * dirty entries at the seq the node applied, stores them with the views' records in one statement, and then they
- * are clean. A failed snapshot puts them back (a newer change of the same key stays).
+ * The snapshot (`snapshot`, called by the tailer every WO_VIEW_SNAPSHOT_EVERY events and at shutdown) copies the
+ * dirty entries at the seq the node applied and stores them with the views' records in one statement; then those
+ * not changed since are clean (evictable). A failed snapshot leaves them dirty.
  */
 import { Effect } from "effect"
 import type { Row } from "../../domain/catalog.ts"
@@ -43,9 +42,8 @@ interface Generation {
   readonly definition: string
   /** Unique per generation object: its cache keys (a generation cleared and begun again shares none). */
   readonly id: number
-  /** Changed since the last snapshot: the entry, or undefined once removed. */
+  /** Changed since the last stored snapshot: the entry, or undefined once removed. */
   dirty: Map<string, StoredEntry | undefined>
-  flushing: Map<string, StoredEntry | undefined> | undefined
   upTo: number
   /** Moved on at each stored snapshot: a table read sent before it may be older than what the node evicted since. */
   epoch: number
@@ -54,7 +52,6 @@ interface Generation {
 /** What the node holds in memory for a key: the entry, `ABSENT`, or undefined when the table must be read. */
 const held = (g: Generation, cache: RowCache, key: string): StoredEntry | undefined => {
   if (g.dirty.has(key)) return g.dirty.get(key) ?? ABSENT
-  if (g.flushing?.has(key)) return g.flushing.get(key) ?? ABSENT
   if (g.upTo === 0) return ABSENT
   const cached = cache.get(`${g.id}\u0000${key}`)
   return cached === undefined ? undefined : ofCached(cached)
@@ -80,7 +77,7 @@ export const pgKeyedStore = (entries: ViewEntryStore, cacheBytes: number, snapsh
   const generation = (name: string, definition: string) => {
     const id = idOf(name, definition)
     let g = generations.get(id)
-    if (g === undefined) generations.set(id, (g = { name, definition, id: ++ids, dirty: new Map(), flushing: undefined, upTo: 0, epoch: 0 }))
+    if (g === undefined) generations.set(id, (g = { name, definition, id: ++ids, dirty: new Map(), upTo: 0, epoch: 0 }))
     return g
   }
   const cacheKey = (g: Generation, key: string) => `${g.id}\u0000${key}`
@@ -155,8 +152,7 @@ export const pgKeyedStore = (entries: ViewEntryStore, cacheBytes: number, snapsh
   const range = (name: string, definition: string, after: string | undefined, limit: number) =>
     Effect.suspend(() => {
       const g = generation(name, definition)
-      const overlay = new Map(g.flushing ?? [])
-      for (const [key, entry] of g.dirty) overlay.set(key, entry)
+      const overlay = new Map(g.dirty)
       const laid = [...overlay.keys()].filter((key) => after === undefined || key > after).sort()
       const upTo = g.upTo
       const out: Array<KeyedRecord> = []
@@ -210,35 +206,30 @@ export const pgKeyedStore = (entries: ViewEntryStore, cacheBytes: number, snapsh
     })
 
   const snapshot = (gens: ReadonlyArray<{ readonly name: string; readonly definition: string }>, records: ReadonlyArray<ViewRecord>, at: number) => {
-    const taken: Array<Generation> = []
+    // Copied, not taken: should the write fail or never run (an interrupted fiber), nothing is lost.
+    const taken: Array<{ readonly g: Generation; readonly entries: ReadonlyMap<string, StoredEntry | undefined> }> = []
     const writes: Array<SnapshotEntry> = []
     for (const { name, definition } of gens) {
       const g = generation(name, definition)
-      // One snapshot at a time (the tailer's); a generation still flushing keeps its dirty entries for the next.
-      if (g.flushing !== undefined) continue
-      g.flushing = g.dirty
-      g.dirty = new Map()
-      taken.push(g)
-      for (const [key, entry] of g.flushing) writes.push({ name, definition, key, text: entry === undefined ? undefined : viewEntryJson(entry.seq, entry.json) })
+      const entries = new Map(g.dirty)
+      taken.push({ g, entries })
+      for (const [key, entry] of entries) writes.push({ name, definition, key, text: entry === undefined ? undefined : viewEntryJson(entry.seq, entry.json) })
     }
-    const settle = (stored: boolean) =>
-      Effect.sync(() => {
-        for (const g of taken) {
-          const flushed = g.flushing!
-          g.flushing = undefined
-          if (!stored) {
-            // Put back, under any newer change of the same key.
-            for (const [key, entry] of flushed) if (!g.dirty.has(key)) g.dirty.set(key, entry)
-            continue
-          }
-          g.upTo = Math.max(g.upTo, at)
-          g.epoch++
-          for (const [key, entry] of flushed) if (!g.dirty.has(key)) cache.set(cacheKey(g, key), asCached(entry ?? ABSENT))
+    // Stored: the table serves each generation from `at`, and an entry not changed since it was copied is clean.
+    const stored = Effect.sync(() => {
+      for (const { g, entries } of taken) {
+        if (at <= g.upTo) continue
+        g.upTo = at
+        g.epoch++
+        for (const [key, entry] of entries) {
+          // Every change makes a new entry object: the same one means no change since (a removal stays a removal).
+          if (g.dirty.get(key) !== entry) continue
+          g.dirty.delete(key)
+          cache.set(cacheKey(g, key), asCached(entry ?? ABSENT))
         }
-      })
-    return entries.store(writes, records, at, Math.max(0, at - KEEP_INTERVALS * snapshotEvery)).pipe(
-      Effect.tapBoth({ onFailure: () => settle(false), onSuccess: () => settle(true) })
-    )
+      }
+    })
+    return Effect.zipRight(entries.store(writes, records, at, Math.max(0, at - KEEP_INTERVALS * snapshotEvery)), stored)
   }
 
   return {

@@ -52,8 +52,8 @@ export interface KeyedSnapshots {
   /** An entry, read without blocking the event loop. */
   readonly readAsync: (name: string, definition: string, key: string) => Effect.Effect<StoredEntry | undefined, StoreError>
   /**
-   * Takes the generations' changed entries now (exact at `at`, the seq the node applied) and answers the write that
-   * stores them with `records`; once it succeeds they are clean and the table serves them from `at`.
+   * Copies the generations' changed entries now (exact at `at`, the seq the node applied) and answers the write that
+   * stores them with `records`; once it succeeds, those not changed since are clean and the table serves them from `at`.
    */
   readonly snapshot: (generations: ReadonlyArray<{ readonly name: string; readonly definition: string }>, records: ReadonlyArray<ViewRecord>, at: number) => Effect.Effect<void, StoreError>
   /** Reads that found a key neither held nor read ahead, and waited for the table (the fold's last resort). */
