@@ -132,7 +132,7 @@ const STEPS: ReadonlyArray<string> = [
   // Format 9: keyed views' entries (view-entries.ts), versioned by the snapshot seq `at` they are exact at; `entry`
   // NULL is a removed entry (a tombstone, which hides an older version).
   `
-  create table ${SCHEMA}.view_entries (
+  create table if not exists ${SCHEMA}.view_entries (
     name text not null,
     definition text not null,
     key text collate "C" not null,
