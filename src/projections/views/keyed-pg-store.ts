@@ -44,6 +44,8 @@ interface Generation {
   readonly id: number
   /** Changed since the last stored snapshot: the entry, or undefined once removed. */
   dirty: Map<string, StoredEntry | undefined>
+  /** The dirty keys in order, for the pages; dropped when a key joins or leaves `dirty`. */
+  sorted: Array<string> | undefined
   upTo: number
   /** Moved on at each stored snapshot: a table read sent before it may be older than what the node evicted since. */
   epoch: number
@@ -55,6 +57,18 @@ const held = (g: Generation, cache: RowCache, key: string): StoredEntry | undefi
   if (g.upTo === 0) return ABSENT
   const cached = cache.get(`${g.id}\u0000${key}`)
   return cached === undefined ? undefined : ofCached(cached)
+}
+
+/** The index of the first key after `after` in sorted `keys`. */
+const firstAfter = (keys: ReadonlyArray<string>, after: string) => {
+  let lo = 0
+  let hi = keys.length
+  while (lo < hi) {
+    const mid = (lo + hi) >> 1
+    if (keys[mid] <= after) lo = mid + 1
+    else hi = mid
+  }
+  return lo
 }
 
 const present = (entry: StoredEntry): StoredEntry | undefined => (entry === ABSENT ? undefined : entry)
@@ -77,7 +91,7 @@ export const pgKeyedStore = (entries: ViewEntryStore, cacheBytes: number, snapsh
   const generation = (name: string, definition: string) => {
     const id = idOf(name, definition)
     let g = generations.get(id)
-    if (g === undefined) generations.set(id, (g = { name, definition, id: ++ids, dirty: new Map(), upTo: 0, epoch: 0 }))
+    if (g === undefined) generations.set(id, (g = { name, definition, id: ++ids, dirty: new Map(), sorted: undefined, upTo: 0, epoch: 0 }))
     return g
   }
   const cacheKey = (g: Generation, key: string) => `${g.id}\u0000${key}`
@@ -86,6 +100,7 @@ export const pgKeyedStore = (entries: ViewEntryStore, cacheBytes: number, snapsh
     for (const w of writes) {
       const g = generation(w.name, w.definition)
       const entry = w.json === undefined ? undefined : parseViewEntry(w.json)
+      if (!g.dirty.has(w.key)) g.sorted = undefined
       g.dirty.set(w.key, entry)
       cache.delete(cacheKey(g, w.key))
     }
@@ -152,8 +167,10 @@ export const pgKeyedStore = (entries: ViewEntryStore, cacheBytes: number, snapsh
   const range = (name: string, definition: string, after: string | undefined, limit: number) =>
     Effect.suspend(() => {
       const g = generation(name, definition)
+      // Copied: a snapshot stored while the table is read must not take an entry out from under this page.
       const overlay = new Map(g.dirty)
-      const laid = [...overlay.keys()].filter((key) => after === undefined || key > after).sort()
+      const sorted = g.sorted ?? (g.sorted = [...g.dirty.keys()].sort())
+      const laid = after === undefined ? sorted : sorted.slice(firstAfter(sorted, after))
       const upTo = g.upTo
       const out: Array<KeyedRecord> = []
       let next = 0
@@ -225,6 +242,7 @@ export const pgKeyedStore = (entries: ViewEntryStore, cacheBytes: number, snapsh
           // Every change makes a new entry object: the same one means no change since (a removal stays a removal).
           if (g.dirty.get(key) !== entry) continue
           g.dirty.delete(key)
+          g.sorted = undefined
           cache.set(cacheKey(g, key), asCached(entry ?? ABSENT))
         }
       }
