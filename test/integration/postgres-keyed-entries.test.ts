@@ -19,7 +19,8 @@ import { haveBinaries, sharedCluster, warnIfSkipped, type PgCluster } from "../c
 import { keyedTasks } from "../../testkit/keyed-tasks.ts"
 import { writeAppDir } from "../../testkit/app-dir.ts"
 import { http, ROOT, tempDir } from "../../testkit/server.ts"
-import { spawnWo, type Spawned } from "../../testkit/spawn.ts"
+import { runWo, spawnWo, type Spawned } from "../../testkit/spawn.ts"
+import { checksum } from "../../src/log/postgres/records.ts"
 
 warnIfSkipped("the PostgreSQL keyed entries tests")
 
@@ -88,6 +89,7 @@ describe.skipIf(!haveBinaries)("keyed views' entries in the PostgreSQL store", (
   }, 120_000)
   afterAll(() => cluster?.stop())
 
+  const definitionOf = async (db: string) => (await cluster.sql(db, "select record::json->>'definition' as d from writeonce.views where name = $1", [NAME]))[0].d as string
   const snapshotOf = async (db: string) => {
     const [row] = await cluster.sql(db, `select at::text as at from writeonce.views where name = $1`, [NAME])
     const [head] = await cluster.sql(db, "select seq::text as seq from writeonce.log_head")
@@ -228,6 +230,18 @@ describe.skipIf(!haveBinaries)("keyed views' entries in the PostgreSQL store", (
         const res = await http(`${again.loopbackUrl}${VIEWS}/${e.key}`)
         expect(res.json.value).toEqual(e.value)
       }
+
+      // wo verify compares the stored entries with a fold of the log up to their snapshot seq, key by key.
+      const { at: stored } = await snapshotOf(db)
+      const verified = await runWo(["verify", "--app", appDir, "--store", store], { timeoutMs: 120_000 })
+      expect(verified.code, verified.stdout + verified.stderr).toBe(0)
+      const [victim] = await cluster.sql(db, "select key, at::int as at, entry from writeonce.view_entries where name = $1 and at <= $2 and entry is not null order by at desc, key limit 1", [NAME, stored])
+      const forged = victim.entry.replace(/"open":(\d+)/, '"open":99')
+      const sum = checksum(`w!${NAME}!${await definitionOf(db)}!${victim.key}@${victim.at}`, forged)
+      await cluster.sql(db, "update writeonce.view_entries set entry = $1, checksum = $2 where name = $3 and key = $4 and at = $5", [forged, sum, NAME, victim.key, victim.at])
+      const damaged = await runWo(["verify", "--app", appDir, "--store", store], { timeoutMs: 120_000 })
+      expect(damaged.code).toBe(1)
+      expect(damaged.stderr).toContain(`view ${NAME} key ${victim.key}: stored {"open":99`)
     }, 300_000)
   })
 })
