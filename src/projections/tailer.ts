@@ -6,9 +6,8 @@
  * `reached` says this node's rows include its write: read-your-writes.
  *
  * The tailer also stores this node's views (and its keyed views' changed entries) as a snapshot exact at the seq it
- * applied (`log.storeViews`), every
- * `WO_VIEW_SNAPSHOT_EVERY` events and at shutdown, in the background: a node starting later loads it and folds only
- * the events after it (views.ts). Off the write path: a batch never waits for it, and its cost is one upsert per
+ * applied (`log.storeViews`), every `WO_VIEW_SNAPSHOT_EVERY` events and at shutdown, in the background: a node
+ * starting later loads it and folds only the events after it (views.ts). Off the write path: a batch never waits for it, and its cost is one upsert per
  * view per WO_VIEW_SNAPSHOT_EVERY events, whatever the write rate.
  *
  * If the store cannot be read (the primary died, a promotion is under way), the tailer logs it and follows again
@@ -82,13 +81,15 @@ export const makeTailer = Effect.gen(function* () {
   const readBackLimit = Duration.millis(Option.match(settings, { onNone: () => STORE_TIMEOUT_MS, onSome: (s) => s.storeTimeoutMs }))
   // Keyed views whose entries are stored as snapshots (keyed-pg-store.ts): taken at the same seq as the views.
   const keyed = Option.getOrUndefined(yield* Effect.serviceOption(KeyedViews))
+  // Their fold reads entries synchronously: the tailer reads a batch's ahead (keyed-pg-store.ts).
+  const readAhead = keyed?.readAhead
   let snapshotAt = applied
   let snapshotting = false
   const snapshot = Effect.suspend(() => {
     if ((views === undefined && keyed?.snapshot === undefined) || storeViews === undefined || snapshotting || applied <= snapshotAt) return Effect.void
     const at = applied
     const records = views?.snapshot(at) ?? []
-    // Taken now, in the same step as `at`: the entries changed up to it, and none after.
+    // Copied now, in the same step as `at`: the entries changed up to it, and none after.
     const entries = keyed?.snapshot?.(at) ?? Effect.void
     snapshotting = true
     return Effect.zipRight(storeViews(records), entries).pipe(
@@ -180,7 +181,6 @@ export const makeTailer = Effect.gen(function* () {
           Effect.suspend(() => applyFresh(freshOf(events), known))
         ))
     })
-  const readAhead = keyed?.readAhead
 
   const applyOwn = (changes: ReadonlyArray<Change>) =>
     Effect.zipRight(
