@@ -178,7 +178,10 @@ const verifyCommand = Command.make(
         ? yield* verifyPostgresStore(Context.get(yield* Layer.build(pgConnectionLayer(chosen.url!)), PgConnection), references)
         : yield* verifyStore(opened, references)
       // With the app, keyed views' entries are folded from the log and compared key by key (keyed-check.ts).
-      const keyed = opened === undefined || catalog === undefined ? [] : yield* compareKeyedViews(upcastingLog(yield* makeClassicLevelLog(opened), catalog), catalog)
+      // On PostgreSQL, the entries the last snapshot stored are compared with a fold of the log up to its seq.
+      const keyed = catalog === undefined
+        ? []
+        : yield* compareKeyedViews(upcastingLog(opened === undefined ? Context.get(yield* Layer.build(postgresLogLayer(chosen.url!)), EventLog) : yield* makeClassicLevelLog(opened), catalog), catalog)
       const keyedProblems = keyed.flatMap((v) => v.outcome === "mismatch" ? [`view ${v.name}: ${v.detail}`, ...(v.keys ?? []).map((line) => `view ${v.name} ${line}`)] : [])
       const report = keyedProblems.length === 0 ? checked : { ...checked, problems: [...checked.problems, ...keyedProblems] }
       const rate = Math.round(report.events / Math.max(0.001, report.millis / 1000))

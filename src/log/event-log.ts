@@ -106,6 +106,34 @@ export interface ViewEntryWrite {
   readonly json: string | undefined
 }
 
+/** A keyed view's entry as a snapshot stores it: its stored text (`viewEntryJson`), or undefined once removed. */
+export interface SnapshotEntry {
+  readonly name: string
+  readonly definition: string
+  readonly key: string
+  readonly text: string | undefined
+}
+
+/**
+ * Keyed views' entries stored as snapshots (PostgreSQL: postgres/view-entries.ts). Each version of an entry is exact
+ * at the snapshot seq it was stored at; a read answers, per key, the latest version at or before `upTo` (the
+ * reader's own last snapshot): the text, `null` for a removed entry, absent for a key never stored.
+ */
+export interface ViewEntryStore {
+  /** Each view's snapshot seq (its `views` record's `at`), by name. */
+  readonly watermarks: Effect.Effect<ReadonlyMap<string, number>, StoreError>
+  readonly read: (name: string, definition: string, keys: ReadonlyArray<string>, upTo: number) => Effect.Effect<ReadonlyMap<string, string | null>, StoreError>
+  /** `read` of one key, synchronously (a fold's last resort: sync-reads.ts); throws a StoreError. */
+  readonly readNow: (name: string, definition: string, key: string, upTo: number) => string | null | undefined
+  /** Up to `limit` keys after `after` (all when absent), in key order, each with its latest version's text as `read` answers it. */
+  readonly range: (name: string, definition: string, after: string | undefined, limit: number, upTo: number) => Effect.Effect<ReadonlyArray<{ readonly key: string; readonly text: string | null }>, StoreError>
+  /**
+   * Stores `entries` and the views' `records` exact at `at`, in one statement; versions superseded by one at or
+   * before `pruneBelow` are removed.
+   */
+  readonly store: (entries: ReadonlyArray<SnapshotEntry>, records: ReadonlyArray<ViewRecord>, at: number, pruneBelow: number) => Effect.Effect<void, StoreError>
+}
+
 /** A view record as loaded: checksum verified, JSON parsed; or, where a log reports it per view, why it is corrupt. */
 export interface StoredView {
   readonly name: string
@@ -275,6 +303,8 @@ export interface EventLogShape {
   readonly rowsAtHead?: Effect.Effect<{ readonly head: LogHead; readonly rows: ReadonlyArray<StoredRow> }, StoreError>
   /** Present on a log whose rows a node caches instead of loading them (PostgreSQL): see `RowStore`. */
   readonly rowStore?: RowStore
+  /** Present on a log that stores keyed views' entries as snapshots (PostgreSQL): see `ViewEntryStore`. */
+  readonly viewEntries?: ViewEntryStore
   /** The stored view records, verified; absent for a log that stores none (views are then rebuilt). */
   readonly storedViews?: Effect.Effect<ReadonlyArray<StoredView>, StoreError>
   /**

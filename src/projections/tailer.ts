@@ -5,9 +5,9 @@
  * subscribers hear of every commit, whichever node made it). The group-commit writer answers a caller once
  * `reached` says this node's rows include its write: read-your-writes.
  *
- * The tailer also stores this node's views as a snapshot exact at the seq it applied (`log.storeViews`), every
- * `WO_VIEW_SNAPSHOT_EVERY` events and at shutdown, in the background: a node starting later loads it and folds only
- * the events after it (views.ts). Off the write path: a batch never waits for it, and its cost is one upsert per
+ * The tailer also stores this node's views (and its keyed views' changed entries) as a snapshot exact at the seq it
+ * applied (`log.storeViews`), every `WO_VIEW_SNAPSHOT_EVERY` events and at shutdown, in the background: a node
+ * starting later loads it and folds only the events after it (views.ts). Off the write path: a batch never waits for it, and its cost is one upsert per
  * view per WO_VIEW_SNAPSHOT_EVERY events, whatever the write rate.
  *
  * If the store cannot be read (the primary died, a promotion is under way), the tailer logs it and follows again
@@ -24,6 +24,7 @@ import { makeCachedFold, type Known } from "./cached-fold.ts"
 import { Catalog } from "../domain/app-catalog.ts"
 import { Rows } from "./rows/rows.ts"
 import { Views } from "./views/views.ts"
+import { KeyedViews } from "./views/keyed-views.ts"
 import { Metrics, metricsOff } from "../metrics/metrics.ts"
 import { STORE_TIMEOUT_MS, VIEW_SNAPSHOT_EVERY, WoConfig } from "../support/config.ts"
 
@@ -78,14 +79,20 @@ export const makeTailer = Effect.gen(function* () {
   // How long a writer waits for its commit to be applied here (`reached`): the store's bound, as for every wait on
   // the primary (a batch held behind another node's commit waits for the tailer to read that commit).
   const readBackLimit = Duration.millis(Option.match(settings, { onNone: () => STORE_TIMEOUT_MS, onSome: (s) => s.storeTimeoutMs }))
+  // Keyed views whose entries are stored as snapshots (keyed-pg-store.ts): taken at the same seq as the views.
+  const keyed = Option.getOrUndefined(yield* Effect.serviceOption(KeyedViews))
+  // Their fold reads entries synchronously: the tailer reads a batch's ahead (keyed-pg-store.ts).
+  const readAhead = keyed?.readAhead
   let snapshotAt = applied
   let snapshotting = false
   const snapshot = Effect.suspend(() => {
-    if (views === undefined || storeViews === undefined || snapshotting || applied <= snapshotAt) return Effect.void
+    if ((views === undefined && keyed?.snapshot === undefined) || storeViews === undefined || snapshotting || applied <= snapshotAt) return Effect.void
     const at = applied
-    const records = views.snapshot(at)
+    const records = views?.snapshot(at) ?? []
+    // Copied now, in the same step as `at`: the entries changed up to it, and none after.
+    const entries = keyed?.snapshot?.(at) ?? Effect.void
     snapshotting = true
-    return storeViews(records).pipe(
+    return Effect.zipRight(storeViews(records), entries).pipe(
       Effect.tap(() => Effect.sync(() => (snapshotAt = Math.max(snapshotAt, at)))),
       Effect.catchAll((e) => Effect.logWarning(`tailer: cannot store this node's views at seq ${at} (${e.reason}); trying again later`)),
       Effect.ensuring(Effect.sync(() => (snapshotting = false)))
@@ -168,10 +175,22 @@ export const makeTailer = Effect.gen(function* () {
       if (folding === undefined || !viewsNeedRows) return applyFresh(freshOf(events))
       // The rows before these commits, read first; then what this node applied meanwhile (its own batches) is
       // skipped, as always, in the synchronous step that applies the rest.
-      return Effect.flatMap(folding.before(freshOf(events)), (known) => Effect.suspend(() => applyFresh(freshOf(events), known)))
+      return Effect.flatMap(folding.before(freshOf(events)), (known) =>
+        Effect.zipRight(
+          // The keyed views' entries these commits fold, read ahead (their fold is synchronous): from the changes the
+          // fold gives now (pure), computed again in the synchronous step.
+          readAhead === undefined ? Effect.void : Effect.suspend(() => readAhead(folding.fold(freshOf(events), known))),
+          Effect.suspend(() => applyFresh(freshOf(events), known))
+        ))
     })
 
   const applyOwn = (changes: ReadonlyArray<Change>) =>
+    Effect.zipRight(
+      // The keyed views' entries this batch folds, read ahead; should the store not answer, the fold reads them itself.
+      readAhead === undefined ? Effect.void : Effect.catchAll(readAhead(changes), () => Effect.void),
+      applyOwnNow(changes)
+    )
+  const applyOwnNow = (changes: ReadonlyArray<Change>) =>
     Effect.suspend(() => {
       const first = changes[0]?.event.seq
       if (first === undefined || first <= applied) return Effect.succeed(false)

@@ -20,7 +20,7 @@ import { Rows, RowsLive } from "../projections/rows/rows.ts"
 import { StoreRowsLive } from "../projections/rows/store-rows.ts"
 import { PinnedLog } from "../log/pinned-log.ts"
 import { ViewsLive } from "../projections/views/views.ts"
-import { KeyedViewsMemoryLive, KeyedViewsStoreLive } from "../projections/views/keyed-views.ts"
+import { KeyedViewsSharedLive, KeyedViewsStoreLive } from "../projections/views/keyed-views.ts"
 import { UpcastingLog } from "../log/upcasting-log.ts"
 import { HttpServerLive } from "../http/server.ts"
 import { announce } from "./announce.ts"
@@ -83,7 +83,7 @@ export const coreLayer = (app: AppDef, settings: Settings, options: CoreOptions 
   // The embedded store serves its rows from disk (store-rows.ts); a PostgreSQL node holds them in memory.
   // Keyed views keep their entries in the embedded store, and in memory on a PostgreSQL node (keyed-views.ts).
   const recovered = shared
-    ? Layer.mergeAll(RowsLive, ViewsLive, KeyedViewsMemoryLive).pipe(Layer.provide(PinnedLog))
+    ? Layer.mergeAll(RowsLive, ViewsLive, KeyedViewsSharedLive).pipe(Layer.provide(PinnedLog))
     : Layer.mergeAll(StoreRowsLive, ViewsLive, KeyedViewsStoreLive)
   // The change feed comes with them: the views announce on it a view folded again going live.
   const store = recovered.pipe(

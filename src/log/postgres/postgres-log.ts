@@ -41,6 +41,7 @@ import {
 import { ensureSchema, RELEASE_IDS, RESERVE_IDS, SCHEMA } from "./schema.ts"
 import { makeRowStore } from "./row-reads.ts"
 import { makeSyncReads } from "./sync-reads.ts"
+import { makeViewEntryStore } from "./view-entries.ts"
 import { checkRowCounts } from "../row-counts.ts"
 
 /** How often this node's append and tailer counts are logged (Debug) while they change. */
@@ -179,6 +180,7 @@ export const makePostgresLog = Effect.gen(function* () {
   const syncReads = makeSyncReads(conn.clientConfig, conn.timeoutMs)
   yield* Effect.addFinalizer(() => Effect.promise(() => syncReads.close()))
   const rowStore = makeRowStore(conn, syncReads, rowsStart)
+  const viewEntries = makeViewEntryStore(conn, syncReads)
 
   type EntityCursor = readonly [type: string, id: string, version: number]
   // A page at a time in (type, id, version) order, the unique index's (a hot entity's history may be most of the log:
@@ -250,6 +252,18 @@ export const makePostgresLog = Effect.gen(function* () {
     storedRows,
     rowsAtHead,
     rowStore,
+    viewEntries,
+    // The entries as the last snapshot stored them (exact at the view's `at`: keyed-check.ts folds the log up to it).
+    storedViewEntries: (name, definition) =>
+      Stream.unwrap(Effect.map(viewEntries.watermarks, (marks) => {
+        const at = marks.get(name) ?? 0
+        return Stream.paginateChunkEffect(undefined as string | undefined, (after) =>
+          Effect.map(viewEntries.range(name, definition, after, READ_BATCH, at), (rows) => {
+            const present = rows.flatMap((r) => (r.text === null ? [] : [{ key: r.key, text: r.text }]))
+            const next: Option.Option<string | undefined> = rows.length < READ_BATCH ? Option.none() : Option.some(rows[rows.length - 1].key)
+            return [Chunk.unsafeFromArray(present), next] as const
+          }))
+      })),
     // One view's corrupt record is that view's problem: it is folded again (views.ts), never served.
     storedViews: Effect.map(
       conn.query("cannot read the stored views", `select ${VIEW_COLUMNS} from ${SCHEMA}.views`),

@@ -15,6 +15,9 @@
  *   views     each view's value as some node folded it, exact at seq `at`: the log is totally ordered, so a value
  *             stored at `at` by any node is exact there, and a starting node folds only the events after it. An
  *             older snapshot never replaces a newer one (the upsert's `where`, postgres-log.ts).
+ *   view_entries  keyed views' entries, each version exact at the snapshot seq `at` a node wrote it at (with the
+ *             view's `views` record, in one statement): a node reads the latest version at or before its own last
+ *             snapshot, so another node's newer snapshot never hands it an entry ahead of its fold
  *   sessions, session_subscriptions  legacy MCP sessions, shared by every node
  *   idempotency_keys  the idempotency keys writes carried, each written in its write's transaction
  *
@@ -125,6 +128,19 @@ const STEPS: ReadonlyArray<string> = [
   // rather than write events without it.
   `
   alter table ${SCHEMA}.events add column if not exists actor json;
+  `,
+  // Format 9: keyed views' entries (view-entries.ts), versioned by the snapshot seq `at` they are exact at; `entry`
+  // NULL is a removed entry (a tombstone, which hides an older version).
+  `
+  create table if not exists ${SCHEMA}.view_entries (
+    name text not null,
+    definition text not null,
+    key text collate "C" not null,
+    at bigint not null,
+    entry text,
+    checksum text not null,
+    primary key (name, definition, key, at)
+  );
   `
 ]
 

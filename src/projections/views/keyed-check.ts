@@ -40,8 +40,8 @@ const canonicalText = (json: string) => {
   }
 }
 
-/** Each keyed view folded from the log into memory: its entries by key, or why it failed. */
-const foldInMemory = (log: EventLogShape, catalog: CompiledApp, views: ReadonlyArray<CompiledView>) =>
+/** Each keyed view folded from the log into memory (up to `upTo`; default: the head): its entries by key, or why it failed. */
+const foldInMemory = (log: EventLogShape, catalog: CompiledApp, views: ReadonlyArray<CompiledView>, upTo?: number) =>
   Effect.gen(function* () {
     const entries = new Map(views.map((v) => [v.name, new Map<string, StoredEntry>()]))
     const folder = makeKeyedFolder(log, catalog, views, {
@@ -56,8 +56,26 @@ const foldInMemory = (log: EventLogShape, catalog: CompiledApp, views: ReadonlyA
           }
         })
     })
-    yield* folder.readTo()
+    yield* folder.readTo(upTo)
     return { entries, failures: folder.failures() }
+  })
+
+/**
+ * On a log whose entries are snapshots (PostgreSQL), each view's entries are exact at its snapshot seq: the views
+ * are folded up to it, one fold per seq (one snapshot stores every view at one seq).
+ */
+const foldToSnapshots = (log: EventLogShape, catalog: CompiledApp, views: ReadonlyArray<CompiledView>, marks: ReadonlyMap<string, number>) =>
+  Effect.gen(function* () {
+    const entries = new Map<string, Map<string, StoredEntry>>()
+    const failures = new Map<string, { readonly reason: string }>()
+    const bySeq = new Map<number, Array<CompiledView>>()
+    for (const v of views) bySeq.set(marks.get(v.name) ?? 0, [...(bySeq.get(marks.get(v.name) ?? 0) ?? []), v])
+    for (const [at, group] of bySeq) {
+      const folded = yield* foldInMemory(log, catalog, group, at)
+      for (const [name, map] of folded.entries) entries.set(name, map)
+      for (const [name, f] of folded.failures) failures.set(name, f)
+    }
+    return { entries, failures }
   })
 
 export const compareKeyedViews = (log: EventLogShape, catalog: CompiledApp) =>
@@ -66,7 +84,9 @@ export const compareKeyedViews = (log: EventLogShape, catalog: CompiledApp) =>
     if (views.length === 0 || log.storedViews === undefined || log.storedViewEntries === undefined) return []
     const readEntries = log.storedViewEntries
     const stored = new Map((yield* log.storedViews).map((v) => [v.name, v]))
-    const folded = yield* foldInMemory(log, catalog, views)
+    const folded = log.viewEntries === undefined
+      ? yield* foldInMemory(log, catalog, views)
+      : yield* foldToSnapshots(log, catalog, views, yield* log.viewEntries.watermarks)
     const out: Array<KeyedComparison> = []
     for (const view of views) {
       const name = view.name

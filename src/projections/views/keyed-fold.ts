@@ -108,20 +108,40 @@ export const entryWrites = (name: string, definition: string, entries: ReadonlyA
 export interface KeyedSink {
   readonly read: (view: CompiledView, key: string) => StoredEntry | undefined
   readonly put: (view: CompiledView, entries: ReadonlyArray<ChangedEntry>) => Effect.Effect<void, StoreError>
+  /** Reads ahead the entries a chunk's changes will read (a store read asynchronously: keyed-pg-store.ts). */
+  readonly before?: (view: CompiledView, changes: ReadonlyArray<ViewChange>) => Effect.Effect<void, StoreError>
 }
 
 /**
- * Keyed views folded from seq 1, resumable: `readTo` reads the events after the last one read, up to `upTo`
- * (default: the head), a chunk at a time; each chunk's changed entries go to the sink before the next is read.
- * A view whose user code fails stops there (`failures`).
+ * Keyed views folded from seq 1 (or from entries exact at seq `from`, a snapshot: then the row an entity had at
+ * `from` is rebuilt from its own events, `log.eventsOf`, the first time the tail touches it), resumable: `readTo`
+ * reads the events after the last one read, up to `upTo` (default: the head), a chunk at a time; each chunk's
+ * changed entries go to the sink before the next is read. A view whose user code fails stops there (`failures`).
  */
-export const makeKeyedFolder = (log: EventLogShape, catalog: CompiledApp, views: ReadonlyArray<CompiledView>, sink: KeyedSink) => {
-  let position = 0
+export const makeKeyedFolder = (log: EventLogShape, catalog: CompiledApp, views: ReadonlyArray<CompiledView>, sink: KeyedSink, from = 0) => {
+  let position = from
   let read = 0
   const types = new Set(views.flatMap((v) => [...v.types]))
   const rows = makeFoldRows(catalog)
   const failures = new Map<string, { readonly reason: string; readonly stack: string; readonly seq: number }>()
-  const foldChunk = (events: ReadonlyArray<StoredEvent>): Effect.Effect<void, StoreError> => {
+  // Entities whose row at `from` is rebuilt (only needed when `from` > 0).
+  const seeded = new Set<string>()
+  const seed = (events: ReadonlyArray<StoredEvent>): Effect.Effect<void, StoreError> => {
+    if (from === 0) return Effect.void
+    const wanted = new Map<string, { type: string; id: string }>()
+    for (const e of events) {
+      const key = `${e.type}\u0000${e.id}`
+      if (types.has(e.type) && !seeded.has(key)) wanted.set(key, { type: e.type, id: e.id })
+    }
+    if (wanted.size === 0) return Effect.void
+    for (const key of wanted.keys()) seeded.add(key)
+    if (log.eventsOf === undefined) return Effect.dieMessage("folding a keyed view's tail needs a log that reads an entity's events")
+    return Effect.map(log.eventsOf([...wanted.values()], from), (history) => {
+      for (const event of history) rows.apply(event)
+    })
+  }
+  const foldChunk = (events: ReadonlyArray<StoredEvent>): Effect.Effect<void, StoreError> => Effect.zipRight(seed(events), Effect.suspend(() => foldSeeded(events)))
+  const foldSeeded = (events: ReadonlyArray<StoredEvent>): Effect.Effect<void, StoreError> => {
     const changes: Array<ViewChange> = []
     for (const event of events) {
       read++
@@ -130,7 +150,7 @@ export const makeKeyedFolder = (log: EventLogShape, catalog: CompiledApp, views:
       changes.push({ event, ...rows.apply(event) })
     }
     if (changes.length === 0) return Effect.void
-    return Effect.forEach(views, (view) => {
+    const foldView = (view: CompiledView) => {
       if (failures.has(view.name)) return Effect.void
       const outcome = foldKeyedChanges(view, changes, (key) => sink.read(view, key))
       if (outcome._tag === "Failed") {
@@ -138,7 +158,10 @@ export const makeKeyedFolder = (log: EventLogShape, catalog: CompiledApp, views:
         return Effect.void
       }
       return outcome.entries.length === 0 ? Effect.void : sink.put(view, outcome.entries)
-    }, { discard: true })
+    }
+    const before = sink.before
+    return Effect.forEach(views, (view) =>
+      before === undefined || failures.has(view.name) ? foldView(view) : Effect.zipRight(before(view, changes), Effect.suspend(() => foldView(view))), { discard: true })
   }
 
   /** Reads and folds the events after the last one read, up to `upTo` (default: the head); answers the last seq read. */

@@ -9,9 +9,10 @@ import { Duration, Effect, Either, Schedule } from "effect"
 import type { EventLogShape, ViewEntryWrite, ViewRecord } from "../../log/event-log.ts"
 import type { CompiledApp } from "../../domain/compile.ts"
 import type { ViewChange } from "../../domain/catalog.ts"
-import type { CompiledView } from "../../domain/compile-views.ts"
+import { viewChangeCopy, type CompiledView } from "../../domain/compile-views.ts"
 import type { Change } from "../../domain/events.ts"
-import { isStoreError, StoreFailed } from "../../domain/errors.ts"
+import { isStoreError, StoreFailed, type StoreError } from "../../domain/errors.ts"
+import { runUserCode } from "../../domain/decide/user-code.ts"
 import { viewEntryUri, viewUri } from "../../domain/uri.ts"
 import { keyedViewRecordJson } from "../../log/view-entry-record.ts"
 import type { ViewUpdate } from "../../subscriptions/change-feed.ts"
@@ -70,6 +71,17 @@ const recordOf = (s: KeyedState, failed?: { readonly seq: number; readonly reaso
   ({ name: s.view.name, json: keyedViewRecordJson(s.definition, failed) })
 
 const noEntries: ReadonlyArray<ViewEntryWrite> = []
+
+/** The keys `view` gives the changes it folds; a key that throws is left to the fold, which fails the view. */
+export const keysOf = (view: CompiledView, changes: ReadonlyArray<ViewChange>) => {
+  const keys = new Set<string>()
+  for (const c of changes) {
+    if (!view.folds(c.event)) continue
+    const keyed = runUserCode(() => view.key!(viewChangeCopy(c)))
+    if (Either.isRight(keyed) && keyed.right !== undefined) keys.add(keyed.right)
+  }
+  return keys
+}
 
 /** The keyed views over `states`, exact at `head`; `log` and `catalog` serve the background fold. */
 export const makeKeyedViews = (
@@ -270,6 +282,28 @@ export const makeKeyedViews = (
       return Effect.succeed({ state: s, definition: s.definition })
     })
 
+  const snapshots = store.snapshots
+  /** The served views' records and changed entries, exact at `at`; a view being folded again is left out. */
+  const snapshot = snapshots === undefined ? undefined : (at: number) => {
+    const served = states.filter((s) => s.refolding === undefined)
+    const records = served.map((s) => ({ ...recordOf(s, s.failed === undefined ? undefined : { seq: at, reason: s.failed }), at }))
+    const live = served.filter((s) => s.failed === undefined).map((s) => ({ name: s.view.name, definition: s.definition }))
+    return snapshots.snapshot(live, records, at)
+  }
+  /** The keys each served view's `key` gives these changes (no evolve), read ahead of the synchronous fold. */
+  const readAhead = snapshots === undefined ? undefined : (changes: ReadonlyArray<Change>) =>
+    Effect.suspend(() => {
+      const reads: Array<Effect.Effect<void, StoreError>> = []
+      let viewChanges: Array<ViewChange> | undefined
+      for (const s of states) {
+        if (s.refolding !== undefined || s.failed !== undefined) continue
+        viewChanges ??= changes.map((c) => ({ event: c.event, before: c.before ?? null, after: c.row }))
+        const keys = keysOf(s.view, viewChanges)
+        if (keys.size > 0) reads.push(snapshots.readAhead(s.view.name, s.definition, keys))
+      }
+      return Effect.all(reads, { discard: true })
+    })
+
   return {
     names: states.map((s) => s.view.name),
     status: (name) => {
@@ -278,7 +312,12 @@ export const makeKeyedViews = (
     },
     get: (name, key) =>
       Effect.flatMap(served(name), (s) =>
-        s === undefined ? Effect.succeed(undefined) : Effect.try({
+        s === undefined
+          ? Effect.succeed(undefined)
+          : snapshots !== undefined
+          ? Effect.map(snapshots.readAsync(name, s.definition, key), (entry) =>
+            entry === undefined ? undefined : { key, json: entry.json, seq: entry.seq, ...(s.stale === undefined ? {} : { stale: s.stale }) })
+          : Effect.try({
           try: () => {
             const entry = store.read(name, s.definition, key)
             return entry === undefined ? undefined : { key, json: entry.json, seq: entry.seq, ...(s.stale === undefined ? {} : { stale: s.stale }) }
@@ -295,6 +334,8 @@ export const makeKeyedViews = (
     prepare,
     landed,
     recovered,
-    refold
+    refold,
+    ...(snapshot === undefined ? {} : { snapshot, syncReads: snapshots!.syncReads }),
+    ...(readAhead === undefined ? {} : { readAhead })
   }
 }

@@ -52,6 +52,8 @@ export interface KeyedViewsRecovery {
   readonly loaded: number
   /** Keyed views folded from the log: over an empty log at once, else in the background. */
   readonly rebuilt: ReadonlyArray<string>
+  /** Events folded at start on top of entries stored as a snapshot (a PostgreSQL node: the tail after its seq). */
+  readonly tailEvents: number
   readonly millis: number
 }
 
@@ -76,6 +78,16 @@ export interface KeyedViewsShape {
    */
   readonly landed: (changes: ReadonlyArray<Change>) => PreparedKeyed
   readonly recovered: KeyedViewsRecovery
+  /**
+   * Present where entries are stored as snapshots (PostgreSQL): takes the served views' changed entries now, exact
+   * at `at` (the seq this node applied), and answers the write that stores them with the views' records (the tailer
+   * runs it every WO_VIEW_SNAPSHOT_EVERY events and at shutdown).
+   */
+  readonly snapshot?: (at: number) => Effect.Effect<void, StoreError>
+  /** Present with `snapshot`: how many entries a fold read synchronously (neither held nor read ahead: a last resort). */
+  readonly syncReads?: () => number
+  /** Present with `snapshot`: reads ahead, in one statement per view, the entries these changes will read when folded. */
+  readonly readAhead?: (changes: ReadonlyArray<Change>) => Effect.Effect<void, StoreError>
   /**
    * Folds the keyed views with no usable entries from the log, until each is served; run once, in the background
    * (the layer forks it). `publish` is told the views that went live while the writer was idle.

@@ -3,12 +3,14 @@
  *  - on classic-level, in the store, each entry a record of its own, read synchronously through a bounded cache (as
  *    rows are: row-cache.ts), written by the writer's batches (`AppendBatch.viewEntries`) and, for a view folded
  *    again in the background, by the fold itself;
- *  - on a PostgreSQL log, in memory (folded from the log at every start), written as each batch commits.
+ *  - on a PostgreSQL log, in the store's `view_entries` table, written by the node's snapshots and read through a
+ *    bounded cache, the entries changed since the last snapshot held in memory (keyed-pg-store.ts);
+ *  - in memory (a shared log that stores no entries: a test's), folded from the log at every start.
  */
 import { Effect } from "effect"
 import type { StoreError } from "../../domain/errors.ts"
 import { StoreFailed } from "../../domain/errors.ts"
-import type { ViewEntryWrite } from "../../log/event-log.ts"
+import type { ViewEntryWrite, ViewRecord } from "../../log/event-log.ts"
 import type { LevelDbShape } from "../../log/classic-level/level-db.ts"
 import * as K from "../../log/classic-level/log-keys.ts"
 import { readBatches } from "../../log/classic-level/read-batches.ts"
@@ -37,7 +39,27 @@ export interface KeyedStore {
   readonly forget: () => void
   /** Removes every entry of a generation (a partial fold, or the generation a new declaration replaced). */
   readonly clear: (name: string, definition: string) => Effect.Effect<void, StoreError>
+  /** Present where entries are stored as snapshots of this node's fold (PostgreSQL: keyed-pg-store.ts). */
+  readonly snapshots?: KeyedSnapshots
 }
+
+/** The snapshots' part of a keyed store: see keyed-pg-store.ts. */
+export interface KeyedSnapshots {
+  /** Starts a generation whose table entries are exact at `at` for this node (0: none; it is folded from the log). */
+  readonly begin: (name: string, definition: string, at: number) => void
+  /** Reads the keys this node does not hold, in one statement, ahead of a synchronous fold that needs them. */
+  readonly readAhead: (name: string, definition: string, keys: Iterable<string>) => Effect.Effect<void, StoreError>
+  /** An entry, read without blocking the event loop. */
+  readonly readAsync: (name: string, definition: string, key: string) => Effect.Effect<StoredEntry | undefined, StoreError>
+  /**
+   * Copies the generations' changed entries now (exact at `at`, the seq the node applied) and answers the write that
+   * stores them with `records`; once it succeeds, those not changed since are clean and the table serves them from `at`.
+   */
+  readonly snapshot: (generations: ReadonlyArray<{ readonly name: string; readonly definition: string }>, records: ReadonlyArray<ViewRecord>, at: number) => Effect.Effect<void, StoreError>
+  /** Reads that found a key neither held nor read ahead, and waited for the table (the fold's last resort). */
+  readonly syncReads: () => number
+}
+
 
 /** Entries read per native call of a range. */
 const RANGE_BATCH = 256

@@ -13,8 +13,8 @@
  * one of another declaration or a failed one is folded from the log IN THE BACKGROUND, into a range of its own,
  * and served once caught up (`ViewRefolding` until then). Blue/green: while a new declaration is folded, the former
  * declaration's entries serve, marked `stale`, and the swap is one step (one notice); a new fold that fails leaves
- * the former serving, still marked, and the next start folds it again. On a PostgreSQL log the entries are kept in memory,
- * folded from the log at every start in the background.
+ * the former serving, still marked, and the next start folds it again. On a PostgreSQL log the entries are stored by
+ * the node's snapshots, and a start folds only the events after the last one (keyed-pg-store.ts).
  *
  * Here: the service's Tag and layers; its shape: keyed-shape.ts. The fold: keyed-fold.ts; the entries' store: keyed-store.ts.
  */
@@ -26,6 +26,7 @@ import { WoConfig } from "../../support/config.ts"
 import { ChangeFeed } from "../../subscriptions/change-feed.ts"
 import { recoverKeyedViews } from "./keyed-recovery.ts"
 import { levelKeyedStore, memoryKeyedStore, type KeyedStore } from "./keyed-store.ts"
+import { pgKeyedStore } from "./keyed-pg-store.ts"
 import type { KeyedViewsShape } from "./keyed-shape.ts"
 
 export type { KeyedListOptions } from "../../domain/keyed-list-request.ts"
@@ -54,5 +55,14 @@ export const KeyedViewsStoreLive = keyedViewsLayer(Effect.gen(function* () {
   return levelKeyedStore(yield* LevelDb, Math.max(1024 * 1024, Math.floor(rowCache / 4)))
 }))
 
-/** A PostgreSQL node's keyed views: entries in memory, folded from the log at every start. */
-export const KeyedViewsMemoryLive = keyedViewsLayer(Effect.sync(memoryKeyedStore))
+/**
+ * A PostgreSQL node's keyed views: entries in the store's `view_entries` table, stored by this node's snapshots and
+ * read through a cache sized as the embedded store's (keyed-pg-store.ts); on a shared log that stores no entries,
+ * in memory, folded from the log at every start.
+ */
+export const KeyedViewsSharedLive = keyedViewsLayer(Effect.gen(function* () {
+  const log = yield* EventLog
+  if (log.viewEntries === undefined) return memoryKeyedStore()
+  const { rowCache, viewSnapshotEvery } = yield* WoConfig
+  return pgKeyedStore(log.viewEntries, Math.max(1024 * 1024, Math.floor(rowCache / 4)), viewSnapshotEvery)
+}))
