@@ -78,7 +78,11 @@ export const makeProjector = Effect.gen(function* () {
   // whose entries landed with them must not fold them twice.
   const unprepared = keyed === undefined
     ? (changes: ReadonlyArray<Change>) => wholeViews?.prepare(changes)
-    : (changes: ReadonlyArray<Change>) => bothPrepared(wholeViews?.prepare(changes), keyed.landed(changes))
+    : (changes: ReadonlyArray<Change>) => {
+        // Keyed first: on a shared log it may read an entry from the store and throw, before anything is prepared.
+        const keyedPrepared = keyed.landed(changes)
+        return bothPrepared(wholeViews?.prepare(changes), keyedPrepared)
+      }
 
   const fold = (events: Iterable<StoredEvent>): Array<Change> => {
     const changes: Array<Change> = []
@@ -99,8 +103,10 @@ export const makeProjector = Effect.gen(function* () {
   const noFailures: PreparedViews["failures"] = []
   const applyNow = (changes: ReadonlyArray<Change>, prepared?: PreparedViews, followed = false) => {
     if (changes.length === 0) return noFailures
-    rows.apply(changes, followed)
+    // Prepared before the rows move: a store read that fails while preparing (a keyed view's entry on a shared log)
+    // then leaves this node's state as it was, and the changes can be applied again.
     const folded = prepared ?? unprepared(changes)
+    rows.apply(changes, followed)
     feed.publish(changes, folded?.commit() ?? [])
     return folded?.failures ?? noFailures
   }

@@ -172,7 +172,7 @@ export const makeTailer = Effect.gen(function* () {
   }
   const applyChunk = (events: Chunk.Chunk<StoredEvent>) =>
     Effect.suspend(() => {
-      if (folding === undefined || !viewsNeedRows) return applyFresh(freshOf(events))
+      if (folding === undefined || !viewsNeedRows) return storeFailureOf(() => applyFresh(freshOf(events)))
       // The rows before these commits, read first; then what this node applied meanwhile (its own batches) is
       // skipped, as always, in the synchronous step that applies the rest.
       return Effect.flatMap(folding.before(freshOf(events)), (known) =>
@@ -180,7 +180,7 @@ export const makeTailer = Effect.gen(function* () {
           // The keyed views' entries these commits fold, read ahead (their fold is synchronous): from the changes the
           // fold gives now (pure), computed again in the synchronous step.
           readAhead === undefined ? Effect.void : Effect.suspend(() => readAhead(folding.fold(freshOf(events), known))),
-          Effect.suspend(() => applyFresh(freshOf(events), known))
+          storeFailureOf(() => applyFresh(freshOf(events), known))
         ))
     })
 
@@ -196,12 +196,36 @@ export const makeTailer = Effect.gen(function* () {
       if (first === undefined || first <= applied) return Effect.succeed(false)
       for (let i = 1; i < changes.length; i++) if (changes[i].event.seq !== first + i) return Effect.succeed(false)
       const last = first + changes.length - 1
-      if (first === applied + 1) return Effect.as(advance(changes, last, false), true)
+      if (first === applied + 1) {
+        try {
+          return Effect.as(advance(changes, last, false), true)
+        } catch (e) {
+          if (!isStoreError(e)) throw e
+          // Not applied (nothing moved: see storeFailureOf): the caller waits for `reached`, and the tailer reads
+          // this batch back from the log, its entries read ahead, or the wait ends at the store's bound.
+          return Effect.as(Effect.logWarning(`tailer: cannot apply this node's batch at seq ${first} now (${e.reason}); reading it back from the log`), false)
+        }
+      }
       // Other nodes' commits come first: applied once the tailer has read them (`advance`).
       let at = held.length
       while (at > 0 && held[at - 1].first > first) at--
       held.splice(at, 0, { first, last, changes })
       return Effect.succeed(false)
+    })
+
+  /**
+   * A step that applies commits, with a store read that throws (a keyed view's entry the read-ahead missed, read
+   * synchronously while the store is down) turned into the failure it is: the projector reads before it moves any
+   * state, so the tailer follows again from what it applied instead of dying with a defect.
+   */
+  const storeFailureOf = <A, E>(step: () => Effect.Effect<A, E>): Effect.Effect<A, E | StoreError> =>
+    Effect.suspend((): Effect.Effect<A, E | StoreError> => {
+      try {
+        return step()
+      } catch (e) {
+        if (isStoreError(e)) return Effect.fail(e)
+        throw e
+      }
     })
 
   const diverged = yield* Deferred.make<string>()

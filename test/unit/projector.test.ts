@@ -11,6 +11,9 @@ import { ChangeFeed, ChangeFeedLive } from "../../src/subscriptions/change-feed.
 import { makeProjector } from "../../src/projections/projector.ts"
 import { makeRows, Rows } from "../../src/projections/rows/rows.ts"
 import { Views, ViewsLive, type ViewUpdate } from "../../src/projections/views/views.ts"
+import { KeyedViews } from "../../src/projections/views/keyed-views.ts"
+import type { KeyedViewsShape } from "../../src/projections/views/keyed-shape.ts"
+import { StoreFailed } from "../../src/domain/errors.ts"
 import { MemoryLogLive } from "./memory-log.ts"
 
 const EmptyRows = Layer.sync(Rows, () => makeRows(new Map(), 0, { rows: 0, events: 0, tailEvents: 0, millis: 0 }))
@@ -86,4 +89,25 @@ describe("projector", () => {
       expect(JSON.parse(views.get("products_by_currency")!.valueJson!)).toEqual({ USD: 0, EUR: 1 })
       expect(published.map((p) => p.views.map((v) => v.seq))).toEqual([[4]])
     }).pipe(Effect.provide(projection)))
+
+  it.scoped("moves nothing when a keyed view's entry cannot be read from the store while it folds a commit", () =>
+    Effect.gen(function* () {
+      const projector = yield* makeProjector
+      const published = yield* listening
+      const rows = yield* Rows
+      const views = yield* Views
+      // A shared log's keyed views read an entry the read-ahead missed synchronously; the store is down.
+      const down = new StoreFailed({ reason: "cannot read the entries of view by_name: the primary did not answer" })
+      expect(() => projector.applyNow(projector.fold([lampCreated]))).toThrow(down)
+      // Nothing moved, so the tailer can apply the same commit again once the store answers.
+      expect(rows.get("products", "1")).toBeUndefined()
+      expect(rows.checkpoint()).toBe(0)
+      expect(JSON.parse(views.get("products_by_currency")!.valueJson!)).toEqual({ USD: 0, EUR: 0 })
+      expect(published).toEqual([])
+    }).pipe(Effect.provide(Layer.merge(projection, Layer.succeed(KeyedViews, {
+      names: ["by_name"],
+      landed: () => {
+        throw new StoreFailed({ reason: "cannot read the entries of view by_name: the primary did not answer" })
+      }
+    } as Partial<KeyedViewsShape> as KeyedViewsShape)))))
 })
