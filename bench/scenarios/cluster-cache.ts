@@ -13,10 +13,7 @@
 //    read that the writer had not read ahead: wo_row_store_sync_reads_total), expected 0.
 // Alone: `node --conditions=writeonce-source --import tsx bench/scenarios/cluster-cache.ts [--quick] [--rows 1000000]`.
 import { execFileSync } from 'node:child_process';
-import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import pg from 'pg';
 import { cpuBetween, privateRssBytes, rssBytes, sampleCpu } from '../lib/cpu.ts';
 import { forceGc, GC_ARGS } from '../lib/force-gc.ts';
@@ -27,6 +24,7 @@ import { budget, budgetTable, type Budget } from '../report.ts';
 import { spawnWo } from '../../testkit/spawn.ts';
 import { writePriceLog } from '../../testkit/pg-price-log.ts';
 import type { BenchContext } from './context.ts';
+import { argOf, isMain, runAlone } from '../lib/alone.ts';
 
 export interface ClusterCacheOptions {
   /** products in the large store */
@@ -269,32 +267,16 @@ export function renderClusterCache(r: ClusterCacheResult): string {
   ].join('\n');
 }
 
-// Alone: a context of its own, the report on stdout.
-if (process.argv[1] === fileURLToPath(import.meta.url)) {
-  const arg = (name: string) => {
-    const i = process.argv.indexOf(`--${name}`);
-    return i < 0 ? undefined : process.argv[i + 1];
-  };
-  const dataRoot = mkdtempSync(join(tmpdir(), 'wo-cluster-cache-'));
-  // The cluster's servers run as the postgres user: they must reach their folders under it.
-  chmodSync(dataRoot, 0o755);
-  const started = performance.now();
-  const ctx: BenchContext = {
-    mode: 'full',
-    dataRoot,
-    phase: (what) => process.stderr.write(`[${((performance.now() - started) / 1000).toFixed(0)} s] ${what}\n`),
-    warn: (what) => process.stderr.write(`warning: ${what}\n`),
-    track: () => undefined,
-  };
-  // --quick: 100,000 rows, one start of each store, 3 s windows (the full run: 1,000,000, 3 starts, 10 s).
+// Alone: `node --conditions=writeonce-source --import tsx bench/scenarios/cluster-cache.ts [--quick] [--rows N]
+// [--starts N] [--window ms]` (--quick: 100,000 rows, one start of each store, 3 s windows; full: 1,000,000, 3, 10 s).
+if (isMain(import.meta.url)) {
   const quick = process.argv.includes('--quick');
-  const r = await runClusterCache(ctx, {
-    rows: Number(arg('rows') ?? (quick ? 100_000 : 1_000_000)),
-    starts: Number(arg('starts') ?? (quick ? 1 : 3)),
-    windowMs: Number(arg('window') ?? (quick ? 3_000 : 10_000)),
-    inFlight: 32,
-    products: 1000,
-  });
-  process.stdout.write(renderClusterCache(r) + '\n');
-  rmSync(dataRoot, { recursive: true, force: true });
+  await runAlone('cluster-cache', quick ? 'quick' : 'full', async (ctx) =>
+    renderClusterCache(await runClusterCache(ctx, {
+      rows: Number(argOf('rows') ?? (quick ? 100_000 : 1_000_000)),
+      starts: Number(argOf('starts') ?? (quick ? 1 : 3)),
+      windowMs: Number(argOf('window') ?? (quick ? 3_000 : 10_000)),
+      inFlight: 32,
+      products: 1000,
+    })));
 }

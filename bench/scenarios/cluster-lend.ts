@@ -10,18 +10,17 @@
 // budget catches is the nodes refusing or retrying each other's commands.
 //
 // Alone: node --conditions=writeonce-source --import tsx bench/scenarios/cluster-lend.ts [--quick|--smoke]
-import { rmSync } from 'node:fs';
 import { join } from 'node:path';
-import { pathToFileURL } from 'node:url';
 import pg from 'pg';
 import { cpuBetween, sampleCpu } from '../lib/cpu.ts';
 import { LatencyHistogram } from '../lib/histogram.ts';
 import { runLoad, type LoadResult } from '../lib/load.ts';
 import { havePostgres, startBenchCluster, type BenchCluster } from '../lib/pg-bench-cluster.ts';
-import { freshDataDir, repoRoot, type SpawnedServer } from '../lib/wo.ts';
+import { freshDataDir, type SpawnedServer } from '../lib/wo.ts';
 import { budget, budgetTable, type Budget } from '../report.ts';
 import { spawnWo } from '../../testkit/spawn.ts';
 import type { BenchContext, Mode } from './context.ts';
+import { isMain, modeOfArgs, runAlone } from '../lib/alone.ts';
 
 export interface ClusterLendOptions {
   /** in-flight lends per setup (split over its nodes); one row per level */
@@ -250,24 +249,8 @@ export function renderClusterLend(r: ClusterLendResult): string {
   ].join('\n');
 }
 
-// Run alone: the section on stdout, progress on stderr.
-if (process.argv[1] !== undefined && import.meta.url === pathToFileURL(process.argv[1]).href) {
-  const mode: Mode = process.argv.includes('--smoke') ? 'smoke' : process.argv.includes('--quick') ? 'quick' : 'full';
-  const started = performance.now();
-  const dirs: string[] = [];
-  const warnings: string[] = [];
-  const ctx: BenchContext = {
-    mode,
-    dataRoot: join(repoRoot, `.data/bench-cluster-lend-${mode}`),
-    phase: (what) => process.stderr.write(`[${((performance.now() - started) / 1000).toFixed(1)}s] ${what}\n`),
-    warn: (what) => warnings.push(what),
-    track: (dir) => dirs.push(dir),
-  };
-  try {
-    const result = await runClusterLend(ctx, CLUSTER_LEND_OPTIONS[mode]);
-    process.stdout.write(renderClusterLend(result));
-    for (const w of warnings) process.stdout.write(`\nwarning: ${w}\n`);
-  } finally {
-    for (const d of dirs) rmSync(d, { recursive: true, force: true });
-  }
+// Run alone: the section on stdout, progress on stderr (`--quick` or `--smoke` for shorter runs).
+if (isMain(import.meta.url)) {
+  const mode = modeOfArgs();
+  await runAlone('cluster-lend', mode, async (ctx) => renderClusterLend(await runClusterLend(ctx, CLUSTER_LEND_OPTIONS[mode])));
 }

@@ -11,10 +11,7 @@
 // (it does not: each of 3 nodes sees a third of the load, so smaller batches; cluster-cache.ts measures the whole).
 // Alone: `node --conditions=writeonce-source --import tsx bench/scenarios/follower-cost.ts [--quick]`.
 import { execFileSync } from 'node:child_process';
-import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { cpuBetween, sampleCpu } from '../lib/cpu.ts';
 import { freeBasePort, havePostgres } from '../lib/pg-bench-cluster.ts';
 import { runLoad } from '../lib/load.ts';
@@ -22,6 +19,7 @@ import { freshDataDir, isRow, repoRoot, restCreate, restSetPrice, seedProducts, 
 import { budget, budgetTable, type Budget } from '../report.ts';
 import { spawnWo } from '../../testkit/spawn.ts';
 import type { BenchContext } from './context.ts';
+import { isMain, runAlone } from '../lib/alone.ts';
 
 export interface FollowerCostOptions {
   inFlight: number[];
@@ -131,22 +129,10 @@ export function renderFollowerCost(r: FollowerCostResult): string {
   ].join('\n');
 }
 
-// Alone: a context of its own, the report on stdout.
-if (process.argv[1] === fileURLToPath(import.meta.url)) {
-  const dataRoot = mkdtempSync(join(tmpdir(), 'wo-follower-cost-'));
-  // The cluster's servers run as the postgres user: they must reach their folders under it.
-  chmodSync(dataRoot, 0o755);
-  const started = performance.now();
-  const ctx: BenchContext = {
-    mode: 'full',
-    dataRoot,
-    phase: (what) => process.stderr.write(`[${((performance.now() - started) / 1000).toFixed(0)} s] ${what}\n`),
-    warn: (what) => process.stderr.write(`warning: ${what}\n`),
-    track: () => undefined,
-  };
-  // --quick: 3 s windows (a full run: 10 s).
+// Alone: `node --conditions=writeonce-source --import tsx bench/scenarios/follower-cost.ts [--quick]` (3 s windows;
+// a full run: 10 s).
+if (isMain(import.meta.url)) {
   const quick = process.argv.includes('--quick');
-  const r = await runFollowerCost(ctx, { inFlight: [1, 8, 32], windowMs: quick ? 3_000 : 10_000, products: 1000 });
-  process.stdout.write(renderFollowerCost(r) + '\n');
-  rmSync(dataRoot, { recursive: true, force: true });
+  await runAlone('follower-cost', quick ? 'quick' : 'full', async (ctx) =>
+    renderFollowerCost(await runFollowerCost(ctx, { inFlight: [1, 8, 32], windowMs: quick ? 3_000 : 10_000, products: 1000 })));
 }

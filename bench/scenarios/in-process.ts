@@ -8,10 +8,7 @@
 // median of the rounds' own ratios.
 //
 // Alone: node --conditions=writeonce-source --import tsx bench/scenarios/in-process.ts [full|quick|smoke]
-import { rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { pathToFileURL } from 'node:url';
 import { Effect, ManagedRuntime } from 'effect';
 import { coreLayer, loadSettings, WriteOnce } from '../../src/index.ts';
 import pricing from '../../examples/pricing/app.ts';
@@ -21,6 +18,7 @@ import { warmUntilStable } from '../lib/warmup.ts';
 import { freshDataDir, isRow, restSetPrice, seedProducts, startWo } from '../lib/wo.ts';
 import { budget, type Budget } from '../report.ts';
 import type { BenchContext, Mode } from './context.ts';
+import { isMain, runAlone } from '../lib/alone.ts';
 
 export const IN_PROCESS_BUDGET = 0.5;
 
@@ -164,25 +162,12 @@ export const renderInProcess = (r: InProcessResult): string =>
     '',
   ].join('\n');
 
-// Run alone: the scenario's section and its budget on stdout.
-if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) {
-  const mode = (process.argv[2] ?? 'quick') as Mode;
-  const dataRoot = join(tmpdir(), `wo-bench-in-process-${process.pid}`);
-  const dirs: string[] = [];
-  const wallStart = performance.now();
-  const ctx: BenchContext = {
-    mode,
-    dataRoot,
-    phase: (what) => console.error(`[${((performance.now() - wallStart) / 1000).toFixed(1)} s] ${what}`),
-    warn: (what) => console.error(`  warning: ${what}`),
-    track: (dir) => void dirs.push(dir),
-  };
-  try {
+// Run alone: the scenario's section and its budgets on stdout (`node ... in-process.ts [full|quick|smoke]`, quick
+// by default).
+if (isMain(import.meta.url)) {
+  await runAlone('in-process', (process.argv[2] ?? 'quick') as Mode, async (ctx) => {
     const r = await runInProcess(ctx);
-    console.log(renderInProcess(r));
-    for (const b of inProcessBudgets(r)) console.log(`${b.result}: ${b.name} ${b.value.toFixed(3)}${b.unit} (${b.want}; ${b.detail})`);
-  } finally {
-    rmSync(dataRoot, { recursive: true, force: true });
-  }
+    return [renderInProcess(r), ...inProcessBudgets(r).map((b) => `${b.result}: ${b.name} ${b.value.toFixed(3)}${b.unit} (${b.want}; ${b.detail})`)].join('\n');
+  });
   process.exit(0);
 }

@@ -33,9 +33,7 @@
 //
 // Alone: node --conditions=writeonce-source --import tsx bench/scenarios/keyed-views.ts [--quick|--smoke]
 //   [--only keyed,whole,start,refold] [--keep (the data dirs)]
-import { rmSync } from 'node:fs';
 import { join } from 'node:path';
-import { pathToFileURL } from 'node:url';
 import { Either } from 'effect';
 import { Pool } from 'undici';
 import { compileApp } from '../../src/domain/compile.ts';
@@ -50,6 +48,7 @@ import { freshDataDir, repoRoot, type SpawnedServer } from '../lib/wo.ts';
 import { budget, budgetTable, type Budget } from '../report.ts';
 import { spawnWo } from '../../testkit/spawn.ts';
 import type { BenchContext, Mode } from './context.ts';
+import { argOf, isMain, modeOfArgs, runAlone } from '../lib/alone.ts';
 
 export interface KeyedViewsOptions {
   /** members in `loans_by_member` at the end of each measured window, keyed view */
@@ -555,26 +554,11 @@ export function renderKeyedViews(r: KeyedViewsResult): string {
   ].join('\n');
 }
 
-// Run alone: the section on stdout, progress on stderr.
-if (process.argv[1] !== undefined && import.meta.url === pathToFileURL(process.argv[1]).href) {
-  const mode: Mode = process.argv.includes('--smoke') ? 'smoke' : process.argv.includes('--quick') ? 'quick' : 'full';
-  const started = performance.now();
-  const dirs: string[] = [];
-  const warnings: string[] = [];
-  const ctx: BenchContext = {
-    mode,
-    dataRoot: join(repoRoot, `.data/bench-keyed-views-${mode}`),
-    phase: (what) => process.stderr.write(`[${((performance.now() - started) / 1000).toFixed(1)}s] ${what}\n`),
-    warn: (what) => warnings.push(what),
-    track: (dir) => dirs.push(dir),
-  };
-  try {
-    const at = process.argv.indexOf('--only');
-    const parts = at > 0 ? (process.argv[at + 1].split(',') as Part[]) : undefined;
-    const result = await runKeyedViews(ctx, { ...KEYED_VIEWS_OPTIONS[mode], ...(parts ? { parts } : {}) });
-    process.stdout.write(renderKeyedViews(result));
-    for (const w of warnings) process.stdout.write(`\nwarning: ${w}\n`);
-  } finally {
-    if (!process.argv.includes('--keep')) for (const d of dirs) rmSync(d, { recursive: true, force: true });
-  }
+// Run alone: the section on stdout, progress on stderr (`--quick` or `--smoke`, `--only keyed,whole,start,refold`,
+// `--keep` the data dirs).
+if (isMain(import.meta.url)) {
+  const mode = modeOfArgs();
+  const only = argOf('only');
+  const parts = only === undefined ? undefined : (only.split(',') as Part[]);
+  await runAlone('keyed-views', mode, async (ctx) => renderKeyedViews(await runKeyedViews(ctx, { ...KEYED_VIEWS_OPTIONS[mode], ...(parts ? { parts } : {}) })));
 }

@@ -9,7 +9,6 @@
 // Runnable alone: node --conditions=writeonce-source --import tsx bench/scenarios/primary-pause.ts [--quick]
 import { execFileSync } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
 import { LatencyHistogram } from '../lib/histogram.ts';
@@ -19,6 +18,7 @@ import { freshDataDir, repoRoot, restGet, seedProducts, type SpawnedServer } fro
 import { budget, budgetTable, type Budget } from '../report.ts';
 import { spawnWo } from '../../testkit/spawn.ts';
 import type { BenchContext } from './context.ts';
+import { isMain, runAlone } from '../lib/alone.ts';
 
 export interface PrimaryPauseOptions {
   /** WO_STORE_TIMEOUT of the node (ms). */
@@ -221,17 +221,8 @@ export function renderPrimaryPause(r: PrimaryPauseResult): string {
   ].join('\n');
 }
 
-if (import.meta.url === `file://${process.argv[1]}`) {
-  const quick = process.argv.includes('--quick');
-  const dataRoot = process.env.BENCH_DATA_DIR ?? join(tmpdir(), 'wo-bench-primary-pause');
-  const started = performance.now();
-  const ctx: BenchContext = {
-    mode: quick ? 'quick' : 'full',
-    dataRoot,
-    phase: (what) => process.stderr.write(`[${((performance.now() - started) / 1000).toFixed(1)} s] ${what}\n`),
-    warn: (what) => process.stderr.write(`warning: ${what}\n`),
-    track: () => undefined,
-  };
-  const result = await runPrimaryPause(ctx, PRIMARY_PAUSE_OPTIONS[quick ? 'quick' : 'full']);
-  console.log(renderPrimaryPause(result));
+// Alone: `node --conditions=writeonce-source --import tsx bench/scenarios/primary-pause.ts [--quick]`.
+if (isMain(import.meta.url)) {
+  const mode = process.argv.includes('--quick') ? 'quick' : 'full';
+  await runAlone('primary-pause', mode, async (ctx) => renderPrimaryPause(await runPrimaryPause(ctx, PRIMARY_PAUSE_OPTIONS[mode])));
 }

@@ -9,9 +9,6 @@
 // Each list warmed until its CPU per call is stable, then measured in alternating windows; the cost is the server's
 // CPU per call. Both indexes are built first (each list's first call starts its build).
 // Alone: `node --conditions=writeonce-source --import tsx bench/scenarios/range-filter.ts [--rows 1000000]`.
-import { pathToFileURL } from 'node:url';
-import { rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { combine, measure, type Measured } from '../lib/measure.ts';
 import { writeProducts } from '../lib/row-writer.ts';
@@ -20,6 +17,7 @@ import { freshDataDir, startWo } from '../lib/wo.ts';
 import type { LoadRequest } from '../lib/load.ts';
 import { budget, budgetTable, type Budget } from '../report.ts';
 import type { BenchContext } from './context.ts';
+import { argOf, isMain, modeOfArgs, runAlone } from '../lib/alone.ts';
 
 export interface RangeFilterOptions {
   rows: number;
@@ -169,26 +167,10 @@ export function renderRangeFilter(r: RangeFilterResult): string {
   ].join('\n');
 }
 
-// Run alone: a context of its own, the report on stdout.
-if (process.argv[1] !== undefined && import.meta.url === pathToFileURL(process.argv[1]).href) {
-  const mode = process.argv.includes('--smoke') ? 'smoke' : process.argv.includes('--quick') ? 'quick' : 'full';
-  const at = process.argv.indexOf('--rows');
-  const options = { ...RANGE_FILTER_DEFAULTS[mode], ...(at > 0 ? { rows: Number(process.argv[at + 1]) } : {}) };
-  const dataRoot = join(tmpdir(), 'wo-bench-range-filter');
-  const dirs: string[] = [];
-  const started = performance.now();
-  const warnings: string[] = [];
-  const ctx: BenchContext = {
-    mode,
-    dataRoot,
-    phase: (what) => process.stderr.write(`[${((performance.now() - started) / 1000).toFixed(1)} s] ${what}\n`),
-    warn: (what) => void warnings.push(what),
-    track: (dir) => void dirs.push(dir),
-  };
-  try {
-    const result = await runRangeFilter(ctx, options);
-    process.stdout.write(`${renderRangeFilter(result)}\n${warnings.map((w) => `- ${w}\n`).join('')}`);
-  } finally {
-    for (const dir of dirs) rmSync(dir, { recursive: true, force: true });
-  }
+// Run alone: a context of its own, the report on stdout (`--quick` or `--smoke`, `--rows N`).
+if (isMain(import.meta.url)) {
+  const mode = modeOfArgs();
+  const rows = argOf('rows');
+  const options = { ...RANGE_FILTER_DEFAULTS[mode], ...(rows !== undefined ? { rows: Number(rows) } : {}) };
+  await runAlone('range-filter', mode, async (ctx) => renderRangeFilter(await runRangeFilter(ctx, options)));
 }

@@ -20,6 +20,7 @@ import { freshDataDir, repoRoot, startWo } from '../lib/wo.ts';
 import { budget, budgetTable, type Budget } from '../report.ts';
 import { spawnWo, WO_READY } from '../../testkit/spawn.ts';
 import type { BenchContext } from './context.ts';
+import { isMain, runAlone } from '../lib/alone.ts';
 
 export interface ViewRefoldOptions {
   /** product creates in the log */
@@ -205,21 +206,8 @@ export function renderViewRefold(r: ViewRefoldResult): string {
   ].join('\n');
 }
 
-// Alone: node --import tsx bench/scenarios/view-refold.ts [events]
-if (import.meta.url === `file://${process.argv[1]}`) {
+// Alone: `node --conditions=writeonce-source --import tsx bench/scenarios/view-refold.ts [events]` (1,000,000 by default).
+if (isMain(import.meta.url)) {
   const events = Number(process.argv[2] ?? 1_000_000);
-  const root = mkdtempSync(join(tmpdir(), 'wo-bench-refold-'));
-  const began = Date.now();
-  const ctx: BenchContext = {
-    mode: 'full',
-    dataRoot: root,
-    phase: (what) => process.stderr.write(`[${((Date.now() - began) / 1000).toFixed(1)} s] ${what}\n`),
-    warn: (what) => process.stderr.write(`warning: ${what}\n`),
-    track: () => {},
-  };
-  try {
-    process.stdout.write(renderViewRefold(await runViewRefold(ctx, { events, readers: 4, idleReads: 20_000 })));
-  } finally {
-    rmSync(root, { recursive: true, force: true });
-  }
+  await runAlone('view-refold', 'full', async (ctx) => renderViewRefold(await runViewRefold(ctx, { events, readers: 4, idleReads: 20_000 })));
 }
