@@ -255,6 +255,14 @@ export const makeKeyedViews = (
       yield* Effect.logInfo(`keyed views: ${names} folded from ${folder.read()} events in ${Date.now() - started} ms; served from seq ${target}`)
       return true
     })
+    // The generations folded again are stored at once (PostgreSQL): memory holds them only until this snapshot, not
+    // until the next interval's. Copied in the same step as `committed`: the entries are exact at it.
+    const stored = Effect.suspend(() => {
+      if (snapshot === undefined || !pending.some((s) => s.failed === undefined)) return Effect.void
+      const at = committed
+      return Effect.catchAll(snapshot(at), (e) =>
+        Effect.logWarning(`keyed views ${names}: cannot store their entries at seq ${at} (${e.reason}); they are stored with the next snapshot`))
+    })
     // A former declaration still serving (the new fold failed) keeps its entries.
     const cleared = Effect.suspend(() => Effect.forEach(pending.filter((s) => s.former === undefined), (s) => Effect.forEach(s.replaces, (old) =>
       Effect.catchAll(store.clear(s.view.name, old), (e) => Effect.logWarning(`keyed view ${s.view.name}: cannot clear the entries of its former declaration (${e.reason})`)), { discard: true }), { discard: true }))
@@ -265,6 +273,7 @@ export const makeKeyedViews = (
       // Retried forever: never fails.
       Effect.orDie,
       Effect.zipRight(Effect.iterate(false, { while: (done) => !done, body: () => step })),
+      Effect.zipRight(stored),
       Effect.zipRight(cleared),
       Effect.asVoid
     )
@@ -283,9 +292,13 @@ export const makeKeyedViews = (
     })
 
   const snapshots = store.snapshots
-  /** The served views' records and changed entries, exact at `at`; a view being folded again is left out. */
+  /**
+   * The served views' records and changed entries, exact at `at`. A view being folded again is left out, and so is
+   * one whose new fold failed while its former declaration serves: the former's record stays, so that the next start
+   * folds the new one again beside it.
+   */
   const snapshot = snapshots === undefined ? undefined : (at: number) => {
-    const served = states.filter((s) => s.refolding === undefined)
+    const served = states.filter((s) => s.refolding === undefined && s.former === undefined)
     const records = served.map((s) => ({ ...recordOf(s, s.failed === undefined ? undefined : { seq: at, reason: s.failed }), at }))
     const live = served.filter((s) => s.failed === undefined).map((s) => ({ name: s.view.name, definition: s.definition }))
     return snapshots.snapshot(live, records, at)

@@ -8,6 +8,9 @@
  *    started from; 0 while the view is folded from the whole log: then every entry is in memory);
  * and, for every generation, a bounded cache of entries read from the table (clean: evictable).
  *
+ * A view folded again from the log serves meanwhile its former declaration's generation, begun at the seq of its
+ * last snapshot: nothing folds into it, so it reads the table as it stood then (keyed-recovery.ts).
+ *
  * A read looks in that order: dirty, cache, then the table at `upTo`. The tailer folds synchronously, so
  * the keys a batch touches are read ahead in one statement (`readAhead`); a key still missing then (a race with a
  * snapshot, or an eviction) is read synchronously (sync-reads.ts), a last resort. Serving reads (`readAsync`, `range`)

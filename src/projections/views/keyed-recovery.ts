@@ -28,6 +28,16 @@ const unusable = (found: { readonly record: unknown; readonly corrupt?: string }
   return undefined
 }
 
+/**
+ * The definition of the former declaration whose entries a PostgreSQL node serves while a changed one is folded: the
+ * record names another declaration that had not failed, and its entries were stored at a seq `at` within the log.
+ */
+const formerGeneration = (found: { readonly record: unknown; readonly corrupt?: string } | undefined, definition: string, at: number, head: number) => {
+  if (found === undefined || found.corrupt !== undefined || at <= 0 || at > head) return undefined
+  const record = Either.getOrUndefined(parseKeyedViewRecord(found.record))
+  return record === undefined || record.definition === definition || record.failed !== undefined ? undefined : record.definition
+}
+
 export const recoverKeyedViews = (log: EventLogShape, catalog: CompiledApp, store: KeyedStore) =>
   Effect.gen(function* () {
     const started = Date.now()
@@ -66,7 +76,7 @@ export const recoverKeyedViews = (log: EventLogShape, catalog: CompiledApp, stor
  * A PostgreSQL node's start: a view whose record (its `views` row) names this declaration and has not failed serves
  * the table's entries, exact at the record's seq `at` (the last snapshot any node stored), with the events after it
  * folded on top here (into memory: they are stored with the next snapshot). Any other view is folded from the whole
- * log in the background, as on the embedded store.
+ * log in the background, as on the embedded store, its former declaration's entries serving meanwhile if there are any.
  */
 const recoverFromSnapshots = (
   log: EventLogShape,
@@ -99,7 +109,21 @@ const recoverFromSnapshots = (
       }
       snapshots.begin(view.name, definition, 0)
       rebuilt.push(view.name)
-      states.push({ view, definition, failed: undefined, refolding: head.lastSeq === 0 ? undefined : why, dirty: false, ready: undefined, replaces: [], former: undefined })
+      // Blue/green, as on the embedded store: the former declaration's entries in the table, frozen at the seq of its
+      // last snapshot, serve (marked stale) while this one is folded, and after its fold failed.
+      const former = head.lastSeq === 0 ? undefined : formerGeneration(found, definition, at, head.lastSeq)
+      if (former !== undefined) snapshots.begin(view.name, former, at)
+      states.push({
+        view,
+        definition,
+        failed: undefined,
+        refolding: head.lastSeq === 0 ? undefined : why,
+        dirty: false,
+        ready: undefined,
+        // Once this one serves, the node forgets the former's entries (the table keeps them: another node may serve them).
+        replaces: former === undefined ? [] : [former],
+        former
+      })
       if (head.lastSeq > 0) yield* Effect.logInfo(`keyed view ${view.name}: folding it from the log in the background: ${why}`)
     }
     let tailEvents = 0
