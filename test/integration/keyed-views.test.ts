@@ -22,6 +22,7 @@ import type { ViewUpdate } from "../../src/subscriptions/change-feed.ts"
 import { keyedTasks } from "../../testkit/keyed-tasks.ts"
 import { startGatedRefold } from "../../testkit/gated-refold.ts"
 import { http, tempDir } from "../../testkit/server.ts"
+import { modernCall, modernRequest } from "../../testkit/modern-client.ts"
 
 const NAME = "open_by_owner"
 const batches: Array<AppendBatch> = []
@@ -191,13 +192,29 @@ describe("keyed views on the embedded store", () => {
       const stale = await gated.runtime.runPromise(keyed.get(NAME, "ann"))
       expect(JSON.parse(stale!.json)).toEqual({ open: 4, titles: ["a1", "a2", "a3", "a4"] })
       expect(stale!.stale).toMatch(/former declaration/)
+      // Marked as a whole view's older value is, on REST and MCP: the former and the next declaration, and the seq
+      // the former entries are exact at (the log's head when this server started: nothing was written since).
+      const definitionOf = (app: ReturnType<typeof keyedTasks>) => viewDefinition(compileApp(app).pipe((c) => (c._tag === "Right" ? c.right : undefined))!.views.get(NAME)!)
+      const head = (await gated.runtime.runPromise(Effect.flatMap(EventLog, (log) => log.head))).lastSeq
+      expect(head).toBeGreaterThan(0)
+      const mark = { version: definitionOf(keyedTasks()), exactAt: head, nextVersion: definitionOf(keyedTasks(2)) }
+      expect(stale!.mark).toEqual(mark)
+      const rest = await http(`${gated.url}/api/_views/${NAME}/ann`)
+      expect([rest.status, rest.headers.get("wo-view-version"), rest.headers.get("wo-view-exact-at"), rest.headers.get("wo-view-next-version"), rest.headers.get("etag")])
+        .toEqual([200, mark.version, String(head), mark.nextVersion, `"${stale!.seq}@${mark.version}"`])
+      const read = await modernRequest(gated.url, "resources/read", { uri: `wo://views/${NAME}/ann` }, `wo://views/${NAME}/ann`)
+      expect(read.json.result.contents[0]._meta?.["writeonce/view"]).toEqual(mark)
+      const tool = await modernCall(gated.url, `view_${NAME}`, { key: "ann" })
+      expect([tool.json.result.isError, tool.json.result._meta["writeonce/view"]]).toEqual([undefined, mark])
       // (A page would read carl's entry, damaged above: the former entries are served as they are stored.)
       await task(gated.url, "dan", "d1")
       gated.open()
       for (let i = 0; keyed.status(NAME)?.refolding !== undefined && i < 500; i++) await new Promise((r) => setTimeout(r, 20))
       expect(keyed.status(NAME)).toEqual({ name: NAME, description: "Per owner, their open tasks." })
       const dan = await gated.runtime.runPromise(keyed.get(NAME, "dan"))
-      expect(dan === undefined ? undefined : [JSON.parse(dan.json), dan.stale]).toEqual([{ open: 1, titles: ["d1"] }, undefined])
+      expect(dan === undefined ? undefined : [JSON.parse(dan.json), dan.stale, dan.mark]).toEqual([{ open: 1, titles: ["d1"] }, undefined, undefined])
+      // The new declaration's entries carry no mark.
+      expect((await http(`${gated.url}/api/_views/${NAME}/dan`)).headers.get("wo-view-version")).toBeNull()
       await http(`${gated.url}/api/tasks/${(await http(`${gated.url}/api/tasks?owner=dan`)).json.items[0].id}`, { method: "DELETE" })
     } finally {
       await gated.close()

@@ -87,8 +87,11 @@ describe.skipIf(!haveBinaries)("a keyed view folded again on the PostgreSQL stor
       expect(ann.status, ann.text).toBe(200)
       expect(ann.json).toEqual({ name: NAME, key: "ann", seq: 2, value: { open: 2, titles: ["a1", "a2"] } })
       expect((await green.runtime.runPromise(keyed.get(NAME, "ann")))?.stale).toMatch(/former declaration/)
+      // Marked as on the embedded store: the former entries are exact at the seq of their snapshot (4).
+      expect([ann.headers.get("wo-view-exact-at"), ann.headers.get("wo-view-version") !== null, ann.headers.get("wo-view-version") !== ann.headers.get("wo-view-next-version")]).toEqual(["4", true, true])
       const page = await http(`${green.url}${VIEWS}?limit=2`)
       expect(page.status, page.text).toBe(200)
+      expect([page.headers.get("wo-view-exact-at"), page.headers.get("wo-view-version")]).toEqual(["4", ann.headers.get("wo-view-version")])
       expect(page.json.items.map((e: { key: string; value: { open: number } }) => [e.key, e.value.open])).toEqual([["ann", 2], ["bob", 1]])
       const rest = await http(`${green.url}${VIEWS}?limit=2&cursor=${encodeURIComponent(page.json.nextCursor)}`)
       expect(rest.json.items.map((e: { key: string }) => e.key)).toEqual(["carl"])

@@ -11,7 +11,7 @@ import { entryListable, entryListOptions } from "../../domain/keyed-list-request
 import { fromArguments } from "../../domain/list-request.ts"
 import type { StoreError, ValidationFailed } from "../../domain/errors.ts"
 import type { KeyedViewsShape } from "../../projections/views/keyed-views.ts"
-import type { ViewFailed, ViewRefolding } from "../../projections/views/views.ts"
+import { VIEW_META, ViewRefolding, type StaleMarker, type ViewFailed } from "../../projections/views/views.ts"
 import { Op } from "../../access/grants.ts"
 import { entryBody, entryPageBody } from "../rest/bodies.ts"
 import { argumentError, errorResult, failure, success, type ToolResult } from "./tool-results.ts"
@@ -26,6 +26,19 @@ const decodeKey = Schema.decodeUnknownEither(KeyArgument, { onExcessProperty: "e
 /** A failed or refolding view is said as a whole view's tool says it; anything else as a row tool's failure. */
 const refused = (error: StoreError | ViewFailed | ViewRefolding | ValidationFailed): ToolResult =>
   error._tag === "ViewRefolding" || error._tag === "ViewFailed" ? errorResult(error.message) : failure(error)
+
+/**
+ * A result from the former declaration's entries, marked as a whole view's (`_meta["writeonce/view"]`); its
+ * structuredContent must still fit the declared outputSchema (the current declaration's), else the view is said to
+ * be folded again.
+ */
+const marked = (view: CompiledView, body: string, values: ReadonlyArray<unknown>, mark: StaleMarker): ToolResult => {
+  if (values.some((v) => Either.isLeft(view.decode(v)))) {
+    return errorResult(new ViewRefolding({ name: view.name, reason: `its declaration changed; the former entries, exact at seq ${mark.exactAt}, do not fit the new schema` }).message)
+  }
+  const result = success(body, JSON.parse(body))
+  return { result: { ...result.result, _meta: { [VIEW_META]: mark } } }
+}
 
 /** `{name, key, seq, value}` with the entry's schema. */
 const entrySchema = (view: CompiledView) => ({
@@ -59,7 +72,7 @@ const entryTool = (view: CompiledView, keyed: KeyedViewsShape): Tool => {
             onSuccess: (entry): ToolResult => {
               if (entry === undefined) return errorResult(`view ${view.name} has no entry under the key ${JSON.stringify(key)}: call view_${view.name}_list to see its keys`)
               const body = entryBody(view.name, entry)
-              return success(body, JSON.parse(body))
+              return entry.mark === undefined ? success(body, JSON.parse(body)) : marked(view, body, [JSON.parse(entry.json)], entry.mark)
             }
           }))
       })
@@ -99,7 +112,7 @@ const listTool = (view: CompiledView, keyed: KeyedViewsShape, pageSizes: { reado
             onFailure: refused,
             onSuccess: (p) => {
               const body = entryPageBody(view.name, p)
-              return success(body, JSON.parse(body))
+              return p.mark === undefined ? success(body, JSON.parse(body)) : marked(view, body, p.items.map((e) => JSON.parse(e.json)), p.mark)
             }
           }))
       })

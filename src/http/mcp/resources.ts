@@ -17,7 +17,7 @@ import { historyBody, type HistoryShape } from "../../projections/history.ts"
 import { ResourceCursor } from "../../projections/cursor.ts"
 import type { StoreError, ValidationFailed } from "../../domain/errors.ts"
 import { NOT_HELD, type QueriesShape } from "../../projections/queries.ts"
-import { staleMarker, VIEW_META, ViewRefolding, type ViewFailed, type ViewsShape } from "../../projections/views/views.ts"
+import { staleMarker, VIEW_META, ViewRefolding, type StaleMarker, type ViewFailed, type ViewsShape } from "../../projections/views/views.ts"
 import { entryBody, entryPageBody, listBody, viewBody } from "../rest/bodies.ts"
 import type { KeyedViewsShape } from "../../projections/views/keyed-views.ts"
 import { orderSentence } from "./tool-schemas.ts"
@@ -182,6 +182,8 @@ export const makeResources = (catalog: CompiledApp, { queries, views, keyed, his
     })
 
   const contents = (uri: string, text: string): ResourceContents => ({ uri, mimeType: "application/json", text })
+  /** A keyed view's former entries carry the whole view's stale mark. */
+  const markedContents = (c: ResourceContents, mark: StaleMarker | undefined): ResourceContents => mark === undefined ? c : { ...c, _meta: { [VIEW_META]: mark } }
 
   const readNow = (uri: string, allowed?: Allowed): Either.Either<ResourceContents, ReadProblem> | undefined => {
     const parsed = parseUri(uri)
@@ -262,10 +264,10 @@ export const makeResources = (catalog: CompiledApp, { queries, views, keyed, his
         case "ViewEntry":
           return keyed!.get(parsed.name, parsed.key).pipe(
             Effect.mapError(keyedProblem),
-            Effect.flatMap((entry) => entry === undefined ? Effect.fail(NOT_FOUND) : Effect.succeed(contents(uri, entryBody(parsed.name, entry))))
+            Effect.flatMap((entry) => entry === undefined ? Effect.fail(NOT_FOUND) : Effect.succeed(markedContents(contents(uri, entryBody(parsed.name, entry)), entry.mark)))
           )
         case "View":
-          return keyed!.list(parsed.name, { limit: pageSize }).pipe(Effect.mapBoth({ onFailure: keyedProblem, onSuccess: (page) => contents(uri, entryPageBody(parsed.name, page)) }))
+          return keyed!.list(parsed.name, { limit: pageSize }).pipe(Effect.mapBoth({ onFailure: keyedProblem, onSuccess: (page) => markedContents(contents(uri, entryPageBody(parsed.name, page)), page.mark) }))
         case "History":
           return readHistory(uri, parsed, history!)
         case "List":

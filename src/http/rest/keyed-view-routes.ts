@@ -4,7 +4,8 @@
  * entry under; `GET /api/_views/<name>` answers a page of entries, `{"name","items","nextCursor"}`, filtered and
  * ordered with the row lists' query syntax on the entry's scalar fields (`?out[gte]=2&order=-out&limit=&cursor=`),
  * in key order by default. A failed view answers 500 `ViewFailed`; one being folded from the log 503
- * `ViewRefolding` with Retry-After, as a whole view does (view-routes.ts).
+ * `ViewRefolding` with Retry-After, as a whole view does (view-routes.ts), unless its former declaration's entries
+ * serve meanwhile: 200, marked by the `WO-View-*` headers (stale-headers.ts).
  */
 import { Effect, Either } from "effect"
 import type { CompiledApp } from "../../domain/compile.ts"
@@ -17,6 +18,7 @@ import { REFOLD_RETRY_AFTER_SECONDS, ViewFailed, ViewRefolding } from "../../pro
 import { errorJson, jsonText, safeDecode, type EdgeRequest, type EdgeResponse } from "../edge/edge-types.ts"
 import { entryBody, entryPageBody } from "./bodies.ts"
 import { errorResponse } from "./rest.ts"
+import { staleHeaders, staleMarkHeaders } from "./stale-headers.ts"
 
 const PREFIX = "/api/_views/"
 /** Live data: never cached. */
@@ -56,14 +58,14 @@ export const makeKeyedViewRoutes = (
       onSuccess: (found) =>
         found === undefined
           ? errorJson(404, "NotFound", `view ${view.name} has no entry under the key ${JSON.stringify(key)}`)
-          : jsonText(200, entryBody(view.name, found), { ...HEADERS, etag: `"${found.seq}"` })
+          : jsonText(200, entryBody(view.name, found), { ...HEADERS, ...(found.mark === undefined ? { etag: `"${found.seq}"` } : staleHeaders(found.seq, found.mark)) })
     }))
 
   const page = (view: CompiledView, listable: ReturnType<typeof entryListable>, request: EdgeRequest): Effect.Effect<EdgeResponse> =>
     Either.match(Either.flatMap(fromQueryString(listable, request.search ?? request.query.toString()), (list) => entryListOptions(view, list, pageSizes)), {
       onLeft: (e) => Effect.succeed(errorResponse(e)),
       onRight: (options) =>
-        keyed.list(view.name, options).pipe(Effect.match({ onFailure: keyedErrorResponse, onSuccess: (p) => jsonText(200, entryPageBody(view.name, p), HEADERS) }))
+        keyed.list(view.name, options).pipe(Effect.match({ onFailure: keyedErrorResponse, onSuccess: (p) => jsonText(200, entryPageBody(view.name, p), p.mark === undefined ? HEADERS : { ...HEADERS, ...staleMarkHeaders(p.mark) }) }))
     })
 
   return {

@@ -448,7 +448,7 @@ const keyedViewPaths = (view: CompiledView, maxPageSize: number, reads: Record<s
         ...describe(`The entries of the keyed view ${view.name}, a page at a time`, view.description),
         parameters: listParameters(entryListable(view), maxPageSize),
         responses: {
-          200: { description: "a page of entries", content: jsonContent(ref("schemas", `_views.${view.name}.page`)) },
+          200: { description: "a page of entries (the former declaration's, marked by the WO-View-* headers, while a changed declaration is folded)", content: jsonContent(ref("schemas", `_views.${view.name}.page`)) },
           400: ref("responses", "BadRequest"),
           ...failures,
           ...reads
@@ -462,7 +462,7 @@ const keyedViewPaths = (view: CompiledView, maxPageSize: number, reads: Record<s
         ...describe(`One entry of the keyed view ${view.name}`, view.description),
         parameters: [{ name: "key", in: "path", required: true, schema: { type: "string", minLength: 1 }, description: "the entry's key, percent-encoded" }],
         responses: {
-          200: { description: "the entry", headers: { ETag: ref("headers", "ETag") }, content: jsonContent(ref("schemas", `_views.${view.name}.entry`)) },
+          200: { description: "the entry (while its declaration changed and the new one is folded, the former declaration's entry, frozen, marked by the WO-View-Version, WO-View-Exact-At, WO-View-Next-Version and WO-View-Next-Failed headers)", headers: { ETag: ref("headers", "ETag") }, content: jsonContent(ref("schemas", `_views.${view.name}.entry`)) },
           404: refused("the view holds no entry under this key (NotFound)"),
           ...failures,
           ...reads

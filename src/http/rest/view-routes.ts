@@ -8,7 +8,8 @@
  */
 import { Effect } from "effect"
 import type { ViewSnapshot, ViewsShape } from "../../projections/views/views.ts"
-import { REFOLD_RETRY_AFTER_SECONDS, staleMarker, ViewFailed, ViewRefolding, type StaleMarker } from "../../projections/views/views.ts"
+import { REFOLD_RETRY_AFTER_SECONDS, staleMarker, ViewFailed, ViewRefolding } from "../../projections/views/views.ts"
+import { staleHeaders } from "./stale-headers.ts"
 import { errorJson, jsonText, type EdgeRequest, type EdgeResponse } from "../edge/edge-types.ts"
 import { viewBody } from "./bodies.ts"
 import { Op } from "../../access/grants.ts"
@@ -19,17 +20,6 @@ const PREFIX = "/api/_views"
 /** Live data: never cached. */
 const HEADERS = { "cache-control": "no-store" }
 
-/** A header value carries visible ASCII and spaces only: anything else in a failure's text is percent-encoded. */
-const headerSafe = (text: string) => text.replace(/[^\x20-\x7e]/gu, (c) => encodeURIComponent(c))
-
-/** The stale mark as headers; the ETag names the version too, as the new value may change at the same seq. */
-const staleHeaders = (seq: number, mark: StaleMarker) => ({
-  etag: `"${seq}@${mark.version}"`,
-  "wo-view-version": mark.version,
-  "wo-view-exact-at": String(mark.exactAt),
-  "wo-view-next-version": mark.nextVersion,
-  ...(mark.nextFailed === undefined ? {} : { "wo-view-next-failed": headerSafe(mark.nextFailed) })
-})
 
 /** A view as listed (what the console shows): its body, with the stale mark, if any, as `"stale"`. */
 const listedBody = (v: ViewSnapshot) => {

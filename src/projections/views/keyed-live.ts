@@ -20,7 +20,7 @@ import { entryWrites, foldKeyedChanges, makeKeyedFolder, type ChangedEntry } fro
 import { listEntries } from "./keyed-list.ts"
 import type { KeyedStore } from "./keyed-store.ts"
 import type { KeyedViewsRecovery, KeyedViewsShape, KeyedViewStatus, PreparedKeyed } from "./keyed-shape.ts"
-import { ViewFailed, ViewRefolding } from "./views.ts"
+import { ViewFailed, ViewRefolding, type StaleMarker } from "./views.ts"
 
 export interface KeyedState {
   readonly view: CompiledView
@@ -40,6 +40,8 @@ export interface KeyedState {
    * failed; undefined once this one serves, or when there is none (new view, failed or in-memory entries).
    */
   former: string | undefined
+  /** The seq the former declaration's entries are exact at (frozen there: nothing folds into them any more). */
+  formerAt?: number
 }
 
 /** How often the background fold looks again while a batch is between its prepare and its commit. */
@@ -281,11 +283,14 @@ export const makeKeyedViews = (
 
   /** The generation a read is served from (and why it is stale, if it is the former declaration's), or why none. */
   const served = (name: string) =>
-    Effect.suspend((): Effect.Effect<{ readonly state: KeyedState; readonly definition: string; readonly stale?: string } | undefined, ViewFailed | ViewRefolding> => {
+    Effect.suspend((): Effect.Effect<{ readonly state: KeyedState; readonly definition: string; readonly stale?: string; readonly mark?: StaleMarker } | undefined, ViewFailed | ViewRefolding> => {
       const s = byName.get(name)
       if (s === undefined) return Effect.succeed(undefined)
       const stale = staleness(s)
-      if (stale !== undefined) return Effect.succeed({ state: s, definition: s.former!, stale })
+      if (stale !== undefined) {
+        const mark: StaleMarker = { version: s.former!, exactAt: s.formerAt ?? 0, nextVersion: s.definition, ...(s.failed === undefined ? {} : { nextFailed: s.failed }) }
+        return Effect.succeed({ state: s, definition: s.former!, stale, mark })
+      }
       if (s.refolding !== undefined) return Effect.fail(new ViewRefolding({ name, reason: s.refolding }))
       if (s.failed !== undefined) return Effect.fail(new ViewFailed({ name, reason: s.failed }))
       return Effect.succeed({ state: s, definition: s.definition })
@@ -329,11 +334,11 @@ export const makeKeyedViews = (
           ? Effect.succeed(undefined)
           : snapshots !== undefined
           ? Effect.map(snapshots.readAsync(name, s.definition, key), (entry) =>
-            entry === undefined ? undefined : { key, json: entry.json, seq: entry.seq, ...(s.stale === undefined ? {} : { stale: s.stale }) })
+            entry === undefined ? undefined : { key, json: entry.json, seq: entry.seq, ...(s.stale === undefined ? {} : { stale: s.stale, mark: s.mark }) })
           : Effect.try({
           try: () => {
             const entry = store.read(name, s.definition, key)
-            return entry === undefined ? undefined : { key, json: entry.json, seq: entry.seq, ...(s.stale === undefined ? {} : { stale: s.stale }) }
+            return entry === undefined ? undefined : { key, json: entry.json, seq: entry.seq, ...(s.stale === undefined ? {} : { stale: s.stale, mark: s.mark }) }
           },
           catch: (e) => isStoreError(e) ? e : new StoreFailed({ reason: `cannot read view ${name}: ${e instanceof Error ? e.message : String(e)}` })
         })),
@@ -343,7 +348,7 @@ export const makeKeyedViews = (
           ? Effect.succeed({ items: [] })
           : s.stale === undefined
           ? listEntries(store, s.state.view, s.definition, options)
-          : Effect.map(listEntries(store, s.state.view, s.definition, options), (page) => ({ ...page, items: page.items.map((e) => ({ ...e, stale: s.stale! })), stale: s.stale! }))),
+          : Effect.map(listEntries(store, s.state.view, s.definition, options), (page) => ({ ...page, items: page.items.map((e) => ({ ...e, stale: s.stale!, mark: s.mark })), stale: s.stale!, mark: s.mark }))),
     prepare,
     landed,
     recovered,

@@ -66,7 +66,8 @@ export const recoverKeyedViews = (log: EventLogShape, catalog: CompiledApp, stor
         states.push({ view, definition, failed: undefined, refolding: undefined, dirty: true, ready: undefined, replaces, former: undefined })
         continue
       }
-      states.push({ view, definition, failed: undefined, refolding: why, dirty: false, ready: undefined, replaces, former })
+      // The former's entries were written with every batch up to this start: exact at the head.
+      states.push({ view, definition, failed: undefined, refolding: why, dirty: false, ready: undefined, replaces, former, ...(former === undefined ? {} : { formerAt: head.lastSeq }) })
       yield* Effect.logInfo(`keyed view ${view.name}: folding it from the log in the background: ${why}`)
     }
     return makeKeyedViews(states, store, { loaded: views.length - rebuilt.length, rebuilt, tailEvents: 0, millis: Date.now() - started }, head.lastSeq, log, catalog)
@@ -122,7 +123,8 @@ const recoverFromSnapshots = (
         ready: undefined,
         // Once this one serves, the node forgets the former's entries (the table keeps them: another node may serve them).
         replaces: former === undefined ? [] : [former],
-        former
+        former,
+        ...(former === undefined ? {} : { formerAt: at })
       })
       if (head.lastSeq > 0) yield* Effect.logInfo(`keyed view ${view.name}: folding it from the log in the background: ${why}`)
     }

@@ -7,7 +7,7 @@ import type { StoreError, ValidationFailed } from "../../domain/errors.ts"
 import type { Change } from "../../domain/events.ts"
 import type { KeyedListOptions } from "../../domain/keyed-list-request.ts"
 import type { PreparedViews } from "./live-views.ts"
-import type { ViewFailed, ViewRefolding } from "./views.ts"
+import type { StaleMarker, ViewFailed, ViewRefolding } from "./views.ts"
 import type { ViewUpdate } from "../../subscriptions/change-feed.ts"
 
 /** One entry of a keyed view, as served. */
@@ -22,8 +22,9 @@ export interface KeyedEntry {
    * former declaration's, as it stood when that declaration last served, and this says why.
    */
   readonly stale?: string
+  /** With `stale`: the versions and the seq the former entries are frozen at, as a whole view's mark. */
+  readonly mark?: StaleMarker
 }
-
 
 export interface KeyedPage {
   readonly items: ReadonlyArray<KeyedEntry>
@@ -31,6 +32,7 @@ export interface KeyedPage {
   readonly next?: string
   /** As `KeyedEntry.stale`: the page is the former declaration's. */
   readonly stale?: string
+  readonly mark?: StaleMarker
 }
 
 export interface KeyedViewStatus {
