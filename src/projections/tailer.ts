@@ -163,25 +163,30 @@ export const makeTailer = Effect.gen(function* () {
   }
 
   // Events up to `applied` are skipped: this node applied them already (its own batches, through `applyOwn`).
-  const applyFresh = (fresh: ReadonlyArray<StoredEvent>, known?: Known) => {
+  // `folded`: these events' changes, folded already while this node stood where it stands now.
+  const applyFresh = (fresh: ReadonlyArray<StoredEvent>, known?: Known, folded?: ReadonlyArray<Change>) => {
     if (fresh.length === 0) return Effect.void
     const last = fresh[fresh.length - 1].seq
     // A held batch the log delivered all the same (read before it was held): the log's copy is applied.
     if (held.length > 0 && held[0].first <= last) held = held.filter((own) => own.first > last)
-    return advance(folding === undefined ? projector.fold(fresh) : folding.fold(fresh, known), last, true)
+    return advance(folded ?? (folding === undefined ? projector.fold(fresh) : folding.fold(fresh, known)), last, true)
   }
   const applyChunk = (events: Chunk.Chunk<StoredEvent>) =>
     Effect.suspend(() => {
       if (folding === undefined || !viewsNeedRows) return storeFailureOf(() => applyFresh(freshOf(events)))
       // The rows before these commits, read first; then what this node applied meanwhile (its own batches) is
       // skipped, as always, in the synchronous step that applies the rest.
-      return Effect.flatMap(folding.before(freshOf(events)), (known) =>
-        Effect.zipRight(
-          // The keyed views' entries these commits fold, read ahead (their fold is synchronous): from the changes the
-          // fold gives now (pure), computed again in the synchronous step.
-          readAhead === undefined ? Effect.void : Effect.suspend(() => readAhead(folding.fold(freshOf(events), known))),
-          storeFailureOf(() => applyFresh(freshOf(events), known))
-        ))
+      return Effect.flatMap(folding.before(freshOf(events)), (known) => {
+        if (readAhead === undefined) return storeFailureOf(() => applyFresh(freshOf(events), known))
+        // The keyed views' entries these commits fold, read ahead (their fold is synchronous), from the changes the
+        // fold gives now; those changes are applied as they are unless this node applied anything meanwhile (its
+        // own batch), which moves the rows they were folded on: then they are folded again.
+        return storeFailureOf(() => {
+          const at = applied
+          const folded = folding.fold(freshOf(events), known)
+          return Effect.zipRight(readAhead(folded), storeFailureOf(() => applyFresh(freshOf(events), known, applied === at ? folded : undefined)))
+        })
+      })
     })
 
   const applyOwn = (changes: ReadonlyArray<Change>) =>
