@@ -159,7 +159,8 @@ export const plainData = (value: unknown): Either.Either<unknown, ReadonlyArray<
       case "boolean":
         return v
       case "number":
-        return Number.isFinite(v) ? v : issue(NOT_FINITE)
+        // -0 is 0 in JSON: the value held in memory is the one the log gives back.
+        return Number.isFinite(v) ? (v === 0 ? 0 : v) : issue(NOT_FINITE)
       case "undefined":
         return issue("is undefined, which JSON cannot hold")
       case "bigint":
@@ -234,7 +235,7 @@ const fastCopy = (v: unknown, depth: number): unknown => {
     case "boolean":
       return v
     case "number":
-      return Number.isFinite(v) ? v : SLOW
+      return Number.isFinite(v) ? (v === 0 ? 0 : v) : SLOW
     case "object":
       break
     default:
