@@ -18,6 +18,7 @@ import { observedPostgresLog } from "../../testkit/observed-pg.ts"
 import { writePriceLog } from "../../testkit/pg-price-log.ts"
 import deletableLibrary from "../../testkit/library-deletable-members.ts"
 import { apps, http, tempDir } from "../../testkit/server.ts"
+import { listIds } from "../../testkit/list-pages.ts"
 import { haveBinaries, sharedCluster, warnIfSkipped, type PgCluster } from "../cluster/pg-cluster.ts"
 
 warnIfSkipped("the PostgreSQL row cache tests")
@@ -137,17 +138,7 @@ describe.skipIf(!haveBinaries)("a node on PostgreSQL caches the store's rows", (
         expect(res.status, res.text).toBe(201)
         made.push({ id: Number(res.json.id), ...body })
       }
-      const walk = async (query: string) => {
-        const ids: Array<number> = []
-        let cursor: string | undefined
-        do {
-          const res = await http(`${node.url}/api/products?${query}&limit=4${cursor === undefined ? "" : `&cursor=${encodeURIComponent(cursor)}`}`)
-          expect(res.status, res.text).toBe(200)
-          ids.push(...res.json.items.map((r: { id: string }) => Number(r.id)))
-          cursor = res.json.nextCursor
-        } while (cursor !== undefined)
-        return ids
-      }
+      const walk = async (query: string) => (await listIds(node.url, `/api/products?${query}&limit=4`)).map(Number)
       const by = <K extends "price" | "name">(field: K, descending: boolean) => (x: (typeof made)[number], y: (typeof made)[number]) => {
         const c = x[field] < y[field] ? -1 : x[field] > y[field] ? 1 : x.id - y.id
         return descending ? -c : c
@@ -198,17 +189,7 @@ describe.skipIf(!haveBinaries)("a node on PostgreSQL caches the store's rows", (
         expect(res.status, res.text).toBe(201)
         made.push({ id: Number(res.json.id), ...body })
       }
-      const walk = async (query: string) => {
-        const ids: Array<number> = []
-        let cursor: string | undefined
-        do {
-          const res = await http(`${node.url}/api/tickets?${query}&limit=3${cursor === undefined ? "" : `&cursor=${encodeURIComponent(cursor)}`}`)
-          expect(res.status, res.text).toBe(200)
-          ids.push(...res.json.items.map((r: { id: string }) => Number(r.id)))
-          cursor = res.json.nextCursor
-        } while (cursor !== undefined)
-        return ids
-      }
+      const walk = async (query: string) => (await listIds(node.url, `/api/tickets?${query}&limit=3`)).map(Number)
       const expected = (keep: (t: Ticket) => boolean, order?: keyof Ticket, descending = false) => {
         const kept = made.filter(keep)
         if (order !== undefined) kept.sort((x, y) => (compareValues(x[order], y[order]) || x.id - y.id) * (descending ? -1 : 1))

@@ -34,6 +34,7 @@ import { writeAppDir } from "../../testkit/app-dir.ts"
 import { openListen } from "../../testkit/modern-client.ts"
 import { waitFor } from "../../testkit/wait.ts"
 import { http, tempDir, type SpawnedServer } from "../../testkit/server.ts"
+import { listIds, listItems } from "../../testkit/list-pages.ts"
 import { ROOT, spawnWo } from "../../testkit/spawn.ts"
 
 const N = Number(process.env.WO_TEST_ROWS ?? 200_000)
@@ -92,24 +93,8 @@ const start = (appDir: string, dataDir: string) =>
     readyTimeoutMs: SLOW
   })
 
-/** Every page of a list, following its cursors, each item handed to `visit` (up to `max` items). */
-const walkEach = async (url: string, query: string, visit: (item: Product) => void, max = Infinity) => {
-  let seen = 0
-  let cursor: string | undefined
-  do {
-    const res = await http(`${url}/api/products?${query}${cursor === undefined ? "" : `&cursor=${encodeURIComponent(cursor)}`}`)
-    expect(res.status, res.text).toBe(200)
-    for (const item of res.json.items) visit(item)
-    seen += res.json.items.length
-    cursor = res.json.nextCursor
-  } while (cursor !== undefined && seen < max)
-}
-
-const walk = async (url: string, query: string, max = Infinity) => {
-  const ids: Array<string> = []
-  await walkEach(url, query, (item) => ids.push(item.id), max)
-  return ids
-}
+/** Every page of a products list, following its cursors (up to `max` items). */
+const walk = (url: string, query: string, max = Infinity) => listIds(url, `/api/products?${query}`, max)
 
 /** The rows as they must be: the generated ones, with the test's writes (`changed`: a row, or null once deleted). */
 class Oracle {
@@ -238,13 +223,13 @@ describe(`rows served from the store (${N} products written directly)`, () => {
     let seen = 0
     let previous = 0
     const wrong: Array<string> = []
-    await walkEach(server.url, "limit=1000", (item) => {
+    for (const item of await listItems<Product>(server.url, "/api/products?limit=1000")) {
       seen++
       const id = Number(item.id)
       const expected = oracle.get(id)
       if (!(id > previous) || !sameProduct(item, expected)) wrong.push(`after ${previous}: ${JSON.stringify(item)}, expected ${JSON.stringify(expected)}`)
       previous = id
-    })
+    }
     expect(wrong.slice(0, 5)).toEqual([])
     expect(seen).toBe(N)
     expect(previous).toBe(N + 1)

@@ -17,6 +17,7 @@ import { decodeIndexState } from "../../src/log/classic-level/store-indexes.ts"
 import { BACKFILL_CHUNK } from "../../src/projections/rows/index-backfill.ts"
 import { writeAppDir } from "../../testkit/app-dir.ts"
 import { http, runWo, spawnServer, tempDir } from "../../testkit/server.ts"
+import { listIds } from "../../testkit/list-pages.ts"
 
 const cleanups: Array<() => Promise<unknown>> = []
 afterEach(async () => {
@@ -40,18 +41,8 @@ export default defineApp({
 
 type Product = { id: string; name: string; price: number; currency: string }
 
-/** Every page of a list, following its cursors. */
-const walk = async (url: string, query: string): Promise<Array<string>> => {
-  const ids: Array<string> = []
-  let cursor: string | undefined
-  do {
-    const res = await http(`${url}/api/products?${query}${cursor === undefined ? "" : `&cursor=${encodeURIComponent(cursor)}`}`)
-    expect(res.status, res.text).toBe(200)
-    for (const item of res.json.items) ids.push(item.id)
-    cursor = res.json.nextCursor
-  } while (cursor !== undefined)
-  return ids
-}
+/** Every page of a products list, following its cursors. */
+const walk = (url: string, query: string) => listIds(url, `/api/products?${query}`)
 
 /** Filtered and ordered lists against a filter and sort of every row the server lists in id order. */
 const expectListsRight = async (url: string) => {
