@@ -37,7 +37,6 @@ import { join } from 'node:path';
 import { Either } from 'effect';
 import { Pool } from 'undici';
 import { compileApp } from '../../src/domain/compile.ts';
-import { cpuBetween } from '../lib/cpu.ts';
 import { sampleThreadCpu } from '../lib/process-cpu-ns.ts';
 import { monoUs } from '../lib/cpuprofile.ts';
 import { LatencyHistogram } from '../lib/histogram.ts';
@@ -207,25 +206,8 @@ export async function warmUp(s: LendServer, o: KeyedViewsOptions): Promise<void>
 }
 
 /** One measured window: `lends` lends to the window's members, then (unmeasured) their return. */
-export async function lendWindow(s: LendServer, o: KeyedViewsOptions, into: LendServer['windows'] = s.windows): Promise<void> {
-  const loans: string[] = [];
-  assertAlive(s.server, `keyed-views: ${s.setup} at ${s.keys} keys`);
-  const fromUs = monoUs();
-  const cpu0 = sampleThreadCpu(s.server.pid);
-  const r = await runLoad({
-    url: s.server.loopbackUrl, concurrency: o.clients, totalRequests: o.lends, durationMs: 10 * 60_000, maxErrors: 100,
-    makeRequest: (i) => lend(1 + (i % o.books), s.firstMember + i),
-    check: isLend,
-    onResponse: (_i, status, body) => {
-      const loan = status === 200 ? loanOf(body) : undefined;
-      if (loan !== undefined) loans.push(loan);
-    },
-  });
-  const cpu = cpuBetween(cpu0, sampleThreadCpu(s.server.pid));
-  const toUs = monoUs();
-  into.push({ fromUs, toUs, lends: r.calls, errors: r.errors, ...(r.firstError === undefined ? {} : { firstError: r.firstError }), wallMs: r.durationMs, cpuMs: cpu.cpuMs, histogram: r.histogram ?? new LatencyHistogram() });
-  await returnAll(s, loans, o.clients);
-}
+export const lendWindow = (s: LendServer, o: KeyedViewsOptions, into: LendServer['windows'] = s.windows): Promise<void> =>
+  lendTogether([s], o, [into]);
 
 /**
  * One window lent to every one of `servers` at once, `lends` lends each; each server's CPU and lends are counted up to
