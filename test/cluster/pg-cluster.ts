@@ -14,7 +14,7 @@ import pg from "pg"
 import { inject } from "vitest"
 import { spawnWo, type Spawned } from "../../testkit/spawn.ts"
 import { http, ROOT, tempDir } from "../../testkit/server.ts"
-import { stopClusterNow } from "./stop-cluster.ts"
+import { childrenOf, signalIfRunning, stopClusterNow } from "./stop-cluster.ts"
 
 const SCRIPT = path.join(ROOT, "scripts/pg-cluster.sh")
 
@@ -175,15 +175,11 @@ const clusterAt = (dir: string, base: number): PgCluster => {
     },
     pause: (node, paused) => {
       // The postmaster and its children (backends, walsenders): stopping the postmaster alone leaves backends answering.
+      // The postmaster first, so that no child forks after the list is read.
       const postmaster = Number(fs.readFileSync(path.join(dir, node, "postmaster.pid"), "utf8").split("\n")[0])
-      const children = fs.readdirSync("/proc").filter((p) => /^\d+$/.test(p)).filter((p) => {
-        try {
-          return Number(fs.readFileSync(`/proc/${p}/stat`, "utf8").replace(/^.*\) /, "").split(" ")[1]) === postmaster
-        } catch {
-          return false // exited meanwhile
-        }
-      })
-      for (const pid of [postmaster, ...children.map(Number)]) process.kill(pid, paused ? "SIGSTOP" : "SIGCONT")
+      const signal = paused ? "SIGSTOP" : "SIGCONT"
+      signalIfRunning(postmaster, signal)
+      for (const pid of childrenOf(postmaster)) signalIfRunning(pid, signal)
     },
     promote: (node) => (primary = run("promote", dir, ...(node === undefined ? [] : [node])).trim().split("\n").pop() as PgNode),
     stop: () => {

@@ -29,11 +29,34 @@ const gone = (pid: number) => {
   }
 }
 
+/** The processes a postmaster started (backends, walsenders, its auxiliary processes), as running now. */
+export const childrenOf = (postmaster: number): Array<number> =>
+  fs.readdirSync("/proc").filter((p) => /^\d+$/.test(p)).map(Number).filter((pid) => {
+    try {
+      return Number(fs.readFileSync(`/proc/${pid}/stat`, "utf8").replace(/^.*\) /, "").split(" ")[1]) === postmaster
+    } catch {
+      return false // exited meanwhile
+    }
+  })
+
+/** Sends `signal` unless the process has exited meanwhile (a backend ends whenever its client leaves). */
+export const signalIfRunning = (pid: number, signal: NodeJS.Signals) => {
+  try {
+    process.kill(pid, signal)
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code !== "ESRCH") throw e
+  }
+}
+
 export const stopClusterNow = (dir: string) => {
   if (!fs.existsSync(dir)) return
   const nodes = fs.readdirSync(dir).map((n) => path.join(dir, n)).filter((d) => fs.existsSync(path.join(d, "PG_VERSION")))
   const pids = nodes.map(postmasterOf).filter((pid) => pid !== undefined)
-  for (const pid of pids) process.kill(pid, "SIGQUIT")
+  for (const pid of pids) {
+    signalIfRunning(pid, "SIGQUIT")
+    // A server a test left paused (SIGSTOP) handles nothing until it runs again, nor do its children.
+    for (const p of [pid, ...childrenOf(pid)]) signalIfRunning(p, "SIGCONT")
+  }
   const pause = new Int32Array(new SharedArrayBuffer(4))
   for (let i = 0; i < 600 && !pids.every(gone); i++) Atomics.wait(pause, 0, 0, 50)
   // Anything still up after 30 s: the script's own stop (fast, then immediate).
