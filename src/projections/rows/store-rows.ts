@@ -33,7 +33,7 @@ import * as X from "../../log/classic-level/index-keys.ts"
 import { encodeIndexState, storeIndexes, type StoreIndexes } from "../../log/classic-level/store-indexes.ts"
 import { IndexBackfill } from "./index-backfill.ts"
 import { servedFields, StoreTable, type StoreAccess } from "./store-table.ts"
-import { rowAfter } from "../views/view-fold.ts"
+import { rowAfter } from "../views/fold-rows.ts"
 
 /** The digest of what the stored rows must fit: each type's name, schema version and fields, and the retired types. */
 export const schemaDigest = (catalog: CompiledApp) =>

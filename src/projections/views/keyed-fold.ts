@@ -14,7 +14,8 @@ import type { StoreError } from "../../domain/errors.ts"
 import type { StoredEvent } from "../../domain/events.ts"
 import { runUserCode } from "../../domain/decide/user-code.ts"
 import { viewEntryJson, type StoredEntry } from "../../log/view-entry-record.ts"
-import { makeFoldRows, misfitFailure, viewFailure } from "./view-fold.ts"
+import { makeFoldRows } from "./fold-rows.ts"
+import { misfitFailure, viewFailure } from "./view-fold.ts"
 
 /** An entry a fold changed: its key, its stored text (undefined: removed), the seq of its last change. */
 export interface ChangedEntry {

@@ -5,15 +5,13 @@
  */
 import { Chunk, Effect, Either, Stream } from "effect"
 import type { EventLogShape } from "../../log/event-log.ts"
-import type { Row } from "../../domain/catalog.ts"
 import type { CompiledApp } from "../../domain/compile.ts"
 import type { CompiledView } from "../../domain/compile-views.ts"
-import { evolve as evolveRow } from "../../domain/decide/decider.ts"
 import type { StoreError } from "../../domain/errors.ts"
 import type { StoredEvent } from "../../domain/events.ts"
 import { runUserCode } from "../../domain/decide/user-code.ts"
-import { normaliseRow } from "../rows/schema-check.ts"
 import { makePacer } from "../../log/paced-read.ts"
+import { makeFoldRows } from "./fold-rows.ts"
 
 export interface FoldedView {
   /** The typed value (absent once failed). */
@@ -33,35 +31,6 @@ export const viewFailure = (view: CompiledView, event: StoredEvent, reason: stri
 export const misfitFailure = (view: CompiledView, event: StoredEvent | undefined, why: string) =>
   `view ${view.name}${event === undefined ? "" : ` failed at event ${event.seq} (${event.type}/${event.id} ${event.method ?? event.kind})`}: ` +
   `evolve returned a value that does not fit its schema: ${why}`
-
-/** The row after `event`, in the current schema's form (defaults applied), as the live rows hold it. */
-export const rowAfter = (catalog: CompiledApp, before: Row | null, event: StoredEvent): Row | null => {
-  const next = evolveRow(before ?? undefined, event)
-  if (next === undefined) return null
-  const type = catalog.types.get(event.type)
-  if (type === undefined) return next
-  const normalised = normaliseRow(type.normalise, next)
-  return Either.isRight(normalised) ? normalised.right : next
-}
-
-/**
- * The rows of a fold's types as its events leave them (in their served form, `rowAfter`): `apply` answers each
- * event's row before and after it. A fold from the log keeps it beside the views it folds.
- */
-export const makeFoldRows = (catalog: CompiledApp) => {
-  const rows = new Map<string, Map<string, Row>>()
-  return {
-    apply: (event: StoredEvent): { readonly before: Row | null; readonly after: Row | null } => {
-      let table = rows.get(event.type)
-      if (table === undefined) rows.set(event.type, (table = new Map()))
-      const before = table.get(event.id) ?? null
-      const after = rowAfter(catalog, before, event)
-      if (after === null) table.delete(event.id)
-      else table.set(event.id, after)
-      return { before, after }
-    }
-  }
-}
 
 /**
  * A fresh copy of the view's initial value, for one fold: an evolve that changes its state in place must not change
