@@ -66,7 +66,7 @@ describe("the fold's row arena", () => {
 const shop = Either.getOrThrow(compileApp(defineApp({
   name: "shop",
   entities: {
-    items: entity({ fields: { label: Schema.String, price: Schema.Number, note: Schema.optionalWith(Schema.String, { default: () => "none" }) } })
+    items: entity({ fields: { label: Schema.String, price: Schema.Number, note: Schema.String.pipe(Schema.optionalWith({ default: () => "none" })) } })
   }
 })))
 
@@ -80,7 +80,7 @@ describe("the fold's rows", () => {
       for (const s of steps) {
         const before = model.get(s.id) ?? null
         const kind = before === null ? "created" : s.del ? "deleted" : "updated"
-        const data = kind === "created" ? { label: `item ${s.id}`, price: s.price } : kind === "updated" ? { price: s.price } : {}
+        const data: Record<string, unknown> = kind === "created" ? { label: `item ${s.id}`, price: s.price } : kind === "updated" ? { price: s.price } : {}
         const event: StoredEvent = { seq: ++seq, at: 0, type: "items", id: s.id, version: (before?.version ?? 0) + 1, kind, data }
         const expected = rowAfter(shop, before === null ? null : structuredClone(before), event)
         const got = rows.apply(event)

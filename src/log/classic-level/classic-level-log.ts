@@ -96,9 +96,13 @@ export const readFullHead = (db: Db): Promise<FullHead> =>
     }
   })()
 
+/** A sliced read fetches this many slices at once. */
+const SLICES_FETCHED = 4
+
 /**
- * A key range read in batches of `READ_BATCH`, each record decoded (and verified) by `decode`, at most `slice`
- * records per chunk: a batch is fetched in one native call, and decoded a slice per pull, when it is pulled.
+ * A key range read in batches of `READ_BATCH` (a sliced read: of a few slices), each record decoded (and verified)
+ * by `decode`, at most `slice` records per chunk: a batch is fetched in one native call, and decoded a slice per
+ * pull, when it is pulled.
  */
 const scan = <A>(
   h: LevelDbShape,
@@ -111,18 +115,22 @@ const scan = <A>(
     (it) => Effect.promise(() => it.close().catch(() => undefined))
   ).pipe(
     Stream.flatMap((it) => {
+      const most = Math.max(1, Math.floor(slice))
+      // A reader that serves requests meanwhile (a small slice) fetches small batches as well: a whole batch it
+      // holds for tens of milliseconds outlives young-generation collections, each copying it (pauses the requests
+      // wait out: bench/scenarios/view-refold.ts). A tool reading it all takes the largest batches.
+      const fetchSize = most < READ_BATCH ? Math.min(READ_BATCH, SLICES_FETCHED * most) : READ_BATCH
       // The next batch is read (on the thread pool) while this one is decoded and used; close waits for it.
       let ahead: Promise<Array<[string, string]>> | undefined
       const fetch = async () => {
-        const entries = await (ahead ?? it.nextv(READ_BATCH))
-        ahead = entries.length === 0 ? undefined : it.nextv(READ_BATCH)
+        const entries = await (ahead ?? it.nextv(fetchSize))
+        ahead = entries.length === 0 ? undefined : it.nextv(fetchSize)
         ahead?.catch(() => undefined) // a failure surfaces on the next pull, never as an unhandled rejection
         return entries
       }
       // The fetched batch and how far it is decoded.
       let entries: Array<[string, string]> = []
       let at = 0
-      const most = Math.max(1, Math.floor(slice))
       const decodeSlice = Effect.suspend(() => {
         const end = Math.min(at + most, entries.length)
         const out = new Array<A>(end - at)
