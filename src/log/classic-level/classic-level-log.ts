@@ -96,11 +96,11 @@ export const readFullHead = (db: Db): Promise<FullHead> =>
     }
   })()
 
-/** A sliced read fetches this many slices at once. */
-const SLICES_FETCHED = 4
+/** A sliced read fetches this many records at once (or its slice, when larger). */
+const SLICED_FETCH = 64
 
 /**
- * A key range read in batches of `READ_BATCH` (a sliced read: of a few slices), each record decoded (and verified)
+ * A key range read in batches of `READ_BATCH` (a sliced read: of `SLICED_FETCH`), each record decoded (and verified)
  * by `decode`, at most `slice` records per chunk: a batch is fetched in one native call, and decoded a slice per
  * pull, when it is pulled.
  */
@@ -119,7 +119,7 @@ const scan = <A>(
       // A reader that serves requests meanwhile (a small slice) fetches small batches as well: a whole batch it
       // holds for tens of milliseconds outlives young-generation collections, each copying it (pauses the requests
       // wait out: bench/scenarios/view-refold.ts). A tool reading it all takes the largest batches.
-      const fetchSize = most < READ_BATCH ? Math.min(READ_BATCH, SLICES_FETCHED * most) : READ_BATCH
+      const fetchSize = most < READ_BATCH ? Math.max(most, SLICED_FETCH) : READ_BATCH
       // The next batch is read (on the thread pool) while this one is decoded and used; close waits for it.
       let ahead: Promise<Array<[string, string]>> | undefined
       const fetch = async () => {
