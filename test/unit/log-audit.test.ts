@@ -1,8 +1,7 @@
 /**
  * The startup log audit (log-audit.ts) over a real classic-level log of several read batches: it counts every
- * event, and read paced (paced-read.ts) it gives the event loop a turn whenever it has worked for PACED_MS, which
- * a turn counter (testkit/turn-counter.ts) shows by order, and rests once per REST_AFTER_MS of work, against a clock
- * that the test moves.
+ * event, and read paced (paced-read.ts) it gives the event loop a turn whenever it has worked for PACED_MS,
+ * which a turn counter (testkit/turn-counter.ts) shows by order, against a clock that the test moves.
  */
 import { Effect, Layer, ManagedRuntime, Stream } from "effect"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
@@ -10,7 +9,7 @@ import type { Change } from "../../src/domain/events.ts"
 import { makeClassicLevelLog } from "../../src/log/classic-level/classic-level-log.ts"
 import { EventLog, type EventLogShape } from "../../src/log/event-log.ts"
 import { auditEvents } from "../../src/log/log-audit.ts"
-import { makePacer, PACED_MS, PACED_SLICE, REST_AFTER_MS } from "../../src/log/paced-read.ts"
+import { makePacer, PACED_MS, PACED_SLICE } from "../../src/log/paced-read.ts"
 import { LevelDb, levelDbLayer } from "../../src/log/classic-level/level-db.ts"
 import { READ_BATCH } from "../../src/log/classic-level/level-records.ts"
 import { tempDir } from "../../testkit/server.ts"
@@ -42,19 +41,10 @@ describe("log audit", () => {
     expect(await runtime.runPromise(auditEvents(log.readFrom(1)))).toBe(EVENTS)
   })
 
-  it("read paced, gives the event loop a turn once it has worked for PACED_MS, in slices, and rests after REST_AFTER_MS", async () => {
+  it("read paced, gives the event loop a turn once it has worked for PACED_MS, in slices", async () => {
     // Each look at the clock finds 0.4 PACED_MS more of work done: the pacer lets the loop turn at every third slice.
     let clock = 0
-    const step = 0.4 * PACED_MS
-    let rests = 0
-    let restedAt = 0
-    const restGaps: Array<number> = []
-    const rest = Effect.sync(() => {
-      rests++
-      restGaps.push(clock - restedAt)
-      restedAt = clock
-    })
-    const paced = makePacer(() => (clock += step), rest)(log, 1)
+    const paced = makePacer(() => (clock += 0.4 * PACED_MS))(log, 1)
     const counter = countTurns()
     const turnAtSlice: Array<number> = []
     const sliceSizes = new Set<number>()
@@ -67,17 +57,12 @@ describe("log audit", () => {
     // Slices of at most PACED_SLICE events (a read batch's last one may be shorter).
     expect(Math.max(...sliceSizes)).toBe(PACED_SLICE)
     expect(turnAtSlice.length).toBeGreaterThanOrEqual(EVENTS / PACED_SLICE)
-    // Slices read within one turn of the loop: never more than the three that PACED_MS holds.
+    // Slices read within one turn of the counter: never more than the three that PACED_MS holds, twice when long
+    // work rests (turnstile.ts): the turn after a rest runs in the loop's timers phase, and the next in its check
+    // phase, with the poll phase (requests) in between.
     const perTurn = new Map<number, number>()
     for (const turn of turnAtSlice) perTurn.set(turn, (perTurn.get(turn) ?? 0) + 1)
-    expect(Math.max(...perTurn.values()), `slices per turn: ${[...perTurn.values()].join(",")}`).toBeLessThanOrEqual(3)
-    expect(perTurn.size).toBeGreaterThanOrEqual(turnAtSlice.length / 3)
-    // A rest once per REST_AFTER_MS of work (the clock's looks between rests add a step or two to each gap).
-    expect(rests).toBeGreaterThan(0)
-    for (const gap of restGaps.slice(1)) {
-      expect(gap).toBeGreaterThanOrEqual(REST_AFTER_MS)
-      expect(gap).toBeLessThan(REST_AFTER_MS + 2 * PACED_MS + 3 * step)
-    }
-    expect(rests).toBeGreaterThanOrEqual(Math.floor(clock / (REST_AFTER_MS + 2 * PACED_MS + 3 * step)))
+    expect(Math.max(...perTurn.values()), `slices per turn: ${[...perTurn.values()].join(",")}`).toBeLessThanOrEqual(6)
+    expect(perTurn.size).toBeGreaterThanOrEqual(turnAtSlice.length / 6)
   })
 })

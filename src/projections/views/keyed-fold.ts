@@ -13,9 +13,13 @@ import { copyData } from "../../domain/codecs.ts"
 import type { StoreError } from "../../domain/errors.ts"
 import type { StoredEvent } from "../../domain/events.ts"
 import { runUserCode } from "../../domain/decide/user-code.ts"
-import { viewEntryJson, type StoredEntry } from "../../log/view-entry-record.ts"
+import { makePacer } from "../../log/paced-read.ts"
+import { parseViewEntry, viewEntryJson, type StoredEntry } from "../../log/view-entry-record.ts"
 import { makeFoldRows } from "./fold-rows.ts"
 import { misfitFailure, viewFailure } from "./view-fold.ts"
+
+/** A paced fold puts its changed entries once it holds this many. */
+export const HELD_ENTRIES = 1000
 
 /** An entry a fold changed: its key, its stored text (undefined: removed), the seq of its last change. */
 export interface ChangedEntry {
@@ -118,10 +122,37 @@ export interface KeyedSink {
  * `from` is rebuilt from its own events, `log.eventsOf`, the first time the tail touches it), resumable: `readTo`
  * reads the events after the last one read, up to `upTo` (default: the head), a chunk at a time; each chunk's
  * changed entries go to the sink before the next is read. A view whose user code fails stops there (`failures`).
+ * `paced`, for a fold that runs while requests are served: the log is read in small slices, a turn of the event
+ * loop between them (paced-read.ts), and the changed entries are held (and read from) until HELD_ENTRIES of them
+ * or the end of the read, then put in one write, not one per slice.
  */
-export const makeKeyedFolder = (log: EventLogShape, catalog: CompiledApp, views: ReadonlyArray<CompiledView>, sink: KeyedSink, from = 0) => {
+export const makeKeyedFolder = (log: EventLogShape, catalog: CompiledApp, views: ReadonlyArray<CompiledView>, sink: KeyedSink, from = 0, paced = false) => {
   let position = from
   let read = 0
+  const pacedRead = makePacer()
+  // The entries a paced fold changed and has not put yet, per view: its reads see them first.
+  const held = new Map<string, Map<string, ChangedEntry>>(views.map((v) => [v.name, new Map()]))
+  const heldCount = () => {
+    let count = 0
+    for (const entries of held.values()) count += entries.size
+    return count
+  }
+  const readEntry = (view: CompiledView, key: string): StoredEntry | undefined => {
+    const entry = held.get(view.name)!.get(key)
+    if (entry === undefined) return sink.read(view, key)
+    return entry.text === undefined ? undefined : parseViewEntry(entry.text)
+  }
+  // Each view's entries are let go once the sink has them: a failed write keeps them for the next try.
+  const putHeld: Effect.Effect<void, StoreError> = Effect.forEach(views, (view) => Effect.suspend(() => {
+    const entries = held.get(view.name)!
+    return entries.size === 0 ? Effect.void : Effect.tap(sink.put(view, [...entries.values()]), () => Effect.sync(() => entries.clear()))
+  }), { discard: true })
+  const put = (view: CompiledView, entries: ReadonlyArray<ChangedEntry>): Effect.Effect<void, StoreError> => {
+    if (!paced) return sink.put(view, entries)
+    const mine = held.get(view.name)!
+    for (const e of entries) mine.set(e.key, e)
+    return heldCount() >= HELD_ENTRIES ? putHeld : Effect.void
+  }
   const types = new Set(views.flatMap((v) => [...v.types]))
   const rows = makeFoldRows(catalog)
   const failures = new Map<string, { readonly reason: string; readonly stack: string; readonly seq: number }>()
@@ -153,12 +184,12 @@ export const makeKeyedFolder = (log: EventLogShape, catalog: CompiledApp, views:
     if (changes.length === 0) return Effect.void
     const foldView = (view: CompiledView) => {
       if (failures.has(view.name)) return Effect.void
-      const outcome = foldKeyedChanges(view, changes, (key) => sink.read(view, key))
+      const outcome = foldKeyedChanges(view, changes, (key) => readEntry(view, key))
       if (outcome._tag === "Failed") {
         failures.set(view.name, outcome)
         return Effect.void
       }
-      return outcome.entries.length === 0 ? Effect.void : sink.put(view, outcome.entries)
+      return outcome.entries.length === 0 ? Effect.void : put(view, outcome.entries)
     }
     const before = sink.before
     return Effect.forEach(views, (view) =>
@@ -168,10 +199,12 @@ export const makeKeyedFolder = (log: EventLogShape, catalog: CompiledApp, views:
   /** Reads and folds the events after the last one read, up to `upTo` (default: the head); answers the last seq read. */
   const readTo = (upTo?: number): Effect.Effect<number, StoreError> =>
     Effect.suspend(() => {
-      if (upTo !== undefined && upTo <= position) return Effect.succeed(position)
-      const events = log.readFrom(position + 1)
+      // Read up to the bound already: what a refused write left held is put now.
+      if (upTo !== undefined && upTo <= position) return Effect.as(putHeld, position)
+      const events = paced ? pacedRead(log, position + 1) : log.readFrom(position + 1)
       return (upTo === undefined ? events : Stream.takeWhile(events, (e) => e.seq <= upTo)).pipe(
         Stream.runForEachChunk((chunk) => foldChunk(Chunk.toReadonlyArray(chunk))),
+        Effect.zipRight(putHeld),
         // Events of types no view folds still move the position: read up to the bound, nothing is left before it.
         Effect.map(() => (upTo === undefined ? position : Math.max(position, upTo))),
         Effect.tap((at) => Effect.sync(() => (position = at)))

@@ -227,7 +227,7 @@ export const makeKeyedViews = (
     const folder = makeKeyedFolder(log, catalog, pending.map((s) => s.view), {
       read: (view, key) => store.read(view.name, stateOf.get(view.name)!.definition, key),
       put: (view, changedEntries) => store.write(entryWrites(view.name, stateOf.get(view.name)!.definition, changedEntries))
-    })
+    }, 0, true)
     const step: Effect.Effect<boolean> = Effect.gen(function* () {
       const target = committed
       const read = yield* Effect.either(folder.readTo(target))
