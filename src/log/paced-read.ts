@@ -4,7 +4,6 @@
  * worked for PACED_MS since its last turn. What a reader does per event varies (a checksum, or an evolve and an
  * encode per view: milliseconds for a thousand), so the pause is measured, not counted: a request that arrives
  * meanwhile waits about PACED_MS (bench/scenarios/view-refold.ts).
- * The turnstile also rests all long work at times (turnstile.ts), leaving a core idle.
  */
 import { Effect, Stream } from "effect"
 import type { StoreError } from "../domain/errors.ts"
