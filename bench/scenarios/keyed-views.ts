@@ -26,6 +26,8 @@
 // on a quieter machine); start with 1,000,000 keys (3,000,200 events) / empty dir 0.88x (PASS); a member's entry read
 // while loans_by_book is folded again from the 3,000,200 events (144 s): p99 411 ms against 17.8 ms idle, 23x (MISS:
 // the fold's chunks hold the event loop, p50 74 ms).
+// At stop 52, with the keyed fold paced (keyed-fold.ts), the same part alone on a quiet machine: p99 4.65 against
+// 4.15 ms idle, 1.12x (PASS), the fold 104.7 s.
 // The CPU budget again, later that day (`--only keyed`, load average 9-18), in windows lent to both at once: 1.16x
 // (378 against 341 µs/lend, windows 0.85-1.44x: PASS); in turn, the same servers 1.37x. At 100,000 members most of
 // the difference is not the view's JS: the threads beside the main one (LevelDB's writes and compactions) spent

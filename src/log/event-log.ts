@@ -279,7 +279,7 @@ export interface EventLogShape {
   readonly head: Effect.Effect<LogHead, StoreError>
   /**
    * Events with `seq >= fromSeq`, in order, up to the head at the time of reading. `options.slice`, from a reader
-   * that serves requests meanwhile: at most that many events decoded per chunk, each on demand (a log may ignore it).
+   * that serves requests meanwhile: at most that many events per chunk (classic-level decodes each slice on demand).
    */
   readonly readFrom: (fromSeq: number, options?: ReadOptions) => Stream.Stream<StoredEvent, StoreError>
   /** The inline row state as stored, by type then id. */

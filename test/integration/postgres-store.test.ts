@@ -147,6 +147,9 @@ describe.skipIf(!haveBinaries)("the PostgreSQL store (primary and two synchronou
       expect(await run(rt, (log) => collect(log.readFrom(1)))).toEqual([...batch1.entries, ...batch2.entries].map((e) => e.event))
       expect((await run(rt, (log) => collect(log.readFrom(3)))).map((e) => e.seq)).toEqual([3, 4])
       expect(await run(rt, (log) => collect(log.readFrom(5)))).toEqual([])
+      // A reader that serves requests meanwhile gets a fetched batch in slices (a turn of the loop between them).
+      const slices = await run(rt, (log) => collect(Stream.map(Stream.chunks(log.readFrom(1, { slice: 3 })), (c) => Chunk.toReadonlyArray(c).map((e) => e.seq))))
+      expect(slices).toEqual([[1, 2, 3], [4]])
       expect(await run(rt, (log) => collect(log.storedRows))).toEqual([{ type: "products", row: p1v2, schema: 1 }])
       // A batch's view records are kept as given; a node starts only from snapshots that name their seq (views.ts).
       expect((await run(rt, (log) => log.storedViews!)).map((v) => v.name)).toEqual(["by_currency"])

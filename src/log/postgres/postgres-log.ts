@@ -14,7 +14,7 @@
 import { Chunk, Duration, Effect, Either, Exit, Layer, Option, Schedule, Stream } from "effect"
 import { type StoreError, DataCorrupt, StoreFailed } from "../../domain/errors.ts"
 import type { StoredEvent } from "../../domain/events.ts"
-import { EventLog, isWritten, type LogHead, type StoredRow } from "../event-log.ts"
+import { EventLog, isWritten, type LogHead, type ReadOptions, type StoredRow } from "../event-log.ts"
 import { RecordCorrupt } from "../record.ts"
 import { randomUUID } from "node:crypto"
 import { appendPictured } from "./append.ts"
@@ -91,7 +91,12 @@ export const makePostgresLog = Effect.gen(function* () {
   // Names this node's commits in the log's notifications: its tailer need not read them back (follow.ts).
   const tag = randomUUID()
 
-  const readFrom = (fromSeq: number): Stream.Stream<StoredEvent, StoreError> =>
+  // A reader that serves requests meanwhile (`slice`) gets the fetched batch in slices: it gives the loop a turn
+  // between them, not only between two queries.
+  const readFrom = (fromSeq: number, options?: ReadOptions): Stream.Stream<StoredEvent, StoreError> =>
+    options?.slice === undefined ? readBatches(fromSeq) : Stream.rechunk(readBatches(fromSeq), Math.max(1, Math.floor(options.slice)))
+
+  const readBatches = (fromSeq: number): Stream.Stream<StoredEvent, StoreError> =>
     Stream.unwrap(
       Effect.map(headSeq, (last) => {
         let expected = Math.max(1, fromSeq)
