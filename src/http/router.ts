@@ -139,15 +139,19 @@ const route = (routes: Routes, request: EdgeRequest): Effect.Effect<EdgeResponse
 /** The methods rest.ts's direct route takes: the row writes, app commands and a row's GET (HEAD goes the generic way). */
 const DIRECT_METHODS = new Set(["GET", "POST", "PATCH", "DELETE"])
 
+const VIEWS_PREFIX = "/api/_views/"
+
 /** The routes that answer some requests without a fiber (edge.ts, DirectRoute). */
 export interface DirectRoutes {
   readonly rest: DirectRoute
   /** POST /mcp (mcp/transport.ts). */
   readonly mcp?: DirectRoute
+  /** GET of one whole view (rest/view-routes.ts). */
+  readonly views?: DirectRoute
 }
 
 /**
- * The router's direct path (edge.ts, DirectRoute): a REST request or a POST to /mcp that passes the checks
+ * The router's direct path (edge.ts, DirectRoute): a REST request, a view's GET or a POST to /mcp that passes the checks
  * `makeRouter` makes (the same `refusalOf`: Host, Origin, credential and grant) goes to its direct route, and one
  * they refuse is answered here with the same refusal (judged once: each refusal is counted once, and a write
  * refused over its limit takes nothing from it twice). Any other, a credential still to verify included, is left
@@ -157,6 +161,8 @@ export const makeDirectRouter = (guards: Guards, routes: DirectRoutes, access: A
   (request, respond) => {
     const route = request.path === "/mcp"
       ? (request.method === "POST" ? routes.mcp : undefined)
+      : request.path.startsWith(VIEWS_PREFIX)
+      ? (request.method === "GET" ? routes.views : undefined)
       : DIRECT_METHODS.has(request.method) && request.path.startsWith("/api/") &&
           (!request.path.startsWith("/api/_") || request.path.startsWith(COMMANDS_PREFIX))
       ? routes.rest

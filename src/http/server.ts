@@ -18,7 +18,7 @@ import { recordedRefs, recordingOverData } from "./recording/recording-setup.ts"
 import { makeGuards } from "./edge/guards.ts"
 import { makeRestRoutes } from "./rest/rest.ts"
 import { makeDirectRouter, makeRouter } from "./router.ts"
-import { makeViewRoutes } from "./rest/view-routes.ts"
+import { makeViewRoutes, makeViewsDirect } from "./rest/view-routes.ts"
 import { makeKeyedViewRoutes } from "./rest/keyed-view-routes.ts"
 import { KeyedViews } from "../projections/views/keyed-views.ts"
 import { makeOpenApiRoute } from "./rest/openapi.ts"
@@ -51,7 +51,8 @@ export const makeAppHandler = Effect.gen(function* () {
     })
   }
   const consoleRoutes = yield* makeConsoleRoutes
-  const viewRoutes = makeViewRoutes(yield* Views, makeKeyedViewRoutes(catalog, yield* KeyedViews, settings))
+  const views = yield* Views
+  const viewRoutes = makeViewRoutes(views, makeKeyedViewRoutes(catalog, yield* KeyedViews, settings))
   const openApi = makeOpenApiRoute(catalog, settings.maxPageSize, access)
   const metrics = yield* makeMetricsRoute
   // The embedded store's backup endpoint (`wo backup`); a PostgreSQL store is backed up with PostgreSQL's tools.
@@ -80,9 +81,9 @@ export const makeAppHandler = Effect.gen(function* () {
   }, access)
   const streams = yield* OpenStreams
   const handler = settings.recordFile === undefined ? router : recordTo(settings.recordFile, { app: catalog.name, refs: recordedRefs(catalog) })(router)
-  // The REST row writes and reads, and MCP's tool calls and resource reads, without a fiber per request (edge.ts);
-  // a recorded server sends every exchange through the recorder, so it has none.
-  const direct = settings.recordFile === undefined ? makeDirectRouter(guards, { rest: rest.direct, mcp: mcp.direct }, access) : undefined
+  // The REST row writes and reads, a whole view's read, and MCP's tool calls and resource reads, without a fiber per
+  // request (edge.ts); a recorded server sends every exchange through the recorder, so it has none.
+  const direct = settings.recordFile === undefined ? makeDirectRouter(guards, { rest: rest.direct, mcp: mcp.direct, views: makeViewsDirect(views) }, access) : undefined
   if (settings.recordFile !== undefined) {
     yield* Effect.logInfo(`recording every HTTP exchange to ${settings.recordFile}`)
     const { recovered } = yield* Rows

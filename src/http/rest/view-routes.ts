@@ -11,6 +11,8 @@ import type { ViewSnapshot, ViewsShape } from "../../projections/views/views.ts"
 import { REFOLD_RETRY_AFTER_SECONDS, staleMarker, ViewFailed, ViewRefolding } from "../../projections/views/views.ts"
 import { staleHeaders } from "./stale-headers.ts"
 import { errorJson, jsonText, type EdgeRequest, type EdgeResponse } from "../edge/edge-types.ts"
+import type { DirectRoute } from "../edge/edge.ts"
+import { noCancel } from "../../support/no-cancel.ts"
 import { viewBody } from "./bodies.ts"
 import { Op } from "../../access/grants.ts"
 import { may } from "../../access/principal.ts"
@@ -44,14 +46,31 @@ export const makeViewRoutes = (views: ViewsShape, keyed?: KeyedViewRoutes) => (r
     })
   }
   const name = request.path.slice(PREFIX.length + 1)
-  return Effect.sync(() => {
-    const view = views.get(name)
-    if (view === undefined) return errorJson(404, "NotFound", `no view named ${name}`)
-    if (view.refolding !== undefined) {
-      return errorJson(503, "ViewRefolding", new ViewRefolding({ name, reason: view.refolding }).message, {}, { "retry-after": String(REFOLD_RETRY_AFTER_SECONDS) })
-    }
-    if (view.failed !== undefined) return errorJson(500, "ViewFailed", new ViewFailed({ name, reason: view.failed }).message)
-    const mark = staleMarker(view)
-    return jsonText(200, viewBody(view), { ...HEADERS, ...(mark === undefined ? { etag: `"${view.seq}"` } : staleHeaders(view.seq, mark)) })
-  })
+  return Effect.sync(() => viewAnswer(name, views.get(name)))
+}
+
+/** One whole view's answer: its value (marked stale while an older declaration's serves), or why there is none. */
+const viewAnswer = (name: string, view: ViewSnapshot | undefined): EdgeResponse => {
+  if (view === undefined) return errorJson(404, "NotFound", `no view named ${name}`)
+  if (view.refolding !== undefined) {
+    return errorJson(503, "ViewRefolding", new ViewRefolding({ name, reason: view.refolding }).message, {}, { "retry-after": String(REFOLD_RETRY_AFTER_SECONDS) })
+  }
+  if (view.failed !== undefined) return errorJson(500, "ViewFailed", new ViewFailed({ name, reason: view.failed }).message)
+  const mark = staleMarker(view)
+  return jsonText(200, viewBody(view), { ...HEADERS, ...(mark === undefined ? { etag: `"${view.seq}"` } : staleHeaders(view.seq, mark)) })
+}
+
+/**
+ * `GET /api/_views/<name>` of a whole view without a fiber (edge.ts, DirectRoute), answered as `makeViewRoutes`
+ * answers it. Hand-tuned (bench/scenarios/view-refold.ts): a fiber and its FiberRefs were a quarter of what a view
+ * read allocates, and the collections that garbage brings on are what a read during a refold waits out. A keyed
+ * view's paths, the list and any other name go the generic way (a keyed view first, then 404).
+ */
+export const makeViewsDirect = (views: ViewsShape): DirectRoute => (request, respond) => {
+  if (request.method !== "GET" || !request.path.startsWith(`${PREFIX}/`)) return undefined
+  const name = request.path.slice(PREFIX.length + 1)
+  const view = views.get(name)
+  if (view === undefined) return undefined
+  respond.answer(viewAnswer(name, view))
+  return noCancel
 }
