@@ -151,8 +151,8 @@ export interface DirectRoutes {
 }
 
 /**
- * The router's direct path (edge.ts, DirectRoute): a REST request, a view's GET or a POST to /mcp that passes the checks
- * `makeRouter` makes (the same `refusalOf`: Host, Origin, credential and grant) goes to its direct route, and one
+ * The router's direct path (edge.ts, DirectRoute): a REST request, a view's GET or a POST to /mcp that passes the
+ * checks `makeRouter` makes (the same `refusalOf`: Host, Origin, credential and grant) goes to its direct route, and one
  * they refuse is answered here with the same refusal (judged once: each refusal is counted once, and a write
  * refused over its limit takes nothing from it twice). Any other, a credential still to verify included, is left
  * to `makeRouter`.
