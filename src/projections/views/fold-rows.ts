@@ -9,11 +9,13 @@
  * collections copy almost nothing. `before` is decoded again when an event touches a row already seen (its
  * update or delete), which is also why an evolve that changes its `before` or `after` changes nothing kept here.
  */
-import { Either } from "effect"
+import { Effect, Either } from "effect"
 import type { Row } from "../../domain/catalog.ts"
 import type { CompiledApp } from "../../domain/compile.ts"
 import { evolve as evolveRow } from "../../domain/decide/decider.ts"
+import type { StoreError } from "../../domain/errors.ts"
 import type { StoredEvent } from "../../domain/events.ts"
+import type { EventLogShape } from "../../log/event-log.ts"
 import { normaliseRow } from "../rows/schema-check.ts"
 
 /** The row after `event`, in the current schema's form (defaults applied), as the live rows hold it. */
@@ -130,25 +132,45 @@ export const makeRowArena = (compactAfterBytes = COMPACT_AFTER_BYTES) => {
 
 /**
  * The rows of a fold's types as its events leave them (`rowAfter`): `apply` answers each event's row before and
- * after it. A fold from the log keeps it beside the views it folds.
+ * after it. A fold from the log keeps it beside the views it folds. A fold that starts from stored values exact at
+ * seq `from` > 0 (`tail`) calls `seed` with each chunk before applying it: the row at `from` of each entity of its
+ * types the chunk touches for the first time is rebuilt from that entity's own events (`log.eventsOf`).
  */
-export const makeFoldRows = (catalog: CompiledApp) => {
+export const makeFoldRows = (
+  catalog: CompiledApp,
+  tail?: { readonly log: EventLogShape; readonly from: number; readonly types: ReadonlySet<string> }
+) => {
   const arena = makeRowArena()
   const slotsByType = new Map<string, Map<string, number>>()
-  return {
-    apply: (event: StoredEvent): { readonly before: Row | null; readonly after: Row | null } => {
-      let slots = slotsByType.get(event.type)
-      if (slots === undefined) slotsByType.set(event.type, (slots = new Map()))
-      const slot = slots.get(event.id)
-      const before = slot === undefined ? null : arena.get(slot)
-      const after = rowAfter(catalog, before, event)
-      if (slot === undefined) {
-        if (after !== null) slots.set(event.id, arena.add(after))
-      } else if (after === null) {
-        arena.remove(slot)
-        slots.delete(event.id)
-      } else arena.replace(slot, after)
-      return { before, after }
-    }
+  const apply = (event: StoredEvent): { readonly before: Row | null; readonly after: Row | null } => {
+    let slots = slotsByType.get(event.type)
+    if (slots === undefined) slotsByType.set(event.type, (slots = new Map()))
+    const slot = slots.get(event.id)
+    const before = slot === undefined ? null : arena.get(slot)
+    const after = rowAfter(catalog, before, event)
+    if (slot === undefined) {
+      if (after !== null) slots.set(event.id, arena.add(after))
+    } else if (after === null) {
+      arena.remove(slot)
+      slots.delete(event.id)
+    } else arena.replace(slot, after)
+    return { before, after }
   }
+  // Entities whose row at `from` is rebuilt.
+  const seeded = new Set<string>()
+  const seed = (events: ReadonlyArray<StoredEvent>): Effect.Effect<void, StoreError> => {
+    if (tail === undefined || tail.from === 0) return Effect.void
+    const wanted = new Map<string, { type: string; id: string }>()
+    for (const e of events) {
+      const key = `${e.type}\u0000${e.id}`
+      if (tail.types.has(e.type) && !seeded.has(key)) wanted.set(key, { type: e.type, id: e.id })
+    }
+    if (wanted.size === 0) return Effect.void
+    for (const key of wanted.keys()) seeded.add(key)
+    if (tail.log.eventsOf === undefined) return Effect.dieMessage("folding a view's tail needs a log that reads an entity's events")
+    return Effect.map(tail.log.eventsOf([...wanted.values()], tail.from), (history) => {
+      for (const event of history) apply(event)
+    })
+  }
+  return { apply, seed }
 }

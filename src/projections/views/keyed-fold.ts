@@ -154,25 +154,9 @@ export const makeKeyedFolder = (log: EventLogShape, catalog: CompiledApp, views:
     return heldCount() >= HELD_ENTRIES ? putHeld : Effect.void
   }
   const types = new Set(views.flatMap((v) => [...v.types]))
-  const rows = makeFoldRows(catalog)
+  const rows = makeFoldRows(catalog, { log, from, types })
   const failures = new Map<string, { readonly reason: string; readonly stack: string; readonly seq: number }>()
-  // Entities whose row at `from` is rebuilt (only needed when `from` > 0).
-  const seeded = new Set<string>()
-  const seed = (events: ReadonlyArray<StoredEvent>): Effect.Effect<void, StoreError> => {
-    if (from === 0) return Effect.void
-    const wanted = new Map<string, { type: string; id: string }>()
-    for (const e of events) {
-      const key = `${e.type}\u0000${e.id}`
-      if (types.has(e.type) && !seeded.has(key)) wanted.set(key, { type: e.type, id: e.id })
-    }
-    if (wanted.size === 0) return Effect.void
-    for (const key of wanted.keys()) seeded.add(key)
-    if (log.eventsOf === undefined) return Effect.dieMessage("folding a keyed view's tail needs a log that reads an entity's events")
-    return Effect.map(log.eventsOf([...wanted.values()], from), (history) => {
-      for (const event of history) rows.apply(event)
-    })
-  }
-  const foldChunk = (events: ReadonlyArray<StoredEvent>): Effect.Effect<void, StoreError> => Effect.zipRight(seed(events), Effect.suspend(() => foldSeeded(events)))
+  const foldChunk = (events: ReadonlyArray<StoredEvent>): Effect.Effect<void, StoreError> => Effect.zipRight(rows.seed(events), Effect.suspend(() => foldSeeded(events)))
   const foldSeeded = (events: ReadonlyArray<StoredEvent>): Effect.Effect<void, StoreError> => {
     const changes: Array<ViewChange> = []
     for (const event of events) {

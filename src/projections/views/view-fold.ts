@@ -73,9 +73,7 @@ export const makeViewFolder = (log: EventLogShape, catalog: CompiledApp, starts:
   const from = starts.reduce((min, s) => Math.min(min, s.after), Number.POSITIVE_INFINITY)
   let position = starts.length === 0 ? 0 : from
   const types = new Set(starts.flatMap((s) => [...s.view.types]))
-  const rows = makeFoldRows(catalog)
-  // Entities whose row at `from` is known (read, or rebuilt from their events): only needed when `from` > 0.
-  const known = new Set<string>()
+  const rows = makeFoldRows(catalog, { log, from, types })
   const folding: Array<Folding> = starts.map((s) => {
     const value = s.value === undefined ? initialCopy(s.view) : s.value
     return {
@@ -91,22 +89,6 @@ export const makeViewFolder = (log: EventLogShape, catalog: CompiledApp, starts:
   let read = 0
   /** The paced fold's reads (paced-read.ts): one rhythm across its legs. */
   const pacedRead = makePacer()
-
-  /** The rows at `from` of the chunk's entities not seen yet, rebuilt from their events. */
-  const seed = (events: ReadonlyArray<StoredEvent>): Effect.Effect<void, StoreError> => {
-    if (from === 0) return Effect.void
-    const wanted = new Map<string, { type: string; id: string }>()
-    for (const e of events) {
-      const key = `${e.type}\u0000${e.id}`
-      if (types.has(e.type) && !known.has(key)) wanted.set(key, { type: e.type, id: e.id })
-    }
-    if (wanted.size === 0) return Effect.void
-    for (const key of wanted.keys()) known.add(key)
-    if (log.eventsOf === undefined) return Effect.dieMessage("folding a view's tail needs a log that reads an entity's events")
-    return Effect.map(log.eventsOf([...wanted.values()], from), (history) => {
-      for (const event of history) rows.apply(event)
-    })
-  }
 
   const foldChunk = (events: ReadonlyArray<StoredEvent>) => {
     for (const event of events) {
@@ -149,7 +131,7 @@ export const makeViewFolder = (log: EventLogShape, catalog: CompiledApp, starts:
         (upTo === undefined ? events : Stream.takeWhile(events, (e) => e.seq <= upTo)).pipe(
           Stream.runForEachChunk((chunk) => {
             const array = Chunk.toReadonlyArray(chunk)
-            return Effect.zipRight(seed(array), Effect.sync(() => foldChunk(array)))
+            return Effect.zipRight(rows.seed(array), Effect.sync(() => foldChunk(array)))
           })
         ),
         // Events of types no view folds still move the position: read up to the bound, nothing is left before it.
