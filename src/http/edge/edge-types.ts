@@ -62,11 +62,15 @@ export type EdgeResponse =
 
 const JSON_TYPE = { "content-type": "application/json" }
 
-/** A JSON response from an already-serialised body (so payloads can be shared byte for byte). */
+/**
+ * A JSON response from an already-serialised body (so payloads can be shared byte for byte). The headers are merged
+ * with Object.assign: on Node 20, `{ ...JSON_TYPE, ...headers }` makes a new hidden class per call (a spread followed
+ * by keys it did not have), kept in the old generation until a full collection (test/unit/hot-path-shapes.test.ts).
+ */
 export const jsonText = (status: number, body: string, headers: Headers = {}): EdgeResponse => ({
   _tag: "Buffered",
   status,
-  headers: { ...JSON_TYPE, ...headers },
+  headers: Object.assign({}, JSON_TYPE, headers),
   body
 })
 

@@ -197,7 +197,8 @@ export const makeResources = (catalog: CompiledApp, { queries, views, keyed, his
       if (view.refolding !== undefined) return Either.left({ _tag: "Failed", message: new ViewRefolding({ name: view.name, reason: view.refolding }).message })
       if (view.failed !== undefined) return Either.left({ _tag: "Failed", message: view.failed })
       const mark = staleMarker(view)
-      return Either.right(mark === undefined ? contents(uri, viewBody(view)) : { ...contents(uri, viewBody(view)), _meta: { [VIEW_META]: mark } })
+      // Object.assign, not a spread and a new key (a new hidden class per read: edge-types.ts `jsonText`).
+      return Either.right(mark === undefined ? contents(uri, viewBody(view)) : Object.assign(contents(uri, viewBody(view)), { _meta: { [VIEW_META]: mark } }))
     }
     if (parsed._tag === "Schema" && uri === COMMANDS_URI) return commands.length === 0 ? Either.left(NOT_FOUND) : Either.right(contents(uri, commandsText(allowed)))
     const type = catalog.types.get(parsed.type)

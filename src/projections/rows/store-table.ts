@@ -215,7 +215,7 @@ export class StoreTable extends RowIndexes implements RowTableShape {
       try: async () => {
         // Each read of the store is a turn that the backfill's chunks and other requests may take.
         const budget = Math.max(rowBudget, limit + 1)
-        const it = this.access.db().iterator({ ...this.rangeAfter(order.descending, after?.id), limit: budget + 1, highWaterMarkBytes: SCAN_READ_BYTES })
+        const it = this.access.db().iterator(Object.assign(this.rangeAfter(order.descending, after?.id), { limit: budget + 1, highWaterMarkBytes: SCAN_READ_BYTES }))
         const rows: Array<Row> = []
         let scanned = 0
         let last = ""
@@ -247,7 +247,11 @@ export class StoreTable extends RowIndexes implements RowTableShape {
     })
   }
 
-  /** The key range of the rows after the cursor's id, in the page's direction. */
+  /**
+   * The key range of the rows after the cursor's id, in the page's direction: a fresh object per call, which a read
+   * adds its options to with Object.assign (a spread of it followed by more keys makes a new hidden class per call
+   * on Node 20: edge-types.ts `jsonText`).
+   */
   private rangeAfter(descending: boolean, id: number | undefined) {
     return descending
       ? { gte: this.start, lt: id === undefined ? this.end : K.rowKey(this.type, String(id)), reverse: true }
@@ -460,7 +464,7 @@ export class StoreTable extends RowIndexes implements RowTableShape {
       try: async () => {
         // nextv answers what it has buffered, maybe fewer than asked: read until the range or the limit ends.
         const entries: Array<[string, string]> = []
-        await readBatches(this.access.db().iterator({ ...this.rangeAfter(order.descending, after?.id), limit: limit + 1 }), (more) => {
+        await readBatches(this.access.db().iterator(Object.assign(this.rangeAfter(order.descending, after?.id), { limit: limit + 1 })), (more) => {
           entries.push(...more)
           return entries.length > limit ? true : undefined
         }, { size: () => limit + 1 - entries.length, closeQuietly: true })

@@ -129,18 +129,20 @@ interface Next {
   readonly changed: boolean
 }
 
+// Every read of a view makes one. Object.assign, not `{ ...head, seq }`: on Node 20 a spread followed by a key it
+// did not have makes a new hidden class per call, kept in the old generation (test/unit/hot-path-shapes.test.ts).
 const snapshot = (s: ViewState): ViewSnapshot => {
   const head = { name: s.view.name, ...(s.view.description === undefined ? {} : { description: s.view.description }) }
   const o = s.older
   if (o !== undefined) {
     const stale: StaleMark = { exactAt: o.exactAt, next: s.definition, ...(o.failed === undefined ? {} : { failed: o.failed }) }
-    return { ...head, seq: o.seq, valueJson: o.json, version: o.definition, stale }
+    return Object.assign(head, { seq: o.seq, valueJson: o.json, version: o.definition, stale })
   }
-  return {
-    ...head,
-    seq: s.seq,
-    ...(s.refolding !== undefined ? { refolding: s.refolding } : s.failed === undefined ? { valueJson: s.json, version: s.definition } : { failed: s.failed })
-  }
+  return Object.assign(
+    head,
+    { seq: s.seq },
+    s.refolding !== undefined ? { refolding: s.refolding } : s.failed === undefined ? { valueJson: s.json, version: s.definition } : { failed: s.failed }
+  )
 }
 
 /** How often the background fold looks again while a batch is between its prepare and its commit. */

@@ -1,0 +1,74 @@
+/**
+ * Objects made once per request keep one hidden class. On Node 20, an object literal that spreads another and then
+ * gains a key the spread did not bring (`{ ...a, b: 1 }`, `{ ...a, ...b }`) gets a new hidden class on each call
+ * once its code is optimised; hidden classes live in the old generation, so a few per request fill it within
+ * seconds and bring on full collections (bench/scenarios/view-refold.ts saw one every ~3 s under reads alone, and
+ * young collections three times as long). Each builder below is called until optimised, and its last results
+ * are compared with V8's own test of hidden-class identity (`%HaveSameMap`).
+ */
+import { describe, expect, it } from "@effect/vitest"
+import { Effect, Either, Logger, LogLevel, Schema } from "effect"
+import type * as http from "node:http"
+import { setFlagsFromString } from "node:v8"
+import { defineApp, entity, view } from "../../src/domain/catalog.ts"
+import { compileApp } from "../../src/domain/compile.ts"
+import { writeBuffered } from "../../src/http/edge/answer.ts"
+import { jsonText, type EdgeResponse } from "../../src/http/edge/edge-types.ts"
+import { EventLog } from "../../src/log/event-log.ts"
+import { recoverViews } from "../../src/projections/views/recovery.ts"
+import { MemoryLogLive } from "./memory-log.ts"
+
+setFlagsFromString("--allow-natives-syntax")
+// Compiled after the flag: V8's intrinsics are parsed only with it on.
+const haveSameMap = new Function("a", "b", "return %HaveSameMap(a, b)") as (a: unknown, b: unknown) => boolean
+
+/** How many of the last `compared` calls of `make` answered an object of another hidden class than the call before. */
+const newShapes = (make: (i: number) => object, calls = 60_000, compared = 1_000) => {
+  let previous: object | undefined
+  let changed = 0
+  for (let i = 0; i < calls; i++) {
+    const made = make(i)
+    if (i >= calls - compared && !haveSameMap(made, previous)) changed++
+    previous = made
+  }
+  return changed
+}
+
+/** One whole view (a count) over an empty in-memory log: folded at once, then served. */
+const countedViews = Effect.gen(function* () {
+  const app = defineApp({
+    name: "shapes",
+    entities: { items: entity({ fields: { label: Schema.String } }) },
+    views: { count: view({ schema: Schema.Int, initial: 0, on: { items: ["created"] }, evolve: (n) => n + 1 }) }
+  })
+  return yield* recoverViews(yield* EventLog, Either.getOrThrow(compileApp(app)))
+}).pipe(Effect.provide(MemoryLogLive), Logger.withMinimumLogLevel(LogLevel.None))
+
+describe("hot-path objects keep one hidden class", () => {
+  it("the intrinsic tells shapes apart (the spread that gains a key makes a new one per call)", () => {
+    const base = { a: 1 }
+    expect(newShapes((i) => ({ ...base, b: i }))).toBeGreaterThan(900)
+    expect(newShapes((i) => Object.assign({}, base, { b: i }))).toBe(0)
+  })
+
+  it("a JSON answer's headers (jsonText)", () => {
+    expect(newShapes((i) => (jsonText(200, "{}", { etag: `"${i}"` }) as Extract<EdgeResponse, { _tag: "Buffered" }>).headers)).toBe(0)
+  })
+
+  it("a buffered answer's headers with their Content-Length (writeBuffered)", () => {
+    let written: object = {}
+    // Only the head and the end are written: what writeBuffered hands to node:http is what is compared.
+    const res = { writeHead: (_status: number, headers: object) => void (written = headers), end: () => undefined } as unknown as http.ServerResponse
+    const answer = jsonText(200, "{}", { etag: '"1"' }) as Extract<EdgeResponse, { _tag: "Buffered" }>
+    expect(newShapes(() => {
+      writeBuffered(res, answer)
+      return written
+    })).toBe(0)
+  })
+
+  it.effect("a view's snapshot, made per read (views.get)", () =>
+    Effect.map(countedViews, (views) => {
+      expect(views.get("count")?.valueJson).toBe("0")
+      expect(newShapes(() => views.get("count")!)).toBe(0)
+    }))
+})
