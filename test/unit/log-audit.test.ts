@@ -3,13 +3,13 @@
  * event, and read paced (paced-read.ts) it gives the event loop a turn whenever it has worked for PACED_MS,
  * which a turn counter (testkit/turn-counter.ts) shows by order, against a clock that the test moves.
  */
-import { Effect, Layer, ManagedRuntime, Stream } from "effect"
+import { Chunk, Effect, Layer, ManagedRuntime, Stream } from "effect"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import type { Change } from "../../src/domain/events.ts"
 import { makeClassicLevelLog } from "../../src/log/classic-level/classic-level-log.ts"
 import { EventLog, type EventLogShape } from "../../src/log/event-log.ts"
-import { auditEvents } from "../../src/log/log-audit.ts"
-import { makePacer, PACED_MS, PACED_SLICE } from "../../src/log/paced-read.ts"
+import { auditEvents, auditPaced } from "../../src/log/log-audit.ts"
+import { makePacer, PACED_FETCH, PACED_MS, PACED_SLICE } from "../../src/log/paced-read.ts"
 import { LevelDb, levelDbLayer } from "../../src/log/classic-level/level-db.ts"
 import { READ_BATCH } from "../../src/log/classic-level/level-records.ts"
 import { tempDir } from "../../testkit/server.ts"
@@ -41,20 +41,35 @@ describe("log audit", () => {
     expect(await runtime.runPromise(auditEvents(log.readFrom(1)))).toBe(EVENTS)
   })
 
+  it("read paced, counts every event of the log", async () => {
+    expect(await runtime.runPromise(auditPaced(log))).toBe(EVENTS)
+  })
+
   it("read paced, gives the event loop a turn once it has worked for PACED_MS, in slices", async () => {
     // Each look at the clock finds 0.4 PACED_MS more of work done: the pacer lets the loop turn at every third slice.
     let clock = 0
-    const paced = makePacer(() => (clock += 0.4 * PACED_MS))(log, 1)
+    const pacer = makePacer(() => (clock += 0.4 * PACED_MS))
     const counter = countTurns()
     const turnAtSlice: Array<number> = []
     const sliceSizes = new Set<number>()
-    const observed = paced.pipe(Stream.mapChunks((slice) => (turnAtSlice.push(counter.turns()), sliceSizes.add(slice.length), slice)))
+    const fetchSizes = new Set<number>()
+    let worked = 0
+    const read = Stream.runForEachChunk(pacer.read(log, 1), (chunk) => {
+      fetchSizes.add(chunk.length)
+      return pacer.slices(Chunk.toReadonlyArray(chunk), (slice) => Effect.sync(() => {
+        turnAtSlice.push(counter.turns())
+        sliceSizes.add(slice.length)
+        worked += slice.length
+      }))
+    })
     try {
-      expect(await runtime.runPromise(auditEvents(observed))).toBe(EVENTS)
+      await runtime.runPromise(read)
     } finally {
       counter.stop()
     }
-    // Slices of at most PACED_SLICE events (a read batch's last one may be shorter).
+    expect(worked).toBe(EVENTS)
+    // Fetched PACED_FETCH events at a time, worked in slices of at most PACED_SLICE (a fetch's last may be shorter).
+    expect(Math.max(...fetchSizes)).toBe(PACED_FETCH)
     expect(Math.max(...sliceSizes)).toBe(PACED_SLICE)
     expect(turnAtSlice.length).toBeGreaterThanOrEqual(EVENTS / PACED_SLICE)
     // Slices read within one turn of the loop: never more than the three that PACED_MS holds.

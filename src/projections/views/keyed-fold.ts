@@ -129,7 +129,7 @@ export interface KeyedSink {
 export const makeKeyedFolder = (log: EventLogShape, catalog: CompiledApp, views: ReadonlyArray<CompiledView>, sink: KeyedSink, from = 0, paced = false) => {
   let position = from
   let read = 0
-  const pacedRead = makePacer()
+  const pacer = makePacer()
   // The entries a paced fold changed and has not put yet, per view: its reads see them first.
   const held = new Map<string, Map<string, ChangedEntry>>(views.map((v) => [v.name, new Map()]))
   const heldCount = () => {
@@ -185,9 +185,9 @@ export const makeKeyedFolder = (log: EventLogShape, catalog: CompiledApp, views:
     Effect.suspend(() => {
       // Read up to the bound already: what a refused write left held is put now.
       if (upTo !== undefined && upTo <= position) return Effect.as(putHeld, position)
-      const events = paced ? pacedRead(log, position + 1) : log.readFrom(position + 1)
+      const events = paced ? pacer.read(log, position + 1) : log.readFrom(position + 1)
       return (upTo === undefined ? events : Stream.takeWhile(events, (e) => e.seq <= upTo)).pipe(
-        Stream.runForEachChunk((chunk) => foldChunk(Chunk.toReadonlyArray(chunk))),
+        Stream.runForEachChunk((chunk) => paced ? pacer.slices(Chunk.toReadonlyArray(chunk), foldChunk) : foldChunk(Chunk.toReadonlyArray(chunk))),
         Effect.zipRight(putHeld),
         // Events of types no view folds still move the position: read up to the bound, nothing is left before it.
         Effect.map(() => (upTo === undefined ? position : Math.max(position, upTo))),

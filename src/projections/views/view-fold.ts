@@ -67,7 +67,7 @@ interface Folding {
  * From seq 0 the rows come from the log itself; from a stored value at `s` > 0, the row an entity had at `s` is
  * rebuilt from its own events (`log.eventsOf`) the first time the tail touches it. With `trackChanges`, each
  * folded event's value is encoded and compared, so `seq` is the exact sequence of the last change. `paced`, for a
- * fold that runs while requests are served: a slice of events per turn of the event loop (the long-work turnstile).
+ * fold that runs while requests are served: slices of events, a turn of the event loop between them (paced-read.ts).
  */
 export const makeViewFolder = (log: EventLogShape, catalog: CompiledApp, starts: ReadonlyArray<FoldStart>, trackChanges: boolean, paced = false) => {
   const from = starts.reduce((min, s) => Math.min(min, s.after), Number.POSITIVE_INFINITY)
@@ -87,8 +87,8 @@ export const makeViewFolder = (log: EventLogShape, catalog: CompiledApp, starts:
     }
   })
   let read = 0
-  /** The paced fold's reads (paced-read.ts): one rhythm across its legs. */
-  const pacedRead = makePacer()
+  /** The paced fold's reads and slices (paced-read.ts): one rhythm across its legs. */
+  const pacer = makePacer()
 
   const foldChunk = (events: ReadonlyArray<StoredEvent>) => {
     for (const event of events) {
@@ -124,14 +124,15 @@ export const makeViewFolder = (log: EventLogShape, catalog: CompiledApp, starts:
   const readTo = (upTo?: number): Effect.Effect<number, StoreError> =>
     Effect.suspend(() => {
       if (types.size === 0 || (upTo !== undefined && upTo <= position)) return Effect.succeed(position)
-      const events = paced
-        ? pacedRead(log, position + 1)
-        : log.readFrom(position + 1)
+      const events = paced ? pacer.read(log, position + 1) : log.readFrom(position + 1)
       return Effect.as(
         (upTo === undefined ? events : Stream.takeWhile(events, (e) => e.seq <= upTo)).pipe(
           Stream.runForEachChunk((chunk) => {
             const array = Chunk.toReadonlyArray(chunk)
-            return Effect.zipRight(rows.seed(array), Effect.sync(() => foldChunk(array)))
+            const fold = paced
+              ? pacer.slices(array, (slice) => Effect.sync(() => foldChunk(slice)))
+              : Effect.sync(() => foldChunk(array))
+            return Effect.zipRight(rows.seed(array), fold)
           })
         ),
         // Events of types no view folds still move the position: read up to the bound, nothing is left before it.
