@@ -1,10 +1,10 @@
 /**
- * Objects made once per request keep one hidden class. On Node 20, an object literal that spreads another and then
- * gains a key the spread did not bring (`{ ...a, b: 1 }`, `{ ...a, ...b }`) gets a new hidden class on each call
- * once its code is optimised; hidden classes live in the old generation, so a few per request fill it within
- * seconds and bring on full collections (bench/scenarios/view-refold.ts saw one every ~3 s under reads alone, and
- * young collections three times as long). Each builder below is called until optimised, and its last results
- * are compared with V8's own test of hidden-class identity (`%HaveSameMap`).
+ * Objects made once per request, or per event a node folds, keep one hidden class. On Node 20, an object literal
+ * that spreads another and then gains a key the spread did not bring (`{ ...a, b: 1 }`, `{ ...a, ...b }`) gets a
+ * new hidden class on each call once its code is optimised; hidden classes live in the old generation, so a few per
+ * request fill it within seconds and bring on full collections (bench/scenarios/view-refold.ts saw one every ~3 s
+ * under reads alone, and young collections three times as long). Each builder below is called until optimised, and
+ * its last results are compared with V8's own test of hidden-class identity (`%HaveSameMap`).
  */
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Either, Logger, LogLevel, Schema } from "effect"
@@ -16,6 +16,9 @@ import { writeBuffered } from "../../src/http/edge/answer.ts"
 import { jsonText, type EdgeResponse } from "../../src/http/edge/edge-types.ts"
 import { EventLog } from "../../src/log/event-log.ts"
 import { recoverViews } from "../../src/projections/views/recovery.ts"
+import { makeCachedFold } from "../../src/projections/cached-fold.ts"
+import type { CachedRows } from "../../src/projections/rows/rows.ts"
+import type { StoredEvent } from "../../src/domain/events.ts"
 import { MemoryLogLive } from "./memory-log.ts"
 
 setFlagsFromString("--allow-natives-syntax")
@@ -65,6 +68,17 @@ describe("hot-path objects keep one hidden class", () => {
       return written
     })).toBe(0)
   })
+
+  it.effect("the row a node that follows another node's commits makes of an update to a row it does not hold (cached-fold.ts)", () =>
+    Effect.map(EventLog, (log) => {
+      const app = defineApp({ name: "shapes", entities: { items: entity({ fields: { label: Schema.String, price: Schema.Int } }) } })
+      // The cache holds no row: each update is folded from the event's own fields.
+      const holdsNone = { peek: () => undefined } as unknown as CachedRows
+      const fold = makeCachedFold(Either.getOrThrow(compileApp(app)), holdsNone, log).fold
+      const update = (i: number): StoredEvent => ({ seq: i + 2, at: 0, type: "items", id: "1", version: i + 2, kind: "updated", data: { price: i } })
+      expect(fold([update(0)])[0]?.row).toEqual({ id: "1", version: 2, price: 0 })
+      expect(newShapes((i) => fold([update(i)])[0]!.row!)).toBe(0)
+    }).pipe(Effect.provide(MemoryLogLive)))
 
   it.effect("a view's snapshot, made per read (views.get)", () =>
     Effect.map(countedViews, (views) => {
