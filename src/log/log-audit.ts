@@ -4,7 +4,7 @@
  * it is read (replay, resumption, `/api/_events`). Once the server is up, this reads the log once in the
  * background, verifying every checksum and the sequence, and logs an error naming the first problem.
  *
- * The server serves meanwhile: the audit reads the log paced (paced-read.ts), giving the event loop a turn every quarter
+ * The server serves meanwhile: the audit reads the log paced (paced-read.ts), giving the event loop a turn every tenth
  * millisecond of its work, so a request waits about that long behind it.
  */
 import { Chunk, Effect, Layer, Stream } from "effect"
