@@ -19,6 +19,9 @@ import { recoverViews } from "../../src/projections/views/recovery.ts"
 import { makeCachedFold } from "../../src/projections/cached-fold.ts"
 import type { CachedRows } from "../../src/projections/rows/rows.ts"
 import type { StoredEvent } from "../../src/domain/events.ts"
+import { makeModernPolicy } from "../../src/http/mcp/modern-era.ts"
+import { ROW_CACHE } from "../../src/http/mcp/dispatcher.ts"
+import { describeServer } from "../../src/http/mcp/server-info.ts"
 import { MemoryLogLive } from "./memory-log.ts"
 
 setFlagsFromString("--allow-natives-syntax")
@@ -79,6 +82,16 @@ describe("hot-path objects keep one hidden class", () => {
       expect(fold([update(0)])[0]?.row).toEqual({ id: "1", version: 2, price: 0 })
       expect(newShapes((i) => fold([update(i)])[0]!.row!)).toBe(0)
     }).pipe(Effect.provide(MemoryLogLive)))
+
+  it("an MCP result the modern era decorates from the object (a view tool's, a resource read's)", () => {
+    const app = defineApp({ name: "shapes", entities: { items: entity({ fields: { label: Schema.String } }) } })
+    const modern = makeModernPolicy(describeServer(Either.getOrThrow(compileApp(app)), []))
+    const decorated = (i: number, cache: boolean) =>
+      modern.decorate(cache ? { result: { contents: [{ uri: `wo://items/${i}`, text: "{}" }] }, cache: ROW_CACHE } : { result: { content: [], structuredContent: { n: i } } }).result
+    expect(decorated(1, true)).toMatchObject({ resultType: "complete", ttlMs: ROW_CACHE.ttlMs, cacheScope: ROW_CACHE.cacheScope })
+    expect(newShapes((i) => decorated(i, false))).toBe(0)
+    expect(newShapes((i) => decorated(i, true))).toBe(0)
+  })
 
   it.effect("a view's snapshot, made per read (views.get)", () =>
     Effect.map(countedViews, (views) => {

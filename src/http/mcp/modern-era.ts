@@ -24,13 +24,12 @@ export const makeModernPolicy = (server: ServerDescription): EraPolicy => {
       const hints = cache === undefined ? "" : `,"ttlMs":${cache.ttlMs},"cacheScope":${JSON.stringify(cache.cacheScope)}`
       return { result, json: `${json.slice(0, -1)},"resultType":"complete"${hints},"_meta":${metaJson}}` }
     }
+    // Object.assign, not spreads followed by new keys: on Node 20 those make a new hidden class per result
+    // (edge-types.ts `jsonText`). The result is the server's own object; what a tool returns is inside it.
     return {
-      result: {
-        ...result,
-        resultType: "complete",
-        ...(cache ?? {}),
-        _meta: { ...((result._meta as object | undefined) ?? {}), ...resultMeta }
-      }
+      result: Object.assign({}, result, { resultType: "complete" }, cache ?? {}, {
+        _meta: Object.assign({}, (result._meta as object | undefined) ?? {}, resultMeta)
+      })
     }
   }
 
