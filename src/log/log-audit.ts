@@ -8,13 +8,9 @@
  * millisecond of its work, so a request waits about that long behind it.
  */
 import { Chunk, Effect, Layer, Stream } from "effect"
-import type { StoredEvent } from "../domain/events.ts"
 import type { StoreError } from "../domain/errors.ts"
 import { makePacer } from "./paced-read.ts"
 import { EventLog, type EventLogShape } from "./event-log.ts"
-
-/** Counts the events of `events` (which verifies them). */
-export const auditEvents = (events: Stream.Stream<StoredEvent, StoreError>): Effect.Effect<number, StoreError> => Stream.runCount(events)
 
 /** Counts the events of the log (which verifies them), read paced. */
 export const auditPaced = (log: EventLogShape, pacer = makePacer()): Effect.Effect<number, StoreError> =>

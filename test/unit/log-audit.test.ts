@@ -8,7 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import type { Change } from "../../src/domain/events.ts"
 import { makeClassicLevelLog } from "../../src/log/classic-level/classic-level-log.ts"
 import { EventLog, type EventLogShape } from "../../src/log/event-log.ts"
-import { auditEvents, auditPaced } from "../../src/log/log-audit.ts"
+import { auditPaced } from "../../src/log/log-audit.ts"
 import { makePacer, PACED_FETCH, PACED_MS, PACED_SLICE } from "../../src/log/paced-read.ts"
 import { LevelDb, levelDbLayer } from "../../src/log/classic-level/level-db.ts"
 import { READ_BATCH } from "../../src/log/classic-level/level-records.ts"
@@ -38,7 +38,7 @@ describe("log audit", () => {
   afterAll(() => runtime.dispose())
 
   it("counts every event of the log, verified", async () => {
-    expect(await runtime.runPromise(auditEvents(log.readFrom(1)))).toBe(EVENTS)
+    expect(await runtime.runPromise(Stream.runCount(log.readFrom(1)))).toBe(EVENTS)
   })
 
   it("read paced, counts every event of the log", async () => {
