@@ -11,6 +11,7 @@ import type { Guards } from "./edge/guards.ts"
 import type { DirectRoute } from "./edge/edge.ts"
 import { edgeError } from "./edge/edge-error.ts"
 import { COMMANDS_PREFIX, notFound } from "./rest/rest.ts"
+import { VIEWS_PATH } from "./rest/view-routes.ts"
 import { HEALTH_PATHS } from "./routes/health.ts"
 import { METRICS_PATH } from "./routes/metrics-route.ts"
 import { BACKUP_PATH } from "../backup/control.ts"
@@ -139,7 +140,6 @@ const route = (routes: Routes, request: EdgeRequest): Effect.Effect<EdgeResponse
 /** The methods rest.ts's direct route takes: the row writes, app commands and a row's GET (HEAD goes the generic way). */
 const DIRECT_METHODS = new Set(["GET", "POST", "PATCH", "DELETE"])
 
-const VIEWS_PREFIX = "/api/_views/"
 
 /** The routes that answer some requests without a fiber (edge.ts, DirectRoute). */
 export interface DirectRoutes {
@@ -161,7 +161,7 @@ export const makeDirectRouter = (guards: Guards, routes: DirectRoutes, access: A
   (request, respond) => {
     const route = request.path === "/mcp"
       ? (request.method === "POST" ? routes.mcp : undefined)
-      : request.path.startsWith(VIEWS_PREFIX)
+      : request.path.startsWith(`${VIEWS_PATH}/`)
       ? (request.method === "GET" ? routes.views : undefined)
       : DIRECT_METHODS.has(request.method) && request.path.startsWith("/api/") &&
           (!request.path.startsWith("/api/_") || request.path.startsWith(COMMANDS_PREFIX))

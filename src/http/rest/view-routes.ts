@@ -18,7 +18,8 @@ import { Op } from "../../access/grants.ts"
 import { may } from "../../access/principal.ts"
 import type { KeyedViewRoutes } from "./keyed-view-routes.ts"
 
-const PREFIX = "/api/_views"
+/** The views' path: their list, and each view under it. */
+export const VIEWS_PATH = "/api/_views"
 /** Live data: never cached. */
 const HEADERS = { "cache-control": "no-store" }
 
@@ -30,11 +31,11 @@ const listedBody = (v: ViewSnapshot) => {
 }
 
 export const makeViewRoutes = (views: ViewsShape, keyed?: KeyedViewRoutes) => (request: EdgeRequest): Effect.Effect<EdgeResponse> | undefined => {
-  if (request.path !== PREFIX && !request.path.startsWith(`${PREFIX}/`)) return undefined
+  if (request.path !== VIEWS_PATH && !request.path.startsWith(`${VIEWS_PATH}/`)) return undefined
   if (request.method !== "GET") return Effect.succeed(errorJson(405, "MethodNotAllowed", "views are read-only: GET only", {}, { allow: "GET, HEAD" }))
   const keyedAnswer = keyed?.handle(request)
   if (keyedAnswer !== undefined) return keyedAnswer
-  if (request.path === PREFIX) {
+  if (request.path === VIEWS_PATH) {
     return Effect.sync(() => {
       // Only the views the principal may read (the router checked `view:<name>` for one view's path).
       const all = views.all().filter((v) => may(request.principal, Op.view(v.name))).map((v) =>
@@ -45,7 +46,7 @@ export const makeViewRoutes = (views: ViewsShape, keyed?: KeyedViewRoutes) => (r
       return jsonText(200, `{"views":[${[...all, ...keyedViews].join(",")}]}`, HEADERS)
     })
   }
-  const name = request.path.slice(PREFIX.length + 1)
+  const name = request.path.slice(VIEWS_PATH.length + 1)
   return Effect.sync(() => viewAnswer(name, views.get(name)))
 }
 
@@ -68,8 +69,8 @@ const viewAnswer = (name: string, view: ViewSnapshot | undefined): EdgeResponse 
  * view's paths, the list and any other name go the generic way (a keyed view first, then 404).
  */
 export const makeViewsDirect = (views: ViewsShape): DirectRoute => (request, respond) => {
-  if (request.method !== "GET" || !request.path.startsWith(`${PREFIX}/`)) return undefined
-  const name = request.path.slice(PREFIX.length + 1)
+  if (request.method !== "GET" || !request.path.startsWith(`${VIEWS_PATH}/`)) return undefined
+  const name = request.path.slice(VIEWS_PATH.length + 1)
   const view = views.get(name)
   if (view === undefined) return undefined
   respond.answer(viewAnswer(name, view))
