@@ -32,12 +32,13 @@ const PRODUCTS = 1000;
 const SCRIPT = join(repoRoot, 'scripts/pg-cluster.sh');
 
 /** A node's account of its appends and its tailer, from its `store:` line at shutdown (postgres-log.ts). */
-const storeLine = /store: (\d+) batches appended \((\d+) events\), (\d+) written by their first call, (\d+) calls of append_batch, (\d+) transactions; the tailer heard (\d+) notifications, made (\d+) fetches \((\d+) empty\), read (\d+) events(?:.*?the follower woke (\d+) times)?/;
+const storeLine = /store: (\d+) batches appended \((\d+) events\), (\d+) written by their first call, (\d+) calls of append_batch, (\d+) transactions; the tailer heard (\d+) notifications, made (\d+) fetches \((\d+) empty\), read (\d+) events(?: and took (\d+) from notifications)?(?:.*?the follower woke (\d+) times)?/;
 const costOf = (output: string) => {
   const m = [...output.matchAll(new RegExp(storeLine, 'g'))].pop();
   if (!m) return undefined;
-  const [batches, events, firstCall, calls, transactions, notifications, fetches, emptyFetches, rows, wakes] = m.slice(1).map(Number);
-  return { batches, events, firstCall, calls, transactions, notifications, fetches, emptyFetches, rows, wakes };
+  const [batches, events, firstCall, calls, transactions, notifications, fetches, emptyFetches, rows, pushed, wakes] = m.slice(1).map(Number);
+  // `pushed`: events the tailer took from notifications (absent from an older writeonce's line: none).
+  return { batches, events, firstCall, calls, transactions, notifications, fetches, emptyFetches, rows, pushed: Number.isNaN(pushed) ? 0 : pushed, wakes };
 };
 
 const metric = (text: string, name: string) =>
@@ -105,11 +106,11 @@ try {
     }
     const per = (v: number) => (c.batches ? (v / c.batches).toFixed(2) : '-');
     console.log(`node ${k}: ${c.batches} batches, ${per(c.events)} events/batch; per batch: ${per(c.calls)} calls, ${per(c.transactions)} transactions, ` +
-      `${per(c.firstCall)} written by the first call; tailer: ${per(c.notifications)} notifications, ${per(c.fetches)} fetches (${per(c.emptyFetches)} empty), ${per(c.rows)} events read` +
+      `${per(c.firstCall)} written by the first call; tailer: ${per(c.notifications)} notifications, ${per(c.fetches)} fetches (${per(c.emptyFetches)} empty), ${per(c.rows)} events read, ${per(c.pushed)} taken from notifications` +
       (Number.isNaN(c.wakes) ? '' : `, ${per(c.wakes)} wake-ups`));
     // What it read beyond the others' events (every event in the log but those its appends carried; an entry refused
     // as stale and carried again counts twice there, so this is a floor): its own batches read back.
-    console.log(`node ${k}: of the ${inLog} events in the log, ${c.events} carried by its appends; its tailer read ${c.rows}: ${c.rows - (inLog - c.events)} of its own read back`);
+    console.log(`node ${k}: of the ${inLog} events in the log, ${c.events} carried by its appends; its tailer read ${c.rows} and took ${c.pushed} from notifications: ${c.rows + c.pushed - (inLog - c.events)} of its own taken back`);
   }
   const profs = await Promise.all(nodes.map((_, k) => readWindow(join(profDir, String(k)), from, to, join(process.env.BENCH_PROFILE_OUT ?? join(repoRoot, 'bench', 'results'), NODES === 1 ? 'pg-node.cpuprofile' : `pg-node-${k}.cpuprofile`))));
   const sum = (maps: Map<string, number>[]) => {

@@ -3,8 +3,10 @@
  * client: a batch is one statement when the node's picture of the log is right, two when another node wrote meanwhile
  * (the second planned on the log the first answered), and a transaction only when the log moved again in between;
  * a batch with nothing left to write (stale or duplicate entries) is settled by the function's answer. A node's follower does not
- * read back what the node wrote and applied itself: it reads the other nodes' commits, and the node's own only when
- * the node did not apply them; what it reads keeps the node's picture of the log right.
+ * take back what the node wrote and applied itself: it takes the other nodes' commits, and the node's own only when
+ * the node did not apply them; what it takes keeps the node's picture of the log right. A small commit's events come
+ * in its notification; a larger one's are read from the table, and so are events a notification carried that do
+ * not verify.
  */
 import { Chunk, Duration, Effect, Fiber, ManagedRuntime, Stream } from "effect"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
@@ -182,7 +184,7 @@ describe.skipIf(!haveBinaries)("the cost of a shared append, on a real PostgreSQ
     }
   })
 
-  it("a node's follower does not read back what the node wrote and applied; it reads the other nodes' commits (and then appends in one statement), and the node's own it did not apply", async () => {
+  it("a node's follower does not take back what the node wrote and applied; it takes the other nodes' commits (and then appends in one statement), and the node's own it did not apply; small commits from their notifications, larger ones from the table", async () => {
     const store = await cluster.createDatabase("wo_cost_follow")
     const a = countedLog(store)
     const b = ManagedRuntime.make(postgresLogLayer(store))
@@ -215,17 +217,68 @@ describe.skipIf(!haveBinaries)("the cost of a shared append, on a real PostgreSQ
       await appendB([created(5, "b5"), created(6, "b6")])
       await waitFor(() => delivered.length === 2, 20_000)
       expect(delivered.map((e) => `${e.seq}:${e.id}@${e.version}`)).toEqual(["5:4@1", "6:5@1"])
-      expect(a.counts.followRows).toBe(2)
-      // What A's follower read moved A's picture of the log: its next append is one statement again.
+      // Carried by B's notification: nothing read from the table.
+      expect(a.counts.followRows).toBe(0)
+      // What A's follower took moved A's picture of the log: its next append is one statement again.
       const before = a.counts.statements
       expect(written(await appendA([created(6, "a6")], true))).toEqual(["6@1#7"])
       expect(a.counts.statements - before).toBe(1)
 
-      // A batch A wrote but did not apply (its tailer was elsewhere): the follower reads it.
+      // A batch A wrote but did not apply (its tailer was elsewhere): the follower reads it (a node does not take its
+      // own commits from their notifications).
       await appendA([updated(2, 2, "a2'")], false)
       await waitFor(() => delivered.length === 3, 20_000)
       expect(delivered[2]).toMatchObject({ seq: 8, id: "2", version: 2 })
-      expect(a.counts.followRows).toBe(3)
+      expect(a.counts.followRows).toBe(1)
+
+      // A commit of more events than a notification carries: read from the table, in order.
+      await appendB(Array.from({ length: 70 }, (_, i) => created(8 + i, `b${8 + i}`)))
+      await waitFor(() => delivered.length === 73, 20_000)
+      expect(delivered.slice(3).map((e) => e.seq)).toEqual(Array.from({ length: 70 }, (_, i) => 9 + i))
+      expect(a.counts.followRows).toBe(71)
+      // And one whose events would not fit in a notification's payload (8000 bytes).
+      await appendB([created(78, "x".repeat(5000)), created(79, "y".repeat(5000))])
+      await waitFor(() => delivered.length === 75, 20_000)
+      expect(delivered.slice(73).map((e) => `${e.seq}:${String(e.data.name)[0]}${String(e.data.name).length}`)).toEqual(["79:x5000", "80:y5000"])
+      expect(a.counts.followRows).toBe(73)
+      // A small one after them comes in its notification again.
+      await appendB([created(80, "b80")])
+      await waitFor(() => delivered.length === 76, 20_000)
+      expect(delivered[75]).toMatchObject({ seq: 81, data: { name: "b80" } })
+      expect(a.counts.followRows).toBe(73)
+      await a.runtime.runPromise(Fiber.interrupt(follower))
+    } finally {
+      await a.runtime.dispose()
+      await b.dispose()
+    }
+  })
+
+  it("a follower that fell behind reads from the table only the commits its notifications did not carry", async () => {
+    const store = await cluster.createDatabase("wo_cost_gap")
+    const a = countedLog(store)
+    const b = ManagedRuntime.make(postgresLogLayer(store))
+    const delivered: Array<number> = []
+    // The first chunk is held until the other commits have landed: the follower then stands behind all of them.
+    let release: () => void = () => undefined
+    const held = new Promise<void>((resolve) => (release = resolve))
+    try {
+      const follower = await a.runtime.runPromise(
+        Effect.flatMap(EventLog, (log) =>
+          Effect.forkDaemon(Stream.runForEachChunk(log.follow!(0, () => delivered.at(-1) ?? 0), (chunk) =>
+            Effect.zipRight(Effect.promise(() => held), Effect.sync(() => void delivered.push(...Chunk.toReadonlyArray(chunk).map((e) => e.seq)))))))
+      )
+      const appendB = (entries: ReadonlyArray<AppendEntry>) => b.runPromise(Effect.flatMap(EventLog, (log) => log.append({ entries, counters: new Map() })))
+      await appendB([created(1, "small")])
+      // Too large for a notification (70 events), then small again: kept from its notification, after the gap.
+      await appendB(Array.from({ length: 70 }, (_, i) => created(2 + i, `large${i}`)))
+      await appendB([created(72, "small again")])
+      // Heard: the last head is 72.
+      await new Promise((resolve) => setTimeout(resolve, 500))
+      release()
+      await waitFor(() => delivered.length === 72, 20_000)
+      expect(delivered).toEqual(Array.from({ length: 72 }, (_, i) => i + 1))
+      // Only the large commit came from the table.
+      expect(a.counts.followRows).toBe(70)
       await a.runtime.runPromise(Fiber.interrupt(follower))
     } finally {
       await a.runtime.dispose()
@@ -275,6 +328,38 @@ describe.skipIf(!haveBinaries)("the cost of a shared append, on a real PostgreSQ
         yield* Effect.promise(() => waitFor(() => delivered.length === 1, 20_000))
         expect(delivered).toEqual([own + 1])
         expect(follow.cost.wakes - wakesAtStart).toBeGreaterThanOrEqual(1)
+      })))
+    } finally {
+      await runtime.dispose()
+    }
+  })
+
+  it("events a notification carries that do not verify are read from the table instead, and the table's are delivered", async () => {
+    const database = "wo_cost_forged"
+    const store = await cluster.createDatabase(database)
+    const runtime = ManagedRuntime.make(pgConnectionLayer(store))
+    try {
+      await runtime.runPromise(Effect.scoped(Effect.gen(function* () {
+        const conn = yield* PgConnection
+        yield* ensureSchema(conn)
+        const follow = yield* makeFollow(conn, "node-a", () => undefined)
+        const delivered: Array<StoredEvent> = []
+        yield* Effect.forkScoped(Stream.runForEachChunk(follow.events(0), (chunk) => Effect.sync(() => void delivered.push(...Chunk.toReadonlyArray(chunk)))))
+        yield* Effect.sleep(Duration.millis(500))
+        const fetchesBefore = follow.cost.fetches
+        // A notification of seq 1 with an event whose checksum is wrong (nothing is in the table yet).
+        const forged = JSON.stringify([["1", "items", "1", 1, "created", 1, "1", null, null, JSON.stringify({ name: "forged" }), "0".repeat(16), null, null, null]])
+        yield* Effect.promise(() => cluster.sql(database, `select pg_notify('writeonce_log', '1 node-x ' || $1)`, [forged]))
+        yield* Effect.promise(() => waitFor(() => follow.cost.fetches > fetchesBefore, 20_000))
+        yield* Effect.sleep(Duration.millis(200))
+        expect(delivered).toEqual([])
+        expect(follow.cost.pushed).toBe(0)
+
+        // The real commit of seq 1: delivered as written (from its own notification).
+        yield* appendPictured(conn, { entries: [created(1, "real")], counters: new Map() }, makeLogPicture(-1, []), "node-b")
+        yield* Effect.promise(() => waitFor(() => delivered.length === 1, 20_000))
+        expect(delivered[0]).toMatchObject({ seq: 1, id: "1", data: { name: "real" } })
+        expect(follow.cost.pushed).toBe(1)
       })))
     } finally {
       await runtime.dispose()

@@ -1,9 +1,13 @@
 /**
  * Following the shared log: the events after a seq, in order, forever. A connection of its own LISTENs on the
- * head channel (every append notifies `<new head> <tag of the writing node>`): a notification only wakes the
- * reader, which then fetches `seq > applied` in batches from the table. Notifications can be lost (the
- * connection drops, the primary changes), so the reader also polls: often while it is not listening, rarely
- * while it is.
+ * head channel (every append notifies `<new head> <tag of the writing node>`, and a small commit its events too):
+ * a notification wakes the reader, which takes the events it carried, and fetches `seq > applied` in batches from
+ * the table for the rest. Notifications can be lost (the connection drops, the primary changes), so the reader
+ * also polls: often while it is not listening, rarely while it is.
+ *
+ * Events carried by notifications are kept (at most FOLLOW_BATCH of them, in seq order) until the reader passes
+ * them, and dropped when the primary changes; they are verified as fetched ones are, and the table is read instead
+ * whenever they do not verify or do not start where the reader stands.
  *
  * This node's own commits are not read back: its appends say what they wrote (`wrote`), and the follower fetches
  * past what the node has applied only when something beyond it may exist (another node's notification, a failed
@@ -18,13 +22,13 @@
  * the store. What it checks survives a failed read (the tailer follows again), and a read that ran across the change
  * is checked before it counts.
  */
-import { Chunk, Duration, Effect, Option, Schedule, Stream } from "effect"
+import { Chunk, Duration, Effect, Either, Option, Schedule, Schema, Stream } from "effect"
 import type { StoredEvent } from "../../domain/events.ts"
 import { RecordCorrupt } from "../record.ts"
 import { LogDiverged } from "../event-log.ts"
 import type { PgConnectionShape } from "./connection.ts"
 import { decodeEvent, decodeOrFail, EVENT_COLUMNS } from "./records.ts"
-import { HEAD_CHANNEL, SCHEMA } from "./schema.ts"
+import { HEAD_CHANNEL, PUSHED_EVENT_COLUMNS, SCHEMA } from "./schema.ts"
 import { type StoreError, DataCorrupt } from "../../domain/errors.ts"
 
 /** Events per fetch. */
@@ -35,11 +39,48 @@ const POLL_DEAF = Duration.millis(100)
 /** How much later this node's own notification counts: its append's answer comes first when there is one. */
 const OWN_NOTIFICATION_LATER = 100
 
-/** What a notification says: the new head, and which node wrote it (absent from an older writeonce). */
-const parseNotification = (payload: string | undefined) => {
-  const [head, tag] = (payload ?? "").split(" ")
-  const seq = Number(head)
-  return { head: Number.isInteger(seq) ? seq : undefined, tag }
+type RawEvent = Readonly<Record<string, unknown>>
+
+const PushedRow = Schema.Array(Schema.Unknown).pipe(Schema.filter((row) => row.length === PUSHED_EVENT_COLUMNS.length))
+const decodePushed = Schema.decodeUnknownEither(Schema.parseJson(Schema.Array(PushedRow)))
+const isRowList = (v: unknown): v is ReadonlyArray<ReadonlyArray<unknown>> =>
+  Array.isArray(v) && v.every((row) => Array.isArray(row) && row.length === PUSHED_EVENT_COLUMNS.length)
+/** A carried event as the table's read gives it: its columns by name. */
+const rowOf = (values: ReadonlyArray<unknown>): RawEvent => {
+  const row: Record<string, unknown> = {}
+  for (let i = 0; i < values.length; i++) row[PUSHED_EVENT_COLUMNS[i]] = values[i]
+  return row
+}
+
+/**
+ * The events a notification carries, each verified when it is taken (decodeEvent); none when they are not a list of
+ * rows of the carried columns. Hand-tuned (bench/scenarios/follower-cost.ts): a follower parses every commit's
+ * notification, and the Schema decode of the list cost it more than the events' own checks; it runs only when the
+ * plain check refuses the list.
+ */
+export const carriedEvents = (json: string): ReadonlyArray<RawEvent> => {
+  try {
+    const parsed: unknown = JSON.parse(json)
+    if (isRowList(parsed)) return parsed.map(rowOf)
+  } catch {
+    // The Schema decode below refuses it too.
+  }
+  return Either.getOrElse(Either.map(decodePushed(json), (rows) => rows.map(rowOf)), () => [])
+}
+
+/**
+ * What a notification says: the new head, which node wrote it (absent from an older writeonce), and the commit's
+ * events as JSON when they fit in it (absent otherwise, and from an older writeonce), parsed by `carriedEvents` only
+ * when they are wanted: a node does not take its own commits from their notifications.
+ */
+export const parseNotification = (payload: string | undefined) => {
+  const text = payload ?? ""
+  const afterHead = text.indexOf(" ")
+  const afterTag = afterHead < 0 ? -1 : text.indexOf(" ", afterHead + 1)
+  const seq = Number(afterHead < 0 ? text : text.slice(0, afterHead))
+  const tag = afterHead < 0 ? undefined : text.slice(afterHead + 1, afterTag < 0 ? undefined : afterTag)
+  const events = afterTag < 0 ? undefined : text.slice(afterTag + 1)
+  return { head: Number.isInteger(seq) ? seq : undefined, tag, events }
 }
 
 /** `tag` names this node's commits in the notifications; `seen` is told every batch of events read. */
@@ -61,7 +102,36 @@ export const makeFollow = (conn: PgConnectionShape, tag: string, seen: (events: 
     // What following costs: logged at Debug (postgres-log.ts), read by bench/profile-pg.ts.
     // `ownRows`: events read that this node wrote (its own batches: read back only when its writer could not apply them).
     // `wakes`: how often the follower woke from a nap (a wake-up per own batch, applied by the writer, is waste).
-    const cost = { notifications: 0, fetches: 0, emptyFetches: 0, rows: 0, ownRows: 0, wakes: 0 }
+    // `pushed`: events taken from notifications (not fetched).
+    const cost = { notifications: 0, fetches: 0, emptyFetches: 0, rows: 0, ownRows: 0, wakes: 0, pushed: 0 }
+    // Events notifications carried, in seq order from `pushedFrom`, not yet passed by the reader.
+    let pushed: Array<RawEvent> = []
+    let pushedFrom = 0
+    const keepPushed = (raws: ReadonlyArray<RawEvent>) => {
+      const first = Number(raws[0]?.seq)
+      if (raws.length === 0 || !Number.isSafeInteger(first)) return
+      // After a gap (a commit whose events did not fit, or a notification lost), the table fills it: start over.
+      if (pushed.length === 0 || first !== pushedFrom + pushed.length) {
+        pushed = []
+        pushedFrom = first
+      }
+      if (pushed.length + raws.length > FOLLOW_BATCH) pushed = []
+      else for (const raw of raws) pushed.push(raw)
+    }
+    /** The kept events from `from` on, before `stop`; undefined when they do not start at `from`. */
+    const takePushed = (from: number, stop: number | undefined): ReadonlyArray<RawEvent> | undefined => {
+      const skip = from - pushedFrom
+      if (skip < 0 || skip >= pushed.length) {
+        if (skip >= pushed.length) pushed = []
+        return undefined
+      }
+      const end = stop === undefined ? pushed.length : Math.min(pushed.length, skip + stop - from)
+      if (end <= skip) return undefined
+      const raws = pushed.slice(skip, end)
+      pushed = pushed.slice(end)
+      pushedFrom += end
+      return raws
+    }
     // This node's appends not yet passed by the follower, in seq order: `until`, when their writer has had its
     // chance to take them (`wrote`); their events read are counted in `ownRows`.
     const own: Array<{ readonly first: number; readonly last: number; readonly until: number }> = []
@@ -89,13 +159,16 @@ export const makeFollow = (conn: PgConnectionShape, tag: string, seen: (events: 
     }
     const onNotification = (n: { readonly payload?: string }) => {
       cost.notifications++
-      const { head, tag: writer } = parseNotification(n.payload)
+      const { head, tag: writer, events } = parseNotification(n.payload)
       if (head === undefined) return wake()
       // This node's own commit: its append says so (`wrote`), unless it failed after the commit landed; then the
-      // notification, heard a little later (the node has applied the batch by then if its append answered), does.
+      // notification, heard a little later (the node has applied the batch by then if its append answered), does,
+      // and the batch is read from the table (rarely: its events are not parsed for it).
       // One the append has already answered for is nothing new (no timer, no wake-up: one per batch otherwise).
-      if (writer !== tag) hear(head)
-      else if (head > wroteUpTo) hearOwnLater(head)
+      if (writer !== tag) {
+        if (events !== undefined) keepPushed(carriedEvents(events))
+        hear(head)
+      } else if (head > wroteUpTo) hearOwnLater(head)
     }
     // Own notifications that came before their append's answer (most do, under load): one timer for all of them.
     let ownHeardLater = 0
@@ -175,7 +248,8 @@ export const makeFollow = (conn: PgConnectionShape, tag: string, seen: (events: 
         client.on("notification", onNotification)
         yield* Effect.tryPromise({ try: () => client.query(`listen ${HEAD_CHANNEL}`), catch: (e) => conn.failed("cannot listen to the log", e) })
         listening = true
-        // Commits made while nobody listened are fetched now.
+        // Commits made while nobody listened are fetched now (what was kept before may have a gap after it).
+        pushed = []
         wake()
         yield* Effect.async<void>((resume) => {
           const done = () => resume(Effect.void)
@@ -230,18 +304,36 @@ export const makeFollow = (conn: PgConnectionShape, tag: string, seen: (events: 
           const raws = end === undefined ? r.rows : r.rows.filter((raw) => Number(raw.seq) < end)
           // What was cut off is read again once the node has taken its batch: no nap before that.
           if (raws.length < r.rows.length) due = true
-          const decoded = decodeOrFail(() => raws.map((raw) => ({ event: decodeEvent(raw), seq: Number(raw.seq), checksum: String(raw.checksum) })))
-          if (decoded._tag === "Left") return Effect.fail(decoded.left)
-          let expected = from
-          for (const { event } of decoded.right) {
-            if (event.seq !== expected) {
-              return Effect.fail(new DataCorrupt({ reason: new RecordCorrupt(`corrupt log: event ${expected} is missing (the next is ${event.seq})`).message }))
-            }
-            expected++
-          }
-          return Effect.succeed(decoded.right)
+          return decodeFrom(from, raws)
         }
       )
+
+    /** Rows of the events table from `from` on, verified and decoded: each one's checksum, and no seq missing. */
+    const decodeFrom = (from: number, raws: ReadonlyArray<RawEvent>) => {
+      const decoded = decodeOrFail(() => raws.map((raw) => ({ event: decodeEvent(raw), seq: Number(raw.seq), checksum: String(raw.checksum) })))
+      if (decoded._tag === "Left") return Either.left(decoded.left)
+      let expected = from
+      for (const { event } of decoded.right) {
+        if (event.seq !== expected) {
+          return Either.left(new DataCorrupt({ reason: new RecordCorrupt(`corrupt log: event ${expected} is missing (the next is ${event.seq})`).message }))
+        }
+        expected++
+      }
+      return Either.right(decoded.right)
+    }
+
+    /** The kept events from `from` on (before `stop`), when they are there and verify; the table decides otherwise. */
+    const fromNotifications = (from: number, stop: number | undefined) => {
+      const raws = takePushed(from, stop)
+      if (raws === undefined) return undefined
+      const decoded = decodeFrom(from, raws)
+      if (Either.isLeft(decoded)) {
+        pushed = []
+        return undefined
+      }
+      cost.pushed += raws.length
+      return decoded.right
+    }
 
     /** The checksum stored for `seq` now (undefined: no such event). */
     const checksumAt = (seq: number) =>
@@ -273,6 +365,8 @@ export const makeFollow = (conn: PgConnectionShape, tag: string, seen: (events: 
                   })
                 }
               }
+              // Kept events may be the former primary's: the new one's table decides.
+              if (generation !== conn.generation()) pushed = []
               generation = conn.generation()
               from = position + 1
               // Worth waking for: a head heard beyond what the node has applied by then (its writer applies its own).
@@ -290,11 +384,17 @@ export const makeFollow = (conn: PgConnectionShape, tag: string, seen: (events: 
                 yield* rest(sendingAfter !== undefined ? Duration.toMillis(POLL_LISTENING) : OWN_NOTIFICATION_LATER + 1)
                 continue
               }
+              // What notifications carried needs no read (a fetch that is due stays due).
+              const carried = fromNotifications(from, stop)
               // Cleared before the read: a wake-up that arrives during it makes the next nap return at once.
-              due = false
-              const batch = yield* fetch(from, stop ?? Infinity, () => readsStop(position, readBefore?.()))
-              cost.fetches++
-              cost.rows += batch.length
+              if (carried === undefined) due = false
+              // Kept events further on: only the gap before them is read (a commit that did not fit in its notification).
+              const gapEnd = pushed.length > 0 && pushedFrom > from ? pushedFrom : Infinity
+              const batch = carried ?? (yield* fetch(from, Math.min(stop ?? Infinity, gapEnd), () => readsStop(position, readBefore?.())))
+              if (carried === undefined) {
+                cost.fetches++
+                cost.rows += batch.length
+              }
               if (generation !== conn.generation()) {
                 // The primary changed during the read (which may have run on the new one): check, then read again.
                 due = true

@@ -222,7 +222,7 @@ export const makePostgresLog = Effect.gen(function* () {
     const f = follow.cost
     const line = `store: ${a.batches} batches appended (${a.events} events), ${a.firstCall} written by their first call, ` +
       `${a.calls} calls of append_batch, ${a.transactions} transactions; the tailer heard ${f.notifications} notifications, ` +
-      `made ${f.fetches} fetches (${f.emptyFetches} empty), read ${f.rows} events (${f.ownRows} of them this node's own); ` +
+      `made ${f.fetches} fetches (${f.emptyFetches} empty), read ${f.rows} events and took ${f.pushed} from notifications (${f.ownRows} of them this node's own); ` +
       `${a.shifted} batches written after other nodes' commits; the follower woke ${f.wakes} times; ` +
       `${a.stale} entries refused as stale, ${a.renumbered} creates given another id`
     if (line === reported) return Effect.void

@@ -30,8 +30,21 @@ import { CRC32C_TABLE } from "../crc32c.ts"
 import type { PgConnectionShape } from "./connection.ts"
 
 export const SCHEMA = "writeonce"
-/** The notification channel: the payload is `<new head seq> <tag of the node that wrote it>` (follow.ts). */
+/**
+ * The notification channel: the payload is `<new head seq> <tag of the node that wrote it>`, then, when they fit,
+ * ` <the commit's events>` as a JSON array of events, each an array of PUSHED_EVENT_COLUMNS (follow.ts).
+ */
 export const HEAD_CHANNEL = "writeonce_log"
+/** PostgreSQL refuses a notification's payload of this many bytes or more (in its default build). */
+export const NOTIFY_PAYLOAD_MOST = 8000
+/** A batch of more events is not sent in its notification (their JSON would not fit, or hardly): it is read. */
+export const PUSHED_EVENTS_MOST = 64
+/**
+ * The columns of an event a notification carries, in order: each event is a JSON array of them (no names: about
+ * half the size, so twice the events fit), in the forms the follower's read of the table gives (EVENT_COLUMNS).
+ */
+export const PUSHED_EVENT_COLUMNS = ["seq", "type", "id", "version", "kind", "schema", "at", "method", "params", "data", "checksum", "command", "correlation", "actor"] as const
+const pushedColumn = (column: string) => (column === "seq" ? "(x.seq + v_shift)::text" : column === "at" ? "x.at::text" : `x.${column}`)
 
 /** Upgrade steps; step i takes a store from version i to i + 1. Append only. */
 const STEPS: ReadonlyArray<string> = [
@@ -149,7 +162,7 @@ export const STORE_VERSION = STEPS.length
 /**
  * The append of one batch (log/postgres/append.ts), one statement: under the log_head lock, if the log is as the
  * batch was planned on (the head, which of its keys are stored, its entities' versions, its creates' ids),
- * write the plan and notify `<new head> <node tag>`, and answer null.
+ * write the plan and notify `<new head> <node tag>` (and the events, when they fit), and answer null.
  *
  * Creates: an id the store handed out (at most the type's `last_id`: a node's block) is written if no row has it
  * (`taken` answers those that do); a type listed with an expected `last_id` (`p_cnt_last`, not null: the plan gave
@@ -195,6 +208,8 @@ declare
   v_log json;
   v_still_referenced boolean := false;
   v_referenced jsonb := '[]';
+  v_payload text;
+  v_events text;
 begin
   select h.seq into v_head from ${SCHEMA}.log_head h for update;
   -- Deletes of referenced rows: the rows written since the deciding node's rows that reference one, under the lock.
@@ -270,7 +285,18 @@ begin
         select * from unnest(k_key, k_at, k_result, k_checksum);
     end if;
     update ${SCHEMA}.log_head set seq = p_new_head + v_shift;
-    perform pg_notify('${HEAD_CHANNEL}', (p_new_head + v_shift)::text || ' ' || p_tag);
+    -- The other nodes' followers take a small batch's events from its notification (each the events table's columns
+    -- as they read them, in a JSON array), not from the table; a payload that would not fit names the head alone.
+    v_payload := (p_new_head + v_shift)::text || ' ' || p_tag;
+    if cardinality(e_seq) <= ${PUSHED_EVENTS_MOST} then
+      v_events := (select json_agg(json_build_array(${PUSHED_EVENT_COLUMNS.map(pushedColumn).join(", ")}) order by x.seq)::text
+        from unnest(e_seq, e_type, e_id, e_version, e_kind, e_schema, e_at, e_method, e_params, e_data, e_checksum, e_command, e_correlation, e_actor)
+          as x(seq, type, id, version, kind, schema, at, method, params, data, checksum, command, correlation, actor));
+      if octet_length(v_payload) + 1 + octet_length(v_events) < ${NOTIFY_PAYLOAD_MOST} then
+        v_payload := v_payload || ' ' || v_events;
+      end if;
+    end if;
+    perform pg_notify('${HEAD_CHANNEL}', v_payload);
     if v_shift = 0 then
       return null;
     end if;
