@@ -19,10 +19,10 @@ warnIfSkipped("the seq-shift cluster test")
 
 /** A node's count of batches written after other nodes' commits, from its last `store:` line (Debug). */
 const shiftedOf = (output: string) => Number([...output.matchAll(/(\d+) batches written after other nodes' commits/g)].pop()?.[1] ?? 0)
-/** From a node's last `store:` line: the events its appends carried, and the events its tailer read from the log. */
+/** From a node's last `store:` line: the events its appends carried, and those its tailer took (read, or carried by notifications). */
 const trafficOf = (output: string) => {
-  const m = [...output.matchAll(/store: \d+ batches appended \((\d+) events\).*?read (\d+) events/g)].pop()
-  return { appended: Number(m?.[1] ?? 0), read: Number(m?.[2] ?? 0) }
+  const m = [...output.matchAll(/store: \d+ batches appended \((\d+) events\).*?read (\d+) events and took (\d+) from notifications/g)].pop()
+  return { appended: Number(m?.[1] ?? 0), read: Number(m?.[2] ?? 0) + Number(m?.[3] ?? 0) }
 }
 
 describe.skipIf(!haveBinaries)("three nodes repricing different products at once (seq-shifted batches)", () => {
@@ -94,7 +94,7 @@ describe.skipIf(!haveBinaries)("three nodes repricing different products at once
       expect([...latest.values()]).toEqual(Array(3 * PER_NODE).fill(26))
       for (let k = 0; k < 3; k++) expect(await lagsOf(cluster, "wo_shift", nodes[k], latest), `node ${k}`).toEqual([])
 
-      // Each node's tailer read the other nodes' events, and its own shifted batches only rarely (a read already on
+      // Each node's tailer took the other nodes' events, and read its own shifted batches only rarely (a read already on
       // its way when the append answered): its writer applied them itself, right after the others' events before
       // them. Before, every batch shifted past events the tailer had not read yet was read back. `appended` counts
       // every event a node's appends carried: no entry is refused here (no two nodes write one product).
