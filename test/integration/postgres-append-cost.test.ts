@@ -334,6 +334,55 @@ describe.skipIf(!haveBinaries)("the cost of a shared append, on a real PostgreSQ
     }
   })
 
+  it("after the primary changes, a notification from the connection opened before only wakes the reader: its events are read from the table, and the connection is replaced", async () => {
+    const database = "wo_cost_stale_listen"
+    const store = await cluster.createDatabase(database)
+    const runtime = ManagedRuntime.make(pgConnectionLayer(store))
+    try {
+      await runtime.runPromise(Effect.scoped(Effect.gen(function* () {
+        const real = yield* PgConnection
+        yield* ensureSchema(real)
+        // The same server, with a generation the test moves: as if the node had switched to a new primary.
+        let switched = 0
+        const conn = { ...real, generation: () => real.generation() + switched }
+        const follow = yield* makeFollow(conn, "node-a", () => undefined)
+        const delivered: Array<number> = []
+        yield* Effect.forkScoped(Stream.runForEachChunk(follow.events(0), (chunk) => Effect.sync(() => void delivered.push(...Chunk.toReadonlyArray(chunk).map((e) => e.seq)))))
+        yield* Effect.sleep(Duration.millis(500))
+        const other = makeLogPicture(-1, [])
+        const appendB = (n: number) => appendPictured(conn, { entries: [created(n, `b${n}`)], counters: new Map() }, other, "node-b")
+
+        /** The backend of the follower's LISTEN connection. */
+        const listener = () => Effect.promise(() => cluster.sql(database, "select pid from pg_stat_activity where datname = $1 and query like 'listen %'", [database]))
+        yield* appendB(1)
+        yield* Effect.promise(() => waitFor(() => delivered.length === 1, 20_000))
+        expect(follow.cost.pushed).toBe(1)
+        const before = yield* listener()
+        expect(before).toHaveLength(1)
+
+        switched = 1
+        const fetches = follow.cost.fetches
+        yield* appendB(2)
+        yield* Effect.promise(() => waitFor(() => delivered.length === 2, 20_000))
+        // Heard on the connection opened before the switch: read from the table, not taken from it.
+        expect(follow.cost.pushed).toBe(1)
+        expect(follow.cost.fetches).toBeGreaterThan(fetches)
+
+        // The connection was replaced (opened at the new generation): the next commit's events are taken again.
+        yield* Effect.sleep(Duration.millis(1000))
+        const after = yield* listener()
+        expect(after).toHaveLength(1)
+        expect(after[0].pid).not.toBe(before[0].pid)
+        yield* appendB(3)
+        yield* Effect.promise(() => waitFor(() => delivered.length === 3, 20_000))
+        expect(delivered).toEqual([1, 2, 3])
+        expect(follow.cost.pushed).toBe(2)
+      })))
+    } finally {
+      await runtime.dispose()
+    }
+  })
+
   it("events a notification carries that do not verify are read from the table instead, and the table's are delivered", async () => {
     const database = "wo_cost_forged"
     const store = await cluster.createDatabase(database)

@@ -7,7 +7,9 @@
  *
  * Events carried by notifications are kept (at most FOLLOW_BATCH of them, in seq order) until the reader passes
  * them, and dropped when the primary changes; they are verified as fetched ones are, and the table is read instead
- * whenever they do not verify or do not start where the reader stands.
+ * whenever they do not verify or do not start where the reader stands. Only the primary the node reads and writes is
+ * trusted with them: a LISTEN connection opened before the primary changed (the former one may live on, and take
+ * writes the new one never sees) only wakes the reader, and is closed so that the next one goes to the new primary.
  *
  * This node's own commits are not read back: its appends say what they wrote (`wrote`), and the follower fetches
  * past what the node has applied only when something beyond it may exist (another node's notification, a failed
@@ -157,7 +159,8 @@ export const makeFollow = (conn: PgConnectionShape, tag: string, seen: (events: 
       if (head > heard) heard = head
       rouse()
     }
-    const onNotification = (n: { readonly payload?: string }) => {
+    /** `fromPrimary`: the notification came from the server the node reads and writes (else only the table counts). */
+    const onNotification = (n: { readonly payload?: string }, fromPrimary: boolean) => {
       cost.notifications++
       const { head, tag: writer, events } = parseNotification(n.payload)
       if (head === undefined) return wake()
@@ -166,7 +169,7 @@ export const makeFollow = (conn: PgConnectionShape, tag: string, seen: (events: 
       // and the batch is read from the table (rarely: its events are not parsed for it).
       // One the append has already answered for is nothing new (no timer, no wake-up: one per batch otherwise).
       if (writer !== tag) {
-        if (events !== undefined) keepPushed(carriedEvents(events))
+        if (events !== undefined && fromPrimary) keepPushed(carriedEvents(events))
         hear(head)
       } else if (head > wroteUpTo) hearOwnLater(head)
     }
@@ -244,8 +247,16 @@ export const makeFollow = (conn: PgConnectionShape, tag: string, seen: (events: 
     // The LISTEN connection: reopened (to whatever is the primary then) after it drops.
     const listenOnce = Effect.scoped(
       Effect.gen(function* () {
+        // The connection goes to the primary of this generation (or a later one's: then nothing it carries is taken).
+        const listenedAt = conn.generation()
         const client = yield* conn.dedicated
-        client.on("notification", onNotification)
+        client.on("notification", (n) => {
+          // The primary changed since (the old one may live on, and take writes the new one never sees): its
+          // notifications only wake the reader, and the connection is closed so that the next one goes to the new one.
+          const fromPrimary = listenedAt === conn.generation()
+          onNotification(n, fromPrimary)
+          if (!fromPrimary) client.end().catch(() => undefined)
+        })
         yield* Effect.tryPromise({ try: () => client.query(`listen ${HEAD_CHANNEL}`), catch: (e) => conn.failed("cannot listen to the log", e) })
         listening = true
         // Commits made while nobody listened are fetched now (what was kept before may have a gap after it).
