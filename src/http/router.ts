@@ -140,7 +140,6 @@ const route = (routes: Routes, request: EdgeRequest): Effect.Effect<EdgeResponse
 /** The methods rest.ts's direct route takes: the row writes, app commands and a row's GET (HEAD goes the generic way). */
 const DIRECT_METHODS = new Set(["GET", "POST", "PATCH", "DELETE"])
 
-
 /** The routes that answer some requests without a fiber (edge.ts, DirectRoute). */
 export interface DirectRoutes {
   readonly rest: DirectRoute

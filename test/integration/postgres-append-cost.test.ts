@@ -49,6 +49,9 @@ const updated = (id: number, version: number, name: string): AppendEntry => {
   const data = { name }
   return { event: { seq: 0, at: Date.now(), type: "items", id: String(id), version, schema: 1, kind: "updated", data }, row: { id: String(id), version, ...data } }
 }
+/** Appends `entries` as one batch on the node `runtime` runs. */
+const appendOn = (runtime: ManagedRuntime.ManagedRuntime<EventLog, unknown>) => (entries: ReadonlyArray<AppendEntry>) =>
+  runtime.runPromise(Effect.flatMap(EventLog, (log) => log.append({ entries, counters: new Map() })))
 const written = (r: AppendResult | void) =>
   (r as AppendResult).outcomes.map((o) => (isWritten(o) ? `${o.event.id}@${o.event.version}#${o.event.seq}` : o))
 
@@ -116,8 +119,7 @@ describe.skipIf(!haveBinaries)("the cost of a shared append, on a real PostgreSQ
         const result = await a.runtime.runPromise(Effect.flatMap(EventLog, (log) => log.append({ entries, counters: new Map(), ...(keys === undefined ? {} : { keys }) })))
         return { outcomes: written(result), lastSeq: (result as AppendResult).lastSeq, statements: a.counts.statements - before }
       }
-      const appendB = async (entries: ReadonlyArray<AppendEntry>) =>
-        written(await b.runPromise(Effect.flatMap(EventLog, (log) => log.append({ entries, counters: new Map() }))))
+      const appendB = async (entries: ReadonlyArray<AppendEntry>) => written(await appendOn(b)(entries))
       expect(await append([created(1, "one"), created(2, "two"), created(3, "three")])).toEqual({ outcomes: ["1@1#1", "2@1#2", "3@1#3"], lastSeq: 3, statements: 1 })
 
       // Another node reprices item 2 twice: this node's picture (head 3) is wrong now, in its head only.
@@ -209,8 +211,7 @@ describe.skipIf(!haveBinaries)("the cost of a shared append, on a real PostgreSQ
             Effect.sync(() => {
               if (applyOwn) applied = (r as AppendResult).lastSeq
             }))))
-      const appendB = (entries: ReadonlyArray<AppendEntry>) =>
-        b.runPromise(Effect.flatMap(EventLog, (log) => log.append({ entries, counters: new Map() })))
+      const appendB = appendOn(b)
 
       await appendA([created(1, "a1"), created(2, "a2"), created(3, "a3")], true)
       await appendA([updated(1, 2, "a1'")], true)
@@ -267,7 +268,7 @@ describe.skipIf(!haveBinaries)("the cost of a shared append, on a real PostgreSQ
           Effect.forkDaemon(Stream.runForEachChunk(log.follow!(0, () => delivered.at(-1) ?? 0), (chunk) =>
             Effect.zipRight(Effect.promise(() => held), Effect.sync(() => void delivered.push(...Chunk.toReadonlyArray(chunk).map((e) => e.seq)))))))
       )
-      const appendB = (entries: ReadonlyArray<AppendEntry>) => b.runPromise(Effect.flatMap(EventLog, (log) => log.append({ entries, counters: new Map() })))
+      const appendB = appendOn(b)
       await appendB([created(1, "small")])
       // Too large for a notification (70 events), then small again: kept from its notification, after the gap.
       await appendB(Array.from({ length: 70 }, (_, i) => created(2 + i, `large${i}`)))

@@ -6,7 +6,7 @@
  */
 import { describe, expect, it } from "vitest"
 import { carriedEvents, parseNotification } from "../../src/log/postgres/follow.ts"
-import { PUSHED_EVENT_COLUMNS } from "../../src/log/postgres/schema.ts"
+import { EVENT_ROW_COLUMNS } from "../../src/log/postgres/records.ts"
 
 const carried = (seq: number) => ["" + seq, "items", "" + seq, 1, "created", 1, "1700000000000", null, null, "{\"name\":\"a\"}", "@0011aabb", null, null, "{\"client\":\"rest\"}"]
 
@@ -21,7 +21,7 @@ describe("a notification of the shared log", () => {
       { seq: "11", type: "items", id: "11", version: 1, kind: "created", schema: 1, at: "1700000000000", method: null, params: null, data: "{\"name\":\"a\"}", checksum: "@0011aabb", command: null, correlation: null, actor: "{\"client\":\"rest\"}" },
       expect.objectContaining({ seq: "12", id: "12" })
     ])
-    expect(Object.keys(events[0])).toEqual([...PUSHED_EVENT_COLUMNS])
+    expect(Object.keys(events[0])).toEqual([...EVENT_ROW_COLUMNS])
   })
 
   it("carries no events when they do not parse, or are not a list of rows of the carried columns", () => {

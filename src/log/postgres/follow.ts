@@ -29,8 +29,8 @@ import type { StoredEvent } from "../../domain/events.ts"
 import { RecordCorrupt } from "../record.ts"
 import { LogDiverged } from "../event-log.ts"
 import type { PgConnectionShape } from "./connection.ts"
-import { decodeEvent, decodeOrFail, EVENT_COLUMNS } from "./records.ts"
-import { HEAD_CHANNEL, PUSHED_EVENT_COLUMNS, SCHEMA } from "./schema.ts"
+import { decodeEvent, decodeOrFail, EVENT_COLUMNS, EVENT_ROW_COLUMNS } from "./records.ts"
+import { HEAD_CHANNEL, SCHEMA } from "./schema.ts"
 import { type StoreError, DataCorrupt } from "../../domain/errors.ts"
 
 /** Events per fetch. */
@@ -43,14 +43,14 @@ const OWN_NOTIFICATION_LATER = 100
 
 type RawEvent = Readonly<Record<string, unknown>>
 
-const PushedRow = Schema.Array(Schema.Unknown).pipe(Schema.filter((row) => row.length === PUSHED_EVENT_COLUMNS.length))
+const PushedRow = Schema.Array(Schema.Unknown).pipe(Schema.filter((row) => row.length === EVENT_ROW_COLUMNS.length))
 const decodePushed = Schema.decodeUnknownEither(Schema.parseJson(Schema.Array(PushedRow)))
 const isRowList = (v: unknown): v is ReadonlyArray<ReadonlyArray<unknown>> =>
-  Array.isArray(v) && v.every((row) => Array.isArray(row) && row.length === PUSHED_EVENT_COLUMNS.length)
+  Array.isArray(v) && v.every((row) => Array.isArray(row) && row.length === EVENT_ROW_COLUMNS.length)
 /** A carried event as the table's read gives it: its columns by name. */
 const rowOf = (values: ReadonlyArray<unknown>): RawEvent => {
   const row: Record<string, unknown> = {}
-  for (let i = 0; i < values.length; i++) row[PUSHED_EVENT_COLUMNS[i]] = values[i]
+  for (let i = 0; i < values.length; i++) row[EVENT_ROW_COLUMNS[i]] = values[i]
   return row
 }
 

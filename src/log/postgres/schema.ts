@@ -27,12 +27,13 @@
 import { Effect } from "effect"
 import { StoreFailed } from "../../domain/errors.ts"
 import { CRC32C_TABLE } from "../crc32c.ts"
+import { EVENT_ROW_COLUMNS } from "./records.ts"
 import type { PgConnectionShape } from "./connection.ts"
 
 export const SCHEMA = "writeonce"
 /**
  * The notification channel: the payload is `<new head seq> <tag of the node that wrote it>`, then, when they fit,
- * ` <the commit's events>` as a JSON array of events, each an array of PUSHED_EVENT_COLUMNS (follow.ts).
+ * ` <the commit's events>` as a JSON array of events, each an array of records.ts EVENT_ROW_COLUMNS (follow.ts).
  */
 export const HEAD_CHANNEL = "writeonce_log"
 /** PostgreSQL refuses a notification's payload of this many bytes or more (in its default build). */
@@ -40,10 +41,10 @@ export const NOTIFY_PAYLOAD_MOST = 8000
 /** A batch of more events is not sent in its notification (their JSON would not fit, or hardly): it is read. */
 export const PUSHED_EVENTS_MOST = 64
 /**
- * The columns of an event a notification carries, in order: each event is a JSON array of them (no names: about
- * half the size, so twice the events fit), in the forms the follower's read of the table gives (EVENT_COLUMNS).
+ * A carried event's column, in the form the follower's read of the table gives (records.ts EVENT_COLUMNS): each
+ * event is a JSON array of EVENT_ROW_COLUMNS (no names: about half the size, so twice the events fit). The JSON
+ * columns are the batch's text already.
  */
-export const PUSHED_EVENT_COLUMNS = ["seq", "type", "id", "version", "kind", "schema", "at", "method", "params", "data", "checksum", "command", "correlation", "actor"] as const
 const pushedColumn = (column: string) => (column === "seq" ? "(x.seq + v_shift)::text" : column === "at" ? "x.at::text" : `x.${column}`)
 
 /** Upgrade steps; step i takes a store from version i to i + 1. Append only. */
@@ -289,7 +290,7 @@ begin
     -- as they read them, in a JSON array), not from the table; a payload that would not fit names the head alone.
     v_payload := (p_new_head + v_shift)::text || ' ' || p_tag;
     if cardinality(e_seq) <= ${PUSHED_EVENTS_MOST} then
-      v_events := (select json_agg(json_build_array(${PUSHED_EVENT_COLUMNS.map(pushedColumn).join(", ")}) order by x.seq)::text
+      v_events := (select json_agg(json_build_array(${EVENT_ROW_COLUMNS.map(pushedColumn).join(", ")}) order by x.seq)::text
         from unnest(e_seq, e_type, e_id, e_version, e_kind, e_schema, e_at, e_method, e_params, e_data, e_checksum, e_command, e_correlation, e_actor)
           as x(seq, type, id, version, kind, schema, at, method, params, data, checksum, command, correlation, actor));
       if octet_length(v_payload) + 1 + octet_length(v_events) < ${NOTIFY_PAYLOAD_MOST} then
