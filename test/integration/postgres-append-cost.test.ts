@@ -247,6 +247,12 @@ describe.skipIf(!haveBinaries)("the cost of a shared append, on a real PostgreSQ
       await waitFor(() => delivered.length === 76, 20_000)
       expect(delivered[75]).toMatchObject({ seq: 81, data: { name: "b80" } })
       expect(a.counts.followRows).toBe(73)
+      // The limit is in bytes: 3,950 two-byte characters (7,900 bytes, with the JSON around them) do not fit; the
+      // append is written all the same, and its event read.
+      await appendB([created(81, "é".repeat(3950))])
+      await waitFor(() => delivered.length === 77, 20_000)
+      expect(String(delivered[76].data.name)).toBe("é".repeat(3950))
+      expect(a.counts.followRows).toBe(74)
       await a.runtime.runPromise(Fiber.interrupt(follower))
     } finally {
       await a.runtime.dispose()
