@@ -212,13 +212,14 @@ export interface Ack {
 /**
  * Products created and repriced through the given nodes, round-robin, `inFlight` requests at once. Every ack is
  * recorded; after each, the acking node is read back (read-your-writes), and any node that answers an older
- * version is counted.
+ * version is counted. A request that is not acknowledged is kept as what it got back (its status and body, or the
+ * error that cut it short), so that a test that expects none says which.
  */
 export const writeLoad = (nodes: () => ReadonlyArray<string | undefined>, inFlight = 32) => {
   const acked: Array<Ack> = []
   const ids: Array<string> = []
   let stopped = false
-  let errors = 0
+  const failures: Array<string> = []
   let staleReads = 0
   let turn = 0
   const worker = async (w: number) => {
@@ -237,9 +238,10 @@ export const writeLoad = (nodes: () => ReadonlyArray<string | undefined>, inFlig
           if (res.json.version === 1) ids.push(res.json.id)
           const back = await http(`${base}/api/products/${res.json.id}`)
           if (back.status !== 200 || back.json.version < res.json.version) staleReads++
-        } else errors++
-      } catch {
-        errors++ // a node (or the primary) was killed under it: not acknowledged
+        } else failures.push(`node ${n}: ${res.status} ${res.text.slice(0, 300)}`)
+      } catch (e) {
+        // A node (or the primary) was killed under it: not acknowledged.
+        failures.push(`node ${n}: ${e instanceof Error ? `${e.message} ${String(e.cause ?? "")}` : String(e)}`)
         await new Promise((r) => setTimeout(r, 20))
       }
     }
@@ -247,7 +249,8 @@ export const writeLoad = (nodes: () => ReadonlyArray<string | undefined>, inFlig
   const workers = Array.from({ length: inFlight }, (_, w) => worker(w))
   return {
     acked,
-    errors: () => errors,
+    errors: () => failures.length,
+    failures: () => failures,
     staleReads: () => staleReads,
     stop: async () => {
       stopped = true

@@ -27,19 +27,39 @@ warnIfSkipped("the append cost tests")
 /** The follower's read of the log (follow.ts). */
 const FOLLOW_READ = /from writeonce\.events e where e\.seq >= \$1 order by e\.seq limit/
 
-/** A log on `url` whose `pg` clients count what they send: statements of the append, rows the follower reads. */
+/**
+ * A log on `url` whose `pg` clients count what they send: statements of the append, rows the follower reads; and what
+ * its follower's LISTEN connection hears: the highest head notified (its handler in the follower has run by the time
+ * a test sees it: both run in the same turn), and whether it listens.
+ */
 const countedLog = (url: string) => {
-  const counts = { statements: 0, followRows: 0 }
+  const counts = { statements: 0, followRows: 0, heard: 0, listening: false, readsListening: 0 }
+  // Whether the follower's read under way was sent once the LISTEN connection listened.
+  let readSentListening = false
   const log = observedPostgresLog(url, {
-    sent: (_text, via) => {
+    sent: (text, via) => {
       if (via === "client") counts.statements++
+      if (via === "pool" && FOLLOW_READ.test(text)) readSentListening = counts.listening
     },
     returned: (text, r, via) => {
-      if (via === "pool" && FOLLOW_READ.test(text)) counts.followRows += r.rows.length
+      if (via === "dedicated" && /^listen /.test(text)) counts.listening = true
+      if (via === "pool" && FOLLOW_READ.test(text)) {
+        counts.followRows += r.rows.length
+        if (readSentListening) counts.readsListening++
+      }
+    },
+    notified: (payload) => {
+      counts.heard = Math.max(counts.heard, Number(payload?.split(" ")[0]))
     }
   })
   return { counts, runtime: ManagedRuntime.make(log) }
 }
+
+/**
+ * Until the follower listens and has read the log since (it reads once it listens): from then on, other nodes'
+ * commits reach it by their notifications (and by its poll, every 2 s), not by a read already under way.
+ */
+const listening = (counts: ReturnType<typeof countedLog>["counts"]) => waitFor(() => counts.readsListening > 0, 20_000)
 
 const created = (id: number, name: string): AppendEntry => {
   const data = { name }
@@ -212,6 +232,7 @@ describe.skipIf(!haveBinaries)("the cost of a shared append, on a real PostgreSQ
               if (applyOwn) applied = (r as AppendResult).lastSeq
             }))))
       const appendB = appendOn(b)
+      await listening(a.counts)
 
       await appendA([created(1, "a1"), created(2, "a2"), created(3, "a3")], true)
       await appendA([updated(1, 2, "a1'")], true)
@@ -265,27 +286,35 @@ describe.skipIf(!haveBinaries)("the cost of a shared append, on a real PostgreSQ
     const a = countedLog(store)
     const b = ManagedRuntime.make(postgresLogLayer(store))
     const delivered: Array<number> = []
-    // The first chunk is held until the other commits have landed: the follower then stands behind all of them.
+    // The first chunk is held until the other commits have landed, and their notifications were heard: the follower
+    // then stands behind all of them.
+    let entered = 0
     let release: () => void = () => undefined
     const held = new Promise<void>((resolve) => (release = resolve))
     try {
       const follower = await a.runtime.runPromise(
         Effect.flatMap(EventLog, (log) =>
           Effect.forkDaemon(Stream.runForEachChunk(log.follow!(0, () => delivered.at(-1) ?? 0), (chunk) =>
-            Effect.zipRight(Effect.promise(() => held), Effect.sync(() => void delivered.push(...Chunk.toReadonlyArray(chunk).map((e) => e.seq)))))))
+            Effect.sync(() => void entered++).pipe(
+              Effect.zipRight(Effect.promise(() => held)),
+              Effect.zipRight(Effect.sync(() => void delivered.push(...Chunk.toReadonlyArray(chunk).map((e) => e.seq))))
+            ))))
       )
       const appendB = appendOn(b)
+      await listening(a.counts)
       await appendB([created(1, "small")])
+      // Its notification or the poll brought it (a read then): counted from here on.
+      await waitFor(() => entered === 1, 20_000)
+      const rowsBefore = a.counts.followRows
       // Too large for a notification (70 events), then small again: kept from its notification, after the gap.
       await appendB(Array.from({ length: 70 }, (_, i) => created(2 + i, `large${i}`)))
       await appendB([created(72, "small again")])
-      // Heard: the last head is 72.
-      await new Promise((resolve) => setTimeout(resolve, 500))
+      await waitFor(() => a.counts.heard === 72, 20_000)
       release()
       await waitFor(() => delivered.length === 72, 20_000)
       expect(delivered).toEqual(Array.from({ length: 72 }, (_, i) => i + 1))
       // Only the large commit came from the table.
-      expect(a.counts.followRows).toBe(70)
+      expect(a.counts.followRows - rowsBefore).toBe(70)
       await a.runtime.runPromise(Fiber.interrupt(follower))
     } finally {
       await a.runtime.dispose()
