@@ -14,7 +14,7 @@
  * from what it applied, so nothing is skipped or applied twice. On a single-writer log there is nothing to
  * follow: the writer applies its own commits (commands/commit-mode.ts runs a tailer only in the Shared mode).
  */
-import { Deferred, Duration, Effect, Fiber, Option, Stream } from "effect"
+import { Deferred, Duration, Effect, Exit, Fiber, Option, Stream } from "effect"
 import type { Chunk } from "effect"
 import { isStoreError, ReplicaLagging, type StoreError } from "../domain/errors.ts"
 import type { Change, StoredEvent } from "../domain/events.ts"
@@ -274,7 +274,11 @@ export const makeTailer = Effect.gen(function* () {
         // Checked again here: the tailer may have applied it between the call and this registration.
         if (seq <= applied) return answer(Effect.void)
         waiters.push(w)
-        timer.addObserver(() => answer(Effect.fail(new ReplicaLagging({ reason: `this node has not read the shared log up to seq ${seq} (it is at ${applied})` }))))
+        // The timer is interrupted once the wait is answered: only a timer that ran out makes the error (an error
+        // captures a stack, and nearly every batch of a node beside others waits here).
+        timer.addObserver((exit) => {
+          if (Exit.isSuccess(exit)) answer(Effect.fail(new ReplicaLagging({ reason: `this node has not read the shared log up to seq ${seq} (it is at ${applied})` })))
+        })
       }).pipe(Effect.ensuring(Fiber.interrupt(timer))))
 
   return { applied: () => applied, applyOwn, reached, diverged: Deferred.await(diverged), lastIds } satisfies TailerShape
