@@ -9,14 +9,19 @@
 //  - worker-nice: the same, the worker's thread at nice 19 (os.setPriority on its thread id);
 //  - worker-idle: the same, the worker's thread under SCHED_IDLE (chrt -i), which runs only when no other thread
 //    of the machine wants the CPU.
+// `--server wo` serves the real thing instead: `wo run examples/pricing` on a fresh data dir, its view read, the fold
+// started in its process by a module it imports first (`node --import`), on its main thread or in a worker thread.
 // The modes alternate, `--rounds` times each, each measured over `--seconds` after a second of warm-up; the table
 // gives each mode's read p50/p99 (the medians of its rounds), p99 against idle's, and the events the fold got
 // through per second meanwhile.
-//   node --import tsx bench/fold-placement.ts [--rounds 2] [--seconds 10]
-import { execFileSync, spawn } from 'node:child_process';
+//   node --import tsx bench/fold-placement.ts [--server plain|wo] [--rounds 2] [--seconds 10]
+import { spawn } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
-import os from 'node:os';
+import os, { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { Worker } from 'node:worker_threads';
+import { spawnWo } from '../testkit/spawn.ts';
 
 const MODES = ['idle', 'main', 'worker', 'worker-nice', 'worker-idle'] as const;
 type Mode = (typeof MODES)[number];
@@ -92,7 +97,16 @@ const workerSource = (mode: Mode) => `
 const percentile = (sorted: ReadonlyArray<number>, p: number) => sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * p))]!;
 const median = (xs: ReadonlyArray<number>) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 
-const measure = async (mode: Mode, seconds: number) => {
+/** A server under test: where to read, how far its fold has got, and how to stop it. */
+interface Started {
+  readonly port: number;
+  readonly path: string;
+  readonly folded: () => Promise<number>;
+  readonly stop: () => Promise<void>;
+}
+
+/** The plain server of this file, in a child process; it answers its fold's count on stdin. */
+const startPlain = async (mode: Mode): Promise<Started> => {
   const child = spawn(process.execPath, [...process.execArgv, new URL(import.meta.url).pathname, '--serve', mode], { stdio: ['pipe', 'pipe', 'inherit'] });
   const lines: Array<string> = [];
   let wake = () => undefined as void;
@@ -109,12 +123,75 @@ const measure = async (mode: Mode, seconds: number) => {
   };
   try {
     const port = Number(await line('PORT '));
+    return {
+      port,
+      path: '/api/_views/totals',
+      folded: async () => {
+        child.stdin.write('\n');
+        return Number(await line('FOLDED '));
+      },
+      stop: async () => void child.kill('SIGKILL'),
+    };
+  } catch (e) {
+    child.kill('SIGKILL');
+    throw e;
+  }
+};
+
+/**
+ * The real server: `wo run examples/pricing` on a fresh data dir, its view read, with the fold started in its
+ * process by a module it imports first (`--import`): on its main thread paced, or in a worker thread.
+ */
+const startWoServer = async (mode: Mode): Promise<Started> => {
+  const dir = mkdtempSync(join(tmpdir(), 'wo-fold-placement-'));
+  const preload = join(dir, 'fold.mjs');
+  const countFile = join(dir, 'folded');
+  writeFileSync(preload, `
+    import { Worker } from "node:worker_threads"
+    import { writeFileSync } from "node:fs"
+    const __name = (f) => f
+    const ENTITIES = ${ENTITIES}
+    const mode = ${JSON.stringify(mode)}
+    let folded = () => 0
+    if (mode === "main") {
+      const fold = ${fold.toString()}
+      folded = fold(true).folded
+    } else if (mode !== "idle") {
+      let count = 0
+      const worker = new Worker(${JSON.stringify(workerSource(mode))}, { eval: true })
+      worker.on("message", (n) => (count = n))
+      worker.unref()
+      folded = () => count
+    }
+    setInterval(() => writeFileSync(${JSON.stringify(countFile)}, String(folded())), 100).unref()
+  `);
+  const server = await spawnWo(['run', 'examples/pricing', '--data', join(dir, 'data'), '--listen', '127.0.0.1:0'], {
+    nodeArgs: ['--import', preload], readyTimeoutMs: 60_000,
+  });
+  const port = Number(new URL(server.loopbackUrl).port);
+  return {
+    port,
+    path: '/api/_views/products_by_currency',
+    folded: async () => {
+      await new Promise((resolve) => setTimeout(resolve, 150));
+      return Number(readFileSync(countFile, 'utf8') || 0);
+    },
+    stop: async () => {
+      await server.stop();
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+};
+
+const measure = async (mode: Mode, seconds: number, server: 'plain' | 'wo') => {
+  const started = server === 'wo' ? await startWoServer(mode) : await startPlain(mode);
+  try {
     const agent = new http.Agent({ keepAlive: true, maxSockets: 4 });
     const read = () => new Promise<number>((resolve, reject) => {
       const began = performance.now();
-      http.get({ host: '127.0.0.1', port, path: '/api/_views/totals', agent }, (res) => {
+      http.get({ host: '127.0.0.1', port: started.port, path: started.path, agent }, (res) => {
         res.resume();
-        res.on('end', () => resolve(performance.now() - began));
+        res.on('end', () => (res.statusCode === 200 ? resolve(performance.now() - began) : reject(new Error(`answered ${res.statusCode}`))));
       }).on('error', reject);
     });
     const readFor = async (ms: number) => {
@@ -126,17 +203,15 @@ const measure = async (mode: Mode, seconds: number) => {
       return latencies.sort((a, b) => a - b);
     };
     await readFor(1000);
-    child.stdin.write('\n');
-    const before = Number(await line('FOLDED '));
+    const before = await started.folded();
     const began = performance.now();
     const latencies = await readFor(seconds * 1000);
-    child.stdin.write('\n');
-    const after = Number(await line('FOLDED '));
+    const after = await started.folded();
     const elapsed = (performance.now() - began) / 1000;
     agent.destroy();
     return { reads: latencies.length, p50: percentile(latencies, 0.5), p99: percentile(latencies, 0.99), foldedPerSec: (after - before) / elapsed };
   } finally {
-    child.kill('SIGKILL');
+    await started.stop();
   }
 };
 
@@ -149,16 +224,17 @@ if (process.argv.includes('--serve')) serve(process.argv[process.argv.indexOf('-
 else {
   const rounds = argOf('--rounds', 2);
   const seconds = argOf('--seconds', 10);
+  const server = process.argv.includes('--server') && process.argv[process.argv.indexOf('--server') + 1] === 'wo' ? 'wo' : 'plain';
   const results = new Map<Mode, Array<Awaited<ReturnType<typeof measure>>>>(MODES.map((m) => [m, []]));
   for (let r = 0; r < rounds; r++) {
     for (const mode of MODES) {
-      const result = await measure(mode, seconds);
+      const result = await measure(mode, seconds, server);
       results.get(mode)!.push(result);
       console.error(`round ${r + 1} ${mode}: ${result.reads} reads, p50 ${result.p50.toFixed(3)} ms, p99 ${result.p99.toFixed(3)} ms, ${Math.round(result.foldedPerSec)} events/s folded`);
     }
   }
   const idleP99 = median(results.get('idle')!.map((r) => r.p99));
-  console.log(`\n${os.cpus().length} cores, ${rounds} rounds of ${seconds} s per mode, 4 readers (medians of the rounds)\n`);
+  console.log(`\n${server === 'wo' ? '`wo run examples/pricing`, its view read' : 'a plain server'}; ${os.cpus().length} cores, ${rounds} rounds of ${seconds} s per mode, 4 readers (medians of the rounds)\n`);
   console.log('| fold | reads/s | read p50 ms | read p99 ms | p99 / idle | events folded/s |');
   console.log('|---|---:|---:|---:|---:|---:|');
   for (const mode of MODES) {
