@@ -1,6 +1,7 @@
 // Where one `wo run --store postgres://...` node's time and CPU go per durable write: a PostgreSQL
 // primary and two synchronous standbys (scripts/pg-cluster.sh), one node under --cpu-prof, creates (BENCH_OP=set_price:
-// set_price on 1,000 products seeded first) at BENCH_IN_FLIGHT (default 32) in flight for one measured window after a
+// set_price on 1,000 products seeded first; BENCH_OP=lend: the library sample's `lend` on 100 books and 1,000 members
+// seeded first, as scenarios/cluster-lend.ts sends it) at BENCH_IN_FLIGHT (default 32) in flight for one measured window after a
 // warm-up. Prints writes/s, batches/s, events
 // per batch, the mean append (commit) time and the round trips per batch (PostgreSQL's statement count for the
 // window, from pg_stat_statements when loaded, else from pg_stat_database's transactions), then the node's CPU by
@@ -19,15 +20,21 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
 import { monoUs, readWindow, renderSelfTimes } from './lib/cpuprofile.ts';
-import { runLoad } from './lib/load.ts';
+import { runLoad, type LoadRequest } from './lib/load.ts';
 import { isRow, repoRoot, restCreate, restSetPrice, seedProducts } from './lib/wo.ts';
 import { spawnWo } from '../testkit/spawn.ts';
+import { seedLibrary, served } from './scenarios/cluster-lend.ts';
 
 const IN_FLIGHT = Number(process.env.BENCH_IN_FLIGHT ?? 32);
 const LOAD_MS = Number(process.env.BENCH_PROFILE_MS ?? 5000);
 const NODES = Number(process.env.BENCH_NODES ?? 1);
-/** create (default) or set_price (on 1,000 products seeded first, each call on one at random, as the scale-out bench) */
-const OP = process.env.BENCH_OP === 'set_price' ? 'set_price' : 'create';
+/**
+ * create (default), set_price (on 1,000 products seeded first, each call on one at random, as the scale-out bench) or
+ * lend (the library sample's command, on 100 books seeded first, round the books as the cluster-lend bench)
+ */
+const OP = process.env.BENCH_OP === 'set_price' ? 'set_price' : process.env.BENCH_OP === 'lend' ? 'lend' : 'create';
+const BOOKS = 100;
+const MEMBERS = 1000;
 const PRODUCTS = 1000;
 const SCRIPT = join(repoRoot, 'scripts/pg-cluster.sh');
 
@@ -54,7 +61,7 @@ const nodes: Awaited<ReturnType<typeof spawnWo>>[] = [];
 try {
   await admin.connect();
   for (let k = 0; k < NODES; k++) {
-    nodes.push(await spawnWo(['run', 'examples/pricing', '--data', join(dir, `node${k}`), '--listen', '127.0.0.1:0', '--store', url], {
+    nodes.push(await spawnWo(['run', OP === 'lend' ? 'examples/library' : 'examples/pricing', '--data', join(dir, `node${k}`), '--listen', '127.0.0.1:0', '--store', url], {
       readyTimeoutMs: 30_000,
       stopTimeoutMs: 10_000,
       env: { WO_LOG_LEVEL: 'Debug' },
@@ -62,10 +69,17 @@ try {
     }));
   }
   if (OP === 'set_price') await seedProducts(nodes[0].url, PRODUCTS);
-  const request = (i: number) => (OP === 'create' ? restCreate(i) : restSetPrice(1 + (Math.imul(i, 2654435761) >>> 0) % PRODUCTS, 1 + (i % 1000)));
+  const library = OP === 'lend' ? await seedLibrary(nodes[0].url, BOOKS, MEMBERS) : undefined;
+  if (library) for (const wo of nodes) await served(wo.loopbackUrl, `/api/members/${library.members[MEMBERS - 1]}`);
+  const request = (i: number): LoadRequest =>
+    library !== undefined
+      ? { method: 'POST', path: '/api/_commands/lend', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ book: library.books[i % BOOKS], member: library.members[i % MEMBERS] }) }
+      : OP === 'create' ? restCreate(i) : restSetPrice(1 + (Math.imul(i, 2654435761) >>> 0) % PRODUCTS, 1 + (i % 1000));
+  const check = (status: number, body: string) =>
+    OP === 'lend' ? status === 200 && body.startsWith('{"command":"lend"') : isRow(status, body, OP === 'create' ? 201 : 200);
   const load = async (ms: number) => {
     const all = await Promise.all(nodes.map((wo, k) =>
-      runLoad({ url: wo.url, concurrency: Math.max(1, Math.round(IN_FLIGHT / NODES)), durationMs: ms, makeRequest: (i) => request(i * NODES + k), check: (s, b) => isRow(s, b, OP === 'create' ? 201 : 200) })));
+      runLoad({ url: wo.url, concurrency: Math.max(1, Math.round(IN_FLIGHT / NODES)), durationMs: ms, makeRequest: (i) => request(i * NODES + k), check })));
     return { calls: all.reduce((a, r) => a + r.calls, 0), errors: all.reduce((a, r) => a + r.errors, 0), durationMs: Math.max(...all.map((r) => r.durationMs)), perNode: all.map((r) => r.calls) };
   };
   await load(2000);

@@ -3,7 +3,9 @@
 //  - each setup has a database of its own on the same cluster, its nodes started once: the 1-node and 3-node
 //    windows alternate (the order reversed every round), so that load from outside falls on both alike;
 //  - the load is split evenly over a setup's nodes (one closed-loop generator per node), each lend on a book picked
-//    round the seeded ones: commands of different nodes create loans of the same type, and touch the same books;
+//    round the seeded ones, to a member picked round the seeded ones (1,000: the sample's keyed view keeps an entry
+//    per member, and a single member's entry would grow with every lend of the run): commands of different nodes
+//    create loans of the same type, and touch the same books;
 //  - lends/s, ack p50/p99, errors (any answer but 200: a 503 among them is a command refused without a conflict),
 //    the wo CPU per lend summed over the nodes, and the cluster's PostgreSQL CPU per lend.
 // Budget: 3 nodes >= 0.8x one node's lends/s. Three nodes on 2 shared cores cannot show more throughput; what the
@@ -32,12 +34,14 @@ export interface ClusterLendOptions {
   warmUpMs: number;
   /** books seeded per setup, each with copies to spare */
   books: number;
+  /** members seeded per setup, lent to in turn */
+  members: number;
 }
 
 export const CLUSTER_LEND_OPTIONS: Record<Mode, ClusterLendOptions> = {
-  full: { inFlight: [32, 128], windowMs: 8000, rounds: 2, warmUpMs: 2000, books: 100 },
-  quick: { inFlight: [32], windowMs: 3000, rounds: 2, warmUpMs: 1000, books: 100 },
-  smoke: { inFlight: [8], windowMs: 400, rounds: 1, warmUpMs: 200, books: 10 },
+  full: { inFlight: [32, 128], windowMs: 8000, rounds: 2, warmUpMs: 2000, books: 100, members: 1000 },
+  quick: { inFlight: [32], windowMs: 3000, rounds: 2, warmUpMs: 1000, books: 100, members: 1000 },
+  smoke: { inFlight: [8], windowMs: 400, rounds: 1, warmUpMs: 200, books: 10, members: 10 },
 };
 
 export type LendSetup = 'postgres x1' | 'postgres x3';
@@ -70,19 +74,28 @@ const post = async (url: string, path: string, body: unknown) => {
   return JSON.parse(text) as { id: string };
 };
 
-/** `books` books with a million copies each and one member, through `url`; the books' ids. */
-async function seedLibrary(url: string, books: number): Promise<{ books: string[]; member: string }> {
+/**
+ * `books` books with a million copies each and `members` members, through `url`. Lends go round the members: the
+ * sample's keyed view `loans_by_member` keeps one entry per member, and with one member that entry would hold every
+ * loan of the run (each batch then decodes, folds and encodes a list of thousands, on every node).
+ */
+export async function seedLibrary(url: string, books: number, members = 1): Promise<{ books: string[]; members: string[] }> {
   const ids: string[] = [];
   for (let i = 0; i < books; i++) {
     const { id } = await post(url, '/api/books', { title: `b${i}`, author: 'a' });
     await post(url, `/api/books/${id}/add_copies`, { n: 1_000_000 });
     ids.push(id);
   }
-  return { books: ids, member: (await post(url, '/api/members', { name: 'm' })).id };
+  const memberIds: string[] = [];
+  for (let i = 0; i < members; i += 32) {
+    const made = await Promise.all(Array.from({ length: Math.min(32, members - i) }, (_, k) => post(url, '/api/members', { name: `m${i + k}` })));
+    memberIds.push(...made.map((m) => m.id));
+  }
+  return { books: ids, members: memberIds };
 }
 
 /** Waits until `url` serves the row (another node applies the seeding through its tailer). */
-async function served(url: string, path: string): Promise<void> {
+export async function served(url: string, path: string): Promise<void> {
   for (let i = 0; i < 1000; i++) {
     if ((await fetch(`${url}${path}`)).status === 200) return;
     await new Promise((r) => setTimeout(r, 20));
@@ -94,7 +107,7 @@ interface Setup {
   setup: LendSetup;
   nodes: SpawnedServer[];
   books: string[];
-  member: string;
+  members: string[];
 }
 
 interface Measured {
@@ -117,7 +130,7 @@ async function window(s: Setup, cluster: BenchCluster, inFlight: number, ms: num
           method: 'POST',
           path: '/api/_commands/lend',
           headers: json,
-          body: JSON.stringify({ book: s.books[(i * s.nodes.length + k) % s.books.length], member: s.member }),
+          body: JSON.stringify({ book: s.books[(i * s.nodes.length + k) % s.books.length], member: s.members[(i * s.nodes.length + k) % s.members.length] }),
         }),
         check: (status, body) => status === 200 && body.startsWith('{"command":"lend"'),
       }),
@@ -180,11 +193,11 @@ export async function runClusterLend(ctx: BenchContext, o: ClusterLendOptions): 
     three.push(...(await Promise.all([startNode('wo_lend_three', 'three-b'), startNode('wo_lend_three', 'three-c')])));
     const setups: Setup[] = [];
     for (const [setup, nodes] of [['postgres x1', one], ['postgres x3', three]] as const) {
-      ctx.phase(`cluster-lend: ${setup}, seeding ${o.books} books`);
-      const seeded = await seedLibrary(nodes[0].loopbackUrl, o.books);
+      ctx.phase(`cluster-lend: ${setup}, seeding ${o.books} books and ${o.members} members`);
+      const seeded = await seedLibrary(nodes[0].loopbackUrl, o.books, o.members);
       for (const n of nodes.slice(1)) {
         await served(n.loopbackUrl, `/api/books/${seeded.books[seeded.books.length - 1]}`);
-        await served(n.loopbackUrl, `/api/members/${seeded.member}`);
+        await served(n.loopbackUrl, `/api/members/${seeded.members[seeded.members.length - 1]}`);
       }
       setups.push({ setup, nodes, ...seeded });
     }
