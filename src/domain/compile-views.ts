@@ -129,10 +129,10 @@ export const compileViews = (
     }
     const encodeEither = Schema.encodeUnknownEither(def.schema)
     const decodeEither = Schema.decodeUnknownEither(def.schema)
-    // A struct of plain fields encodes to itself: checked without Effect's parser when the value passes (a view is
-    // encoded in every batch that changes it; the parser cost ~80 µs a batch for a two-field count), by Schema
-    // otherwise, which then words the issue.
-    const fast = fastDecoder(def.schema.ast, {})
+    // A struct of plain fields (or arrays of them) encodes to itself: checked without Effect's parser when the value
+    // passes (a view or keyed entry is encoded in every batch that changes it; the parser cost ~80 µs a batch for a
+    // two-field count), by Schema otherwise, which then words the issue.
+    const fast = fastDecoder(def.schema.ast, {}, { arraysAsIs: true })
     // The value comes from user code (evolve): the schema checks it, then it must be plain JSON data (no NaN,
     // BigInt, cycle, ...), and a value whose very reading throws is refused, not thrown on.
     const encode = (state: unknown): Either.Either<string, string> => {

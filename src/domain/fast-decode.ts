@@ -8,12 +8,16 @@
  *
  * Input is parsed JSON: an object with no symbol keys and no non-enumerable ones (those would be Schema's excess
  * keys, and are not counted here).
+ *
+ * With `arraysAsIs`, a field may also be an array of such values (Schema.Array), checked element by element and
+ * answered as the same array, not a copy: for a caller that only encodes the answer (a view's value), never for
+ * one that hands it to user code.
  */
 import { Option, SchemaAST } from "effect"
 
 type Check = (u: unknown) => boolean
 
-const checkOf = (ast: SchemaAST.AST, options: SchemaAST.ParseOptions): Check | undefined => {
+const checkOf = (ast: SchemaAST.AST, options: SchemaAST.ParseOptions, arraysAsIs: boolean): Check | undefined => {
   switch (ast._tag) {
     case "StringKeyword":
       return (u) => typeof u === "string"
@@ -30,8 +34,19 @@ const checkOf = (ast: SchemaAST.AST, options: SchemaAST.ParseOptions): Check | u
       const literals = ast.types.map((t) => (t as SchemaAST.Literal).literal)
       return (u) => literals.some((l) => l === u)
     }
+    case "TupleType": {
+      if (!arraysAsIs || ast.elements.length > 0 || ast.rest.length !== 1) return undefined
+      const item = checkOf(ast.rest[0].type, options, arraysAsIs)
+      if (item === undefined) return undefined
+      return (u) => {
+        if (!Array.isArray(u)) return false
+        // By index: a hole reads as undefined and fails, as it does in Schema.
+        for (let i = 0; i < u.length; i++) if (!item(u[i])) return false
+        return true
+      }
+    }
     case "Refinement": {
-      const from = checkOf(ast.from, options)
+      const from = checkOf(ast.from, options, arraysAsIs)
       if (from === undefined) return undefined
       return (u) => from(u) && Option.isNone(ast.filter(u, options, ast))
     }
@@ -43,14 +58,15 @@ const checkOf = (ast: SchemaAST.AST, options: SchemaAST.ParseOptions): Check | u
 /** The fast decode of a struct `ast` (decoded with `options`), or undefined when its shape is not one it covers. */
 export const fastDecoder = (
   ast: SchemaAST.AST,
-  options: SchemaAST.ParseOptions
+  options: SchemaAST.ParseOptions,
+  { arraysAsIs = false }: { readonly arraysAsIs?: boolean } = {}
 ): ((u: unknown) => Record<string, unknown> | undefined) | undefined => {
   if (!SchemaAST.isTypeLiteral(ast) || ast.indexSignatures.length > 0 || ast.propertySignatures.length === 0) return undefined
   const names: Array<string> = []
   const checks: Array<Check> = []
   for (const ps of ast.propertySignatures) {
     if (ps.isOptional || typeof ps.name !== "string") return undefined
-    const check = checkOf(ps.type, options)
+    const check = checkOf(ps.type, options, arraysAsIs)
     if (check === undefined) return undefined
     names.push(ps.name)
     checks.push(check)

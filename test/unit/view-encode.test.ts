@@ -1,7 +1,7 @@
 /**
- * A view's value is encoded in every batch that changes it. A struct of plain fields is checked without Effect's
- * parser when the value passes; its JSON is then the one Schema's encode gives, and a value that does not pass goes
- * to Schema, which words the issue as before.
+ * A view's value (a keyed view's entry) is encoded in every batch that changes it. A struct of plain fields, or of
+ * arrays of them, is checked without Effect's parser when the value passes; its JSON is then the one Schema's encode
+ * gives, and a value that does not pass goes to Schema, which words the issue as before.
  */
 import { describe, expect, it } from "vitest"
 import { Either, Schema } from "effect"
@@ -12,14 +12,14 @@ const Plain = Schema.Struct({ USD: Schema.Int, EUR: Schema.Int, rate: Schema.Num
 // The same check, out of the plain path's reach (a refinement around the struct): Schema encodes every value.
 const Wrapped = Plain.pipe(Schema.filter(() => true))
 
-const viewOf = (schema: Schema.Schema<any, any>) => {
+const viewOf = (schema: Schema.Schema<any, any>, initial: unknown = { USD: 0, EUR: 0, rate: 1, label: "", state: "open" }) => {
   const app = defineApp({
     name: "encode",
     entities: { items: entity({ fields: { name: Schema.String } }) },
     views: {
       totals: view({
         schema,
-        initial: { USD: 0, EUR: 0, rate: 1, label: "", state: "open" },
+        initial,
         on: { items: ["created"] },
         evolve: (value) => value
       })
@@ -60,6 +60,32 @@ describe("a view's encode", () => {
       expect(Either.isLeft(encoded), JSON.stringify(value)).toBe(true)
       expect(Either.getLeft(encoded).pipe((o) => o._tag === "Some" ? o.value : "")).toMatch(says)
       expect(Either.isLeft(wrapped.encode(value))).toBe(true)
+    }
+  })
+
+  it("takes arrays of plain values (a keyed entry's list) the same way, and refuses what Schema refuses in them", () => {
+    const Entry = Schema.Struct({ out: Schema.Int, loans: Schema.Array(Schema.String), grid: Schema.Array(Schema.Array(Schema.Int)).pipe(Schema.maxItems(2)) })
+    const entry = viewOf(Entry, { out: 0, loans: [], grid: [] })
+    const reference = viewOf(Entry.pipe(Schema.filter(() => true)), { out: 0, loans: [], grid: [] })
+    for (const value of [
+      { out: 2, loans: ["7", "9"], grid: [[1, 2], []] },
+      { grid: [], loans: [], out: 0 },
+      { out: 1, loans: Object.assign(["3"], { note: "not an element" }), grid: [[0]] }
+    ]) {
+      expect(entry.encode(value)).toEqual(reference.encode(value))
+      expect(Either.isRight(entry.encode(value))).toBe(true)
+    }
+    expect(entry.encode({ grid: [[1]], loans: ["a"], out: 1 })).toEqual(Either.right(`{"out":1,"loans":["a"],"grid":[[1]]}`))
+    // A hole, an element of the wrong type, a nested one, a refinement on the array: refused, as Schema refuses them.
+    for (const value of [
+      { out: 1, loans: [, "a"], grid: [] },
+      { out: 1, loans: ["a", 2], grid: [] },
+      { out: 1, loans: [], grid: [[1.5]] },
+      { out: 1, loans: [], grid: [[], [], []] },
+      { out: 1, loans: "a", grid: [] }
+    ]) {
+      expect(Either.isLeft(entry.encode(value)), JSON.stringify(value)).toBe(true)
+      expect(Either.isLeft(reference.encode(value))).toBe(true)
     }
   })
 
