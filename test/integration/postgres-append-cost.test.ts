@@ -8,14 +8,14 @@
  * in its notification; a larger one's are read from the table, and so are events a notification carried that do
  * not verify.
  */
-import { Chunk, Duration, Effect, Fiber, ManagedRuntime, Stream } from "effect"
+import { Chunk, Duration, Effect, Fiber, ManagedRuntime, type Scope, Stream } from "effect"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import type { StoredEvent } from "../../src/domain/events.ts"
 import pg from "pg"
 import { Duplicate, EventLog, isWritten, Stale, type AppendBatch, type AppendEntry, type AppendResult } from "../../src/log/event-log.ts"
 import { postgresLogLayer } from "../../src/log/postgres/postgres-log.ts"
 import { appendPictured, makeLogPicture } from "../../src/log/postgres/append.ts"
-import { PgConnection, pgConnectionLayer } from "../../src/log/postgres/connection.ts"
+import { PgConnection, pgConnectionLayer, type PgConnectionShape } from "../../src/log/postgres/connection.ts"
 import { makeFollow } from "../../src/log/postgres/follow.ts"
 import { ensureSchema } from "../../src/log/postgres/schema.ts"
 import { observedPostgresLog } from "../../testkit/observed-pg.ts"
@@ -83,6 +83,20 @@ describe.skipIf(!haveBinaries)("the cost of a shared append, on a real PostgreSQ
   }, 120_000)
 
   afterAll(() => cluster?.stop())
+
+  /** Runs `body` on a connection to a new database `database`, its tables made, in a scope closed after it. */
+  const onNewStore = async (database: string, body: (conn: PgConnectionShape) => Effect.Effect<void, unknown, Scope.Scope>) => {
+    const runtime = ManagedRuntime.make(pgConnectionLayer(await cluster.createDatabase(database)))
+    try {
+      await runtime.runPromise(Effect.scoped(Effect.gen(function* () {
+        const conn = yield* PgConnection
+        yield* ensureSchema(conn)
+        yield* body(conn)
+      })))
+    } finally {
+      await runtime.dispose()
+    }
+  }
 
   it("a batch is one statement when the node's picture of the log is right; two, without a transaction, when another node wrote meanwhile", async () => {
     const store = await cluster.createDatabase("wo_cost_statements")
@@ -323,131 +337,107 @@ describe.skipIf(!haveBinaries)("the cost of a shared append, on a real PostgreSQ
   })
 
   it("a node's follower sleeps through the node's own batches its writer applied (their answers and notifications wake nothing), and wakes for another node's", async () => {
-    const store = await cluster.createDatabase("wo_cost_wakes")
-    const runtime = ManagedRuntime.make(pgConnectionLayer(store))
-    try {
-      await runtime.runPromise(Effect.scoped(Effect.gen(function* () {
-        const conn = yield* PgConnection
-        yield* ensureSchema(conn)
-        const picture = makeLogPicture(0, [])
-        const follow = yield* makeFollow(conn, "node-a", () => undefined)
-        // The tailer's position: this node's own batches are applied by its writer right after their answer.
-        let applied = 0
-        const delivered: Array<number> = []
-        yield* Effect.forkScoped(Stream.runForEachChunk(follow.events(0, () => applied), (chunk) =>
-          Effect.sync(() => {
-            for (const e of Chunk.toReadonlyArray(chunk)) delivered.push(e.seq)
-            applied = Math.max(applied, ...Chunk.toReadonlyArray(chunk).map((e) => e.seq))
-          })))
-        // Started: listening, the log read once.
-        yield* Effect.sleep(Duration.millis(500))
-        const wakesAtStart = follow.cost.wakes
-        const fetchesAtStart = follow.cost.fetches
-        const own = 20
-        for (let i = 1; i <= own; i++) {
-          follow.sending(picture.head)
-          const { result, last } = yield* appendPictured(conn, { entries: [created(i, `a${i}`)], counters: new Map() }, picture, "node-a")
-          follow.wrote(result.lastSeq, last, result.lastSeq)
-          applied = result.lastSeq
-        }
-        // Past the delay after which an own notification the append did not answer for counts.
-        yield* Effect.sleep(Duration.millis(500))
-        expect(delivered).toEqual([])
-        expect(follow.cost.notifications).toBeGreaterThanOrEqual(own)
-        // Each own batch woke the follower twice before (its answer, and a timer after it), for nothing.
-        expect(follow.cost.wakes - wakesAtStart).toBeLessThanOrEqual(2)
-        expect(follow.cost.fetches - fetchesAtStart).toBeLessThanOrEqual(2)
-
-        // Another node's commit wakes it, and is delivered.
-        const other = makeLogPicture(-1, []) // a head no log has: planned on the log as the function answers it
-        yield* appendPictured(conn, { entries: [created(own + 1, "b")], counters: new Map() }, other, "node-b")
-        yield* Effect.promise(() => waitFor(() => delivered.length === 1, 20_000))
-        expect(delivered).toEqual([own + 1])
-        expect(follow.cost.wakes - wakesAtStart).toBeGreaterThanOrEqual(1)
+    await onNewStore("wo_cost_wakes", (conn) => Effect.gen(function* () {
+    const picture = makeLogPicture(0, [])
+    const follow = yield* makeFollow(conn, "node-a", () => undefined)
+    // The tailer's position: this node's own batches are applied by its writer right after their answer.
+    let applied = 0
+    const delivered: Array<number> = []
+    yield* Effect.forkScoped(Stream.runForEachChunk(follow.events(0, () => applied), (chunk) =>
+      Effect.sync(() => {
+        for (const e of Chunk.toReadonlyArray(chunk)) delivered.push(e.seq)
+        applied = Math.max(applied, ...Chunk.toReadonlyArray(chunk).map((e) => e.seq))
       })))
-    } finally {
-      await runtime.dispose()
+    // Started: listening, the log read once.
+    yield* Effect.sleep(Duration.millis(500))
+    const wakesAtStart = follow.cost.wakes
+    const fetchesAtStart = follow.cost.fetches
+    const own = 20
+    for (let i = 1; i <= own; i++) {
+      follow.sending(picture.head)
+      const { result, last } = yield* appendPictured(conn, { entries: [created(i, `a${i}`)], counters: new Map() }, picture, "node-a")
+      follow.wrote(result.lastSeq, last, result.lastSeq)
+      applied = result.lastSeq
     }
+    // Past the delay after which an own notification the append did not answer for counts.
+    yield* Effect.sleep(Duration.millis(500))
+    expect(delivered).toEqual([])
+    expect(follow.cost.notifications).toBeGreaterThanOrEqual(own)
+    // Each own batch woke the follower twice before (its answer, and a timer after it), for nothing.
+    expect(follow.cost.wakes - wakesAtStart).toBeLessThanOrEqual(2)
+    expect(follow.cost.fetches - fetchesAtStart).toBeLessThanOrEqual(2)
+
+    // Another node's commit wakes it, and is delivered.
+    const other = makeLogPicture(-1, []) // a head no log has: planned on the log as the function answers it
+    yield* appendPictured(conn, { entries: [created(own + 1, "b")], counters: new Map() }, other, "node-b")
+    yield* Effect.promise(() => waitFor(() => delivered.length === 1, 20_000))
+    expect(delivered).toEqual([own + 1])
+    expect(follow.cost.wakes - wakesAtStart).toBeGreaterThanOrEqual(1)
+    }))
   })
 
   it("after the primary changes, a notification from the connection opened before only wakes the reader: its events are read from the table, and the connection is replaced", async () => {
     const database = "wo_cost_stale_listen"
-    const store = await cluster.createDatabase(database)
-    const runtime = ManagedRuntime.make(pgConnectionLayer(store))
-    try {
-      await runtime.runPromise(Effect.scoped(Effect.gen(function* () {
-        const real = yield* PgConnection
-        yield* ensureSchema(real)
-        // The same server, with a generation the test moves: as if the node had switched to a new primary.
-        let switched = 0
-        const conn = { ...real, generation: () => real.generation() + switched }
-        const follow = yield* makeFollow(conn, "node-a", () => undefined)
-        const delivered: Array<number> = []
-        yield* Effect.forkScoped(Stream.runForEachChunk(follow.events(0), (chunk) => Effect.sync(() => void delivered.push(...Chunk.toReadonlyArray(chunk).map((e) => e.seq)))))
-        yield* Effect.sleep(Duration.millis(500))
-        const other = makeLogPicture(-1, [])
-        const appendB = (n: number) => appendPictured(conn, { entries: [created(n, `b${n}`)], counters: new Map() }, other, "node-b")
+    await onNewStore(database, (real) => Effect.gen(function* () {
+    // The same server, with a generation the test moves: as if the node had switched to a new primary.
+    let switched = 0
+    const conn = { ...real, generation: () => real.generation() + switched }
+    const follow = yield* makeFollow(conn, "node-a", () => undefined)
+    const delivered: Array<number> = []
+    yield* Effect.forkScoped(Stream.runForEachChunk(follow.events(0), (chunk) => Effect.sync(() => void delivered.push(...Chunk.toReadonlyArray(chunk).map((e) => e.seq)))))
+    yield* Effect.sleep(Duration.millis(500))
+    const other = makeLogPicture(-1, [])
+    const appendB = (n: number) => appendPictured(conn, { entries: [created(n, `b${n}`)], counters: new Map() }, other, "node-b")
 
-        /** The backend of the follower's LISTEN connection. */
-        const listener = () => Effect.promise(() => cluster.sql(database, "select pid from pg_stat_activity where datname = $1 and query like 'listen %'", [database]))
-        yield* appendB(1)
-        yield* Effect.promise(() => waitFor(() => delivered.length === 1, 20_000))
-        expect(follow.cost.pushed).toBe(1)
-        const before = yield* listener()
-        expect(before).toHaveLength(1)
+    /** The backend of the follower's LISTEN connection. */
+    const listener = () => Effect.promise(() => cluster.sql(database, "select pid from pg_stat_activity where datname = $1 and query like 'listen %'", [database]))
+    yield* appendB(1)
+    yield* Effect.promise(() => waitFor(() => delivered.length === 1, 20_000))
+    expect(follow.cost.pushed).toBe(1)
+    const before = yield* listener()
+    expect(before).toHaveLength(1)
 
-        switched = 1
-        const fetches = follow.cost.fetches
-        yield* appendB(2)
-        yield* Effect.promise(() => waitFor(() => delivered.length === 2, 20_000))
-        // Heard on the connection opened before the switch: read from the table, not taken from it.
-        expect(follow.cost.pushed).toBe(1)
-        expect(follow.cost.fetches).toBeGreaterThan(fetches)
+    switched = 1
+    const fetches = follow.cost.fetches
+    yield* appendB(2)
+    yield* Effect.promise(() => waitFor(() => delivered.length === 2, 20_000))
+    // Heard on the connection opened before the switch: read from the table, not taken from it.
+    expect(follow.cost.pushed).toBe(1)
+    expect(follow.cost.fetches).toBeGreaterThan(fetches)
 
-        // The connection was replaced (opened at the new generation): the next commit's events are taken again.
-        yield* Effect.sleep(Duration.millis(1000))
-        const after = yield* listener()
-        expect(after).toHaveLength(1)
-        expect(after[0].pid).not.toBe(before[0].pid)
-        yield* appendB(3)
-        yield* Effect.promise(() => waitFor(() => delivered.length === 3, 20_000))
-        expect(delivered).toEqual([1, 2, 3])
-        expect(follow.cost.pushed).toBe(2)
-      })))
-    } finally {
-      await runtime.dispose()
-    }
+    // The connection was replaced (opened at the new generation): the next commit's events are taken again.
+    yield* Effect.sleep(Duration.millis(1000))
+    const after = yield* listener()
+    expect(after).toHaveLength(1)
+    expect(after[0].pid).not.toBe(before[0].pid)
+    yield* appendB(3)
+    yield* Effect.promise(() => waitFor(() => delivered.length === 3, 20_000))
+    expect(delivered).toEqual([1, 2, 3])
+    expect(follow.cost.pushed).toBe(2)
+    }))
   })
 
   it("events a notification carries that do not verify are read from the table instead, and the table's are delivered", async () => {
     const database = "wo_cost_forged"
-    const store = await cluster.createDatabase(database)
-    const runtime = ManagedRuntime.make(pgConnectionLayer(store))
-    try {
-      await runtime.runPromise(Effect.scoped(Effect.gen(function* () {
-        const conn = yield* PgConnection
-        yield* ensureSchema(conn)
-        const follow = yield* makeFollow(conn, "node-a", () => undefined)
-        const delivered: Array<StoredEvent> = []
-        yield* Effect.forkScoped(Stream.runForEachChunk(follow.events(0), (chunk) => Effect.sync(() => void delivered.push(...Chunk.toReadonlyArray(chunk)))))
-        yield* Effect.sleep(Duration.millis(500))
-        const fetchesBefore = follow.cost.fetches
-        // A notification of seq 1 with an event whose checksum is wrong (nothing is in the table yet).
-        const forged = JSON.stringify([["1", "items", "1", 1, "created", 1, "1", null, null, JSON.stringify({ name: "forged" }), "0".repeat(16), null, null, null]])
-        yield* Effect.promise(() => cluster.sql(database, `select pg_notify('writeonce_log', '1 node-x ' || $1)`, [forged]))
-        yield* Effect.promise(() => waitFor(() => follow.cost.fetches > fetchesBefore, 20_000))
-        yield* Effect.sleep(Duration.millis(200))
-        expect(delivered).toEqual([])
-        expect(follow.cost.pushed).toBe(0)
+    await onNewStore(database, (conn) => Effect.gen(function* () {
+    const follow = yield* makeFollow(conn, "node-a", () => undefined)
+    const delivered: Array<StoredEvent> = []
+    yield* Effect.forkScoped(Stream.runForEachChunk(follow.events(0), (chunk) => Effect.sync(() => void delivered.push(...Chunk.toReadonlyArray(chunk)))))
+    yield* Effect.sleep(Duration.millis(500))
+    const fetchesBefore = follow.cost.fetches
+    // A notification of seq 1 with an event whose checksum is wrong (nothing is in the table yet).
+    const forged = JSON.stringify([["1", "items", "1", 1, "created", 1, "1", null, null, JSON.stringify({ name: "forged" }), "0".repeat(16), null, null, null]])
+    yield* Effect.promise(() => cluster.sql(database, `select pg_notify('writeonce_log', '1 node-x ' || $1)`, [forged]))
+    yield* Effect.promise(() => waitFor(() => follow.cost.fetches > fetchesBefore, 20_000))
+    yield* Effect.sleep(Duration.millis(200))
+    expect(delivered).toEqual([])
+    expect(follow.cost.pushed).toBe(0)
 
-        // The real commit of seq 1: delivered as written (from its own notification).
-        yield* appendPictured(conn, { entries: [created(1, "real")], counters: new Map() }, makeLogPicture(-1, []), "node-b")
-        yield* Effect.promise(() => waitFor(() => delivered.length === 1, 20_000))
-        expect(delivered[0]).toMatchObject({ seq: 1, id: "1", data: { name: "real" } })
-        expect(follow.cost.pushed).toBe(1)
-      })))
-    } finally {
-      await runtime.dispose()
-    }
+    // The real commit of seq 1: delivered as written (from its own notification).
+    yield* appendPictured(conn, { entries: [created(1, "real")], counters: new Map() }, makeLogPicture(-1, []), "node-b")
+    yield* Effect.promise(() => waitFor(() => delivered.length === 1, 20_000))
+    expect(delivered[0]).toMatchObject({ seq: 1, id: "1", data: { name: "real" } })
+    expect(follow.cost.pushed).toBe(1)
+    }))
   })
 })
