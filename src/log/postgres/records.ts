@@ -150,16 +150,16 @@ export const eventColumns = (event: StoredEvent) => {
 }
 
 /**
- * The select list that reads an event row as `EventRow` expects it. It renames seq to text: order by the
- * table's column (`from events e ... order by e.seq`), never by the output name (text order puts 100 before 99).
- */
-/**
  * The events table's columns in the order the log's readers select them (EVENT_COLUMNS) and a notification carries
  * them (schema.ts: each event a JSON array of them).
  */
 export const EVENT_ROW_COLUMNS = ["seq", "type", "id", "version", "kind", "schema", "at", "method", "params", "data", "checksum", "command", "correlation", "actor"] as const
 /** Read as text: the bigints (a JavaScript number would round them) and the JSON columns (their stored text is checksummed). */
 const READ_AS_TEXT: ReadonlySet<string> = new Set(["seq", "at", "params", "data", "actor"])
+/**
+ * The select list that reads an event row as `EventRow` expects it. It renames seq to text: order by the
+ * table's column (`from events e ... order by e.seq`), never by the output name (text order puts 100 before 99).
+ */
 export const EVENT_COLUMNS = EVENT_ROW_COLUMNS.map((c) => (READ_AS_TEXT.has(c) ? `${c}::text as ${c}` : c)).join(", ")
 
 const EventRow = Schema.Struct({
