@@ -133,11 +133,19 @@ export const compileViews = (
     // passes (a view or keyed entry is encoded in every batch that changes it; the parser cost ~80 µs a batch for a
     // two-field count), by Schema otherwise, which then words the issue.
     const fast = fastDecoder(def.schema.ast, {}, { arraysAsIs: true })
+    // A value the plain check cannot read (a proxy that throws) goes to Schema too, which reads only what it needs.
+    const fastPlain = (state: unknown) => {
+      try {
+        return fast?.(state)
+      } catch {
+        return undefined
+      }
+    }
     // The value comes from user code (evolve): the schema checks it, then it must be plain JSON data (no NaN,
     // BigInt, cycle, ...), and a value whose very reading throws is refused, not thrown on.
     const encode = (state: unknown): Either.Either<string, string> => {
       try {
-        const plain = fast?.(state)
+        const plain = fastPlain(state)
         if (plain !== undefined) return Either.mapLeft(plainJson(plain), issuesText)
         return Either.flatMap(Either.mapLeft(encodeEither(state), describeIssues), (encoded) => Either.mapLeft(plainJson(encoded), issuesText))
       } catch (e) {

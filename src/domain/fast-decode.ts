@@ -39,7 +39,8 @@ const checkOf = (ast: SchemaAST.AST, options: SchemaAST.ParseOptions, arraysAsIs
       const item = checkOf(ast.rest[0].type, options, arraysAsIs)
       if (item === undefined) return undefined
       return (u) => {
-        if (!Array.isArray(u)) return false
+        // A plain array only: Schema copies another (a subclass) into one, which the answer, not a copy, would not.
+        if (!Array.isArray(u) || Object.getPrototypeOf(u) !== Array.prototype) return false
         // By index: a hole reads as undefined and fails, as it does in Schema.
         for (let i = 0; i < u.length; i++) if (!item(u[i])) return false
         return true

@@ -89,6 +89,21 @@ describe("a view's encode", () => {
     }
   })
 
+  it("answers odd values evolve may return as Schema's path does: an instance, an array subclass, an array with a toJSON, a proxy", () => {
+    const Entry = Schema.Struct({ out: Schema.Int, loans: Schema.Array(Schema.String) })
+    const entry = viewOf(Entry, { out: 0, loans: [] })
+    const reference = viewOf(Entry.pipe(Schema.filter(() => true)), { out: 0, loans: [] })
+    class Loans extends Array<string> {}
+    class Value { out = 1; loans = ["a"] }
+    const withToJson = Object.assign(["a"], { toJSON: () => "replaced" })
+    const throwing = new Proxy({ out: 1, loans: ["a"] }, { ownKeys: () => { throw new Error("no keys") } })
+    for (const value of [new Value(), { out: 1, loans: Loans.from(["a"]) }, { out: 1, loans: withToJson }, throwing]) {
+      expect(entry.encode(value)).toEqual(reference.encode(value))
+    }
+    // The array's own toJSON is never called: what is written is its elements.
+    expect(entry.encode({ out: 1, loans: withToJson })).toEqual(Either.right(`{"out":1,"loans":["a"]}`))
+  })
+
   it("refuses a value whose reading throws, instead of throwing", () => {
     const value = { USD: 1, EUR: 2, rate: 1, label: "", state: "open" }
     Object.defineProperty(value, "label", { enumerable: true, get: () => { throw new Error("no label") } })
