@@ -250,6 +250,12 @@ export interface AppendResult {
  */
 export class LogDiverged extends Data.TaggedError("LogDiverged")<{ readonly reason: string }> {}
 
+/**
+ * An event as the embedded store keeps it: its seq (read from its key), its key and its sealed record, neither
+ * checked nor parsed yet (classic-level/level-records.ts `decodeEvent` does both).
+ */
+export type SealedEvent = readonly [seq: number, key: string, record: string]
+
 /** How a reader wants the log read. */
 export interface ReadOptions {
   /** Events decoded per chunk at most (the default is the log's read batch, best for a tool reading it all). */
@@ -282,6 +288,12 @@ export interface EventLogShape {
    * that serves requests meanwhile: at most that many events per chunk (classic-level decodes each slice on demand).
    */
   readonly readFrom: (fromSeq: number, options?: ReadOptions) => Stream.Stream<StoredEvent, StoreError>
+  /**
+   * Present on the embedded store: the events from `fromSeq` as stored (`SealedEvent`), their sequence checked, for
+   * a reader in another thread that decodes them itself, off the server's thread (a view refold:
+   * projections/views/fold-thread.ts). Decorators pass it through untouched: its reader upcasts what it decodes.
+   */
+  readonly readSealedFrom?: (fromSeq: number, options?: ReadOptions) => Stream.Stream<SealedEvent, StoreError>
   /** The inline row state as stored, by type then id. */
   readonly storedRows: Stream.Stream<StoredRow, StoreError>
   /**

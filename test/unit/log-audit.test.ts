@@ -43,6 +43,13 @@ describe("log audit", () => {
 
   it("read paced, counts every event of the log", async () => {
     expect(await runtime.runPromise(auditPaced(log))).toBe(EVENTS)
+    // Decoded, as a log that keeps no sealed records (PostgreSQL) is read.
+    expect(await runtime.runPromise(auditPaced({ ...log, readSealedFrom: undefined }))).toBe(EVENTS)
+  })
+
+  it("from a seq, counts the events from there on (those before were checked by another reader)", async () => {
+    expect(await runtime.runPromise(auditPaced(log, makePacer(), 1001))).toBe(EVENTS - 1000)
+    expect(await runtime.runPromise(auditPaced({ ...log, readSealedFrom: undefined }, makePacer(), EVENTS))).toBe(1)
   })
 
   it("read paced, gives the event loop a turn once it has worked for PACED_MS, in slices", async () => {

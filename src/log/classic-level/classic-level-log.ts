@@ -15,7 +15,7 @@ import { ACCEPTED_LOSS_FILE, acceptedGap, appendAcceptedLoss, countSeqs, describ
 import { checkAckedHead } from "./acked-check.ts"
 import { readFailed } from "../record.ts"
 import { ACKED_FILE, openAckedHead, readAckedRecord, type AckedHeadWriter } from "./acked-head.ts"
-import { EventLog, type AppendBatch, type LogHead, type StoredKey, type StoredRow, type StoredView } from "../event-log.ts"
+import { EventLog, type AppendBatch, type LogHead, type SealedEvent, type StoredKey, type StoredRow, type StoredView } from "../event-log.ts"
 import { DATA_LOSS_MARKER, LevelDb, storeError, type Db, type LevelDbShape } from "./level-db.ts"
 import * as K from "./log-keys.ts"
 import { batchedRange, decodeEvent, decodeRow, READ_BATCH, rowPayload } from "./level-records.ts"
@@ -155,9 +155,22 @@ const scan = <A>(
   )
 
 /**
- * Events from `fromSeq` on, verified: checksums, and each seq exactly one past the one before (or past a gap the
- * operator accepted as lost: accepted-loss.ts).
+ * The check that a read of the log from `fromSeq` meets each seq exactly one past the one before (or past a gap the
+ * operator accepted as lost: accepted-loss.ts): called with each key in order, it throws at the first missing one.
  */
+const inSequence = (fromSeq: number, accepted: (from: number, to: number) => boolean) => {
+  let expected = Math.max(1, fromSeq)
+  /** Answers the key's seq. */
+  return (key: string): number => {
+    const seq = K.seqOfEventKey(key)
+    if (seq > expected && accepted(expected, seq - 1)) expected = seq
+    if (seq !== expected) throw new RecordCorrupt(`corrupt log: event ${expected} is missing (the next key is ${key})`)
+    expected++
+    return seq
+  }
+}
+
+/** Events from `fromSeq` on, verified: checksums, and the sequence (`inSequence`). */
 export const readEvents = (
   h: LevelDbShape,
   fromSeq: number,
@@ -166,14 +179,27 @@ export const readEvents = (
 ): Stream.Stream<StoredEvent, StoreError> =>
   // Suspended so that each run of the stream checks the sequence from its own start.
   Stream.suspend(() => {
-    let expected = Math.max(1, fromSeq)
-    return scan(h, { gte: K.eventKey(expected), lt: K.EVENTS_END }, (key, value) => {
+    const check = inSequence(fromSeq, accepted)
+    return scan(h, { gte: K.eventKey(Math.max(1, fromSeq)), lt: K.EVENTS_END }, (key, value) => {
       const event = decodeEvent(key, value)
-      if (event.seq > expected && accepted(expected, event.seq - 1)) expected = event.seq
-      if (event.seq !== expected) throw new RecordCorrupt(`corrupt log: event ${expected} is missing (the next key is ${key})`)
-      expected++
+      check(key)
       return event
     }, slice)
+  })
+
+/**
+ * Events from `fromSeq` on as stored, their sequence verified on the keys; the records are neither unsealed nor
+ * parsed: the reader does that with `decodeEvent`, in another thread (event-log.ts `readSealedFrom`).
+ */
+const readSealedEvents = (
+  h: LevelDbShape,
+  fromSeq: number,
+  accepted: (from: number, to: number) => boolean,
+  slice?: number
+): Stream.Stream<SealedEvent, StoreError> =>
+  Stream.suspend(() => {
+    const check = inSequence(fromSeq, accepted)
+    return scan(h, { gte: K.eventKey(Math.max(1, fromSeq)), lt: K.EVENTS_END }, (key, value): SealedEvent => [check(key), key, value], slice)
   })
 
 /** The stored rows, verified: checksums, keys, and the count per type the store recorded. */
@@ -374,6 +400,7 @@ export const makeClassicLevelLog = (h: LevelDbShape, mode: LogMode = {}) =>
       ...(record === undefined ? {} : { settle: record.settle }),
       head,
       readFrom: (fromSeq, options) => readEvents(h, fromSeq, accepted, options?.slice),
+      readSealedFrom: (fromSeq, options) => readSealedEvents(h, fromSeq, accepted, options?.slice),
       storedRows: readStoredRows(h),
       storedViews: readStoredViews(h),
       storedViewEntries: (name, definition) =>
