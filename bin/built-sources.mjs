@@ -9,8 +9,16 @@ import * as path from "node:path"
 
 // The built layout: entries beside each other, shared chunks, and the console page's sources at console/page with
 // the SSE codec the page imports at support/sse.ts, as in src/ (src/console/assets.ts finds the page there).
-const ENTRIES = { "serve-args": "cli/serve-args.ts", "cli/cli": "cli/cli.ts", index: "index.ts", "testing/index": "testing/index.ts", "app-loading/effect-imports": "app-loading/effect-imports.ts" }
-const LAYOUT = "7"
+const ENTRIES = {
+  "serve-args": "cli/serve-args.ts",
+  "cli/cli": "cli/cli.ts",
+  index: "index.ts",
+  "testing/index": "testing/index.ts",
+  "app-loading/effect-imports": "app-loading/effect-imports.ts",
+  // Loaded by a worker thread beside the runtime's index (src/app-loading/app-worker.ts `runtimeModule`).
+  "projections/views/fold-thread-worker": "projections/views/fold-thread-worker.ts"
+}
+const LAYOUT = "8"
 /** What the standalone command line still imports: native addons and binaries, and what it loads only on demand. */
 const STANDALONE_EXTERNAL = ["classic-level", "pg", "pg-native", "esbuild", "tsx", "tsx/*", "typescript", "jose", "prom-client"]
 

@@ -8,6 +8,7 @@
 // fails (an edit in progress), src/ runs through tsx instead, with the big dependencies loaded natively first:
 // tsx's hooks cost milliseconds per module, and effect alone has hundreds. The built code imports effect's modules
 // one by one (src/app-loading/effect-imports.ts); only src/ run through tsx needs effect's index preloaded.
+import { pathToFileURL } from "node:url"
 import { builtSources } from "./built-sources.mjs"
 
 const args = process.argv.slice(2)
@@ -34,7 +35,9 @@ async function serveOrLoad() {
   const compiled = read?.command === "run" ? await compiledApp(read.options.appDir, built) : undefined
   if (compiled !== undefined) {
     process.setSourceMapsEnabled(true)
-    serveArgs.serve({ ...read, options: { ...read.options, compiledApp: compiled } })
+    // The runtime it imports as `writeonce`, for a worker thread that loads it again (src/app-loading/app-worker.ts).
+    const runtime = pathToFileURL(`${built}/index.mjs`).href
+    serveArgs.serve({ ...read, options: { ...read.options, compiledApp: { url: compiled, runtime } } })
     return
   }
   const { register } = await import("tsx/esm/api")

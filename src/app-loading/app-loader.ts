@@ -11,6 +11,9 @@ import { pathToFileURL } from "node:url"
 import { register as registerTsx } from "tsx/esm/api"
 import { rewriteEffectImports, rewriteStatements } from "./effect-imports.ts"
 import { RELOAD_PARAM, RELOAD_ROOT_PARAM } from "./reload-tag.ts"
+import { registry, REGISTERED, type AppLoaderOptions } from "./registered-loader.ts"
+
+export { registeredAppLoader, type AppLoaderOptions, type RegisteredAppLoader } from "./registered-loader.ts"
 
 /**
  * The export condition under which `writeonce` and `writeonce/testing` resolve to this checkout's TypeScript
@@ -50,40 +53,6 @@ function reloadTag(parent) {
   return root === null ? undefined : { root, search: url.search }
 }
 `
-
-export interface AppLoaderOptions {
-  /** Register tsx too (default true); false when the caller already did, to run its own TypeScript. */
-  readonly tsx?: boolean
-  /** Resolve `writeonce` to this checkout's sources (the `writeonce-source` condition). */
-  readonly sources?: boolean
-  /**
-   * Resolve `writeonce` and `writeonce/testing` to this folder's `index.mjs` and `testing/index.mjs` instead: the
-   * checkout's sources as bin/built-sources.mjs built them, which the runtime itself was loaded from.
-   */
-  readonly built?: string
-}
-
-/**
- * How this process registered the loader, so that a worker thread can load an app the same way (`wo dev` loads
- * each saved version in one first): loader hooks belong to the thread that registers them.
- */
-export interface RegisteredAppLoader {
-  /** tsx's registration module, to register first (this module is TypeScript in a checkout). */
-  readonly tsx: string
-  /** This module. */
-  readonly loader: string
-  readonly options: AppLoaderOptions
-  /** The runtime that apps import as `writeonce`, when this process knows it (a worker preloads it). */
-  readonly runtime: string
-}
-
-// Kept on the global object: the `wo` launcher loads this module from its file while `wo dev`'s runtime may be a
-// bundle holding a copy of it, and both must see the one registration.
-const REGISTERED = Symbol.for("writeonce.registeredAppLoader")
-const registry = globalThis as { [REGISTERED]?: RegisteredAppLoader }
-
-/** The loader this process registered, or undefined if it registered none. */
-export const registeredAppLoader = (): RegisteredAppLoader | undefined => registry[REGISTERED]
 
 /**
  * Registers the loader for apps in this process. Call it once, before the first app module is imported: modules

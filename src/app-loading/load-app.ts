@@ -7,6 +7,7 @@ import * as fs from "node:fs"
 import * as path from "node:path"
 import { pathToFileURL } from "node:url"
 import type { AppDef } from "../domain/catalog.ts"
+import { noteAppModule } from "./app-worker.ts"
 import { RELOAD_PARAM, RELOAD_ROOT_PARAM } from "./reload-tag.ts"
 
 export class AppLoadError extends Data.TaggedError("AppLoadError")<{ readonly message: string }> {}
@@ -15,22 +16,31 @@ export class AppLoadError extends Data.TaggedError("AppLoadError")<{ readonly me
 export const appFile = (dir: string): string | undefined =>
   ["app.ts", "app.mts", "app.js", "app.mjs"].map((f) => path.join(dir, f)).find((f) => fs.existsSync(f))
 
+/** An app compiled to JavaScript (bin/compiled-app.mjs): its module, and the runtime it imports as `writeonce`. */
+export interface CompiledAppModule {
+  readonly url: string
+  readonly runtime: string
+}
+
 /**
  * Loads the app; with `reload` (wo dev), its own modules are imported under that tag (app-loader.ts carries the
- * tag on to every file under the app folder), so an edit anywhere in the folder is seen. `compiled`: the URL of the
- * app already compiled to JavaScript (bin/compiled-app.mjs), imported in place of its file.
+ * tag on to every file under the app folder), so an edit anywhere in the folder is seen. `compiled`: the app
+ * already compiled to JavaScript, imported in place of its file. Where it came from is noted, for a worker thread
+ * that loads it again (app-worker.ts).
  */
-export const loadApp = (appDir: string, reload?: string, compiled?: string) =>
+export const loadApp = (appDir: string, reload?: string, compiled?: CompiledAppModule) =>
   Effect.gen(function* () {
     const dir = path.resolve(appDir)
     const file = appFile(dir)
     if (file === undefined) return yield* new AppLoadError({ message: `no app.ts in ${dir}` })
+    const url = compiled?.url ?? (reload === undefined ? pathToFileURL(file).href : versionUrl(file, dir, reload))
     const mod = yield* Effect.tryPromise({
-      try: () => import(compiled ?? (reload === undefined ? pathToFileURL(file).href : versionUrl(file, dir, reload))) as Promise<{ default?: AppDef; app?: AppDef }>,
+      try: () => import(url) as Promise<{ default?: AppDef; app?: AppDef }>,
       catch: (e) => new AppLoadError({ message: cannotLoad(file, dir, thrown(e)) })
     })
     const app = mod.default ?? mod.app
     if (app === undefined) return yield* new AppLoadError({ message: noExport(file) })
+    if (typeof app === "object" && app !== null) noteAppModule(app, url, compiled?.runtime)
     return { app, dir, file }
   })
 

@@ -7,7 +7,7 @@ import * as path from "node:path"
 import { UsageError } from "./command-line.ts"
 import { exitWhenTheWriterDies } from "../commands/writer-watch.ts"
 import { loadSettings, parseListen, type Settings } from "../support/config.ts"
-import { loadApp } from "../app-loading/load-app.ts"
+import { loadApp, type CompiledAppModule } from "../app-loading/load-app.ts"
 import { writeOnceLayer } from "../runtime/runtime.ts"
 
 export interface ServeOptions {
@@ -24,7 +24,7 @@ export interface RunOptions extends ServeOptions {
   readonly record?: string
   readonly store?: string
   /** The app compiled to JavaScript, imported in place of its app.ts (load-app.ts). */
-  readonly compiledApp?: string
+  readonly compiledApp?: CompiledAppModule
 }
 
 /** The settings a command line overrides, over the app folder's defaults and the WO_* variables. */

@@ -12,16 +12,16 @@
  * time (a loop only now and then) is not caught; the server's import is still bounded in time, so a second
  * import that never settles fails the reload too.
  *
- * The worker loads the runtime once, natively (through the loader hooks it would take seconds), then registers the
- * loader as the server did, and imports version after version under their tags, as the server does. A version that
- * fails in any way takes its worker with it, and so does every RECYCLE_AFTER-th version: each kept version's
- * modules stay in the worker's memory, and the next worker starts warming at once, so that a save pays for the
- * app's own import only.
+ * The worker loads the runtime once, as the server did (app-worker.ts), and imports version after version under
+ * their tags, as the server does. A version that fails in any way takes its worker with it, and so does every
+ * RECYCLE_AFTER-th version: each kept version's modules stay in the worker's memory, and the next worker starts
+ * warming at once, so that a save pays for the app's own import only.
  */
 import { Effect } from "effect"
 import * as path from "node:path"
 import { Worker } from "node:worker_threads"
-import { registeredAppLoader, type RegisteredAppLoader } from "../app-loading/app-loader.ts"
+import { registeredAppLoader, type RegisteredAppLoader } from "../app-loading/registered-loader.ts"
+import { LOAD_RUNTIME, runtimeData } from "../app-loading/app-worker.ts"
 import { AppLoadError, cannotLoad, noExport, versionUrl, whereInApp, type Thrown } from "../app-loading/load-app.ts"
 
 /** Versions one worker loads before it is replaced (its memory with them). */
@@ -40,14 +40,14 @@ type Settled =
 type Report = { readonly ready: true } | Settled | { readonly broken: Thrown }
 
 /**
- * The worker's program, plain JavaScript (no loader is registered in its thread yet): preload the runtime (natively
- * when it is JavaScript), register the loader as the server did, say so, then import each URL it is sent. Its
+ * The worker's program, plain JavaScript (no loader is registered in its thread yet): load the runtime as the server
+ * did (app-worker.ts `LOAD_RUNTIME`), say so, then import each URL it is sent. Its
  * message port keeps it alive: a top-level await that never settles times out rather than ending the thread.
  */
 const WORKER = `
 const { parentPort, workerData } = require("node:worker_threads")
 const plain = (e) => e instanceof Error ? { message: e.message, stack: e.stack, code: e.code } : { message: String(e) }
-const preload = () => import(workerData.runtime).catch(() => undefined)
+${LOAD_RUNTIME}
 // A full collection after each version, as the server makes after each reload (collect-garbage.ts says why).
 const collect = (() => {
   const v8 = require("node:v8")
@@ -57,13 +57,7 @@ const collect = (() => {
   return gc
 })()
 ;(async () => {
-  const native = !/\\.(ts|mts)$/.test(workerData.runtime)
-  if (native) await preload()
-  const { register } = await import(workerData.tsx)
-  register()
-  const { registerAppLoader } = await import(workerData.loader)
-  registerAppLoader({ ...workerData.options, tsx: false })
-  if (!native) await preload()
+  await loadRuntime(workerData)
   parentPort.on("message", async (url) => {
     let report
     try {
@@ -96,7 +90,7 @@ interface ProbeWorker {
 const warm = (loader: RegisteredAppLoader): ProbeWorker => {
   const worker = new Worker(WORKER, {
     eval: true,
-    workerData: { tsx: loader.tsx, loader: loader.loader, options: loader.options, runtime: loader.runtime },
+    workerData: runtimeData(loader.runtime, loader),
     stdout: true,
     stderr: true
   })
