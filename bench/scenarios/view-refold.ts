@@ -7,8 +7,10 @@
 //  - `readers` closed-loop readers GET /api/_views/products_by_currency from the second start's announcement until
 //    the swap (the `WO-View-Exact-At` mark goes), then for as many reads again (at most `idleReads`): idle;
 //  - a 503 or any other status is counted (the budget wants none: a view with an older value is never refused);
-//  - every start also audits the whole log in the background (src/log/log-audit.ts, 1,000-event steps): the reads
-//    of the refold are shown whole, and those after the audit's end (the refold's own cost), which the budget takes.
+//  - the refold reads and checks every event, so the start's log audit (src/log/log-audit.ts) waits for it and
+//    checks only what came after: the reads of the refold have no audit beside them;
+//  - where the refold ran is read from its log line: a worker thread at idle priority (projections/views/fold-thread.ts),
+//    or the server's thread.
 // Alone: `node --import tsx bench/scenarios/view-refold.ts [events]` (default 1,000,000).
 import { mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -36,10 +38,8 @@ export interface ViewRefoldResult {
   /** the background fold of the new declaration, from the second start's announcement to the first fresh read */
   refoldMs: number;
   refolding: { reads: number; p50Ms: number; p99Ms: number };
-  /** the reads of the refold that began after the startup audit of the log ended */
-  refoldingAfterAudit: { reads: number; p50Ms: number; p99Ms: number };
-  /** the startup audit of the log, from the announcement (NaN when its line was not seen) */
-  auditMs: number;
+  /** where the refold ran, as its log line says ("in a worker thread at idle priority"; "" on the server's thread) */
+  place: string;
   idle: { reads: number; p50Ms: number; p99Ms: number };
   /** answers other than 200 (a 503 is a refused read) */
   refused: number;
@@ -85,22 +85,18 @@ interface ReadOutcome {
   status: number;
   stale: boolean;
   us: number;
-  /** when the read began (performance.now()) */
-  began: number;
 }
 
 const readView = async (url: string): Promise<ReadOutcome> => {
   const began = performance.now();
   const res = await request(`${url}/api/_views/products_by_currency`);
   await res.body.text();
-  return { status: res.statusCode, stale: res.headers['wo-view-exact-at'] !== undefined, us: Math.round((performance.now() - began) * 1000), began };
+  return { status: res.statusCode, stale: res.headers['wo-view-exact-at'] !== undefined, us: Math.round((performance.now() - began) * 1000) };
 };
 
 /** Reads the view from `url` until the view is swapped in, then `idleReads` more: each read's latency, by phase. */
 const readThroughSwap = async (url: string, readers: number, idleReads: number) => {
   const refolding = new LatencyHistogram();
-  /** The refold's reads: when each began, and its latency (µs). */
-  const during: Array<[number, number]> = [];
   const idle = new LatencyHistogram();
   let refused = 0;
   let swappedAt: number | undefined;
@@ -115,7 +111,6 @@ const readThroughSwap = async (url: string, readers: number, idleReads: number) 
       }
       if (r.stale) {
         refolding.record(r.us);
-        during.push([r.began, r.us]);
       } else {
         swappedAt ??= performance.now();
         // The same number of reads after the swap as during the fold (at most idleReads): idle.
@@ -125,7 +120,7 @@ const readThroughSwap = async (url: string, readers: number, idleReads: number) 
       }
     }
   }));
-  return { refolding, during, idle, refused, swappedAt: swappedAt! };
+  return { refolding, idle, refused, swappedAt: swappedAt! };
 };
 
 const summary = (h: LatencyHistogram) => ({ reads: h.count, p50Ms: h.percentile(50) / 1000, p99Ms: h.percentile(99) / 1000 });
@@ -157,15 +152,9 @@ export async function runViewRefold(ctx: BenchContext, o: ViewRefoldOptions): Pr
     });
     const began = performance.now();
     try {
-      const { refolding, during, idle, refused, swappedAt } = await readThroughSwap(second.loopbackUrl, o.readers, o.idleReads);
-      const audit = /log audit: \d+ events verified in (\d+) ms/.exec(second.output());
-      const auditMs = audit === null ? Number.NaN : Number(audit[1]);
-      const afterAudit = new LatencyHistogram();
-      for (const [at, us] of during) if (!(at - began < auditMs)) afterAudit.record(us);
-      return {
-        events: o.events, refoldMs: swappedAt - began, refolding: summary(refolding), refoldingAfterAudit: summary(afterAudit), auditMs,
-        idle: summary(idle), refused, firstFoldMs,
-      };
+      const { refolding, idle, refused, swappedAt } = await readThroughSwap(second.loopbackUrl, o.readers, o.idleReads);
+      const place = /views: products_by_currency folded again from \d+ events(?: (.*?))? in \d+ ms/.exec(second.output())?.[1] ?? '';
+      return { events: o.events, refoldMs: swappedAt - began, refolding: summary(refolding), place, idle: summary(idle), refused, firstFoldMs };
     } finally {
       await second.stop();
     }
@@ -180,7 +169,7 @@ export function viewRefoldBudgets(r: ViewRefoldResult): Budget[] {
   return [
     budget('viewRefold.p99', `view read p99 during the refold of a ${r.events.toLocaleString('en-US')}-event log / idle`, '<=', VIEW_REFOLD_BUDGET.p99RefoldOverIdle,
       r.refolding.p99Ms / r.idle.p99Ms, 'x',
-      `${r.refolding.p99Ms.toFixed(2)} against ${r.idle.p99Ms.toFixed(2)} ms (${r.refolding.reads} reads during the refold, the start's log audit running beside it for its first ${(r.auditMs / 1000).toFixed(1)} s, and ${r.idle.reads} idle); after the audit: ${r.refoldingAfterAudit.p99Ms.toFixed(2)} ms`),
+      `${r.refolding.p99Ms.toFixed(2)} against ${r.idle.p99Ms.toFixed(2)} ms (${r.refolding.reads} reads during the refold, folded ${r.place === '' ? "on the server's thread" : r.place}, and ${r.idle.reads} idle)`),
     budget('viewRefold.refused', 'view reads refused (503) while a view with an older value is folded again', '<=', 0, r.refused, '',
       `${r.refolding.reads} reads during a ${(r.refoldMs / 1000).toFixed(1)} s refold`),
   ];
@@ -191,12 +180,11 @@ export function renderViewRefold(r: ViewRefoldResult): string {
   return [
     '## View refold (blue/green)',
     '',
-    `\`wo run\` restarted with \`products_by_currency\` declared again on a log of ${r.events.toLocaleString('en-US')} events: its older value is served, marked stale, while the new declaration is folded in the background (${f(r.refoldMs / 1000, 1)} s; the first start's fold with nothing to serve took ${f(r.firstFoldMs / 1000, 1)} s), then swapped in.`,
+    `\`wo run\` restarted with \`products_by_currency\` declared again on a log of ${r.events.toLocaleString('en-US')} events: its older value is served, marked stale, while the new declaration is folded in the background (${r.place === '' ? "on the server's thread" : r.place}, ${f(r.refoldMs / 1000, 1)} s; the first start's fold with nothing to serve took ${f(r.firstFoldMs / 1000, 1)} s), then swapped in.`,
     '',
     '| phase | reads | p50 ms | p99 ms |',
     '|---|---:|---:|---:|',
     `| during the refold (older value) | ${r.refolding.reads} | ${f(r.refolding.p50Ms)} | ${f(r.refolding.p99Ms)} |`,
-    `| during the refold, after the start's log audit (${f(r.auditMs / 1000, 1)} s) | ${r.refoldingAfterAudit.reads} | ${f(r.refoldingAfterAudit.p50Ms)} | ${f(r.refoldingAfterAudit.p99Ms)} |`,
     `| idle (after the swap) | ${r.idle.reads} | ${f(r.idle.p50Ms)} | ${f(r.idle.p99Ms)} |`,
     '',
     `Refused reads (not 200): ${r.refused}.`,

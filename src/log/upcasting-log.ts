@@ -37,7 +37,7 @@ export const upcastRow = (catalog: CompiledApp, stored: StoredRow): StoredRow =>
 }
 
 /** A migration that fails stops the read with a message naming the record, the type, the migration and the field. */
-const failed = (what: string) => (e: unknown) =>
+export const upcastFailure = (what: string) => (e: unknown) =>
   new StoreFailed({
     reason: e instanceof MigrationFailed ? `cannot read ${what}: ${e.message}` : `cannot read ${what}: ${describeThrown(e)}`
   })
@@ -49,7 +49,7 @@ const mapChunks = <A, E>(stream: Stream.Stream<A, E>, f: (a: A) => A, what: (a: 
       try {
         return Effect.succeed(Chunk.map(chunk, (a) => f((current = a))))
       } catch (e) {
-        return Effect.fail(failed(current === undefined ? "the log" : what(current))(e))
+        return Effect.fail(upcastFailure(current === undefined ? "the log" : what(current))(e))
       }
     }))
 
@@ -69,12 +69,12 @@ export const upcastingLog = (log: EventLogShape, catalog: CompiledApp): EventLog
     ...(log.eventsOf === undefined ? {} : {
       eventsOf: (entities: ReadonlyArray<{ readonly type: string; readonly id: string }>, toSeq: number) =>
         Effect.flatMap(log.eventsOf!(entities, toSeq), (events) =>
-          Effect.try({ try: () => events.map((e) => upcastEvent(catalog, e)), catch: failed("an entity's events") }))
+          Effect.try({ try: () => events.map((e) => upcastEvent(catalog, e)), catch: upcastFailure("an entity's events") }))
     }),
     ...(log.history === undefined ? {} : {
       history: (type: string, id: string, afterVersion: number, limit: number) =>
         Effect.flatMap(log.history!(type, id, afterVersion, limit), (events) =>
-          Effect.try({ try: () => events.map((e) => upcastEvent(catalog, e)), catch: failed("an entity's events") }))
+          Effect.try({ try: () => events.map((e) => upcastEvent(catalog, e)), catch: upcastFailure("an entity's events") }))
     }),
     ...(log.rowsAtHead === undefined ? {} : {
       rowsAtHead: Effect.flatMap(log.rowsAtHead, ({ head, rows }) =>

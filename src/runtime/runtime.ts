@@ -10,7 +10,7 @@ import { levelDbLayer, StoreFilesLive, type LevelDb } from "../log/classic-level
 import type { EventLog } from "../log/event-log.ts"
 import type { StoreError } from "../domain/errors.ts"
 import { CommandsLive } from "../commands/commands.ts"
-import { LogAuditLive } from "../log/log-audit.ts"
+import { logAuditLayer } from "../log/log-audit.ts"
 import { GroupCommitLive } from "../commands/group-commit.ts"
 import { CommitMode, LocalCommit, SharedCommit } from "../commands/commit-mode.ts"
 import { WoConfig, type Settings } from "../support/config.ts"
@@ -19,7 +19,8 @@ import { QueriesLive } from "../projections/queries.ts"
 import { Rows, RowsLive } from "../projections/rows/rows.ts"
 import { StoreRowsLive } from "../projections/rows/store-rows.ts"
 import { PinnedLog } from "../log/pinned-log.ts"
-import { ViewsLive } from "../projections/views/views.ts"
+import { Views, ViewsLive } from "../projections/views/views.ts"
+import { appModuleOf, LoadedApp } from "../app-loading/app-worker.ts"
 import { KeyedViewsSharedLive, KeyedViewsStoreLive } from "../projections/views/keyed-views.ts"
 import { UpcastingLog } from "../log/upcasting-log.ts"
 import { HttpServerLive } from "../http/server.ts"
@@ -94,7 +95,9 @@ export const coreLayer = (app: AppDef, settings: Settings, options: CoreOptions 
   )
   const mode: Layer.Layer<CommitMode, never, EventLog | Rows | ChangeFeed | Catalog> = shared ? SharedCommit : LocalCommit
   const writer = GroupCommitLive.pipe(Layer.provideMerge(mode), Layer.provideMerge(store))
-  const services = Layer.mergeAll(CommandsLive, QueriesLive, LogAuditLive).pipe(Layer.provideMerge(writer))
+  // The log audit leaves to the views folded again from seq 1 (which check every event they read) what they read.
+  const audit = logAuditLayer(Effect.flatMap(Views, (views) => views.checked))
+  const services = Layer.mergeAll(CommandsLive, QueriesLive, audit).pipe(Layer.provideMerge(writer))
   // Access (principals, the access file's reloads) ends the streams of revoked principals: it needs OpenStreams.
   const sessions = Layer.mergeAll(SessionsLive, AccessLive.pipe(Layer.provide(StreamRevocationLive))).pipe(
     Layer.provideMerge(Layer.mergeAll(RegistryLive, sessionStoreLayer(settings), OpenStreamsLive, OAuthVerifier.layer)),
@@ -102,7 +105,9 @@ export const coreLayer = (app: AppDef, settings: Settings, options: CoreOptions 
   )
   // One metrics registry per runtime (several servers in one process count apart).
   const observing = Layer.mergeAll(metricsLayer(settings.metrics), WriteHealthLive)
-  return sessions.pipe(Layer.provideMerge(Catalog.layer(app)), Layer.provideMerge(config), Layer.provideMerge(observing))
+  // Where the app was loaded from, if it was: a long view refold loads it again in a worker thread.
+  const loaded = Layer.succeed(LoadedApp, appModuleOf(app))
+  return sessions.pipe(Layer.provideMerge(Catalog.layer(app)), Layer.provideMerge(Layer.merge(config, loaded)), Layer.provideMerge(observing))
 }
 
 export interface ServeOptions<A extends AppDef = AppDef> extends CoreOptions {

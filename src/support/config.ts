@@ -111,6 +111,20 @@ export interface Settings {
    */
   readonly viewSnapshotEvery: number
   /**
+   * A view folded again from a log of at least this many events is folded in a worker thread at idle priority
+   * (`WO_REFOLD_THREAD_FROM`, default 20000), so that reads keep their latency; a shorter fold, paced on the
+   * server's thread, costs less than starting the thread. Only for an app loaded from its folder (`wo run`,
+   * `wo dev`): an app object embedded in a program has no module a thread could load.
+   */
+  readonly refoldThreadFrom: number
+  /**
+   * The priority of that thread while the views it folds serve an older value meanwhile (`WO_REFOLD_PRIORITY`):
+   * `idle` (the default: it takes only CPU no other thread wants, and a thread that makes no progress for 10 s
+   * hands the fold to the server's thread) or `normal` (as the server's threads: for a machine that is never idle).
+   * A view refused until its fold ends is always folded at normal priority.
+   */
+  readonly refoldPriority: "idle" | "normal"
+  /**
    * On PostgreSQL, how many ids of a type a node reserves at a time (`WO_ID_BLOCK`, default 100): it gives them to
    * its creates without asking the other nodes. A block a node never uses up (it stopped) is skipped.
    */
@@ -147,6 +161,8 @@ export interface Settings {
 
 /** The default of `viewSnapshotEvery` (WO_VIEW_SNAPSHOT_EVERY). */
 export const VIEW_SNAPSHOT_EVERY = 10_000
+/** The default of `refoldThreadFrom` (WO_REFOLD_THREAD_FROM). */
+export const REFOLD_THREAD_FROM = 20_000
 /** The default of `idBlock` (WO_ID_BLOCK). */
 export const ID_BLOCK = 100
 /** WO_STORE_TIMEOUT's default: the bound on a wait for the shared store's primary. */
@@ -327,6 +343,8 @@ const fromEnvironment = (d: Partial<Settings>) =>
       readyMaxLag: yield* positiveInt("WO_READY_MAX_LAG", d.readyMaxLag ?? 1000),
       storeTimeoutMs: yield* durationMs("WO_STORE_TIMEOUT", d.storeTimeoutMs ?? STORE_TIMEOUT_MS),
       viewSnapshotEvery: yield* positiveInt("WO_VIEW_SNAPSHOT_EVERY", d.viewSnapshotEvery ?? VIEW_SNAPSHOT_EVERY),
+      refoldThreadFrom: yield* positiveInt("WO_REFOLD_THREAD_FROM", d.refoldThreadFrom ?? REFOLD_THREAD_FROM),
+      refoldPriority: yield* Config.literal("idle", "normal")("WO_REFOLD_PRIORITY").pipe(Config.withDefault(d.refoldPriority ?? "idle")),
       idBlock: yield* positiveInt("WO_ID_BLOCK", d.idBlock ?? ID_BLOCK),
       ...(yield* connectionCaps(d)),
       devLoadTimeoutMs: yield* positiveInt("WO_DEV_LOAD_TIMEOUT_MS", d.devLoadTimeoutMs ?? 10_000),
@@ -343,7 +361,7 @@ const KNOWN_KEYS: ReadonlySet<string> = new Set(Object.keys({
   maxSubscriptions: true, maxUriLength: true, maxSubscriptionBytes: true, maxJsonDepth: true,
   maxListensPerClient: true, maxListenStreams: true, streamMemory: true, maxEventTailsPerClient: true,
   maxEventTails: true, authToken: true, accessFile: true, insecure: true, acceptDataLoss: true, recordFile: true,
-  idempotencyTtlMs: true, store: true, metrics: true, readyMaxLag: true, storeTimeoutMs: true, viewSnapshotEvery: true, idBlock: true, catalogReloads: true,
+  idempotencyTtlMs: true, store: true, metrics: true, readyMaxLag: true, storeTimeoutMs: true, viewSnapshotEvery: true, refoldThreadFrom: true, refoldPriority: true, idBlock: true, catalogReloads: true,
   maxConnectionsPerClient: true, maxConnections: true,
   devLoadTimeoutMs: true, oauthIssuer: true, oauthAudience: true, oauthJwks: true, oauthResource: true
 } satisfies Record<keyof SettingsInput, true>))

@@ -3,14 +3,14 @@
  * then `commit` or `discard`), and the background fold of the views being folded again from the log, served once
  * nothing is in between (`refold`). Startup builds it from the stored values (recovery.ts); views.ts serves it.
  */
-import { Duration, Effect, Either } from "effect"
+import { Deferred, Duration, Effect, Either, FiberId } from "effect"
 import type { EventLogShape, ViewEntryWrite, ViewRecord } from "../../log/event-log.ts"
 import type { CompiledApp } from "../../domain/compile.ts"
 import type { CompiledView } from "../../domain/compile-views.ts"
 import type { Change } from "../../domain/events.ts"
 import { viewUri } from "../../domain/uri.ts"
 import { runUserCode } from "../../domain/decide/user-code.ts"
-import { makeViewFolder, misfitFailure, viewFailure, type FoldStart, type FoldedView } from "./view-fold.ts"
+import { makeViewFolder, misfitFailure, viewFailure, type FoldStart, type FoldedView, type ViewFolder } from "./view-fold.ts"
 import { viewRecordJson } from "../../log/view-record.ts"
 import type { ViewUpdate } from "../../subscriptions/change-feed.ts"
 
@@ -77,10 +77,27 @@ export interface ViewsShape {
   /**
    * Folds the views being folded again, until each is served; run once, in the background (ViewsLive forks it).
    * `publish` is told the views that went live while the writer was idle (those served from a batch go out with
-   * its commit), at once, in the step that serves them.
+   * its commit), at once, in the step that serves them. `folderOf` makes the fold's reader (default: paced on
+   * this thread; fold-thread.ts folds in a worker thread).
    */
-  readonly refold: (publish: (live: ReadonlyArray<ViewUpdate>) => void) => Effect.Effect<void>
+  readonly refold: <R = never>(publish: (live: ReadonlyArray<ViewUpdate>) => void, folderOf?: FolderOf<R>) => Effect.Effect<void, never, R>
+  /**
+   * Once `refold` is done: the seq up to which it read every event from seq 1, each checked on the way (sequence and
+   * checksum, as the log audit checks them), or 0 when it read none (nothing to fold again). The log audit then
+   * checks only what comes after (runtime.ts).
+   */
+  readonly checked: Effect.Effect<number>
 }
+
+/**
+ * Makes the reader of a fold of `views` from the start of the log. `served`: each of them serves an older value
+ * meanwhile (none is refused until the fold ends, so the fold may take its time).
+ */
+export type FolderOf<R> = (log: EventLogShape, catalog: CompiledApp, views: ReadonlyArray<CompiledView>, served: boolean) => Effect.Effect<ViewFolder, never, R>
+
+/** A fold on this thread, paced: the older values of the views folded again are served meanwhile, and so is everything else. */
+export const pacedHere: FolderOf<never> = (log, catalog, views) =>
+  Effect.sync(() => makeViewFolder(log, catalog, views.map((view): FoldStart => ({ view, after: 0 })), true, true))
 
 export interface ViewState {
   readonly view: CompiledView
@@ -326,18 +343,31 @@ export const makeViews = (
     return { records, live }
   }
 
-  const refold = (publish: (live: ReadonlyArray<ViewUpdate>) => void): Effect.Effect<void> => Effect.suspend(() => {
+  const checked = Deferred.unsafeMake<number>(FiberId.none)
+
+  const refold = <R>(publish: (live: ReadonlyArray<ViewUpdate>) => void, folderOf: FolderOf<R> = pacedHere): Effect.Effect<void, never, R> => Effect.suspend(() => {
     const pending = refolding()
-    if (pending.length === 0 || log === undefined || catalog === undefined) return Effect.void
+    if (pending.length === 0 || log === undefined || catalog === undefined) return Deferred.succeed(checked, 0)
     const started = Date.now()
-    // Paced: the older values of the views folded again are served meanwhile, and so is everything else.
-    const folder = makeViewFolder(log, catalog, pending.map((s): FoldStart => ({ view: s.view, after: 0 })), true, true)
+    const served = pending.every((s) => s.older !== undefined)
+    return Effect.flatMap(folderOf(log, catalog, pending.map((s) => s.view), served), (folder) => foldUntilServed(log, folder, pending, publish, started))
+  })
+
+  /** Takes `folder` to the writer's position until every view it folds is served (or kept older), then stores them. */
+  const foldUntilServed = (
+    log: EventLogShape,
+    folder: ViewFolder,
+    pending: ReadonlyArray<ViewState>,
+    publish: (live: ReadonlyArray<ViewUpdate>) => void,
+    started: number
+  ): Effect.Effect<void> => {
     const names = pending.map((s) => s.view.name).join(", ")
     const step: Effect.Effect<boolean> = Effect.gen(function* () {
       const target = committed
       const read = yield* Effect.either(folder.readTo(target))
       if (Either.isLeft(read)) {
-        yield* Effect.logWarning(`views ${names}: cannot read the log to fold them again (${read.left.reason}); trying again`)
+        const damaged = read.left._tag === "DataCorrupt" ? ". The log is damaged: stop the server and run `wo verify <data-dir>`" : ""
+        yield* Effect.logWarning(`views ${names}: cannot read the log to fold them again (${read.left.reason}); trying again${damaged}`)
         yield* Effect.sleep(REFOLD_RETRY)
         return false
       }
@@ -360,15 +390,18 @@ export const makeViews = (
       }
       for (const s of pending) if (s.failed !== undefined) yield* Effect.logError(`${s.failed} (while folding it again from the log)`)
       const served = pending.filter((s) => s.older === undefined).map((s) => s.view.name).join(", ")
-      if (served !== "") yield* Effect.logInfo(`views: ${served} folded again from ${folder.read()} events in ${Date.now() - started} ms; served from seq ${target}`)
+      const place = folder.place === undefined ? "" : ` ${folder.place()}`
+      if (served !== "") yield* Effect.logInfo(`views: ${served} folded again from ${folder.read()} events${place} in ${Date.now() - started} ms; served from seq ${target}`)
       if (records.length > 0 && log.storeViews !== undefined) {
         yield* Effect.catchAll(log.storeViews(records), (e) =>
           Effect.logWarning(`views ${names}: cannot store their values folded again (${e.reason}); they are stored with the next write`))
       }
+      // Every event up to `target` was read, in sequence, when as many were read as its seq says (no accepted gap).
+      yield* Deferred.succeed(checked, folder.read() === target ? target : 0)
       return true
     })
     return Effect.asVoid(Effect.iterate(false, { while: (done) => !done, body: () => step }))
-  })
+  }
 
   return {
     get: (name) => {
@@ -383,6 +416,7 @@ export const makeViews = (
         s.refolding !== undefined || s.failed !== undefined || s.json === undefined
           ? []
           : [{ name: s.view.name, json: viewRecordJson(s.definition, s.seq, { valueJson: s.json }, at), at }]),
-    refold
+    refold,
+    checked: Deferred.await(checked)
   }
 }

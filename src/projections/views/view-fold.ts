@@ -62,18 +62,19 @@ interface Folding {
 }
 
 /**
- * A fold of views over the log that can be taken further: `readTo` reads the events after the last one it read, up
- * to `upTo` (default: the head at the time of reading), with the rows before and after each event rebuilt alongside.
- * From seq 0 the rows come from the log itself; from a stored value at `s` > 0, the row an entity had at `s` is
- * rebuilt from its own events (`log.eventsOf`) the first time the tail touches it. With `trackChanges`, each
- * folded event's value is encoded and compared, so `seq` is the exact sequence of the last change. `paced`, for a
- * fold that runs while requests are served: slices of events, a turn of the event loop between them (paced-read.ts).
+ * The fold of views over events handed to it in order, from where each `FoldStart` says: `fold` takes the next
+ * events (a view before its start skips them), with the rows before and after each rebuilt by `rows`; `result` is
+ * each view's value as folded so far. With `trackChanges`, each folded event's value is encoded and compared, so
+ * `seq` is the exact sequence of the last change. It reads nothing: the log is read by its caller (`makeViewFolder`
+ * here, or another thread's reader: fold-thread.ts).
  */
-export const makeViewFolder = (log: EventLogShape, catalog: CompiledApp, starts: ReadonlyArray<FoldStart>, trackChanges: boolean, paced = false) => {
-  const from = starts.reduce((min, s) => Math.min(min, s.after), Number.POSITIVE_INFINITY)
-  let position = starts.length === 0 ? 0 : from
+export const makeFold = (
+  catalog: CompiledApp,
+  starts: ReadonlyArray<FoldStart>,
+  trackChanges: boolean,
+  rows: ReturnType<typeof makeFoldRows> = makeFoldRows(catalog)
+) => {
   const types = new Set(starts.flatMap((s) => [...s.view.types]))
-  const rows = makeFoldRows(catalog, { log, from, types })
   const folding: Array<Folding> = starts.map((s) => {
     const value = s.value === undefined ? initialCopy(s.view) : s.value
     return {
@@ -87,10 +88,9 @@ export const makeViewFolder = (log: EventLogShape, catalog: CompiledApp, starts:
     }
   })
   let read = 0
-  /** The paced fold's reads and slices (paced-read.ts): one rhythm across its legs. */
-  const pacer = makePacer()
+  let position = starts.length === 0 ? 0 : starts.reduce((min, s) => Math.min(min, s.after), Number.POSITIVE_INFINITY)
 
-  const foldChunk = (events: ReadonlyArray<StoredEvent>) => {
+  const fold = (events: ReadonlyArray<StoredEvent>) => {
     for (const event of events) {
       read++
       position = event.seq
@@ -120,26 +120,6 @@ export const makeViewFolder = (log: EventLogShape, catalog: CompiledApp, starts:
     }
   }
 
-  /** Reads and folds the events after the last one read, up to `upTo` (default: the head); answers the last seq read. */
-  const readTo = (upTo?: number): Effect.Effect<number, StoreError> =>
-    Effect.suspend(() => {
-      if (types.size === 0 || (upTo !== undefined && upTo <= position)) return Effect.succeed(position)
-      const events = paced ? pacer.read(log, position + 1) : log.readFrom(position + 1)
-      return Effect.as(
-        (upTo === undefined ? events : Stream.takeWhile(events, (e) => e.seq <= upTo)).pipe(
-          Stream.runForEachChunk((chunk) => {
-            const array = Chunk.toReadonlyArray(chunk)
-            const fold = paced
-              ? pacer.slices(array, (slice) => Effect.sync(() => foldChunk(slice)))
-              : Effect.sync(() => foldChunk(array))
-            return Effect.zipRight(rows.seed(array), fold)
-          })
-        ),
-        // Events of types no view folds still move the position: read up to the bound, nothing is left before it.
-        undefined
-      ).pipe(Effect.map(() => (upTo === undefined ? position : Math.max(position, upTo))))
-    }).pipe(Effect.tap((at) => Effect.sync(() => (position = at))))
-
   /** Each view's value as folded so far. */
   const result = () => {
     const folded = new Map<string, FoldedView>()
@@ -156,7 +136,68 @@ export const makeViewFolder = (log: EventLogShape, catalog: CompiledApp, starts:
     return folded
   }
 
-  return { readTo, result, read: () => read, position: () => position }
+  return {
+    fold,
+    result,
+    /** Events folded (or skipped) so far. */
+    read: () => read,
+    /** The seq of the last event handed over (where the starts begin, before any). */
+    position: () => position,
+    /** Moves the position past events that were not handed over (none of them is of a type folded here). */
+    skipTo: (seq: number) => void (position = Math.max(position, seq))
+  }
+}
+
+/** Reads the log for a fold: `readTo` reads the events after the last one read, up to a bound (default: the head). */
+export interface ViewFolder {
+  readonly readTo: (upTo?: number) => Effect.Effect<number, StoreError>
+  /** Each view's value as folded so far. */
+  readonly result: () => Map<string, FoldedView>
+  /** Events read so far. */
+  readonly read: () => number
+  /** Where the fold runs, for a log line (a folder on the reader's own thread has none). */
+  readonly place?: () => string
+}
+
+/**
+ * A fold of views over the log that can be taken further: `readTo` reads the events after the last one it read, up
+ * to `upTo` (default: the head at the time of reading), with the rows before and after each event rebuilt alongside.
+ * From seq 0 the rows come from the log itself; from a stored value at `s` > 0, the row an entity had at `s` is
+ * rebuilt from its own events (`log.eventsOf`) the first time the tail touches it. With `trackChanges`, `seq` is
+ * the exact sequence of the last change (`makeFold`). `paced`, for a fold that runs while requests are served:
+ * slices of events, a turn of the event loop between them (paced-read.ts).
+ */
+export const makeViewFolder = (log: EventLogShape, catalog: CompiledApp, starts: ReadonlyArray<FoldStart>, trackChanges: boolean, paced = false): ViewFolder => {
+  const from = starts.reduce((min, s) => Math.min(min, s.after), Number.POSITIVE_INFINITY)
+  const types = new Set(starts.flatMap((s) => [...s.view.types]))
+  const rows = makeFoldRows(catalog, { log, from, types })
+  const state = makeFold(catalog, starts, trackChanges, rows)
+  /** The paced fold's reads and slices (paced-read.ts): one rhythm across its legs. */
+  const pacer = makePacer()
+  const foldChunk = state.fold
+
+  /** Reads and folds the events after the last one read, up to `upTo` (default: the head); answers the last seq read. */
+  const readTo = (upTo?: number): Effect.Effect<number, StoreError> =>
+    Effect.suspend(() => {
+      const position = state.position()
+      if (types.size === 0 || (upTo !== undefined && upTo <= position)) return Effect.succeed(position)
+      const events = paced ? pacer.read(log, position + 1) : log.readFrom(position + 1)
+      return Effect.as(
+        (upTo === undefined ? events : Stream.takeWhile(events, (e) => e.seq <= upTo)).pipe(
+          Stream.runForEachChunk((chunk) => {
+            const array = Chunk.toReadonlyArray(chunk)
+            const fold = paced
+              ? pacer.slices(array, (slice) => Effect.sync(() => foldChunk(slice)))
+              : Effect.sync(() => foldChunk(array))
+            return Effect.zipRight(rows.seed(array), fold)
+          })
+        ),
+        // Events of types no view folds still move the position: read up to the bound, nothing is left before it.
+        undefined
+      ).pipe(Effect.map(() => (upTo === undefined ? state.position() : Math.max(state.position(), upTo))))
+    }).pipe(Effect.tap((at) => Effect.sync(() => state.skipTo(at))))
+
+  return { readTo, result: state.result, read: state.read }
 }
 
 /**

@@ -25,13 +25,19 @@
  * - a view with no older value (new, failed, or a corrupt record) is refused (`ViewRefolding`: REST 503 with
  *   Retry-After, an MCP error), while writes and every other read go on.
  *
+ * A long fold from the log (WO_REFOLD_THREAD_FROM events) runs in a worker thread at idle priority, when the app
+ * was loaded from its folder (fold-thread.ts); else on the writer's thread, paced.
+ *
  * Here: the service and its layer. The values and their folding: live-views.ts; startup: recovery.ts.
  */
-import { Context, Data, Effect, Layer } from "effect"
+import { Context, Data, Effect, Layer, Option, type Scope } from "effect"
+import { LoadedApp } from "../../app-loading/app-worker.ts"
+import { REFOLD_THREAD_FROM, WoConfig } from "../../support/config.ts"
 import { EventLog } from "../../log/event-log.ts"
 import { Catalog } from "../../domain/app-catalog.ts"
 import { ChangeFeed } from "../../subscriptions/change-feed.ts"
-import type { ViewSnapshot, ViewsShape } from "./live-views.ts"
+import { foldInThread } from "./fold-thread.ts"
+import { pacedHere, type FolderOf, type ViewSnapshot, type ViewsShape } from "./live-views.ts"
 import { recoverViews } from "./recovery.ts"
 
 /** A view whose evolve failed: served as an error naming it, until a restart folds it again. REST 500. */
@@ -92,9 +98,19 @@ export class Views extends Context.Tag("writeonce/Views")<Views, ViewsShape>() {
 export const ViewsLive = Layer.scoped(
   Views,
   Effect.gen(function* () {
-    const views = yield* recoverViews(yield* EventLog, yield* Catalog)
+    const log = yield* EventLog
+    const views = yield* recoverViews(log, yield* Catalog)
     const feed = yield* ChangeFeed
-    yield* Effect.forkScoped(views.refold((live) => feed.publish([], live)))
+    // A long fold goes to a worker thread, when the app has a module one can load (fold-thread.ts).
+    const module = Option.getOrUndefined(Option.flatMap(yield* Effect.serviceOption(LoadedApp), Option.fromNullable))
+    const settings = Option.getOrUndefined(yield* Effect.serviceOption(WoConfig))
+    const long = views.recovered.rebuilt.length > 0 && (yield* log.head).lastSeq >= (settings?.refoldThreadFrom ?? REFOLD_THREAD_FROM)
+    const idle = (settings?.refoldPriority ?? "idle") === "idle"
+    const folderOf: FolderOf<Scope.Scope> = module !== undefined && long
+      ? (log, catalog, views, served) => foldInThread(module, log, catalog, views, served && idle ? "idle" : "normal")
+      : pacedHere
+    // Scoped to the fold: the thread ends with it.
+    yield* Effect.forkScoped(Effect.scoped(views.refold((live) => feed.publish([], live), folderOf)))
     return views
   })
 )

@@ -1,0 +1,212 @@
+/**
+ * A view folded again from the log in a worker thread of its own, at the lowest priority the system gives it
+ * (support/thread-priority.ts). On the server's thread even a paced fold of a million events doubles the p99 of
+ * the reads it shares the thread with; in a thread that runs only when a core is idle, they keep their latency
+ * (bench/scenarios/view-refold.ts).
+ *
+ * The worker loads the app's module as the server did (app-loading/app-worker.ts) and folds
+ * (fold-thread-worker.ts). The server's thread still reads the log, which has one owner, and sends what it reads as
+ * it is: the embedded store's records undecoded (`readSealedFrom`: the worker checks, parses and upcasts them),
+ * another store's events decoded. It reads no faster than the worker folds (at most WINDOW messages ahead). At
+ * each bound it asks for the views' values: their JSON text, which the server decodes.
+ *
+ * The fold goes on on the server's thread, paced (view-fold.ts `makeViewFolder`), from the start, when the worker
+ * cannot fold it: the app does not load or compile there, or declares a view differently, or the worker stops
+ * midway (an evolve that ends its thread) or makes no progress for STALL, or a read fails there (read again from
+ * the server's thread, which says why). The reason is logged.
+ */
+import { Chunk, Data, Duration, Effect, Queue, Stream, type Scope } from "effect"
+import { Worker } from "node:worker_threads"
+import { LOAD_RUNTIME, runtimeData, runtimeModule, type AppModule } from "../../app-loading/app-worker.ts"
+import type { CompiledApp } from "../../domain/compile.ts"
+import type { CompiledView } from "../../domain/compile-views.ts"
+import { DataCorrupt, StoreFailed, type StoreError } from "../../domain/errors.ts"
+import type { StoredEvent } from "../../domain/events.ts"
+import type { EventLogShape, SealedEvent } from "../../log/event-log.ts"
+import { viewDefinition } from "../../log/view-record.ts"
+import type { FromFoldThread, ToFoldThread, WantedView } from "./fold-thread-worker.ts"
+import { idleThread, THREAD_ID_EXPRESSION } from "../../support/thread-priority.ts"
+import { makeViewFolder, type FoldedView, type ViewFolder } from "./view-fold.ts"
+
+/** Events per message to the worker: a few hundred microseconds of the server's thread to read and send. */
+const SEND = 128
+/** Messages of events sent and not yet taken by the worker, at most. */
+const WINDOW = 8
+/**
+ * The longest the worker may take to answer while it has work (its start, events not taken yet, the values): a
+ * worker at idle priority on a machine whose cores are never idle, or one stuck in the app's code, hands the fold
+ * to the server's thread.
+ */
+const STALL = Duration.seconds(10)
+/** What the worker printed, kept to explain why it stopped. */
+const OUTPUT_KEPT = 4096
+
+/** The worker's program: say its thread id, load the runtime and the app as the server did, then serve the fold. */
+const PROGRAM = `
+const { parentPort, workerData } = require("node:worker_threads")
+parentPort.postMessage({ thread: ${THREAD_ID_EXPRESSION} })
+${LOAD_RUNTIME}
+;(async () => {
+  await loadRuntime(workerData)
+  const { serveFold } = await import(workerData.fold)
+  const mod = await import(workerData.app)
+  serveFold(parentPort, mod.default ?? mod.app, workerData.views)
+})().catch((e) => parentPort.postMessage({ refused: "it could not load the app: " + (e instanceof Error ? e.message : String(e)) }))
+`
+
+/** The priority a fold thread runs at: idle (support/thread-priority.ts), or that of the server's own thread. */
+export type ThreadPriority = "idle" | "normal"
+
+/** The worker can no longer fold: the fold goes on on the server's thread. */
+class ThreadGone extends Data.TaggedError("ThreadGone")<{ readonly why: string }> {}
+
+/** What the server's thread hears from the worker: its messages, or its end. */
+type Heard = FromFoldThread | { readonly stopped: string }
+
+/**
+ * A folder of `views`, each from its initial value before seq 1, that folds in a worker thread loading `module`, at
+ * `priority`: idle while each view serves an older value meanwhile (the fold takes only CPU nothing else wants);
+ * normal when one is refused until the fold ends (then finishing soon matters more). The worker starts now (it
+ * loads the app at that priority too), and is stopped when the scope closes.
+ */
+export const foldInThread = (
+  module: AppModule,
+  log: EventLogShape,
+  catalog: CompiledApp,
+  views: ReadonlyArray<CompiledView>,
+  priority: ThreadPriority
+): Effect.Effect<ViewFolder, never, Scope.Scope> =>
+  Effect.gen(function* () {
+    const names = views.map((v) => v.name).join(", ")
+    const heard = yield* Queue.unbounded<Heard>()
+    const wanted: ReadonlyArray<WantedView> = views.map((view) => ({ name: view.name, definition: viewDefinition(view) }))
+    const worker = yield* Effect.acquireRelease(
+      Effect.sync(() =>
+        new Worker(PROGRAM, {
+          eval: true,
+          workerData: { ...runtimeData(module.runtime, module.loader), fold: runtimeModule(module.runtime, "projections/views/fold-thread-worker"), app: module.url, views: wanted },
+          stdout: true,
+          stderr: true
+        })),
+      (w) => Effect.promise(() => w.terminate())
+    )
+    // It never keeps the process alive: the scope ends it.
+    worker.unref()
+    let output = ""
+    const keep = (chunk: Buffer) => void (output = (output + chunk.toString()).slice(-OUTPUT_KEPT))
+    worker.stdout.on("data", keep)
+    worker.stderr.on("data", keep)
+    const printed = () => (output.trim() === "" ? "" : `; it printed: ${output.trim()}`)
+    worker.on("message", (m: FromFoldThread) => void Queue.unsafeOffer(heard, m))
+    worker.on("error", (e) => void Queue.unsafeOffer(heard, { stopped: `it threw ${e.message}` }))
+    worker.on("exit", (code) => void Queue.unsafeOffer(heard, { stopped: `it ended (exit code ${code})` }))
+
+    let fallback: ViewFolder | undefined
+    let runsAt: string | undefined
+    let position = 0
+    let read = 0
+    let inFlight = 0
+    let folded = new Map<string, FoldedView>()
+    const post = (message: ToFoldThread) => worker.postMessage(message)
+
+    /**
+     * The worker's next message. Its end, a refusal, or no message within STALL, fail as ThreadGone; a read that
+     * failed there fails as that StoreError (the fold then goes on here); events taken free their place in the window.
+     */
+    const stalled = () =>
+      new ThreadGone({ why: `it made no progress for ${Duration.format(STALL)}${runsAt === "idle priority" ? " at idle priority (no core was idle for it)" : ""}${printed()}` })
+    const next = Effect.timeoutFail(Queue.take(heard), { duration: STALL, onTimeout: stalled })
+    const hear: Effect.Effect<FromFoldThread, ThreadGone | StoreError> = Effect.flatMap(next, (m): Effect.Effect<FromFoldThread, ThreadGone | StoreError> => {
+      if ("stopped" in m) return Effect.fail(new ThreadGone({ why: `${m.stopped}${printed()}` }))
+      if ("refused" in m) return Effect.fail(new ThreadGone({ why: `${m.refused}${printed()}` }))
+      if ("failed" in m) {
+        // Read again from the server's thread, which meets the same failure and says so where it always does.
+        return Effect.zipRight(goOnHere(`a read failed there (${m.failed})`), Effect.fail(m.corrupt ? new DataCorrupt({ reason: m.failed }) : new StoreFailed({ reason: m.failed })))
+      }
+      if ("took" in m) inFlight--
+      return Effect.succeed(m)
+    })
+    /** The worker's next message that is not events taken. */
+    const answer: Effect.Effect<FromFoldThread, ThreadGone | StoreError> = Effect.flatMap(hear, (m) => ("took" in m ? answer : Effect.succeed(m)))
+    const outOfTurn = (m: FromFoldThread) => new ThreadGone({ why: `it answered out of turn (${Object.keys(m).join(", ")})` })
+
+    const goOnHere = (why: string) =>
+      Effect.suspend(() => {
+        if (fallback !== undefined) return Effect.void
+        fallback = makeViewFolder(log, catalog, views.map((view) => ({ view, after: 0 })), true, true)
+        return Effect.zipRight(
+          Effect.promise(() => worker.terminate()),
+          Effect.logWarning(`views ${names}: folding them again on the server's thread, paced, from the start: the worker thread cannot fold them: ${why}`)
+        )
+      })
+
+    /** The worker's start: at `priority` (loading the app too: at idle, it is background work as well), then ready. */
+    const started = Effect.suspend(() =>
+      runsAt !== undefined ? Effect.void : Effect.gen(function* () {
+        const first = yield* answer
+        if (!("thread" in first)) return yield* outOfTurn(first)
+        runsAt = priority === "idle" ? yield* idleThread(first.thread) : "normal priority"
+        const ready = yield* answer
+        if (!("ready" in ready)) return yield* outOfTurn(ready)
+        yield* Effect.logInfo(`views ${names}: folding them again from the log in a worker thread, at ${runsAt}`)
+      }))
+
+    /** Sends a message of events, then waits while the worker has WINDOW of them still to take. */
+    const send = (message: ToFoldThread): Effect.Effect<void, ThreadGone | StoreError> =>
+      Effect.suspend(() => {
+        post(message)
+        inFlight++
+        return inFlight < WINDOW ? Effect.void : Effect.flatMap(hear, (m) => ("took" in m ? Effect.void : Effect.fail(outOfTurn(m))))
+      })
+
+    const sendLog = (from: number, upTo: number | undefined) => {
+      const bounded = <A>(stream: Stream.Stream<A, StoreError>, seqOf: (a: A) => number) =>
+        upTo === undefined ? stream : Stream.takeWhile(stream, (a) => seqOf(a) <= upTo)
+      let last = position
+      const sealed = log.readSealedFrom
+      const sending = sealed !== undefined
+        ? Stream.runForEachChunk(bounded(sealed(from, { slice: SEND }), (e: SealedEvent) => e[0]), (chunk) => {
+          const items = Chunk.toReadonlyArray(chunk)
+          last = items[items.length - 1]![0]
+          return send({ sealed: items })
+        })
+        : Stream.runForEachChunk(bounded(log.readFrom(from, { slice: SEND }), (e: StoredEvent) => e.seq), (chunk) => {
+          const items = Chunk.toReadonlyArray(chunk)
+          last = items[items.length - 1]!.seq
+          return send({ events: items })
+        })
+      return Effect.map(sending, () => Math.max(last, upTo ?? last))
+    }
+
+    const inThread = (upTo: number | undefined) =>
+      Effect.gen(function* () {
+        yield* started
+        const to = yield* sendLog(position + 1, upTo)
+        post({ to })
+        const values = yield* answer
+        if (!("folded" in values)) return yield* outOfTurn(values)
+        folded = new Map(values.folded.map((f) => [f.name, f.failed === undefined ? { valueJson: f.valueJson!, seq: f.seq } : { seq: f.seq, failed: f.failed }]))
+        read = values.read
+        position = values.to
+        return position
+      })
+
+    const readTo = (upTo?: number): Effect.Effect<number, StoreError> =>
+      Effect.suspend(() => {
+        if (fallback !== undefined) return fallback.readTo(upTo)
+        if (upTo !== undefined && upTo <= position) return Effect.succeed(position)
+        return inThread(upTo).pipe(
+          // A read that failed here leaves the worker ahead of `position`, with what was sent before the failure:
+          // the fold goes on here, from the start, as it does after any failure there.
+          Effect.tapError((e) => (e._tag === "ThreadGone" ? Effect.void : goOnHere(`the log could not be read (${e.reason})`))),
+          Effect.catchTag("ThreadGone", (e) => Effect.zipRight(goOnHere(e.why), Effect.suspend(() => fallback!.readTo(upTo))))
+        )
+      })
+
+    return {
+      readTo,
+      result: () => (fallback === undefined ? folded : fallback.result()),
+      read: () => (fallback === undefined ? read : fallback.read()),
+      place: () => (fallback === undefined ? `in a worker thread at ${runsAt}` : "on the server's thread")
+    } satisfies ViewFolder
+  })
