@@ -10,7 +10,9 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { writeProducts } from "../../bench/lib/row-writer.ts"
 import { writeAppDir } from "../../testkit/app-dir.ts"
 import { http, spawnServer, tempDir, type SpawnedServer } from "../../testkit/server.ts"
+import { spawnWo } from "../../testkit/spawn.ts"
 import { waitFor } from "../../testkit/wait.ts"
+import { haveBinaries, sharedCluster, type PgCluster } from "../cluster/pg-cluster.ts"
 import { eventKey } from "../../src/log/classic-level/log-keys.ts"
 
 const VIEW_URL = "/api/_views/totals"
@@ -211,3 +213,43 @@ describe("a view folded again in a worker thread", () => {
   })
 })
 
+
+describe.skipIf(!haveBinaries)("a view folded again in a worker thread, on PostgreSQL", () => {
+  let cluster: PgCluster
+  beforeAll(async () => {
+    cluster = await sharedCluster()
+  }, 120_000)
+  afterAll(() => cluster?.stop())
+
+  it("gets the events decoded from the server's thread and serves the value that thread folds", async () => {
+    const store = await cluster.createDatabase("fold_thread")
+    const onStore = (source: string) =>
+      spawnWo(["run", writeAppDir(source), "--listen", "127.0.0.1:0", "--data", tempDir("wo-fold-thread-pg-"), "--store", store], {
+        env: { WO_REFOLD_THREAD_FROM: "1", WO_REFOLD_PRIORITY: "normal" }
+      })
+    const first = await onStore(appSource("1"))
+    let before: Served
+    try {
+      for (let i = 1; i <= 200; i++) {
+        const res = await http(`${first.loopbackUrl}/api/products`, { method: "POST", body: { name: `p${i}`, price: i, currency: i % 2 === 0 ? "EUR" : "USD" } })
+        expect(res.status, res.text).toBe(201)
+      }
+      for (let i = 1; i <= 20; i++) {
+        const res = await http(`${first.loopbackUrl}/api/products/${i * 3}/set_price`, { method: "POST", body: { price: 500 + i } })
+        expect(res.status, res.text).toBe(200)
+      }
+      before = await current(first.loopbackUrl)
+      expect(before.value.count).toBe(200)
+      expect(before.seq).toBe(220)
+    } finally {
+      await first.stop()
+    }
+    const second = await onStore(appSource("2"))
+    try {
+      expect(await current(second.loopbackUrl)).toEqual(before)
+      expect(foldedLine(second)?.slice(1)).toEqual(["220", "in a worker thread at normal priority"])
+    } finally {
+      await second.stop()
+    }
+  })
+})
