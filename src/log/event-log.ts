@@ -11,7 +11,7 @@
  *     refuses, entry by entry, what was decided against a stale row (an `AppendResult`). It also offers
  *     `follow`, which each node's tailer (projections/tailer.ts) uses to apply every node's commits in order.
  */
-import { Context, Data, type Effect, type Stream } from "effect"
+import { Context, Data, type Effect, type Scope, type Stream } from "effect"
 import type { Row } from "../domain/catalog.ts"
 import type { StoreError } from "../domain/errors.ts"
 import type { StoredEvent } from "../domain/events.ts"
@@ -256,6 +256,14 @@ export class LogDiverged extends Data.TaggedError("LogDiverged")<{ readonly reas
  */
 export type SealedEvent = readonly [seq: number, key: string, record: string]
 
+/** What a reader in another thread needs to read the embedded store's events (classic-level/thread-reads.ts). */
+export interface ThreadLoan {
+  /** The data dir, to open with classic-level's multithreading. */
+  readonly dir: string
+  /** The seqs the operator accepted as lost (accepted-loss.ts): gaps the sequence may have. */
+  readonly gaps: ReadonlyArray<readonly [number, number]>
+}
+
 /** How a reader wants the log read. */
 export interface ReadOptions {
   /** Events decoded per chunk at most (the default is the log's read batch, best for a tool reading it all). */
@@ -289,11 +297,17 @@ export interface EventLogShape {
    */
   readonly readFrom: (fromSeq: number, options?: ReadOptions) => Stream.Stream<StoredEvent, StoreError>
   /**
-   * Present on the embedded store: the events from `fromSeq` as stored (`SealedEvent`), their sequence checked, for
-   * a reader in another thread that decodes them itself, off the server's thread (a view refold:
-   * projections/views/fold-thread.ts). Decorators pass it through untouched: its reader upcasts what it decodes.
+   * Present on the embedded store: the events from `fromSeq` as stored (`SealedEvent`), their sequence checked, for a
+   * reader that checks records without parsing them (the log audit). Decorators pass it through untouched.
    */
   readonly readSealedFrom?: (fromSeq: number, options?: ReadOptions) => Stream.Stream<SealedEvent, StoreError>
+  /**
+   * Present on the embedded store: lends it to a reader in another thread of this process, which then reads the
+   * events itself (classic-level/thread-reads.ts; a view refold: projections/views/fold-thread.ts), for as long as
+   * the scope lasts. `end` must end that reader: the store awaits it before it reopens after a failed write.
+   * Decorators pass it through untouched: the reader upcasts what it reads.
+   */
+  readonly lendToThread?: (end: () => Promise<void>) => Effect.Effect<ThreadLoan, never, Scope.Scope>
   /** The inline row state as stored, by type then id. */
   readonly storedRows: Stream.Stream<StoredRow, StoreError>
   /**

@@ -401,6 +401,10 @@ export const makeClassicLevelLog = (h: LevelDbShape, mode: LogMode = {}) =>
       head,
       readFrom: (fromSeq, options) => readEvents(h, fromSeq, accepted, options?.slice),
       readSealedFrom: (fromSeq, options) => readSealedEvents(h, fromSeq, accepted, options?.slice),
+      ...(h.lendReads === undefined ? {} : {
+        lendToThread: (end: () => Promise<void>) =>
+          Effect.map(h.lendReads!(end), (dir) => ({ dir, gaps: readAcceptedLosses(dir).flatMap((loss) => loss.lostSeqs) }))
+      }),
       storedRows: readStoredRows(h),
       storedViews: readStoredViews(h),
       storedViewEntries: (name, definition) =>

@@ -7,13 +7,17 @@
  *   open its log reader loses its place at the torn record and drops every record after it, acknowledged or not.
  *   Reopening seals the torn record at the end of the old log and starts a fresh one. Reads keep using the old
  *   handle until then; the reopen waits until the disk has room again.
+ * - Other threads of the process may read the database (`lendReads`: classic-level's multithreading, where every
+ *   thread's handle is one LevelDB instance, closed with the last handle). A reopen first ends every such reader:
+ *   a handle left open elsewhere would keep the old instance, and its torn write-ahead log, in use.
+ *   Two runtimes of one process on one data dir are refused, as LevelDB's lock refuses two processes.
  * - LevelDB recovers from a damaged log by dropping records and only says so in the data dir's `LOG` file, which
  *   its next open rotates away. So every open reads its own fresh `LOG` at once, copies it beside the data when
  *   something was dropped, leaves a marker that refuses later opens too, and refuses to go on unless the
  *   operator accepts the loss (`--accept-data-loss`).
  */
 import { ClassicLevel } from "classic-level"
-import { Context, Effect, Layer } from "effect"
+import { Context, Effect, Layer, type Scope } from "effect"
 import * as fs from "node:fs"
 import * as path from "node:path"
 import { fdLimit, storeOpenFiles } from "../../support/fd-limit.ts"
@@ -38,6 +42,8 @@ export interface OpenOptions {
   readonly checkOnly?: boolean
   /** The server's open: keep the write-ahead logs as they were, as evidence for the acknowledged-head check (wal-hold.ts). */
   readonly holdWriteAheadLogs?: boolean
+  /** The server's open: other threads may read the database (`lendReads`). */
+  readonly threads?: boolean
 }
 
 /** The file that makes every later open refuse, until the loss is accepted. */
@@ -62,6 +68,12 @@ export interface LevelDbShape {
   readonly ensureWritable: Effect.Effect<void, StoreError>
   /** How many times the store was reopened after a failed write. */
   readonly reopens: () => number
+  /**
+   * Present when opened with `threads`: lends the database to a reader in another thread of this process for as
+   * long as the scope lasts, answering the data dir it opens (with classic-level's `multithreading`). `end` must
+   * close that reader's handle (end its thread): a reopen awaits it first.
+   */
+  readonly lendReads?: (end: () => Promise<void>) => Effect.Effect<string, never, Scope.Scope>
   /**
    * Runs `f` once no write is in flight, holding new writes until it returns (`wo backup` pins the files of one
    * state: backup/pin-files.ts). `f` must be brief.
@@ -156,7 +168,7 @@ const openChecked = async (dir: string, options: OpenOptions, afterFailedWrite: 
   // Evidence for the acknowledged-head check (classic-level-log.ts), which can only run once the store is open.
   if (options.holdWriteAheadLogs && !afterFailedWrite) holdWriteAheadLogs(dir)
   const db: Db = new ClassicLevel(dir, { keyEncoding: "utf8", valueEncoding: "utf8" })
-  await db.open({ createIfMissing, maxOpenFiles: storeOpenFiles(fdLimit().limit) })
+  await db.open({ createIfMissing, maxOpenFiles: storeOpenFiles(fdLimit().limit), multithreading: options.threads === true })
   const dropped = [...silent, ...readLog(dir).split("\n").filter((line) => DROPPED.test(line))]
   if (dropped.length === 0) {
     if (options.acceptDataLoss && keep) fs.rmSync(marker, { force: true })
@@ -197,6 +209,7 @@ const freeBytes = (dir: string): number => {
 /** Opens the data dir (refusing data that LevelDB dropped) and returns the shared handle, closed with the scope. */
 export const openDb = (dir: string, options: OpenOptions = {}) =>
   Effect.gen(function* () {
+    if (options.threads === true) yield* holdInProcess(dir)
     const first = yield* Effect.tryPromise({ try: () => openChecked(dir, options, false), catch: (e) => explainOpenFailure(dir, e) })
     if (first.dropped.length > 0) {
       yield* Effect.logWarning(
@@ -213,6 +226,10 @@ export const openDb = (dir: string, options: OpenOptions = {}) =>
 
     const closed = () => new StoreFailed({ reason: `the store is closed while it reopens after a failed write (${broken})` })
 
+    /** The readers in other threads the database is lent to, each with how to end it. */
+    const lent = new Set<() => Promise<void>>()
+    const endLent = Effect.promise(() => Promise.all([...lent].map((end) => end().catch(() => undefined)))).pipe(Effect.zipRight(Effect.sync(() => lent.clear())))
+
     const reopen = Effect.gen(function* () {
       if (broken === undefined) return
       const free = freeBytes(dir)
@@ -224,6 +241,7 @@ export const openDb = (dir: string, options: OpenOptions = {}) =>
       }
       const old = db
       db = undefined
+      yield* endLent
       if (old !== undefined) yield* Effect.promise(() => old.close().catch(() => undefined))
       const opened = yield* Effect.tryPromise({ try: () => openChecked(dir, options, true), catch: (e) => explainOpenFailure(dir, e) })
       db = opened.db
@@ -240,7 +258,7 @@ export const openDb = (dir: string, options: OpenOptions = {}) =>
 
     const ensureWritable = Effect.suspend(() => (broken === undefined && db !== undefined ? Effect.void : reopen))
 
-    yield* Effect.addFinalizer(() => Effect.promise(() => db?.close().catch(() => undefined) ?? Promise.resolve()))
+    yield* Effect.addFinalizer(() => Effect.zipRight(endLent, Effect.promise(() => db?.close().catch(() => undefined) ?? Promise.resolve())))
 
     // Writes in flight, and the hold of `whileNoWrites` (new writes wait for it).
     let inFlight = 0
@@ -297,12 +315,36 @@ export const openDb = (dir: string, options: OpenOptions = {}) =>
             (e) => storeError(what)(e.reason)
           )),
       ensureWritable,
-      reopens: () => reopens
+      reopens: () => reopens,
+      ...(options.threads === true ? {
+        lendReads: (end: () => Promise<void>) =>
+          Effect.acquireRelease(Effect.sync(() => (lent.add(end), dir)), () => Effect.sync(() => void lent.delete(end)))
+      } : {})
     })
   })
 
 export const levelDbLayer = (dir: string, options: OpenOptions = {}) =>
-  Layer.scoped(LevelDb, openDb(dir, { holdWriteAheadLogs: true, ...options }))
+  Layer.scoped(LevelDb, openDb(dir, { holdWriteAheadLogs: true, threads: true, ...options }))
+
+// The data dirs open with `threads` in this process, on the global object: a process may hold two copies of this
+// module (the `wo` launcher's and a bundle's), and both must see one set.
+const OPEN = Symbol.for("writeonce.openDataDirs")
+const openHere = ((globalThis as { [OPEN]?: Set<string> })[OPEN] ??= new Set<string>())
+
+/**
+ * Holds `dir` for this runtime until the scope closes. classic-level's multithreading shares one LevelDB instance
+ * between the handles of one process, so LevelDB's lock no longer refuses a second runtime here: this does.
+ */
+const holdInProcess = (dir: string) =>
+  Effect.acquireRelease(
+    Effect.suspend(() => {
+      const key = path.resolve(dir)
+      if (openHere.has(key)) return Effect.fail(new StoreFailed({ reason: `the data dir ${dir} is in use by another runtime in this process` }))
+      openHere.add(key)
+      return Effect.succeed(key)
+    }),
+    (key) => Effect.sync(() => void openHere.delete(key))
+  )
 
 /** The port the backup endpoint reaches the data dir's files through (store-files.ts), over the open store. */
 export const StoreFilesLive = Layer.effect(
