@@ -1,9 +1,10 @@
 /**
  * The worker's side of a view refold in a thread of its own (fold-thread.ts starts it, and reads the log for it):
- * it compiles the app the server runs, folds the events it is sent through the views it was asked for, and answers
- * each view's value when asked. The embedded store's events come as they are stored; they are checked, parsed
- * and upcast here, off the server's thread. Everything the server's thread needs back is plain data: a view's
- * JSON text, its seq, why it failed.
+ * it compiles the app the server runs, folds the events through the views it was asked for, and answers each view's
+ * value at each bound. On the embedded store it reads the events itself, from the store the server lends it
+ * (log/classic-level/thread-reads.ts: checked, parsed and upcast here, off the server's thread); on another store the
+ * server's thread sends them. Everything the server's thread needs back is plain data: a view's JSON text, its seq,
+ * why it failed.
  */
 import { Either } from "effect"
 import type { MessagePort } from "node:worker_threads"
@@ -11,12 +12,17 @@ import type { AppDef } from "../../domain/catalog.ts"
 import { compileApp } from "../../domain/compile.ts"
 import { isStoreError } from "../../domain/store-errors.ts"
 import type { StoredEvent } from "../../domain/events.ts"
-import { decodeEvent } from "../../log/classic-level/level-records.ts"
-import type { SealedEvent } from "../../log/event-log.ts"
+import { openThreadReads } from "../../log/classic-level/thread-reads.ts"
+import type { ThreadLoan } from "../../log/event-log.ts"
 import { RecordCorrupt } from "../../log/record.ts"
 import { upcastEvent, upcastFailure } from "../../log/upcasting-log.ts"
 import { viewDefinition } from "../../log/view-record.ts"
 import { makeFold } from "./view-fold.ts"
+
+/** Events folded at a time from the lent store. */
+const READ_SLICE = 256
+/** How often, in events read from the lent store, the thread says how far it is (the server's thread waits that long at most). */
+const PROGRESS_EVERY = 8192
 
 /** A view to fold, as the server's thread knows it: by name, and the digest of its declaration there. */
 export interface WantedView {
@@ -24,9 +30,13 @@ export interface WantedView {
   readonly definition: string
 }
 
-/** What the server's thread sends: events to fold (stored or decoded), or a request for the values at `to`. */
+/**
+ * What the server's thread sends: the store lent to this thread (first, on the embedded store), then a bound to
+ * read it to; or, on another store, events it read, then the bound they reach.
+ */
 export type ToFoldThread =
-  | { readonly sealed: ReadonlyArray<SealedEvent> }
+  | { readonly loan: ThreadLoan }
+  | { readonly readTo: number }
   | { readonly events: ReadonlyArray<StoredEvent> }
   | { readonly to: number }
 
@@ -40,13 +50,15 @@ export interface ThreadFolded {
 
 /**
  * What the thread answers: its Linux thread id, first (support/thread-priority.ts); ready to fold, or refused to
- * (and why); each message of events taken (`took`), or the read that failed there; the values at `to`.
+ * (and why); each message of events taken (`took`), or how far it has read the lent store (`progress`, now and
+ * then), or the read that failed there; the values at a bound.
  */
 export type FromFoldThread =
   | { readonly thread: number | null }
   | { readonly ready: true }
   | { readonly refused: string }
   | { readonly took: number }
+  | { readonly progress: number }
   | { readonly failed: string; readonly corrupt: boolean }
   | { readonly folded: ReadonlyArray<ThreadFolded>; readonly read: number; readonly to: number }
 
@@ -67,33 +79,56 @@ export const serveFold = (port: MessagePort, app: AppDef, wanted: ReadonlyArray<
     views.push(view)
   }
   const fold = makeFold(catalog, views.map((view) => ({ view, after: 0 })), true)
-  /** A sealed record, checked and parsed, in the app's current schema version. */
-  const decode = ([, key, record]: SealedEvent): StoredEvent => {
-    const event = decodeEvent(key, record)
+  const upcast = (event: StoredEvent): StoredEvent => {
     try {
       return upcastEvent(catalog, event)
     } catch (e) {
       throw upcastFailure(`event ${event.seq} (${event.type}/${event.id})`)(e)
     }
   }
+  const values = (to: number) => {
+    fold.skipTo(to)
+    const folded = [...fold.result()].map(([name, f]): ThreadFolded =>
+      f.failed === undefined ? { name, valueJson: f.valueJson!, seq: f.seq } : { name, seq: f.seq, failed: f.failed })
+    post({ folded, read: fold.read(), to })
+  }
+  let reads: Promise<Awaited<ReturnType<typeof openThreadReads>>> | undefined
+  const handle = async (message: ToFoldThread) => {
+    if ("loan" in message) {
+      reads = openThreadReads(message.loan)
+      return void (await reads)
+    }
+    if ("readTo" in message) {
+      const store = await reads!
+      let since = 0
+      store.read(fold.position() + 1, message.readTo, READ_SLICE, (events) => {
+        fold.fold(events.map(upcast))
+        since += events.length
+        if (since >= PROGRESS_EVERY) {
+          post({ progress: events[events.length - 1]!.seq })
+          since = 0
+        }
+      })
+      return values(message.readTo)
+    }
+    if ("to" in message) return values(message.to)
+    fold.fold(message.events.map(upcast))
+    post({ took: message.events.length })
+  }
+  // One message at a time, in order; after a failure nothing more is folded here (the server's thread reads again
+  // in a fold of its own).
+  let chain = Promise.resolve()
   let broken = false
   port.on("message", (message: ToFoldThread) => {
-    // After a failed read, the server's thread reads again in a fold of its own: nothing more is folded here.
-    if (broken) return
-    if ("to" in message) {
-      fold.skipTo(message.to)
-      const folded = [...fold.result()].map(([name, f]): ThreadFolded =>
-        f.failed === undefined ? { name, valueJson: f.valueJson!, seq: f.seq } : { name, seq: f.seq, failed: f.failed })
-      return post({ folded, read: fold.read(), to: message.to })
-    }
-    try {
-      const events = "sealed" in message ? message.sealed.map(decode) : message.events
-      fold.fold(events)
-      post({ took: events.length })
-    } catch (e) {
-      broken = true
-      post({ failed: isStoreError(e) ? e.reason : e instanceof Error ? e.message : String(e), corrupt: e instanceof RecordCorrupt })
-    }
+    chain = chain.then(async () => {
+      if (broken) return
+      try {
+        await handle(message)
+      } catch (e) {
+        broken = true
+        post({ failed: isStoreError(e) ? e.reason : e instanceof Error ? e.message : String(e), corrupt: e instanceof RecordCorrupt })
+      }
+    })
   })
   post({ ready: true })
 }

@@ -5,15 +5,17 @@
  * (bench/scenarios/view-refold.ts).
  *
  * The worker loads the app's module as the server did (app-loading/app-worker.ts) and folds
- * (fold-thread-worker.ts). The server's thread still reads the log, which has one owner, and sends what it reads as
- * it is: the embedded store's records undecoded (`readSealedFrom`: the worker checks, parses and upcasts them),
- * another store's events decoded. It reads no faster than the worker folds (at most WINDOW messages ahead). At
- * each bound it asks for the views' values: their JSON text, which the server decodes.
+ * (fold-thread-worker.ts). On the embedded store it reads the events too, from the store the server lends it
+ * (`lendToThread`): all of the fold's work, reading included, is then at the thread's priority (the server's thread
+ * reading for it kept the p99 of reads at ~1.8 ms, against ~0.9 ms: bench/scenarios/view-refold.ts). On another
+ * store the server's thread reads the events and sends them, no faster than the worker folds (at most WINDOW
+ * messages ahead). At each bound it asks for the views' values: their JSON text, which the server decodes.
  *
  * The fold goes on on the server's thread, paced (view-fold.ts `makeViewFolder`), from the start, when the worker
  * cannot fold it: the app does not load or compile there, or declares a view differently, or the worker stops
  * midway (an evolve that ends its thread) or makes no progress for STALL, or a read fails there (read again from
- * the server's thread, which says why). The reason is logged.
+ * the server's thread, which says why), or the store reopens after a failed write (which ends the worker's handle
+ * first). The reason is logged.
  */
 import { Chunk, Data, Duration, Effect, Queue, Stream, type Scope } from "effect"
 import { Worker } from "node:worker_threads"
@@ -21,14 +23,13 @@ import { LOAD_RUNTIME, runtimeData, runtimeModule, type AppModule } from "../../
 import type { CompiledApp } from "../../domain/compile.ts"
 import type { CompiledView } from "../../domain/compile-views.ts"
 import { DataCorrupt, StoreFailed, type StoreError } from "../../domain/errors.ts"
-import type { StoredEvent } from "../../domain/events.ts"
-import type { EventLogShape, SealedEvent } from "../../log/event-log.ts"
+import type { EventLogShape } from "../../log/event-log.ts"
 import { viewDefinition } from "../../log/view-record.ts"
 import type { FromFoldThread, ToFoldThread, WantedView } from "./fold-thread-worker.ts"
 import { idleThread, THREAD_ID_EXPRESSION } from "../../support/thread-priority.ts"
 import { makeViewFolder, type FoldedView, type ViewFolder } from "./view-fold.ts"
 
-/** Events per message to the worker: a few hundred microseconds of the server's thread to read and send. */
+/** Events per message to the worker (another store than the embedded one): a few hundred microseconds to read and send. */
 const SEND = 128
 /** Messages of events sent and not yet taken by the worker, at most. */
 const WINDOW = 8
@@ -101,6 +102,15 @@ export const foldInThread = (
     worker.on("error", (e) => void Queue.unsafeOffer(heard, { stopped: `it threw ${e.message}` }))
     worker.on("exit", (code) => void Queue.unsafeOffer(heard, { stopped: `it ended (exit code ${code})` }))
 
+    // On the embedded store the worker reads the events itself, from the store lent to it; a reopen of the store
+    // after a failed write ends the worker first (the fold then goes on here).
+    let lentBack = false
+    const loan = log.lendToThread === undefined ? undefined : yield* log.lendToThread(() => {
+      lentBack = true
+      return worker.terminate().then(() => undefined)
+    })
+    if (loan !== undefined) worker.postMessage({ loan } satisfies ToFoldThread)
+
     let fallback: ViewFolder | undefined
     let runsAt: string | undefined
     let position = 0
@@ -117,7 +127,7 @@ export const foldInThread = (
       new ThreadGone({ why: `it made no progress for ${Duration.format(STALL)}${runsAt === "idle priority" ? " at idle priority (no core was idle for it)" : ""}${printed()}` })
     const next = Effect.timeoutFail(Queue.take(heard), { duration: STALL, onTimeout: stalled })
     const hear: Effect.Effect<FromFoldThread, ThreadGone | StoreError> = Effect.flatMap(next, (m): Effect.Effect<FromFoldThread, ThreadGone | StoreError> => {
-      if ("stopped" in m) return Effect.fail(new ThreadGone({ why: `${m.stopped}${printed()}` }))
+      if ("stopped" in m) return Effect.fail(new ThreadGone({ why: lentBack ? "the store reopened after a failed write, and ended it first" : `${m.stopped}${printed()}` }))
       if ("refused" in m) return Effect.fail(new ThreadGone({ why: `${m.refused}${printed()}` }))
       if ("failed" in m) {
         // Read again from the server's thread, which meets the same failure and says so where it always does.
@@ -126,8 +136,8 @@ export const foldInThread = (
       if ("took" in m) inFlight--
       return Effect.succeed(m)
     })
-    /** The worker's next message that is not events taken. */
-    const answer: Effect.Effect<FromFoldThread, ThreadGone | StoreError> = Effect.flatMap(hear, (m) => ("took" in m ? answer : Effect.succeed(m)))
+    /** The worker's next message that is not events taken, nor how far it has read. */
+    const answer: Effect.Effect<FromFoldThread, ThreadGone | StoreError> = Effect.flatMap(hear, (m) => ("took" in m || "progress" in m ? answer : Effect.succeed(m)))
     const outOfTurn = (m: FromFoldThread) => new ThreadGone({ why: `it answered out of turn (${Object.keys(m).join(", ")})` })
 
     const goOnHere = (why: string) =>
@@ -159,30 +169,23 @@ export const foldInThread = (
         return inFlight < WINDOW ? Effect.void : Effect.flatMap(hear, (m) => ("took" in m ? Effect.void : Effect.fail(outOfTurn(m))))
       })
 
+    /** Sends the events after `from` up to `upTo` (the head when undefined); answers the bound they reach. */
     const sendLog = (from: number, upTo: number | undefined) => {
-      const bounded = <A>(stream: Stream.Stream<A, StoreError>, seqOf: (a: A) => number) =>
-        upTo === undefined ? stream : Stream.takeWhile(stream, (a) => seqOf(a) <= upTo)
       let last = position
-      const sealed = log.readSealedFrom
-      const sending = sealed !== undefined
-        ? Stream.runForEachChunk(bounded(sealed(from, { slice: SEND }), (e: SealedEvent) => e[0]), (chunk) => {
-          const items = Chunk.toReadonlyArray(chunk)
-          last = items[items.length - 1]![0]
-          return send({ sealed: items })
-        })
-        : Stream.runForEachChunk(bounded(log.readFrom(from, { slice: SEND }), (e: StoredEvent) => e.seq), (chunk) => {
-          const items = Chunk.toReadonlyArray(chunk)
-          last = items[items.length - 1]!.seq
-          return send({ events: items })
-        })
+      const events = log.readFrom(from, { slice: SEND })
+      const sending = Stream.runForEachChunk(upTo === undefined ? events : Stream.takeWhile(events, (e) => e.seq <= upTo), (chunk) => {
+        const items = Chunk.toReadonlyArray(chunk)
+        last = items[items.length - 1]!.seq
+        return send({ events: items })
+      })
       return Effect.map(sending, () => Math.max(last, upTo ?? last))
     }
 
     const inThread = (upTo: number | undefined) =>
       Effect.gen(function* () {
         yield* started
-        const to = yield* sendLog(position + 1, upTo)
-        post({ to })
+        if (loan !== undefined) post({ readTo: upTo ?? (yield* log.head).lastSeq })
+        else post({ to: yield* sendLog(position + 1, upTo) })
         const values = yield* answer
         if (!("folded" in values)) return yield* outOfTurn(values)
         folded = new Map(values.folded.map((f) => [f.name, f.failed === undefined ? { valueJson: f.valueJson!, seq: f.seq } : { seq: f.seq, failed: f.failed }]))
