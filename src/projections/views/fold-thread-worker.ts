@@ -1,5 +1,5 @@
 /**
- * The worker's side of a view refold in a thread of its own (fold-thread.ts starts it, and reads the log for it):
+ * The worker's side of a view refold in a thread of its own (fold-thread.ts starts it and talks to it):
  * it compiles the app the server runs, folds the events through the views it was asked for, and answers each view's
  * value at each bound. On the embedded store it reads the events itself, from the store the server lends it
  * (log/classic-level/thread-reads.ts: checked, parsed and upcast here, off the server's thread); on another store the

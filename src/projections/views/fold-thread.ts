@@ -7,7 +7,7 @@
  * The worker loads the app's module as the server did (app-loading/app-worker.ts) and folds
  * (fold-thread-worker.ts). On the embedded store it reads the events too, from the store the server lends it
  * (`lendToThread`): all of the fold's work, reading included, is then at the thread's priority (the server's thread
- * reading for it kept the p99 of reads at ~1.8 ms, against ~0.9 ms: bench/scenarios/view-refold.ts). On another
+ * reading for it kept the p99 of reads at ~1.8 ms, against ~1 ms: bench/results/sections-stop56.md). On another
  * store the server's thread reads the events and sends them, no faster than the worker folds (at most WINDOW
  * messages ahead). At each bound it asks for the views' values: their JSON text, which the server decodes.
  *
