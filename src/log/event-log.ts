@@ -251,10 +251,10 @@ export interface AppendResult {
 export class LogDiverged extends Data.TaggedError("LogDiverged")<{ readonly reason: string }> {}
 
 /**
- * An event as the embedded store keeps it: its seq (read from its key), its key and its sealed record, neither
- * checked nor parsed yet (classic-level/level-records.ts `decodeEvent` does both).
+ * An event as the embedded store keeps it: its key and its sealed record, neither checked nor parsed yet
+ * (record.ts `unseal` checks it; classic-level/level-records.ts `decodeEvent` checks and parses it).
  */
-export type SealedEvent = readonly [seq: number, key: string, record: string]
+export type SealedEvent = readonly [key: string, record: string]
 
 /** What a reader in another thread needs to read the embedded store's events (classic-level/thread-reads.ts). */
 export interface ThreadLoan {

@@ -28,7 +28,7 @@ export const auditPaced = (log: EventLogShape, pacer = makePacer(), fromSeq = 1)
       : Stream.runForEachChunk(sealed(fromSeq, { slice: PACED_FETCH }), (chunk) =>
         pacer.step(Effect.try({
           try: () => {
-            for (const [, key, record] of chunk) unseal(key, record)
+            for (const [key, record] of chunk) unseal(key, record)
             counted += chunk.length
           },
           catch: readFailed

@@ -160,13 +160,11 @@ const scan = <A>(
  */
 const inSequence = (fromSeq: number, accepted: (from: number, to: number) => boolean) => {
   let expected = Math.max(1, fromSeq)
-  /** Answers the key's seq. */
-  return (key: string): number => {
+  return (key: string): void => {
     const seq = K.seqOfEventKey(key)
     if (seq > expected && accepted(expected, seq - 1)) expected = seq
     if (seq !== expected) throw new RecordCorrupt(`corrupt log: event ${expected} is missing (the next key is ${key})`)
     expected++
-    return seq
   }
 }
 
@@ -189,7 +187,7 @@ export const readEvents = (
 
 /**
  * Events from `fromSeq` on as stored, their sequence verified on the keys; the records are neither unsealed nor
- * parsed: the reader does that with `decodeEvent`, in another thread (event-log.ts `readSealedFrom`).
+ * parsed (event-log.ts `readSealedFrom`).
  */
 const readSealedEvents = (
   h: LevelDbShape,
@@ -199,7 +197,10 @@ const readSealedEvents = (
 ): Stream.Stream<SealedEvent, StoreError> =>
   Stream.suspend(() => {
     const check = inSequence(fromSeq, accepted)
-    return scan(h, { gte: K.eventKey(Math.max(1, fromSeq)), lt: K.EVENTS_END }, (key, value): SealedEvent => [check(key), key, value], slice)
+    return scan(h, { gte: K.eventKey(Math.max(1, fromSeq)), lt: K.EVENTS_END }, (key, value): SealedEvent => {
+      check(key)
+      return [key, value]
+    }, slice)
   })
 
 /** The stored rows, verified: checksums, keys, and the count per type the store recorded. */
