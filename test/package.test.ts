@@ -224,6 +224,52 @@ spec("a note is created", () =>
     expect(ran.stdout).toMatch(/^ok 2 - notes\.spec\.ts > a note is created$/m)
   })
 
+  it("folds a view declared again in a worker thread that loads the installed package's build", async () => {
+    // The view's version comes from the environment: the server and its worker thread read the same one.
+    fs.mkdirSync(path.join(project, "counted"))
+    fs.writeFileSync(path.join(project, "counted/app.ts"), `import { Schema } from "effect"
+import { defineApp, entity } from "writeonce"
+
+export default defineApp({
+  name: "counted",
+  entities: { notes: entity({ fields: { text: Schema.String }, rest: ["create", "list"] }) },
+  views: (view) => ({
+    notes_count: view({
+      schema: Schema.Struct({ n: Schema.Int }),
+      initial: { n: 0 },
+      version: Number(process.env.COUNTED_VERSION ?? 1),
+      on: { notes: ["created"] },
+      evolve: (c) => ({ n: c.n + 1 })
+    })
+  })
+})
+`)
+    const data = path.join(work, "counted-data")
+    const serve = (version: number) =>
+      spawnNode(path.join(project, "node_modules/.bin/wo"), ["run", path.join(project, "counted"), "--listen", "127.0.0.1:0", "--data", data], {
+        env: { NODE_OPTIONS: undefined, COUNTED_VERSION: String(version), WO_REFOLD_THREAD_FROM: "1", WO_REFOLD_PRIORITY: "normal" },
+        ready: WO_READY
+      })
+    const first = await serve(1)
+    try {
+      for (let i = 0; i < 30; i++) {
+        const res = await fetch(`${first.loopbackUrl}/api/notes`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ text: `n${i}` }) })
+        expect(res.status).toBe(201)
+      }
+    } finally {
+      await first.stop()
+    }
+    const second = await serve(2)
+    try {
+      for (let polls = 0; polls < 500 && !/views: notes_count folded again/.test(second.output()); polls++) await new Promise((r) => setTimeout(r, 20))
+      const value = await (await fetch(`${second.loopbackUrl}/api/_views/notes_count`)).json()
+      expect(second.output()).toMatch(/views: notes_count folded again from 30 events in a worker thread at normal priority in \d+ ms/)
+      expect(value).toMatchObject({ value: { n: 30 } })
+    } finally {
+      await second.stop()
+    }
+  })
+
   it("embeds the runtime as a Layer from plain Node, no loader", async () => {
     fs.writeFileSync(path.join(project, "embed.mjs"), `import { Effect, ManagedRuntime, Schema } from "effect"
 import { defineApp, entity, HttpServer, loadSettings, writeOnceLayer } from "writeonce"
