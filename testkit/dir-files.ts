@@ -13,3 +13,7 @@ export const filesOf = (dir: string): Array<string> =>
     const bytes = fs.readFileSync(where)
     return [`${entry.name} ${bytes.length} ${createHash("sha256").update(bytes).digest("hex")}`]
   })
+
+/** The numbers of LevelDB's write-ahead logs (`NNNNNN.log`) in a data dir, in order: a reopen starts a higher one. */
+export const writeAheadLogs = (dir: string): Array<number> =>
+  fs.readdirSync(dir).filter((f) => f.endsWith(".log")).map((f) => Number.parseInt(f, 10)).sort((a, b) => a - b)

@@ -19,6 +19,7 @@ import type { EventLogShape } from "../../src/log/event-log.ts"
 import { foldInThread } from "../../src/projections/views/fold-thread.ts"
 import { foldViews } from "../../src/projections/views/view-fold.ts"
 import { ROOT } from "../../testkit/spawn.ts"
+import { writeAheadLogs } from "../../testkit/dir-files.ts"
 import { apps, tempDir } from "../../testkit/server.ts"
 
 const src = (file: string) => pathToFileURL(path.join(ROOT, "src", file)).href
@@ -42,7 +43,6 @@ const appendProducts = (log: EventLogShape, from: number, to: number) => {
   return log.append({ entries, counters: new Map([["products", to]]) })
 }
 
-const writeAheadLogs = (dir: string) => fs.readdirSync(dir).filter((f) => f.endsWith(".log")).map((f) => Number.parseInt(f, 10))
 
 describe("a view folded in a worker thread", () => {
   it("reads the store it is lent; a reopen after a failed write ends the thread first, and the fold goes on here to the same value", async () => {

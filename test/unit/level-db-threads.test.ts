@@ -11,6 +11,7 @@ import { createRequire } from "node:module"
 import { Worker } from "node:worker_threads"
 import { describe, expect, it } from "vitest"
 import { openDb, type LevelDbShape } from "../../src/log/classic-level/level-db.ts"
+import { writeAheadLogs } from "../../testkit/dir-files.ts"
 import { tempDir } from "../../testkit/server.ts"
 
 const CLASSIC_LEVEL = createRequire(import.meta.url).resolve("classic-level")
@@ -28,8 +29,6 @@ const readerThread = async (dir: string) => {
   return { worker, read }
 }
 
-/** The numbers of LevelDB's write-ahead logs in `dir`. */
-const writeAheadLogs = (dir: string) => fs.readdirSync(dir).filter((f) => f.endsWith(".log")).map((f) => Number.parseInt(f, 10)).sort((a, b) => a - b)
 
 const open = async (dir: string) => {
   const scope = Effect.runSync(Scope.make())
