@@ -3,13 +3,17 @@
  * data dir and a real worker thread holding its own handle: a second runtime of the process on the same dir is
  * refused, and a reopen after a failed write first ends the readers it lent the store to, so that LevelDB really
  * reopens (a fresh write-ahead log). The control case shows why: a handle left open in a worker keeps the old
- * instance, and the reopen starts no new log.
+ * instance, and the reopen starts no new log. And on a real small tmpfs: a write fails on the full disk while a
+ * reader thread holds the store; once space returns, the reopen ends the reader, and every acknowledged write is
+ * there after the store is closed and opened again (mounting needs root; CI runs as root).
  */
 import { Effect, Exit, Scope } from "effect"
+import { execFileSync } from "node:child_process"
 import * as fs from "node:fs"
+import * as path from "node:path"
 import { createRequire } from "node:module"
 import { Worker } from "node:worker_threads"
-import { describe, expect, it } from "vitest"
+import { afterAll, describe, expect, it } from "vitest"
 import { openDb, type LevelDbShape } from "../../src/log/classic-level/level-db.ts"
 import { writeAheadLogs } from "../../testkit/dir-files.ts"
 import { tempDir } from "../../testkit/server.ts"
@@ -93,6 +97,69 @@ describe("the store shared with other threads", () => {
     } finally {
       await reader.worker.terminate()
       await close()
+    }
+  })
+})
+
+const mountPoint = tempDir("wo-level-threads-tmpfs-")
+const canMount = (() => {
+  try {
+    execFileSync("mount", ["-t", "tmpfs", "-o", "size=1200k", "tmpfs", mountPoint], { stdio: "pipe" })
+    return true
+  } catch (e) {
+    console.warn(`SKIPPED the full-disk case of level-db-threads: cannot mount a tmpfs here (${String((e as Error).message).split("\n")[0]}); CI runs it as root`)
+    return false
+  }
+})()
+afterAll(() => {
+  if (canMount) execFileSync("umount", ["-l", mountPoint], { stdio: "pipe" })
+})
+
+describe.skipIf(!canMount)("the store shared with other threads, on a full disk", () => {
+  it("a write fails while a reader thread holds the store; once space returns the reopen ends the reader, and nothing acknowledged is lost", async () => {
+    const dir = path.join(mountPoint, "data")
+    fs.mkdirSync(dir)
+    const { h, close } = await open(dir)
+    const acknowledged: Array<string> = []
+    let reader: Awaited<ReturnType<typeof readerThread>> | undefined
+    try {
+      await put(h, "k", "written by the server")
+      reader = await readerThread(dir)
+      expect(reader.read).toBe("written by the server")
+      const ended: Array<string> = []
+      const loan = Effect.runSync(Scope.make())
+      const thread = reader.worker
+      await Effect.runPromise(Scope.extend(h.lendReads!(async () => {
+        ended.push("ended")
+        await thread.terminate()
+      }), loan))
+      // 30 KiB values until the 1.2 MB disk refuses one.
+      let failed: string | undefined
+      for (let n = 0; n < 200 && failed === undefined; n++) {
+        const written = await Effect.runPromise(Effect.either(h.write("put", (db) => db.put(`v${n}`, `${n}:${"x".repeat(30 * 1024)}`))))
+        if (written._tag === "Right") acknowledged.push(`v${n}`)
+        else failed = written.left.reason
+      }
+      expect(failed, "the 1.2 MB tmpfs never filled").toMatch(/write failed|No space|ENOSPC|IO error/i)
+      expect(ended).toEqual([])
+      // Space returns: the next write reopens the store, which first ends the reader.
+      execFileSync("mount", ["-o", "remount,size=64m", mountPoint], { stdio: "pipe" })
+      await put(h, "after", "the reopen")
+      acknowledged.push("after")
+      expect(ended).toEqual(["ended"])
+      expect(h.reopens()).toBe(1)
+      await Effect.runPromise(Scope.close(loan, Exit.void))
+    } finally {
+      await reader?.worker.terminate()
+      await close()
+    }
+    // Every acknowledged write, read back from a fresh open of the data dir.
+    const again = await open(dir)
+    try {
+      for (const key of acknowledged) expect(await Effect.runPromise(again.h.read("get", (db) => db.get(key))), key).toBeDefined()
+      expect(acknowledged.length).toBeGreaterThan(5)
+    } finally {
+      await again.close()
     }
   })
 })
