@@ -164,6 +164,27 @@ describe("a view folded again in a worker thread", () => {
     }
   })
 
+  it("keeps the older value served, marked with why, when the new evolve throws or returns what its schema refuses in the thread", async () => {
+    for (const [version, inEvolve, why] of [
+      ["10", 'if (after !== null && after.price === 77) throw new Error("seventy-seven")', /seventy-seven/],
+      ["11", "if (after !== null && after.price === 77) return 10n as never", /does not fit its schema/]
+    ] as const) {
+      const server = await serve(appSource(version, inEvolve), dir, 1)
+      try {
+        expect(await waitFor(() => /while folding it again from the log/.test(server.output()), 30_000), server.output()).toBe(true)
+        const res = await http(`${server.loopbackUrl}${VIEW_URL}`)
+        expect(res.status).toBe(200)
+        expect(res.headers.get("wo-view-exact-at")).toBe(String(expected.seq))
+        expect(res.headers.get("wo-view-next-failed")).toMatch(why)
+        expect(res.json.value).toEqual(expected.value)
+        expect(server.output()).toMatch(/views totals: folding them again from the log in a worker thread/)
+        expect(server.output()).not.toMatch(/folding them again on the server's thread/)
+      } finally {
+        await server.stop()
+      }
+    }
+  })
+
   it("goes on on the server's thread when the worker ends midway, saying why", async () => {
     const server = await serve(appSource("4", "if (!isMainThread) process.exit(7)"), dir, 1)
     try {
