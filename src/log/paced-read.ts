@@ -31,6 +31,8 @@ export const PACED_MS = 0.1
 export const makePacer = (now: () => number = () => performance.now()) => {
   let turnBegan = now()
   const turn = Effect.tap(longWork.pass, () => Effect.sync(() => (turnBegan = now())))
+  /** A turn of the loop once PACED_MS has passed since the last one. */
+  const turnIfDue = Effect.suspend(() => (now() - turnBegan < PACED_MS ? Effect.void : turn))
   return {
     /** The log from `fromSeq`, in chunks of PACED_FETCH events. */
     read: (log: EventLogShape, fromSeq: number): Stream.Stream<StoredEvent, StoreError> => log.readFrom(fromSeq, { slice: PACED_FETCH }),
@@ -38,10 +40,10 @@ export const makePacer = (now: () => number = () => performance.now()) => {
      * Works `events` a slice of PACED_SLICE at a time; before each slice, and after the last (the next fetch is
      * decoded when it is pulled, work of its own), a turn of the loop once PACED_MS has passed.
      */
-    slices: <A, E>(events: ReadonlyArray<A>, work: (slice: ReadonlyArray<A>) => Effect.Effect<void, E>): Effect.Effect<void, E> => {
+    slices: <E>(events: ReadonlyArray<StoredEvent>, work: (slice: ReadonlyArray<StoredEvent>) => Effect.Effect<void, E>): Effect.Effect<void, E> => {
       let at = 0
       const next: Effect.Effect<void, E> = Effect.suspend(() => {
-        if (at >= events.length) return now() - turnBegan < PACED_MS ? Effect.void : turn
+        if (at >= events.length) return turnIfDue
         const slice = events.slice(at, (at += PACED_SLICE))
         const worked = Effect.flatMap(work(slice), () => next)
         return now() - turnBegan < PACED_MS ? worked : Effect.zipRight(turn, worked)
@@ -52,7 +54,6 @@ export const makePacer = (now: () => number = () => performance.now()) => {
      * Runs `work`, then a turn of the loop once PACED_MS has passed: for work that is small already, such as the
      * audit's check of one fetch of sealed records (a tenth of a millisecond), which slicing would only slow.
      */
-    step: <E>(work: Effect.Effect<void, E>): Effect.Effect<void, E> =>
-      Effect.zipRight(work, Effect.suspend(() => (now() - turnBegan < PACED_MS ? Effect.void : turn)))
+    step: <E>(work: Effect.Effect<void, E>): Effect.Effect<void, E> => Effect.zipRight(work, turnIfDue)
   }
 }
