@@ -10,34 +10,19 @@
 import { execFileSync } from "node:child_process"
 import * as fs from "node:fs"
 import * as path from "node:path"
-import { afterAll, describe, expect, it } from "vitest"
+import { describe, expect, it } from "vitest"
+import { smallTmpfs } from "../../testkit/small-tmpfs.ts"
 import { runWo } from "../../testkit/spawn.ts"
 import { http, ROOT, spawnServer, tempDir } from "../../testkit/server.ts"
 
-const mountPoint = tempDir("wo-tmpfs-")
-const mount = (options: string) => execFileSync("mount", ["-t", "tmpfs", "-o", options, "tmpfs", mountPoint], { stdio: "pipe" })
-const remount = (options: string) => execFileSync("mount", ["-o", `remount,${options}`, mountPoint], { stdio: "pipe" })
-
-const canMount = (() => {
-  try {
-    mount("size=1200k")
-    return true
-  } catch (e) {
-    console.warn(`SKIPPED disk-full test: cannot mount a tmpfs here (${String((e as Error).message).split("\n")[0]}); CI runs it as root`)
-    return false
-  }
-})()
-
-afterAll(() => {
-  if (canMount) execFileSync("umount", ["-l", mountPoint], { stdio: "pipe" })
-})
+const disk = smallTmpfs("the disk-full test")
 
 const pricing = path.join(ROOT, "examples/pricing")
 const product = (n: number) => ({ name: `${n}-${"x".repeat(30 * 1024)}`, price: n, currency: "USD" })
 
-describe.skipIf(!canMount)("disk full, then space returns", () => {
+describe.skipIf(!disk.mounted)("disk full, then space returns", () => {
   it("refuses writes with 503 while full, serves reads, resumes, and loses no acknowledged write through kill -9", async () => {
-    const dataDir = path.join(mountPoint, "data")
+    const dataDir = path.join(disk.mountPoint, "data")
     fs.mkdirSync(dataDir)
     const server = await spawnServer(pricing, dataDir)
     const acked: Array<string> = []
@@ -61,7 +46,7 @@ describe.skipIf(!canMount)("disk full, then space returns", () => {
       expect((await http(`${server.url}/api/products?limit=1000`)).json.items).toHaveLength(acked.length)
 
       // Space returns: the next five writes are acknowledged.
-      remount("size=64m")
+      disk.remount("size=64m")
       for (let n = 0; n < 5; n++) {
         const res = await http(`${server.url}/api/products`, { method: "POST", body: product(1000 + n) })
         expect(res.status, res.text).toBe(201)
@@ -93,7 +78,7 @@ describe.skipIf(!canMount)("disk full, then space returns", () => {
   })
 })
 
-describe.skipIf(!canMount)("a read-only data dir", () => {
+describe.skipIf(!disk.mounted)("a read-only data dir", () => {
   it("is refused with a message that says so", async () => {
     const readOnly = tempDir("wo-ro-")
     execFileSync("mount", ["-t", "tmpfs", "-o", "size=8m", "tmpfs", readOnly], { stdio: "pipe" })

@@ -5,13 +5,14 @@
  * recovering refuses connections, and its first answer is ready with every row served); 200 otherwise.
  */
 import { Effect, Layer } from "effect"
-import { execFileSync, spawn } from "node:child_process"
+import { spawn } from "node:child_process"
 import * as fs from "node:fs"
 import * as path from "node:path"
-import { afterAll, describe, expect, it } from "vitest"
+import { describe, expect, it } from "vitest"
 import { writeProducts } from "../../bench/lib/row-writer.ts"
 import { environment, WO_BIN } from "../../testkit/spawn.ts"
 import { LogFaults } from "../../testkit/log-faults.ts"
+import { smallTmpfs } from "../../testkit/small-tmpfs.ts"
 import { apps, freePort, http, rawRequest, ROOT, spawnServer, startServer, tempDir } from "../../testkit/server.ts"
 
 const pricing = path.join(ROOT, "examples/pricing")
@@ -114,23 +115,11 @@ describe("readiness during recovery", () => {
   }, 120_000)
 })
 
-const mountPoint = tempDir("wo-ready-tmpfs-")
-const canMount = (() => {
-  try {
-    execFileSync("mount", ["-t", "tmpfs", "-o", "size=1200k", "tmpfs", mountPoint], { stdio: "pipe" })
-    return true
-  } catch (e) {
-    console.warn(`SKIPPED readiness on a full disk: cannot mount a tmpfs here (${String((e as Error).message).split("\n")[0]}); CI runs it as root`)
-    return false
-  }
-})()
-afterAll(() => {
-  if (canMount) execFileSync("umount", ["-l", mountPoint], { stdio: "pipe" })
-})
+const disk = smallTmpfs("readiness on a full disk")
 
-describe.skipIf(!canMount)("readiness on a full disk", () => {
+describe.skipIf(!disk.mounted)("readiness on a full disk", () => {
   it("/readyz is 503 while the disk is full and 200 once space returns", async () => {
-    const dataDir = path.join(mountPoint, "data")
+    const dataDir = path.join(disk.mountPoint, "data")
     fs.mkdirSync(dataDir)
     const server = await spawnServer(pricing, dataDir)
     try {
@@ -150,7 +139,7 @@ describe.skipIf(!canMount)("readiness on a full disk", () => {
       expect((await http(`${server.url}/readyz`)).status).toBe(503)
       expect((await http(`${server.url}/livez`)).status).toBe(200)
 
-      execFileSync("mount", ["-o", "remount,size=64m", mountPoint], { stdio: "pipe" })
+      disk.remount("size=64m")
       const back = await pollFor(`${server.url}/readyz`, 200)
       expect(back.json).toEqual({ status: "ready" })
       expect((await http(`${server.url}/api/products`, { method: "POST", body: product })).status).toBe(201)

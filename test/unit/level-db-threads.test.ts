@@ -8,14 +8,14 @@
  * there after the store is closed and opened again (mounting needs root; CI runs as root).
  */
 import { Effect, Exit, Scope } from "effect"
-import { execFileSync } from "node:child_process"
 import * as fs from "node:fs"
 import * as path from "node:path"
 import { createRequire } from "node:module"
 import { Worker } from "node:worker_threads"
-import { afterAll, describe, expect, it } from "vitest"
+import { describe, expect, it } from "vitest"
 import { openDb, type LevelDbShape } from "../../src/log/classic-level/level-db.ts"
 import { writeAheadLogs } from "../../testkit/dir-files.ts"
+import { smallTmpfs } from "../../testkit/small-tmpfs.ts"
 import { tempDir } from "../../testkit/server.ts"
 
 const CLASSIC_LEVEL = createRequire(import.meta.url).resolve("classic-level")
@@ -101,23 +101,11 @@ describe("the store shared with other threads", () => {
   })
 })
 
-const mountPoint = tempDir("wo-level-threads-tmpfs-")
-const canMount = (() => {
-  try {
-    execFileSync("mount", ["-t", "tmpfs", "-o", "size=1200k", "tmpfs", mountPoint], { stdio: "pipe" })
-    return true
-  } catch (e) {
-    console.warn(`SKIPPED the full-disk case of level-db-threads: cannot mount a tmpfs here (${String((e as Error).message).split("\n")[0]}); CI runs it as root`)
-    return false
-  }
-})()
-afterAll(() => {
-  if (canMount) execFileSync("umount", ["-l", mountPoint], { stdio: "pipe" })
-})
+const disk = smallTmpfs("the full-disk case of level-db-threads")
 
-describe.skipIf(!canMount)("the store shared with other threads, on a full disk", () => {
+describe.skipIf(!disk.mounted)("the store shared with other threads, on a full disk", () => {
   it("a write fails while a reader thread holds the store; once space returns the reopen ends the reader, and nothing acknowledged is lost", async () => {
-    const dir = path.join(mountPoint, "data")
+    const dir = path.join(disk.mountPoint, "data")
     fs.mkdirSync(dir)
     const { h, close } = await open(dir)
     const acknowledged: Array<string> = []
@@ -143,7 +131,7 @@ describe.skipIf(!canMount)("the store shared with other threads, on a full disk"
       expect(failed, "the 1.2 MB tmpfs never filled").toMatch(/write failed|No space|ENOSPC|IO error/i)
       expect(ended).toEqual([])
       // Space returns: the next write reopens the store, which first ends the reader.
-      execFileSync("mount", ["-o", "remount,size=64m", mountPoint], { stdio: "pipe" })
+      disk.remount("size=64m")
       await put(h, "after", "the reopen")
       acknowledged.push("after")
       expect(ended).toEqual(["ended"])
