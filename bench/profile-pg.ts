@@ -12,6 +12,8 @@
 // each node's own account of its appends and its tailer (its last `store:` line, logged at Debug) is printed per batch:
 // calls of append_batch, transactions opened, batches written by their first call, events read back by the tailer,
 // and how many of those were its own batches read back (the log's length less the events its appends carried).
+// BENCH_LOAD_ON=K sends the load to the first K nodes only (BENCH_LOAD_ON=1: the others only follow the log), and
+// BENCH_PER_NODE=1 prints each node's own table after the summed one (a follower's cost apart from the writer's).
 //   node --conditions=writeonce-source --import tsx bench/profile-pg.ts
 //   BENCH_NODES=3 node --conditions=writeonce-source --import tsx bench/profile-pg.ts
 import { execFileSync } from 'node:child_process';
@@ -28,6 +30,8 @@ import { seedLibrary, served } from './scenarios/cluster-lend.ts';
 const IN_FLIGHT = Number(process.env.BENCH_IN_FLIGHT ?? 32);
 const LOAD_MS = Number(process.env.BENCH_PROFILE_MS ?? 5000);
 const NODES = Number(process.env.BENCH_NODES ?? 1);
+/** How many of the nodes take the load (the first ones; default all): BENCH_LOAD_ON=1 profiles the others as followers. */
+const LOADED = Math.min(NODES, Number(process.env.BENCH_LOAD_ON ?? NODES));
 /**
  * create (default), set_price (on 1,000 products seeded first, each call on one at random, as the scale-out bench) or
  * lend (the library sample's command, on 100 books seeded first, round the books as the cluster-lend bench)
@@ -78,8 +82,8 @@ try {
   const check = (status: number, body: string) =>
     OP === 'lend' ? status === 200 && body.startsWith('{"command":"lend"') : isRow(status, body, OP === 'create' ? 201 : 200);
   const load = async (ms: number) => {
-    const all = await Promise.all(nodes.map((wo, k) =>
-      runLoad({ url: wo.url, concurrency: Math.max(1, Math.round(IN_FLIGHT / NODES)), durationMs: ms, makeRequest: (i) => request(i * NODES + k), check })));
+    const all = await Promise.all(nodes.slice(0, LOADED).map((wo, k) =>
+      runLoad({ url: wo.url, concurrency: Math.max(1, Math.round(IN_FLIGHT / LOADED)), durationMs: ms, makeRequest: (i) => request(i * LOADED + k), check })));
     return { calls: all.reduce((a, r) => a + r.calls, 0), errors: all.reduce((a, r) => a + r.errors, 0), durationMs: Math.max(...all.map((r) => r.durationMs)), perNode: all.map((r) => r.calls) };
   };
   await load(2000);
@@ -133,8 +137,10 @@ try {
     return out;
   };
   const prof = { total: profs.reduce((a, p) => a + p.total, 0), byFunction: sum(profs.map((p) => p.byFunction)), byArea: sum(profs.map((p) => p.byArea)), inclusive: sum(profs.map((p) => p.inclusive)), windowed: profs.every((p) => p.windowed) };
-  console.log(`wo CPU (main threads, summed): ${(prof.total / r.calls).toFixed(0)} µs/${OP}`);
+  console.log(`wo CPU (main threads, summed): ${(prof.total / r.calls).toFixed(0)} µs/${OP} (per node: ${profs.map((p) => (p.total / r.calls).toFixed(0)).join(', ')})`);
   console.log(renderSelfTimes(prof, r.calls, Number(process.env.BENCH_TOP ?? 25), OP));
+  // BENCH_PER_NODE=1: each node's own table as well (a follower's cost apart from the writer's).
+  if (process.env.BENCH_PER_NODE === '1') for (const [k, p] of profs.entries()) console.log(`\nnode ${k}:\n${renderSelfTimes(p, r.calls, Number(process.env.BENCH_TOP ?? 25), OP)}`);
 } finally {
   await admin.end().catch(() => undefined);
   await Promise.allSettled(nodes.map((wo) => wo.stop()));

@@ -86,6 +86,13 @@ export const makeGroupCommit = Effect.gen(function* () {
   let inFlight: ReadonlyArray<Queued> = []
   // Whether the batch in flight is decided: until then a submission cancelled in it is skipped, never written.
   let inFlightDecided = false
+  // The last batch's size, and the queue's length as its callers were answered (-1 once a batch is taken, none
+  // answered since): what the next batch lingers for on a shared log (nextBatch).
+  let lastBatch = 0
+  let queuedAtAnswers = -1
+  // How many times the tailer had applied other nodes' commits when the last batch was taken.
+  let followedAtTake = 0
+  const followed = mode._tag === "Shared" ? mode.tailer.followed : () => 0
   /** Set once the writer died: what every later command fails with. */
   let stopped: WriterStopped | undefined
   const death = yield* Deferred.make<string>()
@@ -281,6 +288,8 @@ export const makeGroupCommit = Effect.gen(function* () {
       if (held !== undefined) yield* answerHeld(held, Either.left(written.left))
       return
     }
+    // Those queued before this batch's callers are answered: the next batch lingers for them and for the callers.
+    queuedAtAnswers = pending.length
     if (held !== undefined) yield* answerHeld(held, Either.right(written.right?.replays ?? new Map()))
     const done = yield* mode.settle(decided, written.right, prepared)
     for (const [type, n] of done.counters) counters.set(type, Math.max(counters.get(type) ?? 0, n))
@@ -303,20 +312,57 @@ export const makeGroupCommit = Effect.gen(function* () {
       Effect.uninterruptible
     )
 
+  /**
+   * On a shared log the writer lingers before closing a batch, up to `batchLingerMs`, for the callers its last batch
+   * answered: a client that writes again once answered then joins this batch instead of the next. Under load the
+   * callers otherwise split into two halves that take turns (one half waits while the other's batch commits), and
+   * every batch pays its round trip and every other node's work to follow it for half the writes it could carry. It
+   * closes early once as many are queued as were queued when the last batch's callers were answered, plus those
+   * callers; a lone caller (one answered, none queued) never waits, nor does a batch after one that wrote nothing.
+   * Only while other nodes write (the tailer applied a commit of theirs since the last batch was taken): a node
+   * alone has no one following its batches, and there the halves taking turns overlap its own work (parsing and
+   * answering one half) with the other half's commit, which a linger gives up. Measured side by side, 32 in flight:
+   * three nodes' CPU per write a fifth lower and their writes a quarter to a third more; one node lingering lost
+   * writes/s in two pairs of runs of three. A plain timer, not an Effect sleep: no fiber or clock service per batch
+   * on the writer's path.
+   */
+  const lingerMs = shared ? settings.batchLingerMs : 0
   const takeBatch = () => {
     const batch = pending.length <= maxBatch ? pending : pending.slice(0, maxBatch)
     pending = pending.length <= maxBatch ? [] : pending.slice(maxBatch)
+    lastBatch = batch.length
+    queuedAtAnswers = -1
+    followedAtTake = followed()
     return batch
   }
   const nextBatch = Effect.async<ReadonlyArray<Queued>>((resume) => {
-    if (pending.length > 0) return resume(Effect.sync(takeBatch))
-    log.settle?.() // idle: the log records its last acknowledged seq, off the hot path
-    wake = () => {
+    const expected = queuedAtAnswers < 0 || followed() === followedAtTake ? 0 : Math.min(maxBatch, queuedAtAnswers + lastBatch)
+    let lingering: ReturnType<typeof setTimeout> | undefined
+    const close = () => {
       wake = undefined
+      if (lingering !== undefined) clearTimeout(lingering)
+      lingering = undefined
       resume(Effect.sync(takeBatch))
     }
+    /** Starts the linger if the batch is short of what is expected; false: close it now. */
+    const lingers = () => {
+      if (lingerMs <= 0 || pending.length >= expected) return false
+      wake = () => {
+        if (pending.length >= expected) close()
+      }
+      lingering = setTimeout(close, lingerMs)
+      return true
+    }
+    if (pending.length === 0) {
+      log.settle?.() // idle: the log records its last acknowledged seq, off the hot path
+      wake = () => {
+        wake = undefined
+        if (!lingers()) resume(Effect.sync(takeBatch))
+      }
+    } else if (!lingers()) return resume(Effect.sync(takeBatch))
     return Effect.sync(() => {
       wake = undefined
+      if (lingering !== undefined) clearTimeout(lingering)
     })
   })
 

@@ -52,6 +52,8 @@ export interface TailerShape {
    * id counters follow it: a create decided after another node's would otherwise take an id the log gave already.
    */
   readonly lastIds: ReadonlyMap<string, number>
+  /** How many times it applied other nodes' commits: whether other nodes write too (the writer lingers only then). */
+  readonly followed: () => number
 }
 
 /** The pause before following again after the store could not be read. */
@@ -109,6 +111,7 @@ export const makeTailer = Effect.gen(function* () {
   let held: Array<{ readonly first: number; readonly last: number; readonly changes: ReadonlyArray<Change> }> = []
 
   const lastIds = new Map<string, number>()
+  let followed = 0
   /** Records the ids `changes` create (a create's id is the type's counter in the log at its seq). */
   const countCreates = (changes: ReadonlyArray<Change>) => {
     for (const { event } of changes) {
@@ -169,6 +172,7 @@ export const makeTailer = Effect.gen(function* () {
     const last = fresh[fresh.length - 1].seq
     // A held batch the log delivered all the same (read before it was held): the log's copy is applied.
     if (held.length > 0 && held[0].first <= last) held = held.filter((own) => own.first > last)
+    followed++
     return advance(folded ?? (folding === undefined ? projector.fold(fresh) : folding.fold(fresh, known)), last, true)
   }
   const applyChunk = (events: Chunk.Chunk<StoredEvent>) =>
@@ -281,5 +285,5 @@ export const makeTailer = Effect.gen(function* () {
         })
       }).pipe(Effect.ensuring(Fiber.interrupt(timer))))
 
-  return { applied: () => applied, applyOwn, reached, diverged: Deferred.await(diverged), lastIds } satisfies TailerShape
+  return { applied: () => applied, applyOwn, reached, diverged: Deferred.await(diverged), lastIds, followed: () => followed } satisfies TailerShape
 })

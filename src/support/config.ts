@@ -21,6 +21,13 @@ export interface Settings {
   /** Most commands in one durable batch. `WO_MAX_BATCH`, default 1024. */
   readonly maxBatch: number
   /**
+   * On PostgreSQL, while other nodes write too, how long the writer may hold a batch open for the callers its last
+   * batch answered to write again (`WO_BATCH_LINGER_MS`, default 1; 0 never waits). Under load, batches about twice
+   * as large: fewer round trips to the primary, and less work for the other nodes that follow the log. A lone caller
+   * never waits, nor does a node no other node writes beside.
+   */
+  readonly batchLingerMs: number
+  /**
    * Bytes of decoded rows kept in memory (`WO_ROW_CACHE`, default 64 MiB): the embedded store serves rows from
    * disk through an LRU cache of this size, so the data may be larger than memory; a PostgreSQL node reads its rows
    * from the store through it (projections/rows/cache-rows.ts).
@@ -163,6 +170,8 @@ export interface Settings {
 export const VIEW_SNAPSHOT_EVERY = 10_000
 /** The default of `refoldThreadFrom` (WO_REFOLD_THREAD_FROM). */
 export const REFOLD_THREAD_FROM = 20_000
+/** The default of `batchLingerMs` (WO_BATCH_LINGER_MS). */
+export const BATCH_LINGER_MS = 1
 /** The default of `idBlock` (WO_ID_BLOCK). */
 export const ID_BLOCK = 100
 /** WO_STORE_TIMEOUT's default: the bound on a wait for the shared store's primary. */
@@ -207,6 +216,12 @@ const positiveInt = (name: string, fallback: number) =>
   Config.integer(name).pipe(
     Config.withDefault(fallback),
     Config.validate({ message: `${name} must be a positive integer`, validation: (n) => n > 0 })
+  )
+
+const nonNegativeInt = (name: string, fallback: number) =>
+  Config.integer(name).pipe(
+    Config.withDefault(fallback),
+    Config.validate({ message: `${name} must be 0 or a positive integer`, validation: (n) => n >= 0 })
   )
 
 /** `WO_GROUP_COMMIT=off` and the like: off, 0, false or no turn it off; anything else on. */
@@ -309,6 +324,7 @@ const fromEnvironment = (d: Partial<Settings>) =>
       groupCommit: yield* onOff("WO_GROUP_COMMIT", d.groupCommit ?? true),
       ackedRecord: yield* onOff("WO_ACKED_RECORD", d.ackedRecord ?? true),
       maxBatch: yield* positiveInt("WO_MAX_BATCH", d.maxBatch ?? 1024),
+      batchLingerMs: yield* nonNegativeInt("WO_BATCH_LINGER_MS", d.batchLingerMs ?? BATCH_LINGER_MS),
       rowCache: yield* positiveInt("WO_ROW_CACHE", d.rowCache ?? 64 * 1024 * 1024),
       bodyLimit: yield* positiveInt("WO_BODY_LIMIT", d.bodyLimit ?? 4 * 1024 * 1024),
       defaultPageSize: yield* positiveInt("WO_PAGE_SIZE", d.defaultPageSize ?? 50),
@@ -355,7 +371,7 @@ const fromEnvironment = (d: Partial<Settings>) =>
 
 /** Every key a SettingsInput may have (a Record, so that a new setting cannot be left out). */
 const KNOWN_KEYS: ReadonlySet<string> = new Set(Object.keys({
-  listen: true, host: true, port: true, dataDir: true, groupCommit: true, ackedRecord: true, maxBatch: true, rowCache: true,
+  listen: true, host: true, port: true, dataDir: true, groupCommit: true, ackedRecord: true, maxBatch: true, batchLingerMs: true, rowCache: true,
   bodyLimit: true, defaultPageSize: true, maxPageSize: true, mcpOrigins: true, allowedHosts: true,
   requestTimeoutMs: true, maxSessions: true, sessionIdleMs: true, streamBuffer: true, heartbeatMs: true,
   maxSubscriptions: true, maxUriLength: true, maxSubscriptionBytes: true, maxJsonDepth: true,

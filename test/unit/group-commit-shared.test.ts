@@ -19,15 +19,19 @@ import { SharedCommit } from "../../src/commands/commit-mode.ts"
 import { SharedMemoryLog, SharedMemoryLogLive } from "./memory-log.ts"
 
 const EmptyRows = Layer.sync(Rows, () => makeRows(new Map(), 0, { rows: 0, events: 0, tailEvents: 0, millis: 0 }))
-const settings = Layer.effect(WoConfig, loadSettings({ dataDir: "/nonexistent" }).pipe(Effect.withConfigProvider(ConfigProvider.fromMap(new Map()))))
+/** The settings as `wo run` reads them, from the given environment only (not the test process's). */
+const settingsFrom = (env: Record<string, string>) =>
+  Layer.effect(WoConfig, loadSettings({ dataDir: "/nonexistent" }).pipe(Effect.withConfigProvider(ConfigProvider.fromMap(new Map(Object.entries(env))))))
 
-const node = CommandsLive.pipe(
-  Layer.provideMerge(GroupCommitLive),
-  Layer.provideMerge(SharedCommit),
-  Layer.provideMerge(Layer.mergeAll(EmptyRows, ChangeFeedLive, SharedMemoryLogLive)),
-  Layer.provideMerge(Catalog.layer(pricing)),
-  Layer.provideMerge(settings)
-)
+const nodeWith = (env: Record<string, string>) =>
+  CommandsLive.pipe(
+    Layer.provideMerge(GroupCommitLive),
+    Layer.provideMerge(SharedCommit),
+    Layer.provideMerge(Layer.mergeAll(EmptyRows, ChangeFeedLive, SharedMemoryLogLive)),
+    Layer.provideMerge(Catalog.layer(pricing)),
+    Layer.provideMerge(settingsFrom(env))
+  )
+const node = nodeWith({})
 
 const execute = (command: Command) => Effect.flatMap(Commands, (c) => c.execute(command))
 
@@ -197,4 +201,45 @@ describe("group commit on a shared log", () => {
       expect(yield* answeredSoon(held)).toMatchObject({ seq: 2, id: "2" })
       yield* Fiber.join(closing)
     }))
+
+  /**
+   * A batch of one in flight, two writes queued behind it; once it is answered, its caller writes again. `others`:
+   * another node commits while the batch is in flight. Returns the size of every batch appended.
+   */
+  const callerAnsweredWritesAgain = (others: boolean) => Effect.gen(function* () {
+    const log = yield* SharedMemoryLog
+    // One caller, one write after another.
+    for (const name of ["a", "b"]) yield* execute(create(name))
+    const held = yield* log.hold
+    const first = yield* Effect.fork(execute(create("c")))
+    yield* held.entered
+    if (others) log.foreign("products", "1", { price: 5 })
+    let accepted = 0
+    const onStage = (stage: string) => void (stage === "accepted" && accepted++)
+    const queued = yield* Effect.forEach(["d", "e"], (name) => Effect.fork(Effect.flatMap(Commands, (c) => c.execute(create(name), { onStage }))))
+    yield* until(() => accepted === 2)
+    yield* held.release
+    yield* Fiber.join(first)
+    for (let i = 0; i < 100; i++) yield* Effect.yieldNow()
+    const again = yield* Effect.fork(execute(create("f")))
+    const answered = yield* Effect.forEach([...queued, again], Fiber.join)
+    expect(answered.map((c) => c.event.id)).toEqual(["4", "5", "6"])
+    return log.appends.map((a) => a.batch.entries.length)
+  })
+
+  it.effect("while other nodes write, the writer holds a batch open for the callers its last batch answered; a lone caller never waits", () =>
+    Effect.gen(function* () {
+      // The linger outlasts the test: a lone caller that waited for it would never be answered.
+      expect(yield* callerAnsweredWritesAgain(true)).toEqual([1, 1, 1, 3])
+    }).pipe(Effect.scoped, Effect.provide(nodeWith({ WO_BATCH_LINGER_MS: "600000" }))))
+
+  it.effect("a node no other node writes beside never lingers: each batch is what is queued", () =>
+    Effect.gen(function* () {
+      expect(yield* callerAnsweredWritesAgain(false)).toEqual([1, 1, 1, 2, 1])
+    }).pipe(Effect.scoped, Effect.provide(nodeWith({ WO_BATCH_LINGER_MS: "600000" }))))
+
+  it.effect("with WO_BATCH_LINGER_MS=0 the writer closes each batch with what is queued, other nodes writing or not", () =>
+    Effect.gen(function* () {
+      expect(yield* callerAnsweredWritesAgain(true)).toEqual([1, 1, 1, 2, 1])
+    }).pipe(Effect.scoped, Effect.provide(nodeWith({ WO_BATCH_LINGER_MS: "0" }))))
 })

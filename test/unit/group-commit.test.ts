@@ -157,4 +157,16 @@ describe("group commit", () => {
       expect(appends.map((a) => a.entries.length)).toEqual(Array(N).fill(1))
       expect((yield* Rows).get("products", "1")).toMatchObject({ version: N + 1 })
     }).pipe(Effect.scoped, Effect.provide(writer({ WO_GROUP_COMMIT: "off" }))))
+
+  it.effect("on a single-writer log the writer never lingers: each batch is what is queued (WO_BATCH_LINGER_MS is for a shared store)", () =>
+    Effect.gen(function* () {
+      const { results, appends } = yield* queuedBehindAnAppend([create("a"), create("b")])
+      expect(results.map((r) => Either.isRight(r) && r.right.event.id)).toEqual(["2", "3"])
+      // Their callers answered, a write with nothing else queued is written at once, alone.
+      const { execute } = yield* Commands
+      expect((yield* execute(create("c"))).event.id).toBe("4")
+      const log = yield* MemoryLog
+      expect(appends.map((a) => a.entries.length)).toEqual([2])
+      expect(log.appends.map((a) => a.entries.length)).toEqual([1, 2, 1])
+    }).pipe(Effect.provide(writer({ WO_BATCH_LINGER_MS: "600000" }))))
 })

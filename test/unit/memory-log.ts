@@ -109,6 +109,8 @@ export interface SharedMemoryLogControl {
   /** How many times the head was read (the writer reads it to catch up before deciding a command again). */
   readonly headReads: () => number
   readonly resumeFollow: () => void
+  /** The next append waits until released (before the log looks at it). */
+  readonly hold: Effect.Effect<HeldAppend>
 }
 
 export class SharedMemoryLog extends Context.Tag("writeonce/test/SharedMemoryLog")<SharedMemoryLog, SharedMemoryLogControl>() {}
@@ -129,6 +131,7 @@ export const SharedMemoryLogLive: Layer.Layer<EventLog | SharedMemoryLog> = Laye
     let headReads = 0
     const delivered: Array<number> = []
     let followerHolds: () => number | undefined = () => undefined
+    const holds: Array<{ readonly entered: Deferred.Deferred<void>; readonly gate: Deferred.Deferred<void> }> = []
     const wake = () => {
       for (const w of [...wakers]) w()
     }
@@ -141,7 +144,10 @@ export const SharedMemoryLogLive: Layer.Layer<EventLog | SharedMemoryLog> = Laye
     }
     const log = EventLog.of({
       append: (batch) =>
-        Effect.sync((): AppendResult => {
+        Effect.suspend(() => {
+          const held = holds.shift()
+          return held === undefined ? Effect.void : Effect.zipRight(Deferred.succeed(held.entered, undefined), Deferred.await(held.gate))
+        }).pipe(Effect.zipRight(Effect.sync((): AppendResult => {
           const outcomes: Array<AppendEntry | Stale> = []
           const broken = new Set<string>()
           const recorded: Array<number | Stale> = []
@@ -165,7 +171,7 @@ export const SharedMemoryLogLive: Layer.Layer<EventLog | SharedMemoryLog> = Laye
           }
           appends.push({ batch, outcomes: recorded })
           return { outcomes, lastSeq: events.length }
-        }),
+        }))),
       head: Effect.sync(() => {
         headReads++
         return { lastSeq: events.length, checkpoint: events.length, counters: new Map(lastIds) }
@@ -213,7 +219,13 @@ export const SharedMemoryLogLive: Layer.Layer<EventLog | SharedMemoryLog> = Laye
       resumeFollow: () => {
         paused = false
         wake()
-      }
+      },
+      hold: Effect.gen(function* () {
+        const entered = yield* Deferred.make<void>()
+        const gate = yield* Deferred.make<void>()
+        holds.push({ entered, gate })
+        return { entered: Deferred.await(entered), release: Deferred.succeed(gate, undefined).pipe(Effect.asVoid) }
+      })
     }
     return Context.make(EventLog, log).pipe(Context.add(SharedMemoryLog, control))
   })
