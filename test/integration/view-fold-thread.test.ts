@@ -2,7 +2,8 @@
  * A view folded again from the log in a worker thread (projections/views/fold-thread.ts), in real `wo run`
  * processes on a real data dir: the thread's fold gives the value and the seq the server's own fold gives, and
  * whatever keeps the thread from folding (it ends midway, it loads the app differently, it meets a damaged record)
- * leaves the fold to the server's thread, which says why, while the older value keeps answering.
+ * leaves the fold to the server's thread, which says why, while the older value keeps answering; a fold stuck in the
+ * app's code fails its views instead.
  */
 import { ClassicLevel } from "classic-level"
 import * as fs from "node:fs"
@@ -182,6 +183,23 @@ describe("a view folded again in a worker thread", () => {
       } finally {
         await server.stop()
       }
+    }
+  })
+
+  it("fails the views of a fold stuck in the app's code (an evolve that never returns): the worker is ended, the older value stays served, marked with why, and the server's thread never gets the fold", async () => {
+    // Only in the worker: were the fold handed to the server's thread, it would end there, and serve a new value.
+    const server = await serve(appSource("12", "if (after !== null && after.price === 77 && !isMainThread) for (;;) {}"), dir, 1)
+    try {
+      // The loop runs 10 s of CPU before the fold counts as stuck: more time on a loaded machine.
+      expect(await waitFor(() => /while folding it again from the log/.test(server.output()), 100_000), server.output()).toBe(true)
+      const res = await http(`${server.loopbackUrl}${VIEW_URL}`)
+      expect(res.status).toBe(200)
+      expect(res.headers.get("wo-view-exact-at")).toBe(String(expected.seq))
+      expect(res.headers.get("wo-view-next-failed")).toMatch(/view totals: its fold in a worker thread ran \d+ s of CPU without finishing a step: an evolve that never returns\?/)
+      expect(res.json.value).toEqual(expected.value)
+      expect(server.output()).not.toMatch(/folding them again on the server's thread/)
+    } finally {
+      await server.stop()
     }
   })
 

@@ -13,9 +13,14 @@
  *
  * The fold goes on on the server's thread, paced (view-fold.ts `makeViewFolder`), from the start, when the worker
  * cannot fold it: the app does not load or compile there, or declares a view differently, or the worker stops
- * midway (an evolve that ends its thread) or makes no progress for STALL, or a read fails there (read again from
- * the server's thread, which says why), or the store reopens after a failed write (which ends the worker's handle
- * first). The reason is logged.
+ * midway (an evolve that ends its thread) or makes no progress for STALL while it gets little CPU (it waits, or
+ * idle priority gets it none), or a read fails there (read again from the server's thread, which says why), or the
+ * store reopens after a failed write (which ends the worker's handle first). The reason is logged.
+ *
+ * A worker that folds, keeps a core busy and makes no progress is given time while it runs, up to STUCK_MS of CPU
+ * since its last step: past that its fold is stuck in the app's code (an evolve that never returns), which the
+ * server's thread would meet too and never leave. The worker is then ended and its views fail, saying why: a view
+ * with an older value keeps serving it, as when an evolve throws.
  */
 import { Chunk, Data, Duration, Effect, Queue, Stream, type Scope } from "effect"
 import { Worker } from "node:worker_threads"
@@ -27,6 +32,7 @@ import type { EventLogShape } from "../../log/event-log.ts"
 import { viewDefinition } from "../../log/view-record.ts"
 import type { FromFoldThread, ToFoldThread, WantedView } from "./fold-thread-worker.ts"
 import { idleThread, THREAD_ID_EXPRESSION } from "../../support/thread-priority.ts"
+import { threadCpuMs } from "../../support/thread-cpu.ts"
 import { makeViewFolder, type FoldedView, type ViewFolder } from "./view-fold.ts"
 
 /** Events per message to the worker (another store than the embedded one): a few hundred microseconds to read and send. */
@@ -35,10 +41,14 @@ const SEND = 128
 const WINDOW = 8
 /**
  * The longest the worker may take to answer while it has work (its start, events not taken yet, the values): a
- * worker at idle priority on a machine whose cores are never idle, or one stuck in the app's code, hands the fold
- * to the server's thread.
+ * worker at idle priority on a machine whose cores are never idle, or one waiting on an import that never settles,
+ * hands the fold to the server's thread. One that folds and keeps a core busy meanwhile is waited for (STUCK_MS).
  */
 const STALL = Duration.seconds(10)
+/** CPU a folding worker may use within STALL and still be waited for: it is working, not waiting or starved. */
+const WORKING_MS = 1000
+/** CPU a folding worker may use since its last step before its fold counts as stuck in the app's code. */
+const STUCK_MS = 10_000
 /** What the worker printed, kept to explain why it stopped. */
 const OUTPUT_KEPT = 4096
 
@@ -60,6 +70,8 @@ export type ThreadPriority = "idle" | "normal"
 
 /** The worker can no longer fold: the fold goes on on the server's thread. */
 class ThreadGone extends Data.TaggedError("ThreadGone")<{ readonly why: string }> {}
+/** The worker's fold runs in the app's code without ending: its views fail (the server's thread would hang too). */
+class FoldStuck extends Data.TaggedError("FoldStuck")<{ readonly why: string }> {}
 
 /** What the server's thread hears from the worker: its messages, or its end. */
 type Heard = FromFoldThread | { readonly stopped: string }
@@ -113,6 +125,13 @@ export const foldInThread = (
 
     let fallback: ViewFolder | undefined
     let runsAt: string | undefined
+    // The worker's Linux thread id, whether it is folding (loaded and ready), and its CPU time at its last message
+    // and at the start of the current wait.
+    let threadId: number | null = null
+    let folding = false
+    let cpuAtHeard = 0
+    let cpuAtWait = 0
+    let stuck: string | undefined
     let position = 0
     let read = 0
     let inFlight = 0
@@ -125,8 +144,24 @@ export const foldInThread = (
      */
     const stalled = () =>
       new ThreadGone({ why: `it made no progress for ${Duration.format(STALL)}${runsAt === "idle priority" ? " at idle priority (no core was idle for it)" : ""}${printed()}` })
-    const next = Effect.timeoutFail(Queue.take(heard), { duration: STALL, onTimeout: stalled })
-    const hear: Effect.Effect<FromFoldThread, ThreadGone | StoreError> = Effect.flatMap(next, (m): Effect.Effect<FromFoldThread, ThreadGone | StoreError> => {
+    const cpuNow = () => threadCpuMs(threadId) ?? 0
+    /** No message within STALL: a folding worker that kept a core busy is waited for, up to STUCK_MS of CPU. */
+    const afterStall: Effect.Effect<Heard, ThreadGone | FoldStuck> = Effect.suspend(() => {
+      const now = cpuNow()
+      const working = folding && now - cpuAtWait >= WORKING_MS
+      cpuAtWait = now
+      if (!working) return Effect.fail(stalled())
+      if (now - cpuAtHeard < STUCK_MS) return next
+      return Effect.fail(new FoldStuck({ why: `its fold in a worker thread ran ${Math.round((now - cpuAtHeard) / 1000)} s of CPU without finishing a step: an evolve that never returns? The fold is stopped` }))
+    })
+    const next: Effect.Effect<Heard, ThreadGone | FoldStuck> = Effect.flatten(
+      Effect.timeoutTo(Queue.take(heard), { duration: STALL, onSuccess: Effect.succeed, onTimeout: () => afterStall })
+    )
+    const hear: Effect.Effect<FromFoldThread, ThreadGone | FoldStuck | StoreError> = Effect.flatMap(Effect.suspend(() => {
+      cpuAtWait = cpuNow()
+      return next
+    }), (m): Effect.Effect<FromFoldThread, ThreadGone | StoreError> => {
+      cpuAtHeard = cpuNow()
       if ("stopped" in m) return Effect.fail(new ThreadGone({ why: lentBack ? "the store reopened after a failed write, and ended it first" : `${m.stopped}${printed()}` }))
       if ("refused" in m) return Effect.fail(new ThreadGone({ why: `${m.refused}${printed()}` }))
       if ("failed" in m) {
@@ -137,7 +172,7 @@ export const foldInThread = (
       return Effect.succeed(m)
     })
     /** The worker's next message that is not events taken, nor how far it has read. */
-    const answer: Effect.Effect<FromFoldThread, ThreadGone | StoreError> = Effect.flatMap(hear, (m) => ("took" in m || "progress" in m ? answer : Effect.succeed(m)))
+    const answer: Effect.Effect<FromFoldThread, ThreadGone | FoldStuck | StoreError> = Effect.flatMap(hear, (m) => ("took" in m || "progress" in m ? answer : Effect.succeed(m)))
     const outOfTurn = (m: FromFoldThread) => new ThreadGone({ why: `it answered out of turn (${Object.keys(m).join(", ")})` })
 
     const goOnHere = (why: string) =>
@@ -155,14 +190,16 @@ export const foldInThread = (
       runsAt !== undefined ? Effect.void : Effect.gen(function* () {
         const first = yield* answer
         if (!("thread" in first)) return yield* outOfTurn(first)
+        threadId = first.thread
         runsAt = priority === "idle" ? yield* idleThread(first.thread) : "normal priority"
         const ready = yield* answer
         if (!("ready" in ready)) return yield* outOfTurn(ready)
+        folding = true
         yield* Effect.logInfo(`views ${names}: folding them again from the log in a worker thread, at ${runsAt}`)
       }))
 
     /** Sends a message of events, then waits while the worker has WINDOW of them still to take. */
-    const send = (message: ToFoldThread): Effect.Effect<void, ThreadGone | StoreError> =>
+    const send = (message: ToFoldThread): Effect.Effect<void, ThreadGone | FoldStuck | StoreError> =>
       Effect.suspend(() => {
         post(message)
         inFlight++
@@ -194,15 +231,30 @@ export const foldInThread = (
         return position
       })
 
+    /** The fold is stuck in the app's code: the worker is ended, and each view fails with why, at the last step. */
+    const stopStuck = (why: string, upTo: number | undefined) =>
+      Effect.zipRight(
+        Effect.promise(() => worker.terminate()),
+        Effect.sync(() => {
+          stuck = why
+          folded = new Map(views.map((view) => [view.name, { seq: position, failed: `view ${view.name}: ${why}` }]))
+          return upTo ?? position
+        })
+      )
+
     const readTo = (upTo?: number): Effect.Effect<number, StoreError> =>
       Effect.suspend(() => {
         if (fallback !== undefined) return fallback.readTo(upTo)
+        if (stuck !== undefined) return Effect.succeed(upTo ?? position)
         if (upTo !== undefined && upTo <= position) return Effect.succeed(position)
         return inThread(upTo).pipe(
           // A read that failed here leaves the worker ahead of `position`, with what was sent before the failure:
           // the fold goes on here, from the start, as it does after any failure there.
-          Effect.tapError((e) => (e._tag === "ThreadGone" ? Effect.void : goOnHere(`the log could not be read (${e.reason})`))),
-          Effect.catchTag("ThreadGone", (e) => Effect.zipRight(goOnHere(e.why), Effect.suspend(() => fallback!.readTo(upTo))))
+          Effect.tapError((e) => (e._tag === "ThreadGone" || e._tag === "FoldStuck" ? Effect.void : goOnHere(`the log could not be read (${e.reason})`))),
+          Effect.catchTags({
+            ThreadGone: (e) => Effect.zipRight(goOnHere(e.why), Effect.suspend(() => fallback!.readTo(upTo))),
+            FoldStuck: (e) => stopStuck(e.why, upTo)
+          })
         )
       })
 
