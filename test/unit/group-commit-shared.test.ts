@@ -4,12 +4,12 @@
  * the tailer. Another node's commits are injected; pausing `follow` makes this node lag, deterministically.
  */
 import { describe, expect, it } from "@effect/vitest"
-import { ConfigProvider, Context, Effect, Either, Exit, Fiber, Layer, Option, Scope, TestClock } from "effect"
+import { Context, Effect, Either, Exit, Fiber, Layer, Option, Scope, TestClock } from "effect"
 import pricing from "../../examples/pricing/app.ts"
 import { Commands, CommandsLive, type Command } from "../../src/commands/commands.ts"
 import { create, setPrice } from "./pricing-commands.ts"
 import { GroupCommitLive } from "../../src/commands/group-commit.ts"
-import { loadSettings, WoConfig } from "../../src/support/config.ts"
+import { settingsFrom } from "../../testkit/settings.ts"
 import { Catalog } from "../../src/domain/app-catalog.ts"
 import type { Change } from "../../src/domain/events.ts"
 import { Stale } from "../../src/log/event-log.ts"
@@ -19,9 +19,6 @@ import { SharedCommit } from "../../src/commands/commit-mode.ts"
 import { SharedMemoryLog, SharedMemoryLogLive } from "./memory-log.ts"
 
 const EmptyRows = Layer.sync(Rows, () => makeRows(new Map(), 0, { rows: 0, events: 0, tailEvents: 0, millis: 0 }))
-/** The settings as `wo run` reads them, from the given environment only (not the test process's). */
-const settingsFrom = (env: Record<string, string>) =>
-  Layer.effect(WoConfig, loadSettings({ dataDir: "/nonexistent" }).pipe(Effect.withConfigProvider(ConfigProvider.fromMap(new Map(Object.entries(env))))))
 
 const nodeWith = (env: Record<string, string>) =>
   CommandsLive.pipe(

@@ -5,13 +5,14 @@
  * content is known exactly.
  */
 import { describe, expect, it } from "@effect/vitest"
-import { ConfigProvider, Deferred, Effect, Either, Fiber, Layer, Logger, LogLevel } from "effect"
+import { Deferred, Effect, Either, Fiber, Layer, Logger, LogLevel } from "effect"
 import pricing from "../../examples/pricing/app.ts"
 import { Commands, CommandsLive, type Command } from "../../src/commands/commands.ts"
 import { create, setPrice } from "./pricing-commands.ts"
 import { GroupCommitLive } from "../../src/commands/group-commit.ts"
 import { LocalCommit } from "../../src/commands/commit-mode.ts"
-import { loadSettings, WoConfig } from "../../src/support/config.ts"
+import { WoConfig } from "../../src/support/config.ts"
+import { settingsFrom } from "../../testkit/settings.ts"
 import { Catalog } from "../../src/domain/app-catalog.ts"
 import type { Change } from "../../src/domain/events.ts"
 import { ChangeFeed, ChangeFeedLive } from "../../src/subscriptions/change-feed.ts"
@@ -19,13 +20,6 @@ import { makeRows, Rows } from "../../src/projections/rows/rows.ts"
 import { MemoryLog, MemoryLogLive } from "./memory-log.ts"
 
 const EmptyRows = Layer.sync(Rows, () => makeRows(new Map(), 0, { rows: 0, events: 0, tailEvents: 0, millis: 0 }))
-
-/** The settings as `wo run` reads them, from the given environment only (not the test process's). */
-const settingsFrom = (env: Record<string, string>) =>
-  Layer.effect(
-    WoConfig,
-    loadSettings({ dataDir: "/nonexistent" }).pipe(Effect.withConfigProvider(ConfigProvider.fromMap(new Map(Object.entries(env)))))
-  )
 
 const writer = (env: Record<string, string> = {}) =>
   CommandsLive.pipe(
