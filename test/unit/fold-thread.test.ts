@@ -5,10 +5,11 @@
  * reopen ends the thread first (LevelDB then really reopens: a fresh write-ahead log), and the fold goes on on the
  * server's thread, from the start, saying why, to the same value.
  */
-import { Effect, Either, Logger } from "effect"
+import { Effect, Either, Logger, Schema } from "effect"
 import * as fs from "node:fs"
 import * as path from "node:path"
 import { pathToFileURL } from "node:url"
+import { MessageChannel } from "node:worker_threads"
 import { describe, expect, it } from "vitest"
 import type { AppModule } from "../../src/app-loading/app-worker.ts"
 import { compileApp } from "../../src/domain/compile.ts"
@@ -17,6 +18,9 @@ import { makeClassicLevelLog } from "../../src/log/classic-level/classic-level-l
 import { openDb } from "../../src/log/classic-level/level-db.ts"
 import type { EventLogShape } from "../../src/log/event-log.ts"
 import { foldInThread } from "../../src/projections/views/fold-thread.ts"
+import { serveFold, type FromFoldThread, type ToFoldThread } from "../../src/projections/views/fold-thread-worker.ts"
+import { defineApp, entity } from "../../src/domain/catalog.ts"
+import { viewDefinition } from "../../src/log/view-record.ts"
 import { foldViews } from "../../src/projections/views/view-fold.ts"
 import { ROOT } from "../../testkit/spawn.ts"
 import { writeAheadLogs } from "../../testkit/dir-files.ts"
@@ -75,5 +79,65 @@ describe("a view folded in a worker thread", () => {
     expect(warnings.some((w) => /folding them again on the server's thread, paced, from the start: the worker thread cannot fold them: the store reopened after a failed write, and ended it first/.test(w)), warnings.join("\n")).toBe(true)
     expect(outcome.here).toEqual({ json: outcome.expected, place: "on the server's thread", read: 3300 })
     expect(outcome.expected).toBe(JSON.stringify({ USD: 2200, EUR: 1100 }))
+  }, 60_000)
+})
+
+/** The pricing sample's products with a view whose evolve works `ms` per event (a heavy evolve, not a stuck one). */
+const heavyApp = (ms: number) =>
+  defineApp({
+    name: "pricing",
+    entities: {
+      products: entity({ fields: { name: Schema.String, price: Schema.Number, currency: Schema.Literal("USD", "EUR") }, rest: ["list", "get", "create"] })
+    },
+    views: (view) => ({
+      count: view({
+        schema: Schema.Struct({ count: Schema.Int }),
+        initial: { count: 0 },
+        on: { products: ["created"] },
+        evolve: (c) => {
+          const until = performance.now() + ms
+          while (performance.now() < until);
+          return { count: c.count + 1 }
+        }
+      })
+    })
+  })
+
+describe("the fold thread's side", () => {
+  it("says how far it has read once a second of work, not once so many events: a heavy evolve is heard from long before it could count as stuck", async () => {
+    const dir = tempDir("wo-fold-thread-progress-")
+    const app = heavyApp(3)
+    const catalog = Either.getOrThrow(compileApp(app))
+    const view = catalog.views.get("count")!
+    const heard = await Effect.runPromise(Effect.gen(function* () {
+      const h = yield* openDb(dir, { threads: true })
+      const log = yield* makeClassicLevelLog(h, { writer: { acceptDataLoss: false, ackedRecord: false } })
+      // Three slices of the lent store, each about 0.8 s of evolve (more on a loaded machine): far fewer events than
+      // a count would wait for.
+      yield* appendProducts(log, 1, 768)
+      const loan = yield* log.lendToThread!(async () => undefined)
+      return yield* Effect.promise(() => new Promise<Array<FromFoldThread>>((resolve) => {
+        const { port1, port2 } = new MessageChannel()
+        const messages: Array<FromFoldThread> = []
+        port1.on("message", (m: FromFoldThread) => {
+          messages.push(m)
+          if ("folded" in m || "failed" in m || "refused" in m) {
+            port1.close()
+            resolve(messages)
+          }
+        })
+        serveFold(port2, app, [{ name: "count", definition: viewDefinition(view) }])
+        port1.postMessage({ loan } satisfies ToFoldThread)
+        port1.postMessage({ readTo: 768 } satisfies ToFoldThread)
+      }))
+    }).pipe(Effect.scoped))
+    expect(heard[0]).toEqual({ ready: true })
+    const last = heard[heard.length - 1]
+    expect(last).toMatchObject({ read: 768, to: 768, folded: [{ name: "count", valueJson: JSON.stringify({ count: 768 }), seq: 768 }] })
+    // At least one word of progress after a second of work, at a slice's end, in order, before the values.
+    const progress = heard.slice(1, -1).map((m) => ("progress" in m ? m.progress : Number.NaN))
+    expect(progress.length).toBeGreaterThanOrEqual(1)
+    expect(progress.every((seq) => seq === 512 || seq === 768 || seq === 256)).toBe(true)
+    expect([...progress].sort((a, b) => a - b)).toEqual(progress)
   }, 60_000)
 })

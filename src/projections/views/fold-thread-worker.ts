@@ -21,8 +21,13 @@ import { makeFold } from "./view-fold.ts"
 
 /** Events folded at a time from the lent store. */
 const READ_SLICE = 256
-/** How often, in events read from the lent store, the thread says how far it is (the server's thread waits that long at most). */
-const PROGRESS_EVERY = 8192
+/**
+ * How often, in ms of its work, the thread says how far it has read the lent store (after a slice): the server's
+ * thread counts a fold that keeps its core busy and says nothing for 10 s of CPU as stuck in the app's code
+ * (fold-thread.ts), so a heavy evolve must not go that long unheard: a count of events would let it (8,192 events
+ * of an evolve of 1.3 ms each are 10 s).
+ */
+const PROGRESS_MS = 1000
 
 /** A view to fold, as the server's thread knows it: by name, and the digest of its declaration there. */
 export interface WantedView {
@@ -100,14 +105,12 @@ export const serveFold = (port: MessagePort, app: AppDef, wanted: ReadonlyArray<
     }
     if ("readTo" in message) {
       const store = await reads!
-      let since = 0
+      let said = performance.now()
       store.read(fold.position() + 1, message.readTo, READ_SLICE, (events) => {
         fold.fold(events.map(upcast))
-        since += events.length
-        if (since >= PROGRESS_EVERY) {
-          post({ progress: events[events.length - 1]!.seq })
-          since = 0
-        }
+        if (performance.now() - said < PROGRESS_MS) return
+        post({ progress: events[events.length - 1]!.seq })
+        said = performance.now()
       })
       return values(message.readTo)
     }

@@ -47,7 +47,11 @@ const WINDOW = 8
 const STALL = Duration.seconds(10)
 /** CPU a folding worker may use within STALL and still be waited for: it is working, not waiting or starved. */
 const WORKING_MS = 1000
-/** CPU a folding worker may use since its last step before its fold counts as stuck in the app's code. */
+/**
+ * CPU a folding worker may use since its last step before its fold counts as stuck in the app's code. A step: a
+ * slice of the lent store it read (it says how far it is once a second of work), or a message of SEND events taken;
+ * only an evolve of tens of milliseconds an event takes that long.
+ */
 const STUCK_MS = 10_000
 /** What the worker printed, kept to explain why it stopped. */
 const OUTPUT_KEPT = 4096
