@@ -113,6 +113,21 @@ describe("a view folded again in a worker thread", () => {
   })
   afterAll(() => fs.rmSync(dir, { recursive: true, force: true }))
 
+  /**
+   * The new declaration's fold in the thread failed (`why`, within `ms`): the older value is served, marked with why,
+   * and the fold never went to the server's thread.
+   */
+  const expectOlderKept = async (server: SpawnedServer, why: RegExp, ms: number) => {
+    expect(await waitFor(() => /while folding it again from the log/.test(server.output()), ms), server.output()).toBe(true)
+    const res = await http(`${server.loopbackUrl}${VIEW_URL}`)
+    expect(res.status).toBe(200)
+    expect(res.headers.get("wo-view-exact-at")).toBe(String(expected.seq))
+    expect(res.headers.get("wo-view-next-failed")).toMatch(why)
+    expect(res.json.value).toEqual(expected.value)
+    expect(server.output()).toMatch(/views totals: folding them again from the log in a worker thread/)
+    expect(server.output()).not.toMatch(/folding them again on the server's thread/)
+  }
+
   it("serves the value and seq the server's own thread folds, and its older value until the swap", async () => {
     const threaded = await serve(appSource("2"), dir, 1)
     try {
@@ -172,14 +187,7 @@ describe("a view folded again in a worker thread", () => {
     ] as const) {
       const server = await serve(appSource(version, inEvolve), dir, 1)
       try {
-        expect(await waitFor(() => /while folding it again from the log/.test(server.output()), 30_000), server.output()).toBe(true)
-        const res = await http(`${server.loopbackUrl}${VIEW_URL}`)
-        expect(res.status).toBe(200)
-        expect(res.headers.get("wo-view-exact-at")).toBe(String(expected.seq))
-        expect(res.headers.get("wo-view-next-failed")).toMatch(why)
-        expect(res.json.value).toEqual(expected.value)
-        expect(server.output()).toMatch(/views totals: folding them again from the log in a worker thread/)
-        expect(server.output()).not.toMatch(/folding them again on the server's thread/)
+        await expectOlderKept(server, why, 30_000)
       } finally {
         await server.stop()
       }
@@ -191,13 +199,7 @@ describe("a view folded again in a worker thread", () => {
     const server = await serve(appSource("12", "if (after !== null && after.price === 77 && !isMainThread) for (;;) {}"), dir, 1)
     try {
       // The loop runs 10 s of CPU before the fold counts as stuck: more time on a loaded machine.
-      expect(await waitFor(() => /while folding it again from the log/.test(server.output()), 100_000), server.output()).toBe(true)
-      const res = await http(`${server.loopbackUrl}${VIEW_URL}`)
-      expect(res.status).toBe(200)
-      expect(res.headers.get("wo-view-exact-at")).toBe(String(expected.seq))
-      expect(res.headers.get("wo-view-next-failed")).toMatch(/view totals: its fold in a worker thread ran \d+ s of CPU without finishing a step: an evolve that never returns\?/)
-      expect(res.json.value).toEqual(expected.value)
-      expect(server.output()).not.toMatch(/folding them again on the server's thread/)
+      await expectOlderKept(server, /view totals: its fold in a worker thread ran \d+ s of CPU without finishing a step: an evolve that never returns\?/, 100_000)
     } finally {
       await server.stop()
     }
