@@ -7,19 +7,12 @@
 // fencing: the floor of the work, not a store.
 // $STORE_URL: the cluster's URL (the first host is the primary); $FLOOR_TAG: this node's tag; $FLOOR_FRESH=1: the
 // first node makes the tables fresh (the others start once it serves).
-import pg from 'pg';
 import { eventData, floorServer, type FloorWrite } from './floor-core.ts';
 import { listenAndAnnounce } from './listen.ts';
+import { primaryClient } from './primary-client.ts';
 
-const m = /^postgres(?:ql)?:\/\/(?:([^@/]+)@)?([^:,/]+):(\d+)[^/]*\/([^?]+)/.exec(process.env.STORE_URL ?? '');
-if (!m) throw new Error(`pg-cluster-floor: STORE_URL must be postgres://user@host:port[,...]/db, not ${process.env.STORE_URL}`);
-const connect = async () => {
-  const c = new pg.Client({ user: m[1] ?? 'postgres', host: m[2], port: Number(m[3]), database: m[4] });
-  await c.connect();
-  return c;
-};
 const tag = process.env.FLOOR_TAG ?? 'a';
-const client = await connect();
+const client = await primaryClient('pg-cluster-floor');
 if (process.env.FLOOR_FRESH === '1') {
   await client.query(`
     drop table if exists cfloor_events, cfloor_rows;
@@ -43,7 +36,7 @@ const WRITE = `
   select pg_notify('cfloor', $4 || ' ' || (select json_agg(json_build_array(e.seq, e.id, e.data) order by e.seq)::text from e))`;
 
 const followed = new Map<string, unknown>();
-const follower = await connect();
+const follower = await primaryClient('pg-cluster-floor');
 follower.on('notification', (n) => {
   const text = n.payload ?? '';
   const space = text.indexOf(' ');

@@ -2,15 +2,11 @@
 // of waiting requests one statement (so one round trip and one transaction, durable on the synchronous standby as
 // the cluster is configured) inserting the events and upserting the rows. $STORE_URL: the cluster's URL; the first
 // host is the primary (scripts/pg-cluster.sh). Tables floor_events and floor_rows in the public schema, made fresh.
-import pg from 'pg';
 import { eventData, floorServer, type FloorWrite } from './floor-core.ts';
 import { listenAndAnnounce } from './listen.ts';
+import { primaryClient } from './primary-client.ts';
 
-// postgres://user@host:port,host:port,.../db (WHATWG URL refuses several hosts): the first host, the user, the db.
-const m = /^postgres(?:ql)?:\/\/(?:([^@/]+)@)?([^:,/]+):(\d+)[^/]*\/([^?]+)/.exec(process.env.STORE_URL ?? '');
-if (!m) throw new Error(`pg-floor: STORE_URL must be postgres://user@host:port[,...]/db, not ${process.env.STORE_URL}`);
-const client = new pg.Client({ user: m[1] ?? 'postgres', host: m[2], port: Number(m[3]), database: m[4] });
-await client.connect();
+const client = await primaryClient('pg-floor');
 await client.query(`
   drop table if exists floor_events, floor_rows;
   create table floor_events (seq bigint primary key, type text not null, id text not null, version int not null, kind text not null, data jsonb not null);
