@@ -129,8 +129,8 @@ export const foldInThread = (
 
     let fallback: ViewFolder | undefined
     let runsAt: string | undefined
-    // The worker's Linux thread id, whether it is folding (loaded and ready), and its CPU time at its last message
-    // and at the start of the current wait.
+    // The worker's Linux thread id, whether it is folding (loaded and ready), and its CPU time as the current wait
+    // began (at its last message) and as its current window of STALL began.
     let threadId: number | null = null
     let folding = false
     let cpuAtHeard = 0
@@ -161,11 +161,11 @@ export const foldInThread = (
     const next: Effect.Effect<Heard, ThreadGone | FoldStuck> = Effect.flatten(
       Effect.timeoutTo(Queue.take(heard), { duration: STALL, onSuccess: Effect.succeed, onTimeout: () => afterStall })
     )
+    // One reading of the thread's CPU per message: a wait begins as the last message was heard.
     const hear: Effect.Effect<FromFoldThread, ThreadGone | FoldStuck | StoreError> = Effect.flatMap(Effect.suspend(() => {
-      cpuAtWait = cpuNow()
+      cpuAtHeard = cpuAtWait = cpuNow()
       return next
     }), (m): Effect.Effect<FromFoldThread, ThreadGone | StoreError> => {
-      cpuAtHeard = cpuNow()
       if ("stopped" in m) return Effect.fail(new ThreadGone({ why: lentBack ? "the store reopened after a failed write, and ended it first" : `${m.stopped}${printed()}` }))
       if ("refused" in m) return Effect.fail(new ThreadGone({ why: `${m.refused}${printed()}` }))
       if ("failed" in m) {
